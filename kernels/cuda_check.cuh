@@ -1,0 +1,31 @@
+#pragma once
+// CUDA error checks: throwing at the API, logging in destructors.
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include <halo/kernels/error.hpp>
+#include <halo/kernels/log.hpp>
+
+namespace halo::kernels::detail {
+/// HALO_DEBUG_SYNC=1 makes every launch synchronise so a fault is reported at its own op.
+bool debug_sync();
+}  // namespace halo::kernels::detail
+
+#define HALO_CUDA_CHECK(expr)                                                                  \
+  do {                                                                                         \
+    const cudaError_t halo_status_ = (expr);                                                   \
+    if (halo_status_ != cudaSuccess)                                                           \
+      throw ::halo::CudaError(::halo::detail::format_error(                                    \
+          (std::string("CUDA error ") + cudaGetErrorName(halo_status_) + ": " +                \
+           cudaGetErrorString(halo_status_)).c_str(), #expr, __FILE__, __LINE__));              \
+  } while (0)
+
+#define HALO_CUDA_CHECK_NO_THROW(expr)                                                        \
+  do {                                                                                        \
+    const cudaError_t halo_status_ = (expr);                                                  \
+    if (halo_status_ != cudaSuccess)                                                          \
+      HALO_LOG_ERROR("CUDA error " << cudaGetErrorName(halo_status_) << " in " << #expr       \
+                                   << " at " << __FILE__ << ":" << __LINE__);                  \
+  } while (0)

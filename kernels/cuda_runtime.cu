@@ -1,0 +1,69 @@
+// The CUDA runtime calls behind Resources and Buffer.
+#include <cstdlib>
+#include <cstring>
+
+#include <halo/kernels/cuda_check.cuh>
+#include <halo/kernels/detail/cuda_runtime.hpp>
+#include <halo/kernels/resources.hpp>
+
+namespace halo::kernels {
+
+int cuda_device_count() { return detail::cuda_device_count_impl(); }
+
+namespace detail {
+
+bool debug_sync() {
+  static const bool on = [] {
+    const char* v = std::getenv("HALO_DEBUG_SYNC");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+int cuda_device_count_impl() {
+  int count = 0;
+  // Without a driver this returns cudaErrorInsufficientDriver or cudaErrorNoDevice: no GPU.
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+void* cuda_create_stream(int device_id) {
+  HALO_CUDA_CHECK(cudaSetDevice(device_id));
+  cudaStream_t stream = nullptr;
+  HALO_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return stream;
+}
+
+void cuda_destroy_stream(void* stream) noexcept {
+  HALO_CUDA_CHECK_NO_THROW(cudaStreamDestroy(static_cast<cudaStream_t>(stream)));
+}
+
+void cuda_synchronize(void* stream) {
+  HALO_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
+
+void* cuda_malloc_async(std::size_t bytes, void* stream) {
+  void* ptr = nullptr;
+  HALO_CUDA_CHECK(cudaMallocAsync(&ptr, bytes, static_cast<cudaStream_t>(stream)));
+  return ptr;
+}
+
+void cuda_free_async(void* ptr, void* stream) noexcept {
+  HALO_CUDA_CHECK_NO_THROW(cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream)));
+}
+
+void cuda_memcpy(void* dst, const void* src, std::size_t bytes, void* stream, bool sync) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  HALO_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+  if (sync) HALO_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+void cuda_memset_zero(void* dst, std::size_t bytes, void* stream) {
+  HALO_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream)));
+}
+
+}  // namespace detail
+}  // namespace halo::kernels

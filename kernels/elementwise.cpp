@@ -1,0 +1,70 @@
+#include <halo/kernels/elementwise.hpp>
+
+#include <halo/kernels/exec.hpp>
+
+namespace halo::kernels {
+
+template <class T>
+void fill(const Resources& res, Span<T> x, T value) {
+  launch(res, x.size, detail::FillBody<T>{x, value});
+}
+
+template <class T>
+void axpy(const Resources& res, T alpha, Span<const T> x, Span<T> y) {
+  HALO_EXPECTS(x.size == y.size, "axpy: size mismatch");
+  launch(res, y.size, detail::AxpyBody<T>{alpha, x, y});
+}
+
+template <class T>
+void add_bias(const Resources& res, MatrixView<T> x, Span<const T> bias) {
+  HALO_EXPECTS(bias.size == x.cols, "add_bias: bias size must equal the number of columns");
+  launch(res, x.rows, detail::AddBiasBody<T>{x, bias});
+}
+
+template <class T>
+void relu(const Resources& res, Span<const T> x, Span<T> y) {
+  HALO_EXPECTS(x.size == y.size, "relu: size mismatch");
+  launch(res, y.size, detail::ReluBody<T>{x, y});
+}
+
+template <class T>
+void relu_backward(const Resources& res, Span<const T> y, Span<const T> dy, Span<T> dx) {
+  HALO_EXPECTS(y.size == dy.size && dy.size == dx.size, "relu_backward: size mismatch");
+  launch(res, dx.size, detail::ReluBackwardBody<T>{y, dy, dx});
+}
+
+template <class T>
+void dropout(const Resources& res, const DropoutKey& key, float p, MatrixView<const T> x,
+             MatrixView<T> y) {
+  HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
+  HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "dropout: shape mismatch");
+  const auto stream = rng::stream_id(rng::kStreamDropout, key.epoch, key.layer);
+  launch(res, x.rows, detail::DropoutBody<T>{key, stream, p, x, y});
+}
+
+template <class Idx, class T>
+void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, T> x,
+             Span<T> values_out) {
+  HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
+  HALO_EXPECTS(values_out.size == x.num_edges(), "dropout: values_out size mismatch");
+  const auto stream = rng::stream_id(rng::kStreamDropout, key.epoch, key.layer);
+  launch(res, x.num_rows, detail::CsrDropoutBody<Idx, T>{key, stream, p, x, values_out.data});
+}
+
+#define HALO_INSTANTIATE(T)                                                                    \
+  template void fill<T>(const Resources&, Span<T>, T);                                         \
+  template void axpy<T>(const Resources&, T, Span<const T>, Span<T>);                          \
+  template void add_bias<T>(const Resources&, MatrixView<T>, Span<const T>);                   \
+  template void relu<T>(const Resources&, Span<const T>, Span<T>);                             \
+  template void relu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>);     \
+  template void dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>,    \
+                           MatrixView<T>);                                                     \
+  template void dropout<std::int32_t, T>(const Resources&, const DropoutKey&, float,           \
+                                         CsrView<std::int32_t, T>, Span<T>);                   \
+  template void dropout<std::int64_t, T>(const Resources&, const DropoutKey&, float,           \
+                                         CsrView<std::int64_t, T>, Span<T>);
+HALO_INSTANTIATE(float)
+HALO_INSTANTIATE(double)
+#undef HALO_INSTANTIATE
+
+}  // namespace halo::kernels

@@ -1,0 +1,45 @@
+#pragma once
+// The launchers of single-source bodies: `launch(res, n, body)` runs body(i) for i in [0, n) on
+// the device of `res`: an OpenMP loop on the CPU, a grid-stride CUDA kernel on the GPU.
+
+#include <omp.h>
+
+#include <cstdint>
+
+#include <halo/kernels/error.hpp>
+#include <halo/kernels/resources.hpp>
+
+namespace halo::kernels {
+
+/// Runs body(i) for every i in [0, n) on the CPU. Never opens a nested OpenMP region: inside a
+/// parallel region (a caller's own loop) it runs serially on the calling thread.
+template <class Body>
+void for_each_index(CpuExec exec, std::int64_t n, const Body& body) {
+  // guided: rows of power-law graphs differ in cost by orders of magnitude.
+#pragma omp parallel for schedule(guided) num_threads(exec.num_threads) if (n > 1 && !omp_in_parallel())
+  for (std::int64_t i = 0; i < n; ++i) body(i);
+}
+
+namespace detail {
+/// Defined in exec_cuda.cuh; each `<op>_cuda.cu` instantiates it for the bodies of its op.
+template <class Body>
+void launch_cuda(CudaExec exec, std::int64_t n, const Body& body);
+}  // namespace detail
+
+/// Runs body(i) for i in [0, n) on res's device; asynchronous on res's stream for CUDA.
+template <class Body>
+void launch(const Resources& res, std::int64_t n, const Body& body) {
+  if (n <= 0) return;
+  switch (res.device()) {
+    case Device::Cpu: return for_each_index(res.cpu_exec(), n, body);
+    case Device::Cuda:
+#if HALO_WITH_CUDA
+      return detail::launch_cuda(res.cuda_exec(), n, body);
+#else
+      HALO_FAIL("this build has no CUDA backend (configure with -DHALO_WITH_CUDA=ON)");
+#endif
+  }
+  HALO_FAIL("unknown device");
+}
+
+}  // namespace halo::kernels

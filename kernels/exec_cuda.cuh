@@ -1,0 +1,31 @@
+#pragma once
+// The CUDA launcher of single-source bodies. Included only by `<op>_cuda.cu` files.
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include <halo/kernels/cuda_check.cuh>
+#include <halo/kernels/exec.hpp>
+
+namespace halo::kernels::detail {
+
+template <class Body>
+__global__ void for_each_index_kernel(std::int64_t n, Body body) {
+  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += stride)
+    body(i);
+}
+
+template <class Body>
+void launch_cuda(CudaExec exec, std::int64_t n, const Body& body) {
+  constexpr int kBlock = 256;
+  const std::int64_t blocks = std::min<std::int64_t>((n + kBlock - 1) / kBlock, 65535LL * 32);
+  for_each_index_kernel<<<static_cast<unsigned>(blocks), kBlock, 0,
+                          static_cast<cudaStream_t>(exec.stream)>>>(n, body);
+  HALO_CUDA_CHECK(cudaGetLastError());
+  if (debug_sync()) HALO_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(exec.stream)));
+}
+
+}  // namespace halo::kernels::detail

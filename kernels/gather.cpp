@@ -1,0 +1,46 @@
+#include <halo/kernels/gather.hpp>
+
+#include <halo/kernels/exec.hpp>
+#include <halo/kernels/gather_body.hpp>
+
+namespace halo::kernels {
+namespace {
+template <class Idx>
+void check_ids(const Resources& res, Span<const Idx> idx, std::int64_t bound, const char* op) {
+  if (res.device() != Device::Cpu) return;  // device data is validated where it is produced
+  for (std::int64_t i = 0; i < idx.size; ++i)
+    HALO_EXPECTS(idx[i] >= 0 && idx[i] < bound, std::string(op) + ": row id " +
+                                                    std::to_string(idx[i]) + " out of range [0, " +
+                                                    std::to_string(bound) + ")");
+}
+}  // namespace
+
+template <class Idx, class T>
+void gather_rows(const Resources& res, MatrixView<const T> x, Span<const Idx> idx,
+                 MatrixView<T> out) {
+  HALO_EXPECTS(out.rows == idx.size && out.cols == x.cols, "gather_rows: shape mismatch");
+  check_ids(res, idx, x.rows, "gather_rows");
+  launch(res, idx.size, detail::GatherRowsBody<Idx, T>{x, idx, out});
+}
+
+template <class Idx, class T>
+void scatter_add_rows(const Resources& res, MatrixView<const T> x, Span<const Idx> idx,
+                      MatrixView<T> out) {
+  HALO_EXPECTS(x.rows == idx.size && out.cols == x.cols, "scatter_add_rows: shape mismatch");
+  check_ids(res, idx, out.rows, "scatter_add_rows");
+  using Body = detail::ScatterAddRowsBody<Idx, T>;
+  launch(res, (out.cols + Body::kColumnBlock - 1) / Body::kColumnBlock, Body{x, idx, out});
+}
+
+#define HALO_INSTANTIATE(Idx, T)                                                            \
+  template void gather_rows<Idx, T>(const Resources&, MatrixView<const T>, Span<const Idx>, \
+                                    MatrixView<T>);                                         \
+  template void scatter_add_rows<Idx, T>(const Resources&, MatrixView<const T>,             \
+                                         Span<const Idx>, MatrixView<T>);
+HALO_INSTANTIATE(std::int32_t, float)
+HALO_INSTANTIATE(std::int64_t, float)
+HALO_INSTANTIATE(std::int32_t, double)
+HALO_INSTANTIATE(std::int64_t, double)
+#undef HALO_INSTANTIATE
+
+}  // namespace halo::kernels

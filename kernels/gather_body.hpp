@@ -1,0 +1,42 @@
+#pragma once
+// Single-source bodies of row gather and scatter-add.
+
+#include <cstdint>
+
+#include <halo/kernels/hd.hpp>
+#include <halo/kernels/views.hpp>
+
+namespace halo::kernels::detail {
+
+template <class Idx, class T>
+struct GatherRowsBody {  // out(i, :) = x(idx[i], :)
+  MatrixView<const T> x;
+  Span<const Idx> idx;
+  MatrixView<T> out;
+  HALO_HD void operator()(std::int64_t i) const {
+    const T* src = x.row(static_cast<std::int64_t>(idx[i]));
+    T* dst = out.row(i);
+    for (std::int64_t j = 0; j < out.cols; ++j) dst[j] = src[j];
+  }
+};
+
+/// out(idx[i], :) += x(i, :). One index = one block of columns, so repeated targets in idx never
+/// race (no atomics).
+template <class Idx, class T>
+struct ScatterAddRowsBody {
+  static constexpr std::int64_t kColumnBlock = 16;
+  MatrixView<const T> x;
+  Span<const Idx> idx;
+  MatrixView<T> out;
+  HALO_HD void operator()(std::int64_t block) const {
+    const std::int64_t j0 = block * kColumnBlock;
+    const std::int64_t j1 = j0 + kColumnBlock < out.cols ? j0 + kColumnBlock : out.cols;
+    for (std::int64_t i = 0; i < idx.size; ++i) {
+      const T* src = x.row(i);
+      T* dst = out.row(static_cast<std::int64_t>(idx[i]));
+      for (std::int64_t j = j0; j < j1; ++j) dst[j] += src[j];
+    }
+  }
+};
+
+}  // namespace halo::kernels::detail

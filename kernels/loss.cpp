@@ -1,0 +1,67 @@
+#include <halo/kernels/loss.hpp>
+
+#include <cmath>
+
+#include <halo/kernels/buffer.hpp>
+#include <halo/kernels/exec.hpp>
+#include <halo/kernels/loss_body.hpp>
+#include <halo/kernels/reduce.hpp>
+#include <halo/kernels/tensor.hpp>
+
+namespace halo::kernels {
+namespace {
+template <class T>
+void check_shapes(MatrixView<const T> logits, Span<const std::int32_t> labels, const char* op) {
+  HALO_EXPECTS(labels.size == logits.rows, std::string(op) + ": one label per row expected");
+  HALO_EXPECTS(logits.cols > 0 || logits.rows == 0, std::string(op) + ": no classes");
+}
+}  // namespace
+
+template <class Idx, class T>
+T log_softmax_nll(const Resources& res, MatrixView<const T> logits, Span<const std::int32_t> labels,
+                  Span<const Idx> rows) {
+  check_shapes(logits, labels, "log_softmax_nll");
+  if (rows.size == 0) return T(0);
+  Tensor<T> loss(res, rows.size);
+  launch(res, rows.size, detail::NllForwardBody<Idx, T>{logits, labels, rows, loss.span()});
+  return sum(res, Span<const T>(loss.span())) / static_cast<T>(rows.size);
+}
+
+template <class Idx, class T>
+void log_softmax_nll_backward(const Resources& res, MatrixView<const T> logits,
+                              Span<const std::int32_t> labels, Span<const Idx> rows,
+                              MatrixView<T> dlogits) {
+  check_shapes(logits, labels, "log_softmax_nll_backward");
+  HALO_EXPECTS(dlogits.rows == logits.rows && dlogits.cols == logits.cols,
+               "log_softmax_nll_backward: dlogits shape mismatch");
+  zero_bytes(res, dlogits.data, res.device(), static_cast<std::size_t>(dlogits.size()) * sizeof(T));
+  if (rows.size == 0) return;
+  const T scale = T(1) / static_cast<T>(rows.size);
+  launch(res, rows.size, detail::NllBackwardBody<Idx, T>{logits, labels, rows, scale, dlogits});
+}
+
+template <class Idx, class T>
+std::int64_t count_correct(const Resources& res, MatrixView<const T> logits,
+                           Span<const std::int32_t> labels, Span<const Idx> rows) {
+  check_shapes(logits, labels, "count_correct");
+  if (rows.size == 0) return 0;
+  Tensor<T> correct(res, rows.size);
+  launch(res, rows.size, detail::CorrectBody<Idx, T>{logits, labels, rows, correct.span()});
+  return std::llround(sum(res, Span<const T>(correct.span())));
+}
+
+#define HALO_INSTANTIATE(Idx, T)                                                              \
+  template T log_softmax_nll<Idx, T>(const Resources&, MatrixView<const T>,                   \
+                                     Span<const std::int32_t>, Span<const Idx>);               \
+  template void log_softmax_nll_backward<Idx, T>(const Resources&, MatrixView<const T>,       \
+                                                 Span<const std::int32_t>, Span<const Idx>,   \
+                                                 MatrixView<T>);                               \
+  template std::int64_t count_correct<Idx, T>(const Resources&, MatrixView<const T>,          \
+                                              Span<const std::int32_t>, Span<const Idx>);
+HALO_INSTANTIATE(std::int32_t, float)
+HALO_INSTANTIATE(std::int64_t, float)
+HALO_INSTANTIATE(std::int32_t, double)
+HALO_INSTANTIATE(std::int64_t, double)
+#undef HALO_INSTANTIATE
+
+}  // namespace halo::kernels

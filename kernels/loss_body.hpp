@@ -1,0 +1,70 @@
+#pragma once
+// Single-source bodies of the fused log-softmax + negative log-likelihood loss.
+
+#include <cstdint>
+
+#include <halo/kernels/hd.hpp>
+#include <halo/kernels/hd_math.hpp>
+#include <halo/kernels/views.hpp>
+
+namespace halo::kernels::detail {
+
+/// Stable log-sum-exp of one row: m + log(sum exp(x - m)) with m the row's maximum.
+template <class T>
+HALO_HD T row_logsumexp(const T* x, std::int64_t n) {
+  T m = x[0];
+  for (std::int64_t j = 1; j < n; ++j) m = hd::max(m, x[j]);
+  T s = T(0);
+  for (std::int64_t j = 0; j < n; ++j) s += hd::exp(x[j] - m);
+  return m + hd::log(s);
+}
+
+/// loss[i] = -log_softmax(logits(rows[i], :))[labels[rows[i]]].
+template <class Idx, class T>
+struct NllForwardBody {
+  MatrixView<const T> logits;
+  Span<const std::int32_t> labels;
+  Span<const Idx> rows;
+  Span<T> loss;
+  HALO_HD void operator()(std::int64_t i) const {
+    const T* x = logits.row(rows[i]);
+    loss[i] = row_logsumexp(x, logits.cols) - x[labels[rows[i]]];
+  }
+};
+
+/// dlogits(rows[i], :) = (softmax(logits(rows[i], :)) - onehot(label)) * scale. Rows not
+/// selected keep the zeros written beforehand; `rows` holds distinct rows.
+template <class Idx, class T>
+struct NllBackwardBody {
+  MatrixView<const T> logits;
+  Span<const std::int32_t> labels;
+  Span<const Idx> rows;
+  T scale;
+  MatrixView<T> dlogits;
+  HALO_HD void operator()(std::int64_t i) const {
+    const std::int64_t r = rows[i];
+    const T* x = logits.row(r);
+    const T lse = row_logsumexp(x, logits.cols);
+    T* d = dlogits.row(r);
+    for (std::int64_t j = 0; j < logits.cols; ++j) d[j] = hd::exp(x[j] - lse) * scale;
+    d[labels[r]] -= scale;
+  }
+};
+
+/// correct[i] = 1 if the first maximum of logits(rows[i], :) is at the row's label, else 0.
+template <class Idx, class T>
+struct CorrectBody {
+  MatrixView<const T> logits;
+  Span<const std::int32_t> labels;
+  Span<const Idx> rows;
+  Span<T> correct;
+  HALO_HD void operator()(std::int64_t i) const {
+    const T* x = logits.row(rows[i]);
+    std::int64_t best = 0;
+    for (std::int64_t j = 1; j < logits.cols; ++j)
+      if (x[j] > x[best]) best = j;
+    correct[i] = best == labels[rows[i]] ? T(1) : T(0);
+  }
+};
+
+}  // namespace halo::kernels::detail

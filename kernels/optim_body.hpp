@@ -1,0 +1,47 @@
+#pragma once
+// Single-source bodies of the optimizer updates.
+
+#include <cstdint>
+
+#include <halo/kernels/hd.hpp>
+#include <halo/kernels/hd_math.hpp>
+#include <halo/kernels/views.hpp>
+
+namespace halo::kernels::detail {
+
+/// PyTorch's Adam (not AdamW): g = grad + wd * p; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+/// p -= lr * (m / c1) / (sqrt(v / c2) + eps), with c1 = 1 - b1^t, c2 = 1 - b2^t from the host.
+template <class T>
+struct AdamBody {
+  T lr, beta1, beta2, eps, weight_decay, c1, c2;
+  Span<T> param;
+  Span<const T> grad;
+  Span<T> m;
+  Span<T> v;
+  HALO_HD void operator()(std::int64_t i) const {
+    const T g = grad[i] + weight_decay * param[i];
+    m[i] = beta1 * m[i] + (T(1) - beta1) * g;
+    v[i] = beta2 * v[i] + (T(1) - beta2) * g * g;
+    param[i] -= lr * (m[i] / c1) / (hd::sqrt(v[i] / c2) + eps);
+  }
+};
+
+/// PyTorch's SGD: g = grad + wd * p; with momentum buf = mu * buf + g (buf starts at 0, which
+/// equals PyTorch's buf = g on the first step with dampening 0); p -= lr * buf (or lr * g).
+template <class T>
+struct SgdBody {
+  T lr, momentum, weight_decay;
+  Span<T> param;
+  Span<const T> grad;
+  Span<T> buf;  // empty without momentum
+  HALO_HD void operator()(std::int64_t i) const {
+    T g = grad[i] + weight_decay * param[i];
+    if (buf.size != 0) {
+      buf[i] = momentum * buf[i] + g;
+      g = buf[i];
+    }
+    param[i] -= lr * g;
+  }
+};
+
+}  // namespace halo::kernels::detail

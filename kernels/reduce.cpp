@@ -1,0 +1,35 @@
+#include <halo/kernels/reduce.hpp>
+
+#include <algorithm>
+
+#include <halo/kernels/exec.hpp>
+#include <halo/kernels/reduce_body.hpp>
+#include <halo/kernels/tensor.hpp>
+
+namespace halo::kernels {
+
+template <class T>
+void column_sum(const Resources& res, MatrixView<const T> x, Span<T> out, bool accumulate) {
+  HALO_EXPECTS(out.size == x.cols, "column_sum: out must have one entry per column");
+  // Enough blocks to keep every thread busy, few enough that combining them is cheap.
+  constexpr std::int64_t kMaxBlocks = 256;
+  const std::int64_t rows_per_block = std::max<std::int64_t>(1, (x.rows + kMaxBlocks - 1) / kMaxBlocks);
+  const std::int64_t blocks = x.rows == 0 ? 0 : (x.rows + rows_per_block - 1) / rows_per_block;
+  Tensor<T> partial(res, blocks, x.cols);
+  launch(res, blocks, detail::ColumnPartialSumBody<T>{x, rows_per_block, partial.view()});
+  launch(res, x.cols, detail::ColumnCombineBody<T>{partial.view(), out, accumulate});
+}
+
+template <class T>
+T sum(const Resources& res, Span<const T> x) {
+  Tensor<T> out(res, 1, 1);
+  column_sum(res, MatrixView<const T>{x.data, x.size, 1}, out.span());
+  return out.to_vector(res)[0];
+}
+
+template void column_sum<float>(const Resources&, MatrixView<const float>, Span<float>, bool);
+template void column_sum<double>(const Resources&, MatrixView<const double>, Span<double>, bool);
+template float sum<float>(const Resources&, Span<const float>);
+template double sum<double>(const Resources&, Span<const double>);
+
+}  // namespace halo::kernels

@@ -1,0 +1,56 @@
+#pragma once
+// Counter-based randomness: every draw is a pure function of (seed, stream, index).
+// No generator state lives in an op, so CPU and GPU, and 1-rank and P-rank runs, draw the same
+// numbers, and a run replays exactly from its seed.
+
+#include <cstdint>
+
+#include <halo/kernels/hd.hpp>
+
+namespace halo::kernels::rng {
+
+/// SplitMix64 finaliser (Steele, Lea, Flood 2014): a bijective 64-bit mixer.
+HALO_HD inline std::uint64_t mix(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// 64 random bits for draw `index` of stream `stream` under `seed`.
+HALO_HD inline std::uint64_t draw(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
+  return mix(mix(mix(seed) ^ stream) ^ index);
+}
+
+/// Uniform in [0, 1) with 24 random bits (exactly representable as float).
+HALO_HD inline float uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
+  return static_cast<float>(draw(seed, stream, index) >> 40) * (1.0f / 16777216.0f);
+}
+
+/// Uniform in [0, 1) with 53 random bits.
+HALO_HD inline double uniform_double(std::uint64_t seed, std::uint64_t stream,
+                                     std::uint64_t index) {
+  return static_cast<double>(draw(seed, stream, index) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/// Uniform integer in [0, n) for n >= 1 (Lemire's multiply-shift; bias below 2^-32 for n < 2^32).
+HALO_HD inline std::uint64_t below(std::uint64_t seed, std::uint64_t stream, std::uint64_t index,
+                                   std::uint64_t n) {
+  return static_cast<std::uint64_t>(
+      (static_cast<unsigned __int128>(draw(seed, stream, index)) * n) >> 64);
+}
+
+/// Stream ids name what a draw is for, so unrelated uses never share numbers.
+enum Stream : std::uint64_t {
+  kStreamInit = 1,      // parameter initialisation: index = parameter id, element
+  kStreamDropout = 2,   // dropout masks
+  kStreamSynthetic = 3, // synthetic dataset generators
+  kStreamShuffle = 4,   // seed shuffles
+};
+
+/// Combines a stream kind with up to two small sub-keys (epoch, layer, parameter id, ...).
+HALO_HD inline std::uint64_t stream_id(std::uint64_t kind, std::uint64_t a, std::uint64_t b = 0) {
+  return mix(kind ^ mix(a ^ mix(b)));
+}
+
+}  // namespace halo::kernels::rng

@@ -1,0 +1,38 @@
+#include <halo/kernels/spmm.hpp>
+
+#include <halo/kernels/buffer.hpp>
+#include <halo/kernels/exec.hpp>
+
+namespace halo::kernels {
+
+template <class Idx, class T>
+void spmm(const Resources& res, CsrView<Idx, T> a, MatrixView<const T> x, MatrixView<T> out,
+          Aggregate aggregate) {
+  HALO_EXPECTS(x.rows == a.num_cols && out.rows == a.num_rows && out.cols == x.cols,
+               "spmm: shape mismatch");
+  launch(res, out.rows, detail::SpmmRowBody<Idx, T>{a, x, out, aggregate == Aggregate::Mean});
+}
+
+template <class Idx, class T>
+void spmm_transposed(const Resources& res, CsrView<Idx, T> a, MatrixView<const T> y,
+                     MatrixView<T> out, Aggregate aggregate) {
+  HALO_EXPECTS(y.rows == a.num_rows && out.rows == a.num_cols && out.cols == y.cols,
+               "spmm_transposed: shape mismatch");
+  using Body = detail::SpmmTransposedBlockBody<Idx, T>;
+  zero_bytes(res, out.data, res.device(), static_cast<std::size_t>(out.size()) * sizeof(T));
+  const std::int64_t blocks = (out.cols + Body::kColumnBlock - 1) / Body::kColumnBlock;
+  launch(res, blocks, Body{a, y, out, aggregate == Aggregate::Mean});
+}
+
+#define HALO_INSTANTIATE(Idx, T)                                                        \
+  template void spmm<Idx, T>(const Resources&, CsrView<Idx, T>, MatrixView<const T>,   \
+                             MatrixView<T>, Aggregate);                                 \
+  template void spmm_transposed<Idx, T>(const Resources&, CsrView<Idx, T>,              \
+                                        MatrixView<const T>, MatrixView<T>, Aggregate);
+HALO_INSTANTIATE(std::int32_t, float)
+HALO_INSTANTIATE(std::int64_t, float)
+HALO_INSTANTIATE(std::int32_t, double)
+HALO_INSTANTIATE(std::int64_t, double)
+#undef HALO_INSTANTIATE
+
+}  // namespace halo::kernels

@@ -1,0 +1,25 @@
+#pragma once
+// Sparse (CSR) x dense products: neighbourhood aggregation and sparse features x weights.
+
+#include <halo/kernels/resources.hpp>
+#include <halo/kernels/spmm_body.hpp>
+#include <halo/kernels/views.hpp>
+
+namespace halo::kernels {
+
+/// out = A x, with A's stored values as edge weights (all ones when it has none). With
+/// Aggregate::Mean each output row is divided by its number of stored entries (empty rows give
+/// zero rows). Shapes: A is m x k, x is k x n, out is m x n (overwritten). All arguments on res's
+/// device; asynchronous on res's stream. Instantiated for Idx in {int32_t, int64_t} and T in
+/// {float, double}.
+template <class Idx, class T>
+void spmm(const Resources& res, CsrView<Idx, T> a, MatrixView<const T> x, MatrixView<T> out,
+          Aggregate aggregate = Aggregate::Sum);
+
+/// The adjoint of `spmm`: out = A^T y (Mean: A's rows scaled by 1 / entry count first), the
+/// backward product of aggregation. A is m x k, y is m x n, out is k x n (overwritten).
+template <class Idx, class T>
+void spmm_transposed(const Resources& res, CsrView<Idx, T> a, MatrixView<const T> y,
+                     MatrixView<T> out, Aggregate aggregate = Aggregate::Sum);
+
+}  // namespace halo::kernels

@@ -1,0 +1,46 @@
+#pragma once
+// Non-owning, trivially copyable views passed by value into ops and single-source bodies.
+
+#include <cstdint>
+
+#include <halo/kernels/hd.hpp>
+
+namespace halo::kernels {
+
+/// A contiguous 1-D range. Never kept past the call that received it.
+template <class T>
+struct Span {
+  T* data = nullptr;
+  std::int64_t size = 0;
+  HALO_HD T& operator[](std::int64_t i) const { return data[i]; }
+  HALO_HD operator Span<const T>() const { return {data, size}; }  // NOLINT: implicit by design
+};
+
+/// A dense row-major matrix.
+template <class T>
+struct MatrixView {
+  T* data = nullptr;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  HALO_HD T& operator()(std::int64_t r, std::int64_t c) const { return data[r * cols + c]; }
+  HALO_HD T* row(std::int64_t r) const { return data + r * cols; }
+  HALO_HD std::int64_t size() const { return rows * cols; }
+  HALO_HD Span<T> span() const { return {data, rows * cols}; }
+  HALO_HD operator MatrixView<const T>() const { return {data, rows, cols}; }  // NOLINT
+};
+
+/// A CSR matrix: row r holds entries indptr[r] .. indptr[r+1]-1, column indices[e] and value
+/// values[e]. `values == nullptr` means every stored value is 1 (an unweighted graph).
+template <class Idx, class T>
+struct CsrView {
+  const std::int64_t* indptr = nullptr;
+  const Idx* indices = nullptr;
+  const T* values = nullptr;
+  std::int64_t num_rows = 0;
+  std::int64_t num_cols = 0;
+  HALO_HD std::int64_t num_edges() const { return num_rows == 0 ? 0 : indptr[num_rows]; }
+  HALO_HD T value(std::int64_t e) const { return values == nullptr ? T(1) : values[e]; }
+  HALO_HD std::int64_t degree(std::int64_t r) const { return indptr[r + 1] - indptr[r]; }
+};
+
+}  // namespace halo::kernels
