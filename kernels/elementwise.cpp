@@ -10,31 +10,31 @@ void fill(const Resources& res, Span<T> x, T value) {
 }
 
 template <class T>
-void axpy(const Resources& res, T alpha, Span<const T> x, Span<T> y) {
+void axpy(const Resources& res, T alpha, ConstSpan<T> x, Span<T> y) {
   HALO_EXPECTS(x.size == y.size, "axpy: size mismatch");
   launch(res, y.size, detail::AxpyBody<T>{alpha, x, y});
 }
 
 template <class T>
-void add_bias(const Resources& res, MatrixView<T> x, Span<const T> bias) {
+void add_bias(const Resources& res, MatrixView<T> x, ConstSpan<T> bias) {
   HALO_EXPECTS(bias.size == x.cols, "add_bias: bias size must equal the number of columns");
   launch(res, x.rows, detail::AddBiasBody<T>{x, bias});
 }
 
 template <class T>
-void relu(const Resources& res, Span<const T> x, Span<T> y) {
+void relu(const Resources& res, ConstSpan<T> x, Span<T> y) {
   HALO_EXPECTS(x.size == y.size, "relu: size mismatch");
   launch(res, y.size, detail::ReluBody<T>{x, y});
 }
 
 template <class T>
-void relu_backward(const Resources& res, Span<const T> y, Span<const T> dy, Span<T> dx) {
+void relu_backward(const Resources& res, ConstSpan<T> y, ConstSpan<T> dy, Span<T> dx) {
   HALO_EXPECTS(y.size == dy.size && dy.size == dx.size, "relu_backward: size mismatch");
   launch(res, dx.size, detail::ReluBackwardBody<T>{y, dy, dx});
 }
 
 template <class T>
-void dropout(const Resources& res, const DropoutKey& key, float p, MatrixView<const T> x,
+void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
              MatrixView<T> y) {
   HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
   HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "dropout: shape mismatch");

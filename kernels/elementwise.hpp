@@ -14,25 +14,25 @@ void fill(const Resources& res, Span<T> x, T value);
 
 /// y += alpha * x (same size).
 template <class T>
-void axpy(const Resources& res, T alpha, Span<const T> x, Span<T> y);
+void axpy(const Resources& res, T alpha, ConstSpan<T> x, Span<T> y);
 
 /// x(r, :) += bias for every row (bias has x.cols entries). In place.
 template <class T>
-void add_bias(const Resources& res, MatrixView<T> x, Span<const T> bias);
+void add_bias(const Resources& res, MatrixView<T> x, ConstSpan<T> bias);
 
 /// y = max(x, 0). y may alias x.
 template <class T>
-void relu(const Resources& res, Span<const T> x, Span<T> y);
+void relu(const Resources& res, ConstSpan<T> x, Span<T> y);
 
 /// dx = dy where y > 0, else 0, given ReLU's output y. dx may alias dy.
 template <class T>
-void relu_backward(const Resources& res, Span<const T> y, Span<const T> dy, Span<T> dx);
+void relu_backward(const Resources& res, ConstSpan<T> y, ConstSpan<T> dy, Span<T> dx);
 
 /// Inverted dropout: y = x / (1 - p) where the mask keyed by `key` keeps, else 0; 0 <= p < 1.
 /// The mask is a pure function of the key, so the backward pass is this same op applied to dy.
 /// y may alias x.
 template <class T>
-void dropout(const Resources& res, const DropoutKey& key, float p, MatrixView<const T> x,
+void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
              MatrixView<T> y);
 
 /// Dropout of a sparse matrix's stored entries with exactly the mask `dropout` would apply to

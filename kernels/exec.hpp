@@ -15,8 +15,11 @@ namespace halo::kernels {
 /// parallel region (a caller's own loop) it runs serially on the calling thread.
 template <class Body>
 void for_each_index(CpuExec exec, std::int64_t n, const Body& body) {
-  // guided: rows of power-law graphs differ in cost by orders of magnitude.
+  // guided: rows of power-law graphs differ in cost by orders of magnitude. (_OPENMP is unset
+  // only where nvcc's host pass sees this header; CUDA files never call this launcher.)
+#if defined(_OPENMP)
 #pragma omp parallel for schedule(guided) num_threads(exec.num_threads) if (n > 1 && !omp_in_parallel())
+#endif
   for (std::int64_t i = 0; i < n; ++i) body(i);
 }
 

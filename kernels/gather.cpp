@@ -16,7 +16,7 @@ void check_ids(const Resources& res, Span<const Idx> idx, std::int64_t bound, co
 }  // namespace
 
 template <class Idx, class T>
-void gather_rows(const Resources& res, MatrixView<const T> x, Span<const Idx> idx,
+void gather_rows(const Resources& res, ConstMatrixView<T> x, Span<const Idx> idx,
                  MatrixView<T> out) {
   HALO_EXPECTS(out.rows == idx.size && out.cols == x.cols, "gather_rows: shape mismatch");
   check_ids(res, idx, x.rows, "gather_rows");
@@ -24,7 +24,7 @@ void gather_rows(const Resources& res, MatrixView<const T> x, Span<const Idx> id
 }
 
 template <class Idx, class T>
-void scatter_add_rows(const Resources& res, MatrixView<const T> x, Span<const Idx> idx,
+void scatter_add_rows(const Resources& res, ConstMatrixView<T> x, Span<const Idx> idx,
                       MatrixView<T> out) {
   HALO_EXPECTS(x.rows == idx.size && out.cols == x.cols, "scatter_add_rows: shape mismatch");
   check_ids(res, idx, out.rows, "scatter_add_rows");

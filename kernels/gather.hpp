@@ -9,12 +9,12 @@ namespace halo::kernels {
 /// out(i, :) = x(idx[i], :). idx entries must be in [0, x.rows) (checked on the host for CPU
 /// data). Instantiated for Idx in {int32_t, int64_t} and T in {float, double}.
 template <class Idx, class T>
-void gather_rows(const Resources& res, MatrixView<const T> x, Span<const Idx> idx,
+void gather_rows(const Resources& res, ConstMatrixView<T> x, Span<const Idx> idx,
                  MatrixView<T> out);
 
 /// out(idx[i], :) += x(i, :); repeated ids accumulate. out keeps its other contents.
 template <class Idx, class T>
-void scatter_add_rows(const Resources& res, MatrixView<const T> x, Span<const Idx> idx,
+void scatter_add_rows(const Resources& res, ConstMatrixView<T> x, Span<const Idx> idx,
                       MatrixView<T> out);
 
 }  // namespace halo::kernels

@@ -31,8 +31,8 @@ int as_int(std::int64_t v, const char* what) {
 }  // namespace
 
 template <class T>
-void gemm(const Resources& res, Trans trans_a, Trans trans_b, T alpha, MatrixView<const T> a,
-          MatrixView<const T> b, T beta, MatrixView<T> c) {
+void gemm(const Resources& res, Trans trans_a, Trans trans_b, T alpha, ConstMatrixView<T> a,
+          ConstMatrixView<T> b, T beta, MatrixView<T> c) {
   const std::int64_t m = trans_a == Trans::No ? a.rows : a.cols;
   const std::int64_t k = trans_a == Trans::No ? a.cols : a.rows;
   const std::int64_t kb = trans_b == Trans::No ? b.rows : b.cols;

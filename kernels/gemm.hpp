@@ -12,7 +12,7 @@ enum class Trans { No, Yes };
 /// op(b) is k x n, c is m x n. With beta == 0, c's old contents are ignored (may be garbage).
 /// CPU: OpenBLAS cblas_sgemm / cblas_dgemm on res's thread count. Instantiated for float, double.
 template <class T>
-void gemm(const Resources& res, Trans trans_a, Trans trans_b, T alpha, MatrixView<const T> a,
-          MatrixView<const T> b, T beta, MatrixView<T> c);
+void gemm(const Resources& res, Trans trans_a, Trans trans_b, T alpha, ConstMatrixView<T> a,
+          ConstMatrixView<T> b, T beta, MatrixView<T> c);
 
 }  // namespace halo::kernels

@@ -28,7 +28,7 @@ T log_softmax_nll(const Resources& res, MatrixView<const T> logits, Span<const s
 }
 
 template <class Idx, class T>
-void log_softmax_nll_backward(const Resources& res, MatrixView<const T> logits,
+void log_softmax_nll_backward(const Resources& res, ConstMatrixView<T> logits,
                               Span<const std::int32_t> labels, Span<const Idx> rows,
                               MatrixView<T> dlogits) {
   check_shapes(logits, labels, "log_softmax_nll_backward");

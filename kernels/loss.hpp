@@ -19,7 +19,7 @@ T log_softmax_nll(const Resources& res, MatrixView<const T> logits, Span<const s
 /// The gradient of `log_softmax_nll` with respect to logits, written to dlogits (n x C,
 /// overwritten; rows outside `rows` get zeros). Asynchronous on res's stream.
 template <class Idx, class T>
-void log_softmax_nll_backward(const Resources& res, MatrixView<const T> logits,
+void log_softmax_nll_backward(const Resources& res, ConstMatrixView<T> logits,
                               Span<const std::int32_t> labels, Span<const Idx> rows,
                               MatrixView<T> dlogits);
 

@@ -9,7 +9,7 @@ namespace halo::kernels {
 
 template <class T>
 void adam_step(const Resources& res, const AdamConfig& c, std::int64_t step, Span<T> param,
-               Span<const T> grad, Span<T> m, Span<T> v) {
+               ConstSpan<T> grad, Span<T> m, Span<T> v) {
   HALO_EXPECTS(step >= 1, "adam_step: step numbers start at 1");
   HALO_EXPECTS(grad.size == param.size && m.size == param.size && v.size == param.size,
                "adam_step: size mismatch");
@@ -22,7 +22,7 @@ void adam_step(const Resources& res, const AdamConfig& c, std::int64_t step, Spa
 }
 
 template <class T>
-void sgd_step(const Resources& res, const SgdConfig& c, Span<T> param, Span<const T> grad,
+void sgd_step(const Resources& res, const SgdConfig& c, Span<T> param, ConstSpan<T> grad,
               Span<T> momentum_buf) {
   HALO_EXPECTS(grad.size == param.size, "sgd_step: size mismatch");
   HALO_EXPECTS(c.momentum == 0.0 ? momentum_buf.size == 0 : momentum_buf.size == param.size,

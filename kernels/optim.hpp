@@ -26,12 +26,12 @@ struct SgdConfig {
 /// buffers (zero before the first step). All spans have one size, on res's device.
 template <class T>
 void adam_step(const Resources& res, const AdamConfig& config, std::int64_t step, Span<T> param,
-               Span<const T> grad, Span<T> m, Span<T> v);
+               ConstSpan<T> grad, Span<T> m, Span<T> v);
 
 /// One SGD step (PyTorch semantics). `momentum_buf` is empty when config.momentum == 0, else the
 /// size of param and zero before the first step.
 template <class T>
-void sgd_step(const Resources& res, const SgdConfig& config, Span<T> param, Span<const T> grad,
+void sgd_step(const Resources& res, const SgdConfig& config, Span<T> param, ConstSpan<T> grad,
               Span<T> momentum_buf);
 
 }  // namespace halo::kernels

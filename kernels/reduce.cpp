@@ -9,7 +9,7 @@
 namespace halo::kernels {
 
 template <class T>
-void column_sum(const Resources& res, MatrixView<const T> x, Span<T> out, bool accumulate) {
+void column_sum(const Resources& res, ConstMatrixView<T> x, Span<T> out, bool accumulate) {
   HALO_EXPECTS(out.size == x.cols, "column_sum: out must have one entry per column");
   // Enough blocks to keep every thread busy, few enough that combining them is cheap.
   constexpr std::int64_t kMaxBlocks = 256;

@@ -6,7 +6,7 @@
 namespace halo::kernels {
 
 template <class Idx, class T>
-void spmm(const Resources& res, CsrView<Idx, T> a, MatrixView<const T> x, MatrixView<T> out,
+void spmm(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> x, MatrixView<T> out,
           Aggregate aggregate) {
   HALO_EXPECTS(x.rows == a.num_cols && out.rows == a.num_rows && out.cols == x.cols,
                "spmm: shape mismatch");
@@ -14,7 +14,7 @@ void spmm(const Resources& res, CsrView<Idx, T> a, MatrixView<const T> x, Matrix
 }
 
 template <class Idx, class T>
-void spmm_transposed(const Resources& res, CsrView<Idx, T> a, MatrixView<const T> y,
+void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
                      MatrixView<T> out, Aggregate aggregate) {
   HALO_EXPECTS(y.rows == a.num_rows && out.rows == a.num_cols && out.cols == y.cols,
                "spmm_transposed: shape mismatch");

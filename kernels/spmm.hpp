@@ -13,13 +13,13 @@ namespace halo::kernels {
 /// device; asynchronous on res's stream. Instantiated for Idx in {int32_t, int64_t} and T in
 /// {float, double}.
 template <class Idx, class T>
-void spmm(const Resources& res, CsrView<Idx, T> a, MatrixView<const T> x, MatrixView<T> out,
+void spmm(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> x, MatrixView<T> out,
           Aggregate aggregate = Aggregate::Sum);
 
 /// The adjoint of `spmm`: out = A^T y (Mean: A's rows scaled by 1 / entry count first), the
 /// backward product of aggregation. A is m x k, y is m x n, out is k x n (overwritten).
 template <class Idx, class T>
-void spmm_transposed(const Resources& res, CsrView<Idx, T> a, MatrixView<const T> y,
+void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
                      MatrixView<T> out, Aggregate aggregate = Aggregate::Sum);
 
 }  // namespace halo::kernels

@@ -2,6 +2,7 @@
 // Non-owning, trivially copyable views passed by value into ops and single-source bodies.
 
 #include <cstdint>
+#include <type_traits>
 
 #include <halo/kernels/hd.hpp>
 
@@ -42,5 +43,12 @@ struct CsrView {
   HALO_HD T value(std::int64_t e) const { return values == nullptr ? T(1) : values[e]; }
   HALO_HD std::int64_t degree(std::int64_t r) const { return indptr[r + 1] - indptr[r]; }
 };
+
+/// Read-only view parameters of ops whose element type is deduced from another argument: the
+/// alias is a non-deduced context, so a mutable view converts implicitly at the call.
+template <class T>
+using ConstMatrixView = std::type_identity_t<MatrixView<const T>>;
+template <class T>
+using ConstSpan = std::type_identity_t<Span<const T>>;
 
 }  // namespace halo::kernels

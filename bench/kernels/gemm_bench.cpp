@@ -1,0 +1,51 @@
+// GEMM throughput in the shapes of a GCN layer against OpenBLAS's own square-sgemm peak.
+#include <benchmark/benchmark.h>
+
+#include <halo/kernels/gemm.hpp>
+
+#include "support/machine.hpp"
+
+namespace {
+
+using namespace halo;
+using kernels::Tensor;
+using kernels::Trans;
+
+void BM_SgemmPeak(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(bench::sgemm_peak_flops());
+  state.counters["sgemm_peak_flops"] = bench::sgemm_peak_flops();
+}
+BENCHMARK(BM_SgemmPeak)->Iterations(1);
+
+/// op(A) (m x k) * op(B) (k x n) with A, B as laid out in a GCN layer on n_nodes rows.
+void BM_Gemm(benchmark::State& state) {
+  const std::int64_t nodes = bench::smoke() ? 8467 : 169343;
+  const std::int64_t in_f = state.range(0), out_f = state.range(1);
+  const bool weight_grad = state.range(2) != 0;  // X^T dY (in x out) instead of X W (n x out)
+  const kernels::Resources res;
+  Tensor<float> x = Tensor<float>::zeros(res, nodes, in_f);
+  Tensor<float> w = Tensor<float>::zeros(res, in_f, out_f);
+  Tensor<float> y = Tensor<float>::zeros(res, nodes, out_f);
+  for (auto _ : state) {
+    if (weight_grad) {
+      kernels::gemm(res, Trans::Yes, Trans::No, 1.f, x.view(), y.view(), 0.f, w.view());
+    } else {
+      kernels::gemm(res, Trans::No, Trans::No, 1.f, x.view(), w.view(), 0.f, y.view());
+    }
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * static_cast<double>(nodes) * in_f * out_f;
+  state.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["fraction_of_peak"] = benchmark::Counter(
+      flops / bench::sgemm_peak_flops(), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Gemm)
+    ->Args({128, 256, 0})
+    ->Args({128, 256, 1})
+    ->Args({256, 40, 0})
+    ->Args({256, 40, 1})
+    ->ArgNames({"in", "out", "weight_grad"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace

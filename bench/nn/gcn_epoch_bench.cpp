@@ -1,0 +1,50 @@
+// One training epoch (forward + loss + backward + Adam) exactly as `halo train` runs it.
+#include <benchmark/benchmark.h>
+
+#include <halo/runtime/trainer.hpp>
+
+#include "support/machine.hpp"
+#include "support/shapes.hpp"
+
+namespace {
+
+using namespace halo;
+
+void run_epochs(benchmark::State& state, const datasets::Dataset& data, nn::ModelKind kind,
+                std::int64_t hidden) {
+  const kernels::Resources res;
+  runtime::TrainConfig config;
+  config.model.kind = kind;
+  config.model.hidden = hidden;
+  nn::Model<float> model = runtime::make_model(res, data, config);
+  runtime::FullGraphTrainer trainer(res, data, config, model);
+  std::uint64_t epoch = 0;
+  trainer.train_epoch(++epoch);  // warm-up: first-touch allocations of activations
+  for (auto _ : state) benchmark::DoNotOptimize(trainer.train_epoch(++epoch));
+  state.counters["nodes"] = static_cast<double>(data.num_nodes());
+  state.counters["edges"] = static_cast<double>(data.graph.num_edges());
+}
+
+const datasets::Dataset& cora() {
+  static const kernels::Resources res;
+  static const datasets::Dataset d = bench::cora(res);
+  return d;
+}
+const datasets::Dataset& arxiv() {
+  static const kernels::Resources res;
+  static const datasets::Dataset d = bench::arxiv_shape(res);
+  return d;
+}
+
+void BM_GcnEpochCora(benchmark::State& s) { run_epochs(s, cora(), nn::ModelKind::Gcn, 16); }
+void BM_SageEpochCora(benchmark::State& s) { run_epochs(s, cora(), nn::ModelKind::Sage, 16); }
+void BM_GcnEpochArxivShape(benchmark::State& s) { run_epochs(s, arxiv(), nn::ModelKind::Gcn, 256); }
+void BM_SageEpochArxivShape(benchmark::State& s) {
+  run_epochs(s, arxiv(), nn::ModelKind::Sage, 256);
+}
+BENCHMARK(BM_GcnEpochCora)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SageEpochCora)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GcnEpochArxivShape)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(bench::smoke() ? 0.001 : 3.0);
+BENCHMARK(BM_SageEpochArxivShape)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(bench::smoke() ? 0.001 : 3.0);
+
+}  // namespace

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs every benchmark once at its smallest size so they keep working (CI). Not a measurement.
+#   bash bench/smoke.sh BUILD_DIR
+set -euo pipefail
+build=${1:?usage: bench/smoke.sh BUILD_DIR}
+export HALO_BENCH_SMOKE=1
+for b in spmm_bench gemm_bench gcn_epoch_bench; do
+  "$build/bench/$b" --benchmark_min_time=0.001 --benchmark_repetitions=1 >/dev/null
+  echo "bench smoke: $b ok"
+done

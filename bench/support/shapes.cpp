@@ -1,0 +1,24 @@
+#include "support/shapes.hpp"
+
+#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/synthetic.hpp>
+
+#include "support/machine.hpp"
+
+namespace halo::bench {
+
+datasets::Dataset cora(const kernels::Resources& res) {
+  return datasets::read_directory(res, HALO_SHARED_DATASETS "/planetoid/cora");
+}
+
+datasets::Dataset arxiv_shape(const kernels::Resources& res) {
+  datasets::SyntheticConfig c;
+  c.num_nodes = smoke() ? 169343 / 20 : 169343;
+  c.num_classes = 40;
+  c.num_features = 128;
+  c.avg_degree = 13.7;  // ogbn-arxiv: 1,166,243 citations, 2.33M directed edges symmetrised
+  c.seed = 1;
+  return datasets::make_synthetic(res, c);
+}
+
+}  // namespace halo::bench

@@ -1,0 +1,51 @@
+#pragma once
+// Private helpers of the datasets component: host allocation, parallel loops, CSR utilities.
+
+#include <cstdint>
+#include <vector>
+
+#include <halo/datasets/dataset.hpp>
+#include <halo/kernels/exec.hpp>
+#include <halo/kernels/resources.hpp>
+#include <halo/kernels/tensor.hpp>
+
+namespace halo::datasets::detail {
+
+/// An uninitialised host tensor, whatever res's device (datasets always live on the host).
+template <class T>
+kernels::Tensor<T> host_tensor(const kernels::Resources& res, std::int64_t rows,
+                               std::int64_t cols = 1) {
+  return kernels::Tensor<T>(res, kernels::Device::Cpu, rows, cols);
+}
+
+/// A host column vector holding `values`.
+template <class T>
+kernels::Tensor<T> host_tensor(const kernels::Resources& res, const std::vector<T>& values) {
+  auto t = host_tensor<T>(res, static_cast<std::int64_t>(values.size()));
+  for (std::size_t i = 0; i < values.size(); ++i) t.data()[i] = values[i];
+  return t;
+}
+
+/// Runs f(i) for i in [0, n) on res's OpenMP threads (serially inside a parallel region).
+template <class F>
+void parallel_for(const kernels::Resources& res, std::int64_t n, const F& f) {
+  if (n > 0) kernels::for_each_index(res.cpu_exec(), n, f);
+}
+
+/// Turns per-row counts in indptr[0..n) into offsets in indptr[0..n] (indptr has n + 1 slots).
+void counts_to_offsets(std::int64_t* indptr, std::int64_t n);
+
+/// Throws halo::LogicError unless `a` is on the host and well formed enough to walk (indptr of
+/// num_rows + 1 entries; values empty or one per entry). `op` names the caller.
+void expect_host_csr(const Graph& a, const char* op);
+
+/// Whether the columns of every row of `a` are non-decreasing.
+bool rows_sorted(const kernels::Resources& res, const Graph& a);
+
+/// A copy of `a` whose rows are sorted by column (values follow their columns; stable).
+Graph sort_rows(const kernels::Resources& res, const Graph& a);
+
+/// Aᵀ with the values of `a` (if any): num_cols x num_rows, rows sorted. Counting sort.
+Graph transpose(const kernels::Resources& res, const Graph& a);
+
+}  // namespace halo::datasets::detail

@@ -1,0 +1,670 @@
+#include <halo/datasets/plain_format.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <halo/datasets/detail/host.hpp>
+#include <halo/datasets/graph_builder.hpp>
+#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/error.hpp>
+
+namespace halo::datasets {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::int64_t kMaxId = std::numeric_limits<NodeId>::max() - 1;  // so that id + 1 fits
+
+// ---- errors ------------------------------------------------------------------------------------
+
+/// `text` in double quotes, with tabs and control characters escaped and long text cut short.
+std::string quoted(std::string_view text) {
+  constexpr std::size_t kMaxShown = 80;
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
+    const char c = text[i];
+    if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  if (text.size() > kMaxShown) out += "...";
+  return out + "\"";
+}
+
+[[noreturn]] void fail_at(const fs::path& file, std::int64_t line, const std::string& what) {
+  throw IoError(file.string() + ":" + std::to_string(line) + ": " + what);
+}
+
+[[noreturn]] void fail_expected(const fs::path& file, std::int64_t line, const std::string& what,
+                                std::string_view got) {
+  fail_at(file, line, "expected " + what + ", got " + quoted(got));
+}
+
+[[noreturn]] void fail_expected_eof(const fs::path& file, std::int64_t line,
+                                    const std::string& what) {
+  fail_at(file, line, "expected " + what + ", got end of file");
+}
+
+// ---- reading -----------------------------------------------------------------------------------
+
+std::string read_file(const fs::path& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw IoError(path.string() + ": cannot open: " + std::strerror(errno));
+  std::string text;
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (!ec) text.resize(size);
+  const std::size_t got = std::fread(text.data(), 1, text.size(), f);
+  const bool failed = std::ferror(f) != 0 || got != text.size();
+  std::fclose(f);
+  if (failed) throw IoError(path.string() + ": read error");
+  return text;
+}
+
+/// Walks the lines of a file held in memory. A final '\n' does not start an extra line; a '\r'
+/// before '\n' is dropped, so files written on Windows read the same.
+class Lines {
+ public:
+  explicit Lines(std::string_view text) : m_text(text) {}
+  bool next(std::string_view& line) {
+    if (m_pos >= m_text.size()) return false;
+    const void* nl = std::memchr(m_text.data() + m_pos, '\n', m_text.size() - m_pos);
+    const std::size_t end =
+        nl == nullptr ? m_text.size() : static_cast<std::size_t>(static_cast<const char*>(nl) - m_text.data());
+    line = m_text.substr(m_pos, end - m_pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    m_pos = end + 1;
+    ++m_number;
+    return true;
+  }
+  /// 1-based number of the line last returned by next().
+  std::int64_t number() const { return m_number; }
+
+ private:
+  std::string_view m_text;
+  std::size_t m_pos = 0;
+  std::int64_t m_number = 0;
+};
+
+/// A whole token as a non-negative integer no larger than `max`.
+bool parse_id(std::string_view token, std::int64_t max, std::int64_t& out) {
+  const char* end = token.data() + token.size();
+  const auto [ptr, ec] = std::from_chars(token.data(), end, out);
+  return ec == std::errc() && ptr == end && !token.empty() && out >= 0 && out <= max;
+}
+
+/// A whole token as a finite float.
+bool parse_float(std::string_view token, float& out) {
+  const char* end = token.data() + token.size();
+  const auto [ptr, ec] = std::from_chars(token.data(), end, out);
+  return ec == std::errc() && ptr == end && !token.empty() && std::isfinite(out);
+}
+
+/// Splits at the first tab; false when there is none.
+bool split_tab(std::string_view line, std::string_view& head, std::string_view& tail) {
+  const std::size_t tab = line.find('\t');
+  if (tab == std::string_view::npos) return false;
+  head = line.substr(0, tab);
+  tail = line.substr(tab + 1);
+  return true;
+}
+
+struct MetaValue {
+  std::int64_t value = 0;
+  std::int64_t line = 0;
+};
+
+struct Meta {
+  fs::path path;
+  std::optional<std::string> name;
+  std::optional<MetaValue> num_nodes, num_features, num_classes;
+
+  /// "meta.tsv:3 gives num_nodes = 2708", for messages about values that contradict meta.tsv.
+  std::string source(const char* key, const MetaValue& v) const {
+    return path.filename().string() + ":" + std::to_string(v.line) + " gives " + key + " = " +
+           std::to_string(v.value);
+  }
+};
+
+Meta read_meta(const fs::path& path) {
+  Meta meta;
+  meta.path = path;
+  if (!fs::exists(path)) return meta;
+  const std::string text = read_file(path);
+  Lines lines(text);
+  std::string_view line;
+  std::vector<std::string> seen;
+  while (lines.next(line)) {
+    std::string_view key, value;
+    if (!split_tab(line, key, value) || key.empty()) {
+      fail_expected(path, lines.number(), "a key and a value separated by a tab", line);
+    }
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      fail_at(path, lines.number(), "key \"" + std::string(key) + "\" is given twice");
+    }
+    seen.emplace_back(key);
+    if (key == "name") {
+      meta.name = std::string(value);
+      continue;
+    }
+    std::optional<MetaValue>* slot = nullptr;
+    std::int64_t min = 0;
+    std::int64_t max = std::numeric_limits<NodeId>::max();
+    if (key == "num_nodes") {
+      slot = &meta.num_nodes;
+    } else if (key == "num_features") {
+      slot = &meta.num_features;
+    } else if (key == "num_classes") {
+      slot = &meta.num_classes;
+      min = 1;
+    } else {
+      continue;  // other statistics are informative only
+    }
+    std::int64_t v = 0;
+    if (!parse_id(value, max, v) || v < min) {
+      fail_expected(path, lines.number(),
+                    "an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                        "] as the value of " + std::string(key),
+                    value);
+    }
+    *slot = MetaValue{v, lines.number()};
+  }
+  return meta;
+}
+
+fs::path required(const fs::path& dir, const char* name) {
+  fs::path p = dir / name;
+  if (!fs::exists(p)) throw IoError(p.string() + ": missing required file");
+  return p;
+}
+
+struct Edges {
+  std::vector<std::pair<NodeId, NodeId>> list;  // (src, dst)
+  std::int64_t max_id = -1;
+  std::int64_t max_id_line = 0;
+};
+
+Edges read_edges(const fs::path& path, const Meta& meta) {
+  const std::string text = read_file(path);
+  Edges edges;
+  edges.list.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n') + 1));
+  const std::int64_t max_id = meta.num_nodes ? meta.num_nodes->value - 1 : kMaxId;
+  Lines lines(text);
+  std::string_view line;
+  while (lines.next(line)) {
+    std::string_view a, b;
+    std::int64_t src = 0;
+    std::int64_t dst = 0;
+    if (!split_tab(line, a, b) || !parse_id(a, std::numeric_limits<std::int64_t>::max(), src) ||
+        !parse_id(b, std::numeric_limits<std::int64_t>::max(), dst)) {
+      fail_expected(path, lines.number(),
+                    "two non-negative integer node ids separated by a tab", line);
+    }
+    if (src > max_id || dst > max_id) {
+      fail_at(path, lines.number(),
+              "node id " + std::to_string(std::max(src, dst)) + " is out of range: " +
+                  (meta.num_nodes ? meta.source("num_nodes", *meta.num_nodes)
+                                  : "ids must be below " + std::to_string(kMaxId + 1)));
+    }
+    if (std::max(src, dst) > edges.max_id) {
+      edges.max_id = std::max(src, dst);
+      edges.max_id_line = lines.number();
+    }
+    edges.list.emplace_back(static_cast<NodeId>(src), static_cast<NodeId>(dst));
+  }
+  return edges;
+}
+
+struct Labels {
+  std::vector<std::int32_t> values;
+  std::int32_t max_label = -1;
+};
+
+Labels read_labels(const fs::path& path, const Meta& meta) {
+  const std::string text = read_file(path);
+  Labels labels;
+  const std::int64_t max_label =
+      meta.num_classes ? meta.num_classes->value - 1 : std::numeric_limits<std::int32_t>::max() - 1;
+  Lines lines(text);
+  std::string_view line;
+  while (lines.next(line)) {
+    if (meta.num_nodes && lines.number() > meta.num_nodes->value) {
+      fail_expected(path, lines.number(),
+                    "end of file (" + meta.source("num_nodes", *meta.num_nodes) + ")", line);
+    }
+    std::int64_t label = 0;
+    if (!parse_id(line, std::numeric_limits<std::int64_t>::max(), label)) {
+      fail_expected(path, lines.number(), "one non-negative integer class id", line);
+    }
+    if (label > max_label) {
+      fail_at(path, lines.number(),
+              "class id " + std::to_string(label) + " is out of range: " +
+                  (meta.num_classes ? meta.source("num_classes", *meta.num_classes)
+                                    : "class ids must be below 2^31 - 1"));
+    }
+    labels.values.push_back(static_cast<std::int32_t>(label));
+    labels.max_label = std::max(labels.max_label, static_cast<std::int32_t>(label));
+  }
+  return labels;
+}
+
+/// features.coo.tsv: node TAB feature TAB value, in any order, no repeated (node, feature).
+kernels::CsrMatrix<std::int32_t, float> read_sparse_features(const kernels::Resources& res,
+                                                             const fs::path& path,
+                                                             std::int64_t num_nodes,
+                                                             const Meta& meta) {
+  const std::string text = read_file(path);
+  const std::int64_t max_feature = meta.num_features ? meta.num_features->value - 1 : kMaxId;
+  std::vector<std::int32_t> nodes, features;
+  std::vector<float> values;
+  const auto estimate = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n') + 1);
+  nodes.reserve(estimate);
+  features.reserve(estimate);
+  values.reserve(estimate);
+  bool in_order = true;  // (node, feature) strictly increasing so far
+  Lines lines(text);
+  std::string_view line;
+  while (lines.next(line)) {
+    std::string_view a, rest, b, c;
+    std::int64_t node = 0;
+    std::int64_t feature = 0;
+    float value = 0.f;
+    const auto any = std::numeric_limits<std::int64_t>::max();
+    if (!split_tab(line, a, rest) || !split_tab(rest, b, c) || !parse_id(a, any, node) ||
+        !parse_id(b, any, feature) || !parse_float(c, value)) {
+      fail_expected(path, lines.number(),
+                    "a node id, a feature index and a finite value separated by tabs", line);
+    }
+    if (node >= num_nodes) {
+      fail_at(path, lines.number(),
+              "node id " + std::to_string(node) + " is out of range: the dataset has " +
+                  std::to_string(num_nodes) + " nodes");
+    }
+    if (feature > max_feature) {
+      fail_at(path, lines.number(),
+              "feature index " + std::to_string(feature) + " is out of range: " +
+                  (meta.num_features ? meta.source("num_features", *meta.num_features)
+                                     : "indices must be below " + std::to_string(kMaxId + 1)));
+    }
+    if (!nodes.empty()) {
+      const auto prev = std::make_pair(nodes.back(), features.back());
+      const auto cur = std::make_pair(static_cast<std::int32_t>(node),
+                                      static_cast<std::int32_t>(feature));
+      if (cur == prev) {
+        fail_at(path, lines.number(),
+                "node " + std::to_string(node) + ", feature " + std::to_string(feature) +
+                    " is listed twice (also on line " + std::to_string(lines.number() - 1) + ")");
+      }
+      in_order &= prev < cur;
+    }
+    nodes.push_back(static_cast<std::int32_t>(node));
+    features.push_back(static_cast<std::int32_t>(feature));
+    values.push_back(value);
+  }
+  const auto nnz = static_cast<std::int64_t>(nodes.size());
+
+  // order[k]: the entry stored k-th. Unsorted files take a stable sort, which also exposes
+  // repeated (node, feature) pairs as neighbours; the later line is the one reported.
+  std::vector<std::int64_t> order(static_cast<std::size_t>(nnz));
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  if (!in_order) {
+    std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) {
+      return std::make_pair(nodes[x], features[x]) < std::make_pair(nodes[y], features[y]);
+    });
+    for (std::int64_t k = 1; k < nnz; ++k) {
+      const auto x = order[k - 1];
+      const auto y = order[k];
+      if (nodes[x] == nodes[y] && features[x] == features[y]) {
+        // Entry i sits on line i + 1: every line of the file holds exactly one entry.
+        fail_at(path, y + 1,
+                "node " + std::to_string(nodes[y]) + ", feature " + std::to_string(features[y]) +
+                    " is listed twice (also on line " + std::to_string(x + 1) + ")");
+      }
+    }
+  }
+
+  std::int64_t num_features = meta.num_features ? meta.num_features->value : 0;
+  if (!meta.num_features) {
+    for (const std::int32_t f : features) num_features = std::max<std::int64_t>(num_features, f + 1);
+  }
+  kernels::CsrMatrix<std::int32_t, float> x{detail::host_tensor<std::int64_t>(res, num_nodes + 1),
+                                            detail::host_tensor<std::int32_t>(res, nnz),
+                                            detail::host_tensor<float>(res, nnz), num_features};
+  std::int64_t* indptr = x.indptr.data();
+  std::fill(indptr, indptr + num_nodes + 1, std::int64_t{0});
+  for (const std::int32_t v : nodes) ++indptr[v];
+  detail::counts_to_offsets(indptr, num_nodes);
+  for (std::int64_t k = 0; k < nnz; ++k) {
+    const auto i = static_cast<std::size_t>(order[static_cast<std::size_t>(k)]);
+    x.indices.data()[k] = features[i];
+    x.values.data()[k] = values[i];
+  }
+  return x;
+}
+
+/// features.tsv: line i holds the num_features values of node i, separated by tabs.
+kernels::Tensor<float> read_dense_features(const kernels::Resources& res, const fs::path& path,
+                                           std::int64_t num_nodes, const Meta& meta) {
+  const std::string text = read_file(path);
+  std::int64_t cols = meta.num_features ? meta.num_features->value : -1;
+  kernels::Tensor<float> x;
+  Lines lines(text);
+  std::string_view line;
+  std::int64_t row = 0;
+  while (lines.next(line)) {
+    if (row == num_nodes) {
+      fail_expected(path, lines.number(),
+                    "end of file: the dataset has " + std::to_string(num_nodes) + " nodes", line);
+    }
+    if (cols < 0) cols = std::count(line.begin(), line.end(), '\t') + 1;
+    if (x.numel() == 0 && num_nodes * cols > 0) x = detail::host_tensor<float>(res, num_nodes, cols);
+    const std::string what = std::to_string(cols) + " tab-separated finite numbers (the features "
+                             "of node " + std::to_string(row) + ")";
+    if (cols == 0 && !line.empty()) fail_expected(path, lines.number(), "an empty line (no features)", line);
+    std::string_view rest = line;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      std::string_view token = rest;
+      const bool last = c + 1 == cols;
+      if (!last && !split_tab(rest, token, rest)) fail_expected(path, lines.number(), what, line);
+      float value = 0.f;
+      if (!parse_float(token, value)) fail_expected(path, lines.number(), what, line);
+      x.data()[row * cols + c] = value;
+    }
+    ++row;
+  }
+  if (row < num_nodes) {
+    fail_expected_eof(path, lines.number() + 1,
+                      "the features of node " + std::to_string(row) + " (the dataset has " +
+                          std::to_string(num_nodes) + " nodes)");
+  }
+  if (x.numel() == 0) x = detail::host_tensor<float>(res, num_nodes, std::max<std::int64_t>(cols, 0));
+  return x;
+}
+
+/// Line number of the first line of `text` that holds exactly `id`.
+std::int64_t first_line_of(std::string_view text, std::int64_t id) {
+  Lines lines(text);
+  std::string_view line;
+  while (lines.next(line)) {
+    std::int64_t v = -1;
+    if (parse_id(line, std::numeric_limits<std::int64_t>::max(), v) && v == id) {
+      return lines.number();
+    }
+  }
+  return 0;
+}
+
+/// Reads one split file. owner[v] names the split file (1-based index into `split_files`) that
+/// already listed v, so that repeated and shared ids are reported with both places.
+kernels::Tensor<NodeId> read_split(const kernels::Resources& res, const fs::path& dir,
+                                   const char* const* split_files, int which,
+                                   std::int64_t num_nodes, std::vector<std::uint8_t>& owner) {
+  const fs::path path = required(dir, split_files[which]);
+  const std::string text = read_file(path);
+  std::vector<NodeId> ids;
+  Lines lines(text);
+  std::string_view line;
+  while (lines.next(line)) {
+    std::int64_t v = 0;
+    if (!parse_id(line, std::numeric_limits<std::int64_t>::max(), v)) {
+      fail_expected(path, lines.number(), "one non-negative integer node id", line);
+    }
+    if (v >= num_nodes) {
+      fail_at(path, lines.number(),
+              "node id " + std::to_string(v) + " is out of range: the dataset has " +
+                  std::to_string(num_nodes) + " nodes");
+    }
+    std::uint8_t& o = owner[static_cast<std::size_t>(v)];
+    if (o != 0) {
+      const int other = o - 1;
+      const std::string other_text = other == which ? text : read_file(dir / split_files[other]);
+      const std::int64_t first = first_line_of(other_text, v);
+      fail_at(path, lines.number(),
+              "node " + std::to_string(v) + " is listed again (first on " +
+                  std::string(split_files[other]) + ":" + std::to_string(first) + ")");
+    }
+    o = static_cast<std::uint8_t>(which + 1);
+    ids.push_back(static_cast<NodeId>(v));
+  }
+  std::sort(ids.begin(), ids.end());
+  return detail::host_tensor<NodeId>(res, ids);
+}
+
+// ---- writing -----------------------------------------------------------------------------------
+
+/// Buffered text output to one file; every failure becomes an IoError naming the file.
+class TextWriter {
+ public:
+  explicit TextWriter(fs::path path) : m_path(std::move(path)) {
+    m_file = std::fopen(m_path.c_str(), "wb");
+    if (m_file == nullptr) throw IoError(m_path.string() + ": cannot create: " + std::strerror(errno));
+    m_buffer.reserve(kFlushAt + 256);
+  }
+  ~TextWriter() {
+    if (m_file != nullptr) std::fclose(m_file);
+  }
+  TextWriter(const TextWriter&) = delete;
+  TextWriter& operator=(const TextWriter&) = delete;
+
+  TextWriter& text(std::string_view s) {
+    m_buffer.append(s);
+    return maybe_flush();
+  }
+  TextWriter& ch(char c) {
+    m_buffer.push_back(c);
+    return maybe_flush();
+  }
+  template <class T>
+  TextWriter& number(T v) {
+    char buf[64];
+    const auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
+    m_buffer.append(buf, ptr);
+    return maybe_flush();
+  }
+  void close() {
+    flush();
+    const int rc = std::fclose(m_file);
+    m_file = nullptr;
+    if (rc != 0) throw IoError(m_path.string() + ": write error: " + std::strerror(errno));
+  }
+
+ private:
+  static constexpr std::size_t kFlushAt = 1 << 20;
+  TextWriter& maybe_flush() {
+    if (m_buffer.size() >= kFlushAt) flush();
+    return *this;
+  }
+  void flush() {
+    if (std::fwrite(m_buffer.data(), 1, m_buffer.size(), m_file) != m_buffer.size()) {
+      throw IoError(m_path.string() + ": write error: " + std::strerror(errno));
+    }
+    m_buffer.clear();
+  }
+  fs::path m_path;
+  std::FILE* m_file = nullptr;
+  std::string m_buffer;
+};
+
+void write_ids(const fs::path& path, const kernels::Tensor<NodeId>& ids) {
+  TextWriter w(path);
+  for (std::int64_t i = 0; i < ids.numel(); ++i) w.number(ids.data()[i]).ch('\n');
+  w.close();
+}
+
+void write_files(const kernels::Resources& res, const Dataset& ds, const fs::path& dir) {
+  const std::int64_t n = ds.num_nodes();
+  {
+    // Aᵀ lists, for every source, its destinations in ascending order: lines sorted by (src, dst).
+    const Graph t = detail::transpose(res, ds.graph);
+    TextWriter w(dir / "edges.tsv");
+    for (std::int64_t src = 0; src < n; ++src) {
+      for (std::int64_t e = t.indptr.data()[src]; e < t.indptr.data()[src + 1]; ++e) {
+        w.number(src).ch('\t').number(t.indices.data()[e]).ch('\n');
+      }
+    }
+    w.close();
+  }
+  if (const auto* dense = std::get_if<kernels::Tensor<float>>(&ds.features)) {
+    TextWriter w(dir / "features.tsv");
+    for (std::int64_t r = 0; r < dense->rows(); ++r) {
+      for (std::int64_t c = 0; c < dense->cols(); ++c) {
+        if (c > 0) w.ch('\t');
+        w.number((*dense)(r, c));
+      }
+      w.ch('\n');
+    }
+    w.close();
+  } else {
+    const auto& sparse = std::get<kernels::CsrMatrix<std::int32_t, float>>(ds.features);
+    TextWriter w(dir / "features.coo.tsv");
+    for (std::int64_t r = 0; r < sparse.num_rows(); ++r) {
+      for (std::int64_t e = sparse.indptr.data()[r]; e < sparse.indptr.data()[r + 1]; ++e) {
+        const float v = sparse.values.empty() ? 1.0f : sparse.values.data()[e];
+        w.number(r).ch('\t').number(sparse.indices.data()[e]).ch('\t').number(v).ch('\n');
+      }
+    }
+    w.close();
+  }
+  {
+    TextWriter w(dir / "labels.txt");
+    for (std::int64_t v = 0; v < n; ++v) w.number(ds.labels.data()[v]).ch('\n');
+    w.close();
+  }
+  write_ids(dir / "train_idx.txt", ds.train_idx);
+  write_ids(dir / "val_idx.txt", ds.val_idx);
+  write_ids(dir / "test_idx.txt", ds.test_idx);
+  {
+    TextWriter w(dir / "meta.tsv");
+    w.text("name\t").text(ds.name).ch('\n');
+    w.text("num_nodes\t").number(n).ch('\n');
+    w.text("num_features\t").number(ds.num_features()).ch('\n');
+    w.text("num_classes\t").number(ds.num_classes).ch('\n');
+    w.text("num_directed_edges\t").number(ds.graph.num_edges()).ch('\n');
+    w.close();
+  }
+}
+
+}  // namespace
+
+Dataset read_directory(const kernels::Resources& res, const fs::path& dir) {
+  if (!fs::is_directory(dir)) throw IoError(dir.string() + ": not a directory");
+  const Meta meta = read_meta(dir / "meta.tsv");
+
+  const fs::path edges_path = required(dir, "edges.tsv");
+  const fs::path labels_path = required(dir, "labels.txt");
+  const fs::path sparse_path = dir / "features.coo.tsv";
+  const fs::path dense_path = dir / "features.tsv";
+  const bool sparse = fs::exists(sparse_path);
+  if (sparse && fs::exists(dense_path)) {
+    throw IoError(dir.string() + ": both features.coo.tsv and features.tsv are present; keep one");
+  }
+  if (!sparse && !fs::exists(dense_path)) {
+    throw IoError(sparse_path.string() + ": missing required file (or features.tsv)");
+  }
+  const char* const split_files[] = {"train_idx.txt", "val_idx.txt", "test_idx.txt"};
+  for (const char* f : split_files) required(dir, f);
+
+  Edges edges = read_edges(edges_path, meta);
+  Labels labels = read_labels(labels_path, meta);
+  const auto num_labels = static_cast<std::int64_t>(labels.values.size());
+  const std::int64_t n =
+      meta.num_nodes ? meta.num_nodes->value : std::max(num_labels, edges.max_id + 1);
+  if (num_labels < n) {
+    const std::string why =
+        meta.num_nodes ? meta.source("num_nodes", *meta.num_nodes)
+                       : "edges.tsv:" + std::to_string(edges.max_id_line) + " mentions node " +
+                             std::to_string(edges.max_id);
+    fail_expected_eof(labels_path, num_labels + 1,
+                      "the class id of node " + std::to_string(num_labels) + " (" + why + ")");
+  }
+
+  Dataset ds;
+  if (meta.name) {
+    ds.name = *meta.name;
+  } else {
+    fs::path p = dir.lexically_normal();
+    if (p.filename().empty()) p = p.parent_path();
+    ds.name = p.filename().string();
+  }
+  ds.graph = deduplicate(res, graph_from_edges(res, n, edges.list));
+  edges = {};
+  if (sparse) {
+    ds.features = read_sparse_features(res, sparse_path, n, meta);
+  } else {
+    ds.features = read_dense_features(res, dense_path, n, meta);
+  }
+  ds.labels = detail::host_tensor<std::int32_t>(res, labels.values);
+  ds.num_classes = meta.num_classes ? static_cast<std::int32_t>(meta.num_classes->value)
+                                    : labels.max_label + 1;
+  std::vector<std::uint8_t> owner(static_cast<std::size_t>(n), 0);
+  ds.train_idx = read_split(res, dir, split_files, 0, n, owner);
+  ds.val_idx = read_split(res, dir, split_files, 1, n, owner);
+  ds.test_idx = read_split(res, dir, split_files, 2, n, owner);
+  validate(ds);
+  return ds;
+}
+
+void write_directory(const kernels::Resources& res, const Dataset& ds, const fs::path& dir) {
+  validate(ds);
+  HALO_EXPECTS(ds.graph.values.empty(),
+               "write_directory: the plain format stores unweighted graphs only");
+  HALO_EXPECTS(ds.name.find_first_of("\t\r\n") == std::string::npos,
+               "write_directory: the dataset name must not contain tabs or line breaks");
+
+  fs::path target = dir.lexically_normal();
+  if (target.filename().empty()) target = target.parent_path();
+  std::error_code ec;
+  if (fs::exists(target) && !(fs::is_directory(target) && fs::is_empty(target))) {
+    throw IoError(target.string() + ": already exists and is not an empty directory; refusing "
+                                    "to overwrite it");
+  }
+  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+
+  static std::atomic<int> counter{0};
+  const fs::path tmp = target.parent_path() / (target.filename().string() + ".tmp-" +
+                                               std::to_string(::getpid()) + "-" +
+                                               std::to_string(counter++));
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directory(tmp, ec) || ec) {
+    throw IoError(tmp.string() + ": cannot create directory: " + ec.message());
+  }
+  try {
+    write_files(res, ds, tmp);
+    // rename(2) replaces an empty directory atomically.
+    fs::rename(tmp, target, ec);
+    if (ec) throw IoError(target.string() + ": cannot move the finished output in place: " + ec.message());
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    throw;
+  }
+}
+
+}  // namespace halo::datasets

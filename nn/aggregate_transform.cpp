@@ -1,0 +1,72 @@
+#include <halo/kernels/elementwise.hpp>
+#include <halo/kernels/gemm.hpp>
+#include <halo/nn/detail/aggregate_transform.hpp>
+#include <halo/nn/detail/products.hpp>
+
+namespace halo::nn::detail {
+
+using kernels::Tensor;
+using kernels::Trans;
+
+template <class T>
+void AggregateTransform<T>::forward(const kernels::Resources& res, Adjacency<T> a,
+                                    const Features<T>& x, const Tensor<T>& w, Tensor<T>& out,
+                                    bool accumulate) {
+  HALO_EXPECTS(kernels::num_rows(x) == a.num_cols && kernels::num_cols(x) == w.rows(),
+               "graph layer: input rows must match the graph's columns and features the weights");
+  HALO_EXPECTS(out.rows() == a.num_rows && out.cols() == w.cols(), "graph layer: bad output");
+  const auto* dense_x = std::get_if<Tensor<T>>(&x);
+  m_aggregate_first = dense_x != nullptr && w.rows() < w.cols();
+  if (m_aggregate_first) {
+    kernels::ensure_shape(res, m_cached, a.num_rows, w.rows());
+    kernels::spmm(res, a, dense_x->view(), m_cached.view(), m_aggregate);
+    kernels::gemm(res, Trans::No, Trans::No, T(1), m_cached.view(), w.view(),
+                  accumulate ? T(1) : T(0), out.view());
+  } else {
+    kernels::ensure_shape(res, m_cached, kernels::num_rows(x), w.cols());
+    multiply(res, x, w, m_cached);
+    if (!accumulate) {
+      kernels::spmm(res, a, m_cached.view(), out.view(), m_aggregate);
+    } else {
+      kernels::ensure_shape(res, m_tmp_out, out.rows(), out.cols());
+      kernels::spmm(res, a, m_cached.view(), m_tmp_out.view(), m_aggregate);
+      kernels::axpy(res, T(1), m_tmp_out.span(), out.span());
+    }
+  }
+}
+
+template <class T>
+void AggregateTransform<T>::backward(const kernels::Resources& res, Adjacency<T> a,
+                                     const Features<T>& x, const Tensor<T>& w, const Tensor<T>& dy,
+                                     Tensor<T>& grad_w, Tensor<T>& dx, bool need_dx,
+                                     bool accumulate_dx) {
+  const std::int64_t n_src = a.num_cols;
+  if (m_aggregate_first) {
+    // out = H W with H = Agg(A, X): dW = H^T dy; dX = Agg^T(dy W^T).
+    kernels::gemm(res, Trans::Yes, Trans::No, T(1), m_cached.view(), dy.view(), T(0),
+                  grad_w.view());
+    if (!need_dx) return;
+    kernels::ensure_shape(res, m_tmp, a.num_rows, w.rows());
+    kernels::gemm(res, Trans::No, Trans::Yes, T(1), dy.view(), w.view(), T(0), m_tmp.view());
+    if (!accumulate_dx) {
+      kernels::spmm_transposed(res, a, m_tmp.view(), dx.view(), m_aggregate);
+      return;
+    }
+    kernels::ensure_shape(res, m_tmp_dx, n_src, w.rows());
+    kernels::spmm_transposed(res, a, m_tmp.view(), m_tmp_dx.view(), m_aggregate);
+    kernels::axpy(res, T(1), m_tmp_dx.span(), dx.span());
+  } else {
+    // out = Agg(A, X W): dH = Agg^T(dy); dW = X^T dH; dX = dH W^T.
+    kernels::ensure_shape(res, m_tmp, n_src, w.cols());
+    kernels::spmm_transposed(res, a, dy.view(), m_tmp.view(), m_aggregate);
+    multiply_transposed(res, x, m_tmp, grad_w);
+    if (!need_dx) return;
+    kernels::gemm(res, Trans::No, Trans::Yes, T(1), m_tmp.view(), w.view(),
+                  accumulate_dx ? T(1) : T(0), dx.view());
+  }
+}
+
+template class AggregateTransform<float>;
+template class AggregateTransform<double>;
+
+}  // namespace halo::nn::detail

@@ -1,0 +1,29 @@
+#pragma once
+// The two products every layer with weights needs, for dense and for sparse inputs.
+
+#include <halo/kernels/features.hpp>
+#include <halo/kernels/resources.hpp>
+#include <halo/kernels/tensor.hpp>
+
+namespace halo::nn::detail {
+
+/// out = x w (out overwritten). x dense (gemm) or sparse (CSR x dense).
+template <class T>
+void multiply(const kernels::Resources& res, const kernels::FeatureMatrix<T>& x,
+              const kernels::Tensor<T>& w, kernels::Tensor<T>& out);
+
+/// grad_w = x^T dy (overwritten), the weight gradient of `multiply`.
+template <class T>
+void multiply_transposed(const kernels::Resources& res, const kernels::FeatureMatrix<T>& x,
+                         const kernels::Tensor<T>& dy, kernels::Tensor<T>& grad_w);
+
+/// The dense alternative of x, or a LogicError naming `layer` when x is sparse.
+template <class T>
+const kernels::Tensor<T>& dense(const kernels::FeatureMatrix<T>& x, const char* layer);
+
+/// Glorot/Xavier uniform init U(-a, a), a = sqrt(6 / (rows + cols)), keyed by (seed, param_id).
+template <class T>
+void glorot_uniform(const kernels::Resources& res, kernels::Tensor<T>& w, std::uint64_t seed,
+                    std::uint64_t param_id);
+
+}  // namespace halo::nn::detail

@@ -1,0 +1,239 @@
+#include <halo/nn/layers.hpp>
+
+#include <halo/kernels/elementwise.hpp>
+#include <halo/kernels/gemm.hpp>
+#include <halo/kernels/reduce.hpp>
+#include <halo/nn/detail/products.hpp>
+
+namespace halo::nn {
+
+using kernels::Tensor;
+using kernels::Trans;
+
+namespace {
+
+template <class T>
+Parameter<T> weight(const kernels::Resources& res, const char* name, std::int64_t in,
+                    std::int64_t out, std::uint64_t seed, std::uint64_t param_id) {
+  HALO_EXPECTS(in >= 1 && out >= 1, std::string(name) + ": layer sizes must be >= 1");
+  Parameter<T> p{name, Tensor<T>(res, in, out), Tensor<T>::zeros(res, in, out)};
+  detail::glorot_uniform(res, p.value, seed, param_id);
+  return p;
+}
+
+template <class T>
+Parameter<T> bias(const kernels::Resources& res, std::int64_t out) {
+  return {"bias", Tensor<T>::zeros(res, out, 1), Tensor<T>::zeros(res, out, 1)};
+}
+
+/// The module's dense output tensor, (re)shaped to rows x cols.
+template <class T>
+Tensor<T>& dense_output(const kernels::Resources& res, Features<T>& out, std::int64_t rows,
+                        std::int64_t cols) {
+  if (!std::holds_alternative<Tensor<T>>(out)) out = Tensor<T>();
+  auto& t = std::get<Tensor<T>>(out);
+  kernels::ensure_shape(res, t, rows, cols);
+  return t;
+}
+
+template <class T>
+void bias_forward(const kernels::Resources& res, Tensor<T>& y, const Parameter<T>& b) {
+  kernels::add_bias(res, y.view(), b.value.span());
+}
+
+template <class T>
+void bias_backward(const kernels::Resources& res, const Tensor<T>& dy, Parameter<T>& b) {
+  kernels::column_sum(res, dy.view(), b.grad.span());
+}
+
+template <class T>
+const Features<T>& require_input(const Features<T>* input, const char* layer) {
+  HALO_EXPECTS(input != nullptr, std::string(layer) + ": backward called before forward");
+  return *input;
+}
+
+}  // namespace
+
+// ---- Linear ----------------------------------------------------------------------------------
+
+template <class T>
+Linear<T>::Linear(const kernels::Resources& res, std::int64_t in, std::int64_t out,
+                  std::uint64_t seed, std::uint64_t param_id)
+    : m_weight(weight<T>(res, "weight", in, out, seed, param_id)), m_bias(bias<T>(res, out)) {}
+
+template <class T>
+const Features<T>& Linear<T>::forward(const Context& ctx, Adjacency<T>, const Features<T>& x) {
+  const auto& res = *ctx.res;
+  HALO_EXPECTS(kernels::num_cols(x) == m_weight.value.rows(), "linear: input width mismatch");
+  m_input = &x;
+  Tensor<T>& y = dense_output(res, m_output, kernels::num_rows(x), m_weight.value.cols());
+  detail::multiply(res, x, m_weight.value, y);
+  bias_forward(res, y, m_bias);
+  return m_output;
+}
+
+template <class T>
+const Tensor<T>& Linear<T>::backward(const Context& ctx, Adjacency<T>, const Tensor<T>& dy,
+                                     bool need_input_grad) {
+  const auto& res = *ctx.res;
+  const Features<T>& x = require_input(m_input, "linear");
+  detail::multiply_transposed(res, x, dy, m_weight.grad);
+  bias_backward(res, dy, m_bias);
+  if (need_input_grad) {
+    kernels::ensure_shape(res, m_dx, dy.rows(), m_weight.value.rows());
+    kernels::gemm(res, Trans::No, Trans::Yes, T(1), dy.view(), m_weight.value.view(), T(0),
+                  m_dx.view());
+  }
+  return m_dx;
+}
+
+// ---- GCNConv ---------------------------------------------------------------------------------
+
+template <class T>
+GCNConv<T>::GCNConv(const kernels::Resources& res, std::int64_t in, std::int64_t out,
+                    std::uint64_t seed, std::uint64_t param_id)
+    : m_weight(weight<T>(res, "weight", in, out, seed, param_id)), m_bias(bias<T>(res, out)) {}
+
+template <class T>
+const Features<T>& GCNConv<T>::forward(const Context& ctx, Adjacency<T> graph,
+                                       const Features<T>& x) {
+  const auto& res = *ctx.res;
+  m_input = &x;
+  Tensor<T>& y = dense_output(res, m_output, graph.num_rows, m_weight.value.cols());
+  m_agg.forward(res, graph, x, m_weight.value, y, /*accumulate=*/false);
+  bias_forward(res, y, m_bias);
+  return m_output;
+}
+
+template <class T>
+const Tensor<T>& GCNConv<T>::backward(const Context& ctx, Adjacency<T> graph, const Tensor<T>& dy,
+                                      bool need_input_grad) {
+  const auto& res = *ctx.res;
+  const Features<T>& x = require_input(m_input, "gcn_conv");
+  if (need_input_grad) kernels::ensure_shape(res, m_dx, graph.num_cols, m_weight.value.rows());
+  m_agg.backward(res, graph, x, m_weight.value, dy, m_weight.grad, m_dx, need_input_grad,
+                 /*accumulate_dx=*/false);
+  bias_backward(res, dy, m_bias);
+  return m_dx;
+}
+
+// ---- SAGEConv --------------------------------------------------------------------------------
+
+template <class T>
+SAGEConv<T>::SAGEConv(const kernels::Resources& res, std::int64_t in, std::int64_t out,
+                      std::uint64_t seed, std::uint64_t param_id)
+    : m_weight_root(weight<T>(res, "weight_root", in, out, seed, param_id)),
+      m_weight_neigh(weight<T>(res, "weight_neigh", in, out, seed, param_id + 1)),
+      m_bias(bias<T>(res, out)) {}
+
+template <class T>
+const Features<T>& SAGEConv<T>::forward(const Context& ctx, Adjacency<T> graph,
+                                        const Features<T>& x) {
+  const auto& res = *ctx.res;
+  // The root term reads row v of x for destination v: destinations are the first rows of x.
+  HALO_EXPECTS(kernels::num_rows(x) == graph.num_rows,
+               "sage_conv: full-graph layer needs one input row per graph row");
+  m_input = &x;
+  Tensor<T>& y = dense_output(res, m_output, graph.num_rows, m_weight_root.value.cols());
+  detail::multiply(res, x, m_weight_root.value, y);
+  m_agg.forward(res, graph, x, m_weight_neigh.value, y, /*accumulate=*/true);
+  bias_forward(res, y, m_bias);
+  return m_output;
+}
+
+template <class T>
+const Tensor<T>& SAGEConv<T>::backward(const Context& ctx, Adjacency<T> graph, const Tensor<T>& dy,
+                                       bool need_input_grad) {
+  const auto& res = *ctx.res;
+  const Features<T>& x = require_input(m_input, "sage_conv");
+  detail::multiply_transposed(res, x, dy, m_weight_root.grad);
+  bias_backward(res, dy, m_bias);
+  if (need_input_grad) {
+    kernels::ensure_shape(res, m_dx, graph.num_cols, m_weight_root.value.rows());
+    kernels::gemm(res, Trans::No, Trans::Yes, T(1), dy.view(), m_weight_root.value.view(), T(0),
+                  m_dx.view());
+  }
+  m_agg.backward(res, graph, x, m_weight_neigh.value, dy, m_weight_neigh.grad, m_dx,
+                 need_input_grad, /*accumulate_dx=*/true);
+  return m_dx;
+}
+
+// ---- ReLU ------------------------------------------------------------------------------------
+
+template <class T>
+const Features<T>& ReLU<T>::forward(const Context& ctx, Adjacency<T>, const Features<T>& x) {
+  const Tensor<T>& in = detail::dense(x, "relu");
+  Tensor<T>& y = dense_output(*ctx.res, m_output, in.rows(), in.cols());
+  kernels::relu(*ctx.res, in.span(), y.span());
+  return m_output;
+}
+
+template <class T>
+const Tensor<T>& ReLU<T>::backward(const Context& ctx, Adjacency<T>, const Tensor<T>& dy,
+                                   bool need_input_grad) {
+  if (!need_input_grad) return m_dx;
+  const Tensor<T>& y = std::get<Tensor<T>>(m_output);
+  kernels::ensure_shape(*ctx.res, m_dx, dy.rows(), dy.cols());
+  kernels::relu_backward(*ctx.res, y.span(), dy.span(), m_dx.span());
+  return m_dx;
+}
+
+// ---- Dropout ---------------------------------------------------------------------------------
+
+template <class T>
+Dropout<T>::Dropout(float p, std::uint64_t layer_id) : m_p(p), m_layer_id(layer_id) {
+  HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
+}
+
+template <class T>
+kernels::DropoutKey Dropout<T>::key(const Context& ctx) const {
+  return {ctx.seed, ctx.epoch, m_layer_id, ctx.row_offset};
+}
+
+template <class T>
+const Features<T>& Dropout<T>::forward(const Context& ctx, Adjacency<T>, const Features<T>& x) {
+  const auto& res = *ctx.res;
+  m_active = ctx.training && m_p > 0.f;
+  if (!m_active) return x;
+  if (const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, T>>(&x)) {
+    auto* out = std::get_if<kernels::CsrMatrix<std::int32_t, T>>(&m_output);
+    if (out == nullptr || out->num_edges() != sparse->num_edges() ||
+        out->num_rows() != sparse->num_rows()) {
+      m_output = sparse->clone(res);  // structure copied once, values rewritten every pass
+      out = std::get_if<kernels::CsrMatrix<std::int32_t, T>>(&m_output);
+      kernels::ensure_shape(res, out->values, sparse->num_edges(), 1);
+    }
+    kernels::dropout(res, key(ctx), m_p, sparse->view(), out->values.span());
+  } else {
+    const Tensor<T>& in = std::get<Tensor<T>>(x);
+    Tensor<T>& y = dense_output(res, m_output, in.rows(), in.cols());
+    kernels::dropout(res, key(ctx), m_p, in.view(), y.view());
+  }
+  return m_output;
+}
+
+template <class T>
+const Tensor<T>& Dropout<T>::backward(const Context& ctx, Adjacency<T>, const Tensor<T>& dy,
+                                      bool need_input_grad) {
+  if (!need_input_grad) return m_dx;
+  kernels::ensure_shape(*ctx.res, m_dx, dy.rows(), dy.cols());
+  if (m_active) {
+    kernels::dropout(*ctx.res, key(ctx), m_p, dy.view(), m_dx.view());
+  } else {
+    kernels::copy(*ctx.res, m_dx, dy);
+  }
+  return m_dx;
+}
+
+template class Linear<float>;
+template class Linear<double>;
+template class GCNConv<float>;
+template class GCNConv<double>;
+template class SAGEConv<float>;
+template class SAGEConv<double>;
+template class ReLU<float>;
+template class ReLU<double>;
+template class Dropout<float>;
+template class Dropout<double>;
+
+}  // namespace halo::nn

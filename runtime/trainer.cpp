@@ -1,0 +1,170 @@
+#include <halo/runtime/trainer.hpp>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/loss.hpp>
+
+namespace halo::runtime {
+
+using kernels::NodeId;
+using kernels::Tensor;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Split {
+  double loss = 0;
+  double accuracy = 0;
+};
+
+Split score(const kernels::Resources& res, const Tensor<float>& logits,
+               const Tensor<std::int32_t>& labels, const Tensor<NodeId>& rows) {
+  if (rows.numel() == 0) return {};
+  const auto n = static_cast<double>(rows.numel());
+  return {kernels::log_softmax_nll(res, logits.view(), labels.span(), rows.span()),
+          static_cast<double>(kernels::count_correct(res, logits.view(), labels.span(),
+                                                     rows.span())) / n};
+}
+
+}  // namespace
+
+FullGraphInputs prepare_full_graph(const kernels::Resources& res, const datasets::Dataset& data,
+                                   nn::ModelKind kind, bool normalize_features) {
+  datasets::Graph sym = datasets::deduplicate(res, datasets::symmetrize(res, data.graph));
+  FullGraphInputs in;
+  in.graph = kind == nn::ModelKind::Gcn ? datasets::gcn_normalize<float>(res, sym)
+                                        : datasets::remove_self_loops(res, sym);
+  in.features = std::visit(
+      [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(res); }, data.features);
+  if (normalize_features) datasets::row_normalize(res, in.features);
+  return in;
+}
+
+nn::Model<float> make_model(const kernels::Resources& res, const datasets::Dataset& data,
+                            const TrainConfig& config) {
+  nn::ModelConfig mc = config.model;
+  mc.in_features = data.num_features();
+  mc.num_classes = data.num_classes;
+  return nn::Model<float>(res, mc, config.seed);
+}
+
+namespace {
+FullGraphInputs prepare_timed(const kernels::Resources& res, const datasets::Dataset& data,
+                              const TrainConfig& config, nn::ModelKind kind, double& seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  FullGraphInputs in = prepare_full_graph(res, data, kind, config.normalize_features);
+  seconds = seconds_since(start);
+  return in;
+}
+
+kernels::AdamConfig adam_config(const TrainConfig& config) {
+  kernels::AdamConfig c;
+  c.lr = config.lr;
+  c.weight_decay = config.weight_decay;
+  return c;
+}
+}  // namespace
+
+FullGraphTrainer::FullGraphTrainer(const kernels::Resources& res, const datasets::Dataset& data,
+                                   const TrainConfig& config, nn::Model<float>& model)
+    : m_res(res),
+      m_data(data),
+      m_config(config),
+      m_model(model),
+      m_inputs(prepare_timed(res, data, config, model.config().kind, m_preprocess_time_s)),
+      m_optimizer(res, model.parameters(), adam_config(config)) {
+  HALO_EXPECTS(data.train_idx.numel() > 0, "train: the dataset has no training nodes");
+  HALO_EXPECTS(model.config().in_features == data.num_features() &&
+                   model.config().num_classes == data.num_classes,
+               "train: the model was not built for this dataset");
+}
+
+double FullGraphTrainer::train_epoch(std::uint64_t epoch) {
+  const nn::Context ctx{&m_res, /*training=*/true, m_config.seed, epoch, 0};
+  const auto graph = m_inputs.graph.view();
+  const Tensor<float>& logits = m_model.forward(ctx, graph, m_inputs.features);
+  kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
+  const double loss =
+      kernels::log_softmax_nll(m_res, logits.view(), m_data.labels.span(), m_data.train_idx.span());
+  kernels::log_softmax_nll_backward(m_res, logits.view(), m_data.labels.span(),
+                                    m_data.train_idx.span(), m_dlogits.view());
+  m_model.backward(ctx, graph, m_dlogits);
+  m_optimizer.step(m_res);
+  m_res.synchronize();
+  return loss;
+}
+
+FullGraphTrainer::Evaluation FullGraphTrainer::evaluate() {
+  const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
+  const Tensor<float>& logits = m_model.forward(ctx, m_inputs.graph.view(), m_inputs.features);
+  const Split val = score(m_res, logits, m_data.labels, m_data.val_idx);
+  return {score(m_res, logits, m_data.labels, m_data.train_idx).accuracy, val.loss, val.accuracy,
+          score(m_res, logits, m_data.labels, m_data.test_idx).accuracy};
+}
+
+TrainResult train_full_graph(const kernels::Resources& res, const datasets::Dataset& data,
+                             const TrainConfig& config, nn::Model<float>& model,
+                             const EpochCallback& on_epoch) {
+  HALO_EXPECTS(config.epochs >= 1, "train: epochs must be >= 1");
+  FullGraphTrainer trainer(res, data, config, model);
+  TrainResult result;
+  result.preprocess_time_s = trainer.preprocess_time_s();
+  const auto params = model.parameters();
+  std::vector<Tensor<float>> best;  // parameter values of the best epoch so far
+  for (const auto* p : params) best.push_back(p->value.clone(res));
+  double best_val_loss = 0;
+  std::vector<double> epoch_times;
+
+  const auto start = std::chrono::steady_clock::now();
+  for (int epoch = 1; epoch <= config.epochs; ++epoch) {
+    EpochStats s;
+    s.epoch = epoch;
+    s.epochs = config.epochs;
+    const auto t0 = std::chrono::steady_clock::now();
+    s.train_loss = trainer.train_epoch(static_cast<std::uint64_t>(epoch));
+    s.epoch_time_s = seconds_since(t0);
+    epoch_times.push_back(s.epoch_time_s);
+    const auto e = trainer.evaluate();
+    s.train_accuracy = e.train_accuracy;
+    s.val_loss = e.val_loss;
+    s.val_accuracy = e.val_accuracy;
+    s.test_accuracy = e.test_accuracy;
+    if (result.best_epoch == 0 || e.val_accuracy > result.val_accuracy ||
+        (e.val_accuracy == result.val_accuracy && e.val_loss < best_val_loss)) {
+      result.best_epoch = epoch;
+      result.val_accuracy = e.val_accuracy;
+      result.test_accuracy = e.test_accuracy;
+      best_val_loss = e.val_loss;
+      for (std::size_t i = 0; i < params.size(); ++i) kernels::copy(res, best[i], params[i]->value);
+    }
+    result.final_train_loss = s.train_loss;
+    result.history.push_back(s);
+    if (on_epoch) on_epoch(s);
+  }
+  result.train_time_s = seconds_since(start);
+  result.epoch_time_median_s = median(epoch_times);
+  for (std::size_t i = 0; i < params.size(); ++i) kernels::copy(res, params[i]->value, best[i]);
+  return result;
+}
+
+std::int64_t peak_host_memory_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+}  // namespace halo::runtime

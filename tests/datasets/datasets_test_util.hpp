@@ -1,0 +1,141 @@
+#pragma once
+// Helpers shared by the datasets tests: hand-built graphs, plain reference views, temp dirs.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <halo/datasets/dataset.hpp>
+#include <halo/kernels/resources.hpp>
+#include <halo/kernels/rng.hpp>
+
+namespace halo::datasets::test {
+
+namespace fs = std::filesystem;
+using kernels::Device;
+using kernels::Resources;
+using kernels::Tensor;
+
+/// 3 threads: a count that divides no test size evenly.
+inline const Resources& cpu() {
+  static const Resources res(Device::Cpu, 3);
+  return res;
+}
+
+template <class T>
+Tensor<T> tensor(const std::vector<T>& values, std::int64_t rows = -1, std::int64_t cols = 1) {
+  if (rows < 0) rows = static_cast<std::int64_t>(values.size());
+  Tensor<T> t(cpu(), Device::Cpu, rows, cols);
+  std::copy(values.begin(), values.end(), t.data());
+  return t;
+}
+
+template <class T>
+std::vector<T> vec(const Tensor<T>& t) {
+  return std::vector<T>(t.data(), t.data() + t.numel());
+}
+
+/// A num_rows x num_cols CSR holding `entries` (row, col) in the given order within each row,
+/// built directly (not through the code under test). `values` empty means unweighted.
+inline Graph make_csr(std::int64_t num_rows, std::int64_t num_cols,
+                      const std::vector<std::pair<int, int>>& entries,
+                      const std::vector<float>& values = {}) {
+  std::vector<std::int64_t> indptr(static_cast<std::size_t>(num_rows) + 1, 0);
+  for (const auto& [r, c] : entries) ++indptr[static_cast<std::size_t>(r) + 1];
+  for (std::size_t r = 0; r < static_cast<std::size_t>(num_rows); ++r) indptr[r + 1] += indptr[r];
+  std::vector<NodeId> indices(entries.size());
+  std::vector<float> vals(values.empty() ? 0 : entries.size());
+  std::vector<std::int64_t> next(indptr.begin(), indptr.end() - 1);
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    const auto pos = static_cast<std::size_t>(next[static_cast<std::size_t>(entries[e].first)]++);
+    indices[pos] = entries[e].second;
+    if (!values.empty()) vals[pos] = values[e];
+  }
+  return {tensor(indptr), tensor(indices), tensor(vals), num_cols};
+}
+
+inline Graph make_graph(std::int64_t n, const std::vector<std::pair<int, int>>& entries,
+                        const std::vector<float>& values = {}) {
+  return make_csr(n, n, entries, values);
+}
+
+/// Row r as a list of (column, value) in stored order.
+using Row = std::vector<std::pair<int, double>>;
+template <class T>
+std::vector<Row> rows_of(const kernels::CsrMatrix<NodeId, T>& a) {
+  std::vector<Row> rows(static_cast<std::size_t>(a.num_rows()));
+  for (std::int64_t r = 0; r < a.num_rows(); ++r) {
+    for (std::int64_t e = a.indptr.data()[r]; e < a.indptr.data()[r + 1]; ++e) {
+      const double v = a.values.empty() ? 1.0 : static_cast<double>(a.values.data()[e]);
+      rows[static_cast<std::size_t>(r)].emplace_back(a.indices.data()[e], v);
+    }
+  }
+  return rows;
+}
+
+/// A random graph with duplicates, self-loops and isolated nodes, rows in random order.
+inline std::vector<std::pair<int, int>> random_entries(int n, int m, std::uint64_t seed) {
+  std::vector<std::pair<int, int>> entries;
+  if (n == 0) return entries;
+  const int active = std::max(1, n - n / 5);  // the last fifth of the nodes stays isolated
+  for (int e = 0; e < m; ++e) {
+    const auto r = static_cast<int>(kernels::rng::below(seed, 11, 2 * e, active));
+    auto c = static_cast<int>(kernels::rng::below(seed, 11, 2 * e + 1, active));
+    if (e % 7 == 0) c = r;                                     // self-loops
+    entries.emplace_back(r, c);
+    if (e % 5 == 0) entries.emplace_back(r, c);                // duplicates
+  }
+  return entries;
+}
+
+/// A fresh directory under the system temp dir, removed (with its contents) at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = "halo_datasets_test_" + std::to_string(::getpid()) + "_" +
+                       std::to_string(counter++);
+    if (info != nullptr) name += std::string("_") + info->name();
+    m_path = fs::temp_directory_path() / name;
+    fs::remove_all(m_path);
+    fs::create_directories(m_path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(m_path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return m_path; }
+
+ private:
+  fs::path m_path;
+};
+
+inline void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+/// Root of the Halo source tree: $HALO_SOURCE_DIR (set by ctest), else the configure-time path.
+inline fs::path source_dir() {
+  if (const char* env = std::getenv("HALO_SOURCE_DIR"); env != nullptr && env[0] != '\0') {
+    return env;
+  }
+  return HALO_DATASETS_TEST_SOURCE_DIR;
+}
+
+inline fs::path cora_dir() { return source_dir() / ".." / "shared" / "datasets" / "planetoid" / "cora"; }
+
+}  // namespace halo::datasets::test

@@ -1,0 +1,192 @@
+// CSR x dense products: Sum / Mean / weighted against ref::spmm, the transposed product as the
+// adjoint, and gradients.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <tuple>
+
+#include <halo/kernels/spmm.hpp>
+
+#include "ref/ref.hpp"
+#include "support/testing.hpp"
+
+namespace halo::kernels {
+namespace {
+
+template <class Backend>
+class Spmm : public ::testing::Test {};
+TYPED_TEST_SUITE(Spmm, testing::Backends, testing::BackendNames);
+
+// (rows, cols, features, average degree): empty, single, the usual 257, a non-square matrix
+// with more columns than rows, feature counts on either side of the transposed column block.
+const std::tuple<int, int, int, double> kShapes[] = {
+    {0, 0, 3, 2.0},  {0, 5, 4, 2.0},     {1, 1, 1, 1.0},    {3, 4, 0, 2.0},
+    {257, 257, 33, 5.0}, {31, 300, 17, 7.0}, {300, 31, 16, 3.0}};
+
+template <class Idx, class T>
+void check_spmm(const Resources& res, Aggregate aggregate, bool weighted, bool transposed) {
+  for (const auto& [rows, cols, features, degree] : kShapes) {
+    SCOPED_TRACE(::testing::Message() << rows << " x " << cols << " times " << features
+                                      << " features, weighted " << weighted);
+    const auto a = testing::random_csr<Idx, T>(rows, cols, degree, 7, weighted);
+    const auto x = testing::random_matrix<T>(transposed ? rows : cols, features, 8);
+    const auto da = testing::to_device(res, a);
+    const auto dx = testing::to_device(res, x);
+    auto out = testing::filled(res, transposed ? cols : rows, features,
+                               std::numeric_limits<T>::quiet_NaN());
+    if (transposed) {
+      spmm_transposed(res, da.view(), dx.view(), out.view(), aggregate);
+    } else {
+      spmm(res, da.view(), dx.view(), out.view(), aggregate);
+    }
+    const auto expected =
+        transposed ? ref::spmm_transposed(a, x, aggregate) : ref::spmm(a, x, aggregate);
+    EXPECT_TRUE(testing::all_close(out.to_vector(res), expected, testing::rtol<T>(),
+                                   testing::atol<T>()));
+  }
+}
+
+TYPED_TEST(Spmm, SumMatchesReference) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    check_spmm<decltype(idx), decltype(value)>(res, Aggregate::Sum, false, false);
+  });
+}
+
+TYPED_TEST(Spmm, MeanMatchesReference) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    check_spmm<decltype(idx), decltype(value)>(res, Aggregate::Mean, false, false);
+  });
+}
+
+TYPED_TEST(Spmm, WeightedMatchesReference) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    check_spmm<decltype(idx), decltype(value)>(res, Aggregate::Sum, true, false);
+    check_spmm<decltype(idx), decltype(value)>(res, Aggregate::Mean, true, false);
+  });
+}
+
+TYPED_TEST(Spmm, TransposedMatchesReference) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    for (const Aggregate aggregate : {Aggregate::Sum, Aggregate::Mean})
+      for (const bool weighted : {false, true})
+        check_spmm<decltype(idx), decltype(value)>(res, aggregate, weighted, true);
+  });
+}
+
+// <A x, y> == <x, A^T y>: spmm_transposed is the adjoint that the backward pass relies on.
+TYPED_TEST(Spmm, TransposedIsAdjoint) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    using Idx = decltype(idx);
+    using T = decltype(value);
+    const auto a = testing::random_csr<Idx, T>(57, 41, 4.0, 3, /*weighted=*/true);
+    const auto x = testing::random_matrix<T>(41, 19, 4);
+    const auto y = testing::random_matrix<T>(57, 19, 5);
+    const auto da = testing::to_device(res, a);
+    const auto dx = testing::to_device(res, x);
+    const auto dy = testing::to_device(res, y);
+    for (const Aggregate aggregate : {Aggregate::Sum, Aggregate::Mean}) {
+      Tensor<T> ax(res, 57, 19);
+      Tensor<T> aty(res, 41, 19);
+      spmm(res, da.view(), dx.view(), ax.view(), aggregate);
+      spmm_transposed(res, da.view(), dy.view(), aty.view(), aggregate);
+      const double lhs = ref::dot(ax.to_vector(res), y.to_vector(testing::host()));
+      const double rhs = ref::dot(x.to_vector(testing::host()), aty.to_vector(res));
+      EXPECT_NEAR(lhs, rhs, 1e3 * testing::atol<T>() * (1 + std::abs(lhs)));
+    }
+  });
+}
+
+// f(x) = <A x, w> has gradient A^T w.
+TYPED_TEST(Spmm, GradientMatchesFiniteDifferences) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  const auto a = testing::random_csr<std::int32_t, double>(9, 7, 3.0, 11, /*weighted=*/true);
+  const auto x = testing::random_matrix<double>(7, 3, 12);
+  const auto w = testing::random_matrix<double>(9, 3, 13);
+  const auto da = testing::to_device(res, a);
+  const auto dw = testing::to_device(res, w);
+  for (const Aggregate aggregate : {Aggregate::Sum, Aggregate::Mean}) {
+    auto f = [&](const std::vector<double>& xv) {
+      const auto dx = Tensor<double>::from_host(res, xv, 7, 3);
+      Tensor<double> out(res, 9, 3);
+      spmm(res, da.view(), dx.view(), out.view(), aggregate);
+      return ref::dot(out.to_vector(res), w.to_vector(testing::host()));
+    };
+    Tensor<double> grad(res, 7, 3);
+    spmm_transposed(res, da.view(), dw.view(), grad.view(), aggregate);
+    const auto fd = ref::finite_difference_gradient(f, x.to_vector(testing::host()), 1e-6);
+    EXPECT_TRUE(testing::all_close(grad.to_vector(res), fd, 1e-6, 1e-8));
+  }
+}
+
+TYPED_TEST(Spmm, HandWrittenMatrix) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  // A = [0 2 0; 0 0 0; 1 0 3] with x = [1 10; 2 20; 3 30], an empty middle row, and an
+  // unweighted copy of the same pattern.
+  const CsrMatrix<std::int64_t, double> a{testing::host_tensor<std::int64_t>({0, 1, 1, 3}),
+                                          testing::host_tensor<std::int64_t>({1, 0, 2}),
+                                          testing::host_tensor<double>({2, 1, 3}), 3};
+  const auto da = testing::to_device(res, a);
+  const CsrMatrix<std::int64_t, double> pattern{da.indptr.clone(res), da.indices.clone(res), {},
+                                                3};
+  const auto x = testing::to_device(res, testing::host_tensor<double>({1, 10, 2, 20, 3, 30}, 3, 2));
+  Tensor<double> out(res, 3, 2);
+  spmm(res, da.view(), x.view(), out.view());
+  EXPECT_EQ(out.to_vector(res), (std::vector<double>{4, 40, 0, 0, 10, 100}));
+  spmm(res, da.view(), x.view(), out.view(), Aggregate::Mean);
+  EXPECT_EQ(out.to_vector(res), (std::vector<double>{4, 40, 0, 0, 5, 50}));
+  spmm(res, pattern.view(), x.view(), out.view());
+  EXPECT_EQ(out.to_vector(res), (std::vector<double>{2, 20, 0, 0, 4, 40}));
+  spmm_transposed(res, da.view(), x.view(), out.view());  // A^T x
+  EXPECT_EQ(out.to_vector(res), (std::vector<double>{3, 30, 2, 20, 9, 90}));
+}
+
+TYPED_TEST(Spmm, RejectsShapeMismatch) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  const auto a = testing::to_device(res, testing::random_csr<std::int32_t, float>(6, 4, 2.0, 1));
+  const auto x = Tensor<float>::zeros(res, 5, 3);  // needs 4 rows
+  const auto x4 = Tensor<float>::zeros(res, 4, 3);
+  auto out = Tensor<float>::zeros(res, 6, 3);
+  auto out_wrong = Tensor<float>::zeros(res, 6, 2);
+  EXPECT_THROW(spmm(res, a.view(), x.view(), out.view()), LogicError);
+  EXPECT_THROW(spmm(res, a.view(), x4.view(), out_wrong.view()), LogicError);
+  const auto y = Tensor<float>::zeros(res, 6, 3);
+  auto back = Tensor<float>::zeros(res, 4, 3);
+  EXPECT_NO_THROW(spmm_transposed(res, a.view(), y.view(), back.view()));
+  EXPECT_THROW(spmm_transposed(res, a.view(), x4.view(), back.view()), LogicError);
+  EXPECT_THROW(spmm_transposed(res, a.view(), y.view(), out.view()), LogicError);
+}
+
+TEST(Spmm, RandomCsrHasEmptyRowsAndIsolatedColumns) {
+  // The inputs above exercise empty rows and isolated nodes only if random_csr makes them.
+  const auto a = testing::random_csr<std::int64_t, float>(257, 257, 5.0, 7);
+  const auto indptr = a.indptr.to_vector(testing::host());
+  const auto indices = a.indices.to_vector(testing::host());
+  int empty_rows = 0;
+  for (std::size_t r = 0; r + 1 < indptr.size(); ++r) {
+    empty_rows += indptr[r] == indptr[r + 1];
+    for (auto e = indptr[r] + 1; e < indptr[r + 1]; ++e)
+      ASSERT_LT(indices[e - 1], indices[e]) << "row " << r << " is not sorted and duplicate-free";
+  }
+  std::vector<bool> used(257);
+  for (const auto c : indices) used.at(c) = true;
+  EXPECT_GT(empty_rows, 1);
+  EXPECT_GT(std::count(used.begin(), used.end(), false), 1);
+  EXPECT_FALSE(used.back());
+  EXPECT_NEAR(static_cast<double>(a.num_edges()) / 257, 5.0, 1.5);
+}
+
+}  // namespace
+}  // namespace halo::kernels

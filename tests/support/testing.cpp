@@ -1,0 +1,82 @@
+#include "support/testing.hpp"
+
+#include <cstdio>
+#include <mutex>
+
+namespace halo::testing {
+namespace {
+// Guards the ExpectLogs stack: ops may log from OpenMP worker threads.
+std::mutex g_log_mutex;
+ExpectLogs* g_innermost = nullptr;
+
+const char* level_name(LogLevel level) {
+  switch (level) {
+    case LogLevel::Debug: return "DEBUG";
+    case LogLevel::Info: return "INFO";
+    case LogLevel::Warn: return "WARN";
+    case LogLevel::Error: return "ERROR";
+  }
+  return "?";
+}
+}  // namespace
+
+const Resources& host() {
+  static const Resources res(Device::Cpu, /*num_threads=*/1);
+  return res;
+}
+
+namespace detail {
+bool is_isolated_column(std::int64_t c, std::int64_t num_cols, std::uint64_t seed) {
+  if (num_cols >= 2 && c == num_cols - 1) return true;
+  const auto stream = kernels::rng::stream_id(kernels::rng::kStreamSynthetic, seed, 0x150);
+  return num_cols >= 2 && kernels::rng::below(seed, stream, c, 8) == 0;
+}
+bool is_empty_row(std::int64_t r, std::uint64_t seed) {
+  if (r == 1) return true;
+  const auto stream = kernels::rng::stream_id(kernels::rng::kStreamSynthetic, seed, 0xe3);
+  return kernels::rng::below(seed, stream, r, 8) == 0;
+}
+}  // namespace detail
+
+ExpectLogs::ExpectLogs(std::string expected) : m_expected(std::move(expected)) {
+  std::lock_guard lock(g_log_mutex);
+  m_outer = g_innermost;
+  g_innermost = this;
+}
+
+ExpectLogs::~ExpectLogs() {
+  {
+    std::lock_guard lock(g_log_mutex);
+    g_innermost = m_outer;
+  }
+  const bool seen = std::any_of(m_messages.begin(), m_messages.end(), [&](const std::string& m) {
+    return m.find(m_expected) != std::string::npos;
+  });
+  EXPECT_TRUE(seen) << "expected a HALO warning or error containing \"" << m_expected
+                    << "\"; saw " << m_messages.size() << " warning/error line(s)";
+}
+
+std::vector<std::string> ExpectLogs::messages() const {
+  std::lock_guard lock(g_log_mutex);
+  return m_messages;
+}
+
+void record_log(LogLevel level, std::string_view message) {
+  if (level < LogLevel::Warn) {
+    std::fprintf(stderr, "halo %s: %.*s\n", level_name(level), static_cast<int>(message.size()),
+                 message.data());
+    return;
+  }
+  {
+    std::lock_guard lock(g_log_mutex);
+    if (g_innermost != nullptr) {
+      g_innermost->m_messages.emplace_back(message);
+      return;
+    }
+  }
+  ADD_FAILURE() << "unexpected HALO " << level_name(level) << " log line: " << message;
+}
+
+void install_log_sink() { set_log_sink(record_log); }
+
+}  // namespace halo::testing

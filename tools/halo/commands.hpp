@@ -1,0 +1,20 @@
+#pragma once
+// The `halo` subcommands: each registers its flags on the app and returns what to run.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace halo::cli {
+
+/// A registered subcommand and the action to run when it was chosen. The action returns the
+/// exit code and throws halo::Error (or std::exception) on failure.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+/// `halo train`: full-graph training on a dataset directory or the synthetic generator.
+Command add_train_command(CLI::App& app);
+
+}  // namespace halo::cli

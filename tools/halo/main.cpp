@@ -1,0 +1,28 @@
+// The `halo` program: maps command-line flags onto the components' config structs.
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include <halo/tools/halo/commands.hpp>
+
+int main(int argc, char** argv) {
+  CLI::App app{"Halo: train graph neural networks on large graphs."};
+  app.set_version_flag("--version", "halo " HALO_VERSION);
+  app.require_subcommand(1, 1);
+  const std::vector<halo::cli::Command> commands = {halo::cli::add_train_command(app)};
+
+  // Exit codes: 0 success, 1 data or runtime error, 2 usage error (CLI11 validates every flag).
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    for (const auto& c : commands)
+      if (c.app->parsed()) return c.run();
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "halo: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Installs Halo's dependencies (Debian 12 packages), builds, and runs the main job or the tests.
+#
+#   bash tools/setup.sh run    # install, build (CPU, Release), train on the built-in dataset
+#   bash tools/setup.sh test   # install, then the whole suite: CPU build under ASan+UBSan and,
+#                              # when nvcc exists, a CUDA build whose GPU cases skip without a GPU
+#   bash tools/setup.sh deps   # install only
+#
+# Idempotent: packages already installed are not fetched again; builds are incremental.
+# Runs as root (apt-get); prefix with sudo otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(build-essential cmake ninja-build pkg-config git
+  libopenblas-openmp-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  mpich libmpich-dev libmetis-dev)
+
+install_deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+}
+
+find_nvcc() {
+  command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true
+}
+
+jobs() { nproc 2>/dev/null || echo 2; }
+
+run_main() {
+  cmake --preset cpu-release >/dev/null
+  cmake --build build/cpu-release --parallel "$(jobs)"
+  build/cpu-release/tools/halo/halo train --json build/cpu-release/train.json
+}
+
+run_tests() {
+  echo "== CPU build, ASan + UBSan =="
+  cmake --preset cpu-debug >/dev/null
+  cmake --build build/cpu-debug --parallel "$(jobs)"
+  ctest --test-dir build/cpu-debug -L "cpu|mpi" --output-on-failure --parallel "$(jobs)"
+
+  local nvcc
+  nvcc=$(find_nvcc)
+  if [ -z "$nvcc" ]; then
+    echo "== CUDA build skipped: nvcc not found (install the CUDA Toolkit to build the GPU backend) =="
+    return 0
+  fi
+  echo "== CUDA build ($nvcc); CUDA cases skip when no GPU is present =="
+  cmake --preset cuda-release -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
+  cmake --build build/cuda-release --parallel "$(jobs)"
+  ctest --test-dir build/cuda-release --output-on-failure --parallel "$(jobs)"
+  echo "== benchmark smoke run (smallest sizes, one repetition) =="
+  bash bench/smoke.sh build/cuda-release
+}
+
+case "${1:-}" in
+  deps) install_deps ;;
+  run) install_deps; run_main ;;
+  test) install_deps; run_tests ;;
+  *) echo "usage: bash tools/setup.sh run|test|deps" >&2; exit 2 ;;
+esac
