@@ -1,9 +1,11 @@
 #include <halo/datasets/dataset.hpp>
 
+#include <algorithm>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include <halo/datasets/detail/host.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
@@ -61,6 +63,19 @@ void validate(const Dataset& ds) {
   const std::int64_t n = g.num_rows();
   check.require(g.num_cols == n, "graph must be square, got " + std::to_string(n) + " x " +
                                      std::to_string(g.num_cols));
+  if (g.symmetric) {
+    const kernels::Resources serial(kernels::Device::Cpu, 1);
+    const Graph sorted = detail::sort_rows(serial, g);
+    const Graph t = detail::transpose(serial, g);  // rows come out sorted
+    const auto equal = [](const auto& x, const auto& y) {
+      return std::equal(x.data(), x.data() + x.numel(), y.data(), y.data() + y.numel());
+    };
+    // Duplicates within a row are compared in stored order after a stable sort; their values
+    // must then match too, which a symmetric matrix built by Halo's functions satisfies.
+    check.require(equal(sorted.indptr, t.indptr) && equal(sorted.indices, t.indices) &&
+                      equal(sorted.values, t.values),
+                  "graph is flagged symmetric but differs from its transpose");
+  }
 
   if (const auto* dense = std::get_if<kernels::Tensor<float>>(&ds.features)) {
     check.require(dense->device() == kernels::Device::Cpu, "features must be on the host");

@@ -38,11 +38,12 @@ struct Dataset {
 };
 
 /// Checks that `ds` is consistent: every tensor on the host; `graph` square with a well-formed
-/// indptr, column ids in range and `values` empty or one per edge; features with num_nodes rows
+/// indptr, column ids in range, `values` empty or one per edge, and equal to its transpose when
+/// flagged `symmetric`; features with num_nodes rows
 /// (and, if sparse, a well-formed CSR with column ids in range); one label per node, each in
 /// [0, num_classes) with num_classes >= 1; split ids in range, strictly ascending and not shared
-/// between splits. Throws halo::IoError naming the first problem found. O(nodes + edges + nnz),
-/// read-only, thread-safe.
+/// between splits. Throws halo::IoError naming the first problem found. O(nodes + edges + nnz)
+/// (plus a row sort for a graph flagged symmetric), read-only, thread-safe.
 void validate(const Dataset& ds);
 
 }  // namespace halo::datasets

@@ -77,6 +77,7 @@ Graph symmetrize(const kernels::Resources& res, const Graph& a) {
   });
   detail::counts_to_offsets(out_ptr, n);
   Graph out = allocate_like(res, std::move(indptr), n, /*weighted=*/false);
+  out.symmetric = true;
   NodeId* out_idx = out.indices.data();
   detail::parallel_for(res, n, [&](std::int64_t r) {
     merge_unique(s_idx + s_ptr[r], s_idx + s_ptr[r + 1], t_idx + t_ptr[r], t_idx + t_ptr[r + 1],
@@ -109,6 +110,7 @@ Graph deduplicate(const kernels::Resources& res, const Graph& a) {
   });
   detail::counts_to_offsets(out_ptr, n);
   Graph out = allocate_like(res, std::move(indptr), a.num_cols, s_val != nullptr);
+  out.symmetric = a.symmetric;
   NodeId* out_idx = out.indices.data();
   float* out_val = s_val != nullptr ? out.values.data() : nullptr;
   detail::parallel_for(res, n, [&](std::int64_t r) {
@@ -142,6 +144,7 @@ Graph remove_self_loops(const kernels::Resources& res, const Graph& a) {
   });
   detail::counts_to_offsets(out_ptr, n);
   Graph out = allocate_like(res, std::move(indptr), n, a_val != nullptr);
+  out.symmetric = a.symmetric;  // diagonal changes keep A == Aᵀ
   NodeId* out_idx = out.indices.data();
   float* out_val = a_val != nullptr ? out.values.data() : nullptr;
   detail::parallel_for(res, n, [&](std::int64_t r) {
@@ -172,6 +175,7 @@ Graph add_self_loops(const kernels::Resources& res, const Graph& a) {
   });
   detail::counts_to_offsets(out_ptr, n);
   Graph out = allocate_like(res, std::move(indptr), n, a_val != nullptr);
+  out.symmetric = a.symmetric;  // diagonal changes keep A == Aᵀ
   NodeId* out_idx = out.indices.data();
   float* out_val = a_val != nullptr ? out.values.data() : nullptr;
   detail::parallel_for(res, n, [&](std::int64_t r) {
@@ -217,8 +221,9 @@ kernels::CsrMatrix<NodeId, T> gcn_normalize(const kernels::Resources& res, const
     }
     inv_sqrt_deg[static_cast<std::size_t>(r)] = deg > 0.0 ? 1.0 / std::sqrt(deg) : 0.0;
   });
+  const std::int64_t m = looped.num_edges();
   kernels::CsrMatrix<NodeId, T> out{std::move(looped.indptr), std::move(looped.indices),
-                                    detail::host_tensor<T>(res, looped.num_edges()), n};
+                                    detail::host_tensor<T>(res, m), n, looped.symmetric};
   T* out_val = out.values.data();
   detail::parallel_for(res, n, [&](std::int64_t r) {
     const double dr = inv_sqrt_deg[static_cast<std::size_t>(r)];

@@ -14,7 +14,8 @@ namespace halo::datasets {
 // Every function here takes and returns host (Device::Cpu) matrices, runs in O(nodes + edges)
 // (plus a per-row sort when input rows are not sorted) on res's OpenMP threads, and leaves its
 // input untouched unless it takes a non-const reference. Inputs on another device, or graphs that
-// are not square, are rejected with halo::LogicError.
+// are not square, are rejected with halo::LogicError. `symmetrize` sets the result's `symmetric`
+// flag; the other graph functions carry over the flag of their input (they keep A == Aᵀ).
 
 /// A ∪ Aᵀ: entry (r, c) is present iff (r, c) or (c, r) is in `a`. The result is a plain graph
 /// with sorted, distinct columns per row. `a` must be plain (weighted symmetrisation has no single

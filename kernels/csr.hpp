@@ -15,6 +15,7 @@ struct CsrMatrix {
   Tensor<Idx> indices;
   Tensor<T> values;
   std::int64_t num_cols = 0;
+  bool symmetric = false;  // A == A^T, see CsrView::symmetric
 
   std::int64_t num_rows() const { return indptr.numel() == 0 ? 0 : indptr.numel() - 1; }
   std::int64_t num_edges() const { return indices.numel(); }
@@ -22,14 +23,14 @@ struct CsrMatrix {
 
   CsrView<Idx, T> view() const {
     return {indptr.data(), indices.data(), values.empty() ? nullptr : values.data(), num_rows(),
-            num_cols};
+            num_cols, symmetric};
   }
   CsrMatrix clone(const Resources& res) const {
-    return {indptr.clone(res), indices.clone(res), values.clone(res), num_cols};
+    return {indptr.clone(res), indices.clone(res), values.clone(res), num_cols, symmetric};
   }
   CsrMatrix copy_to(const Resources& res, Device target) const {
     return {indptr.copy_to(res, target), indices.copy_to(res, target),
-            values.copy_to(res, target), num_cols};
+            values.copy_to(res, target), num_cols, symmetric};
   }
 };
 

@@ -18,6 +18,12 @@ void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T>
                      MatrixView<T> out, Aggregate aggregate) {
   HALO_EXPECTS(y.rows == a.num_rows && out.rows == a.num_cols && out.cols == y.cols,
                "spmm_transposed: shape mismatch");
+  if (a.symmetric) {  // A^T == A: row-parallel, no zeroing, no column passes
+    HALO_EXPECTS(a.num_rows == a.num_cols, "spmm_transposed: a symmetric matrix must be square");
+    const bool mean = aggregate == Aggregate::Mean;
+    launch(res, out.rows, detail::SpmmRowBody<Idx, T>{a, y, out, false, mean});
+    return;
+  }
   using Body = detail::SpmmTransposedBlockBody<Idx, T>;
   zero_bytes(res, out.data, res.device(), static_cast<std::size_t>(out.size()) * sizeof(T));
   const std::int64_t blocks = (out.cols + Body::kColumnBlock - 1) / Body::kColumnBlock;

@@ -18,6 +18,8 @@ void spmm(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> x, MatrixV
 
 /// The adjoint of `spmm`: out = A^T y (Mean: A's rows scaled by 1 / entry count first), the
 /// backward product of aggregation. A is m x k, y is m x n, out is k x n (overwritten).
+/// When `a.symmetric` is set this runs as a row-parallel spmm (the fast path); otherwise each
+/// thread owns a block of output columns and walks all edges.
 template <class Idx, class T>
 void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
                      MatrixView<T> out, Aggregate aggregate = Aggregate::Sum);

@@ -13,21 +13,25 @@ enum class Aggregate { Sum, Mean };
 namespace detail {
 
 /// out(r, :) = sum_e w(e) * x(col(e), :), divided by the row's entry count for Mean (empty
-/// rows give zeros). One index = one row: rows write disjoint outputs.
+/// rows give zeros). With `mean_source` each term is divided by the entry count of row col(e)
+/// instead: for a symmetric A that is the adjoint of Mean, (D^-1 A)^T y = A D^-1 y.
+/// One index = one row: rows write disjoint outputs.
 template <class Idx, class T>
 struct SpmmRowBody {
   CsrView<Idx, T> a;
   MatrixView<const T> x;
   MatrixView<T> out;
   bool mean;
+  bool mean_source = false;
   HALO_HD void operator()(std::int64_t r) const {
     T* o = out.row(r);
     for (std::int64_t j = 0; j < out.cols; ++j) o[j] = T(0);
     const std::int64_t begin = a.indptr[r];
     const std::int64_t end = a.indptr[r + 1];
     for (std::int64_t e = begin; e < end; ++e) {
-      const T w = a.value(e);
-      const T* xr = x.row(static_cast<std::int64_t>(a.indices[e]));
+      const auto c = static_cast<std::int64_t>(a.indices[e]);
+      const T w = mean_source ? a.value(e) / static_cast<T>(a.degree(c)) : a.value(e);
+      const T* xr = x.row(c);
       for (std::int64_t j = 0; j < out.cols; ++j) o[j] += w * xr[j];
     }
     if (mean && end > begin) {

@@ -48,6 +48,7 @@ FullGraphInputs prepare_full_graph(const kernels::Resources& res, const datasets
   FullGraphInputs in;
   in.graph = kind == nn::ModelKind::Gcn ? datasets::gcn_normalize<float>(res, sym)
                                         : datasets::remove_self_loops(res, sym);
+  in.graph.symmetric = true;  // built from A ∪ A^T; both normalisations keep the symmetry
   in.features = std::visit(
       [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(res); }, data.features);
   if (normalize_features) datasets::row_normalize(res, in.features);

@@ -2,6 +2,7 @@
 #include <benchmark/benchmark.h>
 
 #include <halo/kernels/gemm.hpp>
+#include <halo/kernels/tensor.hpp>
 
 #include "support/machine.hpp"
 

@@ -70,15 +70,21 @@ void BM_Spmm(benchmark::State& state) {
 }
 BENCHMARK(BM_Spmm)->Arg(16)->Arg(40)->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+/// Arg 1: whether the matrix is flagged symmetric (row-parallel path) or not (column blocks).
 void BM_SpmmTransposed(benchmark::State& state) {
   const std::int64_t cols = state.range(0);
   Inputs& in = inputs(cols);
+  auto a = in.graph.view();
+  a.symmetric = state.range(1) != 0;
   for (auto _ : state) {
-    kernels::spmm_transposed(in.res, in.graph.view(), in.x.view(), in.out.view());
+    kernels::spmm_transposed(in.res, a, in.x.view(), in.out.view());
     benchmark::DoNotOptimize(in.out.data());
   }
   report(state, spmm_bytes(in, cols));
 }
-BENCHMARK(BM_SpmmTransposed)->Arg(40)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SpmmTransposed)
+    ->ArgsProduct({{40, 256}, {0, 1}})
+    ->ArgNames({"cols", "symmetric"})
+   ->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

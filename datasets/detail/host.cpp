@@ -63,7 +63,7 @@ bool rows_sorted(const kernels::Resources& res, const Graph& a) {
 
 Graph sort_rows(const kernels::Resources& res, const Graph& a) {
   Graph out{a.indptr.copy_to(res, kernels::Device::Cpu), a.indices.copy_to(res, kernels::Device::Cpu),
-            a.values.copy_to(res, kernels::Device::Cpu), a.num_cols};
+            a.values.copy_to(res, kernels::Device::Cpu), a.num_cols, a.symmetric};
   const std::int64_t n = out.num_rows();
   const std::int64_t* indptr = out.indptr.data();
   NodeId* indices = out.indices.data();
@@ -95,7 +95,7 @@ Graph transpose(const kernels::Resources& res, const Graph& a) {
   const std::int64_t m = a.num_edges();
   const bool weighted = !a.values.empty();
   Graph out{host_tensor<std::int64_t>(res, num_cols + 1), host_tensor<NodeId>(res, m),
-            host_tensor<float>(res, weighted ? m : 0), n};
+            host_tensor<float>(res, weighted ? m : 0), n, a.symmetric};
   std::int64_t* out_indptr = out.indptr.data();
   std::fill(out_indptr, out_indptr + num_cols + 1, std::int64_t{0});
   const NodeId* indices = a.indices.data();

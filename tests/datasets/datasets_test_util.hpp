@@ -136,6 +136,20 @@ inline fs::path source_dir() {
   return HALO_DATASETS_TEST_SOURCE_DIR;
 }
 
+/// A small valid dataset: 5 nodes (node 4 isolated), 2 classes, dense 5 x 3 features.
+inline Dataset tiny_dataset() {
+  Dataset ds;
+  ds.name = "tiny";
+  ds.graph = make_graph(5, {{0, 1}, {1, 0}, {1, 2}, {2, 1}, {3, 2}, {3, 3}});
+  ds.features = tensor<float>({1, 0, 0, 0, 2, 0, 0.5f, 0.25f, -1, 0, 0, 0, 1e-3f, 3e7f, 7}, 5, 3);
+  ds.labels = tensor<std::int32_t>({0, 1, 0, 1, 1});
+  ds.train_idx = tensor<NodeId>({0, 3});
+  ds.val_idx = tensor<NodeId>({1});
+  ds.test_idx = tensor<NodeId>({2, 4});
+  ds.num_classes = 2;
+  return ds;
+}
+
 inline fs::path cora_dir() { return source_dir() / ".." / "shared" / "datasets" / "planetoid" / "cora"; }
 
 }  // namespace halo::datasets::test

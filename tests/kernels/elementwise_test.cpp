@@ -1,1 +1,322 @@
-// placeholder
+// Element-wise ops: fill, axpy, bias, ReLU and dropout (dense and CSR).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <halo/kernels/elementwise.hpp>
+
+#include "ref/ref.hpp"
+#include "support/testing.hpp"
+
+namespace halo::kernels {
+namespace {
+
+using testing::host;
+
+template <class Backend>
+class Elementwise : public ::testing::Test {};
+TYPED_TEST_SUITE(Elementwise, testing::Backends, testing::BackendNames);
+
+template <class Backend>
+class Dropout : public ::testing::Test {};
+TYPED_TEST_SUITE(Dropout, testing::Backends, testing::BackendNames);
+
+constexpr std::int64_t kSizes[] = {0, 1, 7, 257, 1000};
+
+template <class T>
+std::vector<T> random_vector(std::int64_t n, std::uint64_t seed) {
+  return testing::random_matrix<T>(n, 1, seed).to_vector(host());
+}
+
+TYPED_TEST(Elementwise, FillSetsEveryElement) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_value_type([&](auto value) {
+    using T = decltype(value);
+    for (const std::int64_t n : kSizes) {
+      auto x = testing::filled(res, n, 1, std::numeric_limits<T>::quiet_NaN());
+      fill(res, x.span(), T(-2.5));
+      EXPECT_EQ(x.to_vector(res), std::vector<T>(n, T(-2.5)));
+    }
+  });
+}
+
+TYPED_TEST(Elementwise, AxpyMatchesReference) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_value_type([&](auto value) {
+    using T = decltype(value);
+    for (const std::int64_t n : kSizes) {
+      const auto x = random_vector<T>(n, 1);
+      const auto y = random_vector<T>(n, 2);
+      std::vector<double> expected(n);
+      for (std::int64_t i = 0; i < n; ++i) expected[i] = double(y[i]) + 0.375 * double(x[i]);
+      auto dy = Tensor<T>::from_host(res, y);
+      axpy(res, T(0.375), Tensor<T>::from_host(res, x).span(), dy.span());
+      EXPECT_TRUE(testing::all_close(dy.to_vector(res), expected, testing::rtol<T>(),
+                                     testing::atol<T>()));
+    }
+  });
+}
+
+TYPED_TEST(Elementwise, AddBiasMatchesReference) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_value_type([&](auto value) {
+    using T = decltype(value);
+    for (const auto& [rows, cols] : {std::pair{0, 3}, std::pair{1, 1}, std::pair{257, 5},
+                                     std::pair{3, 0}, std::pair{9, 33}}) {
+      const auto x = testing::random_matrix<T>(rows, cols, 3);
+      const auto bias = random_vector<T>(cols, 4);
+      auto dx = testing::to_device(res, x);
+      add_bias(res, dx.view(), Tensor<T>::from_host(res, bias).span());
+      EXPECT_TRUE(testing::all_close(dx.to_vector(res), ref::add_bias(x, bias),
+                                     testing::rtol<T>(), testing::atol<T>()));
+    }
+  });
+}
+
+TYPED_TEST(Elementwise, ReluMatchesReference) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_value_type([&](auto value) {
+    using T = decltype(value);
+    for (const std::int64_t n : kSizes) {
+      auto x = random_vector<T>(n, 5);
+      if (n > 0) x[0] = T(0);  // the boundary: relu(0) = 0 and no gradient flows
+      const auto dx = Tensor<T>::from_host(res, x);
+      auto y = testing::filled(res, n, 1, std::numeric_limits<T>::quiet_NaN());
+      relu(res, dx.span(), y.span());
+      const auto yv = y.to_vector(res);
+      EXPECT_EQ(yv, ref::relu(x));
+      auto in_place = dx.clone(res);  // y may alias x
+      relu(res, Span<const T>(in_place.span()), in_place.span());
+      EXPECT_EQ(in_place.to_vector(res), ref::relu(x));
+
+      const auto dy = random_vector<T>(n, 6);
+      auto grad = testing::filled(res, n, 1, std::numeric_limits<T>::quiet_NaN());
+      relu_backward(res, y.span(), Tensor<T>::from_host(res, dy).span(), grad.span());
+      EXPECT_EQ(grad.to_vector(res), ref::relu_backward(yv, dy));
+      auto grad_in_place = Tensor<T>::from_host(res, dy);  // dx may alias dy
+      relu_backward(res, y.span(), Span<const T>(grad_in_place.span()), grad_in_place.span());
+      EXPECT_EQ(grad_in_place.to_vector(res), ref::relu_backward(yv, dy));
+    }
+  });
+}
+
+// f(x) = <relu(x), w> has gradient relu_backward(relu(x), w) away from the kink at 0.
+TYPED_TEST(Elementwise, ReluGradientMatchesFiniteDifferences) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  auto x = random_vector<double>(40, 7);
+  for (double& v : x)
+    if (std::abs(v) < 0.05) v = v < 0 ? v - 0.05 : v + 0.05;
+  const auto w = random_vector<double>(40, 8);
+  auto f = [&](const std::vector<double>& xv) {
+    auto y = Tensor<double>::from_host(res, xv);
+    relu(res, Span<const double>(y.span()), y.span());
+    return ref::dot(y.to_vector(res), w);
+  };
+  auto y = Tensor<double>::from_host(res, x);
+  relu(res, Span<const double>(y.span()), y.span());
+  Tensor<double> grad(res, 40);
+  relu_backward(res, y.span(), Tensor<double>::from_host(res, w).span(), grad.span());
+  EXPECT_TRUE(testing::all_close(grad.to_vector(res),
+                                 ref::finite_difference_gradient(f, x, 1e-6), 1e-6, 1e-8));
+}
+
+TYPED_TEST(Elementwise, RejectsSizeMismatch) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  auto a = Tensor<float>::zeros(res, 4);
+  auto b = Tensor<float>::zeros(res, 5);
+  auto m = Tensor<float>::zeros(res, 3, 4);
+  EXPECT_THROW(axpy(res, 1.f, a.span(), b.span()), LogicError);
+  EXPECT_THROW(add_bias(res, m.view(), b.span()), LogicError);
+  EXPECT_THROW(relu(res, a.span(), b.span()), LogicError);
+  EXPECT_THROW(relu_backward(res, a.span(), a.span(), b.span()), LogicError);
+  EXPECT_THROW(relu_backward(res, a.span(), b.span(), a.span()), LogicError);
+}
+
+// ---- dropout -----------------------------------------------------------------------------------
+
+template <class T>
+Tensor<T> run_dropout(const Resources& res, const DropoutKey& key, float p, const Tensor<T>& x) {
+  const auto dx = testing::to_device(res, x);
+  auto y = testing::filled(res, x.rows(), x.cols(), std::numeric_limits<T>::quiet_NaN());
+  dropout(res, key, p, dx.view(), y.view());
+  return testing::to_host(res, y);
+}
+
+/// The fraction of positions where exactly one of two outputs (of all-ones inputs) is zero.
+double mask_difference(const Tensor<float>& a, const Tensor<float>& b) {
+  std::int64_t differ = 0;
+  for (std::int64_t i = 0; i < a.numel(); ++i) differ += (a.data()[i] == 0) != (b.data()[i] == 0);
+  return static_cast<double>(differ) / static_cast<double>(a.numel());
+}
+
+TYPED_TEST(Dropout, MatchesReference) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_value_type([&](auto value) {
+    using T = decltype(value);
+    for (const auto& [rows, cols] : {std::pair{0, 4}, std::pair{1, 1}, std::pair{257, 33},
+                                     std::pair{5, 0}, std::pair{31, 7}})
+      for (const float p : {0.f, 0.3f, 0.9f}) {
+        SCOPED_TRACE(::testing::Message() << rows << " x " << cols << ", p = " << p);
+        const DropoutKey key{/*seed=*/17, /*epoch=*/3, /*layer=*/1, /*row_offset=*/1000};
+        const auto x = testing::random_matrix<T>(rows, cols, 9);
+        EXPECT_TRUE(testing::all_close(run_dropout(res, key, p, x), ref::dropout(key, p, x),
+                                       testing::rtol<T>(), testing::atol<T>()));
+      }
+  });
+}
+
+TYPED_TEST(Dropout, DropsAboutAFractionP) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  const auto ones = testing::filled(host(), 257, 64, 1.f);
+  for (const float p : {0.1f, 0.5f, 0.8f}) {
+    const auto y = run_dropout(res, DropoutKey{5, 0, 0, 0}, p, ones);
+    std::int64_t dropped = 0;
+    for (const float v : y.to_vector(host())) {
+      if (v == 0) {
+        ++dropped;
+      } else {
+        ASSERT_FLOAT_EQ(v, 1.f / (1.f - p)) << "kept values are scaled by 1 / (1 - p)";
+      }
+    }
+    // 16448 draws: the standard deviation of the fraction is below 0.004.
+    EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(ones.numel()), p, 0.02);
+  }
+}
+
+TYPED_TEST(Dropout, PZeroKeepsEverything) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  const auto x = testing::random_matrix<double>(13, 11, 2);
+  EXPECT_EQ(run_dropout(res, DropoutKey{1, 2, 3, 4}, 0.f, x).to_vector(host()),
+            x.to_vector(host()));
+}
+
+TYPED_TEST(Dropout, MaskIsAFunctionOfTheKey) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  const auto ones = testing::filled(host(), 64, 32, 1.f);
+  const DropoutKey key{9, 4, 1, 0};
+  const auto base = run_dropout(res, key, 0.5f, ones);
+  EXPECT_EQ(run_dropout(res, key, 0.5f, ones).to_vector(host()), base.to_vector(host()));
+  // Independent masks with p = 0.5 differ in about half of the positions.
+  for (const DropoutKey other : {DropoutKey{10, 4, 1, 0}, DropoutKey{9, 5, 1, 0},
+                                 DropoutKey{9, 4, 2, 0}, DropoutKey{9, 4, 1, 64}}) {
+    EXPECT_NEAR(mask_difference(base, run_dropout(res, other, 0.5f, ones)), 0.5, 0.05)
+        << "seed " << other.seed << " epoch " << other.epoch << " layer " << other.layer
+        << " row offset " << other.row_offset;
+  }
+}
+
+// A process that owns rows [k, n) of a matrix and passes row_offset = k draws the rows of the
+// whole matrix's mask.
+TYPED_TEST(Dropout, RowOffsetSelectsGlobalRows) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  const std::int64_t n = 40, k = 13, cols = 9;
+  const auto x = testing::random_matrix<float>(n, cols, 4);
+  const auto whole = run_dropout(res, DropoutKey{3, 1, 0, 0}, 0.4f, x).to_vector(host());
+  const std::vector<float> xv = x.to_vector(host());
+  const auto tail = testing::host_tensor<float>({xv.begin() + k * cols, xv.end()}, n - k, cols);
+  EXPECT_EQ(run_dropout(res, DropoutKey{3, 1, 0, k}, 0.4f, tail).to_vector(host()),
+            std::vector<float>(whole.begin() + k * cols, whole.end()));
+}
+
+TYPED_TEST(Dropout, InPlace) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  const auto x = testing::random_matrix<float>(17, 5, 6);
+  const DropoutKey key{2, 2, 2, 2};
+  auto y = testing::to_device(res, x);
+  dropout(res, key, 0.25f, MatrixView<const float>(y.view()), y.view());
+  EXPECT_TRUE(testing::all_close(y.to_vector(res), ref::dropout(key, 0.25f, x), 1e-6, 1e-7));
+}
+
+// Dropout is linear in x with a fixed mask, so the backward pass is the same op applied to dy:
+// f(x) = <dropout(x), w> has gradient dropout(w).
+TYPED_TEST(Dropout, GradientMatchesFiniteDifferences) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  const DropoutKey key{8, 1, 2, 5};
+  const auto x = testing::random_matrix<double>(6, 7, 1);
+  const auto w = testing::random_matrix<double>(6, 7, 2);
+  auto f = [&](const std::vector<double>& xv) {
+    return ref::dot(run_dropout(res, key, 0.3f, testing::host_tensor(xv, 6, 7)).to_vector(host()),
+                    w.to_vector(host()));
+  };
+  const auto grad = run_dropout(res, key, 0.3f, w);
+  EXPECT_TRUE(testing::all_close(grad.to_vector(host()),
+                                 ref::finite_difference_gradient(f, x.to_vector(host()), 1e-6),
+                                 1e-6, 1e-8));
+}
+
+template <class Idx, class T>
+void check_csr_dropout(const Resources& res, std::int64_t rows, std::int64_t cols, bool weighted) {
+  SCOPED_TRACE(::testing::Message() << rows << " x " << cols << ", weighted " << weighted);
+  const DropoutKey key{21, 2, 0, 7};
+  const float p = 0.35f;
+  const auto a = testing::random_csr<Idx, T>(rows, cols, 6.0, 5, weighted);
+  const auto da = testing::to_device(res, a);
+  auto values = testing::filled(res, a.num_edges(), 1, std::numeric_limits<T>::quiet_NaN());
+  dropout(res, key, p, da.view(), values.span());
+  const auto got = values.to_vector(res);
+
+  // The dense dropout of the densified matrix, read back at the stored positions.
+  const auto dense = testing::host_tensor(ref::densify(a), rows, cols);
+  const auto dense_out = run_dropout(res, key, p, dense);
+  const auto indptr = a.indptr.to_vector(host());
+  const auto indices = a.indices.to_vector(host());
+  std::vector<T> expected(got.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t e = indptr[r]; e < indptr[r + 1]; ++e)
+      expected[e] = dense_out(r, static_cast<std::int64_t>(indices[e]));
+  EXPECT_TRUE(testing::all_close(got, expected, 0, 0));
+  // Some entries are kept and some dropped, so the comparison says something.
+  if (got.size() > 50) {
+    EXPECT_GT(std::count(got.begin(), got.end(), T(0)), 0);
+    EXPECT_LT(std::count(got.begin(), got.end(), T(0)), static_cast<std::int64_t>(got.size()));
+  }
+}
+
+TYPED_TEST(Dropout, CsrEqualsDenseDropoutOfDensifiedMatrix) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    using Idx = decltype(idx);
+    using T = decltype(value);
+    for (const bool weighted : {false, true}) {
+      check_csr_dropout<Idx, T>(res, 0, 0, weighted);
+      check_csr_dropout<Idx, T>(res, 1, 1, weighted);
+      check_csr_dropout<Idx, T>(res, 257, 129, weighted);
+      check_csr_dropout<Idx, T>(res, 31, 300, weighted);
+    }
+  });
+}
+
+TYPED_TEST(Dropout, RejectsBadArguments) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  const auto x = Tensor<float>::zeros(res, 4, 3);
+  auto y = Tensor<float>::zeros(res, 4, 3);
+  auto wrong = Tensor<float>::zeros(res, 3, 4);
+  EXPECT_THROW(dropout(res, DropoutKey{}, 1.f, x.view(), y.view()), LogicError);
+  EXPECT_THROW(dropout(res, DropoutKey{}, -0.1f, x.view(), y.view()), LogicError);
+  EXPECT_THROW(dropout(res, DropoutKey{}, 0.5f, x.view(), wrong.view()), LogicError);
+  const auto a = testing::to_device(res, testing::random_csr<std::int32_t, float>(8, 8, 3.0, 1));
+  auto values = Tensor<float>::zeros(res, a.num_edges() + 1);
+  EXPECT_THROW(dropout(res, DropoutKey{}, 0.5f, a.view(), values.span()), LogicError);
+  auto right = Tensor<float>::zeros(res, a.num_edges());
+  EXPECT_THROW(dropout(res, DropoutKey{}, 1.5f, a.view(), right.span()), LogicError);
+}
+
+}  // namespace
+}  // namespace halo::kernels

@@ -2,6 +2,8 @@
 // adjoint, and gradients.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <tuple>
 

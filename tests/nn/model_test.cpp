@@ -1,0 +1,570 @@
+// Model: construction, initialisation, gradients of the whole network with the loss against
+// finite differences, parameter files, and a small end-to-end learning check.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <halo/kernels/error.hpp>
+#include <halo/kernels/loss.hpp>
+#include <halo/nn/model.hpp>
+#include <halo/nn/optimizer.hpp>
+
+#include "nn_helpers.hpp"
+#include "support/testing.hpp"
+
+namespace halo::nn_test {
+namespace {
+
+namespace fs = std::filesystem;
+using nn::ModelConfig;
+using nn::ModelKind;
+
+ModelConfig config(ModelKind kind, int layers, std::int64_t in, std::int64_t hidden,
+                   std::int64_t classes, float dropout = 0.5f) {
+  ModelConfig c;
+  c.kind = kind;
+  c.num_layers = layers;
+  c.hidden = hidden;
+  c.dropout = dropout;
+  c.in_features = in;
+  c.num_classes = classes;
+  return c;
+}
+
+template <class T>
+std::vector<std::vector<double>> parameter_values(nn::Model<T>& model) {
+  std::vector<std::vector<double>> out;
+  for (auto* p : model.parameters()) out.push_back(to_doubles(p->value));
+  return out;
+}
+
+/// Labels in [0, classes), a pure function of the seed.
+std::vector<std::int32_t> random_labels(std::int64_t n, std::int64_t classes, std::uint64_t seed) {
+  namespace rng = kernels::rng;
+  const auto stream = rng::stream_id(rng::kStreamSynthetic, seed, 0x1abe1);
+  std::vector<std::int32_t> labels;
+  for (std::int64_t i = 0; i < n; ++i)
+    labels.push_back(static_cast<std::int32_t>(
+        rng::below(seed, stream, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(classes))));
+  return labels;
+}
+
+/// The loss of the model's output on `rows`, and (when dlogits is given) its gradient.
+template <class T>
+struct Loss {
+  Tensor<std::int32_t> labels;
+  Tensor<std::int32_t> rows;
+
+  Loss(const std::vector<std::int32_t>& label_values, const std::vector<std::int32_t>& row_values)
+      : labels(Tensor<std::int32_t>::from_host(testing::host(), label_values)),
+        rows(Tensor<std::int32_t>::from_host(testing::host(), row_values)) {}
+
+  T value(const Tensor<T>& logits) const {
+    return kernels::log_softmax_nll<std::int32_t, T>(cpu(), logits.view(), labels.span(),
+                                                     rows.span());
+  }
+  void gradient(const Tensor<T>& logits, Tensor<T>& dlogits) const {
+    kernels::ensure_shape(cpu(), dlogits, logits.rows(), logits.cols());
+    kernels::log_softmax_nll_backward<std::int32_t, T>(cpu(), logits.view(), labels.span(),
+                                                       rows.span(), dlogits.view());
+  }
+  double accuracy(const Tensor<T>& logits) const {
+    return static_cast<double>(kernels::count_correct<std::int32_t, T>(
+               cpu(), logits.view(), labels.span(), rows.span())) /
+           static_cast<double>(rows.numel());
+  }
+};
+
+/// Checks every parameter's gradient (a sample of the larger ones) of the model + loss against
+/// central differences, in training mode with dropout active.
+void check_model_gradients(nn::Model<double>& model, nn::Adjacency<double> graph,
+                           const Features<double>& x, std::uint64_t seed) {
+  const std::int64_t n = kernels::num_rows(x);
+  std::vector<std::int32_t> rows;
+  for (std::int32_t i = 0; i < n; ++i)
+    if (i % 3 != 1) rows.push_back(i);  // a subset: every third node is not in the loss
+  const Loss<double> loss(random_labels(n, model.config().num_classes, seed), rows);
+  const nn::Context ctx = train_context(/*epoch=*/seed);
+
+  Tensor<double> dlogits;
+  loss.gradient(model.forward(ctx, graph, x), dlogits);
+  model.backward(ctx, graph, dlogits);
+  const auto params = model.parameters();
+  const auto names = model.parameter_names();
+  std::vector<std::vector<double>> grads;
+  for (auto* p : params) grads.push_back(to_doubles(p->grad));
+
+  const double eps = 1e-6;
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    SCOPED_TRACE("parameter " + names[k]);
+    double norm = 0;
+    for (const double g : grads[k]) norm += g * g;
+    EXPECT_GT(norm, 1e-12) << "a zero gradient would make the comparison vacuous";
+    std::vector<double> analytic, numeric;
+    for (const std::int64_t i : sample_indices(params[k]->value.numel(), 48, seed + k)) {
+      double& v = params[k]->value.data()[i];
+      const double saved = v;
+      v = saved + eps;
+      const double up = loss.value(model.forward(ctx, graph, x));
+      v = saved - eps;
+      const double down = loss.value(model.forward(ctx, graph, x));
+      v = saved;
+      analytic.push_back(grads[k][static_cast<std::size_t>(i)]);
+      numeric.push_back((up - down) / (2 * eps));
+    }
+    EXPECT_TRUE(testing::all_close(analytic, numeric, 1e-5, 1e-8));
+  }
+}
+
+// ---- construction ------------------------------------------------------------------------------
+
+TEST(Model, BuildsNamedParametersOfTheRightShapes) {
+  {
+    nn::Model<double> gcn(cpu(), config(ModelKind::Gcn, 2, 10, 16, 4), 1);
+    EXPECT_EQ(gcn.parameter_names(), (std::vector<std::string>{"layer1.weight", "layer1.bias",
+                                                                "layer2.weight", "layer2.bias"}));
+    const auto p = gcn.parameters();
+    ASSERT_EQ(p.size(), 4u);
+    const std::vector<std::pair<std::int64_t, std::int64_t>> shapes{
+        {10, 16}, {16, 1}, {16, 4}, {4, 1}};
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      EXPECT_EQ(p[i]->value.rows(), shapes[i].first) << i;
+      EXPECT_EQ(p[i]->value.cols(), shapes[i].second) << i;
+      EXPECT_EQ(p[i]->grad.rows(), shapes[i].first) << i;
+      EXPECT_EQ(p[i]->grad.cols(), shapes[i].second) << i;
+    }
+  }
+  {
+    nn::Model<float> sage(cpu(), config(ModelKind::Sage, 3, 7, 5, 3), 1);
+    EXPECT_EQ(sage.parameter_names(),
+              (std::vector<std::string>{"layer1.weight_root", "layer1.weight_neigh", "layer1.bias",
+                                        "layer2.weight_root", "layer2.weight_neigh", "layer2.bias",
+                                        "layer3.weight_root", "layer3.weight_neigh",
+                                        "layer3.bias"}));
+    const auto p = sage.parameters();
+    ASSERT_EQ(p.size(), 9u);
+    EXPECT_EQ(p[0]->value.rows(), 7);
+    EXPECT_EQ(p[0]->value.cols(), 5);
+    EXPECT_EQ(p[4]->value.rows(), 5);
+    EXPECT_EQ(p[4]->value.cols(), 5);
+    EXPECT_EQ(p[6]->value.rows(), 5);
+    EXPECT_EQ(p[6]->value.cols(), 3);
+    EXPECT_EQ(p[8]->value.rows(), 3);
+  }
+  {
+    nn::Model<double> one(cpu(), config(ModelKind::Gcn, 1, 6, 16, 2), 1);
+    EXPECT_EQ(one.parameter_names(), (std::vector<std::string>{"layer1.weight", "layer1.bias"}));
+    EXPECT_EQ(one.parameters()[0]->value.cols(), 2) << "one layer maps straight to the classes";
+  }
+}
+
+TEST(Model, GlorotInitIsBoundedAndBiasesStartAtZero) {
+  nn::Model<double> model(cpu(), config(ModelKind::Sage, 3, 40, 24, 5), 3);
+  const auto names = model.parameter_names();
+  const auto params = model.parameters();
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    SCOPED_TRACE(names[k]);
+    const auto v = to_doubles(params[k]->value);
+    if (params[k]->name == "bias") {
+      EXPECT_EQ(v, std::vector<double>(v.size(), 0.0));
+      continue;
+    }
+    const double bound = std::sqrt(6.0 / static_cast<double>(params[k]->value.rows() +
+                                                             params[k]->value.cols()));
+    double max_abs = 0;
+    for (const double x : v) {
+      EXPECT_LE(std::abs(x), bound);
+      max_abs = std::max(max_abs, std::abs(x));
+    }
+    EXPECT_GT(max_abs, 0.8 * bound);
+  }
+}
+
+TEST(Model, SameSeedSameParametersOtherSeedOthers) {
+  for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage}) {
+    SCOPED_TRACE(nn::to_string(kind));
+    const auto c = config(kind, 3, 6, 6, 6);
+    nn::Model<double> a(cpu(), c, 17), b(cpu(), c, 17), other(cpu(), c, 18);
+    const auto va = parameter_values(a), vb = parameter_values(b), vo = parameter_values(other);
+    EXPECT_EQ(va, vb);
+    const auto names = a.parameter_names();
+    for (std::size_t k = 0; k < va.size(); ++k) {
+      if (a.parameters()[k]->name == "bias") continue;
+      EXPECT_NE(va[k], vo[k]) << names[k] << " must depend on the seed";
+      // All weights are 6 x 6 here: no two may share their numbers.
+      for (std::size_t j = 0; j < k; ++j) {
+        if (a.parameters()[j]->name != "bias") {
+          EXPECT_NE(va[k], va[j]) << names[k] << " and " << names[j] << " draw the same numbers";
+        }
+      }
+    }
+  }
+}
+
+TEST(Model, RejectsBadConfigs) {
+  const auto rejects = [](ModelConfig c) {
+    EXPECT_THROW(nn::Model<double>(cpu(), c, 1), LogicError);
+  };
+  ModelConfig c = config(ModelKind::Gcn, 2, 5, 8, 3);
+  EXPECT_NO_THROW(nn::Model<double>(cpu(), c, 1));
+  ModelConfig bad = c;
+  bad.hidden = 0;
+  rejects(bad);
+  bad = c;
+  bad.num_layers = 0;
+  rejects(bad);
+  bad = c;
+  bad.dropout = 1.0f;
+  rejects(bad);
+  bad = c;
+  bad.dropout = -0.25f;
+  rejects(bad);
+  bad = c;
+  bad.num_classes = 1;
+  rejects(bad);
+  bad = c;
+  bad.in_features = 0;
+  rejects(bad);
+}
+
+TEST(Model, ParsesAndNamesModelKinds) {
+  EXPECT_EQ(nn::parse_model_kind("gcn"), ModelKind::Gcn);
+  EXPECT_EQ(nn::parse_model_kind("sage"), ModelKind::Sage);
+  EXPECT_EQ(nn::to_string(ModelKind::Gcn), "gcn");
+  EXPECT_EQ(nn::to_string(ModelKind::Sage), "sage");
+  try {
+    nn::parse_model_kind("gat");
+    ADD_FAILURE() << "parse_model_kind accepted 'gat'";
+  } catch (const LogicError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("gat"), std::string::npos) << what;
+    EXPECT_NE(what.find("gcn"), std::string::npos) << what;
+    EXPECT_NE(what.find("sage"), std::string::npos) << what;
+  }
+}
+
+TEST(Model, RejectsInputOfWrongWidth) {
+  const auto graph = gcn_normalized<double>(6, random_edges(6, 0.5, 1, {}));
+  nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 5, 8, 3), 1);
+  Features<double> x = testing::random_matrix<double>(6, 4, 1);
+  EXPECT_THROW(model.forward(eval_context(), graph.view(), x), LogicError);
+}
+
+TEST(Model, EvalIsDeterministicAndTrainingAppliesDropout) {
+  const auto graph = gcn_normalized<double>(10, random_edges(10, 0.3, 2, {}));
+  nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 6, 8, 3), 1);
+  Features<double> x = testing::random_matrix<double>(10, 6, 3);
+  const auto eval1 = to_doubles(model.forward(eval_context(), graph.view(), x));
+  const auto train1 = to_doubles(model.forward(train_context(1), graph.view(), x));
+  const auto train1_again = to_doubles(model.forward(train_context(1), graph.view(), x));
+  const auto train2 = to_doubles(model.forward(train_context(2), graph.view(), x));
+  const auto eval2 = to_doubles(model.forward(eval_context(), graph.view(), x));
+  EXPECT_EQ(eval1, eval2);
+  EXPECT_EQ(train1, train1_again);
+  EXPECT_NE(train1, eval1);
+  EXPECT_NE(train1, train2);
+}
+
+TEST(Model, BackwardOverwritesGradients) {
+  const auto graph = random_graph<double>(9, 9, 0.3, 4, false);
+  nn::Model<double> model(cpu(), config(ModelKind::Sage, 2, 4, 5, 3), 1);
+  Features<double> x = testing::random_matrix<double>(9, 4, 5);
+  const Loss<double> loss(random_labels(9, 3, 6), {0, 2, 3, 5, 8});
+  Tensor<double> dlogits;
+  const auto pass = [&] {
+    loss.gradient(model.forward(train_context(), graph.view(), x), dlogits);
+    model.backward(train_context(), graph.view(), dlogits);
+    std::vector<std::vector<double>> g;
+    for (auto* p : model.parameters()) g.push_back(to_doubles(p->grad));
+    return g;
+  };
+  const auto first = pass();
+  EXPECT_EQ(pass(), first) << "a second backward must overwrite, not accumulate";
+}
+
+// ---- gradients of the whole model --------------------------------------------------------------
+
+TEST(GcnModel, TwoLayerGradientMatchesFiniteDifferences) {
+  // Layer 1: 4 -> 7 aggregates first; layer 2: 7 -> 3 transforms first.
+  const auto graph = gcn_normalized<double>(12, random_edges(12, 0.3, 300, {5, 11}));
+  nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 4, 7, 3), 301);
+  Features<double> x = testing::random_matrix<double>(12, 4, 302);
+  check_model_gradients(model, graph.view(), x, 303);
+}
+
+TEST(GcnModel, ThreeLayerGradientMatchesFiniteDifferences) {
+  const auto graph = gcn_normalized<double>(11, random_edges(11, 0.3, 310, {0}));
+  nn::Model<double> model(cpu(), config(ModelKind::Gcn, 3, 3, 6, 4), 311);
+  Features<double> x = testing::random_matrix<double>(11, 3, 312);
+  check_model_gradients(model, graph.view(), x, 313);
+}
+
+TEST(GcnModel, SparseFeaturesGradientMatchesFiniteDifferences) {
+  const auto graph = gcn_normalized<double>(12, random_edges(12, 0.3, 320, {7}));
+  nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 9, 10, 3), 321);
+  Features<double> x = testing::random_csr<std::int32_t, double>(12, 9, 3.0, 322, true);
+  check_model_gradients(model, graph.view(), x, 323);
+}
+
+TEST(SageModel, TwoLayerGradientMatchesFiniteDifferences) {
+  const auto graph = random_graph<double>(12, 12, 0.3, 330, /*weighted=*/false);
+  nn::Model<double> model(cpu(), config(ModelKind::Sage, 2, 4, 6, 3), 331);
+  Features<double> x = testing::random_matrix<double>(12, 4, 332);
+  check_model_gradients(model, graph.view(), x, 333);
+}
+
+TEST(SageModel, ThreeLayerGradientMatchesFiniteDifferences) {
+  const auto graph = random_graph<double>(11, 11, 0.3, 340, /*weighted=*/false);
+  nn::Model<double> model(cpu(), config(ModelKind::Sage, 3, 8, 5, 4), 341);
+  Features<double> x = testing::random_matrix<double>(11, 8, 342);
+  check_model_gradients(model, graph.view(), x, 343);
+}
+
+TEST(SageModel, SparseFeaturesGradientMatchesFiniteDifferences) {
+  const auto graph = random_graph<double>(12, 12, 0.3, 350, /*weighted=*/false);
+  nn::Model<double> model(cpu(), config(ModelKind::Sage, 2, 9, 6, 3), 351);
+  Features<double> x = testing::random_csr<std::int32_t, double>(12, 9, 3.0, 352, true);
+  check_model_gradients(model, graph.view(), x, 353);
+}
+
+// ---- parameter files ---------------------------------------------------------------------------
+
+/// A fresh directory under the system temp directory, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    m_path = fs::temp_directory_path() /
+             ("halo_nn_test_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
+              std::to_string(::getpid()));
+    fs::remove_all(m_path);
+    fs::create_directories(m_path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(m_path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return m_path; }
+
+ private:
+  fs::path m_path;
+};
+
+/// Gives every parameter random values (biases included), so a round trip has something to keep.
+template <class T>
+void perturb(nn::Model<T>& model, std::uint64_t seed) {
+  for (auto* p : model.parameters()) randomize(p->value, seed++);
+}
+
+TEST(Model, SaveLoadRoundTripGivesIdenticalOutputs) {
+  const TempDir dir;
+  testing::for_each_value_type([&](auto zero) {
+    using T = decltype(zero);
+    for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage}) {
+      SCOPED_TRACE(nn::to_string(kind));
+      const auto graph = random_graph<T>(10, 10, 0.3, 400, kind == ModelKind::Gcn);
+      const auto c = config(kind, 3, 5, 6, 3);
+      nn::Model<T> saved(cpu(), c, 401), loaded(cpu(), c, 402);
+      perturb(saved, 403);
+      const fs::path file = dir.path() / ("model_" + nn::to_string(kind) + ".bin");
+      saved.save(file);
+      EXPECT_TRUE(fs::exists(file));
+      EXPECT_FALSE(fs::exists(file.string() + ".tmp")) << "the temporary file must be renamed";
+      Features<T> x = testing::random_matrix<T>(10, 5, 404);
+      const auto before = to_doubles(loaded.forward(eval_context(), graph.view(), x));
+      const auto expected = to_doubles(saved.forward(eval_context(), graph.view(), x));
+      EXPECT_NE(before, expected) << "the models must differ before loading";
+      loaded.load(cpu(), file);
+      EXPECT_EQ(parameter_values(loaded), parameter_values(saved));
+      EXPECT_EQ(to_doubles(loaded.forward(eval_context(), graph.view(), x)), expected);
+    }
+  });
+}
+
+TEST(Model, SaveOverwritesAnExistingFile) {
+  const TempDir dir;
+  const auto c = config(ModelKind::Gcn, 2, 4, 5, 3);
+  nn::Model<double> first(cpu(), c, 1), second(cpu(), c, 2), loaded(cpu(), c, 3);
+  const fs::path file = dir.path() / "model.bin";
+  first.save(file);
+  second.save(file);
+  loaded.load(cpu(), file);
+  EXPECT_EQ(parameter_values(loaded), parameter_values(second));
+  EXPECT_FALSE(fs::exists(file.string() + ".tmp"));
+}
+
+TEST(Model, SaveToMissingDirectoryThrowsIoError) {
+  const TempDir dir;
+  nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 1);
+  const fs::path file = dir.path() / "no_such_dir" / "model.bin";
+  EXPECT_TRUE(throws_io_error_containing([&] { model.save(file); }, {file.string()}));
+}
+
+TEST(Model, SaveOntoADirectoryThrowsIoErrorAndLeavesNoTemporary) {
+  const TempDir dir;
+  nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 1);
+  const fs::path target = dir.path() / "a_directory";
+  fs::create_directories(target);
+  EXPECT_TRUE(throws_io_error_containing([&] { model.save(target); }, {target.string()}));
+  EXPECT_FALSE(fs::exists(target.string() + ".tmp"));
+}
+
+TEST(Model, LoadRejectsMissingFile) {
+  const TempDir dir;
+  nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 1);
+  const fs::path file = dir.path() / "missing.bin";
+  EXPECT_TRUE(throws_io_error_containing([&] { model.load(cpu(), file); }, {file.string()}));
+}
+
+TEST(Model, LoadRejectsWrongShape) {
+  const TempDir dir;
+  nn::Model<double> saved(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 1);
+  const fs::path file = dir.path() / "model.bin";
+  saved.save(file);
+  nn::Model<double> wider(cpu(), config(ModelKind::Gcn, 2, 4, 6, 3), 1);
+  EXPECT_TRUE(throws_io_error_containing([&] { wider.load(cpu(), file); },
+                                         {file.string(), "layer1.weight"}));
+  nn::Model<double> deeper(cpu(), config(ModelKind::Gcn, 3, 4, 5, 3), 1);
+  EXPECT_TRUE(throws_io_error_containing([&] { deeper.load(cpu(), file); }, {file.string()}));
+  nn::Model<double> sage(cpu(), config(ModelKind::Sage, 2, 4, 5, 3), 1);
+  EXPECT_TRUE(throws_io_error_containing([&] { sage.load(cpu(), file); }, {file.string()}));
+}
+
+TEST(Model, LoadRejectsOtherElementType) {
+  const TempDir dir;
+  const auto c = config(ModelKind::Gcn, 2, 4, 5, 3);
+  nn::Model<double> saved(cpu(), c, 1);
+  const fs::path file = dir.path() / "model.bin";
+  saved.save(file);
+  nn::Model<float> model(cpu(), c, 1);
+  EXPECT_TRUE(throws_io_error_containing([&] { model.load(cpu(), file); }, {file.string()}));
+}
+
+TEST(Model, LoadRejectsTruncatedFile) {
+  const TempDir dir;
+  nn::Model<double> saved(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 1);
+  const fs::path file = dir.path() / "model.bin";
+  saved.save(file);
+  const auto full = fs::file_size(file);
+  // In the values of the last parameter, in the header of the first one, inside the count.
+  for (const std::uintmax_t size : {full - 3, std::uintmax_t{22}, std::uintmax_t{14}}) {
+    SCOPED_TRACE("truncated to " + std::to_string(size) + " of " + std::to_string(full));
+    saved.save(file);
+    fs::resize_file(file, size);
+    nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 2);
+    EXPECT_TRUE(throws_io_error_containing([&] { model.load(cpu(), file); }, {file.string()}));
+  }
+}
+
+TEST(Model, LoadRejectsBadMagic) {
+  const TempDir dir;
+  nn::Model<double> saved(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 1);
+  const fs::path file = dir.path() / "model.bin";
+  saved.save(file);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(0);
+    f.write("NOTHALO!", 8);
+  }
+  nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 2);
+  EXPECT_TRUE(throws_io_error_containing([&] { model.load(cpu(), file); }, {file.string()}));
+  const fs::path tiny = dir.path() / "tiny.bin";
+  std::ofstream(tiny) << "HAL";
+  EXPECT_TRUE(throws_io_error_containing([&] { model.load(cpu(), tiny); }, {tiny.string()}));
+}
+
+// ---- learning ----------------------------------------------------------------------------------
+
+/// Two communities of 20 nodes: dense inside, a few edges across; community c has features
+/// around 1 in dimensions [4c, 4c + 4) and noise elsewhere.
+struct TwoCommunities {
+  static constexpr int kNodes = 40;
+  static constexpr int kFeatures = 8;
+  std::vector<std::pair<int, int>> edges;
+  std::vector<float> features;
+  std::vector<std::int32_t> labels;
+
+  TwoCommunities() {
+    namespace rng = kernels::rng;
+    const std::uint64_t seed = 500;
+    const auto stream = rng::stream_id(rng::kStreamSynthetic, seed, 0xc0);
+    const auto community = [](int v) { return v % 2; };  // interleaved: ids carry no signal
+    for (int u = 0; u < kNodes; ++u)
+      for (int v = u + 1; v < kNodes; ++v) {
+        const double p = community(u) == community(v) ? 0.25 : 0.02;
+        if (rng::uniform_double(seed, stream, static_cast<std::uint64_t>(u * kNodes + v)) < p)
+          edges.emplace_back(u, v);
+      }
+    const auto noise = rng::stream_id(rng::kStreamSynthetic, seed, 0xf0);
+    for (int v = 0; v < kNodes; ++v) {
+      labels.push_back(community(v));
+      for (int j = 0; j < kFeatures; ++j) {
+        const double signal = j / 4 == community(v) ? 1.0 : 0.0;
+        const double u = rng::uniform_double(seed, noise, static_cast<std::uint64_t>(v * 8 + j));
+        features.push_back(static_cast<float>(signal + 1.2 * (u - 0.5)));
+      }
+    }
+  }
+};
+
+template <class T>
+void expect_learns_two_communities(ModelKind kind) {
+  const TwoCommunities data;
+  const auto graph = kind == ModelKind::Gcn
+                         ? gcn_normalized<T>(TwoCommunities::kNodes, data.edges)
+                         : [&] {
+                             std::vector<Row> rows(TwoCommunities::kNodes);
+                             for (const auto& [u, v] : data.edges) {
+                               rows[u].emplace_back(v, 1.0);
+                               rows[v].emplace_back(u, 1.0);
+                             }
+                             for (auto& r : rows) std::sort(r.begin(), r.end());
+                             return csr_from_rows<T>(TwoCommunities::kNodes, rows, false);
+                           }();
+  Features<T> x = Tensor<T>::from_host(testing::host(),
+                                       std::vector<T>(data.features.begin(), data.features.end()),
+                                       TwoCommunities::kNodes, TwoCommunities::kFeatures);
+  std::vector<std::int32_t> train_rows;
+  for (std::int32_t v = 0; v < TwoCommunities::kNodes; v += 4) {
+    train_rows.push_back(v);
+    train_rows.push_back(v + 1);
+  }
+  const Loss<T> loss(data.labels, train_rows);
+  nn::Model<T> model(cpu(), config(kind, 2, TwoCommunities::kFeatures, 16, 2, 0.5f), 7);
+  kernels::AdamConfig adam_config;
+  adam_config.lr = 0.01;
+  adam_config.weight_decay = 5e-4;
+  nn::Adam<T> adam(cpu(), model.parameters(), adam_config);
+
+  const T initial_loss = loss.value(model.forward(eval_context(), graph.view(), x));
+  Tensor<T> dlogits;
+  for (std::uint64_t epoch = 0; epoch < 100; ++epoch) {
+    const nn::Context ctx = train_context(epoch);
+    loss.gradient(model.forward(ctx, graph.view(), x), dlogits);
+    model.backward(ctx, graph.view(), dlogits);
+    adam.step(cpu());
+  }
+  const auto& logits = model.forward(eval_context(), graph.view(), x);
+  const T final_loss = loss.value(logits);
+  EXPECT_GT(loss.accuracy(logits), 0.9) << "initial loss " << initial_loss << ", final "
+                                        << final_loss;
+  EXPECT_LT(final_loss, 0.5 * initial_loss);
+}
+
+TEST(GcnModel, LearnsTwoCommunities) { expect_learns_two_communities<float>(ModelKind::Gcn); }
+
+TEST(SageModel, LearnsTwoCommunities) { expect_learns_two_communities<float>(ModelKind::Sage); }
+
+}  // namespace
+}  // namespace halo::nn_test

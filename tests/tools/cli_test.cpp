@@ -1,0 +1,161 @@
+// The `halo` program as a user runs it: exit codes, one-line errors, --json, --help.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin = std::getenv("HALO_BINARY");
+    ASSERT_NE(bin, nullptr) << "HALO_BINARY is set by ctest";
+    m_binary = bin;
+    m_dir = fs::temp_directory_path() /
+            ("halo_cli_test_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  Run run(const std::string& args) const {
+    const fs::path out = m_dir / "stdout.txt", err = m_dir / "stderr.txt";
+    const std::string cmd =
+        m_binary + " " + args + " >" + out.string() + " 2>" + err.string() + " </dev/null";
+    const int status = std::system(cmd.c_str());
+    Run r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  /// A 6-node, 2-class dataset in the plain format; `edges` replaces edges.tsv when given.
+  fs::path write_dataset(const std::string& edges = "0\t1\n1\t0\n2\t3\n3\t2\n4\t5\n5\t4\n") const {
+    const fs::path d = m_dir / "data";
+    fs::create_directories(d);
+    std::ofstream(d / "edges.tsv") << edges;
+    std::ofstream(d / "features.tsv") << "1\t0\n1\t0\n0\t1\n0\t1\n1\t0\n0\t1\n";
+    std::ofstream(d / "labels.txt") << "0\n0\n1\n1\n0\n1\n";
+    std::ofstream(d / "train_idx.txt") << "0\n2\n";
+    std::ofstream(d / "val_idx.txt") << "1\n3\n";
+    std::ofstream(d / "test_idx.txt") << "4\n5\n";
+    return d;
+  }
+
+  std::string m_binary;
+  fs::path m_dir;
+};
+
+TEST_F(Cli, VersionAndHelp) {
+  Run r = run("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "halo " HALO_VERSION "\n");
+  r = run("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("train"), std::string::npos);
+  r = run("train --help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* flag : {"--dataset", "--model", "--layers", "--hidden", "--dropout", "--lr",
+                           "--weight-decay", "--epochs", "--seed", "--threads", "--json"})
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+}
+
+TEST_F(Cli, UsageErrorsExitTwoWithOneClearLine) {
+  struct Case {
+    const char* args;
+    const char* names;
+  };
+  for (const Case& c : {Case{"", "subcommand"}, Case{"train --bogus", "--bogus"},
+                        Case{"train --hidden 0", "--hidden"}, Case{"train --layers 0", "--layers"},
+                        Case{"train --dropout 1", "--dropout"}, Case{"train --lr -1", "--lr"},
+                        Case{"train --epochs x", "--epochs"}, Case{"train --model gat", "--model"},
+                        Case{"train --json /no/such/dir/out.json", "/no/such/dir"}}) {
+    const Run r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.args;
+    EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << ": " << r.err;
+  }
+}
+
+TEST_F(Cli, MissingDatasetExitsOne) {
+  const Run r = run("train --dataset " + (m_dir / "nothing").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("nothing"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+}
+
+TEST_F(Cli, MalformedFileNamesFileAndLine) {
+  const fs::path d = write_dataset("0\t1\n1\t0\n2\tx\n");
+  const fs::path json = m_dir / "out.json";
+  const Run r = run("train --epochs 2 --dataset " + d.string() + " --json " + json.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("edges.tsv:3"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(json)) << "no output on failure";
+}
+
+TEST_F(Cli, MissingFileIsNamed) {
+  const fs::path d = write_dataset();
+  fs::remove(d / "labels.txt");
+  const Run r = run("train --epochs 2 --dataset " + d.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("labels.txt"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, TrainsAndWritesJsonAndModel) {
+  const fs::path d = write_dataset();
+  const fs::path json = m_dir / "out.json", model = m_dir / "model.bin";
+  const Run r = run("train --epochs 30 --hidden 8 --dataset " + d.string() + " --json " +
+                    json.string() + " --save-model " + model.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("test accuracy"), std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(json));
+  for (const char* key : {"dataset", "model", "mode", "device", "world_size", "epochs", "seed",
+                          "test_accuracy", "val_accuracy", "best_epoch", "epoch_time_median_s",
+                          "train_time_s", "peak_host_memory_bytes"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["mode"], "full-graph");
+  EXPECT_EQ(j["world_size"], 1);
+  EXPECT_EQ(j["epochs"], 30);
+  EXPECT_GE(j["test_accuracy"].get<double>(), 0.0);
+  EXPECT_LE(j["test_accuracy"].get<double>(), 1.0);
+  EXPECT_GT(j["peak_host_memory_bytes"].get<double>(), 0.0);
+  EXPECT_TRUE(fs::exists(model));
+  EXPECT_FALSE(fs::exists(json.string() + ".tmp"));
+  EXPECT_FALSE(fs::exists(model.string() + ".tmp"));
+}
+
+TEST_F(Cli, DefaultSyntheticRunIsSeededAndLearns) {
+  const fs::path a = m_dir / "a.json", b = m_dir / "b.json";
+  ASSERT_EQ(run("train --epochs 40 --synthetic-nodes 400 --json " + a.string()).code, 0);
+  ASSERT_EQ(run("train --epochs 40 --synthetic-nodes 400 --json " + b.string()).code, 0);
+  const auto ja = nlohmann::json::parse(slurp(a)), jb = nlohmann::json::parse(slurp(b));
+  EXPECT_EQ(ja["dataset"], "synthetic");
+  EXPECT_EQ(ja["test_accuracy"], jb["test_accuracy"]);
+  EXPECT_EQ(ja["final_train_loss"], jb["final_train_loss"]);
+  EXPECT_GT(ja["test_accuracy"].get<double>(), 0.3) << "8 classes: chance is 0.125";
+}
+
+}  // namespace
