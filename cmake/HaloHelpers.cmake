@@ -25,7 +25,9 @@ function(halo_add_test)
   if(NOT ARG_LABELS)
     set(ARG_LABELS cpu)
   endif()
+  # Where the tests find the source tree (../shared/datasets beside it) and the halo program.
+  target_compile_definitions(${ARG_NAME} PRIVATE HALO_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                                                 HALO_TEST_BINARY="$<TARGET_FILE:halo>")
   gtest_discover_tests(${ARG_NAME} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS "${ARG_LABELS}"
-               ENVIRONMENT "HALO_SOURCE_DIR=${PROJECT_SOURCE_DIR};HALO_BINARY=$<TARGET_FILE:halo>")
+    PROPERTIES LABELS "${ARG_LABELS}" ENVIRONMENT "HALO_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endfunction()

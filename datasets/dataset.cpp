@@ -1,12 +1,10 @@
-#include <halo/datasets/dataset.hpp>
-
 #include <algorithm>
+#include <halo/datasets/dataset.hpp>
+#include <halo/datasets/detail/host.hpp>
+#include <halo/kernels/error.hpp>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <halo/datasets/detail/host.hpp>
-#include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
 namespace {
@@ -30,15 +28,16 @@ class Checker {
     const std::int64_t m = a.num_edges();
     require(n > 0 || m == 0, what + " stores entries but has no indptr");
     require(a.values.empty() || a.values.numel() == m,
-            what + " has " + std::to_string(a.values.numel()) + " values for " +
-                std::to_string(m) + " entries");
+            what + " has " + std::to_string(a.values.numel()) + " values for " + std::to_string(m) +
+                " entries");
     if (n == 0) return;
     const std::int64_t* indptr = a.indptr.data();
     require(indptr[0] == 0, what + ": indptr[0] must be 0");
-    require(indptr[n] == m, what + ": indptr[num_rows] = " + std::to_string(indptr[n]) +
-                                " but " + std::to_string(m) + " entries are stored");
+    require(indptr[n] == m, what + ": indptr[num_rows] = " + std::to_string(indptr[n]) + " but " +
+                                std::to_string(m) + " entries are stored");
     for (std::int64_t r = 0; r < n; ++r) {
-      if (indptr[r] > indptr[r + 1]) require(false, what + ": indptr decreases at row " + std::to_string(r));
+      if (indptr[r] > indptr[r + 1])
+        require(false, what + ": indptr decreases at row " + std::to_string(r));
     }
     const Idx* indices = a.indices.data();
     for (std::int64_t e = 0; e < m; ++e) {

@@ -1,20 +1,18 @@
-#include <halo/datasets/graph_builder.hpp>
-
 #include <algorithm>
+#include <halo/datasets/detail/host.hpp>
+#include <halo/datasets/graph_builder.hpp>
+#include <halo/kernels/error.hpp>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <halo/datasets/detail/host.hpp>
-#include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
 
 Graph graph_from_edges(const kernels::Resources& res, std::int64_t num_nodes,
                        std::span<const std::pair<NodeId, NodeId>> edges_src_dst) {
-  HALO_EXPECTS(num_nodes >= 0 && num_nodes <= std::numeric_limits<NodeId>::max(),
-               "graph_from_edges: num_nodes must be in [0, 2^31 - 1], got " +
-                   std::to_string(num_nodes));
+  HALO_EXPECTS(
+      num_nodes >= 0 && num_nodes <= std::numeric_limits<NodeId>::max(),
+      "graph_from_edges: num_nodes must be in [0, 2^31 - 1], got " + std::to_string(num_nodes));
   const auto m = static_cast<std::int64_t>(edges_src_dst.size());
   const std::pair<NodeId, NodeId>* edges = edges_src_dst.data();
   for (std::int64_t e = 0; e < m; ++e) {

@@ -1,5 +1,3 @@
-#include <halo/datasets/plain_format.hpp>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +7,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <halo/datasets/detail/host.hpp>
+#include <halo/datasets/graph_builder.hpp>
+#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/error.hpp>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -18,11 +21,6 @@
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <halo/datasets/detail/host.hpp>
-#include <halo/datasets/graph_builder.hpp>
-#include <halo/datasets/preprocess.hpp>
-#include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
 namespace {
@@ -97,7 +95,8 @@ class Lines {
     if (m_pos >= m_text.size()) return false;
     const void* nl = std::memchr(m_text.data() + m_pos, '\n', m_text.size() - m_pos);
     const std::size_t end =
-        nl == nullptr ? m_text.size() : static_cast<std::size_t>(static_cast<const char*>(nl) - m_text.data());
+        nl == nullptr ? m_text.size()
+                      : static_cast<std::size_t>(static_cast<const char*>(nl) - m_text.data());
     line = m_text.substr(m_pos, end - m_pos);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     m_pos = end + 1;
@@ -224,8 +223,8 @@ Edges read_edges(const fs::path& path, const Meta& meta) {
     std::int64_t dst = 0;
     if (!split_tab(line, a, b) || !parse_id(a, std::numeric_limits<std::int64_t>::max(), src) ||
         !parse_id(b, std::numeric_limits<std::int64_t>::max(), dst)) {
-      fail_expected(path, lines.number(),
-                    "two non-negative integer node ids separated by a tab", line);
+      fail_expected(path, lines.number(), "two non-negative integer node ids separated by a tab",
+                    line);
     }
     if (src > max_id || dst > max_id) {
       fail_at(path, lines.number(),
@@ -315,8 +314,8 @@ kernels::CsrMatrix<std::int32_t, float> read_sparse_features(const kernels::Reso
     }
     if (!nodes.empty()) {
       const auto prev = std::make_pair(nodes.back(), features.back());
-      const auto cur = std::make_pair(static_cast<std::int32_t>(node),
-                                      static_cast<std::int32_t>(feature));
+      const auto cur =
+          std::make_pair(static_cast<std::int32_t>(node), static_cast<std::int32_t>(feature));
       if (cur == prev) {
         fail_at(path, lines.number(),
                 "node " + std::to_string(node) + ", feature " + std::to_string(feature) +
@@ -352,7 +351,8 @@ kernels::CsrMatrix<std::int32_t, float> read_sparse_features(const kernels::Reso
 
   std::int64_t num_features = meta.num_features ? meta.num_features->value : 0;
   if (!meta.num_features) {
-    for (const std::int32_t f : features) num_features = std::max<std::int64_t>(num_features, f + 1);
+    for (const std::int32_t f : features)
+      num_features = std::max<std::int64_t>(num_features, f + 1);
   }
   kernels::CsrMatrix<std::int32_t, float> x{detail::host_tensor<std::int64_t>(res, num_nodes + 1),
                                             detail::host_tensor<std::int32_t>(res, nnz),
@@ -384,10 +384,14 @@ kernels::Tensor<float> read_dense_features(const kernels::Resources& res, const 
                     "end of file: the dataset has " + std::to_string(num_nodes) + " nodes", line);
     }
     if (cols < 0) cols = std::count(line.begin(), line.end(), '\t') + 1;
-    if (x.numel() == 0 && num_nodes * cols > 0) x = detail::host_tensor<float>(res, num_nodes, cols);
-    const std::string what = std::to_string(cols) + " tab-separated finite numbers (the features "
-                             "of node " + std::to_string(row) + ")";
-    if (cols == 0 && !line.empty()) fail_expected(path, lines.number(), "an empty line (no features)", line);
+    if (x.numel() == 0 && num_nodes * cols > 0)
+      x = detail::host_tensor<float>(res, num_nodes, cols);
+    const std::string what = std::to_string(cols) +
+                             " tab-separated finite numbers (the features "
+                             "of node " +
+                             std::to_string(row) + ")";
+    if (cols == 0 && !line.empty())
+      fail_expected(path, lines.number(), "an empty line (no features)", line);
     std::string_view rest = line;
     for (std::int64_t c = 0; c < cols; ++c) {
       std::string_view token = rest;
@@ -404,7 +408,8 @@ kernels::Tensor<float> read_dense_features(const kernels::Resources& res, const 
                       "the features of node " + std::to_string(row) + " (the dataset has " +
                           std::to_string(num_nodes) + " nodes)");
   }
-  if (x.numel() == 0) x = detail::host_tensor<float>(res, num_nodes, std::max<std::int64_t>(cols, 0));
+  if (x.numel() == 0)
+    x = detail::host_tensor<float>(res, num_nodes, std::max<std::int64_t>(cols, 0));
   return x;
 }
 
@@ -464,7 +469,8 @@ class TextWriter {
  public:
   explicit TextWriter(fs::path path) : m_path(std::move(path)) {
     m_file = std::fopen(m_path.c_str(), "wb");
-    if (m_file == nullptr) throw IoError(m_path.string() + ": cannot create: " + std::strerror(errno));
+    if (m_file == nullptr)
+      throw IoError(m_path.string() + ": cannot create: " + std::strerror(errno));
     m_buffer.reserve(kFlushAt + 256);
   }
   ~TextWriter() {
@@ -597,10 +603,9 @@ Dataset read_directory(const kernels::Resources& res, const fs::path& dir) {
   const std::int64_t n =
       meta.num_nodes ? meta.num_nodes->value : std::max(num_labels, edges.max_id + 1);
   if (num_labels < n) {
-    const std::string why =
-        meta.num_nodes ? meta.source("num_nodes", *meta.num_nodes)
-                       : "edges.tsv:" + std::to_string(edges.max_id_line) + " mentions node " +
-                             std::to_string(edges.max_id);
+    const std::string why = meta.num_nodes ? meta.source("num_nodes", *meta.num_nodes)
+                                           : "edges.tsv:" + std::to_string(edges.max_id_line) +
+                                                 " mentions node " + std::to_string(edges.max_id);
     fail_expected_eof(labels_path, num_labels + 1,
                       "the class id of node " + std::to_string(num_labels) + " (" + why + ")");
   }
@@ -621,8 +626,8 @@ Dataset read_directory(const kernels::Resources& res, const fs::path& dir) {
     ds.features = read_dense_features(res, dense_path, n, meta);
   }
   ds.labels = detail::host_tensor<std::int32_t>(res, labels.values);
-  ds.num_classes = meta.num_classes ? static_cast<std::int32_t>(meta.num_classes->value)
-                                    : labels.max_label + 1;
+  ds.num_classes =
+      meta.num_classes ? static_cast<std::int32_t>(meta.num_classes->value) : labels.max_label + 1;
   std::vector<std::uint8_t> owner(static_cast<std::size_t>(n), 0);
   ds.train_idx = read_split(res, dir, split_files, 0, n, owner);
   ds.val_idx = read_split(res, dir, split_files, 1, n, owner);
@@ -642,15 +647,16 @@ void write_directory(const kernels::Resources& res, const Dataset& ds, const fs:
   if (target.filename().empty()) target = target.parent_path();
   std::error_code ec;
   if (fs::exists(target) && !(fs::is_directory(target) && fs::is_empty(target))) {
-    throw IoError(target.string() + ": already exists and is not an empty directory; refusing "
-                                    "to overwrite it");
+    throw IoError(target.string() +
+                  ": already exists and is not an empty directory; refusing "
+                  "to overwrite it");
   }
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
 
   static std::atomic<int> counter{0};
-  const fs::path tmp = target.parent_path() / (target.filename().string() + ".tmp-" +
-                                               std::to_string(::getpid()) + "-" +
-                                               std::to_string(counter++));
+  const fs::path tmp =
+      target.parent_path() / (target.filename().string() + ".tmp-" + std::to_string(::getpid()) +
+                              "-" + std::to_string(counter++));
   fs::remove_all(tmp, ec);
   if (!fs::create_directory(tmp, ec) || ec) {
     throw IoError(tmp.string() + ": cannot create directory: " + ec.message());
@@ -659,7 +665,9 @@ void write_directory(const kernels::Resources& res, const Dataset& ds, const fs:
     write_files(res, ds, tmp);
     // rename(2) replaces an empty directory atomically.
     fs::rename(tmp, target, ec);
-    if (ec) throw IoError(target.string() + ": cannot move the finished output in place: " + ec.message());
+    if (ec)
+      throw IoError(target.string() +
+                    ": cannot move the finished output in place: " + ec.message());
   } catch (...) {
     std::error_code ignored;
     fs::remove_all(tmp, ignored);

@@ -1,22 +1,20 @@
-#include <halo/datasets/preprocess.hpp>
-
 #include <cmath>
+#include <halo/datasets/detail/host.hpp>
+#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/error.hpp>
 #include <string>
 #include <type_traits>
 #include <variant>
 #include <vector>
-
-#include <halo/datasets/detail/host.hpp>
-#include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
 namespace {
 
 void expect_square_host(const Graph& a, const char* op) {
   detail::expect_host_csr(a, op);
-  HALO_EXPECTS(a.num_cols == a.num_rows(),
-               std::string(op) + ": the graph must be square, got " +
-                   std::to_string(a.num_rows()) + " x " + std::to_string(a.num_cols));
+  HALO_EXPECTS(a.num_cols == a.num_rows(), std::string(op) + ": the graph must be square, got " +
+                                               std::to_string(a.num_rows()) + " x " +
+                                               std::to_string(a.num_cols));
 }
 
 /// A host graph with `n` rows whose indptr already holds the offsets; indices (and values when

@@ -187,7 +187,7 @@ Dropout<T>::Dropout(float p, std::uint64_t layer_id) : m_p(p), m_layer_id(layer_
 
 template <class T>
 kernels::DropoutKey Dropout<T>::key(const Context& ctx) const {
-  return {ctx.seed, ctx.epoch, m_layer_id, ctx.row_offset};
+  return {ctx.seed, ctx.epoch, m_layer_id, 0};
 }
 
 template <class T>
@@ -196,14 +196,18 @@ const Features<T>& Dropout<T>::forward(const Context& ctx, Adjacency<T>, const F
   m_active = ctx.training && m_p > 0.f;
   if (!m_active) return x;
   if (const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, T>>(&x)) {
-    auto* out = std::get_if<kernels::CsrMatrix<std::int32_t, T>>(&m_output);
-    if (out == nullptr || out->num_edges() != sparse->num_edges() ||
-        out->num_rows() != sparse->num_rows()) {
-      m_output = sparse->clone(res);  // structure copied once, values rewritten every pass
-      out = std::get_if<kernels::CsrMatrix<std::int32_t, T>>(&m_output);
-      kernels::ensure_shape(res, out->values, sparse->num_edges(), 1);
-    }
-    kernels::dropout(res, key(ctx), m_p, sparse->view(), out->values.span());
+    if (!std::holds_alternative<kernels::CsrMatrix<std::int32_t, T>>(m_output))
+      m_output = kernels::CsrMatrix<std::int32_t, T>();
+    auto& out = std::get<kernels::CsrMatrix<std::int32_t, T>>(m_output);
+    // The structure is copied on every pass: equal row and entry counts do not make it the same
+    // input (a new batch, other columns). Buffers are reused while the shapes stay the same.
+    kernels::ensure_shape(res, out.indptr, sparse->indptr.rows(), sparse->indptr.cols());
+    kernels::copy(res, out.indptr, sparse->indptr);
+    kernels::ensure_shape(res, out.indices, sparse->indices.rows(), sparse->indices.cols());
+    kernels::copy(res, out.indices, sparse->indices);
+    out.num_cols = sparse->num_cols;
+    kernels::ensure_shape(res, out.values, sparse->num_edges(), 1);
+    kernels::dropout(res, key(ctx), m_p, sparse->view(), out.values.span());
   } else {
     const Tensor<T>& in = std::get<Tensor<T>>(x);
     Tensor<T>& y = dense_output(res, m_output, in.rows(), in.cols());

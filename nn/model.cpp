@@ -121,9 +121,21 @@ void Model<T>::save(const std::filesystem::path& path) {
       out.write(reinterpret_cast<const char*>(values.data()),
                 static_cast<std::streamsize>(values.size() * sizeof(T)));
     }
-    if (!out.flush()) throw IoError(tmp.string() + ": write failed");
+    if (!out.flush()) {
+      out.close();
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw IoError(tmp.string() + ": write failed");
+    }
   }
-  std::filesystem::rename(tmp, path);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw IoError(path.string() + ": cannot replace it with " + tmp.string() + " (" +
+                  ec.message() + ")");
+  }
 }
 
 template <class T>

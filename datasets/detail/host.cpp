@@ -1,12 +1,10 @@
-#include <halo/datasets/detail/host.hpp>
-
 #include <algorithm>
 #include <atomic>
+#include <halo/datasets/detail/host.hpp>
+#include <halo/kernels/error.hpp>
 #include <numeric>
 #include <string>
 #include <utility>
-
-#include <halo/kernels/error.hpp>
 
 namespace halo::datasets::detail {
 
@@ -62,7 +60,8 @@ bool rows_sorted(const kernels::Resources& res, const Graph& a) {
 }
 
 Graph sort_rows(const kernels::Resources& res, const Graph& a) {
-  Graph out{a.indptr.copy_to(res, kernels::Device::Cpu), a.indices.copy_to(res, kernels::Device::Cpu),
+  Graph out{a.indptr.copy_to(res, kernels::Device::Cpu),
+            a.indices.copy_to(res, kernels::Device::Cpu),
             a.values.copy_to(res, kernels::Device::Cpu), a.num_cols, a.symmetric};
   const std::int64_t n = out.num_rows();
   const std::int64_t* indptr = out.indptr.data();
@@ -78,7 +77,8 @@ Graph sort_rows(const kernels::Resources& res, const Graph& a) {
     }
     std::vector<std::pair<NodeId, float>> row;
     row.reserve(static_cast<std::size_t>(last - first));
-    for (std::int64_t e = indptr[r]; e < indptr[r + 1]; ++e) row.emplace_back(indices[e], values[e]);
+    for (std::int64_t e = indptr[r]; e < indptr[r + 1]; ++e)
+      row.emplace_back(indices[e], values[e]);
     std::stable_sort(row.begin(), row.end(),
                      [](const auto& x, const auto& y) { return x.first < y.first; });
     for (std::int64_t e = indptr[r], k = 0; e < indptr[r + 1]; ++e, ++k) {

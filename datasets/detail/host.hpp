@@ -2,12 +2,11 @@
 // Private helpers of the datasets component: host allocation, parallel loops, CSR utilities.
 
 #include <cstdint>
-#include <vector>
-
 #include <halo/datasets/dataset.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/tensor.hpp>
+#include <vector>
 
 namespace halo::datasets::detail {
 
@@ -26,10 +25,19 @@ kernels::Tensor<T> host_tensor(const kernels::Resources& res, const std::vector<
   return t;
 }
 
-/// Runs f(i) for i in [0, n) on res's OpenMP threads (serially inside a parallel region).
+/// Below this many iterations loops run serially: a parallel region costs microseconds, and
+/// far more on an oversubscribed machine, than a few thousand rows of these loops take.
+constexpr std::int64_t kMinParallelIterations = 4096;
+
+/// Runs f(i) for i in [0, n) on res's OpenMP threads (serially for small n or inside a parallel
+/// region).
 template <class F>
 void parallel_for(const kernels::Resources& res, std::int64_t n, const F& f) {
-  if (n > 0) kernels::for_each_index(res.cpu_exec(), n, f);
+  if (n < kMinParallelIterations) {
+    for (std::int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  kernels::for_each_index(res.cpu_exec(), n, f);
 }
 
 /// Turns per-row counts in indptr[0..n) into offsets in indptr[0..n] (indptr has n + 1 slots).

@@ -2,10 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <string>
-
 #include <halo/datasets/dataset.hpp>
 #include <halo/kernels/error.hpp>
+#include <string>
 
 #include "datasets_test_util.hpp"
 

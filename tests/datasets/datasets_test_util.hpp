@@ -10,13 +10,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <string>
-#include <utility>
-#include <vector>
-
 #include <halo/datasets/dataset.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/rng.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace halo::datasets::test {
 
@@ -90,9 +89,9 @@ inline std::vector<std::pair<int, int>> random_entries(int n, int m, std::uint64
   for (int e = 0; e < m; ++e) {
     const auto r = static_cast<int>(kernels::rng::below(seed, 11, 2 * e, active));
     auto c = static_cast<int>(kernels::rng::below(seed, 11, 2 * e + 1, active));
-    if (e % 7 == 0) c = r;                                     // self-loops
+    if (e % 7 == 0) c = r;  // self-loops
     entries.emplace_back(r, c);
-    if (e % 5 == 0) entries.emplace_back(r, c);                // duplicates
+    if (e % 5 == 0) entries.emplace_back(r, c);  // duplicates
   }
   return entries;
 }
@@ -103,8 +102,8 @@ class TempDir {
   TempDir() {
     static std::atomic<int> counter{0};
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = "halo_datasets_test_" + std::to_string(::getpid()) + "_" +
-                       std::to_string(counter++);
+    std::string name =
+        "halo_datasets_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
     if (info != nullptr) name += std::string("_") + info->name();
     m_path = fs::temp_directory_path() / name;
     fs::remove_all(m_path);
@@ -150,6 +149,8 @@ inline Dataset tiny_dataset() {
   return ds;
 }
 
-inline fs::path cora_dir() { return source_dir() / ".." / "shared" / "datasets" / "planetoid" / "cora"; }
+inline fs::path cora_dir() {
+  return source_dir() / ".." / "shared" / "datasets" / "planetoid" / "cora";
+}
 
 }  // namespace halo::datasets::test

@@ -4,17 +4,16 @@
 
 #include <cmath>
 #include <fstream>
+#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/synthetic.hpp>
+#include <halo/kernels/error.hpp>
 #include <iterator>
 #include <map>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/preprocess.hpp>
-#include <halo/datasets/synthetic.hpp>
-#include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"
 
@@ -58,7 +57,8 @@ TEST(PlainFormat, ReadsCora) {
   EXPECT_EQ(ds.test_idx(0), 1708);
   EXPECT_EQ(ds.test_idx(999), 2707);
   std::vector<int> train_per_class(7, 0);
-  for (const NodeId v : vec(ds.train_idx)) ++train_per_class.at(static_cast<std::size_t>(ds.labels(v)));
+  for (const NodeId v : vec(ds.train_idx))
+    ++train_per_class.at(static_cast<std::size_t>(ds.labels(v)));
   EXPECT_EQ(train_per_class, std::vector<int>(7, 20));
 }
 
@@ -87,7 +87,8 @@ TEST(PlainFormat, CoraGcnNormalization) {
   const auto got = rows_of(a_hat);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     double want = 1.0 / deg[r];
-    for (const auto& [c, v] : rows[r]) want += 1.0 / std::sqrt(deg[r] * deg[static_cast<std::size_t>(c)]);
+    for (const auto& [c, v] : rows[r])
+      want += 1.0 / std::sqrt(deg[r] * deg[static_cast<std::size_t>(c)]);
     double sum = 0.0;
     for (const auto& [c, v] : got[r]) sum += v;
     ASSERT_NEAR(sum, want, 1e-5) << "row " << r;
@@ -154,8 +155,8 @@ TEST(PlainFormat, ReadsMinimalDirectoryWithoutMeta) {
   EXPECT_EQ(ds.num_features(), 3);
   EXPECT_EQ(ds.num_classes, 2);
   // Edge src -> dst is column src of row dst.
-  EXPECT_EQ(rows_of(ds.graph), (std::vector<Row>{{{1, 1.0}}, {{0, 1.0}, {2, 1.0}},
-                                                  {{1, 1.0}, {3, 1.0}}, {}}));
+  EXPECT_EQ(rows_of(ds.graph),
+            (std::vector<Row>{{{1, 1.0}}, {{0, 1.0}, {2, 1.0}}, {{1, 1.0}, {3, 1.0}}, {}}));
   const auto& x = std::get<SparseFeatures>(ds.features);
   EXPECT_EQ(vec(x.indptr), (std::vector<std::int64_t>{0, 1, 2, 2, 3}));
   EXPECT_EQ(vec(x.indices), (std::vector<std::int32_t>{0, 2, 1}));
@@ -167,8 +168,9 @@ TEST(PlainFormat, ReadsMinimalDirectoryWithoutMeta) {
 
 TEST(PlainFormat, MetaGivesCounts) {
   TempDir tmp;
-  write_fixture(tmp.path(), {{"meta.tsv", "name\tfixture\nnum_nodes\t6\nnum_features\t10\n"
-                                          "num_classes\t5\nsomething_else\t1,2,3\n"},
+  write_fixture(tmp.path(), {{"meta.tsv",
+                              "name\tfixture\nnum_nodes\t6\nnum_features\t10\n"
+                              "num_classes\t5\nsomething_else\t1,2,3\n"},
                              {"labels.txt", "0\n1\n0\n1\n4\n0\n"}});
   const Dataset ds = read_directory(cpu(), tmp.path());
   EXPECT_EQ(ds.name, "fixture");
@@ -198,7 +200,8 @@ TEST(PlainFormat, ReadsDenseFeatures) {
 
 TEST(PlainFormat, AcceptsCrlfAndMissingFinalNewline) {
   TempDir tmp;
-  write_fixture(tmp.path(), {{"edges.tsv", "0\t1\r\n1\t0\r\n3\t2"}, {"labels.txt", "0\r\n1\r\n0\r\n1"}});
+  write_fixture(tmp.path(),
+                {{"edges.tsv", "0\t1\r\n1\t0\r\n3\t2"}, {"labels.txt", "0\r\n1\r\n0\r\n1"}});
   const Dataset ds = read_directory(cpu(), tmp.path());
   EXPECT_EQ(ds.graph.num_edges(), 3);
   EXPECT_EQ(vec(ds.labels), (std::vector<std::int32_t>{0, 1, 0, 1}));
@@ -213,8 +216,8 @@ TEST(PlainFormat, RemovesDuplicateEdgesAndKeepsDirection) {
 
 TEST(PlainFormat, SortsUnsortedSparseFeaturesAndSplits) {
   TempDir tmp;
-  write_fixture(tmp.path(), {{"features.coo.tsv", "3\t1\t2\n0\t2\t1\n0\t0\t4\n"},
-                             {"test_idx.txt", "3\n2\n"}});
+  write_fixture(tmp.path(),
+                {{"features.coo.tsv", "3\t1\t2\n0\t2\t1\n0\t0\t4\n"}, {"test_idx.txt", "3\n2\n"}});
   const Dataset ds = read_directory(cpu(), tmp.path());
   const auto& x = std::get<SparseFeatures>(ds.features);
   EXPECT_EQ(vec(x.indptr), (std::vector<std::int64_t>{0, 2, 2, 2, 3}));
@@ -265,8 +268,8 @@ TEST(PlainFormat, ReportsNonNumericTokens) {
 TEST(PlainFormat, ReportsWrongColumnCounts) {
   TempDir tmp;
   write_fixture(tmp.path(), {{"edges.tsv", "0\t1\n1\t0\t7\n"}});
-  expect_read_error(tmp.path(), {"edges.tsv:2: expected two non-negative integer node ids",
-                                 "got \"1\\t0\\t7\""});
+  expect_read_error(
+      tmp.path(), {"edges.tsv:2: expected two non-negative integer node ids", "got \"1\\t0\\t7\""});
 
   write_fixture(tmp.path(), {{"edges.tsv", "0\t1\n\n1\t0\n"}});
   expect_read_error(tmp.path(), {"edges.tsv:2: expected", "got \"\""});
@@ -307,11 +310,12 @@ TEST(PlainFormat, ReportsIdsOutOfRange) {
   expect_read_error(tmp.path(), {"test_idx.txt:2: node id 9 is out of range: the dataset has 4 "
                                  "nodes"});
 
-  write_fixture(tmp.path(), {{"test_idx.txt", "2\n3\n"}, {"features.coo.tsv", "0\t0\t1\n7\t0\t1\n"}});
+  write_fixture(tmp.path(),
+                {{"test_idx.txt", "2\n3\n"}, {"features.coo.tsv", "0\t0\t1\n7\t0\t1\n"}});
   expect_read_error(tmp.path(), {"features.coo.tsv:2: node id 7 is out of range"});
 
-  write_fixture(tmp.path(), {{"features.coo.tsv", "0\t0\t1\n1\t12\t1\n"},
-                             {"meta.tsv", "num_features\t12\n"}});
+  write_fixture(tmp.path(),
+                {{"features.coo.tsv", "0\t0\t1\n1\t12\t1\n"}, {"meta.tsv", "num_features\t12\n"}});
   expect_read_error(tmp.path(), {"features.coo.tsv:2: feature index 12 is out of range: "
                                  "meta.tsv:1 gives num_features = 12"});
 }
@@ -319,7 +323,8 @@ TEST(PlainFormat, ReportsIdsOutOfRange) {
 TEST(PlainFormat, ReportsLabelOutOfRange) {
   TempDir tmp;
   write_fixture(tmp.path(), {{"meta.tsv", "num_classes\t2\n"}, {"labels.txt", "0\n1\n2\n1\n"}});
-  expect_read_error(tmp.path(), {(tmp.path() / "labels.txt").string() + ":3: class id 2 is out of "
+  expect_read_error(tmp.path(), {(tmp.path() / "labels.txt").string() +
+                                 ":3: class id 2 is out of "
                                  "range: meta.tsv:1 gives num_classes = 2"});
 }
 
@@ -337,8 +342,9 @@ TEST(PlainFormat, ReportsLabelCountMismatch) {
 TEST(PlainFormat, ReportsDuplicateSplitIds) {
   TempDir tmp;
   write_fixture(tmp.path(), {{"test_idx.txt", "2\n3\n2\n"}});
-  expect_read_error(tmp.path(), {(tmp.path() / "test_idx.txt").string() + ":3: node 2 is listed "
-                                 "again (first on test_idx.txt:1)"});
+  expect_read_error(tmp.path(),
+                    {(tmp.path() / "test_idx.txt").string() + ":3: node 2 is listed "
+                                                              "again (first on test_idx.txt:1)"});
 
   write_fixture(tmp.path(), {{"test_idx.txt", "2\n3\n"}, {"val_idx.txt", "1\n0\n"}});
   expect_read_error(tmp.path(), {"val_idx.txt:2: node 0 is listed again (first on "

@@ -3,15 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <halo/datasets/graph_builder.hpp>
+#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/error.hpp>
 #include <map>
 #include <set>
 #include <span>
 #include <variant>
 #include <vector>
-
-#include <halo/datasets/graph_builder.hpp>
-#include <halo/datasets/preprocess.hpp>
-#include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"
 
@@ -26,8 +25,8 @@ Rows ref_rows(int n, const std::vector<std::pair<int, int>>& entries,
               const std::vector<float>& values = {}) {
   Rows rows(static_cast<std::size_t>(n));
   for (std::size_t e = 0; e < entries.size(); ++e) {
-    rows[static_cast<std::size_t>(entries[e].first)].emplace_back(
-        entries[e].second, values.empty() ? 1.0 : values[e]);
+    rows[static_cast<std::size_t>(entries[e].first)].emplace_back(entries[e].second,
+                                                                  values.empty() ? 1.0 : values[e]);
   }
   return rows;
 }
@@ -97,8 +96,9 @@ std::vector<std::vector<double>> ref_gcn_dense(const Rows& rows) {
     for (const auto& [c, v] : rows[r]) a[r][static_cast<std::size_t>(c)] += v;
   }
   for (std::size_t r = 0; r < n; ++r) {
-    const bool has_loop = std::any_of(rows[r].begin(), rows[r].end(),
-                                      [&](const auto& e) { return e.first == static_cast<int>(r); });
+    const bool has_loop = std::any_of(rows[r].begin(), rows[r].end(), [&](const auto& e) {
+      return e.first == static_cast<int>(r);
+    });
     if (!has_loop) a[r][r] += 1.0;
   }
   std::vector<double> deg(n, 0.0);
@@ -132,7 +132,7 @@ std::vector<Case> cases() {
 
 // ---- graph_from_edges ---------------------------------------------------------------------------
 
-TEST(GraphBuilder, FromEdgesMatchesReference) {
+TEST(Preprocess, GraphFromEdgesMatchesReference) {
   for (const Case& c : cases()) {
     // entries are (row = dst, col = src); graph_from_edges takes (src, dst).
     std::vector<std::pair<NodeId, NodeId>> edges;
@@ -145,14 +145,14 @@ TEST(GraphBuilder, FromEdgesMatchesReference) {
   }
 }
 
-TEST(GraphBuilder, RowIsDestination) {
+TEST(Preprocess, GraphFromEdgesRowIsDestination) {
   const std::vector<std::pair<NodeId, NodeId>> edges = {{0, 1}, {2, 1}, {1, 0}};
   const Graph g = graph_from_edges(cpu(), 3, edges);
   EXPECT_EQ(vec(g.indptr), (std::vector<std::int64_t>{0, 1, 3, 3}));
   EXPECT_EQ(vec(g.indices), (std::vector<NodeId>{1, 0, 2}));
 }
 
-TEST(GraphBuilder, RejectsOutOfRangeIds) {
+TEST(Preprocess, GraphFromEdgesRejectsOutOfRangeIds) {
   const std::vector<std::pair<NodeId, NodeId>> edges = {{0, 1}, {1, 3}};
   EXPECT_THROW(graph_from_edges(cpu(), 3, edges), LogicError);
   const std::vector<std::pair<NodeId, NodeId>> negative = {{-1, 0}};
@@ -265,7 +265,8 @@ TEST(Preprocess, GcnNormalizeMatchesDenseReference) {
     check_gcn<float>(c, {}, 1e-6);
     check_gcn<double>(c, {}, 1e-12);
     std::vector<float> w;
-    for (std::size_t e = 0; e < c.entries.size(); ++e) w.push_back(0.25f * static_cast<float>(e % 7 + 1));
+    for (std::size_t e = 0; e < c.entries.size(); ++e)
+      w.push_back(0.25f * static_cast<float>(e % 7 + 1));
     check_gcn<float>(c, w, 1e-6);
     check_gcn<double>(c, w, 1e-12);
   }
@@ -278,8 +279,26 @@ TEST(Preprocess, GcnNormalizeDoesNotDoubleSelfLoops) {
   for (const double v : vec(out.values)) EXPECT_DOUBLE_EQ(v, 0.5);
 }
 
+TEST(Preprocess, LargeGraphMatchesReference) {
+  // Large enough for the OpenMP paths (small inputs run serially).
+  const Case c{10007, random_entries(10007, 60000, 5)};
+  const Graph a = make_graph(c.n, c.entries);
+  const Rows ref = ref_rows(c.n, c.entries);
+  EXPECT_EQ(rows_of(symmetrize(cpu(), a)), ref_symmetrize(ref));
+  EXPECT_EQ(rows_of(remove_self_loops(cpu(), a)), ref_remove_self_loops(ref));
+  EXPECT_EQ(rows_of(add_self_loops(cpu(), a)), ref_add_self_loops(ref));
+  Rows dedup = ref_deduplicate(ref);
+  for (auto& row : dedup) {
+    for (auto& entry : row) entry.second = 1.0;
+  }
+  EXPECT_EQ(rows_of(deduplicate(cpu(), a)), dedup);
+  std::vector<std::pair<NodeId, NodeId>> edges;
+  for (const auto& [r, col] : c.entries) edges.emplace_back(col, r);
+  EXPECT_EQ(rows_of(graph_from_edges(cpu(), c.n, edges)), ref_sorted(ref));
+}
+
 TEST(Preprocess, ResultsIndependentOfThreadCount) {
-  const Case c{257, random_entries(257, 3000, 9)};
+  const Case c{10007, random_entries(10007, 60000, 9)};
   const Graph a = make_graph(c.n, c.entries);
   const kernels::Resources one(Device::Cpu, 1);
   EXPECT_EQ(rows_of(symmetrize(one, a)), rows_of(symmetrize(cpu(), a)));
@@ -319,6 +338,43 @@ TEST(Preprocess, RowNormalizeSparseImplicitOnes) {
   row_normalize(cpu(), x);
   const auto& m = std::get<kernels::CsrMatrix<std::int32_t, float>>(x);
   EXPECT_EQ(vec(m.values), (std::vector<float>{0.25f, 0.25f, 0.25f, 0.25f, 1.0f}));
+}
+
+TEST(Preprocess, RowNormalizeLargeMatchesReference) {
+  const std::int64_t n = 5003;
+  const std::int64_t cols = 7;
+  std::vector<float> values(static_cast<std::size_t>(n * cols));
+  std::vector<std::pair<int, int>> entries;
+  std::vector<float> sparse_values;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const float u = kernels::rng::uniform(3, 5, i) - 0.25f;
+    values[i] = (i / cols) % 11 == 0 ? 0.0f : u;  // every 11th row all zero
+    if (values[i] != 0.0f) {
+      entries.emplace_back(static_cast<int>(i / cols), static_cast<int>(i % cols));
+      sparse_values.push_back(values[i]);
+    }
+  }
+  kernels::FeatureMatrix<float> dense = tensor<float>(values, n, cols);
+  kernels::FeatureMatrix<float> sparse = make_csr(n, cols, entries, sparse_values);
+  row_normalize(cpu(), dense);
+  row_normalize(cpu(), sparse);
+  const auto got_dense = vec(std::get<kernels::Tensor<float>>(dense));
+  const auto got_sparse = vec(std::get<kernels::CsrMatrix<std::int32_t, float>>(sparse).values);
+  std::size_t k = 0;
+  for (std::int64_t r = 0; r < n; ++r) {
+    double l1 = 0.0;
+    for (std::int64_t c = 0; c < cols; ++c)
+      l1 += std::fabs(values[static_cast<std::size_t>(r * cols + c)]);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const auto i = static_cast<std::size_t>(r * cols + c);
+      const double want = l1 == 0.0 ? 0.0 : values[i] / l1;
+      ASSERT_NEAR(got_dense[i], want, 1e-6) << r << ", " << c;
+      if (values[i] != 0.0f) {
+        ASSERT_NEAR(got_sparse[k++], want, 1e-6) << r << ", " << c;
+      }
+    }
+  }
+  EXPECT_EQ(k, got_sparse.size());
 }
 
 }  // namespace

@@ -3,14 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/synthetic.hpp>
+#include <halo/kernels/error.hpp>
 #include <set>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <halo/datasets/preprocess.hpp>
-#include <halo/datasets/synthetic.hpp>
-#include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"
 
@@ -52,7 +51,7 @@ TEST(Synthetic, SizesAsConfigured) {
 
 TEST(Synthetic, SameSeedSameDataset) {
   SyntheticConfig config;
-  config.num_nodes = 1500;
+  config.num_nodes = 9000;  // large enough for the OpenMP paths
   config.num_features = 9;
   config.seed = 42;
   const Dataset a = make_synthetic(cpu(), config);
@@ -160,7 +159,8 @@ TEST(Synthetic, FeatureClassMeansAreSeparated) {
   double ss = 0.0;
   for (std::int64_t v = 0; v < ds.num_nodes(); ++v) {
     const auto c = static_cast<std::size_t>(ds.labels(v));
-    for (std::int64_t j = 0; j < f; ++j) ss += std::pow(x(v, j) - mean[c][static_cast<std::size_t>(j)], 2);
+    for (std::int64_t j = 0; j < f; ++j)
+      ss += std::pow(x(v, j) - mean[c][static_cast<std::size_t>(j)], 2);
   }
   EXPECT_NEAR(std::sqrt(ss / static_cast<double>(x.numel())), 2.0, 0.05);
 }

@@ -1,7 +1,6 @@
 // Full-graph training end to end: published Cora accuracy, determinism, model selection.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -14,9 +13,8 @@ namespace halo::runtime {
 namespace {
 
 std::filesystem::path cora_dir() {
-  const char* src = std::getenv("HALO_SOURCE_DIR");
-  return std::filesystem::path(src != nullptr ? src : ".") / ".." / "shared" / "datasets" /
-         "planetoid" / "cora";
+  return std::filesystem::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "planetoid" /
+         "cora";
 }
 
 const datasets::Dataset& cora() {

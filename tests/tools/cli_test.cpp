@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -14,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct Outcome {
   int code = -1;
   std::string out;  // stdout
   std::string err;  // stderr
@@ -30,9 +31,7 @@ std::string slurp(const fs::path& p) {
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* bin = std::getenv("HALO_BINARY");
-    ASSERT_NE(bin, nullptr) << "HALO_BINARY is set by ctest";
-    m_binary = bin;
+    m_binary = HALO_TEST_BINARY;
     m_dir = fs::temp_directory_path() /
             ("halo_cli_test_" + std::to_string(::getpid()) + "_" +
              ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -41,12 +40,12 @@ class Cli : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(m_dir); }
 
-  Run run(const std::string& args) const {
+  Outcome run(const std::string& args) const {
     const fs::path out = m_dir / "stdout.txt", err = m_dir / "stderr.txt";
     const std::string cmd =
         m_binary + " " + args + " >" + out.string() + " 2>" + err.string() + " </dev/null";
     const int status = std::system(cmd.c_str());
-    Run r;
+    Outcome r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     r.out = slurp(out);
     r.err = slurp(err);
@@ -71,7 +70,7 @@ class Cli : public ::testing::Test {
 };
 
 TEST_F(Cli, VersionAndHelp) {
-  Run r = run("--version");
+  Outcome r = run("--version");
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out, "halo " HALO_VERSION "\n");
   r = run("--help");
@@ -94,14 +93,14 @@ TEST_F(Cli, UsageErrorsExitTwoWithOneClearLine) {
                         Case{"train --dropout 1", "--dropout"}, Case{"train --lr -1", "--lr"},
                         Case{"train --epochs x", "--epochs"}, Case{"train --model gat", "--model"},
                         Case{"train --json /no/such/dir/out.json", "/no/such/dir"}}) {
-    const Run r = run(c.args);
+    const Outcome r = run(c.args);
     EXPECT_EQ(r.code, 2) << c.args;
     EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << ": " << r.err;
   }
 }
 
 TEST_F(Cli, MissingDatasetExitsOne) {
-  const Run r = run("train --dataset " + (m_dir / "nothing").string());
+  const Outcome r = run("train --dataset " + (m_dir / "nothing").string());
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("nothing"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
@@ -110,7 +109,7 @@ TEST_F(Cli, MissingDatasetExitsOne) {
 TEST_F(Cli, MalformedFileNamesFileAndLine) {
   const fs::path d = write_dataset("0\t1\n1\t0\n2\tx\n");
   const fs::path json = m_dir / "out.json";
-  const Run r = run("train --epochs 2 --dataset " + d.string() + " --json " + json.string());
+  const Outcome r = run("train --epochs 2 --dataset " + d.string() + " --json " + json.string());
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("edges.tsv:3"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(json)) << "no output on failure";
@@ -119,7 +118,7 @@ TEST_F(Cli, MalformedFileNamesFileAndLine) {
 TEST_F(Cli, MissingFileIsNamed) {
   const fs::path d = write_dataset();
   fs::remove(d / "labels.txt");
-  const Run r = run("train --epochs 2 --dataset " + d.string());
+  const Outcome r = run("train --epochs 2 --dataset " + d.string());
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("labels.txt"), std::string::npos) << r.err;
 }
@@ -127,7 +126,7 @@ TEST_F(Cli, MissingFileIsNamed) {
 TEST_F(Cli, TrainsAndWritesJsonAndModel) {
   const fs::path d = write_dataset();
   const fs::path json = m_dir / "out.json", model = m_dir / "model.bin";
-  const Run r = run("train --epochs 30 --hidden 8 --dataset " + d.string() + " --json " +
+  const Outcome r = run("train --epochs 30 --hidden 8 --dataset " + d.string() + " --json " +
                     json.string() + " --save-model " + model.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("test accuracy"), std::string::npos);
