@@ -69,8 +69,8 @@ void validate(const Dataset& ds) {
     const auto equal = [](const auto& x, const auto& y) {
       return std::equal(x.data(), x.data() + x.numel(), y.data(), y.data() + y.numel());
     };
-    // Duplicates within a row are compared in stored order after a stable sort; their values
-    // must then match too, which a symmetric matrix built by Halo's functions satisfies.
+    // Rows are compared after a stable sort, so repeated entries must repeat, with the same
+    // values, in both directions.
     check.require(equal(sorted.indptr, t.indptr) && equal(sorted.indices, t.indices) &&
                       equal(sorted.values, t.values),
                   "graph is flagged symmetric but differs from its transpose");

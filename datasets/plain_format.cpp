@@ -384,21 +384,23 @@ kernels::Tensor<float> read_dense_features(const kernels::Resources& res, const 
                     "end of file: the dataset has " + std::to_string(num_nodes) + " nodes", line);
     }
     if (cols < 0) cols = std::count(line.begin(), line.end(), '\t') + 1;
-    if (x.numel() == 0 && num_nodes * cols > 0)
+    if (x.numel() == 0 && num_nodes * cols > 0) {
       x = detail::host_tensor<float>(res, num_nodes, cols);
-    const std::string what = std::to_string(cols) +
-                             " tab-separated finite numbers (the features "
-                             "of node " +
-                             std::to_string(row) + ")";
-    if (cols == 0 && !line.empty())
-      fail_expected(path, lines.number(), "an empty line (no features)", line);
+    }
+    const auto fail_row = [&] {
+      fail_expected(path, lines.number(),
+                    cols == 0 ? std::string("an empty line (num_features is 0)")
+                              : std::to_string(cols) + " tab-separated finite numbers (the " +
+                                    "features of node " + std::to_string(row) + ")",
+                    line);
+    };
+    if (cols == 0 && !line.empty()) fail_row();
     std::string_view rest = line;
     for (std::int64_t c = 0; c < cols; ++c) {
       std::string_view token = rest;
-      const bool last = c + 1 == cols;
-      if (!last && !split_tab(rest, token, rest)) fail_expected(path, lines.number(), what, line);
+      if (c + 1 < cols && !split_tab(rest, token, rest)) fail_row();
       float value = 0.f;
-      if (!parse_float(token, value)) fail_expected(path, lines.number(), what, line);
+      if (!parse_float(token, value)) fail_row();
       x.data()[row * cols + c] = value;
     }
     ++row;

@@ -38,8 +38,7 @@ void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixVi
              MatrixView<T> y) {
   HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
   HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "dropout: shape mismatch");
-  const auto stream = rng::stream_id(rng::kStreamDropout, key.epoch, key.layer);
-  launch(res, x.rows, detail::DropoutBody<T>{key, stream, p, x, y});
+  launch(res, x.rows, detail::DropoutBody<T>{detail::dropout_rng_key(key), key.row_offset, p, x, y});
 }
 
 template <class Idx, class T>
@@ -47,8 +46,8 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
              Span<T> values_out) {
   HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
   HALO_EXPECTS(values_out.size == x.num_edges(), "dropout: values_out size mismatch");
-  const auto stream = rng::stream_id(rng::kStreamDropout, key.epoch, key.layer);
-  launch(res, x.num_rows, detail::CsrDropoutBody<Idx, T>{key, stream, p, x, values_out.data});
+  launch(res, x.num_rows, detail::CsrDropoutBody<Idx, T>{detail::dropout_rng_key(key), key.row_offset,
+                                                         p, x, values_out.data});
 }
 
 #define HALO_INSTANTIATE(T)                                                                    \

@@ -22,10 +22,14 @@ struct DropoutKey {
 
 namespace detail {
 
-HALO_HD inline bool dropout_keep(const DropoutKey& k, std::uint64_t stream, std::int64_t r,
-                                 std::int64_t c, std::int64_t cols, float p) {
-  const auto index = static_cast<std::uint64_t>((k.row_offset + r) * cols + c);
-  return rng::uniform(k.seed, stream, index) >= p;
+inline std::uint64_t dropout_rng_key(const DropoutKey& k) {
+  return rng::key(k.seed, rng::stream_id(rng::kStreamDropout, k.epoch, k.layer));
+}
+
+/// `rng_key` is rng::key(key.seed, stream_id(kStreamDropout, epoch, layer)), computed once per op.
+HALO_HD inline bool dropout_keep(std::uint64_t rng_key, std::int64_t global_row, std::int64_t c,
+                                 std::int64_t cols, float p) {
+  return rng::uniform_keyed(rng_key, static_cast<std::uint64_t>(global_row * cols + c)) >= p;
 }
 
 template <class T>
@@ -70,30 +74,34 @@ struct ReluBackwardBody {  // dx = dy where the output was positive
 
 template <class T>
 struct DropoutBody {  // one index = one row
-  DropoutKey key;
-  std::uint64_t stream;
+  std::uint64_t rng_key;
+  std::int64_t row_offset;
   float p;
   MatrixView<const T> x;
   MatrixView<T> y;
   HALO_HD void operator()(std::int64_t r) const {
     const T scale = T(1) / (T(1) - static_cast<T>(p));
-    for (std::int64_t c = 0; c < x.cols; ++c)
-      y(r, c) = dropout_keep(key, stream, r, c, x.cols, p) ? x(r, c) * scale : T(0);
+    const T* in = x.row(r);
+    T* out = y.row(r);
+    const std::int64_t cols = x.cols;
+    const std::int64_t g = row_offset + r;
+    for (std::int64_t c = 0; c < cols; ++c)
+      out[c] = dropout_keep(rng_key, g, c, cols, p) ? in[c] * scale : T(0);
   }
 };
 
 template <class Idx, class T>
 struct CsrDropoutBody {  // the same mask applied to the stored entries of a sparse matrix
-  DropoutKey key;
-  std::uint64_t stream;
+  std::uint64_t rng_key;
+  std::int64_t row_offset;
   float p;
   CsrView<Idx, T> x;
   T* values_out;
   HALO_HD void operator()(std::int64_t r) const {
     const T scale = T(1) / (T(1) - static_cast<T>(p));
     for (std::int64_t e = x.indptr[r]; e < x.indptr[r + 1]; ++e) {
-      const bool keep = dropout_keep(key, stream, r, static_cast<std::int64_t>(x.indices[e]),
-                                     x.num_cols, p);
+      const bool keep = dropout_keep(rng_key, row_offset + r,
+                                     static_cast<std::int64_t>(x.indices[e]), x.num_cols, p);
       values_out[e] = keep ? x.value(e) * scale : T(0);
     }
   }

@@ -17,14 +17,29 @@ HALO_HD inline std::uint64_t mix(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
+/// The part of a draw that depends only on (seed, stream): hoist it out of loops over indices.
+HALO_HD inline std::uint64_t key(std::uint64_t seed, std::uint64_t stream) {
+  return mix(mix(seed) ^ stream);
+}
+
+/// 64 random bits for draw `index` under a precomputed key(seed, stream).
+HALO_HD inline std::uint64_t draw_keyed(std::uint64_t key, std::uint64_t index) {
+  return mix(key ^ index);
+}
+
 /// 64 random bits for draw `index` of stream `stream` under `seed`.
 HALO_HD inline std::uint64_t draw(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  return mix(mix(mix(seed) ^ stream) ^ index);
+  return draw_keyed(key(seed, stream), index);
+}
+
+/// Uniform in [0, 1) with 24 random bits, from a precomputed key.
+HALO_HD inline float uniform_keyed(std::uint64_t key, std::uint64_t index) {
+  return static_cast<float>(draw_keyed(key, index) >> 40) * (1.0f / 16777216.0f);
 }
 
 /// Uniform in [0, 1) with 24 random bits (exactly representable as float).
 HALO_HD inline float uniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
-  return static_cast<float>(draw(seed, stream, index) >> 40) * (1.0f / 16777216.0f);
+  return uniform_keyed(key(seed, stream), index);
 }
 
 /// Uniform in [0, 1) with 53 random bits.

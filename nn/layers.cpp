@@ -187,7 +187,7 @@ Dropout<T>::Dropout(float p, std::uint64_t layer_id) : m_p(p), m_layer_id(layer_
 
 template <class T>
 kernels::DropoutKey Dropout<T>::key(const Context& ctx) const {
-  return {ctx.seed, ctx.epoch, m_layer_id, 0};
+  return {ctx.seed, ctx.epoch, m_layer_id, ctx.row_offset};
 }
 
 template <class T>

@@ -133,8 +133,8 @@ void Model<T>::save(const std::filesystem::path& path) {
   if (ec) {
     std::error_code ignored;
     std::filesystem::remove(tmp, ignored);
-    throw IoError(path.string() + ": cannot replace it with " + tmp.string() + " (" +
-                  ec.message() + ")");
+    throw IoError(path.string() + ": cannot replace it with " + tmp.string() + " (" + ec.message() +
+                  ")");
   }
 }
 

@@ -87,8 +87,9 @@ inline std::vector<std::pair<int, int>> random_entries(int n, int m, std::uint64
   if (n == 0) return entries;
   const int active = std::max(1, n - n / 5);  // the last fifth of the nodes stays isolated
   for (int e = 0; e < m; ++e) {
-    const auto r = static_cast<int>(kernels::rng::below(seed, 11, 2 * e, active));
-    auto c = static_cast<int>(kernels::rng::below(seed, 11, 2 * e + 1, active));
+    const auto index = 2 * static_cast<std::uint64_t>(e);
+    const auto r = static_cast<int>(kernels::rng::below(seed, 11, index, active));
+    auto c = static_cast<int>(kernels::rng::below(seed, 11, index + 1, active));
     if (e % 7 == 0) c = r;  // self-loops
     entries.emplace_back(r, c);
     if (e % 5 == 0) entries.emplace_back(r, c);  // duplicates

@@ -83,28 +83,73 @@ TYPED_TEST(Spmm, TransposedMatchesReference) {
   });
 }
 
+// A symmetric matrix (flag set) takes spmm_transposed's row-parallel path; the reference
+// transposes literally.
+TYPED_TEST(Spmm, SymmetricTransposedMatchesReference) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    using Idx = decltype(idx);
+    using T = decltype(value);
+    for (const auto& [n, features] : {std::pair{0, 3}, std::pair{1, 1}, std::pair{2, 5},
+                                      std::pair{257, 33}, std::pair{31, 0}})
+      for (const bool weighted : {false, true})
+        for (const Aggregate aggregate : {Aggregate::Sum, Aggregate::Mean}) {
+          SCOPED_TRACE(::testing::Message() << n << " nodes, " << features << " features, weighted "
+                                            << weighted << ", mean "
+                                            << (aggregate == Aggregate::Mean));
+          const auto a = testing::random_symmetric_csr<Idx, T>(n, 6.0, 9, weighted);
+          const auto y = testing::random_matrix<T>(n, features, 10);
+          auto out = testing::filled(res, n, features, std::numeric_limits<T>::quiet_NaN());
+          spmm_transposed(res, testing::to_device(res, a).view(), testing::to_device(res, y).view(),
+                          out.view(), aggregate);
+          EXPECT_TRUE(testing::all_close(out.to_vector(res),
+                                         ref::spmm_transposed(a, y, aggregate),
+                                         testing::rtol<T>(), testing::atol<T>()));
+        }
+  });
+}
+
+TEST(Spmm, RandomSymmetricCsrIsSymmetricWithIsolatedNodes) {
+  const auto a = testing::random_symmetric_csr<std::int32_t, double>(257, 6.0, 9, true);
+  ASSERT_TRUE(a.symmetric);
+  const auto d = ref::densify(a);
+  for (int r = 0; r < 257; ++r)
+    for (int c = 0; c < 257; ++c) ASSERT_EQ(d[r * 257 + c], d[c * 257 + r]) << r << ", " << c;
+  const auto indptr = a.indptr.to_vector(testing::host());
+  EXPECT_EQ(indptr[1], indptr[2]) << "node 1 should be isolated";
+  EXPECT_GT(a.num_edges(), 257 * 4);
+}
+
 // <A x, y> == <x, A^T y>: spmm_transposed is the adjoint that the backward pass relies on.
+template <class Idx, class T>
+void check_adjoint(const Resources& res, const CsrMatrix<Idx, T>& a) {
+  SCOPED_TRACE(::testing::Message() << "symmetric " << a.symmetric);
+  const std::int64_t m = a.num_rows(), k = a.num_cols;
+  const auto x = testing::random_matrix<T>(k, 19, 4);
+  const auto y = testing::random_matrix<T>(m, 19, 5);
+  const auto da = testing::to_device(res, a);
+  const auto dx = testing::to_device(res, x);
+  const auto dy = testing::to_device(res, y);
+  for (const Aggregate aggregate : {Aggregate::Sum, Aggregate::Mean}) {
+    Tensor<T> ax(res, m, 19);
+    Tensor<T> aty(res, k, 19);
+    spmm(res, da.view(), dx.view(), ax.view(), aggregate);
+    spmm_transposed(res, da.view(), dy.view(), aty.view(), aggregate);
+    const double lhs = ref::dot(ax.to_vector(res), y.to_vector(testing::host()));
+    const double rhs = ref::dot(x.to_vector(testing::host()), aty.to_vector(res));
+    EXPECT_NEAR(lhs, rhs, 1e3 * testing::atol<T>() * (1 + std::abs(lhs)));
+  }
+}
+
 TYPED_TEST(Spmm, TransposedIsAdjoint) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();
   testing::for_each_index_and_value_type([&](auto idx, auto value) {
     using Idx = decltype(idx);
     using T = decltype(value);
-    const auto a = testing::random_csr<Idx, T>(57, 41, 4.0, 3, /*weighted=*/true);
-    const auto x = testing::random_matrix<T>(41, 19, 4);
-    const auto y = testing::random_matrix<T>(57, 19, 5);
-    const auto da = testing::to_device(res, a);
-    const auto dx = testing::to_device(res, x);
-    const auto dy = testing::to_device(res, y);
-    for (const Aggregate aggregate : {Aggregate::Sum, Aggregate::Mean}) {
-      Tensor<T> ax(res, 57, 19);
-      Tensor<T> aty(res, 41, 19);
-      spmm(res, da.view(), dx.view(), ax.view(), aggregate);
-      spmm_transposed(res, da.view(), dy.view(), aty.view(), aggregate);
-      const double lhs = ref::dot(ax.to_vector(res), y.to_vector(testing::host()));
-      const double rhs = ref::dot(x.to_vector(testing::host()), aty.to_vector(res));
-      EXPECT_NEAR(lhs, rhs, 1e3 * testing::atol<T>() * (1 + std::abs(lhs)));
-    }
+    check_adjoint(res, testing::random_csr<Idx, T>(57, 41, 4.0, 3, /*weighted=*/true));
+    check_adjoint(res, testing::random_symmetric_csr<Idx, T>(57, 6.0, 3, /*weighted=*/true));
   });
 }
 
@@ -112,22 +157,28 @@ TYPED_TEST(Spmm, TransposedIsAdjoint) {
 TYPED_TEST(Spmm, GradientMatchesFiniteDifferences) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();
-  const auto a = testing::random_csr<std::int32_t, double>(9, 7, 3.0, 11, /*weighted=*/true);
-  const auto x = testing::random_matrix<double>(7, 3, 12);
-  const auto w = testing::random_matrix<double>(9, 3, 13);
-  const auto da = testing::to_device(res, a);
-  const auto dw = testing::to_device(res, w);
-  for (const Aggregate aggregate : {Aggregate::Sum, Aggregate::Mean}) {
-    auto f = [&](const std::vector<double>& xv) {
-      const auto dx = Tensor<double>::from_host(res, xv, 7, 3);
-      Tensor<double> out(res, 9, 3);
-      spmm(res, da.view(), dx.view(), out.view(), aggregate);
-      return ref::dot(out.to_vector(res), w.to_vector(testing::host()));
-    };
-    Tensor<double> grad(res, 7, 3);
-    spmm_transposed(res, da.view(), dw.view(), grad.view(), aggregate);
-    const auto fd = ref::finite_difference_gradient(f, x.to_vector(testing::host()), 1e-6);
-    EXPECT_TRUE(testing::all_close(grad.to_vector(res), fd, 1e-6, 1e-8));
+  for (const bool symmetric : {false, true}) {
+    const auto a = symmetric ? testing::random_symmetric_csr<std::int32_t, double>(9, 4.0, 11, true)
+                             : testing::random_csr<std::int32_t, double>(9, 7, 3.0, 11, true);
+    const std::int64_t m = a.num_rows(), k = a.num_cols;
+    const auto x = testing::random_matrix<double>(k, 3, 12);
+    const auto w = testing::random_matrix<double>(m, 3, 13);
+    const auto da = testing::to_device(res, a);
+    const auto dw = testing::to_device(res, w);
+    for (const Aggregate aggregate : {Aggregate::Sum, Aggregate::Mean}) {
+      SCOPED_TRACE(::testing::Message() << "symmetric " << symmetric << ", mean "
+                                        << (aggregate == Aggregate::Mean));
+      auto f = [&](const std::vector<double>& xv) {
+        const auto dx = Tensor<double>::from_host(res, xv, k, 3);
+        Tensor<double> out(res, m, 3);
+        spmm(res, da.view(), dx.view(), out.view(), aggregate);
+        return ref::dot(out.to_vector(res), w.to_vector(testing::host()));
+      };
+      Tensor<double> grad(res, k, 3);
+      spmm_transposed(res, da.view(), dw.view(), grad.view(), aggregate);
+      const auto fd = ref::finite_difference_gradient(f, x.to_vector(testing::host()), 1e-6);
+      EXPECT_TRUE(testing::all_close(grad.to_vector(res), fd, 1e-6, 1e-8));
+    }
   }
 }
 
@@ -169,6 +220,9 @@ TYPED_TEST(Spmm, RejectsShapeMismatch) {
   EXPECT_NO_THROW(spmm_transposed(res, a.view(), y.view(), back.view()));
   EXPECT_THROW(spmm_transposed(res, a.view(), x4.view(), back.view()), LogicError);
   EXPECT_THROW(spmm_transposed(res, a.view(), y.view(), out.view()), LogicError);
+  auto flagged = a.view();
+  flagged.symmetric = true;  // 6 x 4 cannot be symmetric
+  EXPECT_THROW(spmm_transposed(res, flagged, y.view(), back.view()), LogicError);
 }
 
 TEST(Spmm, RandomCsrHasEmptyRowsAndIsolatedColumns) {

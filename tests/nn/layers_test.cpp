@@ -179,8 +179,8 @@ TEST(GcnConv, GradientMatchesFiniteDifferencesOnRectangularGraph) {
   for (const bool weighted : {true, false}) {
     const auto graph = random_graph<double>(6, 9, 0.4, 11, weighted);
     for (const auto& [in, out] : {std::pair{2, 5}, std::pair{5, 2}}) {
-      SCOPED_TRACE(std::string(weighted ? "weighted" : "unweighted") +
-                   " in=" + std::to_string(in) + " out=" + std::to_string(out));
+      SCOPED_TRACE(std::string(weighted ? "weighted" : "unweighted") + " in=" + std::to_string(in) +
+                   " out=" + std::to_string(out));
       nn::GCNConv<double> layer(cpu(), in, out, 5, 0);
       randomize_parameters(layer, 80);
       Features<double> x = testing::random_matrix<double>(9, in, 81);
@@ -194,8 +194,8 @@ TEST(GcnConv, DenseAndSparseInputsTakeBothOrdersAndAgree) {
   // (transform first): outputs and gradients must agree.
   const auto graph = gcn_normalized<double>(9, random_edges(9, 0.4, 12, {5}));
   const auto sparse_x = sparse_features<double>(9, 3, 90);
-  Features<double> dense_in = Tensor<double>::from_host(
-      testing::host(), dense_adjacency(sparse_x, false), 9, 3);
+  Features<double> dense_in =
+      Tensor<double>::from_host(testing::host(), dense_adjacency(sparse_x, false), 9, 3);
   Features<double> sparse_in = sparse_x.clone(testing::host());
   nn::GCNConv<double> a(cpu(), 3, 8, 5, 0), b(cpu(), 3, 8, 5, 0);
   randomize_parameters(a, 91);
@@ -234,8 +234,8 @@ TEST(SageConv, ForwardMatchesReference) {
       for (std::int64_t e = begin; e < end; ++e)
         mean_adj[r * 10 + graph.indices(e)] += 1.0 / static_cast<double>(end - begin);
     }
-    for (const auto& [in, out, sparse] : {std::tuple{3, 6, false}, std::tuple{6, 3, false},
-                                          std::tuple{6, 3, true}}) {
+    for (const auto& [in, out, sparse] :
+         {std::tuple{3, 6, false}, std::tuple{6, 3, false}, std::tuple{6, 3, true}}) {
       SCOPED_TRACE(testing::type_name<T>() + std::string(" in=") + std::to_string(in) +
                    " out=" + std::to_string(out) + (sparse ? " sparse" : " dense"));
       nn::SAGEConv<T> layer(cpu(), in, out, 3, 0);
@@ -260,9 +260,9 @@ TEST(SageConv, ForwardMatchesReference) {
 
 TEST(SageConv, GradientMatchesFiniteDifferences) {
   const auto graph = random_graph<double>(11, 11, 0.3, 15, /*weighted=*/false);
-  for (const auto& [in, out, sparse] : {std::tuple{3, 7, false}, std::tuple{7, 3, false},
-                                        std::tuple{4, 4, false}, std::tuple{8, 5, true},
-                                        std::tuple{3, 7, true}}) {
+  for (const auto& [in, out, sparse] :
+       {std::tuple{3, 7, false}, std::tuple{7, 3, false}, std::tuple{4, 4, false},
+        std::tuple{8, 5, true}, std::tuple{3, 7, true}}) {
     SCOPED_TRACE("in=" + std::to_string(in) + " out=" + std::to_string(out) +
                  (sparse ? " sparse" : " dense"));
     nn::SAGEConv<double> layer(cpu(), in, out, 5, 0);
@@ -378,8 +378,8 @@ TEST(Dropout, SameKeySameMaskOtherKeyOtherMask) {
   nn::Dropout<double> drop(0.5f, 0);
   const auto first = dense_values(drop.forward(train_context(4), {}, x));
   EXPECT_EQ(dense_values(drop.forward(train_context(4), {}, x)), first);
-  const Tensor<double> ones = Tensor<double>::from_host(testing::host(),
-                                                       std::vector<double>(200, 1.0), 20, 10);
+  const Tensor<double> ones =
+      Tensor<double>::from_host(testing::host(), std::vector<double>(200, 1.0), 20, 10);
   const auto dx = to_doubles(drop.backward(train_context(4), {}, ones, true));
   for (std::size_t i = 0; i < dx.size(); ++i)
     EXPECT_EQ(dx[i] == 0, first[i] == 0) << "backward must drop what forward dropped, at " << i;
@@ -404,10 +404,12 @@ TEST(Dropout, SparseInputGetsTheDenseMask) {
     const auto sparse = sparse_features<T>(30, 12, 180);
     Features<T> sparse_in = sparse.clone(testing::host());
     Features<T> dense_in = Tensor<T>::from_host(
-        testing::host(), [&] {
+        testing::host(),
+        [&] {
           const auto d = dense_adjacency(sparse, false);
           return std::vector<T>(d.begin(), d.end());
-        }(), 30, 12);
+        }(),
+        30, 12);
     nn::Dropout<T> a(0.5f, 4), b(0.5f, 4);
     const auto& out = a.forward(train_context(2), {}, sparse_in);
     const auto* out_sparse = std::get_if<CsrMatrix<std::int32_t, T>>(&out);

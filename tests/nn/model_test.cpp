@@ -53,8 +53,8 @@ std::vector<std::int32_t> random_labels(std::int64_t n, std::int64_t classes, st
   const auto stream = rng::stream_id(rng::kStreamSynthetic, seed, 0x1abe1);
   std::vector<std::int32_t> labels;
   for (std::int64_t i = 0; i < n; ++i)
-    labels.push_back(static_cast<std::int32_t>(
-        rng::below(seed, stream, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(classes))));
+    labels.push_back(static_cast<std::int32_t>(rng::below(
+        seed, stream, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(classes))));
   return labels;
 }
 
@@ -136,7 +136,7 @@ TEST(Model, BuildsNamedParametersOfTheRightShapes) {
   {
     nn::Model<double> gcn(cpu(), config(ModelKind::Gcn, 2, 10, 16, 4), 1);
     EXPECT_EQ(gcn.parameter_names(), (std::vector<std::string>{"layer1.weight", "layer1.bias",
-                                                                "layer2.weight", "layer2.bias"}));
+                                                               "layer2.weight", "layer2.bias"}));
     const auto p = gcn.parameters();
     ASSERT_EQ(p.size(), 4u);
     const std::vector<std::pair<std::int64_t, std::int64_t>> shapes{
@@ -150,11 +150,11 @@ TEST(Model, BuildsNamedParametersOfTheRightShapes) {
   }
   {
     nn::Model<float> sage(cpu(), config(ModelKind::Sage, 3, 7, 5, 3), 1);
-    EXPECT_EQ(sage.parameter_names(),
-              (std::vector<std::string>{"layer1.weight_root", "layer1.weight_neigh", "layer1.bias",
-                                        "layer2.weight_root", "layer2.weight_neigh", "layer2.bias",
-                                        "layer3.weight_root", "layer3.weight_neigh",
-                                        "layer3.bias"}));
+    EXPECT_EQ(
+        sage.parameter_names(),
+        (std::vector<std::string>{"layer1.weight_root", "layer1.weight_neigh", "layer1.bias",
+                                  "layer2.weight_root", "layer2.weight_neigh", "layer2.bias",
+                                  "layer3.weight_root", "layer3.weight_neigh", "layer3.bias"}));
     const auto p = sage.parameters();
     ASSERT_EQ(p.size(), 9u);
     EXPECT_EQ(p[0]->value.rows(), 7);
@@ -183,8 +183,8 @@ TEST(Model, GlorotInitIsBoundedAndBiasesStartAtZero) {
       EXPECT_EQ(v, std::vector<double>(v.size(), 0.0));
       continue;
     }
-    const double bound = std::sqrt(6.0 / static_cast<double>(params[k]->value.rows() +
-                                                             params[k]->value.cols()));
+    const double bound =
+        std::sqrt(6.0 / static_cast<double>(params[k]->value.rows() + params[k]->value.cols()));
     double max_abs = 0;
     for (const double x : v) {
       EXPECT_LE(std::abs(x), bound);
@@ -348,9 +348,8 @@ class TempDir {
  public:
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    m_path = fs::temp_directory_path() /
-             ("halo_nn_test_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-              std::to_string(::getpid()));
+    m_path = fs::temp_directory_path() / ("halo_nn_test_" + std::string(info->test_suite_name()) +
+                                          "_" + info->name() + "_" + std::to_string(::getpid()));
     fs::remove_all(m_path);
     fs::create_directories(m_path);
   }
@@ -548,17 +547,16 @@ struct TwoCommunities {
 template <class T>
 void expect_learns_two_communities(ModelKind kind) {
   const TwoCommunities data;
-  const auto graph = kind == ModelKind::Gcn
-                         ? gcn_normalized<T>(TwoCommunities::kNodes, data.edges)
-                         : [&] {
-                             std::vector<Row> rows(TwoCommunities::kNodes);
-                             for (const auto& [u, v] : data.edges) {
-                               rows[u].emplace_back(v, 1.0);
-                               rows[v].emplace_back(u, 1.0);
-                             }
-                             for (auto& r : rows) std::sort(r.begin(), r.end());
-                             return csr_from_rows<T>(TwoCommunities::kNodes, rows, false);
-                           }();
+  const auto graph =
+      kind == ModelKind::Gcn ? gcn_normalized<T>(TwoCommunities::kNodes, data.edges) : [&] {
+        std::vector<Row> rows(TwoCommunities::kNodes);
+        for (const auto& [u, v] : data.edges) {
+          rows[u].emplace_back(v, 1.0);
+          rows[v].emplace_back(u, 1.0);
+        }
+        for (auto& r : rows) std::sort(r.begin(), r.end());
+        return csr_from_rows<T>(TwoCommunities::kNodes, rows, false);
+      }();
   Features<T> x = Tensor<T>::from_host(testing::host(),
                                        std::vector<T>(data.features.begin(), data.features.end()),
                                        TwoCommunities::kNodes, TwoCommunities::kFeatures);
@@ -575,6 +573,7 @@ void expect_learns_two_communities(ModelKind kind) {
   nn::Adam<T> adam(cpu(), model.parameters(), adam_config);
 
   const T initial_loss = loss.value(model.forward(eval_context(), graph.view(), x));
+  const double initial_accuracy = loss.accuracy(model.forward(eval_context(), graph.view(), x));
   Tensor<T> dlogits;
   for (std::uint64_t epoch = 0; epoch < 100; ++epoch) {
     const nn::Context ctx = train_context(epoch);
@@ -585,8 +584,9 @@ void expect_learns_two_communities(ModelKind kind) {
   const auto& logits = model.forward(eval_context(), graph.view(), x);
   const T final_loss = loss.value(logits);
   EXPECT_GT(loss.accuracy(logits), 0.9) << "initial loss " << initial_loss << ", final "
-                                        << final_loss;
+                                        << final_loss << "; initial accuracy " << initial_accuracy;
   EXPECT_LT(final_loss, 0.5 * initial_loss);
+  EXPECT_LT(initial_accuracy, 0.9) << "the untrained model must not solve the task already";
 }
 
 TEST(GcnModel, LearnsTwoCommunities) { expect_learns_two_communities<float>(ModelKind::Gcn); }

@@ -13,8 +13,8 @@ std::vector<std::int64_t> sample_indices(std::int64_t numel, int max_count, std:
   namespace rng = kernels::rng;
   const auto stream = rng::stream_id(rng::kStreamSynthetic, seed, 0x5a5a);
   for (int k = 0; k < max_count; ++k)
-    out.push_back(static_cast<std::int64_t>(
-        rng::below(seed, stream, static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(numel))));
+    out.push_back(static_cast<std::int64_t>(rng::below(seed, stream, static_cast<std::uint64_t>(k),
+                                                       static_cast<std::uint64_t>(numel))));
   return out;
 }
 
@@ -23,8 +23,8 @@ void check_module_gradients(nn::Module<double>& module, const nn::Context& ctx,
                             const GradCheckOptions& options) {
   SCOPED_TRACE("module " + module.name());
   const Features<double>& y0 = module.forward(ctx, graph, x);
-  const Tensor<double> r = testing::random_matrix<double>(kernels::num_rows(y0),
-                                                          kernels::num_cols(y0), seed);
+  const Tensor<double> r =
+      testing::random_matrix<double>(kernels::num_rows(y0), kernels::num_cols(y0), seed);
   const std::vector<double> r_host = to_doubles(r);
 
   // The parameter gradients must not depend on whether dL/dx is wanted.
@@ -43,7 +43,9 @@ void check_module_gradients(nn::Module<double>& module, const nn::Context& ctx,
         << params[k]->name << ": gradient differs between need_input_grad true and false";
   }
 
-  const auto objective = [&] { return ref::dot(dense_values(module.forward(ctx, graph, x)), r_host); };
+  const auto objective = [&] {
+    return ref::dot(dense_values(module.forward(ctx, graph, x)), r_host);
+  };
   const auto central_difference = [&](double& v) {
     const double saved = v;
     v = saved + options.eps;

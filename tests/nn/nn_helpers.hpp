@@ -161,8 +161,7 @@ inline std::vector<double> matmul(const std::vector<double>& a, const std::vecto
 }
 
 /// The transpose of a row-major m x n matrix.
-inline std::vector<double> transpose(const std::vector<double>& a, std::int64_t m,
-                                     std::int64_t n) {
+inline std::vector<double> transpose(const std::vector<double>& a, std::int64_t m, std::int64_t n) {
   std::vector<double> t(a.size());
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) t[j * m + i] = a[i * n + j];
@@ -212,7 +211,8 @@ void check_module_gradients(nn::Module<double>& module, const nn::Context& ctx,
 /// The message of the halo::IoError thrown by f, or a failure when f throws something else or
 /// nothing.
 template <class F>
-::testing::AssertionResult throws_io_error_containing(F&& f, const std::vector<std::string>& parts) {
+::testing::AssertionResult throws_io_error_containing(F&& f,
+                                                      const std::vector<std::string>& parts) {
   try {
     f();
   } catch (const IoError& e) {

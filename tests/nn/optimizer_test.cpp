@@ -18,8 +18,8 @@ namespace halo::nn_test {
 namespace {
 
 template <class T>
-nn::Parameter<T> parameter(const char* name, const std::vector<double>& values,
-                           std::int64_t rows, std::int64_t cols) {
+nn::Parameter<T> parameter(const char* name, const std::vector<double>& values, std::int64_t rows,
+                           std::int64_t cols) {
   const std::vector<T> v(values.begin(), values.end());
   return {name, Tensor<T>::from_host(testing::host(), v, rows, cols),
           Tensor<T>::zeros(testing::host(), rows, cols)};
@@ -134,8 +134,8 @@ TEST(Sgd, PlainStepsMatchHandComputation) {
     nn::Sgd<T> sgd(cpu(), {&p}, config);
     set_grad(p, {0.2, 0.4, -1.0});
     sgd.step(cpu());
-    const std::vector<double> expected{1.0 - 0.1 * (0.2 + 0.5),  //
-                                       -2.0 - 0.1 * (0.4 - 1.0),   //
+    const std::vector<double> expected{1.0 - 0.1 * (0.2 + 0.5),   //
+                                       -2.0 - 0.1 * (0.4 - 1.0),  //
                                        0.5 - 0.1 * (-1.0 + 0.25)};
     EXPECT_TRUE(testing::all_close(p.value, expected, testing::rtol<T>(), testing::atol<T>()));
   });

@@ -160,7 +160,48 @@ CsrMatrix<Idx, T> random_csr(std::int64_t num_rows, std::int64_t num_cols, doubl
     indptr.push_back(static_cast<std::int64_t>(indices.size()));
   }
   return {Tensor<std::int64_t>::from_host(host(), indptr),
-          Tensor<Idx>::from_host(host(), indices), Tensor<T>::from_host(host(), values), num_cols};
+          Tensor<Idx>::from_host(host(), indices), Tensor<T>::from_host(host(), values), num_cols,
+          /*symmetric=*/false};
+}
+
+/// A random symmetric n x n host CSR matrix (structure and values, `symmetric` set): random_csr
+/// entries mirrored, repeated entries summed, and the nodes random_csr leaves empty (node 1
+/// always) isolated: no entry in their row or column.
+template <class Idx, class T = float>
+CsrMatrix<Idx, T> random_symmetric_csr(std::int64_t n, double avg_degree, std::uint64_t seed,
+                                       bool weighted = false) {
+  const auto a = random_csr<Idx, T>(n, n, avg_degree / 2, seed, weighted);
+  const auto indptr = a.indptr.to_vector(host());
+  const auto indices = a.indices.to_vector(host());
+  const auto values = a.values.to_vector(host());
+  std::vector<std::vector<std::pair<std::int64_t, double>>> rows(static_cast<std::size_t>(n));
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t e = indptr[r]; e < indptr[r + 1]; ++e) {
+      const auto c = static_cast<std::int64_t>(indices[e]);
+      if (detail::is_empty_row(c, seed)) continue;  // keeps c isolated
+      const double w = weighted ? double(values[e]) : 1.0;
+      rows[r].emplace_back(c, w);
+      rows[c].emplace_back(r, w);
+    }
+  }
+  std::vector<std::int64_t> out_indptr{0};
+  std::vector<Idx> out_indices;
+  std::vector<T> out_values;
+  for (auto& row : rows) {
+    std::sort(row.begin(), row.end());
+    for (std::size_t k = 0; k < row.size(); ++k) {
+      if (k > 0 && row[k].first == row[k - 1].first) {
+        if (weighted) out_values.back() += static_cast<T>(row[k].second);
+        continue;
+      }
+      out_indices.push_back(static_cast<Idx>(row[k].first));
+      if (weighted) out_values.push_back(static_cast<T>(row[k].second));
+    }
+    out_indptr.push_back(static_cast<std::int64_t>(out_indices.size()));
+  }
+  return {Tensor<std::int64_t>::from_host(host(), out_indptr),
+          Tensor<Idx>::from_host(host(), out_indices), Tensor<T>::from_host(host(), out_values),
+          n, /*symmetric=*/true};
 }
 
 /// Element-wise |a - b| <= atol + rtol * |b| (b is the expected value); NaN never matches.

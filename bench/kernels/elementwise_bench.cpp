@@ -1,0 +1,46 @@
+// Element-wise ops on an activation of the ogbn-arxiv shape (169,343 x 256) against the triad.
+#include <benchmark/benchmark.h>
+
+#include <halo/kernels/elementwise.hpp>
+#include <halo/kernels/tensor.hpp>
+
+#include "support/machine.hpp"
+
+namespace {
+
+using namespace halo;
+using kernels::Tensor;
+
+std::int64_t rows() { return bench::smoke() ? 8467 : 169343; }
+
+void report(benchmark::State& state, double bytes) {
+  state.counters["bytes_per_s"] =
+      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["fraction_of_triad"] = benchmark::Counter(
+      bytes / bench::triad_bytes_per_second(), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Dropout(benchmark::State& state) {
+  const kernels::Resources res;
+  Tensor<float> x = Tensor<float>::zeros(res, rows(), 256), y(res, rows(), 256);
+  std::uint64_t epoch = 0;
+  for (auto _ : state) {
+    kernels::dropout(res, kernels::DropoutKey{0, ++epoch, 1, 0}, 0.5f, x.view(), y.view());
+    benchmark::ClobberMemory();
+  }
+  report(state, 2.0 * static_cast<double>(x.bytes()));
+}
+BENCHMARK(BM_Dropout)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Relu(benchmark::State& state) {
+  const kernels::Resources res;
+  Tensor<float> x = Tensor<float>::zeros(res, rows(), 256), y(res, rows(), 256);
+  for (auto _ : state) {
+    kernels::relu(res, x.span(), y.span());
+    benchmark::ClobberMemory();
+  }
+  report(state, 2.0 * static_cast<double>(x.bytes()));
+}
+BENCHMARK(BM_Relu)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
