@@ -73,6 +73,7 @@ std::string quoted(std::string_view text) {
 // ---- reading -----------------------------------------------------------------------------------
 
 std::string read_file(const fs::path& path) {
+  if (!fs::is_regular_file(path)) throw IoError(path.string() + ": not a regular file");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) throw IoError(path.string() + ": cannot open: " + std::strerror(errno));
   std::string text;
@@ -616,7 +617,7 @@ Dataset read_directory(const kernels::Resources& res, const fs::path& dir) {
   if (meta.name) {
     ds.name = *meta.name;
   } else {
-    fs::path p = dir.lexically_normal();
+    fs::path p = fs::absolute(dir).lexically_normal();  // "." and "data/cora/" have names too
     if (p.filename().empty()) p = p.parent_path();
     ds.name = p.filename().string();
   }

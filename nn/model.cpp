@@ -154,6 +154,9 @@ void Model<T>::load(const kernels::Resources& res, const std::filesystem::path& 
   if (!get(in, count) || count != params.size())
     fail("holds " + std::to_string(count) + " parameters, the model has " +
          std::to_string(params.size()));
+  // Everything is read and checked before any parameter changes: a bad file leaves the model as
+  // it was.
+  std::vector<std::vector<T>> loaded(params.size());
   for (std::size_t i = 0; i < params.size(); ++i) {
     std::uint32_t len = 0;
     if (!get(in, len) || len > 4096) fail("truncated or corrupt at parameter " + std::to_string(i));
@@ -166,11 +169,16 @@ void Model<T>::load(const kernels::Resources& res, const std::filesystem::path& 
       fail("parameter " + std::to_string(i) + " is '" + name + "' " + std::to_string(rows) + "x" +
            std::to_string(cols) + ", the model expects '" + names[i] + "' " +
            std::to_string(value.rows()) + "x" + std::to_string(value.cols()));
-    std::vector<T> values(static_cast<std::size_t>(rows * cols));
+    std::vector<T>& values = loaded[i];
+    values.resize(static_cast<std::size_t>(rows * cols));
     if (!in.read(reinterpret_cast<char*>(values.data()),
                  static_cast<std::streamsize>(values.size() * sizeof(T))))
       fail("truncated in the values of '" + name + "'");
-    value = Tensor<T>::from_host(res, values, rows, cols);
+  }
+  if (in.peek() != std::ifstream::traits_type::eof()) fail("trailing bytes after the last parameter");
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    auto& value = params[i]->value;
+    value = Tensor<T>::from_host(res, loaded[i], value.rows(), value.cols());
   }
 }
 

@@ -164,6 +164,7 @@ TEST(PlainFormat, ReadsMinimalDirectoryWithoutMeta) {
   EXPECT_EQ(vec(ds.test_idx), (std::vector<NodeId>{2, 3}));
   // A trailing slash does not change the name.
   EXPECT_EQ(read_directory(cpu(), dir.string() + "/").name, "mini");
+  EXPECT_EQ(read_directory(cpu(), dir / ".").name, "mini");
 }
 
 TEST(PlainFormat, MetaGivesCounts) {
@@ -237,6 +238,10 @@ TEST(PlainFormat, ReportsMissingFiles) {
   }
   TempDir tmp;
   expect_read_error(tmp.path() / "nope", {"nope: not a directory"});
+  write_fixture(tmp.path());
+  fs::remove(tmp.path() / "labels.txt");
+  fs::create_directory(tmp.path() / "labels.txt");
+  expect_read_error(tmp.path(), {"labels.txt: not a regular file"});
 }
 
 TEST(PlainFormat, ReportsNonNumericTokens) {

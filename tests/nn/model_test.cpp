@@ -493,6 +493,22 @@ TEST(Model, LoadRejectsTruncatedFile) {
   }
 }
 
+TEST(Model, FailedLoadLeavesParametersUntouchedAndTrailingBytesAreRejected) {
+  const TempDir dir;
+  nn::Model<double> saved(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 1);
+  const fs::path file = dir.path() / "model.bin";
+  saved.save(file);
+  nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 2);
+  const auto before = model.parameters()[0]->value.to_vector(cpu());
+  fs::resize_file(file, fs::file_size(file) - 3);  // the first parameters are still intact
+  EXPECT_TRUE(throws_io_error_containing([&] { model.load(cpu(), file); }, {file.string()}));
+  EXPECT_EQ(model.parameters()[0]->value.to_vector(cpu()), before);
+  saved.save(file);
+  std::ofstream(file, std::ios::binary | std::ios::app) << "x";
+  EXPECT_TRUE(throws_io_error_containing([&] { model.load(cpu(), file); }, {"trailing"}));
+  EXPECT_EQ(model.parameters()[0]->value.to_vector(cpu()), before);
+}
+
 TEST(Model, LoadRejectsBadMagic) {
   const TempDir dir;
   nn::Model<double> saved(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 1);
