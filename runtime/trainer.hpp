@@ -17,7 +17,9 @@ struct TrainConfig {
   double lr = 0.01;
   double weight_decay = 5e-4;
   std::uint64_t seed = 0;
-  bool normalize_features = true;  // divide every feature row by its L1 norm (Kipf & Welling)
+  /// Divide each row of sparse (bag-of-words) features by its L1 norm, as Kipf & Welling do for
+  /// Cora; dense features (embeddings, the synthetic generator's) are used as given.
+  bool normalize_features = true;
 };
 
 /// What one epoch measured. Accuracies and losses come from an evaluation pass (no dropout)
@@ -48,7 +50,7 @@ using EpochCallback = std::function<void(const EpochStats&)>;
 
 /// The inputs of a full-graph model: the graph prepared for its layers (GCN: symmetric
 /// D^-1/2 (A + I) D^-1/2; SAGE: symmetric, no self-loops, unweighted) and the features (row-
-/// normalised when asked).
+/// row-normalised when sparse and asked).
 struct FullGraphInputs {
   kernels::CsrMatrix<kernels::NodeId, float> graph;
   kernels::FeatureMatrix<float> features;

@@ -17,11 +17,11 @@ using testing::host;
 
 template <class Backend>
 class Elementwise : public ::testing::Test {};
-TYPED_TEST_SUITE(Elementwise, testing::Backends, testing::BackendNames);
+TYPED_TEST_SUITE(Elementwise, testing::Backends);
 
 template <class Backend>
 class Dropout : public ::testing::Test {};
-TYPED_TEST_SUITE(Dropout, testing::Backends, testing::BackendNames);
+TYPED_TEST_SUITE(Dropout, testing::Backends);
 
 constexpr std::int64_t kSizes[] = {0, 1, 7, 257, 1000};
 
@@ -55,8 +55,8 @@ TYPED_TEST(Elementwise, AxpyMatchesReference) {
       for (std::int64_t i = 0; i < n; ++i) expected[i] = double(y[i]) + 0.375 * double(x[i]);
       auto dy = Tensor<T>::from_host(res, y);
       axpy(res, T(0.375), Tensor<T>::from_host(res, x).span(), dy.span());
-      EXPECT_TRUE(testing::all_close(dy.to_vector(res), expected, testing::rtol<T>(),
-                                     testing::atol<T>()));
+      EXPECT_TRUE(
+          testing::all_close(dy.to_vector(res), expected, testing::rtol<T>(), testing::atol<T>()));
     }
   });
 }
@@ -66,14 +66,14 @@ TYPED_TEST(Elementwise, AddBiasMatchesReference) {
   const auto res = testing::make_resources<TypeParam>();
   testing::for_each_value_type([&](auto value) {
     using T = decltype(value);
-    for (const auto& [rows, cols] : {std::pair{0, 3}, std::pair{1, 1}, std::pair{257, 5},
-                                     std::pair{3, 0}, std::pair{9, 33}}) {
+    for (const auto& [rows, cols] :
+         {std::pair{0, 3}, std::pair{1, 1}, std::pair{257, 5}, std::pair{3, 0}, std::pair{9, 33}}) {
       const auto x = testing::random_matrix<T>(rows, cols, 3);
       const auto bias = random_vector<T>(cols, 4);
       auto dx = testing::to_device(res, x);
       add_bias(res, dx.view(), Tensor<T>::from_host(res, bias).span());
-      EXPECT_TRUE(testing::all_close(dx.to_vector(res), ref::add_bias(x, bias),
-                                     testing::rtol<T>(), testing::atol<T>()));
+      EXPECT_TRUE(testing::all_close(dx.to_vector(res), ref::add_bias(x, bias), testing::rtol<T>(),
+                                     testing::atol<T>()));
     }
   });
 }
@@ -123,8 +123,8 @@ TYPED_TEST(Elementwise, ReluGradientMatchesFiniteDifferences) {
   relu(res, Span<const double>(y.span()), y.span());
   Tensor<double> grad(res, 40);
   relu_backward(res, y.span(), Tensor<double>::from_host(res, w).span(), grad.span());
-  EXPECT_TRUE(testing::all_close(grad.to_vector(res),
-                                 ref::finite_difference_gradient(f, x, 1e-6), 1e-6, 1e-8));
+  EXPECT_TRUE(testing::all_close(grad.to_vector(res), ref::finite_difference_gradient(f, x, 1e-6),
+                                 1e-6, 1e-8));
 }
 
 TYPED_TEST(Elementwise, RejectsSizeMismatch) {
@@ -162,8 +162,8 @@ TYPED_TEST(Dropout, MatchesReference) {
   const auto res = testing::make_resources<TypeParam>();
   testing::for_each_value_type([&](auto value) {
     using T = decltype(value);
-    for (const auto& [rows, cols] : {std::pair{0, 4}, std::pair{1, 1}, std::pair{257, 33},
-                                     std::pair{5, 0}, std::pair{31, 7}})
+    for (const auto& [rows, cols] :
+         {std::pair{0, 4}, std::pair{1, 1}, std::pair{257, 33}, std::pair{5, 0}, std::pair{31, 7}})
       for (const float p : {0.f, 0.3f, 0.9f}) {
         SCOPED_TRACE(::testing::Message() << rows << " x " << cols << ", p = " << p);
         const DropoutKey key{/*seed=*/17, /*epoch=*/3, /*layer=*/1, /*row_offset=*/1000};

@@ -15,11 +15,11 @@ using testing::host;
 
 template <class Backend>
 class Gather : public ::testing::Test {};
-TYPED_TEST_SUITE(Gather, testing::Backends, testing::BackendNames);
+TYPED_TEST_SUITE(Gather, testing::Backends);
 
 // (source rows, ids, columns): empty, single, more ids than rows (repeats), columns on either
 // side of scatter_add_rows' 16-column blocks.
-constexpr std::int64_t kShapes[][3] = {{0, 0, 4},  {1, 1, 1},    {5, 0, 3},  {257, 300, 9},
+constexpr std::int64_t kShapes[][3] = {{0, 0, 4},     {1, 1, 1},     {5, 0, 3}, {257, 300, 9},
                                        {20, 257, 33}, {300, 31, 16}, {7, 9, 0}};
 
 TYPED_TEST(Gather, GatherMatchesReference) {
@@ -66,7 +66,8 @@ TYPED_TEST(Gather, ScatterAddIsAdjointOfGather) {
   const auto res = testing::make_resources<TypeParam>();
   const auto x = testing::random_matrix<double>(50, 21, 6);
   const auto y = testing::random_matrix<double>(80, 21, 7);
-  const auto ids = Tensor<std::int64_t>::from_host(res, testing::random_ids<std::int64_t>(80, 50, 8));
+  const auto ids =
+      Tensor<std::int64_t>::from_host(res, testing::random_ids<std::int64_t>(80, 50, 8));
   Tensor<double> gathered(res, 80, 21);
   gather_rows<std::int64_t, double>(res, testing::to_device(res, x).view(), ids.span(),
                                     gathered.view());

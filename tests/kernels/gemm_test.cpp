@@ -15,7 +15,7 @@ namespace {
 
 template <class Backend>
 class Gemm : public ::testing::Test {};
-TYPED_TEST_SUITE(Gemm, testing::Backends, testing::BackendNames);
+TYPED_TEST_SUITE(Gemm, testing::Backends);
 
 /// False where gemm has no implementation yet (the cuBLAS path belongs to the CUDA backend
 /// issue); the CUDA cases then skip instead of failing, and start running once it exists.
@@ -43,15 +43,15 @@ Tensor<T> operand(Trans t, std::int64_t rows, std::int64_t cols, std::uint64_t s
 template <class T>
 void check_gemm(const Resources& res, Trans ta, Trans tb, std::int64_t m, std::int64_t n,
                 std::int64_t k, T alpha, T beta) {
-  SCOPED_TRACE(::testing::Message() << "ta=" << (ta == Trans::Yes) << " tb=" << (tb == Trans::Yes)
-                                    << " m=" << m << " n=" << n << " k=" << k << " alpha="
-                                    << alpha << " beta=" << beta);
+  SCOPED_TRACE(::testing::Message()
+               << "ta=" << (ta == Trans::Yes) << " tb=" << (tb == Trans::Yes) << " m=" << m
+               << " n=" << n << " k=" << k << " alpha=" << alpha << " beta=" << beta);
   const auto a = operand<T>(ta, m, k, 1);
   const auto b = operand<T>(tb, k, n, 2);
   // With beta == 0 the old contents must be ignored: make them NaN.
-  const auto c0 = beta == T(0) ? testing::filled(testing::host(), m, n,
-                                                 std::numeric_limits<T>::quiet_NaN())
-                               : testing::random_matrix<T>(m, n, 3);
+  const auto c0 = beta == T(0)
+                      ? testing::filled(testing::host(), m, n, std::numeric_limits<T>::quiet_NaN())
+                      : testing::random_matrix<T>(m, n, 3);
   const auto da = testing::to_device(res, a);
   const auto db = testing::to_device(res, b);
   auto c = testing::to_device(res, c0);
@@ -66,7 +66,7 @@ TYPED_TEST(Gemm, MatchesReferenceForAllTransposes) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();
   SKIP_IF_NO_GEMM(res);
-  const std::tuple<int, int, int> shapes[] = {{1, 1, 1},  {3, 5, 7},  {257, 3, 17},
+  const std::tuple<int, int, int> shapes[] = {{1, 1, 1},   {3, 5, 7},   {257, 3, 17},
                                               {4, 257, 1}, {2, 9, 257}, {33, 31, 29}};
   testing::for_each_value_type([&](auto value) {
     using T = decltype(value);
@@ -103,7 +103,8 @@ TYPED_TEST(Gemm, AlphaZeroScalesC) {
   SKIP_IF_NO_GEMM(res);
   testing::for_each_value_type([&](auto value) {
     using T = decltype(value);
-    for (const T beta : {T(0), T(1), T(0.5)}) check_gemm<T>(res, Trans::No, Trans::Yes, 7, 6, 5, T(0), beta);
+    for (const T beta : {T(0), T(1), T(0.5)})
+      check_gemm<T>(res, Trans::No, Trans::Yes, 7, 6, 5, T(0), beta);
   });
 }
 

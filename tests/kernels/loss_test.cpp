@@ -16,7 +16,7 @@ using testing::host;
 
 template <class Backend>
 class Loss : public ::testing::Test {};
-TYPED_TEST_SUITE(Loss, testing::Backends, testing::BackendNames);
+TYPED_TEST_SUITE(Loss, testing::Backends);
 
 /// A classification problem: n x c logits scaled by `scale`, labels in [0, c), and `selected`
 /// distinct rows in shuffled order.
@@ -36,14 +36,14 @@ Problem<Idx, T> make_problem(std::int64_t n, std::int64_t c, std::int64_t select
 }
 
 // (rows, classes, selected rows): one row and class, a subset, every row, many classes.
-constexpr std::int64_t kShapes[][3] = {{1, 1, 1}, {257, 7, 100}, {31, 40, 31}, {5, 3, 0},
-                                       {0, 3, 0}, {1000, 2, 333}};
+constexpr std::int64_t kShapes[][3] = {{1, 1, 1}, {257, 7, 100}, {31, 40, 31},
+                                       {5, 3, 0}, {0, 3, 0},     {1000, 2, 333}};
 
 template <class Idx, class T>
 void check_loss(const Resources& res, double scale) {
   for (const auto& [n, c, selected] : kShapes) {
-    SCOPED_TRACE(::testing::Message() << n << " x " << c << ", " << selected << " rows, scale "
-                                      << scale);
+    SCOPED_TRACE(::testing::Message()
+                 << n << " x " << c << ", " << selected << " rows, scale " << scale);
     const auto p = make_problem<Idx, T>(n, c, selected, scale, 3);
     const auto logits = testing::to_device(res, p.logits);
     const auto labels = Tensor<std::int32_t>::from_host(res, p.labels);
@@ -66,18 +66,16 @@ void check_loss(const Resources& res, double scale) {
 TYPED_TEST(Loss, MatchesReference) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();
-  testing::for_each_index_and_value_type([&](auto idx, auto value) {
-    check_loss<decltype(idx), decltype(value)>(res, 3.0);
-  });
+  testing::for_each_index_and_value_type(
+      [&](auto idx, auto value) { check_loss<decltype(idx), decltype(value)>(res, 3.0); });
 }
 
 // Logits around +-1000 overflow exp() unless the row maximum is subtracted first.
 TYPED_TEST(Loss, StableForLargeLogits) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();
-  testing::for_each_index_and_value_type([&](auto idx, auto value) {
-    check_loss<decltype(idx), decltype(value)>(res, 1000.0);
-  });
+  testing::for_each_index_and_value_type(
+      [&](auto idx, auto value) { check_loss<decltype(idx), decltype(value)>(res, 1000.0); });
 }
 
 TYPED_TEST(Loss, KnownValues) {
@@ -88,9 +86,9 @@ TYPED_TEST(Loss, KnownValues) {
   const auto logits = testing::to_device(res, testing::filled(host(), 3, 4, 0.5));
   const auto labels = Tensor<std::int32_t>::from_host(res, {0, 3, 1});
   const auto rows = Tensor<std::int64_t>::from_host(res, {2, 0});
-  EXPECT_NEAR((log_softmax_nll<std::int64_t, double>(res, logits.view(), labels.span(),
-                                                     rows.span())),
-              std::log(4.0), 1e-12);
+  EXPECT_NEAR(
+      (log_softmax_nll<std::int64_t, double>(res, logits.view(), labels.span(), rows.span())),
+      std::log(4.0), 1e-12);
   Tensor<double> grad(res, 3, 4);
   log_softmax_nll_backward<std::int64_t, double>(res, logits.view(), labels.span(), rows.span(),
                                                  grad.view());
@@ -129,13 +127,10 @@ TYPED_TEST(Loss, CountCorrectTakesTheFirstMaximum) {
   const auto rows = Tensor<std::int32_t>::from_host(res, {0, 1, 2});
   const auto right = Tensor<std::int32_t>::from_host(res, {1, 0, 0});
   const auto wrong = Tensor<std::int32_t>::from_host(res, {2, 1, 2});
-  EXPECT_EQ((count_correct<std::int32_t, float>(res, logits.view(), right.span(), rows.span())),
-            3);
-  EXPECT_EQ((count_correct<std::int32_t, float>(res, logits.view(), wrong.span(), rows.span())),
-            0);
+  EXPECT_EQ((count_correct<std::int32_t, float>(res, logits.view(), right.span(), rows.span())), 3);
+  EXPECT_EQ((count_correct<std::int32_t, float>(res, logits.view(), wrong.span(), rows.span())), 0);
   const auto some = Tensor<std::int32_t>::from_host(res, {2});
-  EXPECT_EQ((count_correct<std::int32_t, float>(res, logits.view(), right.span(), some.span())),
-            1);
+  EXPECT_EQ((count_correct<std::int32_t, float>(res, logits.view(), right.span(), some.span())), 1);
 }
 
 TYPED_TEST(Loss, RejectsShapeMismatch) {
@@ -144,11 +139,10 @@ TYPED_TEST(Loss, RejectsShapeMismatch) {
   const auto logits = Tensor<float>::zeros(res, 4, 3);
   const auto labels = Tensor<std::int32_t>::zeros(res, 3);  // one per row expected
   const auto rows = Tensor<std::int64_t>::from_host(res, {0, 1});
-  EXPECT_THROW((log_softmax_nll<std::int64_t, float>(res, logits.view(), labels.span(),
-                                                     rows.span())),
-               LogicError);
-  EXPECT_THROW((count_correct<std::int64_t, float>(res, logits.view(), labels.span(),
-                                                   rows.span())),
+  EXPECT_THROW(
+      (log_softmax_nll<std::int64_t, float>(res, logits.view(), labels.span(), rows.span())),
+      LogicError);
+  EXPECT_THROW((count_correct<std::int64_t, float>(res, logits.view(), labels.span(), rows.span())),
                LogicError);
   const auto labels4 = Tensor<std::int32_t>::zeros(res, 4);
   auto grad = Tensor<float>::zeros(res, 4, 2);
@@ -156,9 +150,9 @@ TYPED_TEST(Loss, RejectsShapeMismatch) {
                                                               rows.span(), grad.view())),
                LogicError);
   const auto no_classes = Tensor<float>::zeros(res, 4, 0);
-  EXPECT_THROW((log_softmax_nll<std::int64_t, float>(res, no_classes.view(), labels4.span(),
-                                                     rows.span())),
-               LogicError);
+  EXPECT_THROW(
+      (log_softmax_nll<std::int64_t, float>(res, no_classes.view(), labels4.span(), rows.span())),
+      LogicError);
 }
 
 }  // namespace

@@ -15,11 +15,11 @@ using testing::host;
 
 template <class Backend>
 class Adam : public ::testing::Test {};
-TYPED_TEST_SUITE(Adam, testing::Backends, testing::BackendNames);
+TYPED_TEST_SUITE(Adam, testing::Backends);
 
 template <class Backend>
 class Sgd : public ::testing::Test {};
-TYPED_TEST_SUITE(Sgd, testing::Backends, testing::BackendNames);
+TYPED_TEST_SUITE(Sgd, testing::Backends);
 
 constexpr std::int64_t kSizes[] = {0, 1, 7, 257};
 constexpr int kSteps = 6;
@@ -41,16 +41,16 @@ void check_adam(const Resources& res, const AdamConfig& config) {
     std::vector<double> ref_m(n), ref_v(n);
     for (int step = 1; step <= kSteps; ++step) {
       const auto grad = testing::random_matrix<T>(n, 1, 100 + step);
-      adam_step<T>(res, config, step, param.span(), testing::to_device(res, grad).span(),
-                   m.span(), v.span());
+      adam_step<T>(res, config, step, param.span(), testing::to_device(res, grad).span(), m.span(),
+                   v.span());
       ref::adam_step(config, step, ref_param, as_double(grad.to_vector(host())), ref_m, ref_v);
     }
     EXPECT_TRUE(testing::all_close(param.to_vector(res), ref_param, testing::rtol<T>(),
                                    testing::atol<T>()));
-    EXPECT_TRUE(testing::all_close(m.to_vector(res), ref_m, testing::rtol<T>(),
-                                   testing::atol<T>()));
-    EXPECT_TRUE(testing::all_close(v.to_vector(res), ref_v, testing::rtol<T>(),
-                                   testing::atol<T>()));
+    EXPECT_TRUE(
+        testing::all_close(m.to_vector(res), ref_m, testing::rtol<T>(), testing::atol<T>()));
+    EXPECT_TRUE(
+        testing::all_close(v.to_vector(res), ref_v, testing::rtol<T>(), testing::atol<T>()));
   }
 }
 
@@ -60,8 +60,8 @@ TYPED_TEST(Adam, SeveralStepsMatchReference) {
   testing::for_each_value_type([&](auto value) {
     using T = decltype(value);
     check_adam<T>(res, AdamConfig{});
-    check_adam<T>(res, AdamConfig{.lr = 0.05, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6,
-                                  .weight_decay = 0.1});
+    check_adam<T>(
+        res, AdamConfig{.lr = 0.05, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1});
   });
 }
 
@@ -76,8 +76,8 @@ TYPED_TEST(Adam, FirstStepMovesByLearningRate) {
   auto v = Tensor<double>::zeros(res, 4);
   adam_step<double>(res, AdamConfig{.lr = 0.1}, 1, param.span(),
                     Tensor<double>::from_host(res, grad).span(), m.span(), v.span());
-  EXPECT_TRUE(testing::all_close(param.to_vector(res), std::vector<double>{-0.1, 0.1, -0.1, 0.1},
-                                 1e-5, 0));
+  EXPECT_TRUE(
+      testing::all_close(param.to_vector(res), std::vector<double>{-0.1, 0.1, -0.1, 0.1}, 1e-5, 0));
 }
 
 TYPED_TEST(Adam, RejectsBadArguments) {
@@ -113,8 +113,8 @@ void check_sgd(const Resources& res, const SgdConfig& config) {
     EXPECT_TRUE(testing::all_close(param.to_vector(res), ref_param, testing::rtol<T>(),
                                    testing::atol<T>()));
     if (config.momentum != 0 && n > 0) {
-      EXPECT_TRUE(testing::all_close(buf.to_vector(res), ref_buf, testing::rtol<T>(),
-                                     testing::atol<T>()));
+      EXPECT_TRUE(
+          testing::all_close(buf.to_vector(res), ref_buf, testing::rtol<T>(), testing::atol<T>()));
     }
   }
 }
@@ -163,8 +163,7 @@ TYPED_TEST(Sgd, RejectsMisSizedBuffers) {
   Tensor<float> none;
   EXPECT_THROW(sgd_step<float>(res, {.momentum = 0.9}, p.span(), g.span(), none.span()),
                LogicError);
-  EXPECT_THROW(sgd_step<float>(res, {.momentum = 0.0}, p.span(), g.span(), buf.span()),
-               LogicError);
+  EXPECT_THROW(sgd_step<float>(res, {.momentum = 0.0}, p.span(), g.span(), buf.span()), LogicError);
   EXPECT_THROW(sgd_step<float>(res, {}, p.span(), short_g.span(), none.span()), LogicError);
   EXPECT_NO_THROW(sgd_step<float>(res, {.momentum = 0.9}, p.span(), g.span(), buf.span()));
 }

@@ -15,7 +15,7 @@ namespace {
 
 template <class Backend>
 class Reduce : public ::testing::Test {};
-TYPED_TEST_SUITE(Reduce, testing::Backends, testing::BackendNames);
+TYPED_TEST_SUITE(Reduce, testing::Backends);
 
 /// Absolute tolerance of a sum of n values of magnitude <= 1 in T.
 template <class T>
@@ -24,7 +24,7 @@ double sum_tolerance(std::int64_t n) {
 }
 
 // 256 blocks at most: 257 and 1000 rows put several rows in a block and leave a short last one.
-constexpr std::pair<int, int> kShapes[] = {{0, 0},  {0, 3},   {1, 1},     {257, 33},
+constexpr std::pair<int, int> kShapes[] = {{0, 0},    {0, 3},   {1, 1},    {257, 33},
                                            {1000, 7}, {255, 2}, {4099, 1}, {3, 0}};
 
 TYPED_TEST(Reduce, ColumnSumMatchesReference) {

@@ -17,12 +17,12 @@ namespace {
 
 template <class Backend>
 class Spmm : public ::testing::Test {};
-TYPED_TEST_SUITE(Spmm, testing::Backends, testing::BackendNames);
+TYPED_TEST_SUITE(Spmm, testing::Backends);
 
 // (rows, cols, features, average degree): empty, single, the usual 257, a non-square matrix
 // with more columns than rows, feature counts on either side of the transposed column block.
-const std::tuple<int, int, int, double> kShapes[] = {
-    {0, 0, 3, 2.0},  {0, 5, 4, 2.0},     {1, 1, 1, 1.0},    {3, 4, 0, 2.0},
+constexpr std::tuple<int, int, int, double> kShapes[] = {
+    {0, 0, 3, 2.0},      {0, 5, 4, 2.0},     {1, 1, 1, 1.0},    {3, 4, 0, 2.0},
     {257, 257, 33, 5.0}, {31, 300, 17, 7.0}, {300, 31, 16, 3.0}};
 
 template <class Idx, class T>
@@ -43,8 +43,8 @@ void check_spmm(const Resources& res, Aggregate aggregate, bool weighted, bool t
     }
     const auto expected =
         transposed ? ref::spmm_transposed(a, x, aggregate) : ref::spmm(a, x, aggregate);
-    EXPECT_TRUE(testing::all_close(out.to_vector(res), expected, testing::rtol<T>(),
-                                   testing::atol<T>()));
+    EXPECT_TRUE(
+        testing::all_close(out.to_vector(res), expected, testing::rtol<T>(), testing::atol<T>()));
   }
 }
 
@@ -91,20 +91,19 @@ TYPED_TEST(Spmm, SymmetricTransposedMatchesReference) {
   testing::for_each_index_and_value_type([&](auto idx, auto value) {
     using Idx = decltype(idx);
     using T = decltype(value);
-    for (const auto& [n, features] : {std::pair{0, 3}, std::pair{1, 1}, std::pair{2, 5},
-                                      std::pair{257, 33}, std::pair{31, 0}})
+    for (const auto& [n, features] :
+         {std::pair{0, 3}, std::pair{1, 1}, std::pair{2, 5}, std::pair{257, 33}, std::pair{31, 0}})
       for (const bool weighted : {false, true})
         for (const Aggregate aggregate : {Aggregate::Sum, Aggregate::Mean}) {
-          SCOPED_TRACE(::testing::Message() << n << " nodes, " << features << " features, weighted "
-                                            << weighted << ", mean "
-                                            << (aggregate == Aggregate::Mean));
+          SCOPED_TRACE(::testing::Message()
+                       << n << " nodes, " << features << " features, weighted " << weighted
+                       << ", mean " << (aggregate == Aggregate::Mean));
           const auto a = testing::random_symmetric_csr<Idx, T>(n, 6.0, 9, weighted);
           const auto y = testing::random_matrix<T>(n, features, 10);
           auto out = testing::filled(res, n, features, std::numeric_limits<T>::quiet_NaN());
           spmm_transposed(res, testing::to_device(res, a).view(), testing::to_device(res, y).view(),
                           out.view(), aggregate);
-          EXPECT_TRUE(testing::all_close(out.to_vector(res),
-                                         ref::spmm_transposed(a, y, aggregate),
+          EXPECT_TRUE(testing::all_close(out.to_vector(res), ref::spmm_transposed(a, y, aggregate),
                                          testing::rtol<T>(), testing::atol<T>()));
         }
   });
@@ -166,8 +165,8 @@ TYPED_TEST(Spmm, GradientMatchesFiniteDifferences) {
     const auto da = testing::to_device(res, a);
     const auto dw = testing::to_device(res, w);
     for (const Aggregate aggregate : {Aggregate::Sum, Aggregate::Mean}) {
-      SCOPED_TRACE(::testing::Message() << "symmetric " << symmetric << ", mean "
-                                        << (aggregate == Aggregate::Mean));
+      SCOPED_TRACE(::testing::Message()
+                   << "symmetric " << symmetric << ", mean " << (aggregate == Aggregate::Mean));
       auto f = [&](const std::vector<double>& xv) {
         const auto dx = Tensor<double>::from_host(res, xv, k, 3);
         Tensor<double> out(res, m, 3);
@@ -191,8 +190,7 @@ TYPED_TEST(Spmm, HandWrittenMatrix) {
                                           testing::host_tensor<std::int64_t>({1, 0, 2}),
                                           testing::host_tensor<double>({2, 1, 3}), 3};
   const auto da = testing::to_device(res, a);
-  const CsrMatrix<std::int64_t, double> pattern{da.indptr.clone(res), da.indices.clone(res), {},
-                                                3};
+  const CsrMatrix<std::int64_t, double> pattern{da.indptr.clone(res), da.indices.clone(res), {}, 3};
   const auto x = testing::to_device(res, testing::host_tensor<double>({1, 10, 2, 20, 3, 30}, 3, 2));
   Tensor<double> out(res, 3, 2);
   spmm(res, da.view(), x.view(), out.view());

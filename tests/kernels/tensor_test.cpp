@@ -22,7 +22,7 @@ using testing::host;
 
 template <class Backend>
 class TensorOnDevice : public ::testing::Test {};
-TYPED_TEST_SUITE(TensorOnDevice, testing::Backends, testing::BackendNames);
+TYPED_TEST_SUITE(TensorOnDevice, testing::Backends);
 
 TYPED_TEST(TensorOnDevice, FromHostRoundTrips) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
@@ -60,7 +60,7 @@ TYPED_TEST(TensorOnDevice, ZerosAreZero) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();
   const auto t = Tensor<double>::zeros(res, 257, 3);
-  EXPECT_EQ(t.to_vector(res), std::vector<double>(257 * 3, 0.0));
+  EXPECT_EQ(t.to_vector(res), std::vector<double>(std::size_t{257} * 3, 0.0));
 }
 
 TYPED_TEST(TensorOnDevice, CloneIsDeep) {
@@ -207,7 +207,7 @@ TEST(Resources, CpuDefaults) {
 
 TEST(Resources, MissingCudaDeviceThrows) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device exists";
-  EXPECT_THROW(Resources(Device::Cuda), LogicError);
+  EXPECT_THROW({ const Resources cuda(Device::Cuda); }, LogicError);
 }
 
 TEST(Error, ExpectsThrowsLogicErrorWithLocation) {

@@ -45,8 +45,7 @@ void sgd_step(const kernels::SgdConfig& config, std::vector<double>& param,
 }
 
 std::vector<double> finite_difference_gradient(
-    const std::function<double(const std::vector<double>&)>& f, std::vector<double> x,
-    double eps) {
+    const std::function<double(const std::vector<double>&)>& f, std::vector<double> x, double eps) {
   std::vector<double> grad(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double saved = x[i];

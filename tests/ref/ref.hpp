@@ -231,8 +231,7 @@ void sgd_step(const kernels::SgdConfig& config, std::vector<double>& param,
 
 /// Central differences (f(x + eps e_i) - f(x - eps e_i)) / (2 eps) for every i.
 std::vector<double> finite_difference_gradient(
-    const std::function<double(const std::vector<double>&)>& f, std::vector<double> x,
-    double eps);
+    const std::function<double(const std::vector<double>&)>& f, std::vector<double> x, double eps);
 
 /// <a, b> in double.
 template <class T, class U>

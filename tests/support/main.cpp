@@ -1,4 +1,6 @@
-// The main() of every Halo test executable: GoogleTest plus the failing log sink.
+// The main() of every Halo test executable: GoogleTest plus the failing log sink. An executable
+// that needs its own main() (MPI initialisation) defines one; the linker then never pulls this
+// object out of the halo_test_support archive.
 #include <gtest/gtest.h>
 
 #include "support/testing.hpp"

@@ -11,10 +11,14 @@ ExpectLogs* g_innermost = nullptr;
 
 const char* level_name(LogLevel level) {
   switch (level) {
-    case LogLevel::Debug: return "DEBUG";
-    case LogLevel::Info: return "INFO";
-    case LogLevel::Warn: return "WARN";
-    case LogLevel::Error: return "ERROR";
+    case LogLevel::Debug:
+      return "DEBUG";
+    case LogLevel::Info:
+      return "INFO";
+    case LogLevel::Warn:
+      return "WARN";
+    case LogLevel::Error:
+      return "ERROR";
   }
   return "?";
 }
@@ -52,8 +56,8 @@ ExpectLogs::~ExpectLogs() {
   const bool seen = std::any_of(m_messages.begin(), m_messages.end(), [&](const std::string& m) {
     return m.find(m_expected) != std::string::npos;
   });
-  EXPECT_TRUE(seen) << "expected a HALO warning or error containing \"" << m_expected
-                    << "\"; saw " << m_messages.size() << " warning/error line(s)";
+  EXPECT_TRUE(seen) << "expected a HALO warning or error containing \"" << m_expected << "\"; saw "
+                    << m_messages.size() << " warning/error line(s)";
 }
 
 std::vector<std::string> ExpectLogs::messages() const {

@@ -27,28 +27,24 @@ using kernels::Device;
 using kernels::Resources;
 using kernels::Tensor;
 
+/// The backends op tests are typed over; `Backend::device` reads like a member of a Resources,
+/// hence the lower-case constant.
 struct CpuBackend {
-  static constexpr Device device = Device::Cpu;
+  static constexpr Device device = Device::Cpu;  // NOLINT(readability-identifier-naming)
 };
 struct CudaBackend {
-  static constexpr Device device = Device::Cuda;
+  static constexpr Device device = Device::Cuda;  // NOLINT(readability-identifier-naming)
 };
+/// The type list of op tests. ctest shows the cases as `Spmm.SumMatchesReference<...CpuBackend>`
+/// (a custom name generator would defeat gtest_discover_tests' pretty names).
 using Backends = ::testing::Types<CpuBackend, CudaBackend>;
 
-/// Names typed-test instances `Suite/Cpu` and `Suite/Cuda` instead of `Suite/0` and `Suite/1`.
-struct BackendNames {
-  template <class Backend>
-  static std::string GetName(int /*index*/) {  // NOLINT(readability-identifier-naming): gtest API
-    return Backend::device == Device::Cpu ? "Cpu" : "Cuda";
-  }
-};
-
 /// Skips the current test when `Backend` needs a GPU and none is usable.
-#define HALO_SKIP_IF_UNAVAILABLE(Backend)                                                 \
-  do {                                                                                    \
-    if ((Backend::device) == ::halo::kernels::Device::Cuda &&                             \
-        ::halo::kernels::cuda_device_count() == 0)                                        \
-      GTEST_SKIP() << "no usable CUDA device";                                            \
+#define HALO_SKIP_IF_UNAVAILABLE(Backend)                     \
+  do {                                                        \
+    if ((Backend::device) == ::halo::kernels::Device::Cuda && \
+        ::halo::kernels::cuda_device_count() == 0)            \
+      GTEST_SKIP() << "no usable CUDA device";                \
   } while (0)
 
 /// A CPU Resources for building host data (single-threaded; host copies need no threads).
@@ -159,8 +155,8 @@ CsrMatrix<Idx, T> random_csr(std::int64_t num_rows, std::int64_t num_cols, doubl
     }
     indptr.push_back(static_cast<std::int64_t>(indices.size()));
   }
-  return {Tensor<std::int64_t>::from_host(host(), indptr),
-          Tensor<Idx>::from_host(host(), indices), Tensor<T>::from_host(host(), values), num_cols,
+  return {Tensor<std::int64_t>::from_host(host(), indptr), Tensor<Idx>::from_host(host(), indices),
+          Tensor<T>::from_host(host(), values), num_cols,
           /*symmetric=*/false};
 }
 
@@ -200,15 +196,15 @@ CsrMatrix<Idx, T> random_symmetric_csr(std::int64_t n, double avg_degree, std::u
     out_indptr.push_back(static_cast<std::int64_t>(out_indices.size()));
   }
   return {Tensor<std::int64_t>::from_host(host(), out_indptr),
-          Tensor<Idx>::from_host(host(), out_indices), Tensor<T>::from_host(host(), out_values),
-          n, /*symmetric=*/true};
+          Tensor<Idx>::from_host(host(), out_indices), Tensor<T>::from_host(host(), out_values), n,
+          /*symmetric=*/true};
 }
 
 /// Element-wise |a - b| <= atol + rtol * |b| (b is the expected value); NaN never matches.
 /// On failure names the first mismatching index and how many mismatch.
 template <class T, class U>
-::testing::AssertionResult all_close(const std::vector<T>& a, const std::vector<U>& b,
-                                     double rtol, double atol) {
+::testing::AssertionResult all_close(const std::vector<T>& a, const std::vector<U>& b, double rtol,
+                                     double atol) {
   if (a.size() != b.size())
     return ::testing::AssertionFailure()
            << "sizes differ: got " << a.size() << ", expected " << b.size();
@@ -225,8 +221,8 @@ template <class T, class U>
   std::ostringstream os;
   os.precision(10);
   os << count << " of " << a.size() << " elements differ; first at index " << first << ": got "
-     << static_cast<double>(a[first]) << ", expected " << static_cast<double>(b[first])
-     << " (rtol " << rtol << ", atol " << atol << ")";
+     << static_cast<double>(a[first]) << ", expected " << static_cast<double>(b[first]) << " (rtol "
+     << rtol << ", atol " << atol << ")";
   return ::testing::AssertionFailure() << os.str();
 }
 
@@ -234,7 +230,8 @@ template <class T, class U>
 template <class T, class U>
 ::testing::AssertionResult all_close(const Tensor<T>& a, const std::vector<U>& b, double rtol,
                                      double atol) {
-  if (a.device() != Device::Cpu) return ::testing::AssertionFailure() << "tensor is not on the host";
+  if (a.device() != Device::Cpu)
+    return ::testing::AssertionFailure() << "tensor is not on the host";
   return all_close(a.to_vector(host()), b, rtol, atol);
 }
 

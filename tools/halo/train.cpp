@@ -167,7 +167,7 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(1, 4096));
   sub->add_flag("--no-normalize-features", o->no_normalize,
-                "Keep the raw features (default: divide each row by its L1 norm)");
+                "Keep sparse features raw (default: divide each row by its L1 norm)");
   sub->add_option("--json", o->json, "Write the results as one JSON object to FILE")
       ->check(kWritablePath);
   sub->add_option("--save-model", o->save_model, "Save the best model's parameters to FILE")
