@@ -1,5 +1,7 @@
 #include <halo/kernels/buffer.hpp>
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -13,9 +15,14 @@ Buffer::Buffer(const Resources& res, Device device, std::size_t bytes)
     : m_bytes(bytes), m_device(device) {
   if (bytes == 0) return;
   if (device == Device::Cpu) {
-    constexpr std::size_t kAlign = 64;
-    m_data = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    // Large buffers get 2 MiB alignment and transparent huge pages: feature rows gathered at
+    // random from a big matrix otherwise miss the TLB on nearly every row (measured: SpMM over
+    // the ogbn-arxiv shape at 256 columns, bench/results/cpu.md).
+    constexpr std::size_t kHugePage = std::size_t{2} << 20;
+    const std::size_t align = bytes >= kHugePage ? kHugePage : 64;
+    m_data = std::aligned_alloc(align, (bytes + align - 1) / align * align);
     if (m_data == nullptr) throw std::bad_alloc();
+    if (align == kHugePage) madvise(m_data, (bytes + align - 1) / align * align, MADV_HUGEPAGE);
   } else {
     m_stream = res.cuda_exec().stream;
     m_data = detail::cuda_malloc_async(bytes, m_stream);

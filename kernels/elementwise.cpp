@@ -3,6 +3,12 @@
 #include <halo/kernels/exec.hpp>
 
 namespace halo::kernels {
+namespace {
+template <class T>
+T dropout_scale(float p) {
+  return T(1) / (T(1) - static_cast<T>(p));
+}
+}  // namespace
 
 template <class T>
 void fill(const Resources& res, Span<T> x, T value) {
@@ -38,7 +44,9 @@ void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixVi
              MatrixView<T> y) {
   HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
   HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "dropout: shape mismatch");
-  launch(res, x.rows, detail::DropoutBody<T>{detail::dropout_rng_key(key), key.row_offset, p, x, y});
+  launch(res, x.rows,
+         detail::DropoutBody<T>{detail::dropout_rng_key(key), detail::dropout_threshold(p),
+                                key.row_offset, dropout_scale<T>(p), x, y});
 }
 
 template <class Idx, class T>
@@ -48,8 +56,9 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
   // num_edges() reads indptr, which only host code may do for CPU data.
   if (res.device() == Device::Cpu)
     HALO_EXPECTS(values_out.size == x.num_edges(), "dropout: values_out size mismatch");
-  launch(res, x.num_rows, detail::CsrDropoutBody<Idx, T>{detail::dropout_rng_key(key), key.row_offset,
-                                                         p, x, values_out.data});
+  launch(res, x.num_rows,
+         detail::CsrDropoutBody<Idx, T>{detail::dropout_rng_key(key), detail::dropout_threshold(p),
+                                        key.row_offset, dropout_scale<T>(p), x, values_out.data});
 }
 
 #define HALO_INSTANTIATE(T)                                                                    \

@@ -1,6 +1,7 @@
 #pragma once
 // Single-source bodies of the element-wise ops: fill, axpy, bias, ReLU, dropout.
 
+#include <cmath>
 #include <cstdint>
 
 #include <halo/kernels/hd.hpp>
@@ -26,10 +27,18 @@ inline std::uint64_t dropout_rng_key(const DropoutKey& k) {
   return rng::key(k.seed, rng::stream_id(rng::kStreamDropout, k.epoch, k.layer));
 }
 
-/// `rng_key` is rng::key(key.seed, stream_id(kStreamDropout, epoch, layer)), computed once per op.
-HALO_HD inline bool dropout_keep(std::uint64_t rng_key, std::int64_t global_row, std::int64_t c,
-                                 std::int64_t cols, float p) {
-  return rng::uniform_keyed(rng_key, static_cast<std::uint64_t>(global_row * cols + c)) >= p;
+/// uniform >= p  <=>  (bits >> 40) >= ceil(p * 2^24): the integer form of the test, exact
+/// because p * 2^24 is exact in double, and free of int-to-float conversions in the hot loop.
+inline std::uint64_t dropout_threshold(float p) {
+  return static_cast<std::uint64_t>(std::ceil(static_cast<double>(p) * 16777216.0));
+}
+
+/// Keeps element (global_row, c) iff rng::uniform_keyed(rng_key, global_row * cols + c) >= p,
+/// given rng_key = dropout_rng_key(key) and threshold = dropout_threshold(p), both per op.
+HALO_HD inline bool dropout_keep(std::uint64_t rng_key, std::uint64_t threshold,
+                                 std::int64_t global_row, std::int64_t c, std::int64_t cols) {
+  return (rng::draw_keyed(rng_key, static_cast<std::uint64_t>(global_row * cols + c)) >> 40) >=
+         threshold;
 }
 
 template <class T>
@@ -75,33 +84,37 @@ struct ReluBackwardBody {  // dx = dy where the output was positive
 template <class T>
 struct DropoutBody {  // one index = one row
   std::uint64_t rng_key;
+  std::uint64_t threshold;
   std::int64_t row_offset;
-  float p;
+  T scale;  // 1 / (1 - p)
   MatrixView<const T> x;
   MatrixView<T> y;
   HALO_HD void operator()(std::int64_t r) const {
-    const T scale = T(1) / (T(1) - static_cast<T>(p));
+    // Members copied to locals: a store through `out` could alias `scale` (same type), which
+    // stops the compiler from vectorising the loop (measured: 7x slower on AVX-512).
     const T* in = x.row(r);
     T* out = y.row(r);
     const std::int64_t cols = x.cols;
     const std::int64_t g = row_offset + r;
+    const std::uint64_t key = rng_key, thr = threshold;
+    const T s = scale;
     for (std::int64_t c = 0; c < cols; ++c)
-      out[c] = dropout_keep(rng_key, g, c, cols, p) ? in[c] * scale : T(0);
+      out[c] = dropout_keep(key, thr, g, c, cols) ? in[c] * s : T(0);
   }
 };
 
 template <class Idx, class T>
 struct CsrDropoutBody {  // the same mask applied to the stored entries of a sparse matrix
   std::uint64_t rng_key;
+  std::uint64_t threshold;
   std::int64_t row_offset;
-  float p;
+  T scale;
   CsrView<Idx, T> x;
   T* values_out;
   HALO_HD void operator()(std::int64_t r) const {
-    const T scale = T(1) / (T(1) - static_cast<T>(p));
     for (std::int64_t e = x.indptr[r]; e < x.indptr[r + 1]; ++e) {
-      const bool keep = dropout_keep(rng_key, row_offset + r,
-                                     static_cast<std::int64_t>(x.indices[e]), x.num_cols, p);
+      const bool keep = dropout_keep(rng_key, threshold, row_offset + r,
+                                     static_cast<std::int64_t>(x.indices[e]), x.num_cols);
       values_out[e] = keep ? x.value(e) * scale : T(0);
     }
   }

@@ -24,19 +24,31 @@ struct SpmmRowBody {
   bool mean;
   bool mean_source = false;
   HALO_HD void operator()(std::int64_t r) const {
+    // Locals, not members, in the loops: stores through `o` could otherwise alias them and
+    // block vectorisation.
+    const std::int64_t width = out.cols;
     T* o = out.row(r);
-    for (std::int64_t j = 0; j < out.cols; ++j) o[j] = T(0);
+    for (std::int64_t j = 0; j < width; ++j) o[j] = T(0);
     const std::int64_t begin = a.indptr[r];
     const std::int64_t end = a.indptr[r + 1];
     for (std::int64_t e = begin; e < end; ++e) {
       const auto c = static_cast<std::int64_t>(a.indices[e]);
       const T w = mean_source ? a.value(e) / static_cast<T>(a.degree(c)) : a.value(e);
       const T* xr = x.row(c);
-      for (std::int64_t j = 0; j < out.cols; ++j) o[j] += w * xr[j];
+#if !defined(__CUDA_ARCH__)
+      // Random rows of a large x are latency-bound: start fetching a later edge's row now.
+      constexpr std::int64_t kAhead = 4;
+      if (e + kAhead < end) {
+        const char* next = reinterpret_cast<const char*>(x.row(a.indices[e + kAhead]));
+        for (std::int64_t b = 0; b < width * static_cast<std::int64_t>(sizeof(T)); b += 64)
+          __builtin_prefetch(next + b);
+      }
+#endif
+      for (std::int64_t j = 0; j < width; ++j) o[j] += w * xr[j];
     }
     if (mean && end > begin) {
       const T inv = T(1) / static_cast<T>(end - begin);
-      for (std::int64_t j = 0; j < out.cols; ++j) o[j] *= inv;
+      for (std::int64_t j = 0; j < width; ++j) o[j] *= inv;
     }
   }
 };

@@ -17,7 +17,7 @@ bool smoke() {
 }
 
 double triad_bytes_per_second() {
-  static const double value = [] {
+  {
     const std::int64_t n = smoke() ? (1 << 20) : (16 << 20);  // 16M floats = 64 MiB per array
     std::vector<float> a(n), b(n, 1.f), c(n, 2.f);
     double best = 0;
@@ -30,12 +30,11 @@ double triad_bytes_per_second() {
     }
     if (a[n / 2] != 7.f) std::abort();  // keeps the loop alive and checks it
     return best;
-  }();
-  return value;
+  }
 }
 
 double sgemm_peak_flops() {
-  static const double value = [] {
+  {
     const int n = smoke() ? 256 : 2048;
     std::vector<float> a(static_cast<std::size_t>(n) * n, 1.f), b(a), c(a.size());
     openblas_set_num_threads(omp_get_max_threads());
@@ -48,8 +47,7 @@ double sgemm_peak_flops() {
       best = std::max(best, 2.0 * n * n * static_cast<double>(n) / s);
     }
     return best;
-  }();
-  return value;
+  }
 }
 
 }  // namespace halo::bench
