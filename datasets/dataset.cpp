@@ -1,10 +1,11 @@
 #include <algorithm>
-#include <halo/datasets/dataset.hpp>
-#include <halo/datasets/detail/host.hpp>
-#include <halo/kernels/error.hpp>
 #include <string>
 #include <variant>
 #include <vector>
+
+#include <halo/datasets/dataset.hpp>
+#include <halo/datasets/detail/host.hpp>
+#include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
 namespace {

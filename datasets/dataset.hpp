@@ -2,11 +2,12 @@
 // Dataset: a graph with node features, labels and train/val/test splits, held on the host.
 
 #include <cstdint>
+#include <string>
+
 #include <halo/kernels/csr.hpp>
 #include <halo/kernels/features.hpp>
 #include <halo/kernels/tensor.hpp>
 #include <halo/kernels/types.hpp>
-#include <string>
 
 namespace halo::datasets {
 

@@ -1,10 +1,11 @@
 #include <algorithm>
-#include <halo/datasets/detail/host.hpp>
-#include <halo/datasets/graph_builder.hpp>
-#include <halo/kernels/error.hpp>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include <halo/datasets/detail/host.hpp>
+#include <halo/datasets/graph_builder.hpp>
+#include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
 

@@ -2,10 +2,11 @@
 // Building a CSR graph from an edge list (counting sort, O(nodes + edges)).
 
 #include <cstdint>
-#include <halo/datasets/dataset.hpp>
-#include <halo/kernels/resources.hpp>
 #include <span>
 #include <utility>
+
+#include <halo/datasets/dataset.hpp>
+#include <halo/kernels/resources.hpp>
 
 namespace halo::datasets {
 

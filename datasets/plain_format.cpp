@@ -7,11 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <halo/datasets/detail/host.hpp>
-#include <halo/datasets/graph_builder.hpp>
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/preprocess.hpp>
-#include <halo/kernels/error.hpp>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -21,6 +16,12 @@
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include <halo/datasets/detail/host.hpp>
+#include <halo/datasets/graph_builder.hpp>
+#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
 namespace {

@@ -2,6 +2,7 @@
 // Halo's plain directory format: tab-separated text files (edges, features, labels, splits, meta).
 
 #include <filesystem>
+
 #include <halo/datasets/dataset.hpp>
 #include <halo/kernels/resources.hpp>
 

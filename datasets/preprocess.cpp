@@ -1,11 +1,12 @@
 #include <cmath>
-#include <halo/datasets/detail/host.hpp>
-#include <halo/datasets/preprocess.hpp>
-#include <halo/kernels/error.hpp>
 #include <string>
 #include <type_traits>
 #include <variant>
 #include <vector>
+
+#include <halo/datasets/detail/host.hpp>
+#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
 namespace {

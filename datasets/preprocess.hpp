@@ -3,6 +3,7 @@
 // normalisation.
 
 #include <cstdint>
+
 #include <halo/datasets/dataset.hpp>
 #include <halo/kernels/csr.hpp>
 #include <halo/kernels/features.hpp>

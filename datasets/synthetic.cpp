@@ -1,15 +1,16 @@
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <halo/datasets/detail/host.hpp>
 #include <halo/datasets/graph_builder.hpp>
 #include <halo/datasets/preprocess.hpp>
 #include <halo/datasets/synthetic.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>
-#include <limits>
-#include <string>
-#include <utility>
-#include <vector>
 
 namespace halo::datasets {
 namespace {

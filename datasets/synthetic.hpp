@@ -2,6 +2,7 @@
 // Synthetic node-classification datasets: a stochastic block model with class-dependent features.
 
 #include <cstdint>
+
 #include <halo/datasets/dataset.hpp>
 #include <halo/kernels/resources.hpp>
 

@@ -1,6 +1,7 @@
 // Embedding Halo's layers in your own program: a 2-layer GCN trained by hand on a generated
 // graph, with the loop written out (forward, loss, backward, Adam) instead of runtime::train.
 #include <cstdio>
+
 #include <halo/datasets/preprocess.hpp>
 #include <halo/datasets/synthetic.hpp>
 #include <halo/kernels/loss.hpp>

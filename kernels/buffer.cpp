@@ -1,5 +1,3 @@
-#include <halo/kernels/buffer.hpp>
-
 #include <sys/mman.h>
 
 #include <cstdlib>
@@ -7,6 +5,7 @@
 #include <new>
 #include <utility>
 
+#include <halo/kernels/buffer.hpp>
 #include <halo/kernels/detail/cuda_runtime.hpp>
 
 namespace halo::kernels {

@@ -22,15 +22,15 @@ struct CsrMatrix {
   Device device() const { return indptr.device(); }
 
   CsrView<Idx, T> view() const {
-    return {indptr.data(), indices.data(), values.empty() ? nullptr : values.data(), num_rows(),
-            num_cols, symmetric};
+    return {indptr.data(), indices.data(), values.empty() ? nullptr : values.data(),
+            num_rows(),    num_cols,       symmetric};
   }
   CsrMatrix clone(const Resources& res) const {
     return {indptr.clone(res), indices.clone(res), values.clone(res), num_cols, symmetric};
   }
   CsrMatrix copy_to(const Resources& res, Device target) const {
-    return {indptr.copy_to(res, target), indices.copy_to(res, target),
-            values.copy_to(res, target), num_cols, symmetric};
+    return {indptr.copy_to(res, target), indices.copy_to(res, target), values.copy_to(res, target),
+            num_cols, symmetric};
   }
 };
 

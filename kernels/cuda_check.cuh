@@ -2,7 +2,6 @@
 // CUDA error checks: throwing at the API, logging in destructors.
 
 #include <cuda_runtime.h>
-
 #include <string>
 
 #include <halo/kernels/error.hpp>
@@ -13,19 +12,21 @@ namespace halo::kernels::detail {
 bool debug_sync();
 }  // namespace halo::kernels::detail
 
-#define HALO_CUDA_CHECK(expr)                                                                  \
-  do {                                                                                         \
-    const cudaError_t halo_status_ = (expr);                                                   \
-    if (halo_status_ != cudaSuccess)                                                           \
-      throw ::halo::CudaError(::halo::detail::format_error(                                    \
-          (std::string("CUDA error ") + cudaGetErrorName(halo_status_) + ": " +                \
-           cudaGetErrorString(halo_status_)).c_str(), #expr, __FILE__, __LINE__));              \
+#define HALO_CUDA_CHECK(expr)                                                   \
+  do {                                                                          \
+    const cudaError_t halo_status_ = (expr);                                    \
+    if (halo_status_ != cudaSuccess)                                            \
+      throw ::halo::CudaError(::halo::detail::format_error(                     \
+          (std::string("CUDA error ") + cudaGetErrorName(halo_status_) + ": " + \
+           cudaGetErrorString(halo_status_))                                    \
+              .c_str(),                                                         \
+          #expr, __FILE__, __LINE__));                                          \
   } while (0)
 
-#define HALO_CUDA_CHECK_NO_THROW(expr)                                                        \
-  do {                                                                                        \
-    const cudaError_t halo_status_ = (expr);                                                  \
-    if (halo_status_ != cudaSuccess)                                                          \
-      HALO_LOG_ERROR("CUDA error " << cudaGetErrorName(halo_status_) << " in " << #expr       \
-                                   << " at " << __FILE__ << ":" << __LINE__);                  \
+#define HALO_CUDA_CHECK_NO_THROW(expr)                                                            \
+  do {                                                                                            \
+    const cudaError_t halo_status_ = (expr);                                                      \
+    if (halo_status_ != cudaSuccess)                                                              \
+      HALO_LOG_ERROR("CUDA error " << cudaGetErrorName(halo_status_) << " in " << #expr << " at " \
+                                   << __FILE__ << ":" << __LINE__);                               \
   } while (0)

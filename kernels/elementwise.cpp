@@ -1,5 +1,4 @@
 #include <halo/kernels/elementwise.hpp>
-
 #include <halo/kernels/exec.hpp>
 
 namespace halo::kernels {
@@ -61,17 +60,17 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
                                         key.row_offset, dropout_scale<T>(p), x, values_out.data});
 }
 
-#define HALO_INSTANTIATE(T)                                                                    \
-  template void fill<T>(const Resources&, Span<T>, T);                                         \
-  template void axpy<T>(const Resources&, T, Span<const T>, Span<T>);                          \
-  template void add_bias<T>(const Resources&, MatrixView<T>, Span<const T>);                   \
-  template void relu<T>(const Resources&, Span<const T>, Span<T>);                             \
-  template void relu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>);     \
-  template void dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>,    \
-                           MatrixView<T>);                                                     \
-  template void dropout<std::int32_t, T>(const Resources&, const DropoutKey&, float,           \
-                                         CsrView<std::int32_t, T>, Span<T>);                   \
-  template void dropout<std::int64_t, T>(const Resources&, const DropoutKey&, float,           \
+#define HALO_INSTANTIATE(T)                                                                 \
+  template void fill<T>(const Resources&, Span<T>, T);                                      \
+  template void axpy<T>(const Resources&, T, Span<const T>, Span<T>);                       \
+  template void add_bias<T>(const Resources&, MatrixView<T>, Span<const T>);                \
+  template void relu<T>(const Resources&, Span<const T>, Span<T>);                          \
+  template void relu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>);  \
+  template void dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>, \
+                           MatrixView<T>);                                                  \
+  template void dropout<std::int32_t, T>(const Resources&, const DropoutKey&, float,        \
+                                         CsrView<std::int32_t, T>, Span<T>);                \
+  template void dropout<std::int64_t, T>(const Resources&, const DropoutKey&, float,        \
                                          CsrView<std::int64_t, T>, Span<T>);
 HALO_INSTANTIATE(float)
 HALO_INSTANTIATE(double)

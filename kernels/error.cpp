@@ -1,6 +1,6 @@
-#include <halo/kernels/error.hpp>
-
 #include <atomic>
+
+#include <halo/kernels/error.hpp>
 
 namespace halo::detail {
 namespace {

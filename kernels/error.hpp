@@ -43,22 +43,23 @@ int error_rank();
 
 }  // namespace halo
 
-#define HALO_EXPECTS(cond, msg)                                                              \
-  do {                                                                                       \
-    if (!(cond))                                                                             \
-      throw ::halo::LogicError(::halo::detail::format_error((std::string(msg)).c_str(), #cond, \
-                                                            __FILE__, __LINE__));            \
+#define HALO_EXPECTS(cond, msg)                                                                 \
+  do {                                                                                          \
+    if (!(cond))                                                                                \
+      throw ::halo::LogicError(                                                                 \
+          ::halo::detail::format_error((std::string(msg)).c_str(), #cond, __FILE__, __LINE__)); \
   } while (0)
 
-#define HALO_FAIL(msg) \
-  throw ::halo::LogicError(::halo::detail::format_error((std::string(msg)).c_str(), "", __FILE__, __LINE__))
+#define HALO_FAIL(msg)      \
+  throw ::halo::LogicError( \
+      ::halo::detail::format_error((std::string(msg)).c_str(), "", __FILE__, __LINE__))
 
 /// Internal invariant, checked when `level` <= HALO_ASSERT_LEVEL (0 = none, 3 = expensive checks).
-#define HALO_ASSERT(cond, level)                                                            \
-  do {                                                                                      \
-    if constexpr ((level) <= HALO_ASSERT_LEVEL) {                                           \
-      if (!(cond))                                                                          \
-        throw ::halo::LogicError(                                                           \
+#define HALO_ASSERT(cond, level)                                                                   \
+  do {                                                                                             \
+    if constexpr ((level) <= HALO_ASSERT_LEVEL) {                                                  \
+      if (!(cond))                                                                                 \
+        throw ::halo::LogicError(                                                                  \
             ::halo::detail::format_error("internal assertion failed", #cond, __FILE__, __LINE__)); \
-    }                                                                                       \
+    }                                                                                              \
   } while (0)

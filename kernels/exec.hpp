@@ -2,9 +2,8 @@
 // The launchers of single-source bodies: `launch(res, n, body)` runs body(i) for i in [0, n) on
 // the device of `res`: an OpenMP loop on the CPU, a grid-stride CUDA kernel on the GPU.
 
-#include <omp.h>
-
 #include <cstdint>
+#include <omp.h>
 
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/resources.hpp>
@@ -18,7 +17,8 @@ void for_each_index(CpuExec exec, std::int64_t n, const Body& body) {
   // guided: rows of power-law graphs differ in cost by orders of magnitude. (_OPENMP is unset
   // only where nvcc's host pass sees this header; CUDA files never call this launcher.)
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(guided) num_threads(exec.num_threads) if (n > 1 && !omp_in_parallel())
+#pragma omp parallel for schedule(guided) \
+    num_threads(exec.num_threads) if (n > 1 && !omp_in_parallel())
 #endif
   for (std::int64_t i = 0; i < n; ++i) body(i);
 }
@@ -34,7 +34,8 @@ template <class Body>
 void launch(const Resources& res, std::int64_t n, const Body& body) {
   if (n <= 0) return;
   switch (res.device()) {
-    case Device::Cpu: return for_each_index(res.cpu_exec(), n, body);
+    case Device::Cpu:
+      return for_each_index(res.cpu_exec(), n, body);
     case Device::Cuda:
 #if HALO_WITH_CUDA
       return detail::launch_cuda(res.cuda_exec(), n, body);

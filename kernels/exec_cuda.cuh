@@ -1,9 +1,8 @@
 #pragma once
 // The CUDA launcher of single-source bodies. Included only by `<op>_cuda.cu` files.
 
-#include <cuda_runtime.h>
-
 #include <algorithm>
+#include <cuda_runtime.h>
 
 #include <halo/kernels/cuda_check.cuh>
 #include <halo/kernels/exec.hpp>

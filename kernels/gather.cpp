@@ -1,6 +1,5 @@
-#include <halo/kernels/gather.hpp>
-
 #include <halo/kernels/exec.hpp>
+#include <halo/kernels/gather.hpp>
 #include <halo/kernels/gather_body.hpp>
 
 namespace halo::kernels {
@@ -32,11 +31,11 @@ void scatter_add_rows(const Resources& res, ConstMatrixView<T> x, Span<const Idx
   launch(res, (out.cols + Body::kColumnBlock - 1) / Body::kColumnBlock, Body{x, idx, out});
 }
 
-#define HALO_INSTANTIATE(Idx, T)                                                            \
-  template void gather_rows<Idx, T>(const Resources&, MatrixView<const T>, Span<const Idx>, \
-                                    MatrixView<T>);                                         \
-  template void scatter_add_rows<Idx, T>(const Resources&, MatrixView<const T>,             \
-                                         Span<const Idx>, MatrixView<T>);
+#define HALO_INSTANTIATE(Idx, T)                                                                 \
+  template void gather_rows<Idx, T>(const Resources&, MatrixView<const T>, Span<const Idx>,      \
+                                    MatrixView<T>);                                              \
+  template void scatter_add_rows<Idx, T>(const Resources&, MatrixView<const T>, Span<const Idx>, \
+                                         MatrixView<T>);
 HALO_INSTANTIATE(std::int32_t, float)
 HALO_INSTANTIATE(std::int64_t, float)
 HALO_INSTANTIATE(std::int32_t, double)

@@ -3,7 +3,7 @@
 #include <halo/kernels/gather_body.hpp>
 
 namespace halo::kernels::detail {
-#define HALO_INSTANTIATE(Idx, T)                                                  \
+#define HALO_INSTANTIATE(Idx, T)                                                    \
   template void launch_cuda(CudaExec, std::int64_t, const GatherRowsBody<Idx, T>&); \
   template void launch_cuda(CudaExec, std::int64_t, const ScatterAddRowsBody<Idx, T>&);
 HALO_INSTANTIATE(std::int32_t, float)

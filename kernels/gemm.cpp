@@ -1,11 +1,9 @@
-#include <halo/kernels/gemm.hpp>
-
-#include <cblas.h>
-
 #include <algorithm>
+#include <cblas.h>
 
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/error.hpp>
+#include <halo/kernels/gemm.hpp>
 
 namespace halo::kernels {
 namespace {

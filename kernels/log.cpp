@@ -1,9 +1,9 @@
-#include <halo/kernels/log.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+
+#include <halo/kernels/log.hpp>
 
 namespace halo {
 namespace {
@@ -20,10 +20,14 @@ LogLevel level_from_env() {
 
 const char* level_name(LogLevel level) {
   switch (level) {
-    case LogLevel::Debug: return "debug";
-    case LogLevel::Info: return "info";
-    case LogLevel::Warn: return "warning";
-    case LogLevel::Error: return "error";
+    case LogLevel::Debug:
+      return "debug";
+    case LogLevel::Info:
+      return "info";
+    case LogLevel::Warn:
+      return "warning";
+    case LogLevel::Error:
+      return "error";
   }
   return "";
 }

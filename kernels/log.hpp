@@ -27,13 +27,13 @@ void log_write(LogLevel level, const std::string& message);
 
 }  // namespace halo
 
-#define HALO_LOG(level, expr)                                      \
-  do {                                                             \
-    if (::halo::detail::log_enabled(level)) {                      \
-      std::ostringstream halo_log_os_;                             \
-      halo_log_os_ << expr;                                        \
-      ::halo::detail::log_write(level, halo_log_os_.str());        \
-    }                                                              \
+#define HALO_LOG(level, expr)                               \
+  do {                                                      \
+    if (::halo::detail::log_enabled(level)) {               \
+      std::ostringstream halo_log_os_;                      \
+      halo_log_os_ << expr;                                 \
+      ::halo::detail::log_write(level, halo_log_os_.str()); \
+    }                                                       \
   } while (0)
 #define HALO_LOG_DEBUG(expr) HALO_LOG(::halo::LogLevel::Debug, expr)
 #define HALO_LOG_INFO(expr) HALO_LOG(::halo::LogLevel::Info, expr)

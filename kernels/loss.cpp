@@ -1,9 +1,8 @@
-#include <halo/kernels/loss.hpp>
-
 #include <cmath>
 
 #include <halo/kernels/buffer.hpp>
 #include <halo/kernels/exec.hpp>
+#include <halo/kernels/loss.hpp>
 #include <halo/kernels/loss_body.hpp>
 #include <halo/kernels/reduce.hpp>
 #include <halo/kernels/tensor.hpp>
@@ -13,8 +12,8 @@ namespace {
 /// Shapes always; for CPU data also every selected row id and its label (device data is
 /// validated where it is produced). A bad label would otherwise index out of bounds.
 template <class Idx, class T>
-void check_inputs(const Resources& res, MatrixView<const T> logits,
-                  Span<const std::int32_t> labels, Span<const Idx> rows, const char* op) {
+void check_inputs(const Resources& res, MatrixView<const T> logits, Span<const std::int32_t> labels,
+                  Span<const Idx> rows, const char* op) {
   HALO_EXPECTS(labels.size == logits.rows, std::string(op) + ": one label per row expected");
   HALO_EXPECTS(logits.cols > 0 || logits.rows == 0, std::string(op) + ": no classes");
   if (res.device() != Device::Cpu) return;
@@ -62,13 +61,13 @@ std::int64_t count_correct(const Resources& res, MatrixView<const T> logits,
   return std::llround(sum(res, Span<const double>(correct.span())));
 }
 
-#define HALO_INSTANTIATE(Idx, T)                                                              \
-  template T log_softmax_nll<Idx, T>(const Resources&, MatrixView<const T>,                   \
-                                     Span<const std::int32_t>, Span<const Idx>);               \
-  template void log_softmax_nll_backward<Idx, T>(const Resources&, MatrixView<const T>,       \
-                                                 Span<const std::int32_t>, Span<const Idx>,   \
-                                                 MatrixView<T>);                               \
-  template std::int64_t count_correct<Idx, T>(const Resources&, MatrixView<const T>,          \
+#define HALO_INSTANTIATE(Idx, T)                                                            \
+  template T log_softmax_nll<Idx, T>(const Resources&, MatrixView<const T>,                 \
+                                     Span<const std::int32_t>, Span<const Idx>);            \
+  template void log_softmax_nll_backward<Idx, T>(const Resources&, MatrixView<const T>,     \
+                                                 Span<const std::int32_t>, Span<const Idx>, \
+                                                 MatrixView<T>);                            \
+  template std::int64_t count_correct<Idx, T>(const Resources&, MatrixView<const T>,        \
                                               Span<const std::int32_t>, Span<const Idx>);
 HALO_INSTANTIATE(std::int32_t, float)
 HALO_INSTANTIATE(std::int64_t, float)

@@ -3,7 +3,7 @@
 #include <halo/kernels/loss_body.hpp>
 
 namespace halo::kernels::detail {
-#define HALO_INSTANTIATE(Idx, T)                                                   \
+#define HALO_INSTANTIATE(Idx, T)                                                     \
   template void launch_cuda(CudaExec, std::int64_t, const NllForwardBody<Idx, T>&);  \
   template void launch_cuda(CudaExec, std::int64_t, const NllBackwardBody<Idx, T>&); \
   template void launch_cuda(CudaExec, std::int64_t, const CorrectBody<Idx, T>&);

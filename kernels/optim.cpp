@@ -1,8 +1,7 @@
-#include <halo/kernels/optim.hpp>
-
 #include <cmath>
 
 #include <halo/kernels/exec.hpp>
+#include <halo/kernels/optim.hpp>
 #include <halo/kernels/optim_body.hpp>
 
 namespace halo::kernels {
@@ -38,7 +37,7 @@ template void adam_step<double>(const Resources&, const AdamConfig&, std::int64_
                                 Span<const double>, Span<double>, Span<double>);
 template void sgd_step<float>(const Resources&, const SgdConfig&, Span<float>, Span<const float>,
                               Span<float>);
-template void sgd_step<double>(const Resources&, const SgdConfig&, Span<double>,
-                               Span<const double>, Span<double>);
+template void sgd_step<double>(const Resources&, const SgdConfig&, Span<double>, Span<const double>,
+                               Span<double>);
 
 }  // namespace halo::kernels

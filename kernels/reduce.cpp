@@ -1,8 +1,7 @@
-#include <halo/kernels/reduce.hpp>
-
 #include <algorithm>
 
 #include <halo/kernels/exec.hpp>
+#include <halo/kernels/reduce.hpp>
 #include <halo/kernels/reduce_body.hpp>
 #include <halo/kernels/tensor.hpp>
 
@@ -13,7 +12,8 @@ void column_sum(const Resources& res, ConstMatrixView<T> x, Span<T> out, bool ac
   HALO_EXPECTS(out.size == x.cols, "column_sum: out must have one entry per column");
   // Enough blocks to keep every thread busy, few enough that combining them is cheap.
   constexpr std::int64_t kMaxBlocks = 256;
-  const std::int64_t rows_per_block = std::max<std::int64_t>(1, (x.rows + kMaxBlocks - 1) / kMaxBlocks);
+  const std::int64_t rows_per_block =
+      std::max<std::int64_t>(1, (x.rows + kMaxBlocks - 1) / kMaxBlocks);
   const std::int64_t blocks = x.rows == 0 ? 0 : (x.rows + rows_per_block - 1) / rows_per_block;
   Tensor<T> partial(res, blocks, x.cols);
   launch(res, blocks, detail::ColumnPartialSumBody<T>{x, rows_per_block, partial.view()});

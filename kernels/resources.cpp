@@ -1,9 +1,8 @@
-#include <halo/kernels/resources.hpp>
-
 #include <omp.h>
 
 #include <halo/kernels/detail/cuda_runtime.hpp>
 #include <halo/kernels/error.hpp>
+#include <halo/kernels/resources.hpp>
 
 namespace halo::kernels {
 

@@ -57,10 +57,10 @@ HALO_HD inline std::uint64_t below(std::uint64_t seed, std::uint64_t stream, std
 
 /// Stream ids name what a draw is for, so unrelated uses never share numbers.
 enum Stream : std::uint64_t {
-  kStreamInit = 1,      // parameter initialisation: index = parameter id, element
-  kStreamDropout = 2,   // dropout masks
-  kStreamSynthetic = 3, // synthetic dataset generators
-  kStreamShuffle = 4,   // seed shuffles
+  kStreamInit = 1,       // parameter initialisation: index = parameter id, element
+  kStreamDropout = 2,    // dropout masks
+  kStreamSynthetic = 3,  // synthetic dataset generators
+  kStreamShuffle = 4,    // seed shuffles
 };
 
 /// Combines a stream kind with up to two small sub-keys (epoch, layer, parameter id, ...).

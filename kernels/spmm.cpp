@@ -1,7 +1,6 @@
-#include <halo/kernels/spmm.hpp>
-
 #include <halo/kernels/buffer.hpp>
 #include <halo/kernels/exec.hpp>
+#include <halo/kernels/spmm.hpp>
 
 namespace halo::kernels {
 
@@ -30,11 +29,11 @@ void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T>
   launch(res, blocks, Body{a, y, out, aggregate == Aggregate::Mean});
 }
 
-#define HALO_INSTANTIATE(Idx, T)                                                        \
-  template void spmm<Idx, T>(const Resources&, CsrView<Idx, T>, MatrixView<const T>,   \
-                             MatrixView<T>, Aggregate);                                 \
-  template void spmm_transposed<Idx, T>(const Resources&, CsrView<Idx, T>,              \
-                                        MatrixView<const T>, MatrixView<T>, Aggregate);
+#define HALO_INSTANTIATE(Idx, T)                                                                \
+  template void spmm<Idx, T>(const Resources&, CsrView<Idx, T>, MatrixView<const T>,            \
+                             MatrixView<T>, Aggregate);                                         \
+  template void spmm_transposed<Idx, T>(const Resources&, CsrView<Idx, T>, MatrixView<const T>, \
+                                        MatrixView<T>, Aggregate);
 HALO_INSTANTIATE(std::int32_t, float)
 HALO_INSTANTIATE(std::int64_t, float)
 HALO_INSTANTIATE(std::int32_t, double)

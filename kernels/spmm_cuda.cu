@@ -8,8 +8,12 @@ template void launch_cuda(CudaExec, std::int64_t, const SpmmRowBody<std::int32_t
 template void launch_cuda(CudaExec, std::int64_t, const SpmmRowBody<std::int64_t, float>&);
 template void launch_cuda(CudaExec, std::int64_t, const SpmmRowBody<std::int32_t, double>&);
 template void launch_cuda(CudaExec, std::int64_t, const SpmmRowBody<std::int64_t, double>&);
-template void launch_cuda(CudaExec, std::int64_t, const SpmmTransposedBlockBody<std::int32_t, float>&);
-template void launch_cuda(CudaExec, std::int64_t, const SpmmTransposedBlockBody<std::int64_t, float>&);
-template void launch_cuda(CudaExec, std::int64_t, const SpmmTransposedBlockBody<std::int32_t, double>&);
-template void launch_cuda(CudaExec, std::int64_t, const SpmmTransposedBlockBody<std::int64_t, double>&);
+template void launch_cuda(CudaExec, std::int64_t,
+                          const SpmmTransposedBlockBody<std::int32_t, float>&);
+template void launch_cuda(CudaExec, std::int64_t,
+                          const SpmmTransposedBlockBody<std::int64_t, float>&);
+template void launch_cuda(CudaExec, std::int64_t,
+                          const SpmmTransposedBlockBody<std::int32_t, double>&);
+template void launch_cuda(CudaExec, std::int64_t,
+                          const SpmmTransposedBlockBody<std::int64_t, double>&);
 }  // namespace halo::kernels::detail

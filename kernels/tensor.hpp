@@ -108,7 +108,8 @@ void copy(const Resources& res, Tensor<T>& dst, const Tensor<T>& src) {
 /// Layers use it to keep their outputs across epochs without allocating again.
 template <class T>
 void ensure_shape(const Resources& res, Tensor<T>& t, std::int64_t rows, std::int64_t cols) {
-  if (t.rows() != rows || t.cols() != cols || t.device() != res.device()) t = Tensor<T>(res, rows, cols);
+  if (t.rows() != rows || t.cols() != cols || t.device() != res.device())
+    t = Tensor<T>(res, rows, cols);
 }
 
 }  // namespace halo::kernels

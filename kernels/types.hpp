@@ -19,15 +19,25 @@ using EdgeId = std::int64_t;
 template <class T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<float>() { return DType::F32; }
+constexpr DType dtype_of<float>() {
+  return DType::F32;
+}
 template <>
-constexpr DType dtype_of<double>() { return DType::F64; }
+constexpr DType dtype_of<double>() {
+  return DType::F64;
+}
 template <>
-constexpr DType dtype_of<std::int32_t>() { return DType::I32; }
+constexpr DType dtype_of<std::int32_t>() {
+  return DType::I32;
+}
 template <>
-constexpr DType dtype_of<std::int64_t>() { return DType::I64; }
+constexpr DType dtype_of<std::int64_t>() {
+  return DType::I64;
+}
 template <>
-constexpr DType dtype_of<std::uint8_t>() { return DType::U8; }
+constexpr DType dtype_of<std::uint8_t>() {
+  return DType::U8;
+}
 
 constexpr std::string_view to_string(Device d) { return d == Device::Cpu ? "cpu" : "cuda"; }
 

@@ -2,7 +2,6 @@
 // Non-owning, trivially copyable views passed by value into ops and single-source bodies.
 
 #include <cstdint>
-#include <type_traits>
 
 #include <halo/kernels/hd.hpp>
 
@@ -50,8 +49,12 @@ struct CsrView {
 /// Read-only view parameters of ops whose element type is deduced from another argument: the
 /// alias is a non-deduced context, so a mutable view converts implicitly at the call.
 template <class T>
-using ConstMatrixView = std::type_identity_t<MatrixView<const T>>;
+struct TypeIdentity {  // std::type_identity, which C++17 (nvcc's dialect here) lacks
+  using type = T;
+};
 template <class T>
-using ConstSpan = std::type_identity_t<Span<const T>>;
+using ConstMatrixView = typename TypeIdentity<MatrixView<const T>>::type;
+template <class T>
+using ConstSpan = typename TypeIdentity<Span<const T>>::type;
 
 }  // namespace halo::kernels

@@ -1,9 +1,8 @@
-#include <halo/nn/layers.hpp>
-
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/gemm.hpp>
 #include <halo/kernels/reduce.hpp>
 #include <halo/nn/detail/products.hpp>
+#include <halo/nn/layers.hpp>
 
 namespace halo::nn {
 

@@ -1,11 +1,10 @@
-#include <halo/nn/model.hpp>
-
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 
 #include <halo/kernels/log.hpp>
 #include <halo/nn/layers.hpp>
+#include <halo/nn/model.hpp>
 
 namespace halo::nn {
 
@@ -51,8 +50,8 @@ Model<T>::Model(const kernels::Resources& res, const ModelConfig& config, std::u
 template <class T>
 const Tensor<T>& Model<T>::forward(const Context& ctx, Adjacency<T> graph, const Features<T>& x) {
   HALO_EXPECTS(kernels::num_cols(x) == m_config.in_features,
-               "model: input has " + std::to_string(kernels::num_cols(x)) + " features, the model " +
-                   std::to_string(m_config.in_features));
+               "model: input has " + std::to_string(kernels::num_cols(x)) +
+                   " features, the model " + std::to_string(m_config.in_features));
   const Features<T>* h = &x;
   for (auto& m : m_modules) h = &m->forward(ctx, graph, *h);
   return std::get<Tensor<T>>(*h);
@@ -175,7 +174,8 @@ void Model<T>::load(const kernels::Resources& res, const std::filesystem::path& 
                  static_cast<std::streamsize>(values.size() * sizeof(T))))
       fail("truncated in the values of '" + name + "'");
   }
-  if (in.peek() != std::ifstream::traits_type::eof()) fail("trailing bytes after the last parameter");
+  if (in.peek() != std::ifstream::traits_type::eof())
+    fail("trailing bytes after the last parameter");
   for (std::size_t i = 0; i < params.size(); ++i) {
     auto& value = params[i]->value;
     value = Tensor<T>::from_host(res, loaded[i], value.rows(), value.cols());

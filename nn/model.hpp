@@ -19,9 +19,9 @@ std::string to_string(ModelKind kind);
 
 struct ModelConfig {
   ModelKind kind = ModelKind::Gcn;
-  int num_layers = 2;             // graph convolutions
-  std::int64_t hidden = 16;       // width of every hidden layer
-  float dropout = 0.5f;           // before every convolution, the input's included
+  int num_layers = 2;        // graph convolutions
+  std::int64_t hidden = 16;  // width of every hidden layer
+  float dropout = 0.5f;      // before every convolution, the input's included
   std::int64_t in_features = 0;
   std::int64_t num_classes = 0;
 };

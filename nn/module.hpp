@@ -25,9 +25,9 @@ using Adjacency = kernels::CsrView<kernels::NodeId, T>;
 struct Context {
   const kernels::Resources* res = nullptr;
   bool training = false;
-  std::uint64_t seed = 0;      // base seed of the run (dropout masks)
-  std::uint64_t epoch = 0;     // keys the dropout masks of this pass
-  std::int64_t row_offset = 0; // global node id of local row 0
+  std::uint64_t seed = 0;       // base seed of the run (dropout masks)
+  std::uint64_t epoch = 0;      // keys the dropout masks of this pass
+  std::int64_t row_offset = 0;  // global node id of local row 0
 };
 
 /// A trainable tensor and its gradient (same shape, same device).

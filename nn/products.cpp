@@ -13,8 +13,8 @@ using kernels::Tensor;
 using kernels::Trans;
 
 template <class T>
-void multiply(const kernels::Resources& res, const kernels::FeatureMatrix<T>& x,
-              const Tensor<T>& w, Tensor<T>& out) {
+void multiply(const kernels::Resources& res, const kernels::FeatureMatrix<T>& x, const Tensor<T>& w,
+              Tensor<T>& out) {
   if (const auto* sparse = std::get_if<CsrMatrix<std::int32_t, T>>(&x)) {
     kernels::spmm(res, sparse->view(), w.view(), out.view());
   } else {
@@ -29,8 +29,8 @@ void multiply_transposed(const kernels::Resources& res, const kernels::FeatureMa
   if (const auto* sparse = std::get_if<CsrMatrix<std::int32_t, T>>(&x)) {
     kernels::spmm_transposed(res, sparse->view(), dy.view(), grad_w.view());
   } else {
-    kernels::gemm(res, Trans::Yes, Trans::No, T(1), std::get<Tensor<T>>(x).view(), dy.view(),
-                  T(0), grad_w.view());
+    kernels::gemm(res, Trans::Yes, Trans::No, T(1), std::get<Tensor<T>>(x).view(), dy.view(), T(0),
+                  grad_w.view());
   }
 }
 
@@ -52,14 +52,13 @@ void glorot_uniform(const kernels::Resources& res, Tensor<T>& w, std::uint64_t s
   w = Tensor<T>::from_host(res, host, w.rows(), w.cols());
 }
 
-#define HALO_INSTANTIATE(T)                                                                    \
-  template void multiply<T>(const kernels::Resources&, const kernels::FeatureMatrix<T>&,       \
-                            const Tensor<T>&, Tensor<T>&);                                     \
-  template void multiply_transposed<T>(const kernels::Resources&,                              \
-                                       const kernels::FeatureMatrix<T>&, const Tensor<T>&,     \
-                                       Tensor<T>&);                                            \
-  template const Tensor<T>& dense<T>(const kernels::FeatureMatrix<T>&, const char*);           \
-  template void glorot_uniform<T>(const kernels::Resources&, Tensor<T>&, std::uint64_t,        \
+#define HALO_INSTANTIATE(T)                                                                       \
+  template void multiply<T>(const kernels::Resources&, const kernels::FeatureMatrix<T>&,          \
+                            const Tensor<T>&, Tensor<T>&);                                        \
+  template void multiply_transposed<T>(                                                           \
+      const kernels::Resources&, const kernels::FeatureMatrix<T>&, const Tensor<T>&, Tensor<T>&); \
+  template const Tensor<T>& dense<T>(const kernels::FeatureMatrix<T>&, const char*);              \
+  template void glorot_uniform<T>(const kernels::Resources&, Tensor<T>&, std::uint64_t,           \
                                   std::uint64_t);
 HALO_INSTANTIATE(float)
 HALO_INSTANTIATE(double)

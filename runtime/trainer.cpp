@@ -1,5 +1,3 @@
-#include <halo/runtime/trainer.hpp>
-
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -7,6 +5,7 @@
 
 #include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/loss.hpp>
+#include <halo/runtime/trainer.hpp>
 
 namespace halo::runtime {
 
@@ -32,12 +31,13 @@ struct Split {
 };
 
 Split score(const kernels::Resources& res, const Tensor<float>& logits,
-               const Tensor<std::int32_t>& labels, const Tensor<NodeId>& rows) {
+            const Tensor<std::int32_t>& labels, const Tensor<NodeId>& rows) {
   if (rows.numel() == 0) return {};
   const auto n = static_cast<double>(rows.numel());
-  return {kernels::log_softmax_nll(res, logits.view(), labels.span(), rows.span()),
-          static_cast<double>(kernels::count_correct(res, logits.view(), labels.span(),
-                                                     rows.span())) / n};
+  return {
+      kernels::log_softmax_nll(res, logits.view(), labels.span(), rows.span()),
+      static_cast<double>(kernels::count_correct(res, logits.view(), labels.span(), rows.span())) /
+          n};
 }
 
 }  // namespace

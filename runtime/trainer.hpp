@@ -12,7 +12,7 @@
 namespace halo::runtime {
 
 struct TrainConfig {
-  nn::ModelConfig model;           // in_features and num_classes are taken from the dataset
+  nn::ModelConfig model;  // in_features and num_classes are taken from the dataset
   int epochs = 200;
   double lr = 0.01;
   double weight_decay = 5e-4;
@@ -36,9 +36,9 @@ struct EpochStats {
 };
 
 struct TrainResult {
-  int best_epoch = 0;            // highest validation accuracy (ties: lower validation loss)
-  double val_accuracy = 0;       // at best_epoch
-  double test_accuracy = 0;      // at best_epoch
+  int best_epoch = 0;        // highest validation accuracy (ties: lower validation loss)
+  double val_accuracy = 0;   // at best_epoch
+  double test_accuracy = 0;  // at best_epoch
   double final_train_loss = 0;
   double preprocess_time_s = 0;  // graph symmetrisation / normalisation, feature normalisation
   double train_time_s = 0;       // all epochs, evaluation included

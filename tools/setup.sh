@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(build-essential cmake ninja-build pkg-config git
+PACKAGES=(build-essential cmake ninja-build pkg-config git clang-format
   libopenblas-openmp-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   mpich libmpich-dev libmetis-dev)
@@ -41,7 +41,15 @@ run_main() {
   build/cpu-release/tools/halo/halo train --json build/cpu-release/train.json
 }
 
+run_lint() {
+  echo "== lint: clang-format (.clang-format) =="
+  find kernels datasets nn runtime tools tests bench examples \
+      \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh' \) -print0 |
+    xargs -0 clang-format --dry-run --Werror
+}
+
 run_tests() {
+  run_lint
   echo "== CPU build, ASan + UBSan =="
   cmake --preset cpu-debug >/dev/null
   cmake --build build/cpu-debug --parallel "$(jobs)"

@@ -36,7 +36,8 @@ void BM_Gemm(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   const double flops = 2.0 * static_cast<double>(nodes) * in_f * out_f;
-  state.counters["flops"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   const double peak = bench::sgemm_peak_flops();  // measured right after, like-for-like
   state.counters["sgemm_peak_flops"] = peak;
   state.counters["fraction_of_peak"] =

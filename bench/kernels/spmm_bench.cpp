@@ -69,7 +69,13 @@ void BM_Spmm(benchmark::State& state) {
   report(state, spmm_bytes(in, cols));
   state.counters["edges"] = static_cast<double>(in.graph.num_edges());
 }
-BENCHMARK(BM_Spmm)->Arg(16)->Arg(40)->Arg(128)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Spmm)
+    ->Arg(16)
+    ->Arg(40)
+    ->Arg(128)
+    ->Arg(256)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 /// Arg 1: whether the matrix is flagged symmetric (row-parallel path) or not (column blocks).
 void BM_SpmmTransposed(benchmark::State& state) {
@@ -86,6 +92,7 @@ void BM_SpmmTransposed(benchmark::State& state) {
 BENCHMARK(BM_SpmmTransposed)
     ->ArgsProduct({{40, 256}, {0, 1}})
     ->ArgNames({"cols", "symmetric"})
-   ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace

@@ -44,7 +44,13 @@ void BM_SageEpochArxivShape(benchmark::State& s) {
 }
 BENCHMARK(BM_GcnEpochCora)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SageEpochCora)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_GcnEpochArxivShape)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(bench::smoke() ? 0.001 : 3.0);
-BENCHMARK(BM_SageEpochArxivShape)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(bench::smoke() ? 0.001 : 3.0);
+BENCHMARK(BM_GcnEpochArxivShape)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(bench::smoke() ? 0.001 : 3.0);
+BENCHMARK(BM_SageEpochArxivShape)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(bench::smoke() ? 0.001 : 3.0);
 
 }  // namespace

@@ -1,12 +1,11 @@
 #include "support/machine.hpp"
 
-#include <cblas.h>
-#include <omp.h>
-
 #include <algorithm>
+#include <cblas.h>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <omp.h>
 #include <vector>
 
 namespace halo::bench {
@@ -41,8 +40,8 @@ double sgemm_peak_flops() {
     double best = 0;
     for (int rep = 0; rep < 3; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a.data(), n, b.data(),
-                  n, 0.f, c.data(), n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a.data(), n, b.data(), n,
+                  0.f, c.data(), n);
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       best = std::max(best, 2.0 * n * n * static_cast<double>(n) / s);
     }

@@ -1,10 +1,11 @@
 #include <algorithm>
 #include <atomic>
-#include <halo/datasets/detail/host.hpp>
-#include <halo/kernels/error.hpp>
 #include <numeric>
 #include <string>
 #include <utility>
+
+#include <halo/datasets/detail/host.hpp>
+#include <halo/kernels/error.hpp>
 
 namespace halo::datasets::detail {
 

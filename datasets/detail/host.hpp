@@ -2,11 +2,12 @@
 // Private helpers of the datasets component: host allocation, parallel loops, CSR utilities.
 
 #include <cstdint>
+#include <vector>
+
 #include <halo/datasets/dataset.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/tensor.hpp>
-#include <vector>
 
 namespace halo::datasets::detail {
 

@@ -1,10 +1,10 @@
 // Tests of Dataset and validate().
 
 #include <gtest/gtest.h>
+#include <string>
 
 #include <halo/datasets/dataset.hpp>
 #include <halo/kernels/error.hpp>
-#include <string>
 
 #include "datasets_test_util.hpp"
 

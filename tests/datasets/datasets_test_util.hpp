@@ -1,7 +1,6 @@
 #pragma once
 // Helpers shared by the datasets tests: hand-built graphs, plain reference views, temp dirs.
 
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,12 +9,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <halo/datasets/dataset.hpp>
-#include <halo/kernels/resources.hpp>
-#include <halo/kernels/rng.hpp>
+#include <gtest/gtest.h>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <halo/datasets/dataset.hpp>
+#include <halo/kernels/resources.hpp>
+#include <halo/kernels/rng.hpp>
 
 namespace halo::datasets::test {
 

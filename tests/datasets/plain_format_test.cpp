@@ -1,19 +1,19 @@
 // Tests of the plain directory format: the real Cora files, malformed inputs, round trips.
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <fstream>
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/preprocess.hpp>
-#include <halo/datasets/synthetic.hpp>
-#include <halo/kernels/error.hpp>
+#include <gtest/gtest.h>
 #include <iterator>
 #include <map>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
+
+#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/synthetic.hpp>
+#include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"
 

@@ -1,16 +1,16 @@
 // Tests of graph_from_edges and the preprocessing functions against plain references.
 
-#include <gtest/gtest.h>
-
 #include <cmath>
-#include <halo/datasets/graph_builder.hpp>
-#include <halo/datasets/preprocess.hpp>
-#include <halo/kernels/error.hpp>
+#include <gtest/gtest.h>
 #include <map>
 #include <set>
 #include <span>
 #include <variant>
 #include <vector>
+
+#include <halo/datasets/graph_builder.hpp>
+#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"
 

@@ -1,15 +1,15 @@
 // Tests of the synthetic stochastic-block-model generator.
 
-#include <gtest/gtest.h>
-
 #include <cmath>
-#include <halo/datasets/preprocess.hpp>
-#include <halo/datasets/synthetic.hpp>
-#include <halo/kernels/error.hpp>
+#include <gtest/gtest.h>
 #include <set>
 #include <string>
 #include <variant>
 #include <vector>
+
+#include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/synthetic.hpp>
+#include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"
 

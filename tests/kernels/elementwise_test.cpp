@@ -1,8 +1,7 @@
 // Element-wise ops: fill, axpy, bias, ReLU and dropout (dense and CSR).
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
+#include <gtest/gtest.h>
 #include <limits>
 
 #include <halo/kernels/elementwise.hpp>

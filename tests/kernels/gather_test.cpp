@@ -1,6 +1,5 @@
 // Row gather and scatter-add.
 #include <gtest/gtest.h>
-
 #include <limits>
 
 #include <halo/kernels/gather.hpp>

@@ -1,6 +1,5 @@
 // Dense products: all four transpose cases against ref::gemm, alpha/beta handling, gradients.
 #include <gtest/gtest.h>
-
 #include <limits>
 #include <string>
 #include <tuple>

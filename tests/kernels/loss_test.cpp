@@ -1,7 +1,6 @@
 // Log-softmax + NLL loss, its gradient, and accuracy counting.
-#include <gtest/gtest.h>
-
 #include <cmath>
+#include <gtest/gtest.h>
 #include <limits>
 
 #include <halo/kernels/loss.hpp>

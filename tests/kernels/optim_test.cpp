@@ -1,7 +1,6 @@
 // Optimizer steps against PyTorch-semantics references.
-#include <gtest/gtest.h>
-
 #include <cmath>
+#include <gtest/gtest.h>
 
 #include <halo/kernels/optim.hpp>
 

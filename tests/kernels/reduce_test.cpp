@@ -1,7 +1,6 @@
 // Reductions: column sums (with and without accumulation) and the full sum.
-#include <gtest/gtest.h>
-
 #include <cmath>
+#include <gtest/gtest.h>
 #include <limits>
 #include <utility>
 

@@ -1,9 +1,8 @@
 // Counter-based randomness: purity, independence of streams, ranges and uniformity.
-#include <gtest/gtest.h>
-
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <gtest/gtest.h>
 #include <set>
 
 #include <halo/kernels/rng.hpp>

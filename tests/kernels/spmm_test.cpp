@@ -1,9 +1,8 @@
 // CSR x dense products: Sum / Mean / weighted against ref::spmm, the transposed product as the
 // adjoint, and gradients.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
+#include <gtest/gtest.h>
 #include <limits>
 #include <tuple>
 

@@ -1,8 +1,7 @@
 // Core types: Buffer, Tensor, CsrMatrix, Resources, errors and logging.
+#include <cstdint>
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
-
-#include <cstdint>
 #include <string>
 #include <utility>
 

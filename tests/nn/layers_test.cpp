@@ -1,10 +1,9 @@
 // The layers: forward against plain loops, backward against finite differences (double), and
 // the dropout mask's properties.
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
+#include <gtest/gtest.h>
 #include <utility>
 #include <vector>
 

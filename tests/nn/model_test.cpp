@@ -1,7 +1,6 @@
 // Model: construction, initialisation, gradients of the whole network with the loss against
 // finite differences, parameter files, and a small end-to-end learning check.
 
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <string>
 #include <utility>
 #include <vector>

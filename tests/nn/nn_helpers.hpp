@@ -2,11 +2,10 @@
 // Helpers local to the nn tests: small graphs built by hand or from the counter-based RNG, dense
 // forms and products in double (the references), and the finite-difference gradient checker.
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <gtest/gtest.h>
 #include <set>
 #include <string>
 #include <utility>

@@ -1,10 +1,9 @@
 // Adam and SGD: hand-computed updates, PyTorch-order references over several steps, and a
 // quadratic that Adam has to minimise.
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
+#include <gtest/gtest.h>
 #include <vector>
 
 #include <halo/kernels/error.hpp>

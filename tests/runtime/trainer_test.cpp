@@ -1,7 +1,6 @@
 // Full-graph training end to end: published Cora accuracy, determinism, model selection.
-#include <gtest/gtest.h>
-
 #include <filesystem>
+#include <gtest/gtest.h>
 #include <string>
 
 #include <halo/datasets/plain_format.hpp>
@@ -57,8 +56,8 @@ datasets::Dataset small_synthetic(std::uint64_t seed) {
   return datasets::make_synthetic(kernels::Resources(), c);
 }
 
-TrainResult train(const datasets::Dataset& data, nn::ModelKind kind, std::uint64_t seed,
-                  int epochs, nn::Model<float>* out_model = nullptr) {
+TrainResult train(const datasets::Dataset& data, nn::ModelKind kind, std::uint64_t seed, int epochs,
+                  nn::Model<float>* out_model = nullptr) {
   const kernels::Resources res;
   TrainConfig config;
   config.model.kind = kind;
@@ -106,8 +105,8 @@ TEST(FullGraphTraining, ReportsAndKeepsTheBestValidationEpoch) {
   config.epochs = 30;
   nn::Model<float> model = make_model(res, data, config);
   int calls = 0;
-  const TrainResult r =
-      train_full_graph(res, data, config, model, [&](const EpochStats& s) { EXPECT_EQ(s.epoch, ++calls); });
+  const TrainResult r = train_full_graph(res, data, config, model,
+                                         [&](const EpochStats& s) { EXPECT_EQ(s.epoch, ++calls); });
   EXPECT_EQ(calls, 30);
   double best = 0;
   for (const auto& s : r.history) best = std::max(best, s.val_accuracy);

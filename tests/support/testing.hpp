@@ -2,11 +2,10 @@
 // Test support: backends as types, seeded random inputs, tolerant comparison, host <-> device
 // copies, and the log sink that turns HALO warnings and errors into test failures.
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <gtest/gtest.h>
 #include <sstream>
 #include <string>
 #include <string_view>

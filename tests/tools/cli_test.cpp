@@ -1,12 +1,11 @@
 // The `halo` program as a user runs it: exit codes, one-line errors, --json, --help.
-#include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -127,7 +126,7 @@ TEST_F(Cli, TrainsAndWritesJsonAndModel) {
   const fs::path d = write_dataset();
   const fs::path json = m_dir / "out.json", model = m_dir / "model.bin";
   const Outcome r = run("train --epochs 30 --hidden 8 --dataset " + d.string() + " --json " +
-                    json.string() + " --save-model " + model.string());
+                        json.string() + " --save-model " + model.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("test accuracy"), std::string::npos);
   const auto j = nlohmann::json::parse(slurp(json));

@@ -2,7 +2,6 @@
 // The `halo` subcommands: each registers its flags on the app and returns what to run.
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 
 namespace halo::cli {

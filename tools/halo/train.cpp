@@ -77,20 +77,21 @@ int run_train(const TrainOptions& o) {
   config.seed = o.seed;
   config.normalize_features = !o.no_normalize;
 
-  std::fprintf(stderr, "halo train: %s (%lld nodes, %lld edges, %lld features, %d classes), %s, %d threads\n",
-               data.name.c_str(), static_cast<long long>(data.num_nodes()),
-               static_cast<long long>(data.graph.num_edges()),
-               static_cast<long long>(data.num_features()), data.num_classes, o.model.c_str(),
-               res.cpu_exec().num_threads);
+  std::fprintf(
+      stderr,
+      "halo train: %s (%lld nodes, %lld edges, %lld features, %d classes), %s, %d threads\n",
+      data.name.c_str(), static_cast<long long>(data.num_nodes()),
+      static_cast<long long>(data.graph.num_edges()), static_cast<long long>(data.num_features()),
+      data.num_classes, o.model.c_str(), res.cpu_exec().num_threads);
   nn::Model<float> model = runtime::make_model(res, data, config);
   const bool tty = isatty(fileno(stderr)) != 0;
   const runtime::TrainResult r = runtime::train_full_graph(
       res, data, config, model, [tty](const runtime::EpochStats& s) { print_progress(s, tty); });
 
-  std::printf("best epoch %d: val accuracy %.4f, test accuracy %.4f; median epoch %.3f ms; "
-              "trained in %.2f s\n",
-              r.best_epoch, r.val_accuracy, r.test_accuracy, r.epoch_time_median_s * 1e3,
-              r.train_time_s);
+  std::printf(
+      "best epoch %d: val accuracy %.4f, test accuracy %.4f; median epoch %.3f ms; "
+      "trained in %.2f s\n",
+      r.best_epoch, r.val_accuracy, r.test_accuracy, r.epoch_time_median_s * 1e3, r.train_time_s);
   if (!o.save_model.empty()) model.save(o.save_model);
   if (!o.json.empty()) {
     const nlohmann::json j = {
@@ -138,8 +139,9 @@ const CLI::Validator kWritablePath(
 Command add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
   CLI::App* sub = app.add_subcommand("train", "Train a GNN on a dataset (full graph, one process)");
-  sub->add_option("--dataset", o->dataset,
-                  "'synthetic' (built in, no download) or a dataset directory in Halo's plain format")
+  sub->add_option(
+         "--dataset", o->dataset,
+         "'synthetic' (built in, no download) or a dataset directory in Halo's plain format")
       ->capture_default_str();
   sub->add_option("--model", o->model, "Model kind")
       ->check(CLI::IsMember({"gcn", "sage"}))
