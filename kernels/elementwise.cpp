@@ -1,3 +1,4 @@
+#include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/exec.hpp>
 
@@ -72,8 +73,7 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
                                          CsrView<std::int32_t, T>, Span<T>);                \
   template void dropout<std::int64_t, T>(const Resources&, const DropoutKey&, float,        \
                                          CsrView<std::int64_t, T>, Span<T>);
-HALO_INSTANTIATE(float)
-HALO_INSTANTIATE(double)
+HALO_FOR_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
 
 }  // namespace halo::kernels

@@ -1,4 +1,5 @@
 // CUDA launches of the element-wise bodies.
+#include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/elementwise_body.hpp>
 #include <halo/kernels/exec_cuda.cuh>
 
@@ -12,7 +13,6 @@ namespace halo::kernels::detail {
   template void launch_cuda(CudaExec, std::int64_t, const DropoutBody<T>&);                  \
   template void launch_cuda(CudaExec, std::int64_t, const CsrDropoutBody<std::int32_t, T>&); \
   template void launch_cuda(CudaExec, std::int64_t, const CsrDropoutBody<std::int64_t, T>&);
-HALO_INSTANTIATE(float)
-HALO_INSTANTIATE(double)
+HALO_FOR_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
 }  // namespace halo::kernels::detail

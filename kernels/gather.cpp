@@ -1,3 +1,4 @@
+#include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/gather.hpp>
 #include <halo/kernels/gather_body.hpp>
@@ -36,10 +37,7 @@ void scatter_add_rows(const Resources& res, ConstMatrixView<T> x, Span<const Idx
                                     MatrixView<T>);                                              \
   template void scatter_add_rows<Idx, T>(const Resources&, MatrixView<const T>, Span<const Idx>, \
                                          MatrixView<T>);
-HALO_INSTANTIATE(std::int32_t, float)
-HALO_INSTANTIATE(std::int64_t, float)
-HALO_INSTANTIATE(std::int32_t, double)
-HALO_INSTANTIATE(std::int64_t, double)
+HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
 
 }  // namespace halo::kernels

@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include <halo/kernels/buffer.hpp>
+#include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/loss.hpp>
 #include <halo/kernels/loss_body.hpp>
@@ -69,10 +70,7 @@ std::int64_t count_correct(const Resources& res, MatrixView<const T> logits,
                                                  MatrixView<T>);                            \
   template std::int64_t count_correct<Idx, T>(const Resources&, MatrixView<const T>,        \
                                               Span<const std::int32_t>, Span<const Idx>);
-HALO_INSTANTIATE(std::int32_t, float)
-HALO_INSTANTIATE(std::int64_t, float)
-HALO_INSTANTIATE(std::int32_t, double)
-HALO_INSTANTIATE(std::int64_t, double)
+HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
 
 }  // namespace halo::kernels

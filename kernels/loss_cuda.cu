@@ -1,4 +1,5 @@
 // CUDA launches of the loss bodies.
+#include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/exec_cuda.cuh>
 #include <halo/kernels/loss_body.hpp>
 
@@ -7,9 +8,6 @@ namespace halo::kernels::detail {
   template void launch_cuda(CudaExec, std::int64_t, const NllForwardBody<Idx, T>&);  \
   template void launch_cuda(CudaExec, std::int64_t, const NllBackwardBody<Idx, T>&); \
   template void launch_cuda(CudaExec, std::int64_t, const CorrectBody<Idx, T>&);
-HALO_INSTANTIATE(std::int32_t, float)
-HALO_INSTANTIATE(std::int64_t, float)
-HALO_INSTANTIATE(std::int32_t, double)
-HALO_INSTANTIATE(std::int64_t, double)
+HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
 }  // namespace halo::kernels::detail

@@ -1,10 +1,12 @@
 // CUDA launches of the reduction bodies.
+#include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/exec_cuda.cuh>
 #include <halo/kernels/reduce_body.hpp>
 
 namespace halo::kernels::detail {
-template void launch_cuda(CudaExec, std::int64_t, const ColumnPartialSumBody<float>&);
-template void launch_cuda(CudaExec, std::int64_t, const ColumnPartialSumBody<double>&);
-template void launch_cuda(CudaExec, std::int64_t, const ColumnCombineBody<float>&);
-template void launch_cuda(CudaExec, std::int64_t, const ColumnCombineBody<double>&);
+#define HALO_INSTANTIATE(T)                                                          \
+  template void launch_cuda(CudaExec, std::int64_t, const ColumnPartialSumBody<T>&); \
+  template void launch_cuda(CudaExec, std::int64_t, const ColumnCombineBody<T>&);
+HALO_FOR_VALUE_TYPES(HALO_INSTANTIATE)
+#undef HALO_INSTANTIATE
 }  // namespace halo::kernels::detail

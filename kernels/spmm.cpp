@@ -1,4 +1,5 @@
 #include <halo/kernels/buffer.hpp>
+#include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/spmm.hpp>
 
@@ -34,10 +35,7 @@ void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T>
                              MatrixView<T>, Aggregate);                                         \
   template void spmm_transposed<Idx, T>(const Resources&, CsrView<Idx, T>, MatrixView<const T>, \
                                         MatrixView<T>, Aggregate);
-HALO_INSTANTIATE(std::int32_t, float)
-HALO_INSTANTIATE(std::int64_t, float)
-HALO_INSTANTIATE(std::int32_t, double)
-HALO_INSTANTIATE(std::int64_t, double)
+HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
 
 }  // namespace halo::kernels

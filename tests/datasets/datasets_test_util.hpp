@@ -1,8 +1,6 @@
 #pragma once
 // Helpers shared by the datasets tests: hand-built graphs, plain reference views, temp dirs.
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -17,6 +15,8 @@
 #include <halo/datasets/dataset.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/rng.hpp>
+
+#include "support/testing.hpp"
 
 namespace halo::datasets::test {
 
@@ -98,30 +98,7 @@ inline std::vector<std::pair<int, int>> random_entries(int n, int m, std::uint64
   return entries;
 }
 
-/// A fresh directory under the system temp dir, removed (with its contents) at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name =
-        "halo_datasets_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-    if (info != nullptr) name += std::string("_") + info->name();
-    m_path = fs::temp_directory_path() / name;
-    fs::remove_all(m_path);
-    fs::create_directories(m_path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(m_path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return m_path; }
-
- private:
-  fs::path m_path;
-};
+using halo::testing::TempDir;
 
 inline void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);

@@ -1,8 +1,6 @@
 // Model: construction, initialisation, gradients of the whole network with the loss against
 // finite differences, parameter files, and a small end-to-end learning check.
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -343,27 +341,7 @@ TEST(SageModel, SparseFeaturesGradientMatchesFiniteDifferences) {
 
 // ---- parameter files ---------------------------------------------------------------------------
 
-/// A fresh directory under the system temp directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    m_path = fs::temp_directory_path() / ("halo_nn_test_" + std::string(info->test_suite_name()) +
-                                          "_" + info->name() + "_" + std::to_string(::getpid()));
-    fs::remove_all(m_path);
-    fs::create_directories(m_path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(m_path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return m_path; }
-
- private:
-  fs::path m_path;
-};
+using testing::TempDir;
 
 /// Gives every parameter random values (biases included), so a round trip has something to keep.
 template <class T>

@@ -1,5 +1,8 @@
 #include "support/testing.hpp"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 
@@ -82,5 +85,20 @@ void record_log(LogLevel level, std::string_view message) {
 }
 
 void install_log_sink() { set_log_sink(record_log); }
+
+TempDir::TempDir() {
+  static std::atomic<int> counter{0};
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = "halo_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  if (info != nullptr) name += std::string("_") + info->test_suite_name() + "_" + info->name();
+  m_path = std::filesystem::temp_directory_path() / name;
+  std::filesystem::remove_all(m_path);
+  std::filesystem::create_directories(m_path);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(m_path, ec);
+}
 
 }  // namespace halo::testing

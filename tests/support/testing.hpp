@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <sstream>
 #include <string>
@@ -305,5 +306,19 @@ class ExpectLogs {
 /// running test; lower levels are written to stderr. Installed by the test main().
 void install_log_sink();
 void record_log(LogLevel level, std::string_view message);
+
+/// A fresh directory under the system temp directory (named after the test and the process),
+/// removed with everything in it at scope exit.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return m_path; }
+
+ private:
+  std::filesystem::path m_path;
+};
 
 }  // namespace halo::testing

@@ -1,6 +1,5 @@
 // The `halo` program as a user runs it: exit codes, one-line errors, --json, --help.
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+
+#include "support/testing.hpp"
 
 namespace {
 
@@ -29,16 +30,6 @@ std::string slurp(const fs::path& p) {
 
 class Cli : public ::testing::Test {
  protected:
-  void SetUp() override {
-    m_binary = HALO_TEST_BINARY;
-    m_dir = fs::temp_directory_path() /
-            ("halo_cli_test_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override { fs::remove_all(m_dir); }
-
   Outcome run(const std::string& args) const {
     const fs::path out = m_dir / "stdout.txt", err = m_dir / "stderr.txt";
     const std::string cmd =
@@ -64,8 +55,9 @@ class Cli : public ::testing::Test {
     return d;
   }
 
-  std::string m_binary;
-  fs::path m_dir;
+  const std::string m_binary = HALO_TEST_BINARY;
+  const halo::testing::TempDir m_temp;
+  const fs::path m_dir = m_temp.path();
 };
 
 TEST_F(Cli, VersionAndHelp) {
