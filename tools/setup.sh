@@ -14,7 +14,9 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake ninja-build pkg-config git clang-format
   libopenblas-openmp-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  mpich libmpich-dev libmetis-dev)
+  mpich libmpich-dev libmetis-dev
+  zlib1g-dev libzip-dev clang libclang-rt-14-dev libomp-dev
+  libcurl4-openssl-dev libssl-dev)
 
 install_deps() {
   local missing=()
@@ -54,6 +56,8 @@ run_tests() {
   cmake --preset cpu-debug >/dev/null
   cmake --build build/cpu-debug --parallel "$(jobs)"
   ctest --test-dir build/cpu-debug -L "cpu|mpi" --output-on-failure --parallel "$(jobs)"
+  echo "== fuzzers (clang, libFuzzer, ASan + UBSan): replay the saved corpus =="
+  bash tests/fuzz/run.sh replay
 
   local nvcc
   nvcc=$(find_nvcc)

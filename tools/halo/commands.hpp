@@ -16,4 +16,10 @@ struct Command {
 /// `halo train`: full-graph training on a dataset directory or the synthetic generator.
 Command add_train_command(CLI::App& app);
 
+/// `halo datasets`: list, info, fetch and convert the registered public datasets.
+Command add_datasets_command(CLI::App& app);
+
+/// `halo partition`: split a dataset into P parts on disk (METIS or random), or describe one.
+Command add_partition_command(CLI::App& app);
+
 }  // namespace halo::cli

@@ -9,7 +9,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Halo: train graph neural networks on large graphs."};
   app.set_version_flag("--version", "halo " HALO_VERSION);
   app.require_subcommand(1, 1);
-  const std::vector<halo::cli::Command> commands = {halo::cli::add_train_command(app)};
+  const std::vector<halo::cli::Command> commands = {halo::cli::add_train_command(app),
+                                                    halo::cli::add_datasets_command(app),
+                                                    halo::cli::add_partition_command(app)};
 
   // Exit codes: 0 success, 1 data or runtime error, 2 usage error (CLI11 validates every flag).
   try {

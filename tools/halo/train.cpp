@@ -8,16 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/synthetic.hpp>
 #include <halo/runtime/trainer.hpp>
 #include <halo/tools/halo/commands.hpp>
+#include <halo/tools/halo/dataset_options.hpp>
 
 namespace halo::cli {
 namespace {
 
 struct TrainOptions {
-  std::string dataset = "synthetic";
+  DatasetOptions data;
   std::string model = "gcn";
   int layers = 2;
   std::int64_t hidden = 16;
@@ -30,7 +29,6 @@ struct TrainOptions {
   bool no_normalize = false;
   std::string json;
   std::string save_model;
-  datasets::SyntheticConfig synthetic;
 };
 
 /// Writes `text` to `path` through a temporary name and a rename: never half-written.
@@ -57,14 +55,7 @@ void print_progress(const runtime::EpochStats& s, bool tty) {
 
 int run_train(const TrainOptions& o) {
   const kernels::Resources res(kernels::Device::Cpu, o.threads);
-  datasets::Dataset data;
-  if (o.dataset == "synthetic") {
-    datasets::SyntheticConfig sc = o.synthetic;
-    sc.seed = o.seed;
-    data = datasets::make_synthetic(res, sc);
-  } else {
-    data = datasets::read_directory(res, o.dataset);
-  }
+  const datasets::Dataset data = load_dataset(res, o.data, o.seed);
 
   runtime::TrainConfig config;
   config.model.kind = nn::parse_model_kind(o.model);
@@ -139,10 +130,7 @@ const CLI::Validator kWritablePath(
 Command add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
   CLI::App* sub = app.add_subcommand("train", "Train a GNN on a dataset (full graph, one process)");
-  sub->add_option(
-         "--dataset", o->dataset,
-         "'synthetic' (built in, no download) or a dataset directory in Halo's plain format")
-      ->capture_default_str();
+  add_dataset_options(sub, o->data);
   sub->add_option("--model", o->model, "Model kind")
       ->check(CLI::IsMember({"gcn", "sage"}))
       ->capture_default_str();
@@ -174,23 +162,6 @@ Command add_train_command(CLI::App& app) {
       ->check(kWritablePath);
   sub->add_option("--save-model", o->save_model, "Save the best model's parameters to FILE")
       ->check(kWritablePath);
-  auto& s = o->synthetic;
-  sub->add_option("--synthetic-nodes", s.num_nodes, "Synthetic dataset: nodes")
-      ->check(CLI::Range(std::int64_t{10}, std::int64_t{1} << 31))
-      ->capture_default_str();
-  sub->add_option("--synthetic-classes", s.num_classes, "Synthetic dataset: classes")
-      ->check(CLI::Range(2, 1000))
-      ->capture_default_str();
-  sub->add_option("--synthetic-features", s.num_features, "Synthetic dataset: feature width")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16))
-      ->capture_default_str();
-  sub->add_option("--synthetic-degree", s.avg_degree, "Synthetic dataset: average degree")
-      ->check(CLI::Range(0.0, 1000.0))
-      ->capture_default_str();
-  sub->add_option("--synthetic-homophily", s.homophily,
-                  "Synthetic dataset: fraction of edges inside a class")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
   return {sub, [o] { return run_train(*o); }};
 }
 

@@ -1,0 +1,37 @@
+#pragma once
+// The binary dataset cache: raw little-endian arrays plus meta.json, reloaded through mmap.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <halo/datasets/dataset.hpp>
+#include <halo/kernels/resources.hpp>
+
+namespace halo::datasets {
+
+/// The cache format version stored in meta.json; entries with another version are ignored.
+inline constexpr int kCacheFormatVersion = 1;
+
+/// Stores `ds` (validated first) in `dir`: one raw little-endian file per array
+/// (graph.indptr.bin, graph.indices.bin, graph.values.bin, features*.bin, labels.bin,
+/// train_idx.bin, val_idx.bin, test_idx.bin) and `meta.json` with the format version, name,
+/// counts, dtypes, byte sizes and `source_checksum` (for instance the SHA-256 of the files the
+/// dataset was parsed from). Everything is written to a temporary sibling directory that then
+/// replaces `dir` (an existing entry is moved aside and removed), so readers never see a
+/// half-written entry. Missing parents are created. halo::IoError on write failures.
+void write_cache(const kernels::Resources& res, const Dataset& ds, const std::filesystem::path& dir,
+                 const std::string& source_checksum);
+
+/// Loads the entry in `dir` written by write_cache. Returns std::nullopt (and logs at debug
+/// level why) when there is no entry, its format version differs from kCacheFormatVersion, or
+/// its source checksum differs from `expected_source_checksum`: the caller then parses the
+/// source again. Each array file is mapped with mmap and copied into a host Tensor, one at a
+/// time in 32 MiB chunks, so the peak memory is the dataset plus 32 MiB. halo::IoError when the
+/// entry is corrupt: unreadable meta.json, a missing array file, sizes that disagree with
+/// meta.json or with each other, or arrays that fail `validate` (run with the graph's
+/// `symmetric` flag taken on trust, to keep the load linear).
+std::optional<Dataset> read_cache(const kernels::Resources& res, const std::filesystem::path& dir,
+                                  const std::string& expected_source_checksum);
+
+}  // namespace halo::datasets

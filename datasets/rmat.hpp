@@ -1,0 +1,45 @@
+#pragma once
+// Synthetic power-law graphs: the R-MAT recursive matrix generator (Graph500 style).
+
+#include <cstdint>
+
+#include <halo/datasets/dataset.hpp>
+#include <halo/kernels/resources.hpp>
+
+namespace halo::datasets {
+
+/// Parameters of `make_rmat`. The defaults are Graph500's quadrant probabilities.
+struct RmatConfig {
+  /// num_nodes = 2^scale, scale in [1, 30].
+  std::int32_t scale = 16;
+  /// Edges drawn per node: num_nodes * avg_degree / 2 undirected edges are drawn, so the
+  /// symmetrised graph has at most num_nodes * avg_degree directed entries (fewer after
+  /// duplicates and self-loops are removed).
+  double avg_degree = 8;
+  /// Probabilities of the top-left, top-right and bottom-left quadrants at each level; the
+  /// bottom-right one gets 1 - a - b - c.
+  double a = 0.57;
+  double b = 0.19;
+  double c = 0.19;
+  std::int64_t num_features = 16;
+  std::int32_t num_classes = 8;
+  double train_fraction = 0.1;
+  double val_fraction = 0.2;
+  double test_fraction = 0.4;
+  std::uint64_t seed = 0;
+};
+
+/// A dataset on an R-MAT graph (Chakrabarti, Zhan, Faloutsos 2004) as Graph500 draws it:
+/// - each of num_nodes * avg_degree / 2 edges picks, at each of `scale` levels, one quadrant of
+///   the adjacency matrix with probabilities a, b, c, d = 1 - a - b - c;
+/// - node ids are then scrambled by a random permutation (so degree does not follow the id);
+/// - the graph is symmetrised, de-duplicated and has no self-loops (so some nodes are isolated);
+/// - dense features uniform in [-1, 1); labels uniform in [0, num_classes) (no signal: this
+///   generator is for systems work, not accuracy);
+/// - splits: disjoint uniform random subsets of floor(fraction * num_nodes) nodes, ascending.
+/// Deterministic from `seed` and independent of the thread count: all randomness comes from
+/// kernels::rng under rng::kStreamSynthetic. halo::LogicError on an invalid config. Host only;
+/// runs on res's OpenMP threads. Scale 20, degree 8 (1M nodes, ~8M entries) takes a few seconds.
+Dataset make_rmat(const kernels::Resources& res, const RmatConfig& config);
+
+}  // namespace halo::datasets

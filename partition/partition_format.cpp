@@ -1,0 +1,603 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cinttypes>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <type_traits>
+#include <variant>
+
+#include <halo/kernels/error.hpp>
+#include <halo/partition/partition_format.hpp>
+
+namespace halo::partition {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+static_assert(std::endian::native == std::endian::little,
+              "partition files are little-endian raw arrays");
+
+constexpr const char* kFormatName = "halo-partition";
+
+template <class T>
+const char* dtype_name() {
+  if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
+  if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
+  if constexpr (std::is_same_v<T, float>) return "float32";
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
+  return buf;
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+/// Writes rows x cols elements of T to dir/name and records them in `files`.
+template <class T>
+void write_array(const fs::path& dir, const std::string& name, const T* data, std::int64_t rows,
+                 std::int64_t cols, std::map<std::string, FileEntry>& files) {
+  const fs::path path = dir / name;
+  const auto bytes = static_cast<std::size_t>(rows * cols) * sizeof(T);
+  File f(std::fopen(path.c_str(), "wb"));
+  if (!f) throw IoError(path.string() + ": cannot create file");
+  if (bytes > 0 && std::fwrite(data, 1, bytes, f.get()) != bytes)
+    throw IoError(path.string() + ": write failed (disk full?)");
+  if (std::fclose(f.release()) != 0) throw IoError(path.string() + ": write failed on close");
+  files[name] = FileEntry{dtype_name<T>(), rows, cols, fnv1a64(data, bytes)};
+}
+
+template <class T>
+void write_vector(const fs::path& dir, const std::string& name, const std::vector<T>& v,
+                  std::map<std::string, FileEntry>& files) {
+  write_array(dir, name, v.data(), static_cast<std::int64_t>(v.size()), 1, files);
+}
+
+// ---- building one part --------------------------------------------------------------------
+
+/// Builds and writes part k into `dir`. `local_of` (n entries, all -1) is scratch, restored.
+PartInfo write_part(const datasets::Dataset& ds, const PartitionResult& r,
+                    const std::vector<std::uint8_t>& split_of, std::int32_t k,
+                    std::vector<NodeId>& local_of, const fs::path& dir) {
+  const Relabelling& rl = r.relabelling;
+  const PartitionBook& book = rl.book;
+  const std::int64_t base = book.begin(k), owned = book.size(k);
+  const std::int64_t* rows = ds.graph.indptr.data();
+  const NodeId* cols = ds.graph.indices.data();
+  const float* vals = ds.graph.values.empty() ? nullptr : ds.graph.values.data();
+  const NodeId* new_to_old = rl.new_to_old.data() + base;
+
+  // Halo: the distinct remote new ids the owned rows reference, ascending (grouped by owner).
+  std::vector<NodeId> halo;
+  std::int64_t num_edges = 0;
+  for (std::int64_t i = 0; i < owned; ++i) {
+    const NodeId u = new_to_old[i];
+    num_edges += rows[u + 1] - rows[u];
+    for (std::int64_t e = rows[u]; e < rows[u + 1]; ++e) {
+      const NodeId g = rl.old_to_new[static_cast<std::size_t>(cols[e])];
+      if ((g < base || g >= base + owned) && local_of[static_cast<std::size_t>(g)] < 0) {
+        local_of[static_cast<std::size_t>(g)] = 0;
+        halo.push_back(g);
+      }
+    }
+  }
+  std::sort(halo.begin(), halo.end());
+  for (std::size_t h = 0; h < halo.size(); ++h)
+    local_of[static_cast<std::size_t>(halo[h])] = static_cast<NodeId>(owned + std::int64_t(h));
+
+  // Local CSR: the input rows with columns mapped to local ids and sorted within each row.
+  std::vector<std::int64_t> indptr(static_cast<std::size_t>(owned) + 1, 0);
+  std::vector<NodeId> indices(static_cast<std::size_t>(num_edges));
+  std::vector<float> values(vals != nullptr ? static_cast<std::size_t>(num_edges) : 0);
+  std::vector<std::pair<NodeId, float>> row;
+  for (std::int64_t i = 0; i < owned; ++i) {
+    const NodeId u = new_to_old[i];
+    const std::int64_t out = indptr[static_cast<std::size_t>(i)];
+    indptr[static_cast<std::size_t>(i) + 1] = out + (rows[u + 1] - rows[u]);
+    row.clear();
+    for (std::int64_t e = rows[u]; e < rows[u + 1]; ++e) {
+      const NodeId g = rl.old_to_new[static_cast<std::size_t>(cols[e])];
+      const NodeId local = (g >= base && g < base + owned) ? static_cast<NodeId>(g - base)
+                                                           : local_of[static_cast<std::size_t>(g)];
+      row.emplace_back(local, vals != nullptr ? vals[e] : 0.0f);
+    }
+    std::stable_sort(row.begin(), row.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t j = 0; j < row.size(); ++j) {
+      indices[static_cast<std::size_t>(out) + j] = row[j].first;
+      if (vals != nullptr) values[static_cast<std::size_t>(out) + j] = row[j].second;
+    }
+  }
+  for (NodeId g : halo) local_of[static_cast<std::size_t>(g)] = -1;
+
+  const std::int64_t num_cols = owned + static_cast<std::int64_t>(halo.size());
+  std::vector<NodeId> columns(static_cast<std::size_t>(num_cols));
+  std::vector<std::int64_t> degrees(static_cast<std::size_t>(num_cols));
+  for (std::int64_t j = 0; j < num_cols; ++j) {
+    const NodeId g =
+        j < owned ? static_cast<NodeId>(base + j) : halo[static_cast<std::size_t>(j - owned)];
+    columns[static_cast<std::size_t>(j)] = g;
+    const NodeId u = rl.new_to_old[static_cast<std::size_t>(g)];
+    degrees[static_cast<std::size_t>(j)] = rows[u + 1] - rows[u];
+  }
+  const std::int32_t p = book.num_parts();
+  std::vector<std::int64_t> halo_offsets(static_cast<std::size_t>(p) + 1);
+  for (std::int32_t j = 0; j <= p; ++j) {
+    const std::int64_t first = j < p ? book.begin(j) : book.num_nodes();
+    halo_offsets[static_cast<std::size_t>(j)] =
+        std::lower_bound(halo.begin(), halo.end(), first) - halo.begin();
+  }
+
+  PartInfo info;
+  info.num_owned = owned;
+  info.num_halo = static_cast<std::int64_t>(halo.size());
+  info.num_edges = num_edges;
+  auto& files = info.files;
+  write_array(dir, "original_ids.bin", new_to_old, owned, 1, files);
+  write_vector(dir, "indptr.bin", indptr, files);
+  write_vector(dir, "indices.bin", indices, files);
+  if (vals != nullptr) write_vector(dir, "values.bin", values, files);
+  write_vector(dir, "columns.bin", columns, files);
+  write_vector(dir, "halo_offsets.bin", halo_offsets, files);
+  write_vector(dir, "degrees.bin", degrees, files);
+
+  // Features, labels, splits of the owned nodes.
+  std::visit(
+      [&](const auto& x) {
+        using X = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<X, kernels::Tensor<float>>) {
+          const std::int64_t f = x.cols();
+          std::vector<float> out(static_cast<std::size_t>(owned * f));
+          for (std::int64_t i = 0; i < owned; ++i)
+            std::copy_n(x.data() + static_cast<std::int64_t>(new_to_old[i]) * f, f,
+                        out.data() + i * f);
+          write_array(dir, "features.bin", out.data(), owned, f, files);
+        } else {
+          const std::int64_t* fp = x.indptr.data();
+          std::vector<std::int64_t> fptr(static_cast<std::size_t>(owned) + 1, 0);
+          for (std::int64_t i = 0; i < owned; ++i)
+            fptr[static_cast<std::size_t>(i) + 1] =
+                fptr[static_cast<std::size_t>(i)] + fp[new_to_old[i] + 1] - fp[new_to_old[i]];
+          std::vector<std::int32_t> fidx(static_cast<std::size_t>(fptr.back()));
+          std::vector<float> fval(x.values.empty() ? 0 : fidx.size());
+          for (std::int64_t i = 0; i < owned; ++i) {
+            const std::int64_t from = fp[new_to_old[i]], count = fp[new_to_old[i] + 1] - from;
+            std::copy_n(x.indices.data() + from, count, fidx.data() + fptr[i]);
+            if (!fval.empty()) std::copy_n(x.values.data() + from, count, fval.data() + fptr[i]);
+          }
+          write_vector(dir, "features_indptr.bin", fptr, files);
+          write_vector(dir, "features_indices.bin", fidx, files);
+          if (!x.values.empty()) write_vector(dir, "features_values.bin", fval, files);
+        }
+      },
+      ds.features);
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(owned));
+  std::vector<NodeId> split[3];
+  for (std::int64_t i = 0; i < owned; ++i) {
+    labels[static_cast<std::size_t>(i)] = ds.labels.data()[new_to_old[i]];
+    const std::uint8_t s = split_of[static_cast<std::size_t>(new_to_old[i])];
+    if (s > 0) split[s - 1].push_back(static_cast<NodeId>(i));
+  }
+  write_vector(dir, "labels.bin", labels, files);
+  write_vector(dir, "train_idx.bin", split[0], files);
+  write_vector(dir, "val_idx.bin", split[1], files);
+  write_vector(dir, "test_idx.bin", split[2], files);
+  return info;
+}
+
+// ---- meta.json ------------------------------------------------------------------------------
+
+json balance_json(const PartitionMetrics& m) {
+  return {{"nodes", m.nodes.balance}, {"train", m.train.balance}, {"edges", m.edges.balance}};
+}
+
+json meta_json(const datasets::Dataset& ds, const PartitionResult& r,
+               const std::vector<PartInfo>& parts) {
+  const PartitionConfig& c = r.config;
+  const PartitionMetrics& m = r.metrics;
+  json j;
+  j["format"] = kFormatName;
+  j["format_version"] = kPartitionFormatVersion;
+  j["dataset"] = {
+      {"name", ds.name},
+      {"num_nodes", ds.num_nodes()},
+      {"num_edges", ds.graph.num_edges()},
+      {"num_features", ds.num_features()},
+      {"num_classes", ds.num_classes},
+      {"features",
+       std::holds_alternative<kernels::Tensor<float>>(ds.features) ? "dense" : "sparse"},
+      {"weighted", !ds.graph.values.empty()}};
+  j["num_parts"] = c.num_parts;
+  j["method"] = std::string(to_string(c.method));
+  j["objective"] = std::string(to_string(c.objective));
+  j["balance"] = to_string(c.balance);
+  j["imbalance"] = c.imbalance;
+  j["seed"] = c.seed;
+  j["offsets"] = r.relabelling.book.offsets();
+  j["metrics"] = {{"edge_cut", m.edge_cut},
+                  {"comm_volume", m.comm_volume},
+                  {"max_halo", m.max_halo},
+                  {"replication_factor", m.replication_factor},
+                  {"balance", balance_json(m)}};
+  j["timings"] = {
+      {"symmetrize_s", r.timings.symmetrize_s}, {"metis_s", r.timings.metis_s},
+      {"assign_s", r.timings.assign_s},         {"relabel_s", r.timings.relabel_s},
+      {"metrics_s", r.timings.metrics_s},       {"partition_total_s", r.timings.total_s}};
+  json jp = json::array();
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const PartInfo& p = parts[k];
+    json files = json::object();
+    for (const auto& [name, f] : p.files)
+      files[name] = {{"dtype", f.dtype}, {"shape", {f.rows, f.cols}}, {"fnv1a64", hex(f.fnv1a64)}};
+    jp.push_back({{"num_owned", p.num_owned},
+                  {"num_halo", p.num_halo},
+                  {"num_edges", p.num_edges},
+                  {"num_train", m.train.per_part[k]},
+                  {"files", files}});
+  }
+  j["parts"] = jp;
+  return j;
+}
+
+/// Reads key `key` of object `j` as T, or throws IoError naming the file and the key.
+template <class T>
+T get(const json& j, const char* key, const fs::path& file) {
+  if (!j.is_object() || !j.contains(key))
+    throw IoError(file.string() + ": missing key '" + key + "'");
+  try {
+    return j.at(key).get<T>();
+  } catch (const json::exception&) {
+    throw IoError(file.string() + ": key '" + std::string(key) +
+                  "' has the wrong type: " + j.at(key).dump());
+  }
+}
+
+fs::path part_dir(const fs::path& dir, std::int32_t k) {
+  return dir / ("part-" + std::to_string(k));
+}
+
+std::int64_t dtype_size(const std::string& dtype) {
+  if (dtype == "int32" || dtype == "float32") return 4;
+  if (dtype == "int64") return 8;
+  return 0;
+}
+
+/// Reads one file of a part fully, checking its size and checksum against `entry`.
+template <class T>
+kernels::Tensor<T> read_array(const kernels::Resources& res, const fs::path& pdir,
+                              const PartInfo& info, const std::string& name) {
+  const fs::path path = pdir / name;
+  const auto it = info.files.find(name);
+  if (it == info.files.end()) throw IoError(path.string() + ": not listed in meta.json");
+  const FileEntry& e = it->second;
+  if (e.dtype != dtype_name<T>())
+    throw IoError(path.string() + ": meta.json gives dtype " + e.dtype + ", expected " +
+                  dtype_name<T>());
+  kernels::Tensor<T> t(res, kernels::Device::Cpu, e.rows, e.cols);
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw IoError(path.string() + ": cannot read: " + ec.message());
+  if (size != t.bytes())
+    throw IoError(path.string() + ": holds " + std::to_string(size) + " bytes, meta.json gives " +
+                  std::to_string(t.bytes()) + " (" + std::to_string(e.rows) + " x " +
+                  std::to_string(e.cols) + " " + e.dtype + ")");
+  File f(std::fopen(path.c_str(), "rb"));
+  if (!f) throw IoError(path.string() + ": cannot open");
+  if (t.bytes() > 0 && std::fread(t.data(), 1, t.bytes(), f.get()) != t.bytes())
+    throw IoError(path.string() + ": read failed");
+  const std::uint64_t h = fnv1a64(t.data(), t.bytes());
+  if (h != e.fnv1a64)
+    throw IoError(path.string() + ": checksum mismatch: FNV-1a " + hex(h) + ", meta.json gives " +
+                  hex(e.fnv1a64) + " (the file is corrupted or from another partition)");
+  return t;
+}
+
+void expect_data(bool ok, const fs::path& file, const std::string& what) {
+  if (!ok) throw IoError(file.string() + ": " + what);
+}
+
+/// Checks a CSR read from disk: indptr from 0, non-decreasing, ending at nnz; indices in range.
+template <class Idx>
+void check_csr(const kernels::Tensor<std::int64_t>& indptr, const kernels::Tensor<Idx>& indices,
+               std::int64_t num_rows, std::int64_t num_cols, const fs::path& file) {
+  expect_data(indptr.numel() == num_rows + 1, file,
+              "expected " + std::to_string(num_rows + 1) + " row offsets, got " +
+                  std::to_string(indptr.numel()));
+  const std::int64_t* p = indptr.data();
+  expect_data(p[0] == 0 && p[num_rows] == indices.numel(), file,
+              "row offsets must run from 0 to the number of entries");
+  for (std::int64_t r = 0; r < num_rows; ++r)
+    expect_data(p[r] <= p[r + 1], file, "row offsets decrease at row " + std::to_string(r));
+  for (std::int64_t e = 0; e < indices.numel(); ++e)
+    expect_data(indices.data()[e] >= 0 && indices.data()[e] < num_cols, file,
+                "column " + std::to_string(indices.data()[e]) + " of entry " + std::to_string(e) +
+                    " is outside [0, " + std::to_string(num_cols) + ")");
+}
+
+}  // namespace
+
+std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    hash ^= p[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+void write_partitions(const kernels::Resources& res, const datasets::Dataset& ds,
+                      const PartitionResult& r, const fs::path& dir, const Progress& progress) {
+  const std::int64_t n = ds.num_nodes();
+  HALO_EXPECTS(static_cast<std::int64_t>(r.relabelling.new_to_old.size()) == n &&
+                   r.relabelling.book.num_nodes() == n &&
+                   r.relabelling.book.num_parts() == r.config.num_parts,
+               "write_partitions: the partition does not belong to this dataset");
+  fs::path target = dir.lexically_normal();
+  if (target.filename().empty()) target = target.parent_path();
+  if (fs::exists(target) && !(fs::is_directory(target) && fs::is_empty(target)))
+    throw IoError(target.string() +
+                  ": already exists and is not an empty directory; refusing to overwrite it");
+  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  static std::atomic<int> counter{0};
+  const fs::path tmp =
+      target.parent_path() / (target.filename().string() + ".tmp-" + std::to_string(::getpid()) +
+                              "-" + std::to_string(counter++));
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directory(tmp, ec) || ec)
+    throw IoError(tmp.string() + ": cannot create directory: " + ec.message());
+  try {
+    std::vector<std::uint8_t> split_of(static_cast<std::size_t>(n), 0);
+    const kernels::Tensor<NodeId>* splits[] = {&ds.train_idx, &ds.val_idx, &ds.test_idx};
+    for (std::uint8_t s = 0; s < 3; ++s)
+      for (std::int64_t i = 0; i < splits[s]->numel(); ++i)
+        split_of[static_cast<std::size_t>(splits[s]->data()[i])] = static_cast<std::uint8_t>(s + 1);
+    // Parts are independent: res's threads build and write them concurrently, each with its
+    // own scratch array. Progress comes from one thread; the first error is rethrown.
+    const std::int32_t p = r.config.num_parts;
+    std::vector<PartInfo> parts(static_cast<std::size_t>(p));
+    std::exception_ptr error;
+    const int threads = std::max(1, std::min<int>(res.cpu_exec().num_threads, p));
+    int done = 0;
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<NodeId> local_of(static_cast<std::size_t>(n), -1);
+#pragma omp for schedule(dynamic, 1)
+      for (std::int32_t k = 0; k < p; ++k) {
+        try {
+          const fs::path pdir = part_dir(tmp, k);
+          fs::create_directory(pdir);
+          parts[static_cast<std::size_t>(k)] = write_part(ds, r, split_of, k, local_of, pdir);
+        } catch (...) {
+#pragma omp critical(halo_partition_error)
+          if (!error) error = std::current_exception();
+        }
+#pragma omp critical(halo_partition_progress)
+        {
+          ++done;
+          if (progress && (p <= 32 || done % (p / 16) == 0 || done == p))
+            progress("wrote part " + std::to_string(done) + "/" + std::to_string(p));
+        }
+      }
+    }
+    if (error) std::rethrow_exception(error);
+    {
+      const fs::path meta = tmp / "meta.json";
+      std::ofstream out(meta);
+      if (!out || !(out << meta_json(ds, r, parts).dump(1) << '\n') || !out.flush())
+        throw IoError(meta.string() + ": cannot write");
+    }
+    fs::rename(tmp, target, ec);  // replaces an empty directory atomically
+    if (ec)
+      throw IoError(target.string() +
+                    ": cannot move the finished output in place: " + ec.message());
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    throw;
+  }
+}
+
+PartitionMeta read_partition_meta(const fs::path& dir) {
+  const fs::path file = dir / "meta.json";
+  std::ifstream in(file);
+  if (!in) throw IoError(file.string() + ": missing (not a partition directory?)");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw IoError(file.string() + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object() || !j.contains("format") || j["format"] != kFormatName)
+    throw IoError(file.string() + ": not a Halo partition (\"format\" must be \"" + kFormatName +
+                  "\")");
+  PartitionMeta m;
+  m.format_version = get<std::int32_t>(j, "format_version", file);
+  if (m.format_version != kPartitionFormatVersion)
+    throw IoError(file.string() + ": format_version " + std::to_string(m.format_version) +
+                  " is not supported (this build reads version " +
+                  std::to_string(kPartitionFormatVersion) + ")");
+  const json d = get<json>(j, "dataset", file);
+  m.dataset = get<std::string>(d, "name", file);
+  m.num_nodes = get<std::int64_t>(d, "num_nodes", file);
+  m.num_edges = get<std::int64_t>(d, "num_edges", file);
+  m.num_features = get<std::int64_t>(d, "num_features", file);
+  m.num_classes = get<std::int32_t>(d, "num_classes", file);
+  m.sparse_features = get<std::string>(d, "features", file) == "sparse";
+  m.weighted = get<bool>(d, "weighted", file);
+  try {
+    m.config.num_parts = get<std::int32_t>(j, "num_parts", file);
+    m.config.method = parse_method(get<std::string>(j, "method", file));
+    m.config.objective = parse_objective(get<std::string>(j, "objective", file));
+    m.config.balance = parse_balance(get<std::string>(j, "balance", file));
+    m.config.imbalance = get<double>(j, "imbalance", file);
+    m.config.seed = get<std::uint64_t>(j, "seed", file);
+    m.book = PartitionBook(get<std::vector<std::int64_t>>(j, "offsets", file));
+  } catch (const LogicError& e) {
+    throw IoError(file.string() + ": " + e.what());
+  }
+  if (m.book.num_parts() != m.config.num_parts || m.book.num_nodes() != m.num_nodes)
+    throw IoError(file.string() + ": offsets describe " + std::to_string(m.book.num_parts()) +
+                  " parts and " + std::to_string(m.book.num_nodes()) + " nodes, expected " +
+                  std::to_string(m.config.num_parts) + " and " + std::to_string(m.num_nodes));
+  const json mj = get<json>(j, "metrics", file);
+  m.metrics.edge_cut = get<std::int64_t>(mj, "edge_cut", file);
+  m.metrics.comm_volume = get<std::int64_t>(mj, "comm_volume", file);
+  m.metrics.max_halo = get<std::int64_t>(mj, "max_halo", file);
+  m.metrics.replication_factor = get<double>(mj, "replication_factor", file);
+  const json bj = get<json>(mj, "balance", file);
+  m.metrics.nodes.balance = get<double>(bj, "nodes", file);
+  m.metrics.train.balance = get<double>(bj, "train", file);
+  m.metrics.edges.balance = get<double>(bj, "edges", file);
+  if (j.contains("timings") && j["timings"].is_object()) {
+    const json& t = j.at("timings");
+    m.timings.symmetrize_s = t.value("symmetrize_s", 0.0);
+    m.timings.metis_s = t.value("metis_s", 0.0);
+    m.timings.assign_s = t.value("assign_s", 0.0);
+    m.timings.relabel_s = t.value("relabel_s", 0.0);
+    m.timings.metrics_s = t.value("metrics_s", 0.0);
+    m.timings.total_s = t.value("partition_total_s", 0.0);
+  }
+  const auto parts = get<json>(j, "parts", file);
+  if (!parts.is_array() || static_cast<std::int64_t>(parts.size()) != m.config.num_parts)
+    throw IoError(file.string() + ": \"parts\" must list " + std::to_string(m.config.num_parts) +
+                  " parts");
+  for (std::int32_t k = 0; k < m.config.num_parts; ++k) {
+    const json& pj = parts[static_cast<std::size_t>(k)];
+    PartInfo info;
+    info.num_owned = get<std::int64_t>(pj, "num_owned", file);
+    info.num_halo = get<std::int64_t>(pj, "num_halo", file);
+    info.num_edges = get<std::int64_t>(pj, "num_edges", file);
+    if (info.num_owned != m.book.size(k))
+      throw IoError(file.string() + ": part " + std::to_string(k) + " owns " +
+                    std::to_string(info.num_owned) + " nodes, the offsets give " +
+                    std::to_string(m.book.size(k)));
+    m.metrics.nodes.per_part.push_back(info.num_owned);
+    m.metrics.train.per_part.push_back(pj.value("num_train", std::int64_t{0}));
+    m.metrics.edges.per_part.push_back(info.num_edges);
+    m.metrics.halo.push_back(info.num_halo);
+    const json files = get<json>(pj, "files", file);
+    if (!files.is_object())
+      throw IoError(file.string() + ": \"files\" of part " + std::to_string(k) +
+                    " must be an object");
+    for (const auto& [name, fj] : files.items()) {
+      FileEntry e;
+      e.dtype = get<std::string>(fj, "dtype", file);
+      const auto shape = get<std::vector<std::int64_t>>(fj, "shape", file);
+      const std::string sum = get<std::string>(fj, "fnv1a64", file);
+      if (shape.size() != 2 || shape[0] < 0 || shape[1] < 0 || dtype_size(e.dtype) == 0 ||
+          sum.size() != 16 || sum.find_first_not_of("0123456789abcdef") != std::string::npos)
+        throw IoError(file.string() + ": malformed entry for part-" + std::to_string(k) + "/" +
+                      name);
+      e.rows = shape[0];
+      e.cols = shape[1];
+      e.fnv1a64 = std::stoull(sum, nullptr, 16);
+      info.files[name] = e;
+    }
+    m.parts.push_back(std::move(info));
+  }
+  return m;
+}
+
+Part read_part(const kernels::Resources& res, const fs::path& dir, std::int32_t k) {
+  const PartitionMeta m = read_partition_meta(dir);
+  HALO_EXPECTS(k >= 0 && k < m.config.num_parts,
+               "read_part: part " + std::to_string(k) + " does not exist (" +
+                   std::to_string(m.config.num_parts) + " parts in " + dir.string() + ")");
+  const fs::path pdir = part_dir(dir, k);
+  if (!fs::is_directory(pdir)) throw IoError(pdir.string() + ": missing part directory");
+  const PartInfo& info = m.parts[static_cast<std::size_t>(k)];
+  const std::int64_t owned = info.num_owned, num_cols = owned + info.num_halo;
+  Part p;
+  p.rank = k;
+  p.book = m.book;
+  p.num_classes = m.num_classes;
+  p.original_ids = read_array<NodeId>(res, pdir, info, "original_ids.bin");
+  expect_data(p.original_ids.numel() == owned, pdir / "original_ids.bin",
+              "expected " + std::to_string(owned) + " ids");
+  p.graph.indptr = read_array<std::int64_t>(res, pdir, info, "indptr.bin");
+  p.graph.indices = read_array<NodeId>(res, pdir, info, "indices.bin");
+  p.graph.num_cols = num_cols;
+  check_csr(p.graph.indptr, p.graph.indices, owned, num_cols, pdir / "indptr.bin");
+  if (m.weighted) {
+    p.graph.values = read_array<float>(res, pdir, info, "values.bin");
+    expect_data(p.graph.values.numel() == p.graph.indices.numel(), pdir / "values.bin",
+                "expected one value per entry");
+  }
+  p.column_ids = read_array<NodeId>(res, pdir, info, "columns.bin");
+  expect_data(p.column_ids.numel() == num_cols, pdir / "columns.bin",
+              "expected " + std::to_string(num_cols) + " column ids");
+  const auto offsets = read_array<std::int64_t>(res, pdir, info, "halo_offsets.bin");
+  p.halo_offsets.assign(offsets.data(), offsets.data() + offsets.numel());
+  expect_data(static_cast<std::int64_t>(p.halo_offsets.size()) == m.config.num_parts + 1 &&
+                  p.halo_offsets.front() == 0 && p.halo_offsets.back() == info.num_halo &&
+                  std::is_sorted(p.halo_offsets.begin(), p.halo_offsets.end()),
+              pdir / "halo_offsets.bin",
+              "expected P + 1 non-decreasing offsets from 0 to the halo size");
+  p.degrees = read_array<std::int64_t>(res, pdir, info, "degrees.bin");
+  expect_data(p.degrees.numel() == num_cols, pdir / "degrees.bin",
+              "expected " + std::to_string(num_cols) + " degrees");
+  if (m.sparse_features) {
+    kernels::CsrMatrix<std::int32_t, float> x;
+    x.indptr = read_array<std::int64_t>(res, pdir, info, "features_indptr.bin");
+    x.indices = read_array<std::int32_t>(res, pdir, info, "features_indices.bin");
+    if (info.files.count("features_values.bin") != 0)
+      x.values = read_array<float>(res, pdir, info, "features_values.bin");
+    x.num_cols = m.num_features;
+    check_csr(x.indptr, x.indices, owned, m.num_features, pdir / "features_indptr.bin");
+    p.features = std::move(x);
+  } else {
+    auto x = read_array<float>(res, pdir, info, "features.bin");
+    expect_data(x.rows() == owned && x.cols() == m.num_features, pdir / "features.bin",
+                "expected " + std::to_string(owned) + " x " + std::to_string(m.num_features));
+    p.features = std::move(x);
+  }
+  p.labels = read_array<std::int32_t>(res, pdir, info, "labels.bin");
+  expect_data(p.labels.numel() == owned, pdir / "labels.bin", "expected one label per node");
+  p.train_idx = read_array<NodeId>(res, pdir, info, "train_idx.bin");
+  p.val_idx = read_array<NodeId>(res, pdir, info, "val_idx.bin");
+  p.test_idx = read_array<NodeId>(res, pdir, info, "test_idx.bin");
+  return p;
+}
+
+std::int64_t verify_partitions(const fs::path& dir) {
+  const PartitionMeta m = read_partition_meta(dir);
+  std::int64_t checked = 0;
+  std::vector<unsigned char> buf(1 << 20);
+  for (std::int32_t k = 0; k < m.config.num_parts; ++k) {
+    for (const auto& [name, e] : m.parts[static_cast<std::size_t>(k)].files) {
+      const fs::path path = part_dir(dir, k) / name;
+      File f(std::fopen(path.c_str(), "rb"));
+      if (!f) throw IoError(path.string() + ": missing");
+      std::uint64_t h = fnv1a64(nullptr, 0);
+      std::int64_t bytes = 0;
+      for (std::size_t got; (got = std::fread(buf.data(), 1, buf.size(), f.get())) > 0;) {
+        h = fnv1a64(buf.data(), got, h);
+        bytes += static_cast<std::int64_t>(got);
+      }
+      if (bytes != e.rows * e.cols * dtype_size(e.dtype))
+        throw IoError(path.string() + ": holds " + std::to_string(bytes) +
+                      " bytes, meta.json gives " +
+                      std::to_string(e.rows * e.cols * dtype_size(e.dtype)));
+      if (h != e.fnv1a64)
+        throw IoError(path.string() + ": checksum mismatch: FNV-1a " + hex(h) +
+                      ", meta.json gives " + hex(e.fnv1a64));
+      ++checked;
+    }
+  }
+  return checked;
+}
+
+}  // namespace halo::partition

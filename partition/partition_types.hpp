@@ -1,0 +1,58 @@
+#pragma once
+// Plain configuration types of the partitioner: method, objective, balance constraints.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace halo::partition {
+
+/// How nodes are assigned to parts.
+enum class Method {
+  MetisKway,       ///< METIS_PartGraphKway (multilevel k-way), the default
+  MetisRecursive,  ///< METIS_PartGraphRecursive (multilevel recursive bisection)
+  Random,          ///< part(v) = a counter-based hash of (seed, v): the baseline
+};
+
+/// What METIS minimises.
+enum class Objective {
+  Cut,     ///< edges between parts
+  Volume,  ///< total communication volume (k-way only)
+};
+
+/// The vertex-weight constraints METIS balances (any non-empty subset). Each becomes one
+/// weight per node: 1 (nodes), 1 for training nodes else 0 (train), the node's number of stored
+/// edges, i.e. its row length in the input graph (edges).
+struct Balance {
+  bool nodes = true;
+  bool train = true;
+  bool edges = true;
+};
+
+struct PartitionConfig {
+  /// P, in [1, 1024].
+  std::int32_t num_parts = 2;
+  Method method = Method::MetisKway;
+  Objective objective = Objective::Cut;
+  Balance balance;
+  /// Allowed imbalance per constraint: max part weight <= (1 + imbalance) * total / P. METIS's
+  /// ubvec (its ufactor / 1000); in (0, 1].
+  double imbalance = 0.03;
+  /// METIS_OPTION_SEED, and the seed of the random partitioner.
+  std::uint64_t seed = 0;
+};
+
+/// "metis", "metis-rb", "random".
+std::string_view to_string(Method m);
+/// "cut", "vol".
+std::string_view to_string(Objective o);
+/// "nodes,train,edges" (the chosen constraints, in that order).
+std::string to_string(const Balance& b);
+
+/// Inverse of to_string; throws halo::LogicError naming the accepted values.
+Method parse_method(std::string_view s);
+Objective parse_objective(std::string_view s);
+/// A comma-separated non-empty subset of {nodes, train, edges}, each at most once.
+Balance parse_balance(std::string_view s);
+
+}  // namespace halo::partition

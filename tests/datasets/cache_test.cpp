@@ -1,0 +1,138 @@
+// The binary cache: round trips, invalidation (missing, version, checksum) and corrupt entries.
+
+#include <string>
+#include <variant>
+
+#include <halo/datasets/cache.hpp>
+#include <halo/datasets/planetoid.hpp>
+#include <halo/kernels/error.hpp>
+
+#include "archive_test_util.hpp"
+#include "datasets_test_util.hpp"
+
+namespace halo::datasets::test {
+namespace {
+
+void expect_same(const Dataset& a, const Dataset& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(vec(a.graph.indptr), vec(b.graph.indptr));
+  EXPECT_EQ(vec(a.graph.indices), vec(b.graph.indices));
+  EXPECT_EQ(vec(a.graph.values), vec(b.graph.values));
+  EXPECT_EQ(a.graph.num_cols, b.graph.num_cols);
+  EXPECT_EQ(a.graph.symmetric, b.graph.symmetric);
+  ASSERT_EQ(a.features.index(), b.features.index());
+  if (const auto* x = std::get_if<kernels::Tensor<float>>(&a.features)) {
+    const auto& y = std::get<kernels::Tensor<float>>(b.features);
+    EXPECT_EQ(x->rows(), y.rows());
+    EXPECT_EQ(x->cols(), y.cols());
+    EXPECT_EQ(vec(*x), vec(y));
+  } else {
+    const auto& xs = std::get<kernels::CsrMatrix<std::int32_t, float>>(a.features);
+    const auto& ys = std::get<kernels::CsrMatrix<std::int32_t, float>>(b.features);
+    EXPECT_EQ(xs.num_cols, ys.num_cols);
+    EXPECT_EQ(vec(xs.indptr), vec(ys.indptr));
+    EXPECT_EQ(vec(xs.indices), vec(ys.indices));
+    EXPECT_EQ(vec(xs.values), vec(ys.values));
+  }
+  EXPECT_EQ(vec(a.labels), vec(b.labels));
+  EXPECT_EQ(a.num_classes, b.num_classes);
+  EXPECT_EQ(vec(a.train_idx), vec(b.train_idx));
+  EXPECT_EQ(vec(a.val_idx), vec(b.val_idx));
+  EXPECT_EQ(vec(a.test_idx), vec(b.test_idx));
+}
+
+std::string error_of(const fs::path& dir, const std::string& checksum) {
+  try {
+    read_cache(cpu(), dir, checksum);
+  } catch (const IoError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void replace_in_file(const fs::path& path, const std::string& from, const std::string& to) {
+  std::string text = read_file(path);
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  write_text(path, text);
+}
+
+TEST(Cache, RoundTripsDenseAndWeighted) {
+  TempDir tmp;
+  Dataset ds = tiny_dataset();
+  ds.graph = make_graph(5, {{0, 1}, {1, 0}, {2, 1}}, {0.5f, 2.0f, -1.0f});
+  write_cache(cpu(), ds, tmp.path() / "c" / "tiny", "sha-1");
+  const auto got = read_cache(cpu(), tmp.path() / "c" / "tiny", "sha-1");
+  ASSERT_TRUE(got.has_value());
+  expect_same(*got, ds);
+}
+
+TEST(Cache, RoundTripsCoraAndReplacesOldEntries) {
+  TempDir tmp;
+  const fs::path raw =
+      fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "planetoid" / "raw";
+  const Dataset cora = read_planetoid(cpu(), raw, "cora");
+  const fs::path dir = tmp.path() / "cora";
+  write_cache(cpu(), tiny_dataset(), dir, "old");
+  write_cache(cpu(), cora, dir, "new");
+  EXPECT_FALSE(read_cache(cpu(), dir, "old").has_value());
+  const auto got = read_cache(cpu(), dir, "new");
+  ASSERT_TRUE(got.has_value());
+  expect_same(*got, cora);
+  // Nothing but the entry is left beside it.
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path())) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+}
+
+TEST(Cache, MissingVersionOrChecksumChangeGivesNothing) {
+  TempDir tmp;
+  EXPECT_FALSE(read_cache(cpu(), tmp.path() / "none", "x").has_value());
+  const fs::path dir = tmp.path() / "d";
+  write_cache(cpu(), tiny_dataset(), dir, "abc");
+  EXPECT_TRUE(read_cache(cpu(), dir, "abc").has_value());
+  EXPECT_FALSE(read_cache(cpu(), dir, "abd").has_value());
+  replace_in_file(dir / "meta.json", "\"format_version\": " + std::to_string(kCacheFormatVersion),
+                  "\"format_version\": 999");
+  EXPECT_FALSE(read_cache(cpu(), dir, "abc").has_value());
+}
+
+TEST(Cache, CorruptEntriesAreErrors) {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "d";
+  write_cache(cpu(), tiny_dataset(), dir, "abc");
+  // A truncated array file.
+  std::string labels = read_file(dir / "labels.bin");
+  write_text(dir / "labels.bin", labels.substr(0, labels.size() - 1));
+  std::string msg = error_of(dir, "abc");
+  EXPECT_NE(msg.find("labels.bin: corrupt cache entry"), std::string::npos) << msg;
+  write_text(dir / "labels.bin", labels);
+  EXPECT_TRUE(read_cache(cpu(), dir, "abc").has_value());
+  // A label out of range.
+  std::string bad = labels;
+  bad[0] = 9;
+  write_text(dir / "labels.bin", bad);
+  msg = error_of(dir, "abc");
+  EXPECT_NE(msg.find("corrupt cache entry"), std::string::npos) << msg;
+  write_text(dir / "labels.bin", labels);
+  // meta.json that is not JSON, and one whose sizes disagree.
+  const std::string meta = read_file(dir / "meta.json");
+  write_text(dir / "meta.json", meta.substr(0, meta.size() / 2));
+  msg = error_of(dir, "abc");
+  EXPECT_NE(msg.find("meta.json: corrupt cache entry"), std::string::npos) << msg;
+  write_text(dir / "meta.json", meta);
+  replace_in_file(dir / "meta.json", "\"num_nodes\": 5", "\"num_nodes\": 6");
+  msg = error_of(dir, "abc");
+  EXPECT_NE(msg.find("corrupt cache entry"), std::string::npos) << msg;
+  write_text(dir / "meta.json", meta);
+  fs::remove(dir / "test_idx.bin");
+  msg = error_of(dir, "abc");
+  EXPECT_NE(msg.find("test_idx.bin: cannot open"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace halo::datasets::test

@@ -1,0 +1,118 @@
+// The OGB node-property raw reader on fixtures written in that layout.
+
+#include <string>
+#include <variant>
+
+#include <halo/datasets/ogb.hpp>
+#include <halo/kernels/error.hpp>
+
+#include "archive_test_util.hpp"
+#include "datasets_test_util.hpp"
+
+namespace halo::datasets::test {
+namespace {
+
+/// A 5-node OGB dataset: node 4 unlabeled (nan) and in no split, a duplicate edge.
+void write_ogb(const fs::path& root, const std::string& scheme = "time") {
+  fs::create_directories(root / "raw");
+  fs::create_directories(root / "split" / scheme);
+  write_gz(root / "raw" / "num-node-list.csv.gz", "5\n");
+  write_gz(root / "raw" / "edge.csv.gz", "0,1\n1,2\n3,1\n0,1\n4,0\n");
+  write_gz(root / "raw" / "node-feat.csv.gz", "0.5,-1.0,2\n1e-3,0,0\n-0.25,3.5,1\n0,0,0\n7,8,9\n");
+  write_gz(root / "raw" / "node-label.csv.gz", "2\n0\n1.0\n2\nnan\n");
+  write_gz(root / "split" / scheme / "train.csv.gz", "3\n0\n");
+  write_gz(root / "split" / scheme / "valid.csv.gz", "1\n");
+  write_gz(root / "split" / scheme / "test.csv.gz", "2\n");
+}
+
+std::string error_of(const fs::path& root, const std::string& scheme = "") {
+  try {
+    read_ogb_node_raw(cpu(), root, scheme);
+  } catch (const IoError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OgbReader, ReadsTheRawLayout) {
+  TempDir tmp;
+  const fs::path root = tmp.path() / "ogbn_tiny";
+  write_ogb(root);
+  const Dataset ds = read_ogb_node_raw(cpu(), root);
+  EXPECT_EQ(ds.name, "ogbn_tiny");
+  EXPECT_EQ(ds.num_nodes(), 5);
+  // Edge src -> dst is column src of row dst; the duplicate 0 -> 1 is gone.
+  EXPECT_EQ(rows_of(ds.graph),
+            (std::vector<Row>{{{4, 1.0}}, {{0, 1.0}, {3, 1.0}}, {{1, 1.0}}, {}, {}}));
+  EXPECT_FALSE(ds.graph.symmetric);
+  const auto& x = std::get<kernels::Tensor<float>>(ds.features);
+  EXPECT_EQ(x.rows(), 5);
+  EXPECT_EQ(x.cols(), 3);
+  EXPECT_EQ(vec(x),
+            (std::vector<float>{0.5f, -1, 2, 1e-3f, 0, 0, -0.25f, 3.5f, 1, 0, 0, 0, 7, 8, 9}));
+  EXPECT_EQ(vec(ds.labels), (std::vector<std::int32_t>{2, 0, 1, 2, 0}));
+  EXPECT_EQ(ds.num_classes, 3);
+  EXPECT_EQ(vec(ds.train_idx), (std::vector<NodeId>{0, 3}));
+  EXPECT_EQ(vec(ds.val_idx), (std::vector<NodeId>{1}));
+  EXPECT_EQ(vec(ds.test_idx), (std::vector<NodeId>{2}));
+  // The same scheme named explicitly.
+  EXPECT_EQ(read_ogb_node_raw(cpu(), root, "time").num_nodes(), 5);
+}
+
+TEST(OgbReader, ErrorsNameFileAndLine) {
+  TempDir tmp;
+  const fs::path root = tmp.path() / "d";
+  write_ogb(root);
+  write_gz(root / "raw" / "edge.csv.gz", "0,1\n1;2\n");
+  std::string msg = error_of(root);
+  EXPECT_NE(msg.find("edge.csv.gz:2: expected two node ids separated by a comma, got \"1;2\""),
+            std::string::npos)
+      << msg;
+  write_gz(root / "raw" / "edge.csv.gz", "0,1\n1,5\n");
+  msg = error_of(root);
+  EXPECT_NE(msg.find("edge.csv.gz:2: node id 5 is outside [0, 5)"), std::string::npos) << msg;
+  write_gz(root / "raw" / "edge.csv.gz", "0,1\n");
+  write_gz(root / "raw" / "node-feat.csv.gz", "1,2,3\n1,2\n");
+  msg = error_of(root);
+  EXPECT_NE(msg.find("node-feat.csv.gz:2: expected 3 values"), std::string::npos) << msg;
+  write_gz(root / "raw" / "node-feat.csv.gz", "1,2,3\n1,x,3\n");
+  msg = error_of(root);
+  EXPECT_NE(msg.find("node-feat.csv.gz:2: expected comma-separated finite numbers"),
+            std::string::npos)
+      << msg;
+  write_gz(root / "raw" / "node-feat.csv.gz", "1\n2\n3\n4\n5\n");
+  write_gz(root / "split" / "time" / "test.csv.gz", "2\n4\n");
+  msg = error_of(root);
+  EXPECT_NE(msg.find("test.csv.gz:2: node 4 has no label"), std::string::npos) << msg;
+  write_gz(root / "split" / "time" / "test.csv.gz", "2\n");
+  write_gz(root / "raw" / "node-label.csv.gz", "0,1\n");
+  msg = error_of(root);
+  EXPECT_NE(msg.find("node-label.csv.gz:1: several labels"), std::string::npos) << msg;
+  write_gz(root / "raw" / "node-label.csv.gz", "0\n1\n");
+  msg = error_of(root);
+  EXPECT_NE(msg.find("node-label.csv.gz:3: expected the label of node 2"), std::string::npos)
+      << msg;
+}
+
+TEST(OgbReader, SplitSchemeChoice) {
+  TempDir tmp;
+  const fs::path root = tmp.path() / "d";
+  write_ogb(root, "a");
+  write_ogb(root, "b");
+  EXPECT_NE(error_of(root).find("exactly one split scheme"), std::string::npos);
+  EXPECT_EQ(read_ogb_node_raw(cpu(), root, "b").num_nodes(), 5);
+  EXPECT_NE(error_of(root, "c").find("no such split scheme"), std::string::npos);
+}
+
+TEST(OgbReader, FeaturesAreOptional) {
+  TempDir tmp;
+  const fs::path root = tmp.path() / "d";
+  write_ogb(root);
+  fs::remove(root / "raw" / "node-feat.csv.gz");
+  const Dataset ds = read_ogb_node_raw(cpu(), root);
+  EXPECT_EQ(ds.num_features(), 0);
+  EXPECT_EQ(ds.num_nodes(), 5);
+}
+
+}  // namespace
+}  // namespace halo::datasets::test

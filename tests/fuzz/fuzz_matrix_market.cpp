@@ -1,0 +1,21 @@
+// libFuzzer target: the Matrix Market reader (through a scratch file: it reads paths).
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include <halo/datasets/edge_list.hpp>
+#include <halo/kernels/error.hpp>
+
+#include "fuzz_util.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (!halo::fuzz::small_numbers(text)) return -1;
+  const auto path = halo::fuzz::scratch() / "input.mtx";
+  halo::fuzz::write_file(path, text);
+  try {
+    (void)halo::datasets::read_matrix_market(halo::fuzz::cpu(), path);
+  } catch (const halo::IoError&) {
+  }
+  return 0;
+}

@@ -1,0 +1,318 @@
+// Tests of the partition directory: what is written reassembles the input exactly, one part
+// loads alone, and damaged or mismatched directories are refused with a clear error.
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <halo/kernels/error.hpp>
+#include <halo/partition/partition_format.hpp>
+
+#include "partition/partition_test_util.hpp"
+
+namespace halo::partition::test {
+namespace {
+
+namespace fs = std::filesystem;
+using halo::testing::TempDir;
+
+PartitionResult partition(const Dataset& ds, std::int32_t parts,
+                          Method method = Method::MetisKway) {
+  PartitionConfig c;
+  c.num_parts = parts;
+  c.method = method;
+  return partition_dataset(cpu(), ds, c);
+}
+
+template <class T>
+std::vector<T> vec(const kernels::Tensor<T>& t) {
+  return std::vector<T>(t.data(), t.data() + t.numel());
+}
+
+/// Loads every part and checks it against `ds` and `r`: ownership, reassembly, degrees, halo
+/// grouping, features, labels, splits, and the metrics recomputed from the parts.
+void expect_parts_reassemble(const Dataset& ds, const PartitionResult& r, const fs::path& dir) {
+  const PartitionMeta meta = read_partition_meta(dir);
+  const std::int32_t p = meta.config.num_parts;
+  ASSERT_EQ(p, r.config.num_parts);
+  EXPECT_EQ(meta.book.offsets(), r.relabelling.book.offsets());
+  std::vector<Part> parts;
+  for (std::int32_t k = 0; k < p; ++k) parts.push_back(read_part(cpu(), dir, k));
+
+  // new id -> original id, from the parts alone; every node owned exactly once.
+  std::vector<NodeId> original;
+  for (const Part& part : parts) {
+    const auto ids = vec(part.original_ids);
+    original.insert(original.end(), ids.begin(), ids.end());
+  }
+  ASSERT_EQ(static_cast<std::int64_t>(original.size()), ds.num_nodes());
+  std::vector<int> owned_times(static_cast<std::size_t>(ds.num_nodes()), 0);
+  for (NodeId v : original) ++owned_times[static_cast<std::size_t>(v)];
+  for (std::int64_t v = 0; v < ds.num_nodes(); ++v) EXPECT_EQ(owned_times[v], 1) << "node " << v;
+
+  // Local CSRs mapped back to original ids give the input graph exactly (values included).
+  Triples got;
+  std::int64_t comm_volume = 0, max_halo = 0;
+  std::vector<std::uint8_t> is_train(static_cast<std::size_t>(ds.num_nodes()), 0);
+  for (std::int64_t i = 0; i < ds.train_idx.numel(); ++i) is_train[ds.train_idx(i)] = 1;
+  for (const Part& part : parts) {
+    const std::int32_t k = part.rank;
+    const std::int64_t owned = part.num_owned(), base = part.book.begin(k);
+    ASSERT_EQ(owned, part.book.size(k));
+    const auto& g = part.graph;
+    for (std::int64_t i = 0; i < owned; ++i) {
+      EXPECT_EQ(part.column_ids(i), base + i);
+      for (std::int64_t e = g.indptr(i); e < g.indptr(i + 1); ++e) {
+        if (e > g.indptr(i)) {
+          EXPECT_LE(g.indices(e - 1), g.indices(e)) << "rows sorted";
+        }
+        got.emplace_back(part.original_ids(i), original[part.column_ids(g.indices(e))],
+                         g.values.empty() ? 1.0f : g.values(e));
+      }
+    }
+    // Halo: remote, ascending, grouped by owner as halo_offsets say.
+    for (std::int64_t h = 0; h < part.num_halo(); ++h) {
+      const NodeId id = part.column_ids(owned + h);
+      EXPECT_NE(part.book.owner(id), k);
+      if (h > 0) {
+        EXPECT_LT(part.column_ids(owned + h - 1), id);
+      }
+      const std::int32_t owner = part.book.owner(id);
+      EXPECT_GE(h, part.halo_offsets[owner]);
+      EXPECT_LT(h, part.halo_offsets[owner + 1]);
+    }
+    comm_volume += part.num_halo();
+    max_halo = std::max(max_halo, part.num_halo());
+    // Global degrees of every row and column.
+    for (std::int64_t j = 0; j < g.num_cols; ++j) {
+      const NodeId v = original[part.column_ids(j)];
+      EXPECT_EQ(part.degrees(j), ds.graph.indptr(v + 1) - ds.graph.indptr(v));
+    }
+    // Labels, features, splits of the owned nodes.
+    for (std::int64_t i = 0; i < owned; ++i)
+      EXPECT_EQ(part.labels(i), ds.labels(part.original_ids(i)));
+    if (const auto* dense = std::get_if<kernels::Tensor<float>>(&ds.features)) {
+      const auto& x = std::get<kernels::Tensor<float>>(part.features);
+      for (std::int64_t i = 0; i < owned; ++i)
+        for (std::int64_t f = 0; f < x.cols(); ++f)
+          EXPECT_EQ(x(i, f), (*dense)(part.original_ids(i), f));
+    } else {
+      const auto& full = std::get<kernels::CsrMatrix<std::int32_t, float>>(ds.features);
+      const auto& x = std::get<kernels::CsrMatrix<std::int32_t, float>>(part.features);
+      for (std::int64_t i = 0; i < owned; ++i) {
+        const NodeId v = part.original_ids(i);
+        ASSERT_EQ(x.indptr(i + 1) - x.indptr(i), full.indptr(v + 1) - full.indptr(v));
+        for (std::int64_t e = 0; e < x.indptr(i + 1) - x.indptr(i); ++e) {
+          EXPECT_EQ(x.indices(x.indptr(i) + e), full.indices(full.indptr(v) + e));
+          if (!full.values.empty()) {
+            EXPECT_EQ(x.values(x.indptr(i) + e), full.values(full.indptr(v) + e));
+          }
+        }
+      }
+    }
+    for (NodeId i : vec(part.train_idx)) EXPECT_TRUE(is_train[part.original_ids(i)]);
+  }
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, triples(ds.graph)) << "no edge lost or duplicated";
+  std::int64_t train = 0, val = 0, test = 0;
+  for (const Part& part : parts) {
+    train += part.train_idx.numel();
+    val += part.val_idx.numel();
+    test += part.test_idx.numel();
+  }
+  EXPECT_EQ(train, ds.train_idx.numel());
+  EXPECT_EQ(val, ds.val_idx.numel());
+  EXPECT_EQ(test, ds.test_idx.numel());
+  // The stored metrics equal those recomputed from the parts.
+  EXPECT_EQ(meta.metrics.comm_volume, comm_volume);
+  EXPECT_EQ(meta.metrics.max_halo, max_halo);
+  EXPECT_EQ(meta.metrics.edge_cut, ref_edge_cut(ds, r.assignment.part));
+  EXPECT_EQ(meta.metrics.comm_volume, r.metrics.comm_volume);
+}
+
+TEST(PartitionFormat, CoraPartsReassembleTheGraph) {
+  const TempDir tmp;
+  for (std::int32_t p : {1, 3, 8}) {
+    const fs::path dir = tmp.path() / ("cora-" + std::to_string(p));
+    const PartitionResult r = partition(cora(), p);
+    write_partitions(cpu(), cora(), r, dir);
+    SCOPED_TRACE(p);
+    expect_parts_reassemble(cora(), r, dir);
+    EXPECT_EQ(verify_partitions(dir), p * 13);  // sparse features with values: 13 files a part
+  }
+}
+
+TEST(PartitionFormat, SyntheticAndRandomPartsReassembleTheGraph) {
+  const TempDir tmp;
+  const Dataset ds = synthetic(2500);
+  const PartitionResult r = partition(ds, 6, Method::Random);
+  write_partitions(cpu(), ds, r, tmp.path() / "p");
+  expect_parts_reassemble(ds, r, tmp.path() / "p");
+}
+
+Dataset weighted_with_self_loops_and_isolated_nodes() {
+  Dataset ds = synthetic(300, 9);
+  // Add self-loops on every 7th node and weights; drop the edges of nodes 0..9 (isolated).
+  std::vector<std::int64_t> indptr{0};
+  std::vector<NodeId> indices;
+  std::vector<float> values;
+  for (std::int64_t r = 0; r < ds.num_nodes(); ++r) {
+    std::vector<NodeId> row;
+    for (std::int64_t e = ds.graph.indptr(r); e < ds.graph.indptr(r + 1); ++e)
+      if (r >= 10 && ds.graph.indices(e) >= 10) row.push_back(ds.graph.indices(e));
+    if (r % 7 == 0 && r >= 10) row.push_back(static_cast<NodeId>(r));
+    std::sort(row.begin(), row.end());
+    for (NodeId c : row) {
+      indices.push_back(c);
+      values.push_back(0.5f + static_cast<float>((r + c) % 5));
+    }
+    indptr.push_back(static_cast<std::int64_t>(indices.size()));
+  }
+  ds.graph = {halo::testing::host_tensor(indptr), halo::testing::host_tensor(indices),
+              halo::testing::host_tensor(values), ds.num_nodes()};
+  return ds;
+}
+
+TEST(PartitionFormat, WeightedGraphWithSelfLoopsAndIsolatedNodes) {
+  const TempDir tmp;
+  const Dataset ds = weighted_with_self_loops_and_isolated_nodes();
+  ASSERT_NO_THROW(datasets::validate(ds));
+  const PartitionResult r = partition(ds, 4);
+  write_partitions(cpu(), ds, r, tmp.path() / "p");
+  expect_parts_reassemble(ds, r, tmp.path() / "p");
+}
+
+TEST(PartitionFormat, SamePartitionTwiceGivesIdenticalFiles) {
+  const TempDir tmp;
+  write_partitions(cpu(), cora(), partition(cora(), 4), tmp.path() / "a");
+  write_partitions(cpu(), cora(), partition(cora(), 4), tmp.path() / "b");
+  const PartitionMeta a = read_partition_meta(tmp.path() / "a");
+  const PartitionMeta b = read_partition_meta(tmp.path() / "b");
+  for (std::int32_t k = 0; k < 4; ++k)
+    for (const auto& [name, entry] : a.parts[k].files)
+      EXPECT_EQ(entry.fnv1a64, b.parts[k].files.at(name).fnv1a64) << name;
+}
+
+class DamagedPartition : public ::testing::Test {
+ protected:
+  void SetUp() override { write_partitions(cpu(), cora(), partition(cora(), 3), m_dir); }
+  void flip_byte(const fs::path& file, std::int64_t at) const {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(at);
+    char c = 0;
+    f.get(c);
+    f.seekp(at);
+    f.put(static_cast<char>(c ^ 0x40));
+  }
+  std::string error_of_reading(std::int32_t k) const {
+    try {
+      read_part(cpu(), m_dir, k);
+    } catch (const IoError& e) {
+      return e.what();
+    }
+    return "no error";
+  }
+  void edit_meta(const std::function<void(nlohmann::json&)>& edit) const {
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(m_dir / "meta.json"));
+    edit(j);
+    std::ofstream(m_dir / "meta.json") << j.dump();
+  }
+  const TempDir m_temp;
+  const fs::path m_dir = m_temp.path() / "cora-3";
+};
+
+TEST_F(DamagedPartition, OnePartLoadsWithoutReadingTheOthers) {
+  fs::remove_all(m_dir / "part-1");
+  flip_byte(m_dir / "part-2" / "indices.bin", 5);
+  EXPECT_NO_THROW(read_part(cpu(), m_dir, 0));
+  EXPECT_NE(error_of_reading(1).find("part-1"), std::string::npos) << error_of_reading(1);
+  EXPECT_THROW(verify_partitions(m_dir), IoError);
+}
+
+TEST_F(DamagedPartition, CorruptedFileFailsItsChecksum) {
+  flip_byte(m_dir / "part-2" / "indices.bin", 17);
+  const std::string e = error_of_reading(2);
+  EXPECT_NE(e.find("part-2/indices.bin"), std::string::npos) << e;
+  EXPECT_NE(e.find("checksum"), std::string::npos) << e;
+  try {
+    verify_partitions(m_dir);
+    ADD_FAILURE() << "verify_partitions accepted a corrupted file";
+  } catch (const IoError& err) {
+    EXPECT_NE(std::string(err.what()).find("indices.bin"), std::string::npos) << err.what();
+  }
+}
+
+TEST_F(DamagedPartition, TruncatedFileIsRefused) {
+  fs::resize_file(m_dir / "part-0" / "features_values.bin", 12);
+  const std::string e = error_of_reading(0);
+  EXPECT_NE(e.find("features_values.bin"), std::string::npos) << e;
+  EXPECT_NE(e.find("bytes"), std::string::npos) << e;
+}
+
+TEST_F(DamagedPartition, FileFromAnotherPartitionIsRefused) {
+  const TempDir other;
+  write_partitions(cpu(), cora(), partition(cora(), 3, Method::Random), other.path() / "r");
+  fs::copy_file(other.path() / "r" / "part-1" / "labels.bin", m_dir / "part-1" / "labels.bin",
+                fs::copy_options::overwrite_existing);
+  const std::string e = error_of_reading(1);
+  EXPECT_TRUE(e.find("labels.bin") != std::string::npos &&
+              (e.find("checksum") != std::string::npos || e.find("bytes") != std::string::npos))
+      << e;
+}
+
+TEST_F(DamagedPartition, OtherFormatVersionIsRefused) {
+  edit_meta([](nlohmann::json& j) { j["format_version"] = 2; });
+  const std::string e = error_of_reading(0);
+  EXPECT_NE(e.find("meta.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("format_version 2"), std::string::npos) << e;
+}
+
+TEST_F(DamagedPartition, InconsistentMetaIsRefused) {
+  edit_meta([](nlohmann::json& j) { j["offsets"][1] = j["offsets"][1].get<int>() + 1; });
+  EXPECT_NE(error_of_reading(0).find("meta.json"), std::string::npos) << error_of_reading(0);
+  edit_meta([](nlohmann::json& j) {
+    j["offsets"][1] = j["offsets"][1].get<int>() - 1;
+    j["num_parts"] = 4;
+  });
+  EXPECT_NE(error_of_reading(0).find("meta.json"), std::string::npos) << error_of_reading(0);
+  std::ofstream(m_dir / "meta.json") << "{\"format\": \"halo-partition\", ";
+  EXPECT_NE(error_of_reading(0).find("not valid JSON"), std::string::npos);
+  fs::remove(m_dir / "meta.json");
+  EXPECT_NE(error_of_reading(0).find("meta.json: missing"), std::string::npos);
+  EXPECT_THROW(read_part(cpu(), m_temp.path() / "nothing", 0), IoError);
+}
+
+TEST(PartitionFormat, RefusesToOverwriteAndLeavesNoTemporaryBehind) {
+  const TempDir tmp;
+  const fs::path dir = tmp.path() / "p";
+  fs::create_directories(dir);
+  std::ofstream(dir / "keep.txt") << "x";
+  EXPECT_THROW(write_partitions(cpu(), cora(), partition(cora(), 2), dir), IoError);
+  EXPECT_TRUE(fs::exists(dir / "keep.txt"));
+  fs::remove(dir / "keep.txt");
+  write_partitions(cpu(), cora(), partition(cora(), 2), dir);  // an empty directory is fine
+  std::int64_t entries = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path())) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1) << "no temporary directory left";
+  EXPECT_THROW(read_part(cpu(), dir, 2), LogicError);
+}
+
+TEST(PartitionFormat, Fnv1aMatchesPublishedVectors) {
+  EXPECT_EQ(fnv1a64("", 0), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(fnv1a64("foobar", 6), 0x85944171f73967e8ull);
+  EXPECT_EQ(fnv1a64("bar", 3, fnv1a64("foo", 3)), fnv1a64("foobar", 6));
+}
+
+}  // namespace
+}  // namespace halo::partition::test

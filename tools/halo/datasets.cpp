@@ -1,0 +1,251 @@
+// `halo datasets`: list, describe, fetch and convert the registered public datasets.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <halo/datasets/edge_list.hpp>
+#include <halo/datasets/numpy.hpp>
+#include <halo/datasets/ogb.hpp>
+#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/planetoid.hpp>
+#include <halo/datasets/registry.hpp>
+#include <halo/kernels/error.hpp>
+#include <halo/tools/halo/commands.hpp>
+#include <halo/tools/halo/download_progress.hpp>
+
+namespace halo::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct DatasetsOptions {
+  std::string name;
+  bool offline = false;
+  std::string from;
+  std::string path;
+  std::string out;
+  std::string planetoid_name;
+};
+
+const char* state_name(datasets::LocalState s) {
+  switch (s) {
+    case datasets::LocalState::Generated:
+      return "generated";
+    case datasets::LocalState::Missing:
+      return "not downloaded";
+    case datasets::LocalState::Downloaded:
+      return "downloaded";
+    case datasets::LocalState::Cached:
+      return "cached";
+  }
+  return "?";
+}
+
+const char* format_name(datasets::DatasetFormat f) {
+  switch (f) {
+    case datasets::DatasetFormat::Generator:
+      return "generator (no download)";
+    case datasets::DatasetFormat::Planetoid:
+      return "planetoid (ind.<name>.* pickles)";
+    case datasets::DatasetFormat::OgbNode:
+      return "ogb (node-property raw CSV layout, zipped)";
+    case datasets::DatasetFormat::KarateGml:
+      return "gml (Zachary's karate club, NetworkX export)";
+    case datasets::DatasetFormat::OgbNodeBinary:
+      return "ogb (node-property binary npz layout, zipped)";
+    case datasets::DatasetFormat::Reddit:
+      return "npz-reddit (reddit_data.npz + reddit_graph.npz, zipped)";
+  }
+  return "?";
+}
+
+std::string count_or_dash(std::int64_t n) { return n > 0 ? std::to_string(n) : "-"; }
+
+/// The exact total when every size is known, else the registry's approximation.
+std::string download_size(const datasets::DatasetInfo& d) {
+  if (d.files.empty()) return "-";
+  std::int64_t total = 0;
+  for (const auto& f : d.files) {
+    if (f.size_bytes <= 0)
+      return d.approx_download_size.empty() ? "unknown" : d.approx_download_size;
+    total += f.size_bytes;
+  }
+  return datasets::format_bytes(total);
+}
+
+int run_list() {
+  const datasets::LoadOptions o;
+  std::printf("%-16s %11s %12s  %-10s  %s\n", "name", "nodes", "edges", "download", "local");
+  for (const auto& d : datasets::list_datasets())
+    std::printf("%-16s %11s %12s  %-10s  %s\n", d.name.c_str(), count_or_dash(d.num_nodes).c_str(),
+                count_or_dash(d.num_edges).c_str(), download_size(d).c_str(),
+                state_name(datasets::local_state(d, o)));
+  std::printf("data directory: %s\n", datasets::default_data_dir().c_str());
+  return 0;
+}
+
+int run_info(const DatasetsOptions& opts) {
+  const datasets::LoadOptions o;
+  const auto& d = datasets::find_dataset(opts.name);
+  std::printf("name:        %s\n", d.name.c_str());
+  std::printf("description: %s\n", d.description.c_str());
+  std::printf("format:      %s\n", format_name(d.format));
+  if (d.num_nodes > 0)
+    std::printf("size:        %lld nodes, %lld directed edges, %lld features, %d classes\n",
+                static_cast<long long>(d.num_nodes), static_cast<long long>(d.num_edges),
+                static_cast<long long>(d.num_features), d.num_classes);
+  if (!d.homepage.empty()) std::printf("homepage:    %s\n", d.homepage.c_str());
+  std::printf("licence:     %s\n", d.licence.c_str());
+  std::printf("citation:    %s\n", d.citation.c_str());
+  if (d.format == datasets::DatasetFormat::Generator) return 0;
+  const auto paths = datasets::dataset_paths(d, o);
+  std::printf("download:    %s\n", download_size(d).c_str());
+  std::printf("local:       %s (%s)\n", paths.root.c_str(),
+              state_name(datasets::local_state(d, o)));
+  std::printf("files:\n");
+  for (const auto& f : d.files) {
+    const std::string sha = datasets::expected_sha256(d, f, o);
+    std::printf("  %s\n", f.file_name.c_str());
+    std::printf("    url:     %s\n", datasets::source_url(d, f, o).c_str());
+    if (f.size_bytes > 0) std::printf("    bytes:   %lld\n", static_cast<long long>(f.size_bytes));
+    std::printf(
+        "    sha256:  %s\n",
+        sha.empty()
+            ? "not known yet (recorded at the first download)"
+            : (sha + (f.sha256.empty() ? " (recorded at the first download)" : "")).c_str());
+  }
+  return 0;
+}
+
+int run_fetch(const DatasetsOptions& opts) {
+  const auto& d = datasets::find_dataset(opts.name);
+  if (d.format == datasets::DatasetFormat::Generator) {
+    std::printf("%s is generated in memory: nothing to fetch\n", d.name.c_str());
+    return 0;
+  }
+  DownloadProgressBar bar;
+  datasets::LoadOptions o;
+  o.offline = opts.offline;
+  o.download = datasets::download_options_from_env();
+  o.download->on_progress = bar.callback();
+  const auto files = datasets::fetch_dataset(d, o);
+  bar.finish();
+  std::printf("%s: %zu file%s verified in %s\n", d.name.c_str(), files.size(),
+              files.size() == 1 ? "" : "s", datasets::dataset_paths(d, o).raw.c_str());
+  return 0;
+}
+
+/// The <name> of the single `ind.<name>.graph` in `dir`.
+std::string planetoid_name_in(const fs::path& dir) {
+  std::string found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string f = e.path().filename().string();
+    if (f.size() > 10 && f.rfind("ind.", 0) == 0 && f.compare(f.size() - 6, 6, ".graph") == 0) {
+      if (!found.empty())
+        throw IoError(dir.string() + ": several ind.<name>.graph files; choose one with --name");
+      found = f.substr(4, f.size() - 10);
+    }
+  }
+  if (found.empty()) throw IoError(dir.string() + ": no ind.<name>.graph file");
+  return found;
+}
+
+/// A dataset holding only `graph`: no feature columns (sparse n x 0), every node in class 0 of
+/// one, empty splits. Weights are dropped (the plain format has no weight column).
+datasets::Dataset graph_only(const kernels::Resources& res, datasets::Graph graph) {
+  const std::int64_t n = graph.num_rows();
+  datasets::Dataset ds;
+  graph.values = kernels::Tensor<float>::from_host(res, std::vector<float>{});
+  ds.graph = std::move(graph);
+  ds.features = kernels::CsrMatrix<std::int32_t, float>{
+      kernels::Tensor<std::int64_t>::from_host(
+          res, std::vector<std::int64_t>(static_cast<std::size_t>(n) + 1, 0)),
+      kernels::Tensor<std::int32_t>::from_host(res, std::vector<std::int32_t>{}),
+      kernels::Tensor<float>::from_host(res, std::vector<float>{}), 0};
+  ds.labels = kernels::Tensor<std::int32_t>::from_host(
+      res, std::vector<std::int32_t>(static_cast<std::size_t>(n), 0));
+  ds.train_idx = kernels::Tensor<datasets::NodeId>::from_host(res, std::vector<datasets::NodeId>{});
+  ds.val_idx = kernels::Tensor<datasets::NodeId>::from_host(res, std::vector<datasets::NodeId>{});
+  ds.test_idx = kernels::Tensor<datasets::NodeId>::from_host(res, std::vector<datasets::NodeId>{});
+  ds.num_classes = 1;
+  return ds;
+}
+
+int run_convert(const DatasetsOptions& opts) {
+  const kernels::Resources res(kernels::Device::Cpu, 0);
+  const fs::path in = opts.path;
+  datasets::Dataset ds;
+  if (opts.from == "planetoid") {
+    if (!fs::is_directory(in)) throw IoError(in.string() + ": not a directory");
+    const std::string name =
+        opts.planetoid_name.empty() ? planetoid_name_in(in) : opts.planetoid_name;
+    ds = datasets::read_planetoid(res, in, name);
+  } else if (opts.from == "ogb") {
+    ds = datasets::read_ogb_node_raw(res, in);
+  } else if (opts.from == "npz-reddit") {
+    ds = datasets::read_reddit(res, in);
+  } else if (opts.from == "edgelist" || opts.from == "mtx") {
+    ds = graph_only(res, opts.from == "mtx" ? datasets::read_matrix_market(res, in)
+                                            : datasets::read_edge_list(res, in));
+    ds.name = in.stem().string();
+  } else {
+    ds = datasets::read_directory(res, in);
+  }
+  datasets::write_directory(res, ds, opts.out);
+  std::printf("%s: %lld nodes, %lld edges, %lld features, %d classes written to %s\n",
+              ds.name.c_str(), static_cast<long long>(ds.num_nodes()),
+              static_cast<long long>(ds.graph.num_edges()),
+              static_cast<long long>(ds.num_features()), ds.num_classes, opts.out.c_str());
+  return 0;
+}
+
+/// Accepts only registered dataset names (a usage error otherwise, exit code 2).
+CLI::Validator registered_name() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        if (datasets::is_registered(name)) return {};
+        std::string known;
+        for (const auto& d : datasets::list_datasets())
+          known += (known.empty() ? "" : ", ") + d.name;
+        return "unknown dataset \"" + name + "\"; known datasets: " + known;
+      },
+      "NAME", "RegisteredDataset");
+}
+
+}  // namespace
+
+Command add_datasets_command(CLI::App& app) {
+  auto o = std::make_shared<DatasetsOptions>();
+  CLI::App* sub =
+      app.add_subcommand("datasets", "List, describe, download and convert public datasets");
+  sub->require_subcommand(1, 1);
+
+  CLI::App* list = sub->add_subcommand("list", "Registered datasets and whether they are local");
+  CLI::App* info = sub->add_subcommand("info", "Source, licence, citation and files of a dataset");
+  info->add_option("NAME", o->name, "A registered dataset")->required()->check(registered_name());
+  CLI::App* fetch = sub->add_subcommand("fetch", "Download and verify a dataset's files");
+  fetch->add_option("NAME", o->name, "A registered dataset")->required()->check(registered_name());
+  fetch->add_flag("--offline", o->offline,
+                  "Do not download: only verify the files already present (also HALO_OFFLINE=1)");
+  CLI::App* convert =
+      sub->add_subcommand("convert", "Convert a dataset to Halo's plain directory format");
+  convert->add_option("--from", o->from, "Input format")
+      ->required()
+      ->check(CLI::IsMember({"planetoid", "ogb", "npz-reddit", "edgelist", "mtx", "plain"}));
+  convert->add_option("PATH", o->path, "Input directory (edgelist, mtx: input file)")->required();
+  convert->add_option("--out", o->out, "Output directory (must not exist, or be empty)")
+      ->required();
+  convert->add_option("--name", o->planetoid_name,
+                      "planetoid: the <name> of ind.<name>.* (default: the only one in PATH)");
+
+  return {sub, [o, list, info, fetch, convert]() -> int {
+            if (list->parsed()) return run_list();
+            if (info->parsed()) return run_info(*o);
+            if (fetch->parsed()) return run_fetch(*o);
+            if (convert->parsed()) return run_convert(*o);
+            return 2;
+          }};
+}
+
+}  // namespace halo::cli

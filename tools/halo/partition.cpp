@@ -1,0 +1,162 @@
+// `halo partition`: flags -> partition::PartitionConfig, progress on stderr, metrics on stdout.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <halo/partition/partition_format.hpp>
+#include <halo/partition/partitioner.hpp>
+#include <halo/tools/halo/commands.hpp>
+#include <halo/tools/halo/dataset_options.hpp>
+
+namespace halo::cli {
+namespace {
+
+struct PartitionOptions {
+  DatasetOptions data;
+  std::int32_t parts = 2;
+  std::string method = "metis";
+  std::string balance = "nodes,train,edges";
+  std::string objective = "cut";
+  double imbalance = 0.03;
+  std::uint64_t seed = 0;
+  int threads = 0;
+  std::string out;
+  std::string info;
+};
+
+using Clock = std::chrono::steady_clock;
+
+/// "[  1.23 s] what" on stderr.
+class ProgressLog {
+ public:
+  void operator()(std::string_view what) const {
+    const double s = std::chrono::duration<double>(Clock::now() - m_start).count();
+    std::fprintf(stderr, "halo partition: [%7.2f s] %.*s\n", s, static_cast<int>(what.size()),
+                 what.data());
+    std::fflush(stderr);
+  }
+
+ private:
+  Clock::time_point m_start = Clock::now();
+};
+
+void print_header(const partition::PartitionMeta& m) {
+  const auto& c = m.config;
+  std::printf("dataset %s: %lld nodes, %lld edges, %lld %s features, %d classes\n",
+              m.dataset.c_str(), static_cast<long long>(m.num_nodes),
+              static_cast<long long>(m.num_edges), static_cast<long long>(m.num_features),
+              m.sparse_features ? "sparse" : "dense", m.num_classes);
+  std::printf("%d parts, method %s, objective %s, balance %s, imbalance %g, seed %llu\n",
+              c.num_parts, std::string(partition::to_string(c.method)).c_str(),
+              std::string(partition::to_string(c.objective)).c_str(),
+              partition::to_string(c.balance).c_str(), c.imbalance,
+              static_cast<unsigned long long>(c.seed));
+}
+
+int run_info(const PartitionOptions& o) {
+  const partition::PartitionMeta m = partition::read_partition_meta(o.info);
+  std::printf("partition directory %s (format version %d)\n", o.info.c_str(), m.format_version);
+  print_header(m);
+  std::fputs(partition::format_metrics(m.metrics).c_str(), stdout);
+  const std::int64_t files = partition::verify_partitions(o.info);
+  std::printf("checksums: %lld files ok\n", static_cast<long long>(files));
+  return 0;
+}
+
+int run_partition(const PartitionOptions& o) {
+  if (!o.info.empty()) return run_info(o);
+  const kernels::Resources res(kernels::Device::Cpu, o.threads);
+  const ProgressLog progress;
+  progress("loading dataset " + o.data.dataset);
+  const datasets::Dataset data = load_dataset(res, o.data, o.seed);
+  partition::PartitionConfig config;
+  config.num_parts = o.parts;
+  config.method = partition::parse_method(o.method);
+  config.balance = partition::parse_balance(o.balance);
+  config.objective = partition::parse_objective(o.objective);
+  config.imbalance = o.imbalance;
+  config.seed = o.seed;
+  progress("dataset " + data.name + ": " + std::to_string(data.num_nodes()) + " nodes, " +
+           std::to_string(data.graph.num_edges()) + " edges");
+  const partition::PartitionResult r = partition::partition_dataset(res, data, config, progress);
+  partition::write_partitions(res, data, r, o.out, progress);
+  progress("done");
+
+  const partition::PartitionMeta m = partition::read_partition_meta(o.out);
+  std::printf("wrote %s\n", o.out.c_str());
+  print_header(m);
+  std::fputs(partition::format_metrics(r.metrics).c_str(), stdout);
+  std::printf("time: METIS %.3f s, partition total %.3f s\n", r.timings.metis_s, r.timings.total_s);
+  // METIS methods promise the imbalance; say so when greedy moves could not reach it.
+  if (config.method != partition::Method::Random) {
+    const double bound = 1.0 + config.imbalance + 1e-9;
+    const std::pair<bool, const partition::ConstraintLoad*> loads[] = {
+        {config.balance.nodes, &r.metrics.nodes},
+        {config.balance.train, &r.metrics.train},
+        {config.balance.edges, &r.metrics.edges}};
+    const char* names[] = {"nodes", "train", "edges"};
+    for (int i = 0; i < 3; ++i)
+      if (loads[i].first && loads[i].second->balance > bound)
+        std::fprintf(stderr, "halo partition: warning: %s balance %.4f exceeds 1 + imbalance\n",
+                     names[i], loads[i].second->balance);
+  }
+  return 0;
+}
+
+/// Accepts a comma-separated subset of nodes, train, edges.
+const CLI::Validator kBalanceList(
+    [](std::string& s) -> std::string {
+      try {
+        partition::parse_balance(s);
+      } catch (const std::exception&) {
+        return "expected a comma-separated subset of nodes, train, edges, got '" + s + "'";
+      }
+      return {};
+    },
+    "LIST", "BalanceList");
+
+}  // namespace
+
+Command add_partition_command(CLI::App& app) {
+  auto o = std::make_shared<PartitionOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "partition", "Split a dataset into P parts on disk (METIS or random), or describe one");
+  add_dataset_options(sub, o->data);
+  sub->add_option("--parts", o->parts, "Number of parts P")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  sub->add_option("--method", o->method,
+                  "metis (k-way), metis-rb (recursive bisection) or random (hash baseline)")
+      ->check(CLI::IsMember({"metis", "metis-rb", "random"}))
+      ->capture_default_str();
+  sub->add_option("--balance", o->balance,
+                  "Constraints METIS balances: a comma-separated subset of nodes, train, edges")
+      ->check(kBalanceList)
+      ->capture_default_str();
+  sub->add_option("--objective", o->objective, "What METIS minimises: edge cut or comm volume")
+      ->check(CLI::IsMember({"cut", "vol"}))
+      ->capture_default_str();
+  sub->add_option("--imbalance", o->imbalance,
+                  "Allowed imbalance per constraint: max part <= (1 + imbalance) * mean")
+      ->check(CLI::Range(0.001, 1.0))
+      ->capture_default_str();
+  sub->add_option("--seed", o->seed, "Seed of METIS, the random method and generated datasets")
+      ->capture_default_str();
+  sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")
+      ->check(CLI::Range(1, 4096));
+  CLI::Option* out = sub->add_option(
+      "--out", o->out, "Write the partition directory here (must not exist or be empty)");
+  CLI::Option* info = sub->add_option(
+      "--info", o->info, "Describe an existing partition directory and verify its checksums");
+  out->excludes(info);
+  info->excludes(out);
+  sub->parse_complete_callback([out, info] {
+    if (out->count() == 0 && info->count() == 0)
+      throw CLI::RequiredError("--out DIR (or --info DIR)");
+  });
+  return {sub, [o] { return run_partition(*o); }};
+}
+
+}  // namespace halo::cli
