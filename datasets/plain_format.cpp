@@ -73,46 +73,87 @@ std::string quoted(std::string_view text) {
 
 // ---- reading -----------------------------------------------------------------------------------
 
-std::string read_file(const fs::path& path) {
-  if (!fs::is_regular_file(path)) throw IoError(path.string() + ": not a regular file");
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) throw IoError(path.string() + ": cannot open: " + std::strerror(errno));
-  std::string text;
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  if (!ec) text.resize(size);
-  const std::size_t got = std::fread(text.data(), 1, text.size(), f);
-  const bool failed = std::ferror(f) != 0 || got != text.size();
-  std::fclose(f);
-  if (failed) throw IoError(path.string() + ": read error");
-  return text;
-}
-
-/// Walks the lines of a file held in memory. A final '\n' does not start an extra line; a '\r'
-/// before '\n' is dropped, so files written on Windows read the same.
-class Lines {
+/// Walks the lines of a file that it reads in blocks of `chunk_bytes`, so that only one block
+/// (plus the start of a line that crosses into the next block) is in memory at a time. A final
+/// '\n' does not start an extra line; a '\r' before '\n' is dropped, so files written on Windows
+/// read the same. A line longer than a block grows the buffer until the line fits.
+class LineReader {
  public:
-  explicit Lines(std::string_view text) : m_text(text) {}
+  LineReader(const fs::path& path, std::size_t chunk_bytes)
+      : m_path(path), m_chunk(std::max<std::size_t>(chunk_bytes, 1)) {
+    if (!fs::is_regular_file(path)) throw IoError(path.string() + ": not a regular file");
+    m_file = std::fopen(path.c_str(), "rb");
+    if (m_file == nullptr) throw IoError(path.string() + ": cannot open: " + std::strerror(errno));
+  }
+  ~LineReader() { std::fclose(m_file); }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  /// The next line without its line break, valid until the next call; false at end of file.
   bool next(std::string_view& line) {
-    if (m_pos >= m_text.size()) return false;
-    const void* nl = std::memchr(m_text.data() + m_pos, '\n', m_text.size() - m_pos);
-    const std::size_t end =
-        nl == nullptr ? m_text.size()
-                      : static_cast<std::size_t>(static_cast<const char*>(nl) - m_text.data());
-    line = m_text.substr(m_pos, end - m_pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    m_pos = end + 1;
-    ++m_number;
-    return true;
+    for (;;) {
+      if (m_pos < m_end) {
+        const char* begin = m_buffer.data() + m_pos;
+        const void* nl = std::memchr(begin, '\n', m_end - m_pos);
+        if (nl != nullptr || m_eof) {
+          const char* stop = nl != nullptr ? static_cast<const char*>(nl) : m_buffer.data() + m_end;
+          line = std::string_view(begin, static_cast<std::size_t>(stop - begin));
+          if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+          m_pos = nl != nullptr ? static_cast<std::size_t>(stop - m_buffer.data()) + 1 : m_end;
+          ++m_number;
+          return true;
+        }
+      } else if (m_eof) {
+        return false;
+      }
+      refill();
+    }
   }
   /// 1-based number of the line last returned by next().
   std::int64_t number() const { return m_number; }
 
  private:
-  std::string_view m_text;
-  std::size_t m_pos = 0;
+  /// Moves the unfinished line to the front of the buffer and appends up to one block after it.
+  void refill() {
+    const std::size_t tail = m_end - m_pos;
+    if (tail > 0 && m_pos > 0) std::memmove(m_buffer.data(), m_buffer.data() + m_pos, tail);
+    m_pos = 0;
+    m_end = tail;
+    if (m_buffer.size() < tail + m_chunk) m_buffer.resize(tail + m_chunk);
+    const std::size_t got = std::fread(m_buffer.data() + m_end, 1, m_chunk, m_file);
+    if (std::ferror(m_file) != 0) throw IoError(m_path.string() + ": read error");
+    m_end += got;
+    m_eof = got < m_chunk;
+  }
+
+  fs::path m_path;
+  std::size_t m_chunk;
+  std::FILE* m_file = nullptr;
+  std::string m_buffer;
+  std::size_t m_pos = 0;  // start of the unread text in m_buffer
+  std::size_t m_end = 0;  // end of the text read into m_buffer
+  bool m_eof = false;
   std::int64_t m_number = 0;
 };
+
+/// Number of '\n' in the file, counted block by block: the readers use it (+ 1) to size their
+/// arrays exactly before parsing instead of growing them geometrically, which would hold up to
+/// three times the final array while a vector reallocates.
+std::size_t count_newlines(const fs::path& path, std::size_t chunk_bytes) {
+  if (!fs::is_regular_file(path)) throw IoError(path.string() + ": not a regular file");
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw IoError(path.string() + ": cannot open: " + std::strerror(errno));
+  std::vector<char> buffer(std::max<std::size_t>(chunk_bytes, 1));
+  std::size_t count = 0;
+  std::size_t got = 0;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), f)) > 0) {
+    count += static_cast<std::size_t>(std::count(buffer.data(), buffer.data() + got, '\n'));
+  }
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) throw IoError(path.string() + ": read error");
+  return count;
+}
 
 /// A whole token as a non-negative integer no larger than `max`.
 bool parse_id(std::string_view token, std::int64_t max, std::int64_t& out) {
@@ -154,12 +195,11 @@ struct Meta {
   }
 };
 
-Meta read_meta(const fs::path& path) {
+Meta read_meta(const fs::path& path, std::size_t chunk) {
   Meta meta;
   meta.path = path;
   if (!fs::exists(path)) return meta;
-  const std::string text = read_file(path);
-  Lines lines(text);
+  LineReader lines(path, chunk);
   std::string_view line;
   std::vector<std::string> seen;
   while (lines.next(line)) {
@@ -212,12 +252,11 @@ struct Edges {
   std::int64_t max_id_line = 0;
 };
 
-Edges read_edges(const fs::path& path, const Meta& meta) {
-  const std::string text = read_file(path);
+Edges read_edges(const fs::path& path, const Meta& meta, std::size_t chunk) {
   Edges edges;
-  edges.list.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n') + 1));
+  edges.list.reserve(count_newlines(path, chunk) + 1);  // exact: no geometric growth
   const std::int64_t max_id = meta.num_nodes ? meta.num_nodes->value - 1 : kMaxId;
-  Lines lines(text);
+  LineReader lines(path, chunk);
   std::string_view line;
   while (lines.next(line)) {
     std::string_view a, b;
@@ -248,12 +287,12 @@ struct Labels {
   std::int32_t max_label = -1;
 };
 
-Labels read_labels(const fs::path& path, const Meta& meta) {
-  const std::string text = read_file(path);
+Labels read_labels(const fs::path& path, const Meta& meta, std::size_t chunk) {
   Labels labels;
   const std::int64_t max_label =
       meta.num_classes ? meta.num_classes->value - 1 : std::numeric_limits<std::int32_t>::max() - 1;
-  Lines lines(text);
+  // One int32 per node: a few bytes per node next to the features, so plain geometric growth.
+  LineReader lines(path, chunk);
   std::string_view line;
   while (lines.next(line)) {
     if (meta.num_nodes && lines.number() > meta.num_nodes->value) {
@@ -280,17 +319,16 @@ Labels read_labels(const fs::path& path, const Meta& meta) {
 kernels::CsrMatrix<std::int32_t, float> read_sparse_features(const kernels::Resources& res,
                                                              const fs::path& path,
                                                              std::int64_t num_nodes,
-                                                             const Meta& meta) {
-  const std::string text = read_file(path);
+                                                             const Meta& meta, std::size_t chunk) {
   const std::int64_t max_feature = meta.num_features ? meta.num_features->value - 1 : kMaxId;
   std::vector<std::int32_t> nodes, features;
   std::vector<float> values;
-  const auto estimate = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n') + 1);
+  const std::size_t estimate = count_newlines(path, chunk) + 1;  // exact: no geometric growth
   nodes.reserve(estimate);
   features.reserve(estimate);
   values.reserve(estimate);
   bool in_order = true;  // (node, feature) strictly increasing so far
-  Lines lines(text);
+  LineReader lines(path, chunk);
   std::string_view line;
   while (lines.next(line)) {
     std::string_view a, rest, b, c;
@@ -373,11 +411,14 @@ kernels::CsrMatrix<std::int32_t, float> read_sparse_features(const kernels::Reso
 
 /// features.tsv: line i holds the num_features values of node i, separated by tabs.
 kernels::Tensor<float> read_dense_features(const kernels::Resources& res, const fs::path& path,
-                                           std::int64_t num_nodes, const Meta& meta) {
-  const std::string text = read_file(path);
+                                           std::int64_t num_nodes, const Meta& meta,
+                                           std::size_t chunk) {
   std::int64_t cols = meta.num_features ? meta.num_features->value : -1;
+  // The row count is num_nodes (known from meta.tsv or labels.txt before this file is read) and
+  // the column count comes from meta.tsv or the first line, so the tensor is allocated once, at
+  // its final size, before the first value is parsed.
   kernels::Tensor<float> x;
-  Lines lines(text);
+  LineReader lines(path, chunk);
   std::string_view line;
   std::int64_t row = 0;
   while (lines.next(line)) {
@@ -417,9 +458,9 @@ kernels::Tensor<float> read_dense_features(const kernels::Resources& res, const 
   return x;
 }
 
-/// Line number of the first line of `text` that holds exactly `id`.
-std::int64_t first_line_of(std::string_view text, std::int64_t id) {
-  Lines lines(text);
+/// Line number of the first line of the file at `path` that holds exactly `id`.
+std::int64_t first_line_of(const fs::path& path, std::int64_t id, std::size_t chunk) {
+  LineReader lines(path, chunk);
   std::string_view line;
   while (lines.next(line)) {
     std::int64_t v = -1;
@@ -434,11 +475,11 @@ std::int64_t first_line_of(std::string_view text, std::int64_t id) {
 /// already listed v, so that repeated and shared ids are reported with both places.
 kernels::Tensor<NodeId> read_split(const kernels::Resources& res, const fs::path& dir,
                                    const char* const* split_files, int which,
-                                   std::int64_t num_nodes, std::vector<std::uint8_t>& owner) {
+                                   std::int64_t num_nodes, std::vector<std::uint8_t>& owner,
+                                   std::size_t chunk) {
   const fs::path path = required(dir, split_files[which]);
-  const std::string text = read_file(path);
   std::vector<NodeId> ids;
-  Lines lines(text);
+  LineReader lines(path, chunk);
   std::string_view line;
   while (lines.next(line)) {
     std::int64_t v = 0;
@@ -453,8 +494,7 @@ kernels::Tensor<NodeId> read_split(const kernels::Resources& res, const fs::path
     std::uint8_t& o = owner[static_cast<std::size_t>(v)];
     if (o != 0) {
       const int other = o - 1;
-      const std::string other_text = other == which ? text : read_file(dir / split_files[other]);
-      const std::int64_t first = first_line_of(other_text, v);
+      const std::int64_t first = first_line_of(dir / split_files[other], v, chunk);
       fail_at(path, lines.number(),
               "node " + std::to_string(v) + " is listed again (first on " +
                   std::string(split_files[other]) + ":" + std::to_string(first) + ")");
@@ -584,8 +624,13 @@ void write_files(const kernels::Resources& res, const Dataset& ds, const fs::pat
 }  // namespace
 
 Dataset read_directory(const kernels::Resources& res, const fs::path& dir) {
+  return detail::read_directory(res, dir, detail::kPlainChunkBytes);
+}
+
+Dataset detail::read_directory(const kernels::Resources& res, const fs::path& dir,
+                               std::size_t chunk) {
   if (!fs::is_directory(dir)) throw IoError(dir.string() + ": not a directory");
-  const Meta meta = read_meta(dir / "meta.tsv");
+  const Meta meta = read_meta(dir / "meta.tsv", chunk);
 
   const fs::path edges_path = required(dir, "edges.tsv");
   const fs::path labels_path = required(dir, "labels.txt");
@@ -601,8 +646,8 @@ Dataset read_directory(const kernels::Resources& res, const fs::path& dir) {
   const char* const split_files[] = {"train_idx.txt", "val_idx.txt", "test_idx.txt"};
   for (const char* f : split_files) required(dir, f);
 
-  Edges edges = read_edges(edges_path, meta);
-  Labels labels = read_labels(labels_path, meta);
+  Edges edges = read_edges(edges_path, meta, chunk);
+  Labels labels = read_labels(labels_path, meta, chunk);
   const auto num_labels = static_cast<std::int64_t>(labels.values.size());
   const std::int64_t n =
       meta.num_nodes ? meta.num_nodes->value : std::max(num_labels, edges.max_id + 1);
@@ -625,17 +670,17 @@ Dataset read_directory(const kernels::Resources& res, const fs::path& dir) {
   ds.graph = deduplicate(res, graph_from_edges(res, n, edges.list));
   edges = {};
   if (sparse) {
-    ds.features = read_sparse_features(res, sparse_path, n, meta);
+    ds.features = read_sparse_features(res, sparse_path, n, meta, chunk);
   } else {
-    ds.features = read_dense_features(res, dense_path, n, meta);
+    ds.features = read_dense_features(res, dense_path, n, meta, chunk);
   }
   ds.labels = detail::host_tensor<std::int32_t>(res, labels.values);
   ds.num_classes =
       meta.num_classes ? static_cast<std::int32_t>(meta.num_classes->value) : labels.max_label + 1;
   std::vector<std::uint8_t> owner(static_cast<std::size_t>(n), 0);
-  ds.train_idx = read_split(res, dir, split_files, 0, n, owner);
-  ds.val_idx = read_split(res, dir, split_files, 1, n, owner);
-  ds.test_idx = read_split(res, dir, split_files, 2, n, owner);
+  ds.train_idx = read_split(res, dir, split_files, 0, n, owner, chunk);
+  ds.val_idx = read_split(res, dir, split_files, 1, n, owner, chunk);
+  ds.test_idx = read_split(res, dir, split_files, 2, n, owner, chunk);
   validate(ds);
   return ds;
 }

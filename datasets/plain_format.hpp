@@ -1,6 +1,7 @@
 #pragma once
 // Halo's plain directory format: tab-separated text files (edges, features, labels, splits, meta).
 
+#include <cstddef>
 #include <filesystem>
 
 #include <halo/datasets/dataset.hpp>
@@ -26,5 +27,18 @@ Dataset read_directory(const kernels::Resources& res, const std::filesystem::pat
 /// exist or be an empty directory (halo::IoError otherwise); missing parents are created.
 void write_directory(const kernels::Resources& res, const Dataset& ds,
                      const std::filesystem::path& dir);
+
+namespace detail {
+
+/// Block size in which read_directory reads its files: it holds the parsed arrays plus one block
+/// of text (and the start of a line that crosses into the next block), never a whole file.
+inline constexpr std::size_t kPlainChunkBytes = std::size_t{16} << 20;
+
+/// read_directory reading its files in blocks of `chunk_bytes` (tests use tiny blocks so that
+/// lines cross block boundaries).
+Dataset read_directory(const kernels::Resources& res, const std::filesystem::path& dir,
+                       std::size_t chunk_bytes);
+
+}  // namespace detail
 
 }  // namespace halo::datasets

@@ -45,32 +45,85 @@ struct FileCloser {
 };
 using File = std::unique_ptr<std::FILE, FileCloser>;
 
-/// Writes rows x cols elements of T to dir/name and records them in `files`.
-template <class T>
-void write_array(const fs::path& dir, const std::string& name, const T* data, std::int64_t rows,
-                 std::int64_t cols, std::map<std::string, FileEntry>& files) {
-  const fs::path path = dir / name;
-  const auto bytes = static_cast<std::size_t>(rows * cols) * sizeof(T);
-  File f(std::fopen(path.c_str(), "wb"));
-  if (!f) throw IoError(path.string() + ": cannot create file");
-  if (bytes > 0 && std::fwrite(data, 1, bytes, f.get()) != bytes)
-    throw IoError(path.string() + ": write failed (disk full?)");
-  if (std::fclose(f.release()) != 0) throw IoError(path.string() + ": write failed on close");
-  files[name] = FileEntry{dtype_name<T>(), rows, cols, fnv1a64(data, bytes)};
-}
+constexpr char kPartMagic[8] = {'H', 'A', 'L', 'O', 'P', 'A', 'R', 'T'};
 
-template <class T>
-void write_vector(const fs::path& dir, const std::string& name, const std::vector<T>& v,
-                  std::map<std::string, FileEntry>& files) {
-  write_array(dir, name, v.data(), static_cast<std::int64_t>(v.size()), 1, files);
-}
+/// The header of a part file: 32 little-endian bytes.
+struct PartHeader {
+  char magic[8];
+  std::uint32_t format_version;
+  std::int32_t part;
+  std::int32_t num_parts;
+  std::uint32_t num_arrays;
+  std::uint64_t file_bytes;
+};
+static_assert(sizeof(PartHeader) == kPartFileHeaderBytes &&
+              std::is_trivially_copyable_v<PartHeader>);
+
+/// Writes one part file: a header, then each added array at the next multiple of 8 (zero
+/// padding), recording the arrays in `info`. The header is written last, by finish().
+class PartFileWriter {
+ public:
+  PartFileWriter(fs::path path, std::int32_t part, std::int32_t num_parts, PartInfo& info)
+      : m_path(std::move(path)), m_part(part), m_num_parts(num_parts), m_info(info) {
+    m_file.reset(std::fopen(m_path.c_str(), "wb"));
+    if (!m_file) throw IoError(m_path.string() + ": cannot create file");
+    pad_to(kPartFileHeaderBytes);
+  }
+
+  template <class T>
+  void add(const std::string& name, const T* data, std::int64_t rows, std::int64_t cols) {
+    pad_to((m_pos + 7) / 8 * 8);
+    const auto bytes = static_cast<std::size_t>(rows * cols) * sizeof(T);
+    write(data, bytes);
+    m_info.arrays[name] = ArrayEntry{dtype_name<T>(), rows, cols, m_pos, fnv1a64(data, bytes)};
+    m_pos += static_cast<std::int64_t>(bytes);
+  }
+  template <class T>
+  void add(const std::string& name, const std::vector<T>& v) {
+    add(name, v.data(), static_cast<std::int64_t>(v.size()), 1);
+  }
+
+  void finish() {
+    pad_to((m_pos + 7) / 8 * 8);
+    PartHeader h{};
+    std::copy_n(kPartMagic, 8, h.magic);
+    h.format_version = static_cast<std::uint32_t>(kPartitionFormatVersion);
+    h.part = m_part;
+    h.num_parts = m_num_parts;
+    h.num_arrays = static_cast<std::uint32_t>(m_info.arrays.size());
+    h.file_bytes = static_cast<std::uint64_t>(m_pos);
+    if (std::fseek(m_file.get(), 0, SEEK_SET) != 0)
+      throw IoError(m_path.string() + ": seek failed");
+    write(&h, sizeof h);
+    if (std::fclose(m_file.release()) != 0)
+      throw IoError(m_path.string() + ": write failed on close");
+    m_info.file_bytes = m_pos;
+  }
+
+ private:
+  void write(const void* data, std::size_t bytes) {
+    if (bytes > 0 && std::fwrite(data, 1, bytes, m_file.get()) != bytes)
+      throw IoError(m_path.string() + ": write failed (disk full?)");
+  }
+  void pad_to(std::int64_t pos) {
+    static constexpr char zeros[kPartFileHeaderBytes] = {};
+    write(zeros, static_cast<std::size_t>(pos - m_pos));
+    m_pos = pos;
+  }
+
+  fs::path m_path;
+  std::int32_t m_part, m_num_parts;
+  PartInfo& m_info;
+  File m_file;
+  std::int64_t m_pos = 0;
+};
 
 // ---- building one part --------------------------------------------------------------------
 
-/// Builds and writes part k into `dir`. `local_of` (n entries, all -1) is scratch, restored.
+/// Builds part k and writes it to `file`. `local_of` (n entries, all -1) is scratch, restored.
 PartInfo write_part(const datasets::Dataset& ds, const PartitionResult& r,
                     const std::vector<std::uint8_t>& split_of, std::int32_t k,
-                    std::vector<NodeId>& local_of, const fs::path& dir) {
+                    std::vector<NodeId>& local_of, const fs::path& file) {
   const Relabelling& rl = r.relabelling;
   const PartitionBook& book = rl.book;
   const std::int64_t base = book.begin(k), owned = book.size(k);
@@ -144,14 +197,14 @@ PartInfo write_part(const datasets::Dataset& ds, const PartitionResult& r,
   info.num_owned = owned;
   info.num_halo = static_cast<std::int64_t>(halo.size());
   info.num_edges = num_edges;
-  auto& files = info.files;
-  write_array(dir, "original_ids.bin", new_to_old, owned, 1, files);
-  write_vector(dir, "indptr.bin", indptr, files);
-  write_vector(dir, "indices.bin", indices, files);
-  if (vals != nullptr) write_vector(dir, "values.bin", values, files);
-  write_vector(dir, "columns.bin", columns, files);
-  write_vector(dir, "halo_offsets.bin", halo_offsets, files);
-  write_vector(dir, "degrees.bin", degrees, files);
+  PartFileWriter out(file, k, p, info);
+  out.add("original_ids", new_to_old, owned, 1);
+  out.add("indptr", indptr);
+  out.add("indices", indices);
+  if (vals != nullptr) out.add("values", values);
+  out.add("columns", columns);
+  out.add("halo_offsets", halo_offsets);
+  out.add("degrees", degrees);
 
   // Features, labels, splits of the owned nodes.
   std::visit(
@@ -159,11 +212,11 @@ PartInfo write_part(const datasets::Dataset& ds, const PartitionResult& r,
         using X = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<X, kernels::Tensor<float>>) {
           const std::int64_t f = x.cols();
-          std::vector<float> out(static_cast<std::size_t>(owned * f));
+          std::vector<float> dense(static_cast<std::size_t>(owned * f));
           for (std::int64_t i = 0; i < owned; ++i)
             std::copy_n(x.data() + static_cast<std::int64_t>(new_to_old[i]) * f, f,
-                        out.data() + i * f);
-          write_array(dir, "features.bin", out.data(), owned, f, files);
+                        dense.data() + i * f);
+          out.add("features", dense.data(), owned, f);
         } else {
           const std::int64_t* fp = x.indptr.data();
           std::vector<std::int64_t> fptr(static_cast<std::size_t>(owned) + 1, 0);
@@ -177,9 +230,9 @@ PartInfo write_part(const datasets::Dataset& ds, const PartitionResult& r,
             std::copy_n(x.indices.data() + from, count, fidx.data() + fptr[i]);
             if (!fval.empty()) std::copy_n(x.values.data() + from, count, fval.data() + fptr[i]);
           }
-          write_vector(dir, "features_indptr.bin", fptr, files);
-          write_vector(dir, "features_indices.bin", fidx, files);
-          if (!x.values.empty()) write_vector(dir, "features_values.bin", fval, files);
+          out.add("features_indptr", fptr);
+          out.add("features_indices", fidx);
+          if (!x.values.empty()) out.add("features_values", fval);
         }
       },
       ds.features);
@@ -190,10 +243,11 @@ PartInfo write_part(const datasets::Dataset& ds, const PartitionResult& r,
     const std::uint8_t s = split_of[static_cast<std::size_t>(new_to_old[i])];
     if (s > 0) split[s - 1].push_back(static_cast<NodeId>(i));
   }
-  write_vector(dir, "labels.bin", labels, files);
-  write_vector(dir, "train_idx.bin", split[0], files);
-  write_vector(dir, "val_idx.bin", split[1], files);
-  write_vector(dir, "test_idx.bin", split[2], files);
+  out.add("labels", labels);
+  out.add("train_idx", split[0]);
+  out.add("val_idx", split[1]);
+  out.add("test_idx", split[2]);
+  out.finish();
   return info;
 }
 
@@ -238,14 +292,18 @@ json meta_json(const datasets::Dataset& ds, const PartitionResult& r,
   json jp = json::array();
   for (std::size_t k = 0; k < parts.size(); ++k) {
     const PartInfo& p = parts[k];
-    json files = json::object();
-    for (const auto& [name, f] : p.files)
-      files[name] = {{"dtype", f.dtype}, {"shape", {f.rows, f.cols}}, {"fnv1a64", hex(f.fnv1a64)}};
+    json arrays = json::object();
+    for (const auto& [name, a] : p.arrays)
+      arrays[name] = {{"dtype", a.dtype},
+                      {"shape", {a.rows, a.cols}},
+                      {"offset", a.offset},
+                      {"fnv1a64", hex(a.fnv1a64)}};
     jp.push_back({{"num_owned", p.num_owned},
                   {"num_halo", p.num_halo},
                   {"num_edges", p.num_edges},
                   {"num_train", m.train.per_part[k]},
-                  {"files", files}});
+                  {"file_bytes", p.file_bytes},
+                  {"arrays", arrays}});
   }
   j["parts"] = jp;
   return j;
@@ -264,8 +322,8 @@ T get(const json& j, const char* key, const fs::path& file) {
   }
 }
 
-fs::path part_dir(const fs::path& dir, std::int32_t k) {
-  return dir / ("part-" + std::to_string(k));
+fs::path part_file(const fs::path& dir, std::int32_t k) {
+  return dir / ("part-" + std::to_string(k) + ".bin");
 }
 
 std::int64_t dtype_size(const std::string& dtype) {
@@ -274,59 +332,137 @@ std::int64_t dtype_size(const std::string& dtype) {
   return 0;
 }
 
-/// Reads one file of a part fully, checking its size and checksum against `entry`.
-template <class T>
-kernels::Tensor<T> read_array(const kernels::Resources& res, const fs::path& pdir,
-                              const PartInfo& info, const std::string& name) {
-  const fs::path path = pdir / name;
-  const auto it = info.files.find(name);
-  if (it == info.files.end()) throw IoError(path.string() + ": not listed in meta.json");
-  const FileEntry& e = it->second;
-  if (e.dtype != dtype_name<T>())
-    throw IoError(path.string() + ": meta.json gives dtype " + e.dtype + ", expected " +
-                  dtype_name<T>());
-  kernels::Tensor<T> t(res, kernels::Device::Cpu, e.rows, e.cols);
+/// An array read from a part file, in the dtype meta.json gives.
+using AnyTensor = std::variant<kernels::Tensor<std::int32_t>, kernels::Tensor<std::int64_t>,
+                               kernels::Tensor<float>>;
+
+/// Reads part file `k` of `dir` sequentially and checks it against `info`: its size, its header
+/// (magic, format version, part k of `num_parts`, number of arrays), zero padding, and every
+/// array's FNV-1a checksum. With `res`, returns the arrays as host tensors; without, only checks
+/// (reading in chunks).
+std::map<std::string, AnyTensor> read_part_file(const kernels::Resources* res, const fs::path& dir,
+                                                std::int32_t k, std::int32_t num_parts,
+                                                const PartInfo& info) {
+  const fs::path path = part_file(dir, k);
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
   if (ec) throw IoError(path.string() + ": cannot read: " + ec.message());
-  if (size != t.bytes())
+  if (static_cast<std::int64_t>(size) != info.file_bytes)
     throw IoError(path.string() + ": holds " + std::to_string(size) + " bytes, meta.json gives " +
-                  std::to_string(t.bytes()) + " (" + std::to_string(e.rows) + " x " +
-                  std::to_string(e.cols) + " " + e.dtype + ")");
+                  std::to_string(info.file_bytes) + " (truncated, or from another partition)");
   File f(std::fopen(path.c_str(), "rb"));
   if (!f) throw IoError(path.string() + ": cannot open");
-  if (t.bytes() > 0 && std::fread(t.data(), 1, t.bytes(), f.get()) != t.bytes())
-    throw IoError(path.string() + ": read failed");
-  const std::uint64_t h = fnv1a64(t.data(), t.bytes());
-  if (h != e.fnv1a64)
-    throw IoError(path.string() + ": checksum mismatch: FNV-1a " + hex(h) + ", meta.json gives " +
-                  hex(e.fnv1a64) + " (the file is corrupted or from another partition)");
-  return t;
+  std::vector<unsigned char> buf(std::size_t{1} << 20);
+  auto read = [&](void* to, std::size_t bytes) {
+    if (bytes > 0 && std::fread(to, 1, bytes, f.get()) != bytes)
+      throw IoError(path.string() + ": read failed");
+  };
+  PartHeader h{};
+  read(&h, sizeof h);
+  if (!std::equal(kPartMagic, kPartMagic + 8, h.magic))
+    throw IoError(path.string() + ": not a Halo part file (bad magic)");
+  if (h.format_version != static_cast<std::uint32_t>(kPartitionFormatVersion))
+    throw IoError(path.string() + ": format version " + std::to_string(h.format_version) +
+                  " is not supported (this build reads version " +
+                  std::to_string(kPartitionFormatVersion) + ")");
+  if (h.part != k || h.num_parts != num_parts || h.file_bytes != size ||
+      h.num_arrays != info.arrays.size())
+    throw IoError(path.string() + ": header describes part " + std::to_string(h.part) + " of " +
+                  std::to_string(h.num_parts) + " with " + std::to_string(h.num_arrays) +
+                  " arrays in " + std::to_string(h.file_bytes) + " bytes, meta.json gives part " +
+                  std::to_string(k) + " of " + std::to_string(num_parts) + " with " +
+                  std::to_string(info.arrays.size()) + " arrays in " + std::to_string(size) +
+                  " bytes (a file from another partition?)");
+  std::vector<std::pair<std::int64_t, const std::string*>> order;
+  for (const auto& [name, e] : info.arrays) order.emplace_back(e.offset, &name);
+  std::sort(order.begin(), order.end());
+  std::int64_t pos = kPartFileHeaderBytes;
+  auto skip_padding = [&](std::int64_t to) {
+    const auto bytes = static_cast<std::size_t>(to - pos);
+    read(buf.data(), bytes);
+    if (std::any_of(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(bytes),
+                    [](unsigned char c) { return c != 0; }))
+      throw IoError(path.string() + ": non-zero padding in bytes [" + std::to_string(pos) + ", " +
+                    std::to_string(to) + ") (the file is corrupted)");
+    pos = to;
+  };
+  std::map<std::string, AnyTensor> arrays;
+  for (const auto& [offset, name] : order) {
+    const ArrayEntry& e = info.arrays.at(*name);
+    skip_padding(offset);  // read_partition_meta checked offset - pos in [0, 8)
+    const auto bytes = static_cast<std::size_t>(e.bytes());
+    std::uint64_t hash = fnv1a64(nullptr, 0);
+    if (res != nullptr) {
+      AnyTensor t;
+      if (e.dtype == "int32")
+        t = kernels::Tensor<std::int32_t>(*res, kernels::Device::Cpu, e.rows, e.cols);
+      else if (e.dtype == "int64")
+        t = kernels::Tensor<std::int64_t>(*res, kernels::Device::Cpu, e.rows, e.cols);
+      else
+        t = kernels::Tensor<float>(*res, kernels::Device::Cpu, e.rows, e.cols);
+      void* data = std::visit([](auto& x) -> void* { return x.data(); }, t);
+      read(data, bytes);
+      hash = fnv1a64(data, bytes);
+      arrays.emplace(*name, std::move(t));
+    } else {
+      for (std::size_t done = 0; done < bytes;) {
+        const std::size_t chunk = std::min(buf.size(), bytes - done);
+        read(buf.data(), chunk);
+        hash = fnv1a64(buf.data(), chunk, hash);
+        done += chunk;
+      }
+    }
+    if (hash != e.fnv1a64)
+      throw IoError(path.string() + ": array '" + *name + "' (bytes " + std::to_string(offset) +
+                    ".." + std::to_string(offset + e.bytes()) + "): checksum mismatch: FNV-1a " +
+                    hex(hash) + ", meta.json gives " + hex(e.fnv1a64) +
+                    " (the file is corrupted or from another partition)");
+    pos += e.bytes();
+  }
+  skip_padding(info.file_bytes);
+  return arrays;
 }
 
-void expect_data(bool ok, const fs::path& file, const std::string& what) {
-  if (!ok) throw IoError(file.string() + ": " + what);
+/// Takes array `name` out of `arrays`, which must hold it with dtype T.
+template <class T>
+kernels::Tensor<T> take(std::map<std::string, AnyTensor>& arrays, const fs::path& file,
+                        const std::string& name) {
+  const auto it = arrays.find(name);
+  if (it == arrays.end())
+    throw IoError(file.string() + ": no array '" + name + "' (meta.json does not list it)");
+  auto* t = std::get_if<kernels::Tensor<T>>(&it->second);
+  if (t == nullptr)
+    throw IoError(file.string() + ": array '" + name +
+                  "': meta.json gives the wrong dtype, expected " + dtype_name<T>());
+  return std::move(*t);
+}
+
+void expect_data(bool ok, const fs::path& file, const std::string& array, const std::string& what) {
+  if (!ok) throw IoError(file.string() + ": array '" + array + "': " + what);
 }
 
 /// Checks a CSR read from disk: indptr from 0, non-decreasing, ending at nnz; indices in range.
 template <class Idx>
 void check_csr(const kernels::Tensor<std::int64_t>& indptr, const kernels::Tensor<Idx>& indices,
-               std::int64_t num_rows, std::int64_t num_cols, const fs::path& file) {
-  expect_data(indptr.numel() == num_rows + 1, file,
+               std::int64_t num_rows, std::int64_t num_cols, const fs::path& file,
+               const std::string& array) {
+  expect_data(indptr.numel() == num_rows + 1, file, array,
               "expected " + std::to_string(num_rows + 1) + " row offsets, got " +
                   std::to_string(indptr.numel()));
   const std::int64_t* p = indptr.data();
-  expect_data(p[0] == 0 && p[num_rows] == indices.numel(), file,
+  expect_data(p[0] == 0 && p[num_rows] == indices.numel(), file, array,
               "row offsets must run from 0 to the number of entries");
   for (std::int64_t r = 0; r < num_rows; ++r)
-    expect_data(p[r] <= p[r + 1], file, "row offsets decrease at row " + std::to_string(r));
+    expect_data(p[r] <= p[r + 1], file, array, "row offsets decrease at row " + std::to_string(r));
   for (std::int64_t e = 0; e < indices.numel(); ++e)
-    expect_data(indices.data()[e] >= 0 && indices.data()[e] < num_cols, file,
+    expect_data(indices.data()[e] >= 0 && indices.data()[e] < num_cols, file, array,
                 "column " + std::to_string(indices.data()[e]) + " of entry " + std::to_string(e) +
                     " is outside [0, " + std::to_string(num_cols) + ")");
 }
 
 }  // namespace
+
+std::int64_t ArrayEntry::bytes() const { return rows * cols * dtype_size(dtype); }
 
 std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -369,7 +505,10 @@ void write_partitions(const kernels::Resources& res, const datasets::Dataset& ds
     const std::int32_t p = r.config.num_parts;
     std::vector<PartInfo> parts(static_cast<std::size_t>(p));
     std::exception_ptr error;
-    const int threads = std::max(1, std::min<int>(res.cpu_exec().num_threads, p));
+    // Small graphs (Cora: ~1 ms of work) are written by one thread: waking a team costs more
+    // than it saves, and far more when the machine is oversubscribed.
+    const bool small = n + ds.graph.num_edges() < (std::int64_t{1} << 20);
+    const int threads = small ? 1 : std::max(1, std::min<int>(res.cpu_exec().num_threads, p));
     int done = 0;
 #pragma omp parallel num_threads(threads)
     {
@@ -377,9 +516,8 @@ void write_partitions(const kernels::Resources& res, const datasets::Dataset& ds
 #pragma omp for schedule(dynamic, 1)
       for (std::int32_t k = 0; k < p; ++k) {
         try {
-          const fs::path pdir = part_dir(tmp, k);
-          fs::create_directory(pdir);
-          parts[static_cast<std::size_t>(k)] = write_part(ds, r, split_of, k, local_of, pdir);
+          parts[static_cast<std::size_t>(k)] =
+              write_part(ds, r, split_of, k, local_of, part_file(tmp, k));
         } catch (...) {
 #pragma omp critical(halo_partition_error)
           if (!error) error = std::current_exception();
@@ -488,24 +626,43 @@ PartitionMeta read_partition_meta(const fs::path& dir) {
     m.metrics.train.per_part.push_back(pj.value("num_train", std::int64_t{0}));
     m.metrics.edges.per_part.push_back(info.num_edges);
     m.metrics.halo.push_back(info.num_halo);
-    const json files = get<json>(pj, "files", file);
-    if (!files.is_object())
-      throw IoError(file.string() + ": \"files\" of part " + std::to_string(k) +
+    const std::string pname = "part-" + std::to_string(k) + ".bin";
+    info.file_bytes = get<std::int64_t>(pj, "file_bytes", file);
+    const json arrays = get<json>(pj, "arrays", file);
+    if (!arrays.is_object())
+      throw IoError(file.string() + ": \"arrays\" of part " + std::to_string(k) +
                     " must be an object");
-    for (const auto& [name, fj] : files.items()) {
-      FileEntry e;
-      e.dtype = get<std::string>(fj, "dtype", file);
-      const auto shape = get<std::vector<std::int64_t>>(fj, "shape", file);
-      const std::string sum = get<std::string>(fj, "fnv1a64", file);
+    for (const auto& [name, aj] : arrays.items()) {
+      ArrayEntry e;
+      e.dtype = get<std::string>(aj, "dtype", file);
+      const auto shape = get<std::vector<std::int64_t>>(aj, "shape", file);
+      e.offset = get<std::int64_t>(aj, "offset", file);
+      const std::string sum = get<std::string>(aj, "fnv1a64", file);
       if (shape.size() != 2 || shape[0] < 0 || shape[1] < 0 || dtype_size(e.dtype) == 0 ||
-          sum.size() != 16 || sum.find_first_not_of("0123456789abcdef") != std::string::npos)
-        throw IoError(file.string() + ": malformed entry for part-" + std::to_string(k) + "/" +
-                      name);
+          e.offset < kPartFileHeaderBytes || e.offset % 8 != 0 || sum.size() != 16 ||
+          sum.find_first_not_of("0123456789abcdef") != std::string::npos)
+        throw IoError(file.string() + ": malformed entry for array '" + name + "' of " + pname);
       e.rows = shape[0];
       e.cols = shape[1];
       e.fnv1a64 = std::stoull(sum, nullptr, 16);
-      info.files[name] = e;
+      info.arrays[name] = e;
     }
+    // The arrays must lie in order, each at the first multiple of 8 after the previous one
+    // (or the header), and the file must end at the first multiple of 8 after the last.
+    std::vector<std::pair<std::int64_t, std::string>> order;
+    for (const auto& [name, e] : info.arrays) order.emplace_back(e.offset, name);
+    std::sort(order.begin(), order.end());
+    std::int64_t end = kPartFileHeaderBytes;
+    for (const auto& [offset, name] : order) {
+      if (offset != (end + 7) / 8 * 8)
+        throw IoError(file.string() + ": array '" + name + "' of " + pname + " starts at byte " +
+                      std::to_string(offset) + ", expected " + std::to_string((end + 7) / 8 * 8));
+      end = offset + info.arrays.at(name).bytes();
+    }
+    if (info.file_bytes != (end + 7) / 8 * 8)
+      throw IoError(file.string() + ": " + pname + " has file_bytes " +
+                    std::to_string(info.file_bytes) + ", its arrays end at byte " +
+                    std::to_string(end));
     m.parts.push_back(std::move(info));
   }
   return m;
@@ -516,88 +673,68 @@ Part read_part(const kernels::Resources& res, const fs::path& dir, std::int32_t 
   HALO_EXPECTS(k >= 0 && k < m.config.num_parts,
                "read_part: part " + std::to_string(k) + " does not exist (" +
                    std::to_string(m.config.num_parts) + " parts in " + dir.string() + ")");
-  const fs::path pdir = part_dir(dir, k);
-  if (!fs::is_directory(pdir)) throw IoError(pdir.string() + ": missing part directory");
+  const fs::path pdir = part_file(dir, k);
+  if (!fs::is_regular_file(pdir)) throw IoError(pdir.string() + ": missing part file");
   const PartInfo& info = m.parts[static_cast<std::size_t>(k)];
+  auto arrays = read_part_file(&res, dir, k, m.config.num_parts, info);
   const std::int64_t owned = info.num_owned, num_cols = owned + info.num_halo;
   Part p;
   p.rank = k;
   p.book = m.book;
   p.num_classes = m.num_classes;
-  p.original_ids = read_array<NodeId>(res, pdir, info, "original_ids.bin");
-  expect_data(p.original_ids.numel() == owned, pdir / "original_ids.bin",
+  p.original_ids = take<NodeId>(arrays, pdir, "original_ids");
+  expect_data(p.original_ids.numel() == owned, pdir, "original_ids",
               "expected " + std::to_string(owned) + " ids");
-  p.graph.indptr = read_array<std::int64_t>(res, pdir, info, "indptr.bin");
-  p.graph.indices = read_array<NodeId>(res, pdir, info, "indices.bin");
+  p.graph.indptr = take<std::int64_t>(arrays, pdir, "indptr");
+  p.graph.indices = take<NodeId>(arrays, pdir, "indices");
   p.graph.num_cols = num_cols;
-  check_csr(p.graph.indptr, p.graph.indices, owned, num_cols, pdir / "indptr.bin");
+  check_csr(p.graph.indptr, p.graph.indices, owned, num_cols, pdir, "indptr");
   if (m.weighted) {
-    p.graph.values = read_array<float>(res, pdir, info, "values.bin");
-    expect_data(p.graph.values.numel() == p.graph.indices.numel(), pdir / "values.bin",
+    p.graph.values = take<float>(arrays, pdir, "values");
+    expect_data(p.graph.values.numel() == p.graph.indices.numel(), pdir, "values",
                 "expected one value per entry");
   }
-  p.column_ids = read_array<NodeId>(res, pdir, info, "columns.bin");
-  expect_data(p.column_ids.numel() == num_cols, pdir / "columns.bin",
+  p.column_ids = take<NodeId>(arrays, pdir, "columns");
+  expect_data(p.column_ids.numel() == num_cols, pdir, "columns",
               "expected " + std::to_string(num_cols) + " column ids");
-  const auto offsets = read_array<std::int64_t>(res, pdir, info, "halo_offsets.bin");
+  const auto offsets = take<std::int64_t>(arrays, pdir, "halo_offsets");
   p.halo_offsets.assign(offsets.data(), offsets.data() + offsets.numel());
   expect_data(static_cast<std::int64_t>(p.halo_offsets.size()) == m.config.num_parts + 1 &&
                   p.halo_offsets.front() == 0 && p.halo_offsets.back() == info.num_halo &&
                   std::is_sorted(p.halo_offsets.begin(), p.halo_offsets.end()),
-              pdir / "halo_offsets.bin",
+              pdir, "halo_offsets",
               "expected P + 1 non-decreasing offsets from 0 to the halo size");
-  p.degrees = read_array<std::int64_t>(res, pdir, info, "degrees.bin");
-  expect_data(p.degrees.numel() == num_cols, pdir / "degrees.bin",
+  p.degrees = take<std::int64_t>(arrays, pdir, "degrees");
+  expect_data(p.degrees.numel() == num_cols, pdir, "degrees",
               "expected " + std::to_string(num_cols) + " degrees");
   if (m.sparse_features) {
     kernels::CsrMatrix<std::int32_t, float> x;
-    x.indptr = read_array<std::int64_t>(res, pdir, info, "features_indptr.bin");
-    x.indices = read_array<std::int32_t>(res, pdir, info, "features_indices.bin");
-    if (info.files.count("features_values.bin") != 0)
-      x.values = read_array<float>(res, pdir, info, "features_values.bin");
+    x.indptr = take<std::int64_t>(arrays, pdir, "features_indptr");
+    x.indices = take<std::int32_t>(arrays, pdir, "features_indices");
+    if (arrays.count("features_values") != 0)
+      x.values = take<float>(arrays, pdir, "features_values");
     x.num_cols = m.num_features;
-    check_csr(x.indptr, x.indices, owned, m.num_features, pdir / "features_indptr.bin");
+    check_csr(x.indptr, x.indices, owned, m.num_features, pdir, "features_indptr");
     p.features = std::move(x);
   } else {
-    auto x = read_array<float>(res, pdir, info, "features.bin");
-    expect_data(x.rows() == owned && x.cols() == m.num_features, pdir / "features.bin",
+    auto x = take<float>(arrays, pdir, "features");
+    expect_data(x.rows() == owned && x.cols() == m.num_features, pdir, "features",
                 "expected " + std::to_string(owned) + " x " + std::to_string(m.num_features));
     p.features = std::move(x);
   }
-  p.labels = read_array<std::int32_t>(res, pdir, info, "labels.bin");
-  expect_data(p.labels.numel() == owned, pdir / "labels.bin", "expected one label per node");
-  p.train_idx = read_array<NodeId>(res, pdir, info, "train_idx.bin");
-  p.val_idx = read_array<NodeId>(res, pdir, info, "val_idx.bin");
-  p.test_idx = read_array<NodeId>(res, pdir, info, "test_idx.bin");
+  p.labels = take<std::int32_t>(arrays, pdir, "labels");
+  expect_data(p.labels.numel() == owned, pdir, "labels", "expected one label per node");
+  p.train_idx = take<NodeId>(arrays, pdir, "train_idx");
+  p.val_idx = take<NodeId>(arrays, pdir, "val_idx");
+  p.test_idx = take<NodeId>(arrays, pdir, "test_idx");
   return p;
 }
 
 std::int64_t verify_partitions(const fs::path& dir) {
   const PartitionMeta m = read_partition_meta(dir);
-  std::int64_t checked = 0;
-  std::vector<unsigned char> buf(1 << 20);
-  for (std::int32_t k = 0; k < m.config.num_parts; ++k) {
-    for (const auto& [name, e] : m.parts[static_cast<std::size_t>(k)].files) {
-      const fs::path path = part_dir(dir, k) / name;
-      File f(std::fopen(path.c_str(), "rb"));
-      if (!f) throw IoError(path.string() + ": missing");
-      std::uint64_t h = fnv1a64(nullptr, 0);
-      std::int64_t bytes = 0;
-      for (std::size_t got; (got = std::fread(buf.data(), 1, buf.size(), f.get())) > 0;) {
-        h = fnv1a64(buf.data(), got, h);
-        bytes += static_cast<std::int64_t>(got);
-      }
-      if (bytes != e.rows * e.cols * dtype_size(e.dtype))
-        throw IoError(path.string() + ": holds " + std::to_string(bytes) +
-                      " bytes, meta.json gives " +
-                      std::to_string(e.rows * e.cols * dtype_size(e.dtype)));
-      if (h != e.fnv1a64)
-        throw IoError(path.string() + ": checksum mismatch: FNV-1a " + hex(h) +
-                      ", meta.json gives " + hex(e.fnv1a64));
-      ++checked;
-    }
-  }
-  return checked;
+  for (std::int32_t k = 0; k < m.config.num_parts; ++k)
+    read_part_file(nullptr, dir, k, m.config.num_parts, m.parts[static_cast<std::size_t>(k)]);
+  return m.config.num_parts;
 }
 
 }  // namespace halo::partition

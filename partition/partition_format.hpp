@@ -1,5 +1,5 @@
 #pragma once
-// The on-disk partition directory: meta.json plus one folder of raw arrays per part.
+// The on-disk partition directory: meta.json plus one file per part (a header, then arrays).
 
 #include <cstddef>
 #include <cstdint>
@@ -18,19 +18,26 @@
 namespace halo::partition {
 
 /// The version written to meta.json; readers refuse any other.
-constexpr std::int32_t kPartitionFormatVersion = 1;
+constexpr std::int32_t kPartitionFormatVersion = 2;
+
+/// Size of the header at the start of every part file (docs/formats.md).
+constexpr std::int64_t kPartFileHeaderBytes = 32;
 
 /// FNV-1a, 64-bit (offset basis 0xcbf29ce484222325, prime 0x100000001b3), over `bytes` bytes,
-/// continuing from `hash`. The checksum of every array file.
+/// continuing from `hash`. The checksum of every array of a part file.
 std::uint64_t fnv1a64(const void* data, std::size_t bytes,
                       std::uint64_t hash = 0xcbf29ce484222325ull);
 
-/// One array file of a part as meta.json describes it.
-struct FileEntry {
+/// One array of a part file as meta.json describes it.
+struct ArrayEntry {
   std::string dtype;  ///< "int32", "int64" or "float32"
   std::int64_t rows = 0;
   std::int64_t cols = 1;
+  /// Byte offset of the array in the part file (a multiple of 8, past the header).
+  std::int64_t offset = 0;
+  /// FNV-1a of the array's bytes.
   std::uint64_t fnv1a64 = 0;
+  std::int64_t bytes() const;
 };
 
 /// Sizes of one part as meta.json records them.
@@ -38,8 +45,10 @@ struct PartInfo {
   std::int64_t num_owned = 0;
   std::int64_t num_halo = 0;
   std::int64_t num_edges = 0;
-  /// File name (inside part-<k>/) -> its entry.
-  std::map<std::string, FileEntry> files;
+  /// Size of part-<k>.bin in bytes.
+  std::int64_t file_bytes = 0;
+  /// Array name ("indptr", ...) -> its entry.
+  std::map<std::string, ArrayEntry> arrays;
 };
 
 /// The contents of meta.json.
@@ -92,7 +101,7 @@ struct Part {
 };
 
 /// Writes the partition `r` of `ds` to `dir` (docs/formats.md, "Partition directory"): every
-/// part's arrays into part-<k>/, then meta.json with the checksums, all into a temporary sibling
+/// part's arrays into part-<k>.bin, then meta.json with the checksums, all into a temporary sibling
 /// directory that is renamed to `dir` at the end, so `dir` never holds a partial partition.
 /// `dir` must not exist or be an empty directory (halo::IoError otherwise); parents are created.
 /// `r` must come from partition_dataset on `ds`. Calls `progress` once per part.
@@ -104,13 +113,14 @@ void write_partitions(const kernels::Resources& res, const datasets::Dataset& ds
 /// halo::IoError naming the file and the problem.
 PartitionMeta read_partition_meta(const std::filesystem::path& dir);
 
-/// Loads part `k` of `dir`, reading meta.json and part-<k>/ only: every file's size and FNV-1a
-/// checksum must match meta.json and the arrays must be well formed (halo::IoError naming the
-/// file otherwise). The tensors are on the host.
+/// Loads part `k` of `dir`, reading meta.json and part-<k>.bin only: the file's size and header,
+/// every array's FNV-1a checksum must match meta.json, the padding must be zero and the arrays
+/// well formed (halo::IoError naming the file and the array otherwise). The tensors are on the
+/// host.
 Part read_part(const kernels::Resources& res, const std::filesystem::path& dir, std::int32_t k);
 
-/// Checks the size and checksum of every file of every part (halo::IoError on the first
-/// mismatch). Returns the number of files checked.
+/// Checks the size, header, padding and array checksums of every part file (halo::IoError on
+/// the first mismatch). Returns the number of part files checked.
 std::int64_t verify_partitions(const std::filesystem::path& dir);
 
 }  // namespace halo::partition

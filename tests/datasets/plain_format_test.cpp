@@ -379,6 +379,85 @@ TEST(PlainFormat, ReportsRepeatedMetaKey) {
   expect_read_error(tmp.path(), {"meta.tsv:3: key \"num_nodes\" is given twice"});
 }
 
+// ---- reading in small blocks -------------------------------------------------------------------
+
+/// Asserts that reading `dir` in blocks of `chunk` bytes throws an IoError whose message contains
+/// every fragment.
+void expect_chunked_read_error(const fs::path& dir, std::size_t chunk,
+                               const std::vector<std::string>& fragments) {
+  try {
+    detail::read_directory(cpu(), dir, chunk);
+    ADD_FAILURE() << "read_directory accepted the input (chunk " << chunk << ")";
+  } catch (const IoError& e) {
+    const std::string msg = e.what();
+    for (const auto& f : fragments) {
+      EXPECT_NE(msg.find(f), std::string::npos)
+          << "chunk " << chunk << ", message: " << msg << "\nmissing: " << f;
+    }
+  }
+}
+
+void expect_same(const Dataset& a, const Dataset& b);
+
+TEST(PlainFormat, LinesCrossingBlockBoundariesReadTheSame) {
+  TempDir tmp;
+  // CRLF endings, a missing final newline and dense rows longer than the smaller blocks, so that
+  // lines, "\r\n" pairs and numbers are cut at every possible place by some block size.
+  write_fixture(tmp.path(),
+                {{"features.coo.tsv", std::nullopt},
+                 {"features.tsv", "1.5\t-2.25e-3\t3\r\n0\t0\t0\n123.125\t4\t5\n6\t7\t8.5"},
+                 {"edges.tsv", "0\t1\r\n1\t0\r\n1\t2\n2\t1\n3\t2"},
+                 {"meta.tsv", "name\tblocks\r\nnum_classes\t3\n"},
+                 {"labels.txt", "0\n1\n2\n1"}});
+  const Dataset whole = read_directory(cpu(), tmp.path());
+  EXPECT_EQ(whole.name, "blocks");
+  EXPECT_EQ(vec(std::get<kernels::Tensor<float>>(whole.features)),
+            (std::vector<float>{1.5f, -2.25e-3f, 3, 0, 0, 0, 123.125f, 4, 5, 6, 7, 8.5f}));
+  for (const std::size_t chunk : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 64}) {
+    SCOPED_TRACE("chunk " + std::to_string(chunk));
+    expect_same(whole, detail::read_directory(cpu(), tmp.path(), chunk));
+  }
+  // Sparse features and a multi-block Cora.
+  write_fixture(tmp.path(), {{"features.tsv", std::nullopt}, {"meta.tsv", std::nullopt}});
+  expect_same(read_directory(cpu(), tmp.path()), detail::read_directory(cpu(), tmp.path(), 7));
+  expect_same(cora(), detail::read_directory(cpu(), cora_dir(), 7));
+}
+
+TEST(PlainFormat, ErrorsNameTheRightLineAcrossBlocks) {
+  // Each case: fixture files and the expected message fragments, read in blocks of 1, 3, 7 and 8
+  // bytes, so that the bad line, or lines before it, cross block boundaries.
+  const auto check = [](const Files& files, const std::vector<std::string>& fragments) {
+    for (const std::size_t chunk : {1, 3, 7, 8}) {
+      TempDir tmp;
+      write_fixture(tmp.path(), files);
+      expect_chunked_read_error(tmp.path(), chunk, fragments);
+    }
+  };
+  // Line 3 spans bytes 8-12: cut by 3- and 7-byte blocks, line 2 (bytes 4-7) by 3 and 7 too.
+  check({{"edges.tsv", "0\t1\n1\t0\n12 x\n3\t2\n"}},
+        {"edges.tsv:3: expected two non-negative integer node ids separated by a tab, got "
+         "\"12 x\""});
+  check({{"edges.tsv", "0\t1\r\n\r\n1\t0\n"}}, {"edges.tsv:2: expected", "got \"\""});
+  check({{"features.coo.tsv", "0\t0\t1\n1\t2\t0.5\n3\t1\t2\n1\t2\tabc\n"}},
+        {"features.coo.tsv:4: expected a node id, a feature index and a finite value separated "
+         "by tabs, got \"1\\t2\\tabc\""});
+  check({{"features.coo.tsv", "1\t0\t1\n0\t0\t2\n1\t0\t3\n"}},
+        {"features.coo.tsv:3: node 1, feature 0 is listed twice (also on line 1)"});
+  check({{"labels.txt", "0\r\n1\r\n0\r\n1\r\n1"}, {"meta.tsv", "name\tx\r\nnum_nodes\t4\n"}},
+        {"labels.txt:5: expected end of file (meta.tsv:2 gives num_nodes = 4), got \"1\""});
+  check({{"features.coo.tsv", std::nullopt},
+         {"features.tsv", "1.25\t2\t3\n4\t5.5\t6\n7\t8\n1\t1\t1\n"}},
+        {"features.tsv:3: expected 3 tab-separated finite numbers (the features of node 2), got "
+         "\"7\\t8\""});
+  check({{"features.coo.tsv", std::nullopt}, {"features.tsv", "1\t2\n3\t4\n"}},
+        {"features.tsv:3: expected the features of node 2 (the dataset has 4 nodes), got end of "
+         "file"});
+  check({{"test_idx.txt", "2\n3\n2\n"}},
+        {"test_idx.txt:3: node 2 is listed again (first on test_idx.txt:1)"});
+  check({{"val_idx.txt", "1\n3\n"}, {"test_idx.txt", "2\n3\n"}},
+        {"test_idx.txt:2: node 3 is listed again (first on val_idx.txt:2)"});
+}
+
 // ---- writing and round trips --------------------------------------------------------------------
 
 void expect_same(const Dataset& a, const Dataset& b) {

@@ -145,7 +145,21 @@ TEST(PartitionFormat, CoraPartsReassembleTheGraph) {
     write_partitions(cpu(), cora(), r, dir);
     SCOPED_TRACE(p);
     expect_parts_reassemble(cora(), r, dir);
-    EXPECT_EQ(verify_partitions(dir), p * 13);  // sparse features with values: 13 files a part
+    EXPECT_EQ(verify_partitions(dir), p);  // one file a part
+    const PartitionMeta meta = read_partition_meta(dir);
+    for (std::int32_t k = 0; k < p; ++k) {
+      EXPECT_EQ(meta.parts[k].arrays.size(), 13u);  // sparse features with values
+      EXPECT_EQ(
+          static_cast<std::int64_t>(fs::file_size(dir / ("part-" + std::to_string(k) + ".bin"))),
+          meta.parts[k].file_bytes);
+      for (const auto& [name, a] : meta.parts[k].arrays) EXPECT_EQ(a.offset % 8, 0) << name;
+    }
+    std::int64_t entries = 0;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      EXPECT_TRUE(e.is_regular_file()) << e.path();
+      ++entries;
+    }
+    EXPECT_EQ(entries, p + 1) << "meta.json and one file a part";
   }
 }
 
@@ -195,9 +209,16 @@ TEST(PartitionFormat, SamePartitionTwiceGivesIdenticalFiles) {
   write_partitions(cpu(), cora(), partition(cora(), 4), tmp.path() / "b");
   const PartitionMeta a = read_partition_meta(tmp.path() / "a");
   const PartitionMeta b = read_partition_meta(tmp.path() / "b");
-  for (std::int32_t k = 0; k < 4; ++k)
-    for (const auto& [name, entry] : a.parts[k].files)
-      EXPECT_EQ(entry.fnv1a64, b.parts[k].files.at(name).fnv1a64) << name;
+  const auto slurp = [](const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  for (std::int32_t k = 0; k < 4; ++k) {
+    for (const auto& [name, entry] : a.parts[k].arrays)
+      EXPECT_EQ(entry.fnv1a64, b.parts[k].arrays.at(name).fnv1a64) << name;
+    const std::string file = "part-" + std::to_string(k) + ".bin";
+    EXPECT_EQ(slurp(tmp.path() / "a" / file), slurp(tmp.path() / "b" / file)) << file;
+  }
 }
 
 class DamagedPartition : public ::testing::Test {
@@ -210,6 +231,11 @@ class DamagedPartition : public ::testing::Test {
     f.get(c);
     f.seekp(at);
     f.put(static_cast<char>(c ^ 0x40));
+  }
+  fs::path part(std::int32_t k) const { return m_dir / ("part-" + std::to_string(k) + ".bin"); }
+  /// Byte offset of array `name` in part k's file.
+  std::int64_t offset_of(std::int32_t k, const std::string& name) const {
+    return read_partition_meta(m_dir).parts[k].arrays.at(name).offset;
   }
   std::string error_of_reading(std::int32_t k) const {
     try {
@@ -229,49 +255,87 @@ class DamagedPartition : public ::testing::Test {
 };
 
 TEST_F(DamagedPartition, OnePartLoadsWithoutReadingTheOthers) {
-  fs::remove_all(m_dir / "part-1");
-  flip_byte(m_dir / "part-2" / "indices.bin", 5);
+  flip_byte(part(2), offset_of(2, "indices") + 5);
+  fs::remove(part(1));
   EXPECT_NO_THROW(read_part(cpu(), m_dir, 0));
-  EXPECT_NE(error_of_reading(1).find("part-1"), std::string::npos) << error_of_reading(1);
+  EXPECT_NE(error_of_reading(1).find("part-1.bin"), std::string::npos) << error_of_reading(1);
   EXPECT_THROW(verify_partitions(m_dir), IoError);
 }
 
 TEST_F(DamagedPartition, CorruptedFileFailsItsChecksum) {
-  flip_byte(m_dir / "part-2" / "indices.bin", 17);
+  flip_byte(part(2), offset_of(2, "indices") + 17);
   const std::string e = error_of_reading(2);
-  EXPECT_NE(e.find("part-2/indices.bin"), std::string::npos) << e;
+  EXPECT_NE(e.find("part-2.bin: array 'indices'"), std::string::npos) << e;
   EXPECT_NE(e.find("checksum"), std::string::npos) << e;
   try {
     verify_partitions(m_dir);
     ADD_FAILURE() << "verify_partitions accepted a corrupted file";
   } catch (const IoError& err) {
-    EXPECT_NE(std::string(err.what()).find("indices.bin"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("part-2.bin: array 'indices'"), std::string::npos)
+        << err.what();
   }
 }
 
+TEST_F(DamagedPartition, CorruptedHeaderOrPaddingIsRefused) {
+  flip_byte(part(0), 2);  // magic
+  EXPECT_NE(error_of_reading(0).find("part-0.bin: not a Halo part file"), std::string::npos)
+      << error_of_reading(0);
+  flip_byte(part(0), 2);
+  flip_byte(part(0), 8);  // format version
+  EXPECT_NE(error_of_reading(0).find("part-0.bin: format version"), std::string::npos)
+      << error_of_reading(0);
+  flip_byte(part(0), 8);
+  flip_byte(part(0), 12);  // part index
+  EXPECT_NE(error_of_reading(0).find("part-0.bin: header describes part"), std::string::npos)
+      << error_of_reading(0);
+  flip_byte(part(0), 12);
+  EXPECT_NO_THROW(read_part(cpu(), m_dir, 0));
+  // Padding after the odd-length original_ids array (int32) must stay zero.
+  const PartitionMeta meta = read_partition_meta(m_dir);
+  std::int64_t padding = -1;
+  for (const auto& [name, a] : meta.parts[0].arrays)
+    if (a.bytes() % 8 != 0) padding = a.offset + a.bytes();
+  ASSERT_GE(padding, 0) << "some array has a padded end";
+  flip_byte(part(0), padding);
+  EXPECT_NE(error_of_reading(0).find("non-zero padding"), std::string::npos) << error_of_reading(0);
+  EXPECT_THROW(verify_partitions(m_dir), IoError);
+}
+
 TEST_F(DamagedPartition, TruncatedFileIsRefused) {
-  fs::resize_file(m_dir / "part-0" / "features_values.bin", 12);
-  const std::string e = error_of_reading(0);
-  EXPECT_NE(e.find("features_values.bin"), std::string::npos) << e;
+  const auto size = static_cast<std::int64_t>(fs::file_size(part(0)));
+  fs::resize_file(part(0), size - 8);
+  std::string e = error_of_reading(0);
+  EXPECT_NE(e.find("part-0.bin"), std::string::npos) << e;
   EXPECT_NE(e.find("bytes"), std::string::npos) << e;
+  fs::resize_file(part(0), 12);  // shorter than the header
+  e = error_of_reading(0);
+  EXPECT_NE(e.find("part-0.bin"), std::string::npos) << e;
+  EXPECT_NE(e.find("bytes"), std::string::npos) << e;
+  EXPECT_THROW(verify_partitions(m_dir), IoError);
 }
 
 TEST_F(DamagedPartition, FileFromAnotherPartitionIsRefused) {
   const TempDir other;
   write_partitions(cpu(), cora(), partition(cora(), 3, Method::Random), other.path() / "r");
-  fs::copy_file(other.path() / "r" / "part-1" / "labels.bin", m_dir / "part-1" / "labels.bin",
-                fs::copy_options::overwrite_existing);
-  const std::string e = error_of_reading(1);
-  EXPECT_TRUE(e.find("labels.bin") != std::string::npos &&
+  fs::copy_file(other.path() / "r" / "part-1.bin", part(1), fs::copy_options::overwrite_existing);
+  std::string e = error_of_reading(1);
+  EXPECT_TRUE(e.find("part-1.bin") != std::string::npos &&
               (e.find("checksum") != std::string::npos || e.find("bytes") != std::string::npos))
+      << e;
+  // Another part of the same partition under this part's name: its size or header gives it away.
+  fs::copy_file(part(0), part(2), fs::copy_options::overwrite_existing);
+  e = error_of_reading(2);
+  EXPECT_TRUE(e.find("part-2.bin") != std::string::npos &&
+              (e.find("header describes part 0 of 3") != std::string::npos ||
+               e.find("bytes") != std::string::npos))
       << e;
 }
 
 TEST_F(DamagedPartition, OtherFormatVersionIsRefused) {
-  edit_meta([](nlohmann::json& j) { j["format_version"] = 2; });
+  edit_meta([](nlohmann::json& j) { j["format_version"] = 1; });
   const std::string e = error_of_reading(0);
   EXPECT_NE(e.find("meta.json"), std::string::npos) << e;
-  EXPECT_NE(e.find("format_version 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("format_version 1"), std::string::npos) << e;
 }
 
 TEST_F(DamagedPartition, InconsistentMetaIsRefused) {
@@ -282,10 +346,26 @@ TEST_F(DamagedPartition, InconsistentMetaIsRefused) {
     j["num_parts"] = 4;
   });
   EXPECT_NE(error_of_reading(0).find("meta.json"), std::string::npos) << error_of_reading(0);
+  edit_meta([](nlohmann::json& j) {
+    j["num_parts"] = 3;
+    j["parts"][0]["arrays"]["labels"]["offset"] =
+        j["parts"][0]["arrays"]["labels"]["offset"].get<int>() + 8;
+  });
+  EXPECT_NE(error_of_reading(0).find("meta.json: array 'labels' of part-0.bin starts at byte"),
+            std::string::npos)
+      << error_of_reading(0);
+  edit_meta([](nlohmann::json& j) {
+    j["parts"][0]["arrays"]["labels"]["offset"] =
+        j["parts"][0]["arrays"]["labels"]["offset"].get<int>() - 8;
+    j["parts"][1]["file_bytes"] = j["parts"][1]["file_bytes"].get<int>() + 8;
+  });
+  EXPECT_NE(error_of_reading(1).find("meta.json: part-1.bin has file_bytes"), std::string::npos)
+      << error_of_reading(1);
   std::ofstream(m_dir / "meta.json") << "{\"format\": \"halo-partition\", ";
   EXPECT_NE(error_of_reading(0).find("not valid JSON"), std::string::npos);
   fs::remove(m_dir / "meta.json");
   EXPECT_NE(error_of_reading(0).find("meta.json: missing"), std::string::npos);
+  EXPECT_THROW(verify_partitions(m_dir), IoError);
   EXPECT_THROW(read_part(cpu(), m_temp.path() / "nothing", 0), IoError);
 }
 

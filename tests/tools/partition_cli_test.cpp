@@ -91,11 +91,12 @@ TEST_F(PartitionCli, PartitionsCoraAndDescribesIt) {
   EXPECT_EQ(meta["dataset"]["name"], "cora");
   for (const char* key : {"edge_cut", "comm_volume", "max_halo", "replication_factor", "balance"})
     EXPECT_TRUE(meta["metrics"].contains(key)) << key;
-  for (int k = 0; k < 4; ++k) EXPECT_TRUE(fs::is_directory(dir / ("part-" + std::to_string(k))));
+  for (int k = 0; k < 4; ++k)
+    EXPECT_TRUE(fs::is_regular_file(dir / ("part-" + std::to_string(k) + ".bin")));
 
   const Outcome info = run("partition --info " + dir.string());
   ASSERT_EQ(info.code, 0) << info.err;
-  EXPECT_NE(info.out.find("checksums: 52 files ok"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("checksums: 4 files ok"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("edge cut             " +
                           std::to_string(meta["metrics"]["edge_cut"].get<int>())),
             std::string::npos)
@@ -109,7 +110,7 @@ TEST_F(PartitionCli, RandomSyntheticIsSeeded) {
       "--method random --seed 5 --out ";
   ASSERT_EQ(run(args + a.string()).code, 0);
   ASSERT_EQ(run(args + b.string()).code, 0);
-  EXPECT_EQ(slurp(a / "part-2" / "original_ids.bin"), slurp(b / "part-2" / "original_ids.bin"));
+  EXPECT_EQ(slurp(a / "part-2.bin"), slurp(b / "part-2.bin"));
 }
 
 TEST_F(PartitionCli, DataErrorsExitOneWithOneLine) {
@@ -126,13 +127,15 @@ TEST_F(PartitionCli, DataErrorsExitOneWithOneLine) {
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
 
   {
-    std::fstream f(dir / "part-1" / "labels.bin", std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(3);
+    const auto meta = nlohmann::json::parse(slurp(dir / "meta.json"));
+    std::fstream f(dir / "part-1.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(meta["parts"][1]["arrays"]["labels"]["offset"].get<std::int64_t>() + 3);
     f.put('\x7f');
   }
   r = run("partition --info " + dir.string());
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("part-1/labels.bin: checksum mismatch"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("part-1.bin: array 'labels'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("checksum mismatch"), std::string::npos) << r.err;
   r = run("partition --info " + (m_dir / "nothing").string());
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("meta.json"), std::string::npos) << r.err;
