@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <halo/datasets/detail/host.hpp>
+#include <halo/datasets/detail/text.hpp>
 #include <halo/datasets/graph_builder.hpp>
 #include <halo/datasets/plain_format.hpp>
 #include <halo/datasets/preprocess.hpp>
@@ -32,30 +33,7 @@ constexpr std::int64_t kMaxId = std::numeric_limits<NodeId>::max() - 1;  // so t
 
 // ---- errors ------------------------------------------------------------------------------------
 
-/// `text` in double quotes, with tabs and control characters escaped and long text cut short.
-std::string quoted(std::string_view text) {
-  constexpr std::size_t kMaxShown = 80;
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
-    const char c = text[i];
-    if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  if (text.size() > kMaxShown) out += "...";
-  return out + "\"";
-}
+using detail::quoted;
 
 [[noreturn]] void fail_at(const fs::path& file, std::int64_t line, const std::string& what) {
   throw IoError(file.string() + ":" + std::to_string(line) + ": " + what);

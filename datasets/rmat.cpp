@@ -53,10 +53,6 @@ void check_config(const RmatConfig& c) {
   HALO_EXPECTS(edges <= 2147483647.0, "make_rmat: num_nodes * avg_degree must be below 2^31");
 }
 
-std::int64_t split_size(double fraction, std::int64_t n) {
-  return static_cast<std::int64_t>(std::floor(fraction * static_cast<double>(n) + 1e-7));
-}
-
 }  // namespace
 
 Dataset make_rmat(const kernels::Resources& res, const RmatConfig& config) {
@@ -128,28 +124,8 @@ Dataset make_rmat(const kernels::Resources& res, const RmatConfig& config) {
         64);
   });
 
-  // ---- splits: a random order cut into train / val / test ----
-  std::vector<std::pair<std::uint64_t, NodeId>> order(static_cast<std::size_t>(n));
-  const std::uint64_t split_key = key_of(seed, Draw::Split);
-  detail::parallel_for(res, n, [&](std::int64_t v) {
-    order[static_cast<std::size_t>(v)] = {rng::draw_keyed(split_key, static_cast<std::uint64_t>(v)),
-                                          static_cast<NodeId>(v)};
-  });
-  std::sort(order.begin(), order.end());
-  const std::int64_t num_train = split_size(config.train_fraction, n);
-  const std::int64_t num_val = std::min(split_size(config.val_fraction, n), n - num_train);
-  const std::int64_t num_test =
-      std::min(split_size(config.test_fraction, n), n - num_train - num_val);
-  auto take = [&](std::int64_t begin, std::int64_t count) {
-    std::vector<NodeId> ids(static_cast<std::size_t>(count));
-    for (std::int64_t i = 0; i < count; ++i)
-      ids[static_cast<std::size_t>(i)] = order[static_cast<std::size_t>(begin + i)].second;
-    std::sort(ids.begin(), ids.end());
-    return detail::host_tensor<NodeId>(res, ids);
-  };
-  ds.train_idx = take(0, num_train);
-  ds.val_idx = take(num_train, num_val);
-  ds.test_idx = take(num_train + num_val, num_test);
+  detail::assign_random_splits(res, n, config.train_fraction, config.val_fraction,
+                               config.test_fraction, key_of(seed, Draw::Split), ds);
   return ds;
 }
 

@@ -64,11 +64,6 @@ void check_config(const SyntheticConfig& c) {
                    std::to_string(c.train_fraction + c.val_fraction + c.test_fraction));
 }
 
-/// floor(fraction * n), robust to products like 0.1 * 2000 = 199.99999999999997.
-std::int64_t split_size(double fraction, std::int64_t n) {
-  return static_cast<std::int64_t>(std::floor(fraction * static_cast<double>(n) + 1e-7));
-}
-
 }  // namespace
 
 Dataset make_synthetic(const kernels::Resources& res, const SyntheticConfig& config) {
@@ -183,29 +178,8 @@ Dataset make_synthetic(const kernels::Resources& res, const SyntheticConfig& con
   });
   ds.features = std::move(x);
 
-  // ---- splits: a random permutation cut into train / val / test ----
-  std::vector<std::pair<std::uint64_t, NodeId>> keyed(static_cast<std::size_t>(n));
-  const std::uint64_t split_stream = sub_stream(Draw::Split);
-  detail::parallel_for(res, n, [&](std::int64_t v) {
-    keyed[static_cast<std::size_t>(v)] = {
-        rng::draw(seed, split_stream, static_cast<std::uint64_t>(v)), static_cast<NodeId>(v)};
-  });
-  std::sort(keyed.begin(), keyed.end());
-  const std::int64_t num_train = split_size(config.train_fraction, n);
-  const std::int64_t num_val = std::min(split_size(config.val_fraction, n), n - num_train);
-  const std::int64_t num_test =
-      std::min(split_size(config.test_fraction, n), n - num_train - num_val);
-  auto take = [&](std::int64_t begin, std::int64_t count) {
-    std::vector<NodeId> ids(static_cast<std::size_t>(count));
-    for (std::int64_t i = 0; i < count; ++i) {
-      ids[static_cast<std::size_t>(i)] = keyed[static_cast<std::size_t>(begin + i)].second;
-    }
-    std::sort(ids.begin(), ids.end());
-    return detail::host_tensor<NodeId>(res, ids);
-  };
-  ds.train_idx = take(0, num_train);
-  ds.val_idx = take(num_train, num_val);
-  ds.test_idx = take(num_train + num_val, num_test);
+  detail::assign_random_splits(res, n, config.train_fraction, config.val_fraction,
+                               config.test_fraction, rng::key(seed, sub_stream(Draw::Split)), ds);
   return ds;
 }
 

@@ -1,11 +1,13 @@
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <numeric>
 #include <string>
 #include <utility>
 
 #include <halo/datasets/detail/host.hpp>
 #include <halo/kernels/error.hpp>
+#include <halo/kernels/rng.hpp>
 
 namespace halo::datasets::detail {
 
@@ -114,6 +116,37 @@ Graph transpose(const kernels::Resources& res, const Graph& a) {
     }
   }
   return out;
+}
+
+namespace {
+/// floor(fraction * n), robust to products like 0.1 * 2000 = 199.99999999999997.
+std::int64_t split_size(double fraction, std::int64_t n) {
+  return static_cast<std::int64_t>(std::floor(fraction * static_cast<double>(n) + 1e-7));
+}
+}  // namespace
+
+void assign_random_splits(const kernels::Resources& res, std::int64_t n, double train_fraction,
+                          double val_fraction, double test_fraction, std::uint64_t rng_key,
+                          Dataset& ds) {
+  std::vector<std::pair<std::uint64_t, NodeId>> order(static_cast<std::size_t>(n));
+  parallel_for(res, n, [&](std::int64_t v) {
+    order[static_cast<std::size_t>(v)] = {
+        kernels::rng::draw_keyed(rng_key, static_cast<std::uint64_t>(v)), static_cast<NodeId>(v)};
+  });
+  std::sort(order.begin(), order.end());
+  const std::int64_t num_train = split_size(train_fraction, n);
+  const std::int64_t num_val = std::min(split_size(val_fraction, n), n - num_train);
+  const std::int64_t num_test = std::min(split_size(test_fraction, n), n - num_train - num_val);
+  auto take = [&](std::int64_t begin, std::int64_t count) {
+    std::vector<NodeId> ids(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i)
+      ids[static_cast<std::size_t>(i)] = order[static_cast<std::size_t>(begin + i)].second;
+    std::sort(ids.begin(), ids.end());
+    return host_tensor<NodeId>(res, ids);
+  };
+  ds.train_idx = take(0, num_train);
+  ds.val_idx = take(num_train, num_val);
+  ds.test_idx = take(num_train + num_val, num_test);
 }
 
 }  // namespace halo::datasets::detail

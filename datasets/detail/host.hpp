@@ -57,4 +57,11 @@ Graph sort_rows(const kernels::Resources& res, const Graph& a);
 /// Aᵀ with the values of `a` (if any): num_cols x num_rows, rows sorted. Counting sort.
 Graph transpose(const kernels::Resources& res, const Graph& a);
 
+/// Gives `ds` disjoint random train / val / test splits of floor(fraction * n) nodes each
+/// (ascending ids): all n nodes ordered by rng::draw_keyed(rng_key, node) and cut in that order.
+/// Fractions are in [0, 1] and sum to at most 1 (checked by the generators' configs).
+void assign_random_splits(const kernels::Resources& res, std::int64_t n, double train_fraction,
+                          double val_fraction, double test_fraction, std::uint64_t rng_key,
+                          Dataset& ds);
+
 }  // namespace halo::datasets::detail
