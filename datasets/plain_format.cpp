@@ -1,7 +1,4 @@
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -22,6 +19,7 @@
 #include <halo/datasets/graph_builder.hpp>
 #include <halo/datasets/plain_format.hpp>
 #include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
@@ -670,36 +668,7 @@ void write_directory(const kernels::Resources& res, const Dataset& ds, const fs:
   HALO_EXPECTS(ds.name.find_first_of("\t\r\n") == std::string::npos,
                "write_directory: the dataset name must not contain tabs or line breaks");
 
-  fs::path target = dir.lexically_normal();
-  if (target.filename().empty()) target = target.parent_path();
-  std::error_code ec;
-  if (fs::exists(target) && !(fs::is_directory(target) && fs::is_empty(target))) {
-    throw IoError(target.string() +
-                  ": already exists and is not an empty directory; refusing "
-                  "to overwrite it");
-  }
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-
-  static std::atomic<int> counter{0};
-  const fs::path tmp =
-      target.parent_path() / (target.filename().string() + ".tmp-" + std::to_string(::getpid()) +
-                              "-" + std::to_string(counter++));
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec) || ec) {
-    throw IoError(tmp.string() + ": cannot create directory: " + ec.message());
-  }
-  try {
-    write_files(res, ds, tmp);
-    // rename(2) replaces an empty directory atomically.
-    fs::rename(tmp, target, ec);
-    if (ec)
-      throw IoError(target.string() +
-                    ": cannot move the finished output in place: " + ec.message());
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(tmp, ignored);
-    throw;
-  }
+  write_staged_directory(dir, [&](const fs::path& tmp) { write_files(res, ds, tmp); });
 }
 
 }  // namespace halo::datasets

@@ -1,7 +1,4 @@
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cinttypes>
 #include <cstdio>
@@ -13,6 +10,7 @@
 #include <type_traits>
 #include <variant>
 
+#include <halo/datasets/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/partition/partition_format.hpp>
 
@@ -480,21 +478,7 @@ void write_partitions(const kernels::Resources& res, const datasets::Dataset& ds
                    r.relabelling.book.num_nodes() == n &&
                    r.relabelling.book.num_parts() == r.config.num_parts,
                "write_partitions: the partition does not belong to this dataset");
-  fs::path target = dir.lexically_normal();
-  if (target.filename().empty()) target = target.parent_path();
-  if (fs::exists(target) && !(fs::is_directory(target) && fs::is_empty(target)))
-    throw IoError(target.string() +
-                  ": already exists and is not an empty directory; refusing to overwrite it");
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  static std::atomic<int> counter{0};
-  const fs::path tmp =
-      target.parent_path() / (target.filename().string() + ".tmp-" + std::to_string(::getpid()) +
-                              "-" + std::to_string(counter++));
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec) || ec)
-    throw IoError(tmp.string() + ": cannot create directory: " + ec.message());
-  try {
+  datasets::write_staged_directory(dir, [&](const fs::path& tmp) {
     std::vector<std::uint8_t> split_of(static_cast<std::size_t>(n), 0);
     const kernels::Tensor<NodeId>* splits[] = {&ds.train_idx, &ds.val_idx, &ds.test_idx};
     for (std::uint8_t s = 0; s < 3; ++s)
@@ -537,15 +521,7 @@ void write_partitions(const kernels::Resources& res, const datasets::Dataset& ds
       if (!out || !(out << meta_json(ds, r, parts).dump(1) << '\n') || !out.flush())
         throw IoError(meta.string() + ": cannot write");
     }
-    fs::rename(tmp, target, ec);  // replaces an empty directory atomically
-    if (ec)
-      throw IoError(target.string() +
-                    ": cannot move the finished output in place: " + ec.message());
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(tmp, ignored);
-    throw;
-  }
+  });
 }
 
 PartitionMeta read_partition_meta(const fs::path& dir) {

@@ -1,10 +1,14 @@
 #include "support/testing.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 
 namespace halo::testing {
 namespace {
@@ -99,6 +103,24 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(m_path, ec);
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CommandOutcome run_command(const std::string& command, const std::filesystem::path& scratch) {
+  const std::filesystem::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
+  const std::string cmd = command + " >" + out.string() + " 2>" + err.string() + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  CommandOutcome r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
 }
 
 }  // namespace halo::testing

@@ -307,6 +307,21 @@ class ExpectLogs {
 void install_log_sink();
 void record_log(LogLevel level, std::string_view message);
 
+/// What a command run by `run_command` did: its exit code (-1 if it did not exit normally) and
+/// everything it wrote to stdout and stderr.
+struct CommandOutcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs `command` through the shell with stdin from /dev/null, capturing stdout and stderr in
+/// files under `scratch` (an existing directory).
+CommandOutcome run_command(const std::string& command, const std::filesystem::path& scratch);
+
+/// The whole content of a file, or an empty string when it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+
 /// A fresh directory under the system temp directory (named after the test and the process),
 /// removed with everything in it at scope exit.
 class TempDir {

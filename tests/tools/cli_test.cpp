@@ -1,12 +1,10 @@
 // The `halo` program as a user runs it: exit codes, one-line errors, --json, --help.
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "support/testing.hpp"
@@ -15,31 +13,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Outcome = halo::testing::CommandOutcome;
+using halo::testing::read_file;
 
 class Cli : public ::testing::Test {
  protected:
   Outcome run(const std::string& args) const {
-    const fs::path out = m_dir / "stdout.txt", err = m_dir / "stderr.txt";
-    const std::string cmd =
-        m_binary + " " + args + " >" + out.string() + " 2>" + err.string() + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Outcome r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
+    return halo::testing::run_command(m_binary + " " + args, m_dir);
   }
 
   /// A 6-node, 2-class dataset in the plain format; `edges` replaces edges.tsv when given.
@@ -121,7 +101,7 @@ TEST_F(Cli, TrainsAndWritesJsonAndModel) {
                         json.string() + " --save-model " + model.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("test accuracy"), std::string::npos);
-  const auto j = nlohmann::json::parse(slurp(json));
+  const auto j = nlohmann::json::parse(read_file(json));
   for (const char* key : {"dataset", "model", "mode", "device", "world_size", "epochs", "seed",
                           "test_accuracy", "val_accuracy", "best_epoch", "epoch_time_median_s",
                           "train_time_s", "peak_host_memory_bytes"})
@@ -141,7 +121,7 @@ TEST_F(Cli, DefaultSyntheticRunIsSeededAndLearns) {
   const fs::path a = m_dir / "a.json", b = m_dir / "b.json";
   ASSERT_EQ(run("train --epochs 40 --synthetic-nodes 400 --json " + a.string()).code, 0);
   ASSERT_EQ(run("train --epochs 40 --synthetic-nodes 400 --json " + b.string()).code, 0);
-  const auto ja = nlohmann::json::parse(slurp(a)), jb = nlohmann::json::parse(slurp(b));
+  const auto ja = nlohmann::json::parse(read_file(a)), jb = nlohmann::json::parse(read_file(b));
   EXPECT_EQ(ja["dataset"], "synthetic");
   EXPECT_EQ(ja["test_accuracy"], jb["test_accuracy"]);
   EXPECT_EQ(ja["final_train_loss"], jb["final_train_loss"]);

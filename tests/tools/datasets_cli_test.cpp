@@ -1,13 +1,11 @@
 // `halo datasets` and `halo train --dataset NAME` as a user runs them, against an HTTP mirror
 // on 127.0.0.1 that the test starts and stops.
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "support/http_server.hpp"
@@ -17,18 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Outcome = halo::testing::CommandOutcome;
+using halo::testing::read_file;
 
 fs::path shared_datasets() { return fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets"; }
 
@@ -39,17 +27,11 @@ class DatasetsCli : public ::testing::Test {
   /// Runs the halo program with a data directory of its own, no inherited registry
   /// environment, quick retries, and `env` (e.g. "HALO_DATASET_MIRROR=...") added.
   Outcome run(const std::string& args, const std::string& env = "") const {
-    const fs::path out = m_dir / "stdout.txt", err = m_dir / "stderr.txt";
-    const std::string cmd =
+    return halo::testing::run_command(
         "env -u HALO_DATASET_MIRROR -u HALO_OFFLINE HALO_DATA_DIR=" + data_dir().string() +
-        " HALO_DOWNLOAD_RETRIES=2 HALO_DOWNLOAD_BACKOFF_S=0.01 " + env + " " + m_binary + " " +
-        args + " >" + out.string() + " 2>" + err.string() + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Outcome r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
+            " HALO_DOWNLOAD_RETRIES=2 HALO_DOWNLOAD_BACKOFF_S=0.01 " + env + " " + m_binary + " " +
+            args,
+        m_dir);
   }
   fs::path data_dir() const { return m_dir / "data"; }
   std::string mirror_env() const { return "HALO_DATASET_MIRROR=" + server.url("/mirror"); }
@@ -137,7 +119,7 @@ TEST_F(DatasetsCli, ConvertPlanetoidGivesTheSharedPlainCopy) {
   const fs::path ref = shared_datasets() / "planetoid" / "cora";
   for (const char* f : {"edges.tsv", "labels.txt", "train_idx.txt", "val_idx.txt", "test_idx.txt",
                         "features.coo.tsv"})
-    EXPECT_TRUE(slurp(out / f) == slurp(ref / f)) << f;
+    EXPECT_TRUE(read_file(out / f) == read_file(ref / f)) << f;
   const Outcome again =
       run("datasets convert --from planetoid " +
           (shared_datasets() / "planetoid" / "raw").string() + " --out " + out.string());
@@ -161,7 +143,7 @@ TEST_F(DatasetsCli, ConvertGraphOnlyFormats) {
   r = run("datasets convert --from plain " + snap.string() + " --out " +
           (m_dir / "again").string());
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(slurp(snap / "edges.tsv"), slurp(m_dir / "again" / "edges.tsv"));
+  EXPECT_EQ(read_file(snap / "edges.tsv"), read_file(m_dir / "again" / "edges.tsv"));
 }
 
 TEST_F(DatasetsCli, TrainByNameThroughMirrorMatchesPlainDirectory) {
@@ -172,7 +154,7 @@ TEST_F(DatasetsCli, TrainByNameThroughMirrorMatchesPlainDirectory) {
   r = run("train --dataset " + (shared_datasets() / "planetoid" / "cora").string() + flags +
           b.string());
   ASSERT_EQ(r.code, 0) << r.err;
-  const auto ja = nlohmann::json::parse(slurp(a)), jb = nlohmann::json::parse(slurp(b));
+  const auto ja = nlohmann::json::parse(read_file(a)), jb = nlohmann::json::parse(read_file(b));
   EXPECT_EQ(ja["num_nodes"], 2708);
   EXPECT_EQ(ja["num_edges"], jb["num_edges"]);
   EXPECT_EQ(ja["best_epoch"], jb["best_epoch"]);

@@ -1,12 +1,10 @@
 // `halo partition` as a user runs it: exit codes, one-line errors, the table, --info.
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "support/testing.hpp"
@@ -15,31 +13,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Outcome = halo::testing::CommandOutcome;
+using halo::testing::read_file;
 
 class PartitionCli : public ::testing::Test {
  protected:
   Outcome run(const std::string& args) const {
-    const fs::path out = m_dir / "stdout.txt", err = m_dir / "stderr.txt";
-    const std::string cmd = std::string(HALO_TEST_BINARY) + " " + args + " >" + out.string() +
-                            " 2>" + err.string() + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Outcome r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
+    return halo::testing::run_command(std::string(HALO_TEST_BINARY) + " " + args, m_dir);
   }
   static std::string cora() {
     return (fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "planetoid" / "cora")
@@ -85,7 +65,7 @@ TEST_F(PartitionCli, PartitionsCoraAndDescribesIt) {
   for (const char* row : {"edge cut", "comm volume", "max halo", "replication factor", "balance"})
     EXPECT_NE(r.out.find(row), std::string::npos) << row;
   EXPECT_NE(r.err.find("METIS k-way, 4 parts"), std::string::npos) << "progress: " << r.err;
-  const auto meta = nlohmann::json::parse(slurp(dir / "meta.json"));
+  const auto meta = nlohmann::json::parse(read_file(dir / "meta.json"));
   EXPECT_EQ(meta["num_parts"], 4);
   EXPECT_EQ(meta["method"], "metis");
   EXPECT_EQ(meta["dataset"]["name"], "cora");
@@ -110,7 +90,7 @@ TEST_F(PartitionCli, RandomSyntheticIsSeeded) {
       "--method random --seed 5 --out ";
   ASSERT_EQ(run(args + a.string()).code, 0);
   ASSERT_EQ(run(args + b.string()).code, 0);
-  EXPECT_EQ(slurp(a / "part-2.bin"), slurp(b / "part-2.bin"));
+  EXPECT_EQ(read_file(a / "part-2.bin"), read_file(b / "part-2.bin"));
 }
 
 TEST_F(PartitionCli, DataErrorsExitOneWithOneLine) {
@@ -127,7 +107,7 @@ TEST_F(PartitionCli, DataErrorsExitOneWithOneLine) {
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
 
   {
-    const auto meta = nlohmann::json::parse(slurp(dir / "meta.json"));
+    const auto meta = nlohmann::json::parse(read_file(dir / "meta.json"));
     std::fstream f(dir / "part-1.bin", std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(meta["parts"][1]["arrays"]["labels"]["offset"].get<std::int64_t>() + 3);
     f.put('\x7f');
