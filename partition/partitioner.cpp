@@ -164,10 +164,7 @@ std::int64_t rebalance(const Graph& sym, const std::vector<idx_t>& vwgt, std::si
 
 Assignment metis_parts(const Dataset& ds, const Graph& sym, const PartitionConfig& c) {
   const std::int64_t n = sym.num_rows();
-  const std::int64_t limit = metis_index_limit();
-  if (sym.num_edges() > limit)
-    throw Error(limit_message("symmetric adjacency entries", sym.num_edges()));
-  if (ds.graph.num_edges() > limit) throw Error(limit_message("edges", ds.graph.num_edges()));
+  check_metis_size(sym.num_edges(), ds.graph.num_edges());
 
   // Vertex weights, one column per chosen constraint with a non-zero total.
   const std::int64_t* rows = ds.graph.indptr.data();
@@ -314,6 +311,13 @@ Graph partitioning_graph(const kernels::Resources& res, const Graph& graph) {
 }
 
 std::int64_t metis_index_limit() { return std::numeric_limits<idx_t>::max(); }
+
+void check_metis_size(std::int64_t adjacency_entries, std::int64_t directed_edges) {
+  const std::int64_t limit = metis_index_limit();
+  if (adjacency_entries > limit)
+    throw Error(limit_message("symmetric adjacency entries", adjacency_entries));
+  if (directed_edges > limit) throw Error(limit_message("edges", directed_edges));
+}
 
 Assignment assign_parts(const kernels::Resources& res, const Dataset& ds, const Graph& symmetric,
                         const PartitionConfig& config) {

@@ -38,6 +38,11 @@ Graph partitioning_graph(const kernels::Resources& res, const Graph& graph);
 /// linked METIS accepts: 2^31 - 1 with Debian's 32-bit idx_t (IDXTYPEWIDTH 32).
 std::int64_t metis_index_limit();
 
+/// Throws halo::Error naming the limit when a graph with `adjacency_entries` symmetric entries
+/// and `directed_edges` edges (the total of the "edges" balance weights) cannot be given to
+/// the linked METIS. assign_parts calls it before building METIS's arrays.
+void check_metis_size(std::int64_t adjacency_entries, std::int64_t directed_edges);
+
 /// Assigns every node of `ds` to one of config.num_parts parts. `symmetric` must be
 /// partitioning_graph(res, ds.graph). METIS methods call METIS once with one vertex weight per
 /// chosen constraint (see Balance; a constraint whose weights are all zero is dropped), ubvec

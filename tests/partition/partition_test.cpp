@@ -1,7 +1,10 @@
 // Tests of the partitioner, the partition book and the metrics against plain recomputations.
 
+#include <cstdint>
 #include <gtest/gtest.h>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <halo/kernels/error.hpp>
@@ -205,7 +208,24 @@ TEST(Partition, RejectsInvalidConfigs) {
   c = config(2);
   c.balance = Balance{false, false, false};
   EXPECT_THROW(partition_dataset(cpu(), ds, c), LogicError);
-  EXPECT_GE(metis_index_limit(), 2147483647);
+}
+
+TEST(Partition, GraphsBeyondMetisIndicesAreRefusedNamingTheLimit) {
+  const std::int64_t limit = metis_index_limit();
+  EXPECT_NO_THROW(check_metis_size(limit, limit));
+  if (limit != std::numeric_limits<std::int32_t>::max()) GTEST_SKIP() << "64-bit METIS";
+  for (const auto& [entries, edges] :
+       {std::pair{limit + 1, std::int64_t{10}}, std::pair{std::int64_t{10}, limit + 1}}) {
+    try {
+      check_metis_size(entries, edges);
+      ADD_FAILURE() << "no error for " << entries << " entries, " << edges << " edges";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("limit " + std::to_string(limit)), std::string::npos) << msg;
+      EXPECT_NE(msg.find(std::to_string(limit + 1)), std::string::npos) << msg;
+      EXPECT_NE(msg.find("32-bit"), std::string::npos) << msg;
+    }
+  }
 }
 
 TEST(Partition, NamesRoundTrip) {
