@@ -44,9 +44,11 @@ void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixVi
              MatrixView<T> y) {
   HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
   HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "dropout: shape mismatch");
+  HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size == x.rows,
+               "dropout: row_ids must hold one id per row");
   launch(res, x.rows,
          detail::DropoutBody<T>{detail::dropout_rng_key(key), detail::dropout_threshold(p),
-                                key.row_offset, dropout_scale<T>(p), x, y});
+                                key.row_offset, key.row_ids, dropout_scale<T>(p), x, y});
 }
 
 template <class Idx, class T>
@@ -56,9 +58,12 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
   // num_edges() reads indptr, which only host code may do for CPU data.
   if (res.device() == Device::Cpu)
     HALO_EXPECTS(values_out.size == x.num_edges(), "dropout: values_out size mismatch");
+  HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size == x.num_rows,
+               "dropout: row_ids must hold one id per row");
   launch(res, x.num_rows,
          detail::CsrDropoutBody<Idx, T>{detail::dropout_rng_key(key), detail::dropout_threshold(p),
-                                        key.row_offset, dropout_scale<T>(p), x, values_out.data});
+                                        key.row_offset, key.row_ids, dropout_scale<T>(p), x,
+                                        values_out.data});
 }
 
 #define HALO_INSTANTIATE(T)                                                                 \

@@ -6,6 +6,7 @@
 
 #include <halo/kernels/hd.hpp>
 #include <halo/kernels/rng.hpp>
+#include <halo/kernels/types.hpp>
 #include <halo/kernels/views.hpp>
 
 namespace halo::kernels {
@@ -13,12 +14,14 @@ namespace halo::kernels {
 /// What a dropout mask is keyed by: element (r, c) of a layer's input is kept iff
 /// rng::uniform(seed, stream_id(kStreamDropout, epoch, layer), (row_offset + r) * cols + c) >= p.
 /// `row_offset` turns local rows into global node ids, so every process draws the same mask for
-/// the same node.
+/// the same node; when `row_ids` is not empty, row r is node row_ids[r] instead (r + row_offset is
+/// then not used), for rows that are not a contiguous range of global ids.
 struct DropoutKey {
   std::uint64_t seed = 0;
   std::uint64_t epoch = 0;
   std::uint64_t layer = 0;
   std::int64_t row_offset = 0;
+  Span<const NodeId> row_ids = {};
 };
 
 namespace detail {
@@ -35,6 +38,12 @@ inline std::uint64_t dropout_threshold(float p) {
 
 /// Keeps element (global_row, c) iff rng::uniform_keyed(rng_key, global_row * cols + c) >= p,
 /// given rng_key = dropout_rng_key(key) and threshold = dropout_threshold(p), both per op.
+/// The global node id of local row r under DropoutKey's rule.
+HALO_HD inline std::int64_t dropout_row(Span<const NodeId> row_ids, std::int64_t row_offset,
+                                        std::int64_t r) {
+  return row_ids.size > 0 ? static_cast<std::int64_t>(row_ids[r]) : row_offset + r;
+}
+
 HALO_HD inline bool dropout_keep(std::uint64_t rng_key, std::uint64_t threshold,
                                  std::int64_t global_row, std::int64_t c, std::int64_t cols) {
   return (rng::draw_keyed(rng_key, static_cast<std::uint64_t>(global_row * cols + c)) >> 40) >=
@@ -86,6 +95,7 @@ struct DropoutBody {  // one index = one row
   std::uint64_t rng_key;
   std::uint64_t threshold;
   std::int64_t row_offset;
+  Span<const NodeId> row_ids;
   T scale;  // 1 / (1 - p)
   MatrixView<const T> x;
   MatrixView<T> y;
@@ -95,7 +105,7 @@ struct DropoutBody {  // one index = one row
     const T* in = x.row(r);
     T* out = y.row(r);
     const std::int64_t cols = x.cols;
-    const std::int64_t g = row_offset + r;
+    const std::int64_t g = dropout_row(row_ids, row_offset, r);
     const std::uint64_t key = rng_key, thr = threshold;
     const T s = scale;
     for (std::int64_t c = 0; c < cols; ++c)
@@ -108,13 +118,15 @@ struct CsrDropoutBody {  // the same mask applied to the stored entries of a spa
   std::uint64_t rng_key;
   std::uint64_t threshold;
   std::int64_t row_offset;
+  Span<const NodeId> row_ids;
   T scale;
   CsrView<Idx, T> x;
   T* values_out;
   HALO_HD void operator()(std::int64_t r) const {
+    const std::int64_t g = dropout_row(row_ids, row_offset, r);
     for (std::int64_t e = x.indptr[r]; e < x.indptr[r + 1]; ++e) {
-      const bool keep = dropout_keep(rng_key, threshold, row_offset + r,
-                                     static_cast<std::int64_t>(x.indices[e]), x.num_cols);
+      const bool keep =
+          dropout_keep(rng_key, threshold, g, static_cast<std::int64_t>(x.indices[e]), x.num_cols);
       values_out[e] = keep ? x.value(e) * scale : T(0);
     }
   }

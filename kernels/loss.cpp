@@ -31,24 +31,27 @@ void check_inputs(const Resources& res, MatrixView<const T> logits, Span<const s
 
 template <class Idx, class T>
 T log_softmax_nll(const Resources& res, MatrixView<const T> logits, Span<const std::int32_t> labels,
-                  Span<const Idx> rows) {
+                  Span<const Idx> rows, std::int64_t normalizer) {
   check_inputs(res, logits, labels, rows, "log_softmax_nll");
+  HALO_EXPECTS(normalizer >= 0, "log_softmax_nll: negative normalizer");
   if (rows.size == 0) return T(0);
   Tensor<T> loss(res, rows.size);
   launch(res, rows.size, detail::NllForwardBody<Idx, T>{logits, labels, rows, loss.span()});
-  return sum(res, Span<const T>(loss.span())) / static_cast<T>(rows.size);
+  return sum(res, Span<const T>(loss.span())) /
+         static_cast<T>(normalizer > 0 ? normalizer : rows.size);
 }
 
 template <class Idx, class T>
 void log_softmax_nll_backward(const Resources& res, ConstMatrixView<T> logits,
                               Span<const std::int32_t> labels, Span<const Idx> rows,
-                              MatrixView<T> dlogits) {
+                              MatrixView<T> dlogits, std::int64_t normalizer) {
   check_inputs(res, MatrixView<const T>(logits), labels, rows, "log_softmax_nll_backward");
+  HALO_EXPECTS(normalizer >= 0, "log_softmax_nll_backward: negative normalizer");
   HALO_EXPECTS(dlogits.rows == logits.rows && dlogits.cols == logits.cols,
                "log_softmax_nll_backward: dlogits shape mismatch");
   zero_bytes(res, dlogits.data, res.device(), static_cast<std::size_t>(dlogits.size()) * sizeof(T));
   if (rows.size == 0) return;
-  const T scale = T(1) / static_cast<T>(rows.size);
+  const T scale = T(1) / static_cast<T>(normalizer > 0 ? normalizer : rows.size);
   launch(res, rows.size, detail::NllBackwardBody<Idx, T>{logits, labels, rows, scale, dlogits});
 }
 
@@ -62,13 +65,13 @@ std::int64_t count_correct(const Resources& res, MatrixView<const T> logits,
   return std::llround(sum(res, Span<const double>(correct.span())));
 }
 
-#define HALO_INSTANTIATE(Idx, T)                                                            \
-  template T log_softmax_nll<Idx, T>(const Resources&, MatrixView<const T>,                 \
-                                     Span<const std::int32_t>, Span<const Idx>);            \
-  template void log_softmax_nll_backward<Idx, T>(const Resources&, MatrixView<const T>,     \
-                                                 Span<const std::int32_t>, Span<const Idx>, \
-                                                 MatrixView<T>);                            \
-  template std::int64_t count_correct<Idx, T>(const Resources&, MatrixView<const T>,        \
+#define HALO_INSTANTIATE(Idx, T)                                                               \
+  template T log_softmax_nll<Idx, T>(const Resources&, MatrixView<const T>,                    \
+                                     Span<const std::int32_t>, Span<const Idx>, std::int64_t); \
+  template void log_softmax_nll_backward<Idx, T>(const Resources&, MatrixView<const T>,        \
+                                                 Span<const std::int32_t>, Span<const Idx>,    \
+                                                 MatrixView<T>, std::int64_t);                 \
+  template std::int64_t count_correct<Idx, T>(const Resources&, MatrixView<const T>,           \
                                               Span<const std::int32_t>, Span<const Idx>);
 HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE

@@ -10,18 +10,21 @@ namespace halo::kernels {
 
 /// Mean over i of -log_softmax(logits(rows[i], :))[labels[rows[i]]], computed stably (log-sum-exp
 /// with the row maximum subtracted). logits is n x C; labels has n entries in [0, C); rows holds
-/// distinct row ids. Returns to the host (synchronises). 0 when rows is empty.
+/// distinct row ids. Returns to the host (synchronises). 0 when rows is empty. A positive
+/// `normalizer` replaces rows.size as the divisor: the number of rows of a loss whose terms are
+/// spread over several calls (processes), so that their results add up to the mean.
 /// Instantiated for Idx in {int32_t, int64_t} and T in {float, double}.
 template <class Idx, class T>
 T log_softmax_nll(const Resources& res, MatrixView<const T> logits, Span<const std::int32_t> labels,
-                  Span<const Idx> rows);
+                  Span<const Idx> rows, std::int64_t normalizer = 0);
 
 /// The gradient of `log_softmax_nll` with respect to logits, written to dlogits (n x C,
-/// overwritten; rows outside `rows` get zeros). Asynchronous on res's stream.
+/// overwritten; rows outside `rows` get zeros), with the same `normalizer`. Asynchronous on
+/// res's stream.
 template <class Idx, class T>
 void log_softmax_nll_backward(const Resources& res, ConstMatrixView<T> logits,
                               Span<const std::int32_t> labels, Span<const Idx> rows,
-                              MatrixView<T> dlogits);
+                              MatrixView<T> dlogits, std::int64_t normalizer = 0);
 
 /// How many of `rows` have their label as the (first) arg-max of their logits. Synchronises.
 template <class Idx, class T>

@@ -8,6 +8,22 @@ namespace halo::nn::detail {
 using kernels::Tensor;
 using kernels::Trans;
 
+namespace {
+template <class T>
+void aggregate(const kernels::Resources& res, Adjacency<T> a, kernels::Aggregate kind,
+               kernels::ConstMatrixView<T> x, kernels::MatrixView<T> out) {
+  if (a.propagation != nullptr) return a.propagation->forward(res, kind, x, out);
+  kernels::spmm(res, a.csr, x, out, kind);
+}
+
+template <class T>
+void aggregate_adjoint(const kernels::Resources& res, Adjacency<T> a, kernels::Aggregate kind,
+                       kernels::ConstMatrixView<T> dy, kernels::MatrixView<T> out) {
+  if (a.propagation != nullptr) return a.propagation->backward(res, kind, dy, out);
+  kernels::spmm_transposed(res, a.csr, dy, out, kind);
+}
+}  // namespace
+
 template <class T>
 void AggregateTransform<T>::forward(const kernels::Resources& res, Adjacency<T> a,
                                     const Features<T>& x, const Tensor<T>& w, Tensor<T>& out,
@@ -19,17 +35,17 @@ void AggregateTransform<T>::forward(const kernels::Resources& res, Adjacency<T> 
   m_aggregate_first = dense_x != nullptr && w.rows() < w.cols();
   if (m_aggregate_first) {
     kernels::ensure_shape(res, m_cached, a.num_rows, w.rows());
-    kernels::spmm(res, a, dense_x->view(), m_cached.view(), m_aggregate);
+    aggregate(res, a, m_aggregate, dense_x->view(), m_cached.view());
     kernels::gemm(res, Trans::No, Trans::No, T(1), m_cached.view(), w.view(),
                   accumulate ? T(1) : T(0), out.view());
   } else {
     kernels::ensure_shape(res, m_cached, kernels::num_rows(x), w.cols());
     multiply(res, x, w, m_cached);
     if (!accumulate) {
-      kernels::spmm(res, a, m_cached.view(), out.view(), m_aggregate);
+      aggregate(res, a, m_aggregate, m_cached.view(), out.view());
     } else {
       kernels::ensure_shape(res, m_tmp_out, out.rows(), out.cols());
-      kernels::spmm(res, a, m_cached.view(), m_tmp_out.view(), m_aggregate);
+      aggregate(res, a, m_aggregate, m_cached.view(), m_tmp_out.view());
       kernels::axpy(res, T(1), m_tmp_out.span(), out.span());
     }
   }
@@ -49,16 +65,16 @@ void AggregateTransform<T>::backward(const kernels::Resources& res, Adjacency<T>
     kernels::ensure_shape(res, m_tmp, a.num_rows, w.rows());
     kernels::gemm(res, Trans::No, Trans::Yes, T(1), dy.view(), w.view(), T(0), m_tmp.view());
     if (!accumulate_dx) {
-      kernels::spmm_transposed(res, a, m_tmp.view(), dx.view(), m_aggregate);
+      aggregate_adjoint(res, a, m_aggregate, m_tmp.view(), dx.view());
       return;
     }
     kernels::ensure_shape(res, m_tmp_dx, n_src, w.rows());
-    kernels::spmm_transposed(res, a, m_tmp.view(), m_tmp_dx.view(), m_aggregate);
+    aggregate_adjoint(res, a, m_aggregate, m_tmp.view(), m_tmp_dx.view());
     kernels::axpy(res, T(1), m_tmp_dx.span(), dx.span());
   } else {
     // out = Agg(A, X W): dH = Agg^T(dy); dW = X^T dH; dX = dH W^T.
     kernels::ensure_shape(res, m_tmp, n_src, w.cols());
-    kernels::spmm_transposed(res, a, dy.view(), m_tmp.view(), m_aggregate);
+    aggregate_adjoint(res, a, m_aggregate, dy.view(), m_tmp.view());
     multiply_transposed(res, x, m_tmp, grad_w);
     if (!need_dx) return;
     kernels::gemm(res, Trans::No, Trans::Yes, T(1), m_tmp.view(), w.view(),

@@ -186,7 +186,7 @@ Dropout<T>::Dropout(float p, std::uint64_t layer_id) : m_p(p), m_layer_id(layer_
 
 template <class T>
 kernels::DropoutKey Dropout<T>::key(const Context& ctx) const {
-  return {ctx.seed, ctx.epoch, m_layer_id, ctx.row_offset};
+  return {ctx.seed, ctx.epoch, m_layer_id, ctx.row_offset, ctx.row_ids};
 }
 
 template <class T>

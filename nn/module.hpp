@@ -7,6 +7,7 @@
 
 #include <halo/kernels/features.hpp>
 #include <halo/kernels/resources.hpp>
+#include <halo/kernels/spmm_body.hpp>
 #include <halo/kernels/tensor.hpp>
 #include <halo/kernels/types.hpp>
 #include <halo/kernels/views.hpp>
@@ -16,10 +17,37 @@ namespace halo::nn {
 template <class T>
 using Features = kernels::FeatureMatrix<T>;
 
-/// The graph a layer aggregates over: rows are destination nodes, columns source nodes. GCN
-/// layers expect the normalised adjacency (values set), SAGE layers the plain one.
+/// An aggregation implemented outside the layers, for a graph whose source rows are not all in
+/// the layer's input, e.g. a partition whose halo rows live in other processes
+/// (runtime::HaloExchange). The layers call it where they would run an SpMM on a local graph.
 template <class T>
-using Adjacency = kernels::CsrView<kernels::NodeId, T>;
+class Propagation {
+ public:
+  virtual ~Propagation() = default;
+  /// out = Agg(A, x): one row of x per input node of the layer, one row of out per destination.
+  /// `aggregate` is the layer's choice; an implementation accepts the one it was built for.
+  virtual void forward(const kernels::Resources& res, kernels::Aggregate aggregate,
+                       kernels::ConstMatrixView<T> x, kernels::MatrixView<T> out) = 0;
+  /// The adjoint: out = Agg^T(A, dy), one row per input node.
+  virtual void backward(const kernels::Resources& res, kernels::Aggregate aggregate,
+                        kernels::ConstMatrixView<T> dy, kernels::MatrixView<T> out) = 0;
+};
+
+/// The graph a layer aggregates over: rows are destination nodes, columns the layer's input
+/// rows (source nodes). Either a local CSR (GCN layers expect the normalised adjacency with its
+/// values, SAGE layers the plain one) or a Propagation with the shape it acts as.
+template <class T>
+struct Adjacency {
+  Adjacency() = default;  // no graph: for layers that do not aggregate
+  Adjacency(kernels::CsrView<kernels::NodeId, T> a)  // NOLINT: a local CSR is the common case
+      : num_rows(a.num_rows), num_cols(a.num_cols), csr(a) {}
+  Adjacency(std::int64_t rows, std::int64_t cols, Propagation<T>& p)
+      : num_rows(rows), num_cols(cols), propagation(&p) {}
+  std::int64_t num_rows = 0;
+  std::int64_t num_cols = 0;
+  kernels::CsrView<kernels::NodeId, T> csr = {};
+  Propagation<T>* propagation = nullptr;
+};
 
 /// What a pass needs besides its inputs.
 struct Context {
@@ -28,6 +56,9 @@ struct Context {
   std::uint64_t seed = 0;       // base seed of the run (dropout masks)
   std::uint64_t epoch = 0;      // keys the dropout masks of this pass
   std::int64_t row_offset = 0;  // global node id of local row 0
+  /// Global node id of every input row when they are not the range row_offset + r (a partition's
+  /// owned nodes, a mini-batch's input nodes); keys the dropout masks. Empty: row_offset + r.
+  kernels::Span<const kernels::NodeId> row_ids = {};
 };
 
 /// A trainable tensor and its gradient (same shape, same device).

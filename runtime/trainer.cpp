@@ -56,12 +56,17 @@ FullGraphInputs prepare_full_graph(const kernels::Resources& res, const datasets
   return in;
 }
 
+nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_features,
+                            std::int32_t num_classes, const TrainConfig& config) {
+  nn::ModelConfig mc = config.model;
+  mc.in_features = in_features;
+  mc.num_classes = num_classes;
+  return nn::Model<float>(res, mc, config.seed);
+}
+
 nn::Model<float> make_model(const kernels::Resources& res, const datasets::Dataset& data,
                             const TrainConfig& config) {
-  nn::ModelConfig mc = config.model;
-  mc.in_features = data.num_features();
-  mc.num_classes = data.num_classes;
-  return nn::Model<float>(res, mc, config.seed);
+  return make_model(res, data.num_features(), data.num_classes, config);
 }
 
 namespace {
@@ -118,28 +123,34 @@ FullGraphTrainer::Evaluation FullGraphTrainer::evaluate() {
           score(m_res, logits, m_data.labels, m_data.test_idx).accuracy};
 }
 
-TrainResult train_full_graph(const kernels::Resources& res, const datasets::Dataset& data,
-                             const TrainConfig& config, nn::Model<float>& model,
-                             const EpochCallback& on_epoch) {
-  HALO_EXPECTS(config.epochs >= 1, "train: epochs must be >= 1");
-  FullGraphTrainer trainer(res, data, config, model);
+TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int epochs,
+                       nn::Model<float>& model, const EpochCallback& on_epoch) {
+  HALO_EXPECTS(epochs >= 1, "train: epochs must be >= 1");
   TrainResult result;
-  result.preprocess_time_s = trainer.preprocess_time_s();
   const auto params = model.parameters();
   std::vector<Tensor<float>> best;  // parameter values of the best epoch so far
   for (const auto* p : params) best.push_back(p->value.clone(res));
   double best_val_loss = 0;
-  std::vector<double> epoch_times;
+  std::vector<double> epoch_times, exchange, exposed, allreduce;
+  std::vector<std::int64_t> bytes;
+  double exchange_total = 0, exposed_total = 0;
 
   const auto start = std::chrono::steady_clock::now();
-  for (int epoch = 1; epoch <= config.epochs; ++epoch) {
+  for (int epoch = 1; epoch <= epochs; ++epoch) {
     EpochStats s;
     s.epoch = epoch;
-    s.epochs = config.epochs;
+    s.epochs = epochs;
     const auto t0 = std::chrono::steady_clock::now();
     s.train_loss = trainer.train_epoch(static_cast<std::uint64_t>(epoch));
     s.epoch_time_s = seconds_since(t0);
+    trainer.add_comm_stats(s);
     epoch_times.push_back(s.epoch_time_s);
+    exchange.push_back(s.exchange_time_s);
+    exposed.push_back(s.exchange_exposed_s);
+    allreduce.push_back(s.allreduce_time_s);
+    bytes.push_back(s.exchange_bytes);
+    exchange_total += s.exchange_time_s;
+    exposed_total += s.exchange_exposed_s;
     const auto e = trainer.evaluate();
     s.train_accuracy = e.train_accuracy;
     s.val_loss = e.val_loss;
@@ -159,7 +170,24 @@ TrainResult train_full_graph(const kernels::Resources& res, const datasets::Data
   }
   result.train_time_s = seconds_since(start);
   result.epoch_time_median_s = median(epoch_times);
+  result.exchange_time_s = median(exchange);
+  result.exchange_exposed_s = median(exposed);
+  result.allreduce_time_s = median(allreduce);
+  std::sort(bytes.begin(), bytes.end());
+  result.exchange_bytes_per_epoch = bytes[bytes.size() / 2];
+  result.exchange_hidden_fraction =
+      exchange_total > 0 ? std::max(0.0, 1.0 - exposed_total / exchange_total) : 0.0;
   for (std::size_t i = 0; i < params.size(); ++i) kernels::copy(res, params[i]->value, best[i]);
+  return result;
+}
+
+TrainResult train_full_graph(const kernels::Resources& res, const datasets::Dataset& data,
+                             const TrainConfig& config, nn::Model<float>& model,
+                             const EpochCallback& on_epoch) {
+  HALO_EXPECTS(config.epochs >= 1, "train: epochs must be >= 1");
+  FullGraphTrainer trainer(res, data, config, model);
+  TrainResult result = run_epochs(res, trainer, config.epochs, model, on_epoch);
+  result.preprocess_time_s = trainer.preprocess_time_s();
   return result;
 }
 

@@ -33,6 +33,11 @@ struct EpochStats {
   double val_accuracy = 0;
   double test_accuracy = 0;
   double epoch_time_s = 0;  // forward + loss + backward + optimizer step
+  // Distributed runs (zero otherwise), over the training step of this epoch:
+  std::int64_t exchange_bytes = 0;  // halo rows sent by all ranks together
+  double exchange_time_s = 0;       // per rank (mean): packing until the messages completed
+  double exchange_exposed_s = 0;    // per rank (mean): the part not hidden behind computation
+  double allreduce_time_s = 0;      // per rank (mean): the gradient all-reduce
 };
 
 struct TrainResult {
@@ -43,6 +48,15 @@ struct TrainResult {
   double preprocess_time_s = 0;  // graph symmetrisation / normalisation, feature normalisation
   double train_time_s = 0;       // all epochs, evaluation included
   double epoch_time_median_s = 0;
+  int world_size = 1;
+  // Medians over the epochs of the EpochStats fields of the same names (distributed runs).
+  std::int64_t exchange_bytes_per_epoch = 0;
+  double exchange_time_s = 0;
+  double exchange_exposed_s = 0;
+  /// 1 - exposed / exchange time over all epochs: the share of the exchange hidden behind the
+  /// aggregation of owned rows (0 without overlap or without exchange).
+  double exchange_hidden_fraction = 0;
+  double allreduce_time_s = 0;
   std::vector<EpochStats> history;
 };
 
@@ -58,20 +72,38 @@ struct FullGraphInputs {
 FullGraphInputs prepare_full_graph(const kernels::Resources& res, const datasets::Dataset& data,
                                    nn::ModelKind kind, bool normalize_features);
 
-/// One full-graph training set-up: prepared inputs, model, Adam. `train_full_graph` drives it;
-/// benchmarks and embedding programs can call the steps directly. Keeps references to `data` and
-/// `model`, which must outlive it.
-class FullGraphTrainer {
+/// A training set-up that run_epochs drives: one process (FullGraphTrainer) or one rank of
+/// several (DistributedTrainer, runtime/distributed.hpp).
+class EpochTrainer {
  public:
-  FullGraphTrainer(const kernels::Resources& res, const datasets::Dataset& data,
-                   const TrainConfig& config, nn::Model<float>& model);
-  /// Forward (dropout on), loss on the training nodes, backward, one Adam step. Returns the loss.
-  double train_epoch(std::uint64_t epoch);
+  virtual ~EpochTrainer() = default;
+  /// Forward (dropout on), loss on the training nodes, backward, one optimizer step. Returns
+  /// the loss (over every rank's training nodes).
+  virtual double train_epoch(std::uint64_t epoch) = 0;
   struct Evaluation {
     double train_accuracy = 0, val_loss = 0, val_accuracy = 0, test_accuracy = 0;
   };
   /// A forward pass without dropout, scored on every split.
-  Evaluation evaluate();
+  virtual Evaluation evaluate() = 0;
+  /// Adds the communication counters of the last train_epoch to `s` (nothing in one process).
+  virtual void add_comm_stats(EpochStats& s) { (void)s; }
+};
+
+/// Runs `epochs` epochs of `trainer` (each: train_epoch timed, then evaluate), calling
+/// `on_epoch` after every epoch, and leaves the parameters of the best validation epoch in
+/// `model`.
+TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int epochs,
+                       nn::Model<float>& model, const EpochCallback& on_epoch = {});
+
+/// One full-graph training set-up: prepared inputs, model, Adam. `train_full_graph` drives it;
+/// benchmarks and embedding programs can call the steps directly. Keeps references to `data` and
+/// `model`, which must outlive it.
+class FullGraphTrainer final : public EpochTrainer {
+ public:
+  FullGraphTrainer(const kernels::Resources& res, const datasets::Dataset& data,
+                   const TrainConfig& config, nn::Model<float>& model);
+  double train_epoch(std::uint64_t epoch) override;
+  Evaluation evaluate() override;
   double preprocess_time_s() const { return m_preprocess_time_s; }
 
  private:
@@ -94,6 +126,8 @@ TrainResult train_full_graph(const kernels::Resources& res, const datasets::Data
 /// Builds the model `config.model` describes for `data` (in_features, num_classes filled in).
 nn::Model<float> make_model(const kernels::Resources& res, const datasets::Dataset& data,
                             const TrainConfig& config);
+nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_features,
+                            std::int32_t num_classes, const TrainConfig& config);
 
 /// The process's peak resident set size so far, in bytes.
 std::int64_t peak_host_memory_bytes();

@@ -230,6 +230,31 @@ TYPED_TEST(Dropout, RowOffsetSelectsGlobalRows) {
             std::vector<float>(whole.begin() + k * cols, whole.end()));
 }
 
+// Rows that are not a contiguous id range (a partition's owned nodes in their original ids, a
+// mini-batch's input nodes) pass row_ids and draw the whole matrix's rows of those ids.
+TYPED_TEST(Dropout, RowIdsSelectGlobalRows) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  const std::int64_t n = 40, cols = 9;
+  const std::vector<NodeId> ids = {7, 0, 33, 12, 39};
+  const auto x = testing::random_matrix<float>(n, cols, 4);
+  const auto whole = run_dropout(res, DropoutKey{3, 1, 0, 0}, 0.4f, x).to_vector(host());
+  const std::vector<float> xv = x.to_vector(host());
+  std::vector<float> picked, expected;
+  for (const NodeId id : ids)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      picked.push_back(xv[static_cast<std::size_t>(id * cols + c)]);
+      expected.push_back(whole[static_cast<std::size_t>(id * cols + c)]);
+    }
+  const auto rows = static_cast<std::int64_t>(ids.size());
+  const auto device_ids = testing::to_device(res, testing::host_tensor<NodeId>(ids, rows, 1));
+  DropoutKey key{3, 1, 0, /*row_offset, ignored=*/1000};
+  key.row_ids = device_ids.span();
+  EXPECT_EQ(run_dropout(res, key, 0.4f, testing::host_tensor<float>(picked, rows, cols))
+                .to_vector(host()),
+            expected);
+}
+
 TYPED_TEST(Dropout, InPlace) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();

@@ -77,6 +77,37 @@ TYPED_TEST(Loss, StableForLargeLogits) {
       [&](auto idx, auto value) { check_loss<decltype(idx), decltype(value)>(res, 1000.0); });
 }
 
+// A loss split over two calls (processes) with the normaliser of the whole adds up to the
+// loss and gradient of one call over all rows.
+TYPED_TEST(Loss, NormalizerSplitsTheMeanOverCalls) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  const auto p = make_problem<std::int32_t, double>(50, 6, 20, 3.0, 8);
+  const auto logits = testing::to_device(res, p.logits);
+  const auto labels = Tensor<std::int32_t>::from_host(res, p.labels);
+  const std::vector<std::int32_t> first(p.rows.begin(), p.rows.begin() + 7);
+  const std::vector<std::int32_t> second(p.rows.begin() + 7, p.rows.end());
+  const auto rows_a = Tensor<std::int32_t>::from_host(res, first);
+  const auto rows_b = Tensor<std::int32_t>::from_host(res, second);
+  const auto total = static_cast<std::int64_t>(p.rows.size());
+  const double split = log_softmax_nll<std::int32_t, double>(res, logits.view(), labels.span(),
+                                                             rows_a.span(), total) +
+                       log_softmax_nll<std::int32_t, double>(res, logits.view(), labels.span(),
+                                                             rows_b.span(), total);
+  EXPECT_NEAR(split, ref::log_softmax_nll(p.logits, p.labels, p.rows), 1e-12);
+
+  Tensor<double> grad_a(res, 50, 6), grad_b(res, 50, 6);
+  log_softmax_nll_backward<std::int32_t, double>(res, logits.view(), labels.span(), rows_a.span(),
+                                                 grad_a.view(), total);
+  log_softmax_nll_backward<std::int32_t, double>(res, logits.view(), labels.span(), rows_b.span(),
+                                                 grad_b.view(), total);
+  std::vector<double> sum = grad_a.to_vector(res);
+  const std::vector<double> b = grad_b.to_vector(res);
+  for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += b[i];
+  EXPECT_TRUE(
+      testing::all_close(sum, ref::log_softmax_nll_grad(p.logits, p.labels, p.rows), 1e-12, 1e-14));
+}
+
 TYPED_TEST(Loss, KnownValues) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();

@@ -1,0 +1,103 @@
+#pragma once
+// Communicators: the collectives and point-to-point transfers the distributed runtime uses.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <halo/kernels/views.hpp>
+
+namespace halo::runtime {
+
+enum class ReduceOp { Sum, Max };
+
+/// A pending non-blocking transfer started by Comm::isend / Comm::irecv. Completed (and reset)
+/// by Comm::wait_all or a Comm::test_all that returns true.
+struct Request {
+  std::uint64_t handle = 0;
+  bool active = false;
+};
+
+/// A group of processes (ranks 0 .. size-1) that exchange bytes. All calls are made by one
+/// thread per process; collectives must be called by every rank in the same order. Failures
+/// throw halo::CommError naming the call and the reason.
+class Comm {
+ public:
+  virtual ~Comm() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual void barrier() = 0;
+  /// Copies `bytes` bytes at `data` from `root` to every rank.
+  virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
+  /// Element-wise reduction of `data` over all ranks, result on every rank.
+  virtual void allreduce(kernels::Span<double> data, ReduceOp op) = 0;
+  virtual void allreduce(kernels::Span<float> data, ReduceOp op) = 0;
+  virtual void allreduce(kernels::Span<std::int64_t> data, ReduceOp op) = 0;
+  /// Every rank's `bytes` bytes concatenated in rank order; `counts` receives each rank's size.
+  virtual std::vector<std::byte> allgatherv(const void* data, std::size_t bytes,
+                                            std::vector<std::size_t>& counts) = 0;
+  /// Rank r sends send_counts[j] bytes from send + (sum of send_counts[< j]) to rank j and
+  /// receives recv_counts[j] bytes from rank j at recv + (sum of recv_counts[< j]). Both count
+  /// vectors have size() entries; recv_counts must be what the peers send (see alltoall).
+  virtual void alltoallv(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                         const std::vector<std::size_t>& recv_counts) = 0;
+  /// One value to each rank: recv[j] = what rank j passed as its send[rank()].
+  virtual std::vector<std::int64_t> alltoall(const std::vector<std::int64_t>& send) = 0;
+  /// Non-blocking transfers of `bytes` bytes to / from `peer` with a matching `tag`. The buffer
+  /// must stay valid and unchanged (send) or untouched (receive) until the request completes.
+  virtual Request isend(const void* data, std::size_t bytes, int peer, int tag) = 0;
+  virtual Request irecv(void* data, std::size_t bytes, int peer, int tag) = 0;
+  /// Blocks until every active request in `requests` has completed.
+  virtual void wait_all(std::vector<Request>& requests) = 0;
+  /// Makes progress without blocking; true when every request has completed.
+  virtual bool test_all(std::vector<Request>& requests) = 0;
+
+  /// Sums a scalar over all ranks.
+  template <class T>
+  T sum(T value) {
+    allreduce(kernels::Span<T>(&value, 1), ReduceOp::Sum);
+    return value;
+  }
+};
+
+/// The communicator of a single process: collectives copy or return their input; it has no
+/// peer, so point-to-point calls throw halo::LogicError.
+class SelfComm final : public Comm {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void barrier() override {}
+  void broadcast(void* data, std::size_t bytes, int root) override;
+  void allreduce(kernels::Span<double>, ReduceOp) override {}
+  void allreduce(kernels::Span<float>, ReduceOp) override {}
+  void allreduce(kernels::Span<std::int64_t>, ReduceOp) override {}
+  std::vector<std::byte> allgatherv(const void* data, std::size_t bytes,
+                                    std::vector<std::size_t>& counts) override;
+  void alltoallv(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                 const std::vector<std::size_t>& recv_counts) override;
+  std::vector<std::int64_t> alltoall(const std::vector<std::int64_t>& send) override;
+  Request isend(const void* data, std::size_t bytes, int peer, int tag) override;
+  Request irecv(void* data, std::size_t bytes, int peer, int tag) override;
+  void wait_all(std::vector<Request>& requests) override;
+  bool test_all(std::vector<Request>& requests) override;
+};
+
+/// Whether this build has MPI (HALO_WITH_MPI).
+bool mpi_available();
+
+/// The communicator of the processes mpiexec started: initialises MPI on first use
+/// (MPI_Init_thread, MPI_THREAD_FUNNELED: only the calling thread communicates) and returns an
+/// MpiComm over a duplicate of MPI_COMM_WORLD whose errors are returned, not fatal, so that they
+/// become halo::CommError. MPI is finalised at exit. Throws halo::LogicError without MPI.
+std::unique_ptr<Comm> make_world_comm();
+
+/// Whether this process was started by an MPI launcher with more than one process, without
+/// initialising MPI (reads the launcher's environment: PMI_SIZE, OMPI_COMM_WORLD_SIZE).
+int launcher_world_size();
+
+/// After an error on one rank: terminates every rank of the job (MPI_Abort) when MPI is
+/// initialised with more than one process; returns otherwise.
+void abort_world(int exit_code);
+
+}  // namespace halo::runtime

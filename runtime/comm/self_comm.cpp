@@ -1,0 +1,58 @@
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <halo/kernels/error.hpp>
+#include <halo/runtime/comm/comm.hpp>
+
+namespace halo::runtime {
+
+void SelfComm::broadcast(void*, std::size_t, int root) {
+  HALO_EXPECTS(root == 0, "SelfComm::broadcast: root " + std::to_string(root) + " of 1 rank");
+}
+
+std::vector<std::byte> SelfComm::allgatherv(const void* data, std::size_t bytes,
+                                            std::vector<std::size_t>& counts) {
+  counts = {bytes};
+  const auto* p = static_cast<const std::byte*>(data);
+  return std::vector<std::byte>(p, p + bytes);
+}
+
+void SelfComm::alltoallv(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
+                         const std::vector<std::size_t>& recv_counts) {
+  HALO_EXPECTS(
+      send_counts.size() == 1 && recv_counts.size() == 1 && send_counts[0] == recv_counts[0],
+      "SelfComm::alltoallv: one count each, equal");
+  if (send_counts[0] > 0) std::memcpy(recv, send, send_counts[0]);
+}
+
+std::vector<std::int64_t> SelfComm::alltoall(const std::vector<std::int64_t>& send) {
+  HALO_EXPECTS(send.size() == 1, "SelfComm::alltoall: one value expected");
+  return send;
+}
+
+Request SelfComm::isend(const void*, std::size_t, int peer, int) {
+  HALO_FAIL("SelfComm::isend: a single process has no peer " + std::to_string(peer));
+}
+
+Request SelfComm::irecv(void*, std::size_t, int peer, int) {
+  HALO_FAIL("SelfComm::irecv: a single process has no peer " + std::to_string(peer));
+}
+
+void SelfComm::wait_all(std::vector<Request>& requests) {
+  for (const Request& r : requests)
+    HALO_EXPECTS(!r.active, "SelfComm::wait_all: no request can be active");
+}
+
+bool SelfComm::test_all(std::vector<Request>& requests) {
+  wait_all(requests);
+  return true;
+}
+
+int launcher_world_size() {
+  for (const char* name : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return 1;
+}
+
+}  // namespace halo::runtime

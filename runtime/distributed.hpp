@@ -1,0 +1,63 @@
+#pragma once
+// Full-graph training with one partition per rank: the same model as one process computes.
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include <halo/nn/optimizer.hpp>
+#include <halo/partition/partition_format.hpp>
+#include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/halo_exchange.hpp>
+#include <halo/runtime/trainer.hpp>
+
+namespace halo::runtime {
+
+/// Rank comm.rank()'s side of distributed full-graph training on `part` (part comm.rank() of a
+/// partition into comm.size() parts). Every layer aggregates through a HaloExchange; the loss is
+/// normalised by the number of training nodes of all ranks, so the weight gradients all-reduced
+/// (summed) over the ranks are those of one process; every rank then takes the same Adam step.
+/// Dropout masks are keyed by the nodes' original ids and parameters initialised from the
+/// seed, so the run computes what train_full_graph computes on the unpartitioned dataset, up to
+/// the order of floating-point sums. Keeps references to its arguments.
+class DistributedTrainer final : public EpochTrainer {
+ public:
+  DistributedTrainer(const kernels::Resources& res, Comm& comm, const partition::Part& part,
+                     const TrainConfig& config, nn::Model<float>& model, bool overlap);
+  double train_epoch(std::uint64_t epoch) override;
+  Evaluation evaluate() override;
+  void add_comm_stats(EpochStats& s) override;
+  const HaloExchange& exchange() const { return m_exchange; }
+  double preprocess_time_s() const { return m_preprocess_time_s; }
+
+ private:
+  nn::Context context(bool training, std::uint64_t epoch) const;
+
+  const kernels::Resources& m_res;
+  Comm& m_comm;
+  const partition::Part& m_part;
+  TrainConfig m_config;
+  nn::Model<float>& m_model;
+  double m_preprocess_time_s = 0;  // set while m_exchange is built: declared before it
+  HaloExchange m_exchange;
+  kernels::FeatureMatrix<float> m_features;
+  nn::Adam<float> m_optimizer;
+  kernels::Tensor<float> m_dlogits;
+  std::vector<float> m_flat;  // gradients and the loss, all-reduced in one call
+  std::int64_t m_num_train = 0, m_num_val = 0, m_num_test = 0;  // over all ranks
+  double m_allreduce_s = 0;
+};
+
+/// Trains on the partition in `dir` with one rank per part (collective over `comm`): reads part
+/// comm.rank() only, builds the model from the partition's sizes, runs config.epochs and leaves
+/// the best validation epoch's parameters in the returned model. Throws halo::IoError when the
+/// partition has not comm.size() parts or a part file is missing or corrupt.
+struct DistributedRun {
+  nn::Model<float> model;
+  TrainResult result;
+};
+DistributedRun train_distributed(const kernels::Resources& res, Comm& comm,
+                                 const std::filesystem::path& dir, const TrainConfig& config,
+                                 bool overlap, const EpochCallback& on_epoch = {});
+
+}  // namespace halo::runtime

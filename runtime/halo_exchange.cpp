@@ -1,0 +1,327 @@
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include <halo/kernels/elementwise.hpp>
+#include <halo/kernels/gather.hpp>
+#include <halo/kernels/spmm.hpp>
+#include <halo/runtime/halo_exchange.hpp>
+
+namespace halo::runtime {
+
+using kernels::NodeId;
+using kernels::Tensor;
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Row chunks of the owned block's product: between two chunks the requests are tested, which
+// is when MPI moves messages that are too large to go out at once.
+constexpr std::int64_t kChunks = 8;
+
+struct Entry {
+  std::int64_t row;  // owned local id
+  NodeId col;        // global (partition) id
+  float value;
+};
+
+// CSR of `entries` sorted by (row, col); columns mapped by `local_col`.
+template <class F>
+kernels::CsrMatrix<NodeId, float> to_csr(const kernels::Resources& res,
+                                         const std::vector<Entry>& entries, std::int64_t rows,
+                                         std::int64_t cols, F local_col) {
+  std::vector<std::int64_t> indptr(static_cast<std::size_t>(rows) + 1, 0);
+  std::vector<NodeId> indices;
+  std::vector<float> values;
+  indices.reserve(entries.size());
+  values.reserve(entries.size());
+  for (const Entry& e : entries) {
+    ++indptr[static_cast<std::size_t>(e.row) + 1];
+    indices.push_back(local_col(e.col));
+    values.push_back(e.value);
+  }
+  for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r) indptr[r + 1] += indptr[r];
+  const auto nnz = static_cast<std::int64_t>(indices.size());
+  return {Tensor<std::int64_t>::from_host(res, indptr),
+          Tensor<NodeId>::from_host(res, indices, nnz, 1),
+          Tensor<float>::from_host(res, values, nnz, 1), cols, false};
+}
+
+// The transpose (cols x rows), rows sorted.
+kernels::CsrMatrix<NodeId, float> transpose(const kernels::Resources& res,
+                                            const kernels::CsrMatrix<NodeId, float>& a) {
+  const std::int64_t rows = a.num_rows(), cols = a.num_cols;
+  const std::int64_t* ip = a.indptr.data();
+  const NodeId* ix = a.indices.data();
+  const float* v = a.values.data();
+  std::vector<std::int64_t> indptr(static_cast<std::size_t>(cols) + 1, 0);
+  for (std::int64_t e = 0; e < a.num_edges(); ++e) ++indptr[static_cast<std::size_t>(ix[e]) + 1];
+  for (std::size_t c = 0; c < static_cast<std::size_t>(cols); ++c) indptr[c + 1] += indptr[c];
+  std::vector<std::int64_t> next(indptr.begin(), indptr.end() - 1);
+  std::vector<NodeId> indices(static_cast<std::size_t>(a.num_edges()));
+  std::vector<float> values(indices.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t e = ip[r]; e < ip[r + 1]; ++e) {
+      const auto slot = static_cast<std::size_t>(next[static_cast<std::size_t>(ix[e])]++);
+      indices[slot] = static_cast<NodeId>(r);
+      values[slot] = v[e];
+    }
+  const auto nnz = static_cast<std::int64_t>(indices.size());
+  return {Tensor<std::int64_t>::from_host(res, indptr),
+          Tensor<NodeId>::from_host(res, indices, nnz, 1),
+          Tensor<float>::from_host(res, values, nnz, 1), rows, false};
+}
+
+// Exchanges variable-length lists of T with every rank: out[j] = what rank j sent us.
+template <class T>
+std::vector<T> exchange_lists(Comm& comm, const std::vector<std::vector<T>>& lists,
+                              std::vector<std::int64_t>& recv_offsets) {
+  const auto p = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> send_counts(p);
+  std::vector<T> send;
+  std::vector<std::size_t> send_bytes(p), recv_bytes(p);
+  for (std::size_t j = 0; j < p; ++j) {
+    send_counts[j] = static_cast<std::int64_t>(lists[j].size());
+    send_bytes[j] = lists[j].size() * sizeof(T);
+    send.insert(send.end(), lists[j].begin(), lists[j].end());
+  }
+  const std::vector<std::int64_t> recv_counts = comm.alltoall(send_counts);
+  recv_offsets.assign(p + 1, 0);
+  for (std::size_t j = 0; j < p; ++j) {
+    recv_offsets[j + 1] = recv_offsets[j] + recv_counts[j];
+    recv_bytes[j] = static_cast<std::size_t>(recv_counts[j]) * sizeof(T);
+  }
+  std::vector<T> recv(static_cast<std::size_t>(recv_offsets[p]));
+  comm.alltoallv(send.data(), send_bytes, recv.data(), recv_bytes);
+  return recv;
+}
+
+}  // namespace
+
+HaloExchange::HaloExchange(const kernels::Resources& res, Comm& comm, const partition::Part& part,
+                           nn::ModelKind kind, bool overlap)
+    : m_comm(comm), m_kind(kind), m_overlap(overlap) {
+  HALO_EXPECTS(res.device() == kernels::Device::Cpu,
+               "distributed training runs on the CPU in this build (the CUDA path is issue 7's)");
+  HALO_EXPECTS(part.book.num_parts() == comm.size() && part.rank == comm.rank(),
+               "distributed training: rank " + std::to_string(comm.rank()) + " of " +
+                   std::to_string(comm.size()) + " got part " + std::to_string(part.rank) +
+                   " of a partition into " + std::to_string(part.book.num_parts()) +
+                   " parts (run one rank per part)");
+  const auto p = static_cast<std::size_t>(comm.size());
+  const NodeId begin = static_cast<NodeId>(part.book.begin(part.rank));
+  const std::int64_t owned = part.num_owned();
+  const NodeId end = static_cast<NodeId>(begin + owned);
+  auto is_owned = [&](NodeId g) { return g >= begin && g < end; };
+
+  // 1. A ∪ Aᵀ on the owned rows: every stored edge and its reverse; the reverse of an edge
+  // whose other end is remote goes to that end's owner.
+  std::vector<std::pair<std::int64_t, NodeId>> edges;  // (owned local row, global column)
+  std::vector<std::vector<NodeId>> reverse(p);         // (global row, global column) pairs
+  const std::int64_t* ip = part.graph.indptr.data();
+  const NodeId* ix = part.graph.indices.data();
+  const NodeId* col_ids = part.column_ids.data();
+  for (std::int64_t r = 0; r < owned; ++r) {
+    const auto g = static_cast<NodeId>(begin + r);
+    for (std::int64_t e = ip[r]; e < ip[r + 1]; ++e) {
+      const NodeId u = col_ids[ix[e]];
+      if (u == g) continue;  // self-loops: GCN adds its own, SAGE has none
+      edges.emplace_back(r, u);
+      if (is_owned(u)) {
+        edges.emplace_back(u - begin, g);
+      } else {
+        auto& to = reverse[static_cast<std::size_t>(part.book.owner(u))];
+        to.push_back(u);
+        to.push_back(g);
+      }
+    }
+  }
+  std::vector<std::int64_t> offsets;
+  const std::vector<NodeId> received = exchange_lists(comm, reverse, offsets);
+  for (std::size_t i = 0; i + 1 < received.size(); i += 2)
+    edges.emplace_back(received[i] - begin, received[i + 1]);
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+
+  // 2. Halo nodes (ascending global id = grouped by owner) and each rank's requests.
+  std::vector<NodeId> halo;
+  for (const auto& e : edges)
+    if (!is_owned(e.second)) halo.push_back(e.second);
+  std::sort(halo.begin(), halo.end());
+  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+  std::vector<std::vector<NodeId>> requests(p);
+  m_halo_offsets.assign(p + 1, 0);
+  for (const NodeId u : halo) {
+    const auto j = static_cast<std::size_t>(part.book.owner(u));
+    requests[j].push_back(u);
+    ++m_halo_offsets[j + 1];
+  }
+  for (std::size_t j = 0; j < p; ++j) m_halo_offsets[j + 1] += m_halo_offsets[j];
+  const std::vector<NodeId> wanted = exchange_lists(comm, requests, m_send_offsets);
+  std::vector<NodeId> send_rows(wanted.size());
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    HALO_ASSERT(is_owned(wanted[i]), 1);
+    send_rows[i] = wanted[i] - begin;
+  }
+  m_send_rows =
+      Tensor<NodeId>::from_host(res, send_rows, static_cast<std::int64_t>(send_rows.size()), 1);
+
+  // 3. Degrees of the owned rows in the training graph, then those of the halo from the owners.
+  std::vector<std::int64_t> degree(static_cast<std::size_t>(owned), kind == nn::ModelKind::Gcn);
+  for (const auto& e : edges) ++degree[static_cast<std::size_t>(e.first)];
+  std::vector<std::vector<std::int64_t>> replies(p);
+  for (std::size_t j = 0; j < p; ++j)
+    for (std::int64_t i = m_send_offsets[j]; i < m_send_offsets[j + 1]; ++i)
+      replies[j].push_back(
+          degree[static_cast<std::size_t>(send_rows[static_cast<std::size_t>(i)])]);
+  std::vector<std::int64_t> reply_offsets;
+  const std::vector<std::int64_t> halo_degree = exchange_lists(comm, replies, reply_offsets);
+  HALO_ASSERT(halo_degree.size() == halo.size(), 1);
+  auto degree_of = [&](NodeId g) {
+    if (is_owned(g)) return degree[static_cast<std::size_t>(g - begin)];
+    const auto it = std::lower_bound(halo.begin(), halo.end(), g);
+    return halo_degree[static_cast<std::size_t>(it - halo.begin())];
+  };
+
+  // 4. Weights, as datasets::gcn_normalize computes them (GCN) or 1 / degree (SAGE mean).
+  std::vector<Entry> own, remote;
+  const bool gcn = kind == nn::ModelKind::Gcn;
+  auto inv_sqrt = [](std::int64_t d) { return 1.0 / std::sqrt(static_cast<double>(d)); };
+  std::size_t e = 0;
+  for (std::int64_t r = 0; r < owned; ++r) {
+    const auto g = static_cast<NodeId>(begin + r);
+    const std::int64_t d = degree[static_cast<std::size_t>(r)];
+    bool self_done = !gcn;
+    for (; e < edges.size() && edges[e].first == r; ++e) {
+      const NodeId u = edges[e].second;
+      if (!self_done && u > g) {
+        own.push_back({r, g, static_cast<float>(inv_sqrt(d) * inv_sqrt(d))});
+        self_done = true;
+      }
+      const float w = gcn ? static_cast<float>(inv_sqrt(d) * inv_sqrt(degree_of(u)))
+                          : static_cast<float>(1.0 / static_cast<double>(d));
+      (is_owned(u) ? own : remote).push_back({r, u, w});
+    }
+    if (!self_done) own.push_back({r, g, static_cast<float>(inv_sqrt(d) * inv_sqrt(d))});
+  }
+  m_own = to_csr(res, own, owned, owned, [&](NodeId g) { return g - begin; });
+  m_own.symmetric = gcn;  // D^-1/2 (A + I) D^-1/2 restricted to owned x owned is symmetric
+  if (!gcn) m_own_t = transpose(res, m_own);
+  m_halo = to_csr(res, remote, owned, static_cast<std::int64_t>(halo.size()), [&](NodeId g) {
+    return static_cast<NodeId>(std::lower_bound(halo.begin(), halo.end(), g) - halo.begin());
+  });
+  m_halo_t = transpose(res, m_halo);
+}
+
+kernels::MatrixView<float> HaloExchange::scratch(const kernels::Resources& res, Tensor<float>& t,
+                                                 std::int64_t rows, std::int64_t cols) {
+  if (t.numel() < rows * cols) t = Tensor<float>(res, rows * cols, 1);
+  return {t.data(), rows, cols};
+}
+
+void HaloExchange::post(Direction d, std::int64_t width, const float* send, float* recv) {
+  const int tag = d == Direction::Forward ? 1 : 2;
+  // Forward: send the rows peers need (send lists), receive the halo. Backward: the reverse.
+  const auto& out = d == Direction::Forward ? m_send_offsets : m_halo_offsets;
+  const auto& in = d == Direction::Forward ? m_halo_offsets : m_send_offsets;
+  const auto row_bytes = static_cast<std::size_t>(width) * sizeof(float);
+  m_requests.clear();
+  for (int j = 0; j < m_comm.size(); ++j) {
+    const auto k = static_cast<std::size_t>(j);
+    if (in[k + 1] > in[k])
+      m_requests.push_back(m_comm.irecv(
+          recv + in[k] * width, static_cast<std::size_t>(in[k + 1] - in[k]) * row_bytes, j, tag));
+  }
+  for (int j = 0; j < m_comm.size(); ++j) {
+    const auto k = static_cast<std::size_t>(j);
+    if (out[k + 1] == out[k]) continue;
+    const auto bytes = static_cast<std::size_t>(out[k + 1] - out[k]) * row_bytes;
+    m_requests.push_back(m_comm.isend(send + out[k] * width, bytes, j, tag));
+    m_stats.bytes_sent += static_cast<std::int64_t>(bytes);
+  }
+  ++m_stats.calls;
+  if (!m_overlap) m_comm.wait_all(m_requests);
+}
+
+void HaloExchange::local_product(const kernels::Resources& res, const Csr& a,
+                                 kernels::ConstMatrixView<float> x,
+                                 kernels::MatrixView<float> out) {
+  const auto view = a.view();
+  const std::int64_t rows = view.num_rows;
+  bool pending = !m_requests.empty() && m_overlap;
+  const std::int64_t chunks = pending ? kChunks : 1;
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
+    auto part = view;
+    part.indptr += r0;
+    part.num_rows = r1 - r0;
+    kernels::spmm(res, part, x, kernels::MatrixView<float>{out.row(r0), r1 - r0, out.cols});
+    if (pending && m_comm.test_all(m_requests)) {
+      m_stats.exchange_s += now() - m_posted_at;
+      pending = false;
+      m_posted_at = -1;  // completion already counted
+    }
+  }
+}
+
+void HaloExchange::finish() {
+  const double t = now();
+  m_comm.wait_all(m_requests);
+  const double done = now();
+  m_stats.exposed_s += done - t;
+  if (m_posted_at >= 0) m_stats.exchange_s += done - m_posted_at;  // else seen by test_all
+}
+
+void HaloExchange::posted(double start) {
+  m_posted_at = now();
+  m_stats.exposed_s += m_posted_at - start;
+  m_stats.exchange_s += m_posted_at - start;
+}
+
+void HaloExchange::forward(const kernels::Resources& res, kernels::Aggregate aggregate,
+                           kernels::ConstMatrixView<float> x, kernels::MatrixView<float> out) {
+  HALO_EXPECTS(aggregate == (m_kind == nn::ModelKind::Gcn ? kernels::Aggregate::Sum
+                                                          : kernels::Aggregate::Mean),
+               "halo exchange: built for another model kind");
+  HALO_EXPECTS(x.rows == num_owned() && out.rows == num_owned() && out.cols == x.cols,
+               "halo exchange: shape mismatch");
+  const std::int64_t w = x.cols;
+  const double start = now();
+  const auto send = scratch(res, m_send_buf, m_send_rows.numel(), w);
+  const auto recv = scratch(res, m_recv_buf, num_halo(), w);
+  kernels::gather_rows<kernels::NodeId, float>(res, x, m_send_rows.span(), send);
+  post(Direction::Forward, w, send.data, recv.data);
+  posted(start);
+  local_product(res, m_own, x, out);
+  finish();
+  if (num_halo() == 0) return;
+  const auto tmp = scratch(res, m_tmp, num_owned(), w);
+  kernels::spmm(res, m_halo.view(), kernels::ConstMatrixView<float>(recv), tmp);
+  kernels::axpy(res, 1.0f, kernels::Span<const float>(tmp.span()), out.span());
+}
+
+void HaloExchange::backward(const kernels::Resources& res, kernels::Aggregate aggregate,
+                            kernels::ConstMatrixView<float> dy, kernels::MatrixView<float> out) {
+  HALO_EXPECTS(aggregate == (m_kind == nn::ModelKind::Gcn ? kernels::Aggregate::Sum
+                                                          : kernels::Aggregate::Mean),
+               "halo exchange: built for another model kind");
+  HALO_EXPECTS(dy.rows == num_owned() && out.rows == num_owned() && out.cols == dy.cols,
+               "halo exchange: shape mismatch");
+  const std::int64_t w = dy.cols;
+  const auto send = scratch(res, m_tmp, num_halo(), w);  // dL/d(halo rows), sent to their owners
+  const auto recv = scratch(res, m_recv_buf, m_send_rows.numel(), w);
+  if (num_halo() > 0) kernels::spmm(res, m_halo_t.view(), dy, send);
+  const double start = now();
+  post(Direction::Backward, w, send.data, recv.data);
+  posted(start);
+  local_product(res, m_kind == nn::ModelKind::Gcn ? m_own : m_own_t, dy, out);
+  finish();
+  if (m_send_rows.numel() > 0)
+    kernels::scatter_add_rows<kernels::NodeId, float>(res, recv, m_send_rows.span(), out);
+}
+
+}  // namespace halo::runtime

@@ -1,0 +1,93 @@
+#pragma once
+// A rank's share of the training graph and the exchange of halo rows between ranks.
+
+#include <cstdint>
+#include <vector>
+
+#include <halo/kernels/csr.hpp>
+#include <halo/nn/model.hpp>
+#include <halo/nn/module.hpp>
+#include <halo/partition/partition_format.hpp>
+#include <halo/runtime/comm/comm.hpp>
+
+namespace halo::runtime {
+
+/// What the exchanges of one rank did since the last reset. Times are wall seconds.
+struct ExchangeStats {
+  std::int64_t bytes_sent = 0;  // payload of every message this rank sent
+  std::int64_t calls = 0;       // forward and backward exchanges
+  /// From the start of packing the rows to send until the rank saw every message complete.
+  double exchange_s = 0;
+  /// The part of exchange_s the rank spent not computing: packing, posting, waiting.
+  double exposed_s = 0;
+};
+
+/// The aggregation of a partitioned graph for one rank, as an nn::Propagation over the rank's
+/// owned rows: the halo rows a layer needs are received from their owners while the edges
+/// whose source is owned are aggregated.
+///
+/// Construction (collective: every rank of `comm` constructs one, each with its own part)
+/// builds the graph the single-process trainer uses, restricted to the owned rows: A ∪ Aᵀ
+/// without duplicates (the reverse of an edge stored by another part is sent to the owner of its
+/// source), then for GCN D^-1/2 (A + I) D^-1/2 with the global degrees (each halo node's
+/// degree comes from its owner) and for SAGE A without self-loops and weights 1 / degree (the
+/// mean as a weighted sum). It is split into the owned block (columns = owned nodes) and the halo
+/// block (columns = halo nodes in ascending global id, hence grouped by owner); each rank learns
+/// from the others which of its rows they need (the send lists).
+///
+/// forward(x): packs the rows peers need, posts the receives and sends, aggregates the owned
+/// block in row chunks (testing the requests between chunks so that MPI makes progress), waits,
+/// then adds the halo block's product. backward mirrors it: the halo block's adjoint product is
+/// sent to the owners first, the owned block's adjoint computed meanwhile, and what arrives is
+/// added to the rows it belongs to. With `overlap` false the same messages are sent, but the
+/// rank waits for them before computing.
+class HaloExchange final : public nn::Propagation<float> {
+ public:
+  HaloExchange(const kernels::Resources& res, Comm& comm, const partition::Part& part,
+               nn::ModelKind kind, bool overlap);
+
+  void forward(const kernels::Resources& res, kernels::Aggregate aggregate,
+               kernels::ConstMatrixView<float> x, kernels::MatrixView<float> out) override;
+  void backward(const kernels::Resources& res, kernels::Aggregate aggregate,
+                kernels::ConstMatrixView<float> dy, kernels::MatrixView<float> out) override;
+
+  /// The layers' view of this graph: num_owned x num_owned.
+  nn::Adjacency<float> adjacency() { return {num_owned(), num_owned(), *this}; }
+  std::int64_t num_owned() const { return m_own.num_rows(); }
+  std::int64_t num_halo() const { return m_halo.num_cols; }
+  /// Halo nodes of this rank owned by each rank: halo_offsets()[j] .. [j + 1].
+  const std::vector<std::int64_t>& halo_offsets() const { return m_halo_offsets; }
+  /// Rows of this rank each peer needs (sizes per peer).
+  const std::vector<std::int64_t>& send_offsets() const { return m_send_offsets; }
+  /// Edges of the owned and halo blocks (self-loops of GCN included).
+  std::int64_t num_edges() const { return m_own.num_edges() + m_halo.num_edges(); }
+
+  const ExchangeStats& stats() const { return m_stats; }
+  void reset_stats() { m_stats = {}; }
+
+ private:
+  using Csr = kernels::CsrMatrix<kernels::NodeId, float>;
+  enum class Direction { Forward, Backward };
+  void post(Direction d, std::int64_t width, const float* send, float* recv);
+  void local_product(const kernels::Resources& res, const Csr& a, kernels::ConstMatrixView<float> x,
+                     kernels::MatrixView<float> out);
+  void posted(double start);  // after post(): counts packing and posting as exposed
+  void finish();              // waits for the requests, counts the wait as exposed
+  static kernels::MatrixView<float> scratch(const kernels::Resources& res,
+                                            kernels::Tensor<float>& t, std::int64_t rows,
+                                            std::int64_t cols);
+
+  Comm& m_comm;
+  nn::ModelKind m_kind;
+  bool m_overlap;
+  Csr m_own, m_own_t, m_halo, m_halo_t;  // m_own_t empty when m_own is symmetric (GCN)
+  std::vector<std::int64_t> m_halo_offsets;
+  std::vector<std::int64_t> m_send_offsets;
+  kernels::Tensor<kernels::NodeId> m_send_rows;  // owned local ids, concatenated per peer
+  kernels::Tensor<float> m_send_buf, m_recv_buf, m_tmp;
+  std::vector<Request> m_requests;
+  double m_posted_at = 0;  // when the last post ended; -1 once test_all saw completion
+  ExchangeStats m_stats;
+};
+
+}  // namespace halo::runtime
