@@ -92,9 +92,13 @@ bool mpi_available();
 /// become halo::CommError. MPI is finalised at exit. Throws halo::LogicError without MPI.
 std::unique_ptr<Comm> make_world_comm();
 
-/// Whether this process was started by an MPI launcher with more than one process, without
-/// initialising MPI (reads the launcher's environment: PMI_SIZE, OMPI_COMM_WORLD_SIZE).
+/// The number of processes of the job an MPI launcher (mpiexec) started this process in, 0
+/// when no launcher did; read from the launcher's environment (PMI_SIZE for MPICH's Hydra,
+/// OMPI_COMM_WORLD_SIZE for Open MPI) without initialising MPI.
 int launcher_world_size();
+/// How many of those processes run on this host (MPI_LOCALNRANKS,
+/// OMPI_COMM_WORLD_LOCAL_SIZE), 0 without a launcher.
+int launcher_local_size();
 
 /// After an error on one rank: terminates every rank of the job (MPI_Abort) when MPI is
 /// initialised with more than one process; returns otherwise.

@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include <halo/kernels/error.hpp>
@@ -49,10 +50,15 @@ bool SelfComm::test_all(std::vector<Request>& requests) {
   return true;
 }
 
-int launcher_world_size() {
-  for (const char* name : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"})
+namespace {
+int first_set(std::initializer_list<const char*> names) {
+  for (const char* name : names)
     if (const char* v = std::getenv(name)) return std::atoi(v);
-  return 1;
+  return 0;
 }
+}  // namespace
+
+int launcher_world_size() { return first_set({"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"}); }
+int launcher_local_size() { return first_set({"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"}); }
 
 }  // namespace halo::runtime

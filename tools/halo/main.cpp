@@ -1,8 +1,11 @@
 // The `halo` program: maps command-line flags onto the components' config structs.
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
+#include <halo/kernels/error.hpp>
+#include <halo/runtime/comm/comm.hpp>
 #include <halo/tools/halo/commands.hpp>
 
 int main(int argc, char** argv) {
@@ -24,7 +27,15 @@ int main(int argc, char** argv) {
       if (c.app->parsed()) return c.run();
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "halo: error: %s\n", e.what());
+    // In a multi-rank run: name the rank, then end every rank (MPI_Abort) so none waits forever
+    // for a message this one will never send.
+    const std::string what = e.what();
+    const int rank = halo::detail::error_rank();
+    const std::string prefix =
+        rank >= 0 && what.rfind("[rank ", 0) != 0 ? "[rank " + std::to_string(rank) + "] " : "";
+    std::fprintf(stderr, "%shalo: error: %s\n", prefix.c_str(), what.c_str());
+    std::fflush(stderr);
+    halo::runtime::abort_world(1);
     return 1;
   }
 }

@@ -1,13 +1,19 @@
 // `halo train`: flags -> runtime::TrainConfig, progress on stderr, summary on stdout, --json.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
+#include <halo/kernels/log.hpp>
+#include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/distributed.hpp>
 #include <halo/runtime/trainer.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
@@ -29,6 +35,8 @@ struct TrainOptions {
   bool no_normalize = false;
   std::string json;
   std::string save_model;
+  std::string partitions;
+  bool no_overlap = false;
 };
 
 /// Writes `text` to `path` through a temporary name and a rename: never half-written.
@@ -53,10 +61,7 @@ void print_progress(const runtime::EpochStats& s, bool tty) {
   std::fflush(stderr);
 }
 
-int run_train(const TrainOptions& o) {
-  const kernels::Resources res(kernels::Device::Cpu, o.threads);
-  const datasets::Dataset data = load_dataset(res, o.data, o.seed);
-
+runtime::TrainConfig train_config(const TrainOptions& o) {
   runtime::TrainConfig config;
   config.model.kind = nn::parse_model_kind(o.model);
   config.model.num_layers = o.layers;
@@ -67,6 +72,45 @@ int run_train(const TrainOptions& o) {
   config.weight_decay = o.weight_decay;
   config.seed = o.seed;
   config.normalize_features = !o.no_normalize;
+  return config;
+}
+
+void print_summary(const runtime::TrainResult& r) {
+  std::printf(
+      "best epoch %d: val accuracy %.4f, test accuracy %.4f; median epoch %.3f ms; "
+      "trained in %.2f s\n",
+      r.best_epoch, r.val_accuracy, r.test_accuracy, r.epoch_time_median_s * 1e3, r.train_time_s);
+}
+
+nlohmann::json result_json(const TrainOptions& o, const runtime::TrainResult& r, int threads) {
+  return {
+      {"model", o.model},
+      {"mode", "full-graph"},
+      {"device", "cpu"},
+      {"world_size", r.world_size},
+      {"threads", threads},
+      {"epochs", o.epochs},
+      {"seed", o.seed},
+      {"layers", o.layers},
+      {"hidden", o.hidden},
+      {"dropout", o.dropout},
+      {"lr", o.lr},
+      {"weight_decay", o.weight_decay},
+      {"test_accuracy", r.test_accuracy},
+      {"val_accuracy", r.val_accuracy},
+      {"best_epoch", r.best_epoch},
+      {"final_train_loss", r.final_train_loss},
+      {"epoch_time_median_s", r.epoch_time_median_s},
+      {"preprocess_time_s", r.preprocess_time_s},
+      {"train_time_s", r.train_time_s},
+      {"peak_host_memory_bytes", runtime::peak_host_memory_bytes()},
+  };
+}
+
+int run_train(const TrainOptions& o) {
+  const kernels::Resources res(kernels::Device::Cpu, o.threads);
+  const datasets::Dataset data = load_dataset(res, o.data, o.seed);
+  const runtime::TrainConfig config = train_config(o);
 
   std::fprintf(
       stderr,
@@ -79,39 +123,79 @@ int run_train(const TrainOptions& o) {
   const runtime::TrainResult r = runtime::train_full_graph(
       res, data, config, model, [tty](const runtime::EpochStats& s) { print_progress(s, tty); });
 
-  std::printf(
-      "best epoch %d: val accuracy %.4f, test accuracy %.4f; median epoch %.3f ms; "
-      "trained in %.2f s\n",
-      r.best_epoch, r.val_accuracy, r.test_accuracy, r.epoch_time_median_s * 1e3, r.train_time_s);
+  print_summary(r);
   if (!o.save_model.empty()) model.save(o.save_model);
   if (!o.json.empty()) {
-    const nlohmann::json j = {
-        {"dataset", data.name},
-        {"model", o.model},
-        {"mode", "full-graph"},
-        {"device", "cpu"},
-        {"world_size", 1},
-        {"threads", res.cpu_exec().num_threads},
-        {"epochs", o.epochs},
-        {"seed", o.seed},
-        {"layers", o.layers},
-        {"hidden", o.hidden},
-        {"dropout", o.dropout},
-        {"lr", o.lr},
-        {"weight_decay", o.weight_decay},
-        {"num_nodes", data.num_nodes()},
-        {"num_edges", data.graph.num_edges()},
-        {"test_accuracy", r.test_accuracy},
-        {"val_accuracy", r.val_accuracy},
-        {"best_epoch", r.best_epoch},
-        {"final_train_loss", r.final_train_loss},
-        {"epoch_time_median_s", r.epoch_time_median_s},
-        {"preprocess_time_s", r.preprocess_time_s},
-        {"train_time_s", r.train_time_s},
-        {"peak_host_memory_bytes", runtime::peak_host_memory_bytes()},
-    };
+    nlohmann::json j = result_json(o, r, res.cpu_exec().num_threads);
+    j["dataset"] = data.name;
+    j["num_nodes"] = data.num_nodes();
+    j["num_edges"] = data.graph.num_edges();
     write_atomically(o.json, j.dump(2) + "\n");
   }
+  return 0;
+}
+
+/// Threads per rank: --threads, else OMP_NUM_THREADS, else the cores shared by the ranks the
+/// launcher started on this host.
+int rank_threads(int requested) {
+  if (requested > 0) return requested;
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) return 0;  // the OpenMP runtime's choice
+  const int local = std::max(1, runtime::launcher_local_size());
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
+}
+
+/// `--partitions DIR`: one rank per part, under mpiexec (or alone for a one-part partition).
+int run_distributed(const TrainOptions& o) {
+  std::unique_ptr<runtime::Comm> comm;
+  if (runtime::launcher_world_size() > 0)
+    comm = runtime::make_world_comm();
+  else
+    comm = std::make_unique<runtime::SelfComm>();
+  const int rank = comm->rank();
+  if (comm->size() > 1) {
+    detail::set_error_rank(rank);
+    set_log_rank(rank);
+  }
+  const kernels::Resources res(kernels::Device::Cpu, rank_threads(o.threads));
+  const runtime::TrainConfig config = train_config(o);
+  const partition::PartitionMeta meta = partition::read_partition_meta(o.partitions);
+  if (rank == 0)
+    std::fprintf(stderr,
+                 "halo train: %s partitioned into %d parts (%s), %d ranks, %s, %d threads per "
+                 "rank, overlap %s\n",
+                 meta.dataset.c_str(), meta.book.num_parts(),
+                 std::string(partition::to_string(meta.config.method)).c_str(), comm->size(),
+                 o.model.c_str(), res.cpu_exec().num_threads, o.no_overlap ? "off" : "on");
+  const bool tty = isatty(fileno(stderr)) != 0;
+  runtime::EpochCallback progress;
+  if (rank == 0) progress = [tty](const runtime::EpochStats& s) { print_progress(s, tty); };
+  runtime::DistributedRun run =
+      runtime::train_distributed(res, *comm, o.partitions, config, !o.no_overlap, progress);
+  if (rank == 0) {
+    const runtime::TrainResult& r = run.result;
+    print_summary(r);
+    std::printf(
+        "exchange: %.1f KB per epoch, %.3f ms per rank, %.0f%% hidden; all-reduce %.3f ms\n",
+        static_cast<double>(r.exchange_bytes_per_epoch) / 1e3, r.exchange_time_s * 1e3,
+        r.exchange_hidden_fraction * 100, r.allreduce_time_s * 1e3);
+    if (!o.save_model.empty()) run.model.save(o.save_model);
+    if (!o.json.empty()) {
+      nlohmann::json j = result_json(o, r, res.cpu_exec().num_threads);
+      j["dataset"] = meta.dataset;
+      j["num_nodes"] = meta.num_nodes;
+      j["num_edges"] = meta.num_edges;
+      j["partitions"] = o.partitions;
+      j["partition_method"] = partition::to_string(meta.config.method);
+      j["overlap"] = !o.no_overlap;
+      j["exchange_bytes_per_epoch"] = r.exchange_bytes_per_epoch;
+      j["exchange_time_s"] = r.exchange_time_s;
+      j["exchange_exposed_s"] = r.exchange_exposed_s;
+      j["exchange_hidden_fraction"] = r.exchange_hidden_fraction;
+      j["allreduce_time_s"] = r.allreduce_time_s;
+      write_atomically(o.json, j.dump(2) + "\n");
+    }
+  }
+  comm->barrier();  // no rank exits (finalising MPI) before rank 0 has written its results
   return 0;
 }
 
@@ -129,7 +213,8 @@ const CLI::Validator kWritablePath(
 
 Command add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
-  CLI::App* sub = app.add_subcommand("train", "Train a GNN on a dataset (full graph, one process)");
+  CLI::App* sub = app.add_subcommand(
+      "train", "Train a GNN on a dataset (full graph; one process, or one rank per partition)");
   add_dataset_options(sub, o->data);
   sub->add_option("--model", o->model, "Model kind")
       ->check(CLI::IsMember({"gcn", "sage"}))
@@ -162,7 +247,17 @@ Command add_train_command(CLI::App& app) {
       ->check(kWritablePath);
   sub->add_option("--save-model", o->save_model, "Save the best model's parameters to FILE")
       ->check(kWritablePath);
-  return {sub, [o] { return run_train(*o); }};
+  auto* partitions =
+      sub->add_option("--partitions", o->partitions,
+                      "Train on the partition directory DIR written by `halo partition`, one rank "
+                      "per part: mpiexec -n P halo train --partitions DIR (docs/distributed.md)")
+          ->check(CLI::ExistingDirectory);
+  partitions->excludes(sub->get_option("--dataset"));
+  sub->add_flag("--no-overlap", o->no_overlap,
+                "With --partitions: wait for the halo exchange before aggregating (for "
+                "comparison; default: overlap it with the owned rows' aggregation)")
+      ->needs(partitions);
+  return {sub, [o] { return o->partitions.empty() ? run_train(*o) : run_distributed(*o); }};
 }
 
 }  // namespace halo::cli

@@ -1,0 +1,98 @@
+// `mpiexec -n P halo train --partitions DIR` as a user runs it: results on rank 0 only, the JSON
+// keys of a distributed run, and a failing rank that ends the whole job quickly with its message.
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/testing.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using Outcome = halo::testing::CommandOutcome;
+
+class DistributedTrainCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const Outcome r =
+        halo(" partition --dataset " + cora() + " --parts 2 --out " + parts().string());
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  Outcome halo(const std::string& args) const {
+    return halo::testing::run_command(std::string(HALO_TEST_BINARY) + args, m_dir);
+  }
+  // ASan's leak check is off: MPICH leaves a small allocation it cannot attribute (see
+  // tests/runtime/CMakeLists.txt).
+  Outcome mpiexec(int ranks, const std::string& args) const {
+    return halo::testing::run_command("env OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 " +
+                                          std::string(HALO_TEST_MPIEXEC) + " -n " +
+                                          std::to_string(ranks) + " " + HALO_TEST_BINARY + args,
+                                      m_dir);
+  }
+  static std::string cora() {
+    return (fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "planetoid" / "cora")
+        .string();
+  }
+  fs::path parts() const { return m_dir / "parts"; }
+  const halo::testing::TempDir m_temp;
+  const fs::path m_dir = m_temp.path();
+};
+
+TEST_F(DistributedTrainCli, TwoRanksWriteOneResult) {
+  const fs::path json = m_dir / "r.json";
+  const Outcome r = mpiexec(
+      2, " train --partitions " + parts().string() + " --epochs 30 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("2 ranks"), r.err.rfind("2 ranks")) << "header printed once: " << r.err;
+  const auto j = nlohmann::json::parse(halo::testing::read_file(json));
+  EXPECT_EQ(j["world_size"], 2);
+  EXPECT_EQ(j["overlap"], true);
+  EXPECT_EQ(j["dataset"], "cora");
+  EXPECT_GT(j["exchange_bytes_per_epoch"].get<std::int64_t>(), 0);
+  for (const char* key : {"exchange_time_s", "exchange_hidden_fraction", "allreduce_time_s"})
+    EXPECT_GE(j[key].get<double>(), 0.0) << key;
+  EXPECT_GT(j["test_accuracy"].get<double>(), 0.5);
+}
+
+TEST_F(DistributedTrainCli, WrongRankCountIsNamed) {
+  const Outcome r = mpiexec(1, " train --partitions " + parts().string() + " --epochs 1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("mpiexec -n 2"), std::string::npos) << r.err;
+}
+
+TEST_F(DistributedTrainCli, NoOverlapNeedsPartitions) {
+  EXPECT_EQ(halo(" train --no-overlap --epochs 1").code, 2);
+  EXPECT_EQ(halo(" train --partitions " + parts().string() + " --dataset cora").code, 2);
+}
+
+// The failure case: one rank cannot read its part; every rank exits non-zero within
+// 30 seconds and the failing rank's message is shown.
+TEST_F(DistributedTrainCli, OneFailingRankEndsEveryRank) {
+  for (const char* how : {"missing", "corrupt"}) {
+    SCOPED_TRACE(how);
+    const fs::path broken = m_dir / (std::string("broken-") + how);
+    fs::copy(parts(), broken);
+    if (std::string(how) == "missing") {
+      fs::remove(broken / "part-1.bin");
+    } else {
+      std::fstream f(broken / "part-1.bin", std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(200);
+      f.write("corrupt!", 8);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const Outcome r = mpiexec(2, " train --partitions " + broken.string() + " --epochs 1000");
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_NE(r.code, 0);
+    EXPECT_LT(seconds, 30.0);
+    EXPECT_NE(r.err.find("[rank 1] halo: error: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("part-1.bin"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
