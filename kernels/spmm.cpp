@@ -14,6 +14,14 @@ void spmm(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> x, MatrixV
 }
 
 template <class Idx, class T>
+void spmm_accumulate(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> x,
+                     MatrixView<T> out) {
+  HALO_EXPECTS(x.rows == a.num_cols && out.rows == a.num_rows && out.cols == x.cols,
+               "spmm_accumulate: shape mismatch");
+  launch(res, out.rows, detail::SpmmRowBody<Idx, T>{a, x, out, false, false, true});
+}
+
+template <class Idx, class T>
 void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
                      MatrixView<T> out, Aggregate aggregate) {
   HALO_EXPECTS(y.rows == a.num_rows && out.rows == a.num_cols && out.cols == y.cols,
@@ -33,6 +41,8 @@ void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T>
 #define HALO_INSTANTIATE(Idx, T)                                                                \
   template void spmm<Idx, T>(const Resources&, CsrView<Idx, T>, MatrixView<const T>,            \
                              MatrixView<T>, Aggregate);                                         \
+  template void spmm_accumulate<Idx, T>(const Resources&, CsrView<Idx, T>, MatrixView<const T>, \
+                                        MatrixView<T>);                                         \
   template void spmm_transposed<Idx, T>(const Resources&, CsrView<Idx, T>, MatrixView<const T>, \
                                         MatrixView<T>, Aggregate);
 HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)

@@ -16,6 +16,12 @@ template <class Idx, class T>
 void spmm(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> x, MatrixView<T> out,
           Aggregate aggregate = Aggregate::Sum);
 
+/// out += A x (Aggregate::Sum): spmm without overwriting, e.g. to add the product of a second
+/// block of columns. Same shapes and instantiations as `spmm`.
+template <class Idx, class T>
+void spmm_accumulate(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> x,
+                     MatrixView<T> out);
+
 /// The adjoint of `spmm`: out = A^T y (Mean: A's rows scaled by 1 / entry count first), the
 /// backward product of aggregation. A is m x k, y is m x n, out is k x n (overwritten).
 /// When `a.symmetric` is set this runs as a row-parallel spmm (the fast path); otherwise each

@@ -15,6 +15,7 @@ namespace detail {
 /// out(r, :) = sum_e w(e) * x(col(e), :), divided by the row's entry count for Mean (empty
 /// rows give zeros). With `mean_source` each term is divided by the entry count of row col(e)
 /// instead: for a symmetric A that is the adjoint of Mean, (D^-1 A)^T y = A D^-1 y.
+/// With `accumulate` (Sum only) the products are added to out's rows instead of replacing them.
 /// One index = one row: rows write disjoint outputs.
 template <class Idx, class T>
 struct SpmmRowBody {
@@ -23,12 +24,14 @@ struct SpmmRowBody {
   MatrixView<T> out;
   bool mean;
   bool mean_source = false;
+  bool accumulate = false;
   HALO_HD void operator()(std::int64_t r) const {
     // Locals, not members, in the loops: stores through `o` could otherwise alias them and
     // block vectorisation.
     const std::int64_t width = out.cols;
     T* o = out.row(r);
-    for (std::int64_t j = 0; j < width; ++j) o[j] = T(0);
+    if (!accumulate)
+      for (std::int64_t j = 0; j < width; ++j) o[j] = T(0);
     const std::int64_t begin = a.indptr[r];
     const std::int64_t end = a.indptr[r + 1];
     for (std::int64_t e = begin; e < end; ++e) {

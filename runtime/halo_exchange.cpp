@@ -3,7 +3,6 @@
 #include <cmath>
 #include <utility>
 
-#include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/gather.hpp>
 #include <halo/kernels/spmm.hpp>
 #include <halo/runtime/halo_exchange.hpp>
@@ -269,17 +268,22 @@ void HaloExchange::local_product(const kernels::Resources& res, const Csr& a,
 }
 
 void HaloExchange::finish() {
+  if (m_posted_at < 0) return;  // completed at the post or seen complete by test_all
   const double t = now();
   m_comm.wait_all(m_requests);
   const double done = now();
   m_stats.exposed_s += done - t;
-  if (m_posted_at >= 0) m_stats.exchange_s += done - m_posted_at;  // else seen by test_all
+  m_stats.exchange_s += done - m_posted_at;
 }
 
 void HaloExchange::posted(double start) {
-  m_posted_at = now();
-  m_stats.exposed_s += m_posted_at - start;
-  m_stats.exchange_s += m_posted_at - start;
+  const double t = now();
+  m_stats.exposed_s += t - start;
+  m_stats.exchange_s += t - start;
+  // Nothing in flight (no peers, or post() already waited): the exchange is complete.
+  const bool in_flight =
+      std::any_of(m_requests.begin(), m_requests.end(), [](const Request& r) { return r.active; });
+  m_posted_at = in_flight ? t : -1;
 }
 
 void HaloExchange::forward(const kernels::Resources& res, kernels::Aggregate aggregate,
@@ -298,10 +302,7 @@ void HaloExchange::forward(const kernels::Resources& res, kernels::Aggregate agg
   posted(start);
   local_product(res, m_own, x, out);
   finish();
-  if (num_halo() == 0) return;
-  const auto tmp = scratch(res, m_tmp, num_owned(), w);
-  kernels::spmm(res, m_halo.view(), kernels::ConstMatrixView<float>(recv), tmp);
-  kernels::axpy(res, 1.0f, kernels::Span<const float>(tmp.span()), out.span());
+  if (num_halo() > 0) kernels::spmm_accumulate(res, m_halo.view(), recv, out);
 }
 
 void HaloExchange::backward(const kernels::Resources& res, kernels::Aggregate aggregate,
@@ -312,7 +313,7 @@ void HaloExchange::backward(const kernels::Resources& res, kernels::Aggregate ag
   HALO_EXPECTS(dy.rows == num_owned() && out.rows == num_owned() && out.cols == dy.cols,
                "halo exchange: shape mismatch");
   const std::int64_t w = dy.cols;
-  const auto send = scratch(res, m_tmp, num_halo(), w);  // dL/d(halo rows), sent to their owners
+  const auto send = scratch(res, m_send_buf, num_halo(), w);  // dL/d(halo rows), to their owners
   const auto recv = scratch(res, m_recv_buf, m_send_rows.numel(), w);
   if (num_halo() > 0) kernels::spmm(res, m_halo_t.view(), dy, send);
   const double start = now();

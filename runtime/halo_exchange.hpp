@@ -83,8 +83,8 @@ class HaloExchange final : public nn::Propagation<float> {
   Csr m_own, m_own_t, m_halo, m_halo_t;  // m_own_t empty when m_own is symmetric (GCN)
   std::vector<std::int64_t> m_halo_offsets;
   std::vector<std::int64_t> m_send_offsets;
-  kernels::Tensor<kernels::NodeId> m_send_rows;  // owned local ids, concatenated per peer
-  kernels::Tensor<float> m_send_buf, m_recv_buf, m_tmp;
+  kernels::Tensor<kernels::NodeId> m_send_rows;   // owned local ids, concatenated per peer
+  kernels::Tensor<float> m_send_buf, m_recv_buf;  // message buffers, grown to the widest layer
   std::vector<Request> m_requests;
   double m_posted_at = 0;  // when the last post ended; -1 once test_all saw completion
   ExchangeStats m_stats;

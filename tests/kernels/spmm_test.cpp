@@ -72,6 +72,30 @@ TYPED_TEST(Spmm, WeightedMatchesReference) {
   });
 }
 
+// out += A x keeps what out held: the reference product plus the prior contents.
+TYPED_TEST(Spmm, AccumulateAddsToTheOutput) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    using Idx = decltype(idx);
+    using T = decltype(value);
+    for (const auto& [rows, cols, features, degree] : kShapes) {
+      SCOPED_TRACE(::testing::Message() << rows << " x " << cols << " times " << features);
+      const auto a = testing::random_csr<Idx, T>(rows, cols, degree, 7, /*weighted=*/true);
+      const auto x = testing::random_matrix<T>(cols, features, 8);
+      const auto prior = testing::random_matrix<T>(rows, features, 9);
+      auto out = testing::to_device(res, prior);
+      spmm_accumulate(res, testing::to_device(res, a).view(), testing::to_device(res, x).view(),
+                      out.view());
+      auto expected = ref::spmm(a, x, Aggregate::Sum);
+      const auto p = prior.to_vector(testing::host());
+      for (std::size_t i = 0; i < expected.size(); ++i) expected[i] += p[i];
+      EXPECT_TRUE(
+          testing::all_close(out.to_vector(res), expected, testing::rtol<T>(), testing::atol<T>()));
+    }
+  });
+}
+
 TYPED_TEST(Spmm, TransposedMatchesReference) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();
