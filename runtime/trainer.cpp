@@ -131,7 +131,7 @@ TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int
   std::vector<Tensor<float>> best;  // parameter values of the best epoch so far
   for (const auto* p : params) best.push_back(p->value.clone(res));
   double best_val_loss = 0;
-  std::vector<double> epoch_times, exchange, exposed, allreduce;
+  std::vector<double> epoch_times, exchange, exposed, allreduce, compute;
   std::vector<std::int64_t> bytes;
   double exchange_total = 0, exposed_total = 0;
 
@@ -148,6 +148,7 @@ TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int
     exchange.push_back(s.exchange_time_s);
     exposed.push_back(s.exchange_exposed_s);
     allreduce.push_back(s.allreduce_time_s);
+    compute.push_back(s.epoch_time_s - s.exchange_exposed_s - s.allreduce_time_s);
     bytes.push_back(s.exchange_bytes);
     exchange_total += s.exchange_time_s;
     exposed_total += s.exchange_exposed_s;
@@ -173,6 +174,7 @@ TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int
   result.exchange_time_s = median(exchange);
   result.exchange_exposed_s = median(exposed);
   result.allreduce_time_s = median(allreduce);
+  result.compute_time_s = median(compute);
   std::sort(bytes.begin(), bytes.end());
   result.exchange_bytes_per_epoch = bytes[bytes.size() / 2];
   result.exchange_hidden_fraction =

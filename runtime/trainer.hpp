@@ -53,6 +53,8 @@ struct TrainResult {
   std::int64_t exchange_bytes_per_epoch = 0;
   double exchange_time_s = 0;
   double exchange_exposed_s = 0;
+  /// Epoch time minus the exposed exchange and the all-reduce: the rank's own work.
+  double compute_time_s = 0;
   /// 1 - exposed / exchange time over all epochs: the share of the exchange hidden behind the
   /// aggregation of owned rows (0 without overlap or without exchange).
   double exchange_hidden_fraction = 0;

@@ -190,6 +190,7 @@ int run_distributed(const TrainOptions& o) {
       j["exchange_bytes_per_epoch"] = r.exchange_bytes_per_epoch;
       j["exchange_time_s"] = r.exchange_time_s;
       j["exchange_exposed_s"] = r.exchange_exposed_s;
+      j["compute_time_s"] = r.compute_time_s;
       j["exchange_hidden_fraction"] = r.exchange_hidden_fraction;
       j["allreduce_time_s"] = r.allreduce_time_s;
       write_atomically(o.json, j.dump(2) + "\n");
