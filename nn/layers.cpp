@@ -129,12 +129,13 @@ template <class T>
 const Features<T>& SAGEConv<T>::forward(const Context& ctx, Adjacency<T> graph,
                                         const Features<T>& x) {
   const auto& res = *ctx.res;
-  // The root term reads row v of x for destination v: destinations are the first rows of x.
-  HALO_EXPECTS(kernels::num_rows(x) == graph.num_rows,
-               "sage_conv: full-graph layer needs one input row per graph row");
+  // The root term reads row v of x for destination v: destinations are the first rows of x
+  // (all of them on the full graph; the first num_rows sources of a block).
+  HALO_EXPECTS(kernels::num_rows(x) == graph.num_cols && graph.num_rows <= graph.num_cols,
+               "sage_conv: the input needs one row per source node, destinations first");
   m_input = &x;
   Tensor<T>& y = dense_output(res, m_output, graph.num_rows, m_weight_root.value.cols());
-  detail::multiply(res, x, m_weight_root.value, y);
+  detail::multiply(res, x, m_weight_root.value, y, graph.num_rows);
   m_agg.forward(res, graph, x, m_weight_neigh.value, y, /*accumulate=*/true);
   bias_forward(res, y, m_bias);
   return m_output;
@@ -145,12 +146,14 @@ const Tensor<T>& SAGEConv<T>::backward(const Context& ctx, Adjacency<T> graph, c
                                        bool need_input_grad) {
   const auto& res = *ctx.res;
   const Features<T>& x = require_input(m_input, "sage_conv");
-  detail::multiply_transposed(res, x, dy, m_weight_root.grad);
+  detail::multiply_transposed(res, x, dy, m_weight_root.grad, graph.num_rows);
   bias_backward(res, dy, m_bias);
   if (need_input_grad) {
     kernels::ensure_shape(res, m_dx, graph.num_cols, m_weight_root.value.rows());
+    if (graph.num_rows < graph.num_cols) kernels::fill(res, m_dx.span(), T(0));
+    const kernels::MatrixView<T> dst_rows{m_dx.data(), graph.num_rows, m_dx.cols()};
     kernels::gemm(res, Trans::No, Trans::Yes, T(1), dy.view(), m_weight_root.value.view(), T(0),
-                  m_dx.view());
+                  dst_rows);
   }
   m_agg.backward(res, graph, x, m_weight_neigh.value, dy, m_weight_neigh.grad, m_dx,
                  need_input_grad, /*accumulate_dx=*/true);
@@ -185,12 +188,13 @@ Dropout<T>::Dropout(float p, std::uint64_t layer_id) : m_p(p), m_layer_id(layer_
 }
 
 template <class T>
-kernels::DropoutKey Dropout<T>::key(const Context& ctx) const {
-  return {ctx.seed, ctx.epoch, m_layer_id, ctx.row_offset, ctx.row_ids};
+kernels::DropoutKey Dropout<T>::key(const Context& ctx, const Adjacency<T>& graph) const {
+  return {ctx.seed, ctx.epoch, m_layer_id, ctx.row_offset, graph.source_ids};
 }
 
 template <class T>
-const Features<T>& Dropout<T>::forward(const Context& ctx, Adjacency<T>, const Features<T>& x) {
+const Features<T>& Dropout<T>::forward(const Context& ctx, Adjacency<T> graph,
+                                       const Features<T>& x) {
   const auto& res = *ctx.res;
   m_active = ctx.training && m_p > 0.f;
   if (!m_active) return x;
@@ -206,22 +210,22 @@ const Features<T>& Dropout<T>::forward(const Context& ctx, Adjacency<T>, const F
     kernels::copy(res, out.indices, sparse->indices);
     out.num_cols = sparse->num_cols;
     kernels::ensure_shape(res, out.values, sparse->num_edges(), 1);
-    kernels::dropout(res, key(ctx), m_p, sparse->view(), out.values.span());
+    kernels::dropout(res, key(ctx, graph), m_p, sparse->view(), out.values.span());
   } else {
     const Tensor<T>& in = std::get<Tensor<T>>(x);
     Tensor<T>& y = dense_output(res, m_output, in.rows(), in.cols());
-    kernels::dropout(res, key(ctx), m_p, in.view(), y.view());
+    kernels::dropout(res, key(ctx, graph), m_p, in.view(), y.view());
   }
   return m_output;
 }
 
 template <class T>
-const Tensor<T>& Dropout<T>::backward(const Context& ctx, Adjacency<T>, const Tensor<T>& dy,
+const Tensor<T>& Dropout<T>::backward(const Context& ctx, Adjacency<T> graph, const Tensor<T>& dy,
                                       bool need_input_grad) {
   if (!need_input_grad) return m_dx;
   kernels::ensure_shape(*ctx.res, m_dx, dy.rows(), dy.cols());
   if (m_active) {
-    kernels::dropout(*ctx.res, key(ctx), m_p, dy.view(), m_dx.view());
+    kernels::dropout(*ctx.res, key(ctx, graph), m_p, dy.view(), m_dx.view());
   } else {
     kernels::copy(*ctx.res, m_dx, dy);
   }

@@ -90,9 +90,10 @@ class ReLU final : public Module<T> {
 };
 
 /// Inverted dropout with probability p while training, the identity otherwise. The mask is keyed
-/// by (ctx.seed, ctx.epoch, layer_id, global row, column) — see kernels::DropoutKey — so it needs
-/// no storage and every process draws the same mask for a node. Sparse inputs keep their
-/// structure and drop stored entries.
+/// by (ctx.seed, ctx.epoch, layer_id, global row, column) — see kernels::DropoutKey; the global
+/// row is graph.source_ids[r] when given, else ctx.row_offset + r — so it needs no storage and
+/// every process draws the same mask for a node. `graph` is the next convolution's. Sparse inputs
+/// keep their structure and drop stored entries.
 template <class T>
 class Dropout final : public Module<T> {
  public:
@@ -103,7 +104,7 @@ class Dropout final : public Module<T> {
   std::string name() const override { return "dropout"; }
 
  private:
-  kernels::DropoutKey key(const Context& ctx) const;
+  kernels::DropoutKey key(const Context& ctx, const Adjacency<T>& graph) const;
   float m_p;
   std::uint64_t m_layer_id;
   bool m_active = false;  // whether the last forward dropped anything

@@ -49,21 +49,43 @@ Model<T>::Model(const kernels::Resources& res, const ModelConfig& config, std::u
 
 template <class T>
 const Tensor<T>& Model<T>::forward(const Context& ctx, Adjacency<T> graph, const Features<T>& x) {
-  HALO_EXPECTS(kernels::num_cols(x) == m_config.in_features,
-               "model: input has " + std::to_string(kernels::num_cols(x)) +
-                   " features, the model " + std::to_string(m_config.in_features));
-  const Features<T>* h = &x;
-  for (auto& m : m_modules) h = &m->forward(ctx, graph, *h);
-  return std::get<Tensor<T>>(*h);
+  return forward(ctx, std::span<const Adjacency<T>>(&graph, 1), x);
 }
 
 template <class T>
 void Model<T>::backward(const Context& ctx, Adjacency<T> graph, const Tensor<T>& dlogits) {
+  backward(ctx, std::span<const Adjacency<T>>(&graph, 1), dlogits);
+}
+
+template <class T>
+const Adjacency<T>& Model<T>::graph_of(std::span<const Adjacency<T>> graphs, std::size_t i) const {
+  HALO_EXPECTS(graphs.size() == 1 || graphs.size() == static_cast<std::size_t>(m_config.num_layers),
+               "model: one graph, or one per layer (" + std::to_string(m_config.num_layers) +
+                   "), expected; got " + std::to_string(graphs.size()));
+  return graphs.size() == 1 ? graphs[0]
+                            : graphs[static_cast<std::size_t>(m_layer_of_module[i] - 1)];
+}
+
+template <class T>
+const Tensor<T>& Model<T>::forward(const Context& ctx, std::span<const Adjacency<T>> graphs,
+                                   const Features<T>& x) {
+  HALO_EXPECTS(kernels::num_cols(x) == m_config.in_features,
+               "model: input has " + std::to_string(kernels::num_cols(x)) +
+                   " features, the model " + std::to_string(m_config.in_features));
+  const Features<T>* h = &x;
+  for (std::size_t i = 0; i < m_modules.size(); ++i)
+    h = &m_modules[i]->forward(ctx, graph_of(graphs, i), *h);
+  return std::get<Tensor<T>>(*h);
+}
+
+template <class T>
+void Model<T>::backward(const Context& ctx, std::span<const Adjacency<T>> graphs,
+                        const Tensor<T>& dlogits) {
   const Tensor<T>* d = &dlogits;
   for (std::size_t i = m_modules.size(); i-- > 0;) {
     // The input of the first modules is the data itself: its gradient is never needed.
     const bool need_input_grad = i > 1;
-    d = &m_modules[i]->backward(ctx, graph, *d, need_input_grad);
+    d = &m_modules[i]->backward(ctx, graph_of(graphs, i), *d, need_input_grad);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,13 @@ class Model {
   const kernels::Tensor<T>& forward(const Context& ctx, Adjacency<T> graph, const Features<T>& x);
   /// Backward from dL/dlogits; leaves each parameter's gradient in its `grad`.
   void backward(const Context& ctx, Adjacency<T> graph, const kernels::Tensor<T>& dlogits);
+  /// The same with one graph per convolution, input layer first: the blocks of a mini-batch
+  /// (layer l's destinations are layer l + 1's sources; x has one row per source of the first).
+  /// The logits are those of the last block's destinations.
+  const kernels::Tensor<T>& forward(const Context& ctx, std::span<const Adjacency<T>> graphs,
+                                    const Features<T>& x);
+  void backward(const Context& ctx, std::span<const Adjacency<T>> graphs,
+                const kernels::Tensor<T>& dlogits);
 
   std::vector<Parameter<T>*> parameters();
   const ModelConfig& config() const { return m_config; }
@@ -53,7 +61,9 @@ class Model {
  private:
   ModelConfig m_config;
   std::vector<std::unique_ptr<Module<T>>> m_modules;
-  std::vector<int> m_layer_of_module;  // 1-based convolution index for names
+  /// The graph module i runs on.
+  const Adjacency<T>& graph_of(std::span<const Adjacency<T>> graphs, std::size_t i) const;
+  std::vector<int> m_layer_of_module;  // 1-based convolution index: names, graph per layer
 };
 
 }  // namespace halo::nn

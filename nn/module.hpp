@@ -35,10 +35,11 @@ class Propagation {
 
 /// The graph a layer aggregates over: rows are destination nodes, columns the layer's input
 /// rows (source nodes). Either a local CSR (GCN layers expect the normalised adjacency with its
-/// values, SAGE layers the plain one) or a Propagation with the shape it acts as.
+/// values, SAGE layers the plain one) or a Propagation with the shape it acts as. On a block
+/// (mini-batch) the destinations are the first num_rows sources.
 template <class T>
 struct Adjacency {
-  Adjacency() = default;  // no graph: for layers that do not aggregate
+  Adjacency() = default;                             // no graph: for layers that do not aggregate
   Adjacency(kernels::CsrView<kernels::NodeId, T> a)  // NOLINT: a local CSR is the common case
       : num_rows(a.num_rows), num_cols(a.num_cols), csr(a) {}
   Adjacency(std::int64_t rows, std::int64_t cols, Propagation<T>& p)
@@ -47,6 +48,10 @@ struct Adjacency {
   std::int64_t num_cols = 0;
   kernels::CsrView<kernels::NodeId, T> csr = {};
   Propagation<T>* propagation = nullptr;
+  /// Global node id of every source (input row) when they are not the range
+  /// Context::row_offset + r: a partition's owned nodes, a block's sources. Keys the dropout
+  /// masks, so that every process and every batch drops the same entries of a node.
+  kernels::Span<const kernels::NodeId> source_ids = {};
 };
 
 /// What a pass needs besides its inputs.
@@ -55,10 +60,7 @@ struct Context {
   bool training = false;
   std::uint64_t seed = 0;       // base seed of the run (dropout masks)
   std::uint64_t epoch = 0;      // keys the dropout masks of this pass
-  std::int64_t row_offset = 0;  // global node id of local row 0
-  /// Global node id of every input row when they are not the range row_offset + r (a partition's
-  /// owned nodes, a mini-batch's input nodes); keys the dropout masks. Empty: row_offset + r.
-  kernels::Span<const kernels::NodeId> row_ids = {};
+  std::int64_t row_offset = 0;  // global node id of local row 0 (see Adjacency::source_ids)
 };
 
 /// A trainable tensor and its gradient (same shape, same device).

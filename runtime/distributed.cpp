@@ -69,22 +69,24 @@ DistributedTrainer::DistributedTrainer(const kernels::Resources& res, Comm& comm
 }
 
 nn::Context DistributedTrainer::context(bool training, std::uint64_t epoch) const {
-  nn::Context ctx{&m_res, training, m_config.seed, epoch, 0};
-  ctx.row_ids = m_part.original_ids.span();  // dropout masks follow the original node ids
-  return ctx;
+  return {&m_res, training, m_config.seed, epoch, 0};
+}
+
+nn::Adjacency<float> DistributedTrainer::graph() {
+  return m_exchange.adjacency(m_part.original_ids.span());  // masks follow the original ids
 }
 
 double DistributedTrainer::train_epoch(std::uint64_t epoch) {
   m_exchange.reset_stats();
   const nn::Context ctx = context(/*training=*/true, epoch);
-  const nn::Adjacency<float> graph = m_exchange.adjacency();
-  const Tensor<float>& logits = m_model.forward(ctx, graph, m_features);
+  const nn::Adjacency<float> a = graph();
+  const Tensor<float>& logits = m_model.forward(ctx, a, m_features);
   kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
   const double loss = kernels::log_softmax_nll(m_res, logits.view(), m_part.labels.span(),
                                                m_part.train_idx.span(), m_num_train);
   kernels::log_softmax_nll_backward(m_res, logits.view(), m_part.labels.span(),
                                     m_part.train_idx.span(), m_dlogits.view(), m_num_train);
-  m_model.backward(ctx, graph, m_dlogits);
+  m_model.backward(ctx, a, m_dlogits);
 
   // One all-reduce for every gradient and the loss.
   const auto start = std::chrono::steady_clock::now();
@@ -114,7 +116,7 @@ double DistributedTrainer::train_epoch(std::uint64_t epoch) {
 
 DistributedTrainer::Evaluation DistributedTrainer::evaluate() {
   const Tensor<float>& logits =
-      m_model.forward(context(/*training=*/false, 0), m_exchange.adjacency(), m_features);
+      m_model.forward(context(/*training=*/false, 0), graph(), m_features);
   auto correct = [&](const Tensor<kernels::NodeId>& rows) {
     return rows.numel() == 0 ? 0.0
                              : static_cast<double>(kernels::count_correct(

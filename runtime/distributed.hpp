@@ -32,6 +32,7 @@ class DistributedTrainer final : public EpochTrainer {
 
  private:
   nn::Context context(bool training, std::uint64_t epoch) const;
+  nn::Adjacency<float> graph();
 
   const kernels::Resources& m_res;
   Comm& m_comm;

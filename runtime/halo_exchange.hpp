@@ -51,8 +51,13 @@ class HaloExchange final : public nn::Propagation<float> {
   void backward(const kernels::Resources& res, kernels::Aggregate aggregate,
                 kernels::ConstMatrixView<float> dy, kernels::MatrixView<float> out) override;
 
-  /// The layers' view of this graph: num_owned x num_owned.
-  nn::Adjacency<float> adjacency() { return {num_owned(), num_owned(), *this}; }
+  /// The layers' view of this graph: num_owned x num_owned, sources keyed by `source_ids` (the
+  /// owned nodes' original ids, for dropout masks equal to one process's).
+  nn::Adjacency<float> adjacency(kernels::Span<const kernels::NodeId> source_ids) {
+    nn::Adjacency<float> a(num_owned(), num_owned(), *this);
+    a.source_ids = source_ids;
+    return a;
+  }
   std::int64_t num_owned() const { return m_own.num_rows(); }
   std::int64_t num_halo() const { return m_halo.num_cols; }
   /// Halo nodes of this rank owned by each rank: halo_offsets()[j] .. [j + 1].

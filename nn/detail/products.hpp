@@ -7,15 +7,17 @@
 
 namespace halo::nn::detail {
 
-/// out = x w (out overwritten). x dense (gemm) or sparse (CSR x dense).
+/// out = x w (out overwritten). x dense (gemm) or sparse (CSR x dense). With rows >= 0 only the
+/// first `rows` rows of x take part (the destinations of a block, see SAGEConv).
 template <class T>
 void multiply(const kernels::Resources& res, const kernels::FeatureMatrix<T>& x,
-              const kernels::Tensor<T>& w, kernels::Tensor<T>& out);
+              const kernels::Tensor<T>& w, kernels::Tensor<T>& out, std::int64_t rows = -1);
 
-/// grad_w = x^T dy (overwritten), the weight gradient of `multiply`.
+/// grad_w = x^T dy (overwritten), the weight gradient of `multiply` (same `rows`).
 template <class T>
 void multiply_transposed(const kernels::Resources& res, const kernels::FeatureMatrix<T>& x,
-                         const kernels::Tensor<T>& dy, kernels::Tensor<T>& grad_w);
+                         const kernels::Tensor<T>& dy, kernels::Tensor<T>& grad_w,
+                         std::int64_t rows = -1);
 
 /// The dense alternative of x, or a LogicError naming `layer` when x is sparse.
 template <class T>

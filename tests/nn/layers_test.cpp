@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <gtest/gtest.h>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -277,11 +278,77 @@ TEST(SageConv, RootAndNeighbourWeightsAreDistinct) {
   EXPECT_NE(to_doubles(layer.parameters()[0]->value), to_doubles(layer.parameters()[1]->value));
 }
 
-TEST(SageConv, RejectsNonSquareGraph) {
-  const auto graph = random_graph<double>(5, 7, 0.4, 16, false);
+TEST(SageConv, RejectsMoreDestinationsThanSourcesAndMismatchedInput) {
+  const auto graph = random_graph<double>(7, 5, 0.4, 16, false);
   nn::SAGEConv<double> layer(cpu(), 3, 2, 5, 0);
-  Features<double> x = testing::random_matrix<double>(7, 3, 1);
+  Features<double> x = testing::random_matrix<double>(5, 3, 1);
   EXPECT_THROW(layer.forward(train_context(), graph.view(), x), LogicError);
+  const auto square = random_graph<double>(5, 5, 0.4, 16, false);
+  Features<double> short_x = testing::random_matrix<double>(4, 3, 1);
+  EXPECT_THROW(layer.forward(train_context(), square.view(), short_x), LogicError);
+}
+
+// A block whose destinations are the first d nodes and whose sources are all n nodes is the
+// first d rows of the full graph: both layers give the first d rows of the full output.
+TEST(Blocks, LayersOnABlockGiveTheFullGraphsRows) {
+  const std::int64_t n = 12, d = 5;
+  const auto full = random_graph<double>(n, n, 0.3, 21, /*weighted=*/true);
+  auto block = full.view();
+  block.num_rows = d;
+  for (const bool sparse : {false, true}) {
+    SCOPED_TRACE(sparse ? "sparse input" : "dense input");
+    Features<double> x = testing::random_matrix<double>(n, 4, 22);
+    if (sparse) x = sparse_features<double>(n, 4, 23);
+    nn::SAGEConv<double> sage(cpu(), 4, 3, 5, 0);
+    nn::GCNConv<double> gcn(cpu(), 4, 3, 5, 0);
+    for (nn::Module<double>* m : std::initializer_list<nn::Module<double>*>{&sage, &gcn}) {
+      SCOPED_TRACE(m->name());
+      const auto whole =
+          to_doubles(std::get<Tensor<double>>(m->forward(eval_context(), full.view(), x)));
+      const auto& part = std::get<Tensor<double>>(m->forward(eval_context(), block, x));
+      ASSERT_EQ(part.rows(), d);
+      EXPECT_TRUE(testing::all_close(
+          part, std::vector<double>(whole.begin(), whole.begin() + d * 3), 1e-12, 1e-12));
+    }
+  }
+}
+
+TEST(Blocks, SageGradientMatchesFiniteDifferencesOnABlock) {
+  // 6 destinations, 9 sources (destinations first), empty rows, an unused source.
+  const auto graph = random_graph<double>(6, 9, 0.4, 24, /*weighted=*/false);
+  for (const auto& [in, out, sparse] :
+       {std::tuple{2, 5, false}, std::tuple{5, 2, false}, std::tuple{4, 3, true}}) {
+    SCOPED_TRACE("in=" + std::to_string(in) + " out=" + std::to_string(out) +
+                 (sparse ? " sparse" : " dense"));
+    nn::SAGEConv<double> layer(cpu(), in, out, 5, 0);
+    randomize_parameters(layer, 25);
+    Features<double> x = testing::random_matrix<double>(9, in, 26);
+    if (sparse) x = sparse_features<double>(9, in, 27);
+    check_module_gradients(layer, train_context(), graph.view(), x, 28);
+  }
+}
+
+// Dropout keys a row by the graph's source id when one is given: a block whose sources are
+// nodes {7, 2, 9} drops what the full matrix drops in rows 7, 2 and 9.
+TEST(Blocks, DropoutFollowsTheSourceIds) {
+  const std::int64_t n = 10, cols = 6;
+  const Tensor<double> x = testing::random_matrix<double>(n, cols, 29);
+  nn::Dropout<double> dropout(0.5f, 1);
+  const auto whole = to_doubles(std::get<Tensor<double>>(
+      dropout.forward(train_context(3), no_graph(), Features<double>(x.clone(cpu())))));
+  const std::vector<NodeId> ids = {7, 2, 9};
+  std::vector<double> rows, expected;
+  for (const NodeId id : ids)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      rows.push_back(x.data()[id * cols + c]);
+      expected.push_back(whole[static_cast<std::size_t>(id * cols + c)]);
+    }
+  const auto id_tensor = Tensor<NodeId>::from_host(cpu(), ids);
+  nn::Adjacency<double> block = no_graph();
+  block.source_ids = id_tensor.span();
+  const Features<double> picked = testing::host_tensor<double>(rows, 3, cols);
+  EXPECT_EQ(to_doubles(std::get<Tensor<double>>(dropout.forward(train_context(3), block, picked))),
+            expected);
 }
 
 // ---- ReLU --------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,9 +85,9 @@ struct Loss {
 
 /// Checks every parameter's gradient (a sample of the larger ones) of the model + loss against
 /// central differences, in training mode with dropout active.
-void check_model_gradients(nn::Model<double>& model, nn::Adjacency<double> graph,
+void check_model_gradients(nn::Model<double>& model, std::span<const nn::Adjacency<double>> graph,
                            const Features<double>& x, std::uint64_t seed) {
-  const std::int64_t n = kernels::num_rows(x);
+  const std::int64_t n = graph.back().num_rows;  // the logits' rows
   std::vector<std::int32_t> rows;
   for (std::int32_t i = 0; i < n; ++i)
     if (i % 3 != 1) rows.push_back(i);  // a subset: every third node is not in the loss
@@ -127,6 +128,8 @@ void check_model_gradients(nn::Model<double>& model, nn::Adjacency<double> graph
     EXPECT_TRUE(testing::all_close(analytic, numeric, 1e-5, 1e-8));
   }
 }
+
+std::vector<nn::Adjacency<double>> one(nn::Adjacency<double> g) { return {g}; }
 
 // ---- construction ------------------------------------------------------------------------------
 
@@ -301,42 +304,95 @@ TEST(GcnModel, TwoLayerGradientMatchesFiniteDifferences) {
   const auto graph = gcn_normalized<double>(12, random_edges(12, 0.3, 300, {5, 11}));
   nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 4, 7, 3), 301);
   Features<double> x = testing::random_matrix<double>(12, 4, 302);
-  check_model_gradients(model, graph.view(), x, 303);
+  check_model_gradients(model, one(graph.view()), x, 303);
 }
 
 TEST(GcnModel, ThreeLayerGradientMatchesFiniteDifferences) {
   const auto graph = gcn_normalized<double>(11, random_edges(11, 0.3, 310, {0}));
   nn::Model<double> model(cpu(), config(ModelKind::Gcn, 3, 3, 6, 4), 311);
   Features<double> x = testing::random_matrix<double>(11, 3, 312);
-  check_model_gradients(model, graph.view(), x, 313);
+  check_model_gradients(model, one(graph.view()), x, 313);
 }
 
 TEST(GcnModel, SparseFeaturesGradientMatchesFiniteDifferences) {
   const auto graph = gcn_normalized<double>(12, random_edges(12, 0.3, 320, {7}));
   nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 9, 10, 3), 321);
   Features<double> x = testing::random_csr<std::int32_t, double>(12, 9, 3.0, 322, true);
-  check_model_gradients(model, graph.view(), x, 323);
+  check_model_gradients(model, one(graph.view()), x, 323);
 }
 
 TEST(SageModel, TwoLayerGradientMatchesFiniteDifferences) {
   const auto graph = random_graph<double>(12, 12, 0.3, 330, /*weighted=*/false);
   nn::Model<double> model(cpu(), config(ModelKind::Sage, 2, 4, 6, 3), 331);
   Features<double> x = testing::random_matrix<double>(12, 4, 332);
-  check_model_gradients(model, graph.view(), x, 333);
+  check_model_gradients(model, one(graph.view()), x, 333);
 }
 
 TEST(SageModel, ThreeLayerGradientMatchesFiniteDifferences) {
   const auto graph = random_graph<double>(11, 11, 0.3, 340, /*weighted=*/false);
   nn::Model<double> model(cpu(), config(ModelKind::Sage, 3, 8, 5, 4), 341);
   Features<double> x = testing::random_matrix<double>(11, 8, 342);
-  check_model_gradients(model, graph.view(), x, 343);
+  check_model_gradients(model, one(graph.view()), x, 343);
 }
 
 TEST(SageModel, SparseFeaturesGradientMatchesFiniteDifferences) {
   const auto graph = random_graph<double>(12, 12, 0.3, 350, /*weighted=*/false);
   nn::Model<double> model(cpu(), config(ModelKind::Sage, 2, 9, 6, 3), 351);
   Features<double> x = testing::random_csr<std::int32_t, double>(12, 9, 3.0, 352, true);
-  check_model_gradients(model, graph.view(), x, 353);
+  check_model_gradients(model, one(graph.view()), x, 353);
+}
+
+// ---- blocks (mini-batches) ---------------------------------------------------------------------
+
+TEST(BlockModel, GradientsMatchFiniteDifferencesOnBlocks) {
+  // 14 input nodes -> 8 -> 5 destinations; each block's destinations are its first sources.
+  for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage}) {
+    SCOPED_TRACE(nn::to_string(kind));
+    const auto b0 = random_graph<double>(8, 14, 0.3, 360, /*weighted=*/kind == ModelKind::Gcn);
+    const auto b1 = random_graph<double>(5, 8, 0.4, 361, /*weighted=*/kind == ModelKind::Gcn);
+    const std::vector<nn::Adjacency<double>> blocks = {b0.view(), b1.view()};
+    nn::Model<double> model(cpu(), config(kind, 2, 4, 6, 3), 362);
+    Features<double> x = testing::random_matrix<double>(14, 4, 363);
+    check_model_gradients(model, blocks, x, 364);
+  }
+}
+
+// Blocks cut from the full graph (block 0: its first 8 rows; block 1: rows 0-4, columns 0-7,
+// where rows 0-4 have no neighbour beyond 7) give the full model's logits of nodes 0-4, with
+// dropout on: both runs key the masks by the same node ids.
+TEST(BlockModel, BlocksCutFromTheGraphGiveTheFullGraphsLogits) {
+  const int n = 14;
+  std::vector<Row> rows(n);
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < (r < 5 ? 8 : n); ++c)
+      if ((r * 7 + c * 3) % 4 == 0 || r == c)
+        rows[static_cast<std::size_t>(r)].push_back({c, 0.25 + 0.01 * c});
+  const auto full = csr_from_rows<double>(n, rows, /*weighted=*/true);
+  auto b0 = full.view();
+  b0.num_rows = 8;
+  auto b1 = full.view();
+  b1.num_rows = 5;
+  b1.num_cols = 8;  // rows 0-4 only point below 8
+  for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage}) {
+    SCOPED_TRACE(nn::to_string(kind));
+    nn::Model<double> model(cpu(), config(kind, 2, 4, 6, 3), 370);
+    const Features<double> x = testing::random_matrix<double>(n, 4, 371);
+    const auto whole = to_doubles(model.forward(train_context(5), full.view(), x));
+    const std::vector<nn::Adjacency<double>> blocks = {nn::Adjacency<double>(b0),
+                                                       nn::Adjacency<double>(b1)};
+    const Tensor<double>& part = model.forward(train_context(5), blocks, x);
+    ASSERT_EQ(part.rows(), 5);
+    EXPECT_TRUE(testing::all_close(part, std::vector<double>(whole.begin(), whole.begin() + 15),
+                                   1e-12, 1e-12));
+  }
+}
+
+TEST(BlockModel, RejectsAWrongNumberOfGraphs) {
+  const auto g = random_graph<double>(6, 6, 0.4, 380, false);
+  const std::vector<nn::Adjacency<double>> three = {g.view(), g.view(), g.view()};
+  nn::Model<double> model(cpu(), config(ModelKind::Sage, 2, 4, 6, 3), 381);
+  const Features<double> x = testing::random_matrix<double>(6, 4, 382);
+  EXPECT_THROW(model.forward(eval_context(), three, x), LogicError);
 }
 
 // ---- parameter files ---------------------------------------------------------------------------
