@@ -60,6 +60,16 @@ class Tensor {
   std::int64_t numel() const { return m_rows * m_cols; }
   std::size_t bytes() const { return static_cast<std::size_t>(numel()) * sizeof(T); }
   bool empty() const { return numel() == 0; }
+  /// Bytes of the storage, which can exceed bytes() after a smaller reshape_within.
+  std::size_t capacity_bytes() const { return m_buffer.bytes(); }
+  /// Gives the tensor the shape rows x cols in its existing storage (contents unspecified);
+  /// the storage must hold that many elements.
+  void reshape_within(std::int64_t rows, std::int64_t cols) {
+    HALO_EXPECTS(rows >= 0 && cols >= 0 && checked_bytes(rows, cols) <= capacity_bytes(),
+                 "Tensor::reshape_within: the shape does not fit the storage");
+    m_rows = rows;
+    m_cols = cols;
+  }
   T* data() { return static_cast<T*>(m_buffer.data()); }
   const T* data() const { return static_cast<const T*>(m_buffer.data()); }
 
@@ -104,12 +114,20 @@ void copy(const Resources& res, Tensor<T>& dst, const Tensor<T>& src) {
   copy_bytes(res, dst.data(), dst.device(), src.data(), src.device(), src.bytes());
 }
 
-/// Makes `t` a rows x cols tensor on res's device, reallocating only when the shape changes.
-/// Layers use it to keep their outputs across epochs without allocating again.
+/// Makes `t` a rows x cols tensor on res's device (contents unspecified), reallocating only when
+/// its storage is too small or on another device. Layers use it to keep their outputs across
+/// epochs and mini-batches (whose sizes vary) without allocating again.
 template <class T>
 void ensure_shape(const Resources& res, Tensor<T>& t, std::int64_t rows, std::int64_t cols) {
-  if (t.rows() != rows || t.cols() != cols || t.device() != res.device())
+  if (t.rows() == rows && t.cols() == cols && t.device() == res.device()) return;
+  HALO_EXPECTS(rows >= 0 && cols >= 0, "ensure_shape: negative shape");
+  if (t.device() == res.device() &&
+      static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols) * sizeof(T) <=
+          t.capacity_bytes()) {
+    t.reshape_within(rows, cols);
+  } else {
     t = Tensor<T>(res, rows, cols);
+  }
 }
 
 }  // namespace halo::kernels

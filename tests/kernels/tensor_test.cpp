@@ -112,9 +112,18 @@ TYPED_TEST(TensorOnDevice, EnsureShapeReallocatesOnlyWhenNeeded) {
   const float* data = t.data();
   ensure_shape(res, t, 4, 3);
   EXPECT_EQ(t.data(), data);
-  ensure_shape(res, t, 3, 4);
+  ensure_shape(res, t, 3, 4);  // same size: reshaped in place
   EXPECT_EQ(t.rows(), 3);
   EXPECT_EQ(t.cols(), 4);
+  EXPECT_EQ(t.data(), data);
+  ensure_shape(res, t, 2, 5);  // smaller (a smaller mini-batch): kept, capacity unchanged
+  EXPECT_EQ(t.numel(), 10);
+  EXPECT_EQ(t.data(), data);
+  EXPECT_EQ(t.capacity_bytes(), 12 * sizeof(float));
+  ensure_shape(res, t, 5, 3);  // larger: new storage
+  EXPECT_EQ(t.numel(), 15);
+  EXPECT_GE(t.capacity_bytes(), 15 * sizeof(float));
+  EXPECT_THROW(t.reshape_within(4, 4), LogicError);
 }
 
 TYPED_TEST(TensorOnDevice, CsrCopiesRoundTrip) {
