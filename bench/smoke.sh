@@ -4,7 +4,7 @@
 set -euo pipefail
 build=${1:?usage: bench/smoke.sh BUILD_DIR}
 export HALO_BENCH_SMOKE=1
-for b in spmm_bench gemm_bench elementwise_bench gcn_epoch_bench load_bench partition_bench; do
+for b in spmm_bench gemm_bench elementwise_bench gcn_epoch_bench load_bench partition_bench sampler_bench; do
   if ! log=$("$build/bench/$b" --benchmark_min_time=0.001 --benchmark_repetitions=1 2>&1); then
     echo "$log"
     echo "bench smoke: $b FAILED"
@@ -12,3 +12,12 @@ for b in spmm_bench gemm_bench elementwise_bench gcn_epoch_bench load_bench part
   fi
   echo "bench smoke: $b ok"
 done
+# The scaling study's script end to end on a small graph (1 repeat, 2 epochs).
+scaling_out=$(mktemp -d)
+if ! log=$(HALO_SCALING_NODES=3000 bash "$(dirname "$0")/scaling/run.sh" "$build" "$scaling_out" 1 2 2>&1); then
+  echo "$log"
+  echo "bench smoke: scaling/run.sh FAILED"
+  exit 1
+fi
+rm -rf "$scaling_out"
+echo "bench smoke: scaling/run.sh ok"

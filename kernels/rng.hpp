@@ -61,6 +61,7 @@ enum Stream : std::uint64_t {
   kStreamDropout = 2,    // dropout masks
   kStreamSynthetic = 3,  // synthetic dataset generators
   kStreamShuffle = 4,    // seed shuffles
+  kStreamSample = 5,     // neighbour sampling: sub-keys epoch, batch (see docs/sampler.md)
 };
 
 /// Combines a stream kind with up to two small sub-keys (epoch, layer, parameter id, ...).

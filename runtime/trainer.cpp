@@ -115,12 +115,17 @@ double FullGraphTrainer::train_epoch(std::uint64_t epoch) {
   return loss;
 }
 
+EpochTrainer::Evaluation score_splits(const kernels::Resources& res, const Tensor<float>& logits,
+                                      const datasets::Dataset& data) {
+  const Split val = score(res, logits, data.labels, data.val_idx);
+  return {score(res, logits, data.labels, data.train_idx).accuracy, val.loss, val.accuracy,
+          score(res, logits, data.labels, data.test_idx).accuracy};
+}
+
 FullGraphTrainer::Evaluation FullGraphTrainer::evaluate() {
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
-  const Tensor<float>& logits = m_model.forward(ctx, m_inputs.graph.view(), m_inputs.features);
-  const Split val = score(m_res, logits, m_data.labels, m_data.val_idx);
-  return {score(m_res, logits, m_data.labels, m_data.train_idx).accuracy, val.loss, val.accuracy,
-          score(m_res, logits, m_data.labels, m_data.test_idx).accuracy};
+  return score_splits(m_res, m_model.forward(ctx, m_inputs.graph.view(), m_inputs.features),
+                      m_data);
 }
 
 TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int epochs,

@@ -91,6 +91,11 @@ class EpochTrainer {
   virtual void add_comm_stats(EpochStats& s) { (void)s; }
 };
 
+/// Accuracy on every split and the validation loss of full-graph logits (one row per node).
+EpochTrainer::Evaluation score_splits(const kernels::Resources& res,
+                                      const kernels::Tensor<float>& logits,
+                                      const datasets::Dataset& data);
+
 /// Runs `epochs` epochs of `trainer` (each: train_epoch timed, then evaluate), calling
 /// `on_epoch` after every epoch, and leaves the parameters of the best validation epoch in
 /// `model`.

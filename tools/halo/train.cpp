@@ -10,10 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <halo/kernels/log.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/distributed.hpp>
+#include <halo/runtime/minibatch.hpp>
 #include <halo/runtime/trainer.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
@@ -37,6 +39,11 @@ struct TrainOptions {
   std::string save_model;
   std::string partitions;
   bool no_overlap = false;
+  std::string mode = "full-graph";
+  std::int64_t batch_size = 1024;
+  std::vector<int> fanouts = {25, 10};
+  int prefetch = 1;
+  bool replace = false;
 };
 
 /// Writes `text` to `path` through a temporary name and a rename: never half-written.
@@ -120,8 +127,33 @@ int run_train(const TrainOptions& o) {
       data.num_classes, o.model.c_str(), res.cpu_exec().num_threads);
   nn::Model<float> model = runtime::make_model(res, data, config);
   const bool tty = isatty(fileno(stderr)) != 0;
-  const runtime::TrainResult r = runtime::train_full_graph(
-      res, data, config, model, [tty](const runtime::EpochStats& s) { print_progress(s, tty); });
+  const runtime::EpochCallback progress = [tty](const runtime::EpochStats& s) {
+    print_progress(s, tty);
+  };
+  nlohmann::json extra;
+  runtime::TrainResult r;
+  if (o.mode == "mini-batch") {
+    runtime::MiniBatchConfig mb;
+    mb.batch_size = o.batch_size;
+    mb.fanouts = o.fanouts;
+    mb.prefetch = o.prefetch;
+    mb.replace = o.replace;
+    runtime::MiniBatchTrainer trainer(res, data, config, mb, model);
+    r = runtime::run_epochs(res, trainer, config.epochs, model, progress);
+    r.preprocess_time_s = trainer.preprocess_time_s();
+    extra = {{"batch_size", o.batch_size},
+             {"fanouts", o.fanouts},
+             {"prefetch", o.prefetch},
+             {"replace", o.replace},
+             {"batches_per_epoch", trainer.batches_per_epoch()},
+             {"sampler_envelope_bytes", trainer.sampler_envelope_bytes()},
+             {"sampler_peak_bytes", trainer.sampler_peak_bytes()}};
+    std::printf("sampler: envelope %.1f MB allocated once (%d slots), peak batch %.1f MB\n",
+                static_cast<double>(trainer.sampler_envelope_bytes()) / 1e6, o.prefetch + 1,
+                static_cast<double>(trainer.sampler_peak_bytes()) / 1e6);
+  } else {
+    r = runtime::train_full_graph(res, data, config, model, progress);
+  }
 
   print_summary(r);
   if (!o.save_model.empty()) model.save(o.save_model);
@@ -130,6 +162,8 @@ int run_train(const TrainOptions& o) {
     j["dataset"] = data.name;
     j["num_nodes"] = data.num_nodes();
     j["num_edges"] = data.graph.num_edges();
+    j["mode"] = o.mode;
+    for (const auto& [k, v] : extra.items()) j[k] = v;
     write_atomically(o.json, j.dump(2) + "\n");
   }
   return 0;
@@ -248,16 +282,46 @@ Command add_train_command(CLI::App& app) {
       ->check(kWritablePath);
   sub->add_option("--save-model", o->save_model, "Save the best model's parameters to FILE")
       ->check(kWritablePath);
+  auto* mode = sub->add_option("--mode", o->mode,
+                               "full-graph, or mini-batch (sampled blocks, GraphSAGE-style; "
+                               "--model sage)")
+                   ->check(CLI::IsMember({"full-graph", "mini-batch"}))
+                   ->capture_default_str();
+  sub->add_option("--batch-size", o->batch_size, "Mini-batch: training nodes per batch")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->capture_default_str();
+  sub->add_option("--fanouts", o->fanouts,
+                  "Mini-batch: neighbours sampled per node and layer, input layer first, one per "
+                  "layer (-1 = all), e.g. 25,10")
+      ->delimiter(',')
+      ->check(CLI::Range(-1, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--prefetch", o->prefetch,
+                  "Mini-batch: batches sampled ahead on a background thread (0 = none)")
+      ->check(CLI::Range(0, 16))
+      ->capture_default_str();
+  sub->add_flag("--replace", o->replace, "Mini-batch: sample neighbours with replacement");
   auto* partitions =
       sub->add_option("--partitions", o->partitions,
                       "Train on the partition directory DIR written by `halo partition`, one rank "
                       "per part: mpiexec -n P halo train --partitions DIR (docs/distributed.md)")
           ->check(CLI::ExistingDirectory);
   partitions->excludes(sub->get_option("--dataset"));
+  partitions->excludes(mode);
   sub->add_flag("--no-overlap", o->no_overlap,
                 "With --partitions: wait for the halo exchange before aggregating (for "
                 "comparison; default: overlap it with the owned rows' aggregation)")
       ->needs(partitions);
+  // Checks across flags, during parsing: usage errors (exit code 2).
+  sub->callback([o] {
+    if (o->mode != "mini-batch") return;
+    if (o->model != "sage")
+      throw CLI::ValidationError("--mode", "mini-batch training needs --model sage");
+    if (static_cast<int>(o->fanouts.size()) != o->layers)
+      throw CLI::ValidationError("--fanouts", "one fan-out per layer expected (" +
+                                                  std::to_string(o->layers) + " layers, " +
+                                                  std::to_string(o->fanouts.size()) + " given)");
+  });
   return {sub, [o] { return o->partitions.empty() ? run_train(*o) : run_distributed(*o); }};
 }
 

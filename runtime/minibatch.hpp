@@ -1,0 +1,74 @@
+#pragma once
+// Mini-batch training in one process: sampled blocks, prepared ahead on a background thread.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <halo/nn/optimizer.hpp>
+#include <halo/runtime/trainer.hpp>
+#include <halo/sampler/neighbor_sampler.hpp>
+
+namespace halo::runtime {
+
+struct MiniBatchConfig {
+  /// Seeds (training nodes) per batch; the last batch of an epoch may be smaller.
+  std::int64_t batch_size = 1024;
+  /// One fan-out per layer, input layer first (sampler::SamplerConfig); -1 takes every
+  /// neighbour.
+  std::vector<int> fanouts = {25, 10};
+  /// Sample neighbours with replacement.
+  bool replace = false;
+  /// Batches sampled and gathered ahead of the one being computed, on a background thread
+  /// (each one its own sampler and buffers); 0 does everything on the training thread.
+  int prefetch = 1;
+};
+
+/// GraphSAGE-style training: every epoch shuffles the training nodes (keyed by seed and epoch),
+/// cuts them into batches, samples each batch's blocks (sampler::NeighborSampler on the
+/// symmetric graph without self-loops), gathers the input nodes' features and the seeds' labels,
+/// and takes one Adam step per batch. With prefetch > 0 a producer thread (one OpenMP thread)
+/// prepares batch i + 1 .. i + prefetch while batch i computes. Dropout masks are keyed by
+/// (seed, epoch and batch, layer, global node id). Evaluation is a full-graph forward pass,
+/// which equals full-neighbour blocks for every node. SAGE models only: GCN's normalisation
+/// on sampled blocks is not built (halo::LogicError). Keeps references to `data` and `model`.
+class MiniBatchTrainer final : public EpochTrainer {
+ public:
+  MiniBatchTrainer(const kernels::Resources& res, const datasets::Dataset& data,
+                   const TrainConfig& config, const MiniBatchConfig& mb, nn::Model<float>& model);
+  ~MiniBatchTrainer() override;
+  MiniBatchTrainer(const MiniBatchTrainer&) = delete;
+  MiniBatchTrainer& operator=(const MiniBatchTrainer&) = delete;
+
+  /// One pass over the shuffled training nodes; returns the mean loss over them.
+  double train_epoch(std::uint64_t epoch) override;
+  Evaluation evaluate() override;
+
+  std::int64_t batches_per_epoch() const;
+  /// Bytes every sampler allocated up front (one per pipeline slot), summed.
+  std::size_t sampler_envelope_bytes() const;
+  /// The most bytes one batch used in its sampler, over all batches so far.
+  std::size_t sampler_peak_bytes() const;
+  double preprocess_time_s() const { return m_preprocess_time_s; }
+
+ private:
+  struct Slot;
+  void prepare(Slot& slot, std::int64_t batch, std::uint64_t epoch);
+  double compute(Slot& slot, std::int64_t batch, std::uint64_t epoch);
+
+  const kernels::Resources& m_res;
+  const kernels::Resources m_producer_res;  // one thread: the pipeline's sampling and gathers
+  const datasets::Dataset& m_data;
+  TrainConfig m_config;
+  MiniBatchConfig m_mb;
+  nn::Model<float>& m_model;
+  double m_preprocess_time_s = 0;  // set while m_full is built: declared before it
+  FullGraphInputs m_full;          // sampled graph (plain, symmetric) and prepared features
+  std::vector<std::unique_ptr<Slot>> m_slots;
+  std::vector<kernels::NodeId> m_order;     // this epoch's seeds
+  kernels::Tensor<kernels::NodeId> m_iota;  // 0 .. batch size - 1: the loss rows
+  nn::Adam<float> m_optimizer;
+  kernels::Tensor<float> m_dlogits;
+};
+
+}  // namespace halo::runtime

@@ -1,0 +1,72 @@
+#include <algorithm>
+#include <bit>
+#include <string>
+
+#include <halo/kernels/error.hpp>
+#include <halo/sampler/envelope.hpp>
+#include <halo/sampler/scan_body.hpp>
+
+namespace halo::sampler {
+
+std::size_t SamplerEnvelope::bytes() const {
+  std::size_t total = static_cast<std::size_t>(batch_size) * sizeof(kernels::NodeId);
+  for (const LayerEnvelope& l : layers)
+    total += static_cast<std::size_t>(l.num_dst + 1) * sizeof(std::int64_t) +
+             static_cast<std::size_t>(l.num_edges + l.num_src) * sizeof(kernels::NodeId);
+  return total + static_cast<std::size_t>(table_slots + scratch + scan_blocks) * 8;
+}
+
+DegreeStats degree_stats(kernels::CsrView<kernels::NodeId, float> graph) {
+  DegreeStats s{graph.num_rows, graph.num_edges(), 0};
+  for (std::int64_t v = 0; v < graph.num_rows; ++v)
+    s.max_degree = std::max(s.max_degree, graph.degree(v));
+  return s;
+}
+
+SamplerEnvelope plan_envelope(const DegreeStats& stats, std::int64_t batch_size,
+                              const std::vector<int>& fanouts, bool replace) {
+  HALO_EXPECTS(batch_size >= 1,
+               "plan_envelope: batch_size must be at least 1, got " + std::to_string(batch_size));
+  HALO_EXPECTS(!fanouts.empty(), "plan_envelope: no fan-outs");
+  HALO_EXPECTS(stats.num_nodes >= 0 && stats.num_edges >= 0 && stats.max_degree >= 0 &&
+                   stats.max_degree <= stats.num_edges,
+               "plan_envelope: inconsistent degree statistics");
+  SamplerEnvelope e;
+  e.batch_size = batch_size;
+  e.layers.resize(fanouts.size());
+  std::int64_t num_dst = std::min(batch_size, stats.num_nodes);
+  for (std::size_t h = 0; h < fanouts.size(); ++h) {
+    const std::size_t l = fanouts.size() - 1 - h;
+    const std::int64_t k = fanouts[l];
+    HALO_EXPECTS(k >= -1, "plan_envelope: fan-outs must be -1 or >= 0, got " + std::to_string(k));
+    const std::int64_t per_dst = k < 0     ? stats.max_degree
+                                 : replace ? (stats.max_degree > 0 ? k : 0)
+                                           : std::min(k, stats.max_degree);
+    std::int64_t num_edges = num_dst * per_dst;
+    if (k < 0 || !replace) num_edges = std::min(num_edges, stats.num_edges);
+    const std::int64_t num_src = std::min(stats.num_nodes, num_dst + num_edges);
+    e.layers[l] = {num_dst, num_edges, num_src};
+    num_dst = num_src;
+  }
+  std::int64_t max_src = 0;
+  for (const LayerEnvelope& l : e.layers) max_src = std::max(max_src, l.num_src);
+  e.table_slots = detail::table_slots_for(max_src);
+  detail::size_scratch(e);
+  return e;
+}
+
+std::int64_t detail::table_slots_for(std::int64_t max_keys) {
+  return static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(2 * max_keys + 2)));
+}
+
+void detail::size_scratch(SamplerEnvelope& e) {
+  std::int64_t scratch = 0, scan = 0;
+  for (const LayerEnvelope& l : e.layers) {
+    scratch = std::max({scratch, l.num_edges + 1, l.num_src});
+    scan = std::max({scan, l.num_dst, l.num_edges});
+  }
+  e.scratch = scratch;
+  e.scan_blocks = (scan + kScanBlock - 1) / kScanBlock;
+}
+
+}  // namespace halo::sampler

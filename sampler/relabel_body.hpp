@@ -1,0 +1,137 @@
+#pragma once
+// Single-source bodies of unique + relabel: an open-addressing hash table maps each global id
+// to the position of its first occurrence (destinations first, then sampled edges in order).
+
+#include <cstdint>
+
+#include <halo/kernels/hd.hpp>
+#include <halo/kernels/rng.hpp>
+#include <halo/kernels/types.hpp>
+#include <halo/kernels/views.hpp>
+
+namespace halo::sampler::detail {
+
+using kernels::NodeId;
+
+HALO_HD inline std::uint64_t atomic_load(const std::uint64_t* p) {
+#if defined(__CUDA_ARCH__)
+  return *reinterpret_cast<const volatile unsigned long long*>(p);
+#else
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+/// Replaces *p by `desired` if it still holds `expected`; true on success.
+HALO_HD inline bool atomic_cas(std::uint64_t* p, std::uint64_t expected, std::uint64_t desired) {
+#if defined(__CUDA_ARCH__)
+  return atomicCAS(reinterpret_cast<unsigned long long*>(p), expected, desired) == expected;
+#else
+  return __atomic_compare_exchange_n(p, &expected, desired, /*weak=*/false, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED);
+#endif
+}
+
+/// Linear-probing table of (id << 32 | position) words; kEmpty marks a free slot (ids are below
+/// 2^31, so no entry equals it). Keeping the smallest position per id makes the result
+/// independent of the order in which threads insert. Slots must outnumber the distinct ids
+/// (the envelope keeps the load below 1/2), or insert never finds a free slot.
+struct HashTable {
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+  std::uint64_t* slots;
+  std::uint64_t mask;  // number of slots - 1 (a power of two)
+
+  HALO_HD std::uint64_t home(NodeId id) const {
+    return kernels::rng::mix(static_cast<std::uint64_t>(id)) & mask;
+  }
+  /// Records that `id` occurs at `position`, keeping its smallest position. Thread-safe.
+  HALO_HD void insert_min(NodeId id, std::uint32_t position) const {
+    const std::uint64_t entry = static_cast<std::uint64_t>(id) << 32 | position;
+    for (std::uint64_t s = home(id);; s = (s + 1) & mask) {
+      std::uint64_t cur = atomic_load(slots + s);
+      while (cur == kEmpty || cur >> 32 == static_cast<std::uint64_t>(id)) {
+        if (cur <= entry && cur != kEmpty) return;
+        if (atomic_cas(slots + s, cur, entry)) return;
+        cur = atomic_load(slots + s);
+      }
+    }
+  }
+  /// The slot holding `id`, which must be present. Only once every insert has finished.
+  HALO_HD std::int64_t find_slot(NodeId id) const {
+    std::uint64_t s = home(id);
+    while (slots[s] >> 32 != static_cast<std::uint64_t>(id)) s = (s + 1) & mask;
+    return static_cast<std::int64_t>(s);
+  }
+  /// The smallest position of `id`, which must be present.
+  HALO_HD std::int64_t position(NodeId id) const {
+    return static_cast<std::int64_t>(slots[find_slot(id)] & 0xFFFFFFFFu);
+  }
+};
+
+/// Index i < |dst|: destination i at position i; else sampled edge e = i - |dst| at i.
+struct InsertBody {
+  HashTable table;
+  kernels::Span<const NodeId> dst;
+  const NodeId* sampled;
+  HALO_HD void operator()(std::int64_t i) const {
+    const NodeId id = i < dst.size ? dst[i] : sampled[i - dst.size];
+    table.insert_min(id, static_cast<std::uint32_t>(i));
+  }
+};
+
+/// flags[e] = 1 when sampled edge e is the first occurrence of an id that is no destination.
+/// Other edges swap their id for its first position (the relabelling needs nothing else of
+/// them, and it saves a second lookup); first occurrences keep the id for src_ids.
+struct FirstOccurrenceBody {
+  HashTable table;
+  std::int64_t num_dst;
+  NodeId* sampled;
+  std::int64_t* flags;
+  HALO_HD void operator()(std::int64_t e) const {
+    const std::int64_t pos = table.position(sampled[e]);
+    flags[e] = pos == num_dst + e ? 1 : 0;
+    if (pos != num_dst + e) sampled[e] = static_cast<NodeId>(pos);
+  }
+};
+
+/// With prefix[e] = the number of first occurrences before edge e (prefix[e + 1] - prefix[e]
+/// is edge e's flag): src_ids = destinations, then the new sources in first-occurrence order;
+/// sampled[e] becomes its source's local id. In place: index i touches only its own edge.
+struct RelabelBody {
+  kernels::Span<const NodeId> dst;
+  NodeId* sampled;
+  const std::int64_t* prefix;
+  NodeId* src_ids;
+  HALO_HD void operator()(std::int64_t i) const {
+    const std::int64_t num_dst = dst.size;
+    if (i < num_dst) {
+      src_ids[i] = dst[i];
+      return;
+    }
+    const std::int64_t e = i - num_dst;
+    if (prefix[e + 1] != prefix[e]) {
+      const std::int64_t local = num_dst + prefix[e];
+      src_ids[local] = sampled[e];
+      sampled[e] = static_cast<NodeId>(local);
+      return;
+    }
+    const std::int64_t pos = sampled[e];
+    sampled[e] = static_cast<NodeId>(pos < num_dst ? pos : num_dst + prefix[pos - num_dst]);
+  }
+};
+
+/// slot[s] = the table slot of source s. Clearing goes in a second pass: a slot emptied while
+/// another thread still probes past it would cut that thread's probe chain.
+struct FindSlotBody {
+  HashTable table;
+  const NodeId* src_ids;
+  std::int64_t* slot;
+  HALO_HD void operator()(std::int64_t s) const { slot[s] = table.find_slot(src_ids[s]); }
+};
+
+struct ClearSlotBody {
+  HashTable table;
+  const std::int64_t* slot;
+  HALO_HD void operator()(std::int64_t s) const { table.slots[slot[s]] = HashTable::kEmpty; }
+};
+
+}  // namespace halo::sampler::detail

@@ -1,0 +1,84 @@
+#pragma once
+// Single-source bodies of uniform neighbour sampling: per-destination counts, then the draws.
+
+#include <cstdint>
+
+#include <halo/kernels/hd.hpp>
+#include <halo/kernels/rng.hpp>
+#include <halo/kernels/types.hpp>
+#include <halo/kernels/views.hpp>
+
+namespace halo::sampler::detail {
+
+using kernels::NodeId;
+
+/// Uniform integer in [0, n), n >= 1, from a keyed draw (Lemire's multiply-shift).
+HALO_HD inline std::int64_t below_keyed(std::uint64_t key, std::uint64_t index, std::int64_t n) {
+  return static_cast<std::int64_t>(
+      (static_cast<unsigned __int128>(kernels::rng::draw_keyed(key, index)) *
+       static_cast<std::uint64_t>(n)) >>
+      64);
+}
+
+/// How many neighbours a destination of degree d draws.
+HALO_HD inline std::int64_t sample_count(std::int64_t d, int fanout, bool replace) {
+  if (fanout < 0) return d;
+  if (replace) return d > 0 ? fanout : 0;
+  return fanout < d ? fanout : d;
+}
+
+/// counts[i] = the number of neighbours destination dst[i] draws.
+struct CountBody {
+  kernels::CsrView<NodeId, float> graph;
+  kernels::Span<const NodeId> dst;
+  int fanout;
+  bool replace;
+  std::int64_t* counts;
+  HALO_HD void operator()(std::int64_t i) const {
+    counts[i] = sample_count(graph.degree(dst[i]), fanout, replace);
+  }
+};
+
+/// Writes the global ids of the neighbours destination dst[i] draws to out[offsets[i] ..
+/// offsets[i + 1]). Every draw of node v is keyed by (hop_key, v) only, so a node samples the
+/// same neighbours wherever it sits in the batch and whichever thread runs it.
+struct FillBody {
+  kernels::CsrView<NodeId, float> graph;
+  kernels::Span<const NodeId> dst;
+  int fanout;
+  bool replace;
+  std::uint64_t hop_key;
+  const std::int64_t* offsets;
+  NodeId* out;
+  HALO_HD void operator()(std::int64_t i) const {
+    const NodeId v = dst[i];
+    const NodeId* row = graph.indices + graph.indptr[v];
+    const std::int64_t d = graph.degree(v);
+    const std::int64_t k = offsets[i + 1] - offsets[i];
+    NodeId* o = out + offsets[i];
+    const std::uint64_t key = kernels::rng::key(hop_key, static_cast<std::uint64_t>(v));
+    if (fanout >= 0 && replace) {
+      for (std::int64_t j = 0; j < k; ++j) o[j] = row[below_keyed(key, j, d)];
+    } else if (k == d) {
+      for (std::int64_t j = 0; j < k; ++j) o[j] = row[j];
+    } else {
+      // Floyd's algorithm (Bentley & Floyd 1987): for r = d-k .. d-1 draw t in [0, r] and take
+      // t, or r if t is taken already. Every k-subset of positions is equally likely, with k
+      // draws. Positions go to o[] first (they fit NodeId: the sampler rejects degrees >=
+      // 2^31); the membership test scans them, O(k^2) compares, cheap for GNN fan-outs.
+      for (std::int64_t j = 0; j < k; ++j) {
+        const std::int64_t r = d - k + j;
+        NodeId t = static_cast<NodeId>(below_keyed(key, j, r + 1));
+        for (std::int64_t q = 0; q < j; ++q)
+          if (o[q] == t) {
+            t = static_cast<NodeId>(r);
+            break;
+          }
+        o[j] = t;
+      }
+      for (std::int64_t j = 0; j < k; ++j) o[j] = row[o[j]];
+    }
+  }
+};
+
+}  // namespace halo::sampler::detail
