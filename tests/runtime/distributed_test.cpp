@@ -211,7 +211,8 @@ TEST_P(CoraTraining, EqualsOneProcess) {
   nn::Model<float> single_model = make_model(res(), cora(), config);
   const TrainResult single = train_full_graph(res(), cora(), config, single_model);
 
-  const SharedPartition shared(cora(), c.method, "cora-" + std::string(partition::to_string(c.method)));
+  const SharedPartition shared(cora(), c.method,
+                               "cora-" + std::string(partition::to_string(c.method)));
   const DistributedRun run = train_distributed(res(), comm(), shared.dir(), config, true);
   ASSERT_EQ(run.result.history.size(), single.history.size());
   for (int e = 0; e < 20; ++e) {
