@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -7,6 +8,7 @@
 #include <numeric>
 #include <thread>
 
+#include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/gather.hpp>
 #include <halo/kernels/loss.hpp>
 #include <halo/kernels/rng.hpp>
@@ -22,9 +24,7 @@ namespace {
 
 FullGraphInputs prepare_timed(const kernels::Resources& res, const datasets::Dataset& data,
                               const TrainConfig& config, double& seconds) {
-  HALO_EXPECTS(config.model.kind == nn::ModelKind::Sage,
-               "train: --mode mini-batch trains SAGE models (--model sage); GCN's normalisation "
-               "on sampled blocks is not built");
+  // Both kinds sample the plain symmetric graph; GCN's weights are made per block.
   const auto start = std::chrono::steady_clock::now();
   FullGraphInputs in =
       prepare_full_graph(res, data, nn::ModelKind::Sage, config.normalize_features);
@@ -85,7 +85,43 @@ struct MiniBatchTrainer::Slot {
   kernels::FeatureMatrix<float> x;
   Tensor<std::int32_t> labels;
   std::vector<nn::Adjacency<float>> graphs;
+  /// GCN: each block with a self-loop per destination and its weights (see normalize_block).
+  std::vector<kernels::CsrMatrix<NodeId, float>> gcn_blocks;
 };
+
+namespace {
+/// GCN's propagation on a sampled block, an unbiased estimate of the full graph's
+/// D̂^-1/2 (A + I) D̂^-1/2 row: destination i with d_i neighbours of which s_i were sampled
+/// weighs neighbour j by (d_i / s_i) / sqrt(d̂_i d̂_j) and itself by 1 / d̂_i, d̂ = d + 1
+/// (global degrees). With every neighbour sampled it is the full-graph row exactly.
+void normalize_block(const sampler::Block& block, const std::int64_t* graph_indptr,
+                     kernels::CsrMatrix<NodeId, float>& out) {
+  const auto& a = block.csr;
+  auto degree = [&](NodeId global) {
+    return static_cast<double>(graph_indptr[global + 1] - graph_indptr[global]);
+  };
+  out.indptr.reshape_within(a.num_rows + 1, 1);
+  out.indices.reshape_within(a.num_edges() + a.num_rows, 1);
+  out.values.reshape_within(a.num_edges() + a.num_rows, 1);
+  out.num_cols = a.num_cols;
+  std::int64_t at = 0;
+  out.indptr.data()[0] = 0;
+  for (std::int64_t i = 0; i < a.num_rows; ++i) {
+    const double d_i = degree(block.src_ids[i]);
+    const double inv_i = 1.0 / std::sqrt(d_i + 1);
+    out.indices.data()[at] = static_cast<NodeId>(i);
+    out.values.data()[at++] = static_cast<float>(inv_i * inv_i);
+    const std::int64_t s_i = a.indptr[i + 1] - a.indptr[i];
+    for (std::int64_t e = a.indptr[i]; e < a.indptr[i + 1]; ++e) {
+      const NodeId j = a.indices[e];
+      out.indices.data()[at] = j;
+      out.values.data()[at++] = static_cast<float>(d_i / static_cast<double>(s_i) * inv_i /
+                                                   std::sqrt(degree(block.src_ids[j]) + 1));
+    }
+    out.indptr.data()[i + 1] = at;
+  }
+}
+}  // namespace
 
 MiniBatchTrainer::MiniBatchTrainer(const kernels::Resources& res, const datasets::Dataset& data,
                                    const TrainConfig& config, const MiniBatchConfig& mb,
@@ -118,6 +154,7 @@ MiniBatchTrainer::MiniBatchTrainer(const kernels::Resources& res, const datasets
                                             nullptr,
                                             {},
                                             Tensor<std::int32_t>(res, batch),
+                                            {},
                                             {}});
     const std::int64_t inputs = slot->sampler.envelope().layers.front().num_src;
     if (const auto* sparse = std::get_if<SparseFeatures>(&m_full.features)) {
@@ -128,7 +165,18 @@ MiniBatchTrainer::MiniBatchTrainer(const kernels::Resources& res, const datasets
     } else {
       slot->x = Tensor<float>(res, inputs, features);
     }
+    if (model.config().kind == nn::ModelKind::Gcn)
+      for (const sampler::LayerEnvelope& l : slot->sampler.envelope().layers) {
+        const std::int64_t entries = l.num_edges + l.num_dst;
+        slot->gcn_blocks.push_back({Tensor<std::int64_t>(res, l.num_dst + 1),
+                                    Tensor<NodeId>(res, entries), Tensor<float>(res, entries), 0,
+                                    false});
+      }
     m_slots.push_back(std::move(slot));
+  }
+  if (model.config().kind == nn::ModelKind::Gcn) {  // evaluation runs on Â
+    m_eval_graph = datasets::gcn_normalize<float>(res, m_full.graph);
+    m_eval_graph.symmetric = true;
   }
   std::vector<NodeId> iota(static_cast<std::size_t>(batch));
   std::iota(iota.begin(), iota.end(), 0);
@@ -188,8 +236,13 @@ void MiniBatchTrainer::prepare(Slot& slot, std::int64_t batch, std::uint64_t epo
                                         inputs, dense.view());
   }
   slot.graphs.clear();  // capacity kept: one entry per layer
-  for (const sampler::Block& block : slot.batch->blocks) {
+  for (std::size_t l = 0; l < slot.batch->blocks.size(); ++l) {
+    const sampler::Block& block = slot.batch->blocks[l];
     nn::Adjacency<float> a(block.csr);
+    if (!slot.gcn_blocks.empty()) {
+      normalize_block(block, m_full.graph.indptr.data(), slot.gcn_blocks[l]);
+      a = nn::Adjacency<float>(slot.gcn_blocks[l].view());
+    }
     a.source_ids = block.src_ids;
     slot.graphs.push_back(a);
   }
@@ -266,7 +319,8 @@ double MiniBatchTrainer::train_epoch(std::uint64_t epoch) {
 
 MiniBatchTrainer::Evaluation MiniBatchTrainer::evaluate() {
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
-  return score_splits(m_res, m_model.forward(ctx, m_full.graph.view(), m_full.features), m_data);
+  const auto graph = m_eval_graph.num_rows() > 0 ? m_eval_graph.view() : m_full.graph.view();
+  return score_splits(m_res, m_model.forward(ctx, graph, m_full.features), m_data);
 }
 
 }  // namespace halo::runtime

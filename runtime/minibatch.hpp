@@ -29,9 +29,12 @@ struct MiniBatchConfig {
 /// symmetric graph without self-loops), gathers the input nodes' features and the seeds' labels,
 /// and takes one Adam step per batch. With prefetch > 0 a producer thread (one OpenMP thread)
 /// prepares batch i + 1 .. i + prefetch while batch i computes. Dropout masks are keyed by
-/// (seed, epoch and batch, layer, global node id). Evaluation is a full-graph forward pass,
-/// which equals full-neighbour blocks for every node. SAGE models only: GCN's normalisation
-/// on sampled blocks is not built (halo::LogicError). Keeps references to `data` and `model`.
+/// (seed, epoch and batch, layer, global node id). SAGE layers take the mean over the sampled
+/// neighbours; GCN layers get each block with a self-loop per destination and weights that
+/// estimate the full graph's normalised row without bias ((d_i / s_i) / sqrt(d̂_i d̂_j) for s_i
+/// of d_i neighbours sampled, 1 / d̂_i for the self-loop; exact when every neighbour is taken).
+/// Evaluation is a full-graph forward pass, which equals full-neighbour blocks for every node.
+/// Keeps references to `data` and `model`.
 class MiniBatchTrainer final : public EpochTrainer {
  public:
   MiniBatchTrainer(const kernels::Resources& res, const datasets::Dataset& data,
@@ -64,6 +67,7 @@ class MiniBatchTrainer final : public EpochTrainer {
   nn::Model<float>& m_model;
   double m_preprocess_time_s = 0;  // set while m_full is built: declared before it
   FullGraphInputs m_full;          // sampled graph (plain, symmetric) and prepared features
+  kernels::CsrMatrix<kernels::NodeId, float> m_eval_graph;  // GCN: Â of the whole graph
   std::vector<std::unique_ptr<Slot>> m_slots;
   std::vector<kernels::NodeId> m_order;     // this epoch's seeds
   kernels::Tensor<kernels::NodeId> m_iota;  // 0 .. batch size - 1: the loss rows

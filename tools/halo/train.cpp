@@ -315,8 +315,6 @@ Command add_train_command(CLI::App& app) {
   // Checks across flags, during parsing: usage errors (exit code 2).
   sub->callback([o] {
     if (o->mode != "mini-batch") return;
-    if (o->model != "sage")
-      throw CLI::ValidationError("--mode", "mini-batch training needs --model sage");
     if (static_cast<int>(o->fanouts.size()) != o->layers)
       throw CLI::ValidationError("--fanouts", "one fan-out per layer expected (" +
                                                   std::to_string(o->layers) + " layers, " +
