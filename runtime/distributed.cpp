@@ -145,23 +145,4 @@ void DistributedTrainer::add_comm_stats(EpochStats& s) {
   s.allreduce_time_s = v[3] / ranks;
 }
 
-DistributedRun train_distributed(const kernels::Resources& res, Comm& comm,
-                                 const std::filesystem::path& dir, const TrainConfig& config,
-                                 bool overlap, const EpochCallback& on_epoch) {
-  HALO_EXPECTS(config.epochs >= 1, "train: epochs must be >= 1");
-  const partition::PartitionMeta meta = partition::read_partition_meta(dir);
-  if (meta.book.num_parts() != comm.size())
-    throw IoError((dir / "meta.json").string() + ": the partition has " +
-                  std::to_string(meta.book.num_parts()) + " parts but " +
-                  std::to_string(comm.size()) + " ranks run; start one rank per part (mpiexec -n " +
-                  std::to_string(meta.book.num_parts()) + ")");
-  const partition::Part part = partition::read_part(res, dir, comm.rank());
-  DistributedRun run{make_model(res, meta.num_features, meta.num_classes, config), {}};
-  DistributedTrainer trainer(res, comm, part, config, run.model, overlap);
-  run.result = run_epochs(res, trainer, config.epochs, run.model, on_epoch);
-  run.result.preprocess_time_s = trainer.preprocess_time_s();
-  run.result.world_size = comm.size();
-  return run;
-}
-
 }  // namespace halo::runtime

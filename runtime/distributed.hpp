@@ -3,12 +3,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include <halo/nn/optimizer.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/halo_exchange.hpp>
+#include <halo/runtime/minibatch.hpp>
 #include <halo/runtime/trainer.hpp>
 
 namespace halo::runtime {
@@ -49,6 +51,13 @@ class DistributedTrainer final : public EpochTrainer {
   double m_allreduce_s = 0;
 };
 
+/// How train_distributed trains: full graph (overlap or not), or mini-batches
+/// (DistributedMiniBatchTrainer) when `mini_batch` is set.
+struct DistributedOptions {
+  bool overlap = true;
+  std::optional<MiniBatchConfig> mini_batch;
+};
+
 /// Trains on the partition in `dir` with one rank per part (collective over `comm`): reads part
 /// comm.rank() only, builds the model from the partition's sizes, runs config.epochs and leaves
 /// the best validation epoch's parameters in the returned model. Throws halo::IoError when the
@@ -59,6 +68,7 @@ struct DistributedRun {
 };
 DistributedRun train_distributed(const kernels::Resources& res, Comm& comm,
                                  const std::filesystem::path& dir, const TrainConfig& config,
-                                 bool overlap, const EpochCallback& on_epoch = {});
+                                 const DistributedOptions& options,
+                                 const EpochCallback& on_epoch = {});
 
 }  // namespace halo::runtime

@@ -75,50 +75,16 @@ kernels::CsrMatrix<NodeId, float> transpose(const kernels::Resources& res,
           Tensor<float>::from_host(res, values, nnz, 1), rows, false};
 }
 
-// Exchanges variable-length lists of T with every rank: out[j] = what rank j sent us.
-template <class T>
-std::vector<T> exchange_lists(Comm& comm, const std::vector<std::vector<T>>& lists,
-                              std::vector<std::int64_t>& recv_offsets) {
-  const auto p = static_cast<std::size_t>(comm.size());
-  std::vector<std::int64_t> send_counts(p);
-  std::vector<T> send;
-  std::vector<std::size_t> send_bytes(p), recv_bytes(p);
-  for (std::size_t j = 0; j < p; ++j) {
-    send_counts[j] = static_cast<std::int64_t>(lists[j].size());
-    send_bytes[j] = lists[j].size() * sizeof(T);
-    send.insert(send.end(), lists[j].begin(), lists[j].end());
-  }
-  const std::vector<std::int64_t> recv_counts = comm.alltoall(send_counts);
-  recv_offsets.assign(p + 1, 0);
-  for (std::size_t j = 0; j < p; ++j) {
-    recv_offsets[j + 1] = recv_offsets[j] + recv_counts[j];
-    recv_bytes[j] = static_cast<std::size_t>(recv_counts[j]) * sizeof(T);
-  }
-  std::vector<T> recv(static_cast<std::size_t>(recv_offsets[p]));
-  comm.alltoallv(send.data(), send_bytes, recv.data(), recv_bytes);
-  return recv;
-}
-
 }  // namespace
 
-HaloExchange::HaloExchange(const kernels::Resources& res, Comm& comm, const partition::Part& part,
-                           nn::ModelKind kind, bool overlap)
-    : m_comm(comm), m_kind(kind), m_overlap(overlap) {
-  HALO_EXPECTS(res.device() == kernels::Device::Cpu,
-               "distributed training runs on the CPU in this build (the CUDA path is issue 7's)");
-  HALO_EXPECTS(part.book.num_parts() == comm.size() && part.rank == comm.rank(),
-               "distributed training: rank " + std::to_string(comm.rank()) + " of " +
-                   std::to_string(comm.size()) + " got part " + std::to_string(part.rank) +
-                   " of a partition into " + std::to_string(part.book.num_parts()) +
-                   " parts (run one rank per part)");
+std::vector<std::pair<std::int64_t, NodeId>> symmetric_owned_edges(Comm& comm,
+                                                                   const partition::Part& part) {
   const auto p = static_cast<std::size_t>(comm.size());
   const NodeId begin = static_cast<NodeId>(part.book.begin(part.rank));
   const std::int64_t owned = part.num_owned();
-  const NodeId end = static_cast<NodeId>(begin + owned);
-  auto is_owned = [&](NodeId g) { return g >= begin && g < end; };
-
-  // 1. A ∪ Aᵀ on the owned rows: every stored edge and its reverse; the reverse of an edge
-  // whose other end is remote goes to that end's owner.
+  auto is_owned = [&](NodeId g) { return g >= begin && g < begin + owned; };
+  // Every stored edge and its reverse; the reverse of an edge whose other end is remote goes to
+  // that end's owner.
   std::vector<std::pair<std::int64_t, NodeId>> edges;  // (owned local row, global column)
   std::vector<std::vector<NodeId>> reverse(p);         // (global row, global column) pairs
   const std::int64_t* ip = part.graph.indptr.data();
@@ -140,11 +106,32 @@ HaloExchange::HaloExchange(const kernels::Resources& res, Comm& comm, const part
     }
   }
   std::vector<std::int64_t> offsets;
-  const std::vector<NodeId> received = exchange_lists(comm, reverse, offsets);
+  const std::vector<NodeId> received = alltoallv_lists(comm, reverse, offsets);
   for (std::size_t i = 0; i + 1 < received.size(); i += 2)
     edges.emplace_back(received[i] - begin, received[i + 1]);
   std::sort(edges.begin(), edges.end());
   edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  return edges;
+}
+
+HaloExchange::HaloExchange(const kernels::Resources& res, Comm& comm, const partition::Part& part,
+                           nn::ModelKind kind, bool overlap)
+    : m_comm(comm), m_kind(kind), m_overlap(overlap) {
+  HALO_EXPECTS(res.device() == kernels::Device::Cpu,
+               "distributed training runs on the CPU in this build (the CUDA path is issue 7's)");
+  HALO_EXPECTS(part.book.num_parts() == comm.size() && part.rank == comm.rank(),
+               "distributed training: rank " + std::to_string(comm.rank()) + " of " +
+                   std::to_string(comm.size()) + " got part " + std::to_string(part.rank) +
+                   " of a partition into " + std::to_string(part.book.num_parts()) +
+                   " parts (run one rank per part)");
+  const auto p = static_cast<std::size_t>(comm.size());
+  const NodeId begin = static_cast<NodeId>(part.book.begin(part.rank));
+  const std::int64_t owned = part.num_owned();
+  const NodeId end = static_cast<NodeId>(begin + owned);
+  auto is_owned = [&](NodeId g) { return g >= begin && g < end; };
+
+  // 1. A ∪ Aᵀ on the owned rows.
+  const std::vector<std::pair<std::int64_t, NodeId>> edges = symmetric_owned_edges(comm, part);
 
   // 2. Halo nodes (ascending global id = grouped by owner) and each rank's requests.
   std::vector<NodeId> halo;
@@ -160,7 +147,7 @@ HaloExchange::HaloExchange(const kernels::Resources& res, Comm& comm, const part
     ++m_halo_offsets[j + 1];
   }
   for (std::size_t j = 0; j < p; ++j) m_halo_offsets[j + 1] += m_halo_offsets[j];
-  const std::vector<NodeId> wanted = exchange_lists(comm, requests, m_send_offsets);
+  const std::vector<NodeId> wanted = alltoallv_lists(comm, requests, m_send_offsets);
   std::vector<NodeId> send_rows(wanted.size());
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     HALO_ASSERT(is_owned(wanted[i]), 1);
@@ -178,7 +165,7 @@ HaloExchange::HaloExchange(const kernels::Resources& res, Comm& comm, const part
       replies[j].push_back(
           degree[static_cast<std::size_t>(send_rows[static_cast<std::size_t>(i)])]);
   std::vector<std::int64_t> reply_offsets;
-  const std::vector<std::int64_t> halo_degree = exchange_lists(comm, replies, reply_offsets);
+  const std::vector<std::int64_t> halo_degree = alltoallv_lists(comm, replies, reply_offsets);
   HALO_ASSERT(halo_degree.size() == halo.size(), 1);
   auto degree_of = [&](NodeId g) {
     if (is_owned(g)) return degree[static_cast<std::size_t>(g - begin)];

@@ -2,6 +2,7 @@
 // A rank's share of the training graph and the exchange of halo rows between ranks.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <halo/kernels/csr.hpp>
@@ -21,6 +22,13 @@ struct ExchangeStats {
   /// The part of exchange_s the rank spent not computing: packing, posting, waiting.
   double exposed_s = 0;
 };
+
+/// A ∪ Aᵀ restricted to the owned rows of `part` (this rank's part), without self-loops or
+/// duplicates: sorted (owned local row, global partition id of the neighbour) pairs. The
+/// reverse of an edge stored by another part arrives from that part (collective: every rank
+/// calls it with its part).
+std::vector<std::pair<std::int64_t, kernels::NodeId>> symmetric_owned_edges(
+    Comm& comm, const partition::Part& part);
 
 /// The aggregation of a partitioned graph for one rank, as an nn::Propagation over the rank's
 /// owned rows: the halo rows a layer needs are received from their owners while the edges

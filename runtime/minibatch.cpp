@@ -123,6 +123,18 @@ void normalize_block(const sampler::Block& block, const std::int64_t* graph_indp
 }
 }  // namespace
 
+std::vector<NodeId> shuffled_seeds(std::uint64_t seed, std::uint64_t epoch,
+                                   std::vector<NodeId> ids) {
+  const std::uint64_t key =
+      kernels::rng::key(seed, kernels::rng::stream_id(kernels::rng::kStreamShuffle, epoch, 0x5eed));
+  std::sort(ids.begin(), ids.end(), [&](NodeId a, NodeId b) {
+    const auto ka = kernels::rng::draw_keyed(key, static_cast<std::uint64_t>(a));
+    const auto kb = kernels::rng::draw_keyed(key, static_cast<std::uint64_t>(b));
+    return ka != kb ? ka < kb : a < b;
+  });
+  return ids;
+}
+
 MiniBatchTrainer::MiniBatchTrainer(const kernels::Resources& res, const datasets::Dataset& data,
                                    const TrainConfig& config, const MiniBatchConfig& mb,
                                    nn::Model<float>& model)
@@ -265,15 +277,9 @@ double MiniBatchTrainer::compute(Slot& slot, std::int64_t batch, std::uint64_t e
 }
 
 double MiniBatchTrainer::train_epoch(std::uint64_t epoch) {
-  // Shuffle: training nodes ordered by a key drawn per (seed, epoch, node).
-  const std::uint64_t key = kernels::rng::key(
-      m_config.seed, kernels::rng::stream_id(kernels::rng::kStreamShuffle, epoch, 0x5eed));
-  m_order.assign(m_data.train_idx.data(), m_data.train_idx.data() + m_data.train_idx.numel());
-  std::sort(m_order.begin(), m_order.end(), [&](NodeId a, NodeId b) {
-    const auto ka = kernels::rng::draw_keyed(key, static_cast<std::uint64_t>(a));
-    const auto kb = kernels::rng::draw_keyed(key, static_cast<std::uint64_t>(b));
-    return ka != kb ? ka < kb : a < b;
-  });
+  m_order =
+      shuffled_seeds(m_config.seed, epoch,
+                     {m_data.train_idx.data(), m_data.train_idx.data() + m_data.train_idx.numel()});
   const std::int64_t batches = batches_per_epoch();
   double loss_sum = 0;
   if (m_mb.prefetch == 0) {

@@ -24,6 +24,11 @@ struct MiniBatchConfig {
   int prefetch = 1;
 };
 
+/// `ids` in the order of an epoch's batches: sorted by a key drawn per (seed, epoch, node id)
+/// (ties by id). Every process computes the same order for the same ids.
+std::vector<kernels::NodeId> shuffled_seeds(std::uint64_t seed, std::uint64_t epoch,
+                                            std::vector<kernels::NodeId> ids);
+
 /// GraphSAGE-style training: every epoch shuffles the training nodes (keyed by seed and epoch),
 /// cuts them into batches, samples each batch's blocks (sampler::NeighborSampler on the
 /// symmetric graph without self-loops), gathers the input nodes' features and the seeds' labels,

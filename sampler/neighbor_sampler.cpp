@@ -64,6 +64,11 @@ void check_graph(const datasets::Graph& g) {
 
 }  // namespace
 
+std::uint64_t hop_key(std::uint64_t seed, std::uint64_t epoch, std::uint64_t batch,
+                      std::size_t hop) {
+  return rng::key(rng::key(seed, rng::stream_id(rng::kStreamSample, epoch, batch)), hop);
+}
+
 NeighborSampler::NeighborSampler(const kernels::Resources& res, const datasets::Graph& graph,
                                  std::int64_t batch_size, SamplerConfig config)
     : m_config(std::move(config)) {
@@ -108,13 +113,11 @@ const MiniBatch& NeighborSampler::sample(const kernels::Resources& res, Span<con
   if (seeds.size > 0)
     std::memmove(m_seeds.data(), seeds.data, static_cast<std::size_t>(seeds.size) * sizeof(NodeId));
 
-  const std::uint64_t batch_key =
-      rng::key(m_config.seed, rng::stream_id(rng::kStreamSample, epoch, batch));
   Span<const NodeId> dst{m_seeds.data(), seeds.size};
   m_used.table_slots = 0;
   for (std::size_t h = 0; h < m_layers.size(); ++h) {
     const std::size_t l = m_layers.size() - 1 - h;
-    sample_hop(res, dst, rng::key(batch_key, h), l, /*check_distinct=*/h == 0);
+    sample_hop(res, dst, hop_key(m_config.seed, epoch, batch, h), l, /*check_distinct=*/h == 0);
     dst = m_batch.blocks[l].src_ids;
   }
   m_batch.seeds = {m_seeds.data(), seeds.size};

@@ -38,6 +38,12 @@ struct MiniBatch {
   kernels::Span<const kernels::NodeId> seeds;
 };
 
+/// The key of every draw of hop `hop` (0: the seeds' hop) of batch (epoch, batch) under `seed`:
+/// what NeighborSampler uses, for samplers that draw the same neighbours elsewhere (a rank
+/// sampling its owned rows for another rank).
+std::uint64_t hop_key(std::uint64_t seed, std::uint64_t epoch, std::uint64_t batch,
+                      std::size_t hop);
+
 /// Samples blocks for batches of seeds from one graph. Every buffer is allocated once, in the
 /// constructor, to the bounds of `plan_envelope`; `sample` allocates nothing and cannot exceed
 /// them. CPU only for now (the bodies are single-source; the CUDA launches come later).

@@ -41,7 +41,9 @@ struct CountBody {
 
 /// Writes the global ids of the neighbours destination dst[i] draws to out[offsets[i] ..
 /// offsets[i + 1]). Every draw of node v is keyed by (hop_key, v) only, so a node samples the
-/// same neighbours wherever it sits in the batch and whichever thread runs it.
+/// same neighbours wherever it sits in the batch and whichever thread runs it. When the rows
+/// are a part of a graph (a rank's owned rows, dst[i] a local row), key_ids[i] is the node's
+/// global id that keys its draws.
 struct FillBody {
   kernels::CsrView<NodeId, float> graph;
   kernels::Span<const NodeId> dst;
@@ -50,13 +52,15 @@ struct FillBody {
   std::uint64_t hop_key;
   const std::int64_t* offsets;
   NodeId* out;
+  const NodeId* key_ids = nullptr;
   HALO_HD void operator()(std::int64_t i) const {
     const NodeId v = dst[i];
     const NodeId* row = graph.indices + graph.indptr[v];
     const std::int64_t d = graph.degree(v);
     const std::int64_t k = offsets[i + 1] - offsets[i];
     NodeId* o = out + offsets[i];
-    const std::uint64_t key = kernels::rng::key(hop_key, static_cast<std::uint64_t>(v));
+    const NodeId id = key_ids != nullptr ? key_ids[i] : v;
+    const std::uint64_t key = kernels::rng::key(hop_key, static_cast<std::uint64_t>(id));
     if (fanout >= 0 && replace) {
       for (std::int64_t j = 0; j < k; ++j) o[j] = row[below_keyed(key, j, d)];
     } else if (k == d) {

@@ -83,6 +83,32 @@ class SelfComm final : public Comm {
   bool test_all(std::vector<Request>& requests) override;
 };
 
+/// Exchanges lists of T with every rank (collective): returns what the ranks sent this one,
+/// concatenated in rank order, and sets recv_offsets (size() + 1 entries) to where each rank's
+/// list starts. lists[j] goes to rank j. T must be trivially copyable.
+template <class T>
+std::vector<T> alltoallv_lists(Comm& comm, const std::vector<std::vector<T>>& lists,
+                               std::vector<std::int64_t>& recv_offsets) {
+  const auto p = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> send_counts(p);
+  std::vector<T> send;
+  std::vector<std::size_t> send_bytes(p), recv_bytes(p);
+  for (std::size_t j = 0; j < p; ++j) {
+    send_counts[j] = static_cast<std::int64_t>(lists[j].size());
+    send_bytes[j] = lists[j].size() * sizeof(T);
+    send.insert(send.end(), lists[j].begin(), lists[j].end());
+  }
+  const std::vector<std::int64_t> recv_counts = comm.alltoall(send_counts);
+  recv_offsets.assign(p + 1, 0);
+  for (std::size_t j = 0; j < p; ++j) {
+    recv_offsets[j + 1] = recv_offsets[j] + recv_counts[j];
+    recv_bytes[j] = static_cast<std::size_t>(recv_counts[j]) * sizeof(T);
+  }
+  std::vector<T> recv(static_cast<std::size_t>(recv_offsets[p]));
+  comm.alltoallv(send.data(), send_bytes, recv.data(), recv_bytes);
+  return recv;
+}
+
 /// Whether this build has MPI (HALO_WITH_MPI).
 bool mpi_available();
 

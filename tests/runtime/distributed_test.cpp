@@ -19,7 +19,10 @@
 #include <halo/partition/partitioner.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/distributed.hpp>
+#include <halo/runtime/distributed_minibatch.hpp>
+#include <halo/runtime/minibatch.hpp>
 #include <halo/runtime/trainer.hpp>
+#include <halo/sampler/neighbor_sampler.hpp>
 
 namespace halo::runtime {
 namespace {
@@ -213,7 +216,8 @@ TEST_P(CoraTraining, EqualsOneProcess) {
 
   const SharedPartition shared(cora(), c.method,
                                "cora-" + std::string(partition::to_string(c.method)));
-  const DistributedRun run = train_distributed(res(), comm(), shared.dir(), config, true);
+  const DistributedRun run =
+      train_distributed(res(), comm(), shared.dir(), config, DistributedOptions{});
   ASSERT_EQ(run.result.history.size(), single.history.size());
   for (int e = 0; e < 20; ++e) {
     const double a = single.history[static_cast<std::size_t>(e)].train_loss;
@@ -239,14 +243,81 @@ INSTANTIATE_TEST_SUITE_P(Distributed, CoraTraining,
 // transforms first too: 7 wide each way. 46 floats per halo row and epoch.
 TEST(DistributedTraining, ExchangedBytesFollowTheCommunicationVolume) {
   const SharedPartition shared(cora(), partition::Method::MetisKway, "bytes");
-  const DistributedRun run =
-      train_distributed(res(), comm(), shared.dir(), config_for(nn::ModelKind::Gcn, 3), true);
+  const DistributedRun run = train_distributed(
+      res(), comm(), shared.dir(), config_for(nn::ModelKind::Gcn, 3), DistributedOptions{});
   const std::int64_t expected = shared.meta().metrics.comm_volume * (16 + 16 + 7 + 7) * 4;
   for (const EpochStats& s : run.result.history) {
     EXPECT_EQ(s.exchange_bytes, expected);
   }
   if (comm().size() > 1) {
     EXPECT_GT(expected, 0);
+  }
+}
+
+// ---- distributed mini-batch -------------------------------------------------------------------
+
+MiniBatchConfig small_batches() {
+  MiniBatchConfig mb;
+  mb.batch_size = 32;
+  mb.fanouts = {10, 5};
+  mb.prefetch = 0;
+  return mb;
+}
+
+// Each rank's share of a batch, sampled by the owners of its frontiers, gives the blocks one
+// NeighborSampler on the whole graph draws for the same seeds; the shares make up the batch.
+TEST(DistributedMiniBatch, BlocksEqualOneProcessSampler) {
+  const SharedPartition shared(cora(), partition::Method::MetisKway, "mb-blocks");
+  const partition::Part part = partition::read_part(res(), shared.dir(), comm().rank());
+  const TrainConfig config = config_for(nn::ModelKind::Sage, 1);
+  const MiniBatchConfig mb = small_batches();
+  nn::Model<float> model = make_model(res(), cora(), config);
+  DistributedMiniBatchTrainer trainer(res(), comm(), part, config, mb, model);
+  const FullGraphInputs full = prepare_full_graph(res(), cora(), nn::ModelKind::Sage, true);
+  sampler::NeighborSampler one(res(), full.graph, mb.batch_size,
+                               sampler::SamplerConfig{mb.fanouts, false, config.seed});
+  for (std::int64_t batch = 0; batch < trainer.batches_per_epoch(); ++batch) {
+    SCOPED_TRACE(::testing::Message() << "batch " << batch);
+    const std::vector<kernels::NodeId> seeds = trainer.seeds(2, batch);
+    const std::vector<HostBlock> blocks = trainer.sample(seeds, 2, batch);
+    const std::int64_t whole = std::min<std::int64_t>(32, 140 - 32 * batch);
+    EXPECT_EQ(comm().sum(static_cast<std::int64_t>(seeds.size())), whole);
+    const sampler::MiniBatch& ref =
+        one.sample(res(), {seeds.data(), static_cast<std::int64_t>(seeds.size())}, 2,
+                   static_cast<std::uint64_t>(batch));
+    ASSERT_EQ(blocks.size(), ref.blocks.size());
+    for (std::size_t l = 0; l < blocks.size(); ++l) {
+      const sampler::Block& r = ref.blocks[l];
+      ASSERT_EQ(blocks[l].num_dst(), r.num_dst()) << "layer " << l;
+      ASSERT_EQ(blocks[l].num_src(), r.num_src()) << "layer " << l;
+      EXPECT_TRUE(std::equal(blocks[l].indptr.begin(), blocks[l].indptr.end(), r.csr.indptr));
+      EXPECT_TRUE(std::equal(blocks[l].indices.begin(), blocks[l].indices.end(), r.csr.indices));
+      EXPECT_TRUE(std::equal(blocks[l].src_ids.begin(), blocks[l].src_ids.end(), r.src_ids.data));
+    }
+  }
+}
+
+// The equivalence for mini-batches: every epoch's loss within 1e-4 relative of
+// MiniBatchTrainer in one process (same seed, batches, fan-outs), and the same accuracy.
+TEST(DistributedMiniBatch, LossesEqualOneProcess) {
+  const TrainConfig config = config_for(nn::ModelKind::Sage, 3);
+  const MiniBatchConfig mb = small_batches();
+  nn::Model<float> single_model = make_model(res(), cora(), config);
+  MiniBatchTrainer single_trainer(res(), cora(), config, mb, single_model);
+  const TrainResult single = run_epochs(res(), single_trainer, config.epochs, single_model);
+
+  const SharedPartition shared(cora(), partition::Method::MetisKway, "mb-loss");
+  const partition::Part part = partition::read_part(res(), shared.dir(), comm().rank());
+  nn::Model<float> model = make_model(res(), cora(), config);
+  DistributedMiniBatchTrainer trainer(res(), comm(), part, config, mb, model);
+  const TrainResult run = run_epochs(res(), trainer, config.epochs, model);
+  for (std::size_t e = 0; e < single.history.size(); ++e) {
+    const double a = single.history[e].train_loss, b = run.history[e].train_loss;
+    EXPECT_NEAR(b, a, 1e-4 * std::abs(a)) << "epoch " << e + 1;
+  }
+  EXPECT_NEAR(run.test_accuracy, single.test_accuracy, 0.005);
+  if (comm().size() > 1) {
+    EXPECT_GT(run.history.front().exchange_bytes, 0);
   }
 }
 
@@ -264,7 +335,7 @@ TEST(DistributedTraining, RefusesAPartitionWithAnotherNumberOfParts) {
   }
   comm().barrier();
   try {
-    train_distributed(res(), comm(), dir, config_for(nn::ModelKind::Gcn, 1), true);
+    train_distributed(res(), comm(), dir, config_for(nn::ModelKind::Gcn, 1), DistributedOptions{});
     ADD_FAILURE() << "no error";
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("mpiexec -n " + std::to_string(p + 1)), std::string::npos)

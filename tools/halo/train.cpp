@@ -82,6 +82,15 @@ runtime::TrainConfig train_config(const TrainOptions& o) {
   return config;
 }
 
+runtime::MiniBatchConfig mini_batch_config(const TrainOptions& o) {
+  runtime::MiniBatchConfig mb;
+  mb.batch_size = o.batch_size;
+  mb.fanouts = o.fanouts;
+  mb.prefetch = o.prefetch;
+  mb.replace = o.replace;
+  return mb;
+}
+
 void print_summary(const runtime::TrainResult& r) {
   std::printf(
       "best epoch %d: val accuracy %.4f, test accuracy %.4f; median epoch %.3f ms; "
@@ -133,12 +142,7 @@ int run_train(const TrainOptions& o) {
   nlohmann::json extra;
   runtime::TrainResult r;
   if (o.mode == "mini-batch") {
-    runtime::MiniBatchConfig mb;
-    mb.batch_size = o.batch_size;
-    mb.fanouts = o.fanouts;
-    mb.prefetch = o.prefetch;
-    mb.replace = o.replace;
-    runtime::MiniBatchTrainer trainer(res, data, config, mb, model);
+    runtime::MiniBatchTrainer trainer(res, data, config, mini_batch_config(o), model);
     r = runtime::run_epochs(res, trainer, config.epochs, model, progress);
     r.preprocess_time_s = trainer.preprocess_time_s();
     extra = {{"batch_size", o.batch_size},
@@ -203,8 +207,11 @@ int run_distributed(const TrainOptions& o) {
   const bool tty = isatty(fileno(stderr)) != 0;
   runtime::EpochCallback progress;
   if (rank == 0) progress = [tty](const runtime::EpochStats& s) { print_progress(s, tty); };
+  runtime::DistributedOptions options;
+  options.overlap = !o.no_overlap;
+  if (o.mode == "mini-batch") options.mini_batch = mini_batch_config(o);
   runtime::DistributedRun run =
-      runtime::train_distributed(res, *comm, o.partitions, config, !o.no_overlap, progress);
+      runtime::train_distributed(res, *comm, o.partitions, config, options, progress);
   if (rank == 0) {
     const runtime::TrainResult& r = run.result;
     print_summary(r);
@@ -221,6 +228,11 @@ int run_distributed(const TrainOptions& o) {
       j["partitions"] = o.partitions;
       j["partition_method"] = partition::to_string(meta.config.method);
       j["overlap"] = !o.no_overlap;
+      j["mode"] = o.mode;
+      if (o.mode == "mini-batch") {
+        j["batch_size"] = o.batch_size;
+        j["fanouts"] = o.fanouts;
+      }
       j["exchange_bytes_per_epoch"] = r.exchange_bytes_per_epoch;
       j["exchange_time_s"] = r.exchange_time_s;
       j["exchange_exposed_s"] = r.exchange_exposed_s;
@@ -282,11 +294,11 @@ Command add_train_command(CLI::App& app) {
       ->check(kWritablePath);
   sub->add_option("--save-model", o->save_model, "Save the best model's parameters to FILE")
       ->check(kWritablePath);
-  auto* mode = sub->add_option("--mode", o->mode,
-                               "full-graph, or mini-batch (sampled blocks, GraphSAGE-style; "
-                               "--model sage)")
-                   ->check(CLI::IsMember({"full-graph", "mini-batch"}))
-                   ->capture_default_str();
+  sub->add_option("--mode", o->mode,
+                  "full-graph, or mini-batch (sampled blocks, GraphSAGE-style; "
+                  "--model sage)")
+      ->check(CLI::IsMember({"full-graph", "mini-batch"}))
+      ->capture_default_str();
   sub->add_option("--batch-size", o->batch_size, "Mini-batch: training nodes per batch")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
       ->capture_default_str();
@@ -307,7 +319,6 @@ Command add_train_command(CLI::App& app) {
                       "per part: mpiexec -n P halo train --partitions DIR (docs/distributed.md)")
           ->check(CLI::ExistingDirectory);
   partitions->excludes(sub->get_option("--dataset"));
-  partitions->excludes(mode);
   sub->add_flag("--no-overlap", o->no_overlap,
                 "With --partitions: wait for the halo exchange before aggregating (for "
                 "comparison; default: overlap it with the owned rows' aggregation)")
@@ -315,6 +326,9 @@ Command add_train_command(CLI::App& app) {
   // Checks across flags, during parsing: usage errors (exit code 2).
   sub->callback([o] {
     if (o->mode != "mini-batch") return;
+    if (!o->partitions.empty() && o->model != "sage")
+      throw CLI::ValidationError(
+          "--mode", "distributed mini-batch training (--partitions) needs --model sage");
     if (static_cast<int>(o->fanouts.size()) != o->layers)
       throw CLI::ValidationError("--fanouts", "one fan-out per layer expected (" +
                                                   std::to_string(o->layers) + " layers, " +

@@ -1,0 +1,356 @@
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+#include <variant>
+
+#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/elementwise.hpp>
+#include <halo/kernels/loss.hpp>
+#include <halo/runtime/distributed_minibatch.hpp>
+#include <halo/runtime/halo_exchange.hpp>
+#include <halo/sampler/neighbor_sampler.hpp>
+#include <halo/sampler/sample_body.hpp>
+
+namespace halo::runtime {
+
+using kernels::NodeId;
+using kernels::Tensor;
+
+namespace {
+
+kernels::AdamConfig adam_config(const TrainConfig& config) {
+  kernels::AdamConfig c;
+  c.lr = config.lr;
+  c.weight_decay = config.weight_decay;
+  return c;
+}
+
+// Every rank's list, concatenated in rank order.
+std::vector<NodeId> allgather_ids(Comm& comm, const std::vector<NodeId>& mine) {
+  std::vector<std::size_t> counts;
+  const std::vector<std::byte> bytes =
+      comm.allgatherv(mine.data(), mine.size() * sizeof(NodeId), counts);
+  std::vector<NodeId> all(bytes.size() / sizeof(NodeId));
+  if (!all.empty()) std::memcpy(all.data(), bytes.data(), bytes.size());
+  return all;
+}
+
+template <class T>
+std::int64_t payload(const std::vector<std::vector<T>>& lists) {
+  std::int64_t bytes = 0;
+  for (const auto& l : lists) bytes += static_cast<std::int64_t>(l.size() * sizeof(T));
+  return bytes;
+}
+
+}  // namespace
+
+DistributedMiniBatchTrainer::DistributedMiniBatchTrainer(const kernels::Resources& res, Comm& comm,
+                                                         const partition::Part& part,
+                                                         const TrainConfig& config,
+                                                         const MiniBatchConfig& mb,
+                                                         nn::Model<float>& model)
+    : m_res(res),
+      m_comm(comm),
+      m_part(part),
+      m_config(config),
+      m_mb(mb),
+      m_model(model),
+      m_full(res, comm, part, config, model, /*overlap=*/true),
+      m_optimizer(res, model.parameters(), adam_config(config)) {
+  HALO_EXPECTS(model.config().kind == nn::ModelKind::Sage,
+               "train: distributed mini-batch training trains SAGE models (--model sage)");
+  HALO_EXPECTS(static_cast<int>(mb.fanouts.size()) == model.config().num_layers,
+               "train: one fan-out per layer expected");
+  HALO_EXPECTS(mb.batch_size >= 1, "train: --batch-size must be >= 1");
+
+  // Original <-> partition ids of every node: part k's owned nodes are partition ids
+  // begin(k) .., in order, so the concatenated original ids are the inverse map.
+  const NodeId* orig = part.original_ids.data();
+  const std::vector<NodeId> new_to_old =
+      allgather_ids(comm, {orig, orig + part.original_ids.numel()});
+  m_old_to_new.assign(new_to_old.size(), 0);
+  for (std::size_t i = 0; i < new_to_old.size(); ++i)
+    m_old_to_new[static_cast<std::size_t>(new_to_old[i])] = static_cast<NodeId>(i);
+
+  // Owned rows of A ∪ Aᵀ as original ids, ascending: the rows one process samples from.
+  const std::int64_t owned = part.num_owned();
+  std::vector<std::vector<NodeId>> rows(static_cast<std::size_t>(owned));
+  for (const auto& [r, col] : symmetric_owned_edges(comm, part))
+    rows[static_cast<std::size_t>(r)].push_back(new_to_old[static_cast<std::size_t>(col)]);
+  std::vector<std::int64_t> indptr{0};
+  std::vector<NodeId> indices;
+  for (auto& row : rows) {
+    std::sort(row.begin(), row.end());
+    indices.insert(indices.end(), row.begin(), row.end());
+    indptr.push_back(static_cast<std::int64_t>(indices.size()));
+  }
+  const auto nnz = static_cast<std::int64_t>(indices.size());
+  m_rows = {Tensor<std::int64_t>::from_host(res, indptr),
+            Tensor<NodeId>::from_host(res, indices, nnz, 1), Tensor<float>(),
+            static_cast<std::int64_t>(new_to_old.size()), false};
+
+  // Owned features, prepared as one process prepares them, dense (rows travel as floats).
+  kernels::FeatureMatrix<float> f = std::visit(
+      [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(res); }, part.features);
+  m_num_features = kernels::num_cols(f);
+  m_dense.assign(static_cast<std::size_t>(owned * m_num_features), 0.f);
+  if (auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&f)) {
+    if (config.normalize_features) datasets::row_normalize(res, f);
+    for (std::int64_t r = 0; r < owned; ++r)
+      for (std::int64_t e = sparse->indptr(r); e < sparse->indptr(r + 1); ++e)
+        m_dense[static_cast<std::size_t>(r * m_num_features + sparse->indices(e))] =
+            sparse->values(e);
+  } else {
+    const auto& d = std::get<Tensor<float>>(f);
+    std::copy(d.data(), d.data() + d.numel(), m_dense.begin());
+  }
+
+  std::vector<NodeId> train;
+  for (std::int64_t i = 0; i < part.train_idx.numel(); ++i)
+    train.push_back(orig[part.train_idx.data()[i]]);
+  m_train = allgather_ids(comm, train);
+  std::sort(m_train.begin(), m_train.end());
+  HALO_EXPECTS(!m_train.empty(), "train: the partition has no training nodes");
+
+  std::int64_t params = 0;
+  for (const auto* p : model.parameters()) params += p->grad.numel();
+  m_flat.resize(static_cast<std::size_t>(params) + 1);
+}
+
+int DistributedMiniBatchTrainer::owner(NodeId original) const {
+  return m_part.book.owner(m_old_to_new[static_cast<std::size_t>(original)]);
+}
+
+std::int64_t DistributedMiniBatchTrainer::local(NodeId original) const {
+  return m_old_to_new[static_cast<std::size_t>(original)] - m_part.book.begin(m_part.rank);
+}
+
+std::int64_t DistributedMiniBatchTrainer::batches_per_epoch() const {
+  const auto n = static_cast<std::int64_t>(m_train.size());
+  const std::int64_t b = std::min(m_mb.batch_size, n);
+  return (n + b - 1) / b;
+}
+
+std::vector<NodeId> DistributedMiniBatchTrainer::seeds(std::uint64_t epoch, std::int64_t batch) {
+  if (m_order_epoch != epoch) {
+    m_order = shuffled_seeds(m_config.seed, epoch, m_train);
+    m_order_epoch = epoch;
+  }
+  const auto n = static_cast<std::int64_t>(m_order.size());
+  const std::int64_t b = std::min(m_mb.batch_size, n);
+  std::vector<NodeId> mine;
+  for (std::int64_t i = batch * b; i < std::min(n, (batch + 1) * b); ++i)
+    if (owner(m_order[static_cast<std::size_t>(i)]) == m_comm.rank())
+      mine.push_back(m_order[static_cast<std::size_t>(i)]);
+  return mine;
+}
+
+HostBlock DistributedMiniBatchTrainer::sample_hop(const std::vector<NodeId>& frontier,
+                                                  std::uint64_t key, int fanout) {
+  const auto p = static_cast<std::size_t>(m_comm.size());
+  // The frontier's nodes go to their owners.
+  std::vector<std::vector<NodeId>> requests(p);
+  for (const NodeId v : frontier) requests[static_cast<std::size_t>(owner(v))].push_back(v);
+  std::vector<std::int64_t> offsets;
+  m_bytes += payload(requests);
+  const std::vector<NodeId> wanted = alltoallv_lists(m_comm, requests, offsets);
+
+  // Each owner draws for the nodes it was sent: reply = counts, then the neighbours.
+  std::vector<std::vector<NodeId>> replies(p);
+  const auto rows = m_rows.view();
+  for (std::size_t j = 0; j < p; ++j) {
+    const auto n = static_cast<std::size_t>(offsets[j + 1] - offsets[j]);
+    const NodeId* ids = wanted.data() + offsets[j];
+    std::vector<NodeId> dst(n);
+    std::vector<std::int64_t> start(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      dst[i] = static_cast<NodeId>(local(ids[i]));
+      start[i + 1] =
+          start[i] + sampler::detail::sample_count(rows.degree(dst[i]), fanout, m_mb.replace);
+    }
+    std::vector<NodeId>& reply = replies[j];
+    reply.resize(n + static_cast<std::size_t>(start[n]));
+    for (std::size_t i = 0; i < n; ++i) reply[i] = static_cast<NodeId>(start[i + 1] - start[i]);
+    const sampler::detail::FillBody fill{rows,
+                                         {dst.data(), static_cast<std::int64_t>(n)},
+                                         fanout,
+                                         m_mb.replace,
+                                         key,
+                                         start.data(),
+                                         reply.data() + n,
+                                         ids};
+    for (std::size_t i = 0; i < n; ++i) fill(static_cast<std::int64_t>(i));
+  }
+  m_bytes += payload(replies);
+  std::vector<std::int64_t> reply_offsets;
+  const std::vector<NodeId> got = alltoallv_lists(m_comm, replies, reply_offsets);
+
+  // Neighbours in frontier order, then relabelled: destinations first, then first occurrence.
+  std::vector<std::size_t> next(p), cursor(p);
+  for (std::size_t j = 0; j < p; ++j) {
+    next[j] = static_cast<std::size_t>(reply_offsets[j]);  // the j-th owner's counts
+    cursor[j] = next[j] + requests[j].size();              // and its neighbours
+  }
+  HostBlock block;
+  block.indptr.push_back(0);
+  block.src_ids = frontier;
+  std::unordered_map<NodeId, NodeId> position;
+  for (std::size_t i = 0; i < frontier.size(); ++i)
+    position.emplace(frontier[i], static_cast<NodeId>(i));
+  for (const NodeId v : frontier) {
+    const auto j = static_cast<std::size_t>(owner(v));
+    const auto count = static_cast<std::size_t>(got[next[j]++]);
+    for (std::size_t k = 0; k < count; ++k) {
+      const NodeId u = got[cursor[j]++];
+      const auto [it, added] = position.emplace(u, static_cast<NodeId>(block.src_ids.size()));
+      if (added) block.src_ids.push_back(u);
+      block.indices.push_back(it->second);
+    }
+    block.indptr.push_back(static_cast<std::int64_t>(block.indices.size()));
+  }
+  return block;
+}
+
+std::vector<HostBlock> DistributedMiniBatchTrainer::sample(const std::vector<NodeId>& seeds,
+                                                           std::uint64_t epoch,
+                                                           std::int64_t batch) {
+  const std::size_t layers = m_mb.fanouts.size();
+  std::vector<HostBlock> blocks(layers);
+  std::vector<NodeId> frontier = seeds;
+  for (std::size_t h = 0; h < layers; ++h) {
+    const std::size_t l = layers - 1 - h;
+    blocks[l] = sample_hop(
+        frontier, sampler::hop_key(m_config.seed, epoch, static_cast<std::uint64_t>(batch), h),
+        m_mb.fanouts[l]);
+    frontier = blocks[l].src_ids;
+  }
+  return blocks;
+}
+
+Tensor<float> DistributedMiniBatchTrainer::fetch_features(const std::vector<NodeId>& nodes) {
+  const auto p = static_cast<std::size_t>(m_comm.size());
+  const auto f = static_cast<std::size_t>(m_num_features);
+  std::vector<std::vector<NodeId>> requests(p);
+  for (const NodeId v : nodes) requests[static_cast<std::size_t>(owner(v))].push_back(v);
+  std::vector<std::int64_t> offsets;
+  m_bytes += payload(requests);
+  const std::vector<NodeId> wanted = alltoallv_lists(m_comm, requests, offsets);
+  std::vector<std::vector<float>> replies(p);
+  for (std::size_t j = 0; j < p; ++j)
+    for (std::int64_t i = offsets[j]; i < offsets[j + 1]; ++i) {
+      const auto* row =
+          m_dense.data() + static_cast<std::size_t>(local(wanted[static_cast<std::size_t>(i)])) * f;
+      replies[j].insert(replies[j].end(), row, row + f);
+    }
+  m_bytes += payload(replies);
+  std::vector<std::int64_t> row_offsets;
+  const std::vector<float> got = alltoallv_lists(m_comm, replies, row_offsets);
+  Tensor<float> x(m_res, static_cast<std::int64_t>(nodes.size()), m_num_features);
+  std::vector<std::size_t> cursor(p);
+  for (std::size_t j = 0; j < p; ++j) cursor[j] = static_cast<std::size_t>(row_offsets[j]);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const auto j = static_cast<std::size_t>(owner(nodes[i]));
+    std::copy(got.begin() + static_cast<std::ptrdiff_t>(cursor[j]),
+              got.begin() + static_cast<std::ptrdiff_t>(cursor[j] + f), x.data() + i * f);
+    cursor[j] += f;
+  }
+  return x;
+}
+
+double DistributedMiniBatchTrainer::train_epoch(std::uint64_t epoch) {
+  m_bytes = 0;
+  const auto n = static_cast<std::int64_t>(m_train.size());
+  const std::int64_t b = std::min(m_mb.batch_size, n);
+  const auto params = m_model.parameters();
+  double loss_sum = 0;
+  for (std::int64_t batch = 0; batch < batches_per_epoch(); ++batch) {
+    const std::vector<NodeId> mine = seeds(epoch, batch);
+    const std::vector<HostBlock> blocks = sample(mine, epoch, batch);
+    const Tensor<float> x = fetch_features(blocks.front().src_ids);
+    const std::int64_t whole = std::min(b, n - batch * b);  // the batch over all ranks
+    double loss = 0;
+    if (mine.empty()) {
+      for (auto* p : params) kernels::fill(m_res, p->grad.span(), 0.f);
+    } else {
+      std::vector<nn::Adjacency<float>> graphs;
+      for (const HostBlock& blk : blocks) {
+        nn::Adjacency<float> a(kernels::CsrView<NodeId, float>{
+            blk.indptr.data(), blk.indices.data(), nullptr, blk.num_dst(), blk.num_src()});
+        a.source_ids = {blk.src_ids.data(), blk.num_src()};
+        graphs.push_back(a);
+      }
+      std::vector<std::int32_t> labels;
+      std::vector<NodeId> rows;
+      for (const NodeId v : mine) {
+        labels.push_back(m_part.labels.data()[local(v)]);
+        rows.push_back(static_cast<NodeId>(rows.size()));
+      }
+      const auto label_t = Tensor<std::int32_t>::from_host(m_res, labels);
+      const auto row_t = Tensor<NodeId>::from_host(m_res, rows);
+      const nn::Context ctx{&m_res, /*training=*/true, m_config.seed,
+                            epoch << 32 | static_cast<std::uint64_t>(batch), 0};
+      const kernels::FeatureMatrix<float> input = x.clone(m_res);
+      const Tensor<float>& logits = m_model.forward(ctx, graphs, input);
+      kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
+      loss = kernels::log_softmax_nll(m_res, logits.view(), label_t.span(), row_t.span(), whole);
+      kernels::log_softmax_nll_backward(m_res, logits.view(), label_t.span(), row_t.span(),
+                                        m_dlogits.view(), whole);
+      m_model.backward(ctx, graphs, m_dlogits);
+    }
+    std::size_t at = 0;
+    for (const auto* p : params) {
+      std::copy(p->grad.data(), p->grad.data() + p->grad.numel(),
+                m_flat.begin() + static_cast<std::ptrdiff_t>(at));
+      at += static_cast<std::size_t>(p->grad.numel());
+    }
+    m_flat[at] = static_cast<float>(loss);
+    m_comm.allreduce(kernels::Span<float>(m_flat.data(), static_cast<std::int64_t>(m_flat.size())),
+                     ReduceOp::Sum);
+    at = 0;
+    for (auto* p : params) {
+      std::copy(m_flat.begin() + static_cast<std::ptrdiff_t>(at),
+                m_flat.begin() +
+                    static_cast<std::ptrdiff_t>(at + static_cast<std::size_t>(p->grad.numel())),
+                p->grad.data());
+      at += static_cast<std::size_t>(p->grad.numel());
+    }
+    m_optimizer.step(m_res);
+    loss_sum += static_cast<double>(m_flat[at]) * static_cast<double>(whole);
+  }
+  m_res.synchronize();
+  return loss_sum / static_cast<double>(n);
+}
+
+DistributedMiniBatchTrainer::Evaluation DistributedMiniBatchTrainer::evaluate() {
+  return m_full.evaluate();
+}
+
+void DistributedMiniBatchTrainer::add_comm_stats(EpochStats& s) {
+  s.exchange_bytes = m_comm.sum(m_bytes);
+}
+
+DistributedRun train_distributed(const kernels::Resources& res, Comm& comm,
+                                 const std::filesystem::path& dir, const TrainConfig& config,
+                                 const DistributedOptions& options, const EpochCallback& on_epoch) {
+  HALO_EXPECTS(config.epochs >= 1, "train: epochs must be >= 1");
+  const partition::PartitionMeta meta = partition::read_partition_meta(dir);
+  if (meta.book.num_parts() != comm.size())
+    throw IoError((dir / "meta.json").string() + ": the partition has " +
+                  std::to_string(meta.book.num_parts()) + " parts but " +
+                  std::to_string(comm.size()) + " ranks run; start one rank per part (mpiexec -n " +
+                  std::to_string(meta.book.num_parts()) + ")");
+  const partition::Part part = partition::read_part(res, dir, comm.rank());
+  DistributedRun run{make_model(res, meta.num_features, meta.num_classes, config), {}};
+  if (options.mini_batch) {
+    DistributedMiniBatchTrainer trainer(res, comm, part, config, *options.mini_batch, run.model);
+    run.result = run_epochs(res, trainer, config.epochs, run.model, on_epoch);
+  } else {
+    DistributedTrainer trainer(res, comm, part, config, run.model, options.overlap);
+    run.result = run_epochs(res, trainer, config.epochs, run.model, on_epoch);
+    run.result.preprocess_time_s = trainer.preprocess_time_s();
+  }
+  run.result.world_size = comm.size();
+  return run;
+}
+
+}  // namespace halo::runtime

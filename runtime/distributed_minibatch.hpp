@@ -1,0 +1,81 @@
+#pragma once
+// Mini-batch training with one partition per rank: each rank trains its share of every batch,
+// its frontiers sampled by the owners of the nodes, its input features fetched from them.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <halo/nn/optimizer.hpp>
+#include <halo/partition/partition_format.hpp>
+#include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/distributed.hpp>
+#include <halo/runtime/minibatch.hpp>
+
+namespace halo::runtime {
+
+/// One block of a rank's batch, in host vectors (the layout of sampler::Block: destinations
+/// are the first sources; src_ids are original node ids).
+struct HostBlock {
+  std::vector<std::int64_t> indptr;
+  std::vector<kernels::NodeId> indices;
+  std::vector<kernels::NodeId> src_ids;
+  std::int64_t num_dst() const { return static_cast<std::int64_t>(indptr.size()) - 1; }
+  std::int64_t num_src() const { return static_cast<std::int64_t>(src_ids.size()); }
+};
+
+/// GraphSAGE mini-batch training over `comm` (rank r holds part r). Every rank shuffles the
+/// training nodes of the whole graph the way MiniBatchTrainer does (same seed, same epoch
+/// keys) and takes, of every batch, the seeds it owns. Sampling goes hop by hop: the frontier
+/// is grouped by owner and sent to the owners (all-to-all), which draw from their rows of
+/// A ∪ Aᵀ (ordered by original id, as in one process) with sampler::hop_key and the node's
+/// original id, so a rank's blocks equal what one NeighborSampler draws for its seeds. Input
+/// features come from their owners (all-to-all); the loss is divided by the whole batch's size
+/// and the gradients summed over the ranks, so every step is the one-process step.
+/// Evaluation is DistributedTrainer's full-graph pass (halo exchange). SAGE only; prefetch is
+/// not used (the exchanges are collective calls of the training thread).
+class DistributedMiniBatchTrainer final : public EpochTrainer {
+ public:
+  DistributedMiniBatchTrainer(const kernels::Resources& res, Comm& comm,
+                              const partition::Part& part, const TrainConfig& config,
+                              const MiniBatchConfig& mb, nn::Model<float>& model);
+  double train_epoch(std::uint64_t epoch) override;
+  Evaluation evaluate() override;
+  void add_comm_stats(EpochStats& s) override;
+
+  std::int64_t batches_per_epoch() const;
+  /// Shuffles for `epoch` (collective-free) and returns this rank's seeds of batch `batch`, in
+  /// the order of the whole batch.
+  std::vector<kernels::NodeId> seeds(std::uint64_t epoch, std::int64_t batch);
+  /// The blocks of `seeds` (this rank's share of (epoch, batch)), input layer first.
+  /// Collective: every rank calls it for the same (epoch, batch).
+  std::vector<HostBlock> sample(const std::vector<kernels::NodeId>& seeds, std::uint64_t epoch,
+                                std::int64_t batch);
+
+ private:
+  HostBlock sample_hop(const std::vector<kernels::NodeId>& frontier, std::uint64_t key, int fanout);
+  kernels::Tensor<float> fetch_features(const std::vector<kernels::NodeId>& nodes);
+  int owner(kernels::NodeId original) const;
+  std::int64_t local(kernels::NodeId original) const;
+
+  const kernels::Resources& m_res;
+  Comm& m_comm;
+  const partition::Part& m_part;
+  TrainConfig m_config;
+  MiniBatchConfig m_mb;
+  nn::Model<float>& m_model;
+  DistributedTrainer m_full;                          // evaluation
+  std::vector<kernels::NodeId> m_old_to_new;          // original id -> partition id, every node
+  kernels::CsrMatrix<kernels::NodeId, float> m_rows;  // owned rows, original ids, ascending
+  std::vector<float> m_dense;  // owned features, dense and prepared (row-normalised if sparse)
+  std::int64_t m_num_features = 0;
+  std::vector<kernels::NodeId> m_train;  // every training node (original ids), ascending
+  std::uint64_t m_order_epoch = ~std::uint64_t{0};
+  std::vector<kernels::NodeId> m_order;
+  nn::Adam<float> m_optimizer;
+  kernels::Tensor<float> m_dlogits;
+  std::vector<float> m_flat;
+  std::int64_t m_bytes = 0;  // sampling and feature traffic sent by this rank this epoch
+};
+
+}  // namespace halo::runtime
