@@ -115,6 +115,7 @@ DistributedMiniBatchTrainer::DistributedMiniBatchTrainer(const kernels::Resource
   std::int64_t params = 0;
   for (const auto* p : model.parameters()) params += p->grad.numel();
   m_flat.resize(static_cast<std::size_t>(params) + 1);
+  fill_cache(static_cast<std::int64_t>(mb.cache_mb * 1024 * 1024));
 }
 
 int DistributedMiniBatchTrainer::owner(NodeId original) const {
@@ -227,34 +228,122 @@ std::vector<HostBlock> DistributedMiniBatchTrainer::sample(const std::vector<Nod
   return blocks;
 }
 
-Tensor<float> DistributedMiniBatchTrainer::fetch_features(const std::vector<NodeId>& nodes) {
+DistributedMiniBatchTrainer::Pending DistributedMiniBatchTrainer::prepare(std::uint64_t epoch,
+                                                                          std::int64_t batch) {
+  Pending b;
+  b.batch = batch;
+  b.seeds = seeds(epoch, batch);
+  b.blocks = sample(b.seeds, epoch, batch);
+  // Input rows neither owned nor cached are asked from their owners (ids: all-to-all); the rows
+  // then travel point to point while the previous batch computes.
+  const auto p = static_cast<std::size_t>(m_comm.size());
+  const auto f = static_cast<std::size_t>(m_num_features);
+  const auto me = static_cast<std::size_t>(m_comm.rank());
+  std::vector<std::vector<NodeId>> requests(p);
+  for (const NodeId v : b.blocks.front().src_ids) {
+    const auto j = static_cast<std::size_t>(owner(v));
+    if (j != me && !m_cache.contains(v)) requests[j].push_back(v);
+  }
+  m_bytes += payload(requests);
+  std::vector<std::int64_t> offsets;
+  const std::vector<NodeId> wanted = alltoallv_lists(m_comm, requests, offsets);
+  b.replies.resize(p);
+  b.recv_offsets.assign(p + 1, 0);
+  for (std::size_t j = 0; j < p; ++j) {
+    for (std::int64_t i = offsets[j]; i < offsets[j + 1]; ++i) {
+      const float* row = owned_row(wanted[static_cast<std::size_t>(i)]);
+      b.replies[j].insert(b.replies[j].end(), row, row + f);
+    }
+    b.recv_offsets[j + 1] = b.recv_offsets[j] + static_cast<std::int64_t>(requests[j].size() * f);
+  }
+  m_bytes += payload(b.replies);
+  b.recv.resize(static_cast<std::size_t>(b.recv_offsets[p]));
+  const int tag = 10 + static_cast<int>(batch % 2);  // two batches are in flight at a time
+  for (std::size_t j = 0; j < p; ++j) {
+    const auto n = static_cast<std::size_t>(b.recv_offsets[j + 1] - b.recv_offsets[j]);
+    if (n > 0)
+      b.requests.push_back(m_comm.irecv(b.recv.data() + b.recv_offsets[j], n * sizeof(float),
+                                        static_cast<int>(j), tag));
+  }
+  for (std::size_t j = 0; j < p; ++j)
+    if (!b.replies[j].empty())
+      b.requests.push_back(m_comm.isend(b.replies[j].data(), b.replies[j].size() * sizeof(float),
+                                        static_cast<int>(j), tag));
+  return b;
+}
+
+Tensor<float> DistributedMiniBatchTrainer::finish(Pending& b) {
+  m_comm.wait_all(b.requests);
+  const auto p = static_cast<std::size_t>(m_comm.size());
+  const auto f = static_cast<std::size_t>(m_num_features);
+  const auto me = static_cast<std::size_t>(m_comm.rank());
+  const std::vector<NodeId>& inputs = b.blocks.front().src_ids;
+  Tensor<float> x(m_res, static_cast<std::int64_t>(inputs.size()), m_num_features);
+  std::vector<std::size_t> cursor(p);
+  for (std::size_t j = 0; j < p; ++j) cursor[j] = static_cast<std::size_t>(b.recv_offsets[j]);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const NodeId v = inputs[i];
+    const auto j = static_cast<std::size_t>(owner(v));
+    const float* row = nullptr;
+    if (j == me) {
+      row = owned_row(v);
+    } else if (const auto it = m_cache.find(v); it != m_cache.end()) {
+      row = m_cache_rows.data() + it->second * f;
+    } else {
+      row = b.recv.data() + cursor[j];
+      cursor[j] += f;
+    }
+    std::copy(row, row + f, x.data() + i * f);
+  }
+  return x;
+}
+
+const float* DistributedMiniBatchTrainer::owned_row(NodeId original) const {
+  return m_dense.data() +
+         static_cast<std::size_t>(local(original)) * static_cast<std::size_t>(m_num_features);
+}
+
+void DistributedMiniBatchTrainer::fill_cache(std::int64_t budget_bytes) {
+  // Global degree of every node (owners know their rows), then the remote nodes of highest
+  // degree, as many as fit the budget, fetched once.
+  std::vector<NodeId> mine;
+  for (std::int64_t r = 0; r < m_rows.num_rows(); ++r)
+    mine.push_back(static_cast<NodeId>(m_rows.indptr(r + 1) - m_rows.indptr(r)));
+  const std::vector<NodeId> degree = allgather_ids(m_comm, mine);  // by partition id
+  const auto row_bytes = static_cast<std::int64_t>(m_num_features) * 4;
+  const std::int64_t capacity = row_bytes > 0 ? budget_bytes / row_bytes : 0;
+  std::vector<NodeId> remote;
+  const std::int64_t begin = m_part.book.begin(m_part.rank), end = m_part.book.end(m_part.rank);
+  for (std::size_t v = 0; v < m_old_to_new.size(); ++v) {
+    const std::int64_t id = m_old_to_new[v];
+    if (id < begin || id >= end) remote.push_back(static_cast<NodeId>(v));
+  }
+  const auto keep = static_cast<std::size_t>(
+      std::min<std::int64_t>(capacity, static_cast<std::int64_t>(remote.size())));
+  auto deg = [&](NodeId v) {
+    return degree[static_cast<std::size_t>(m_old_to_new[static_cast<std::size_t>(v)])];
+  };
+  std::partial_sort(remote.begin(), remote.begin() + static_cast<std::ptrdiff_t>(keep),
+                    remote.end(),
+                    [&](NodeId a, NodeId b) { return deg(a) != deg(b) ? deg(a) > deg(b) : a < b; });
+  remote.resize(keep);
   const auto p = static_cast<std::size_t>(m_comm.size());
   const auto f = static_cast<std::size_t>(m_num_features);
   std::vector<std::vector<NodeId>> requests(p);
-  for (const NodeId v : nodes) requests[static_cast<std::size_t>(owner(v))].push_back(v);
+  for (const NodeId v : remote) requests[static_cast<std::size_t>(owner(v))].push_back(v);
   std::vector<std::int64_t> offsets;
-  m_bytes += payload(requests);
   const std::vector<NodeId> wanted = alltoallv_lists(m_comm, requests, offsets);
   std::vector<std::vector<float>> replies(p);
   for (std::size_t j = 0; j < p; ++j)
     for (std::int64_t i = offsets[j]; i < offsets[j + 1]; ++i) {
-      const auto* row =
-          m_dense.data() + static_cast<std::size_t>(local(wanted[static_cast<std::size_t>(i)])) * f;
+      const float* row = owned_row(wanted[static_cast<std::size_t>(i)]);
       replies[j].insert(replies[j].end(), row, row + f);
     }
-  m_bytes += payload(replies);
   std::vector<std::int64_t> row_offsets;
-  const std::vector<float> got = alltoallv_lists(m_comm, replies, row_offsets);
-  Tensor<float> x(m_res, static_cast<std::int64_t>(nodes.size()), m_num_features);
-  std::vector<std::size_t> cursor(p);
-  for (std::size_t j = 0; j < p; ++j) cursor[j] = static_cast<std::size_t>(row_offsets[j]);
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const auto j = static_cast<std::size_t>(owner(nodes[i]));
-    std::copy(got.begin() + static_cast<std::ptrdiff_t>(cursor[j]),
-              got.begin() + static_cast<std::ptrdiff_t>(cursor[j] + f), x.data() + i * f);
-    cursor[j] += f;
-  }
-  return x;
+  m_cache_rows = alltoallv_lists(m_comm, replies, row_offsets);
+  std::size_t slot = 0;
+  for (std::size_t j = 0; j < p; ++j)
+    for (const NodeId v : requests[j]) m_cache.emplace(v, slot++);
 }
 
 double DistributedMiniBatchTrainer::train_epoch(std::uint64_t epoch) {
@@ -263,10 +352,16 @@ double DistributedMiniBatchTrainer::train_epoch(std::uint64_t epoch) {
   const std::int64_t b = std::min(m_mb.batch_size, n);
   const auto params = m_model.parameters();
   double loss_sum = 0;
-  for (std::int64_t batch = 0; batch < batches_per_epoch(); ++batch) {
-    const std::vector<NodeId> mine = seeds(epoch, batch);
-    const std::vector<HostBlock> blocks = sample(mine, epoch, batch);
-    const Tensor<float> x = fetch_features(blocks.front().src_ids);
+  const std::int64_t batches = batches_per_epoch();
+  // One batch ahead: batch + 1 is sampled and its feature rows are on their way while batch
+  // computes.
+  Pending next = prepare(epoch, 0);
+  for (std::int64_t batch = 0; batch < batches; ++batch) {
+    Pending current = std::move(next);
+    if (batch + 1 < batches) next = prepare(epoch, batch + 1);
+    const Tensor<float> x = finish(current);
+    const std::vector<NodeId>& mine = current.seeds;
+    const std::vector<HostBlock>& blocks = current.blocks;
     const std::int64_t whole = std::min(b, n - batch * b);  // the batch over all ranks
     double loss = 0;
     if (mine.empty()) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include <halo/nn/optimizer.hpp>
@@ -32,8 +33,10 @@ struct HostBlock {
 /// original id, so a rank's blocks equal what one NeighborSampler draws for its seeds. Input
 /// features come from their owners (all-to-all); the loss is divided by the whole batch's size
 /// and the gradients summed over the ranks, so every step is the one-process step.
-/// Evaluation is DistributedTrainer's full-graph pass (halo exchange). SAGE only; prefetch is
-/// not used (the exchanges are collective calls of the training thread).
+/// Batch i + 1 is sampled and its feature rows sent (point to point) before batch i computes,
+/// so the rows travel meanwhile. With mb.cache_mb > 0 the rows of the highest-degree remote
+/// nodes that fit are fetched once and served locally. Evaluation is DistributedTrainer's
+/// full-graph pass (halo exchange). SAGE only; mb.prefetch does not apply.
 class DistributedMiniBatchTrainer final : public EpochTrainer {
  public:
   DistributedMiniBatchTrainer(const kernels::Resources& res, Comm& comm,
@@ -53,8 +56,25 @@ class DistributedMiniBatchTrainer final : public EpochTrainer {
                                 std::int64_t batch);
 
  private:
+  /// A batch sampled, its feature rows in flight.
+  struct Pending {
+    std::int64_t batch = 0;
+    std::vector<kernels::NodeId> seeds;
+    std::vector<HostBlock> blocks;
+    std::vector<std::vector<float>> replies;  // rows this rank sends, kept until sent
+    std::vector<float> recv;                  // rows asked from each owner, in owner order
+    std::vector<std::int64_t> recv_offsets;
+    std::vector<Request> requests;
+  };
   HostBlock sample_hop(const std::vector<kernels::NodeId>& frontier, std::uint64_t key, int fanout);
-  kernels::Tensor<float> fetch_features(const std::vector<kernels::NodeId>& nodes);
+  /// Samples batch (collective), exchanges the ids of the input rows it needs and posts the
+  /// rows' transfers.
+  Pending prepare(std::uint64_t epoch, std::int64_t batch);
+  /// Waits for the rows and assembles the input features (owned, cached, received).
+  kernels::Tensor<float> finish(Pending& b);
+  const float* owned_row(kernels::NodeId original) const;
+  /// Fetches the rows of the highest-degree remote nodes that fit `budget_bytes`, once.
+  void fill_cache(std::int64_t budget_bytes);
   int owner(kernels::NodeId original) const;
   std::int64_t local(kernels::NodeId original) const;
 
@@ -76,6 +96,8 @@ class DistributedMiniBatchTrainer final : public EpochTrainer {
   kernels::Tensor<float> m_dlogits;
   std::vector<float> m_flat;
   std::int64_t m_bytes = 0;  // sampling and feature traffic sent by this rank this epoch
+  std::unordered_map<kernels::NodeId, std::size_t> m_cache;  // remote node -> row in m_cache_rows
+  std::vector<float> m_cache_rows;
 };
 
 }  // namespace halo::runtime

@@ -22,6 +22,9 @@ struct MiniBatchConfig {
   /// Batches sampled and gathered ahead of the one being computed, on a background thread
   /// (each one its own sampler and buffers); 0 does everything on the training thread.
   int prefetch = 1;
+  /// Distributed runs only: MiB of feature rows of the highest-degree remote nodes each rank
+  /// keeps, fetched once (0: none).
+  double cache_mb = 0;
 };
 
 /// `ids` in the order of an epoch's batches: sorted by a key drawn per (seed, epoch, node id)

@@ -44,6 +44,7 @@ struct TrainOptions {
   std::vector<int> fanouts = {25, 10};
   int prefetch = 1;
   bool replace = false;
+  double cache_mb = 0;
 };
 
 /// Writes `text` to `path` through a temporary name and a rename: never half-written.
@@ -88,6 +89,7 @@ runtime::MiniBatchConfig mini_batch_config(const TrainOptions& o) {
   mb.fanouts = o.fanouts;
   mb.prefetch = o.prefetch;
   mb.replace = o.replace;
+  mb.cache_mb = o.cache_mb;
   return mb;
 }
 
@@ -232,6 +234,7 @@ int run_distributed(const TrainOptions& o) {
       if (o.mode == "mini-batch") {
         j["batch_size"] = o.batch_size;
         j["fanouts"] = o.fanouts;
+        j["cache_mb"] = o.cache_mb;
       }
       j["exchange_bytes_per_epoch"] = r.exchange_bytes_per_epoch;
       j["exchange_time_s"] = r.exchange_time_s;
@@ -313,6 +316,11 @@ Command add_train_command(CLI::App& app) {
       ->check(CLI::Range(0, 16))
       ->capture_default_str();
   sub->add_flag("--replace", o->replace, "Mini-batch: sample neighbours with replacement");
+  sub->add_option("--cache-mb", o->cache_mb,
+                  "Distributed mini-batch: MiB per rank of feature rows of the highest-degree "
+                  "remote nodes, fetched once")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
   auto* partitions =
       sub->add_option("--partitions", o->partitions,
                       "Train on the partition directory DIR written by `halo partition`, one rank "
