@@ -35,10 +35,13 @@ std::vector<NodeId> allgather_ids(Comm& comm, const std::vector<NodeId>& mine) {
   return all;
 }
 
+// Bytes `lists` sends to other ranks (the list to itself stays in memory).
 template <class T>
-std::int64_t payload(const std::vector<std::vector<T>>& lists) {
+std::int64_t payload(const std::vector<std::vector<T>>& lists, int self) {
   std::int64_t bytes = 0;
-  for (const auto& l : lists) bytes += static_cast<std::int64_t>(l.size() * sizeof(T));
+  for (std::size_t j = 0; j < lists.size(); ++j)
+    if (static_cast<int>(j) != self)
+      bytes += static_cast<std::int64_t>(lists[j].size() * sizeof(T));
   return bytes;
 }
 
@@ -153,7 +156,7 @@ HostBlock DistributedMiniBatchTrainer::sample_hop(const std::vector<NodeId>& fro
   std::vector<std::vector<NodeId>> requests(p);
   for (const NodeId v : frontier) requests[static_cast<std::size_t>(owner(v))].push_back(v);
   std::vector<std::int64_t> offsets;
-  m_bytes += payload(requests);
+  m_bytes += payload(requests, m_comm.rank());
   const std::vector<NodeId> wanted = alltoallv_lists(m_comm, requests, offsets);
 
   // Each owner draws for the nodes it was sent: reply = counts, then the neighbours.
@@ -182,7 +185,7 @@ HostBlock DistributedMiniBatchTrainer::sample_hop(const std::vector<NodeId>& fro
                                          ids};
     for (std::size_t i = 0; i < n; ++i) fill(static_cast<std::int64_t>(i));
   }
-  m_bytes += payload(replies);
+  m_bytes += payload(replies, m_comm.rank());
   std::vector<std::int64_t> reply_offsets;
   const std::vector<NodeId> got = alltoallv_lists(m_comm, replies, reply_offsets);
 
@@ -244,7 +247,7 @@ DistributedMiniBatchTrainer::Pending DistributedMiniBatchTrainer::prepare(std::u
     const auto j = static_cast<std::size_t>(owner(v));
     if (j != me && !m_cache.contains(v)) requests[j].push_back(v);
   }
-  m_bytes += payload(requests);
+  m_bytes += payload(requests, m_comm.rank());
   std::vector<std::int64_t> offsets;
   const std::vector<NodeId> wanted = alltoallv_lists(m_comm, requests, offsets);
   b.replies.resize(p);
@@ -256,7 +259,7 @@ DistributedMiniBatchTrainer::Pending DistributedMiniBatchTrainer::prepare(std::u
     }
     b.recv_offsets[j + 1] = b.recv_offsets[j] + static_cast<std::int64_t>(requests[j].size() * f);
   }
-  m_bytes += payload(b.replies);
+  m_bytes += payload(b.replies, m_comm.rank());
   b.recv.resize(static_cast<std::size_t>(b.recv_offsets[p]));
   const int tag = 10 + static_cast<int>(batch % 2);  // two batches are in flight at a time
   for (std::size_t j = 0; j < p; ++j) {
