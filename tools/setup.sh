@@ -51,6 +51,9 @@ run_lint() {
 }
 
 run_tests() {
+  # ctest runs several test programs at once, each with an OpenMP team per core: workers that
+  # spin while idle (libgomp's default) starve the other programs' threads many times over.
+  export OMP_WAIT_POLICY=passive
   run_lint
   echo "== CPU build, ASan + UBSan =="
   cmake --preset cpu-debug >/dev/null
