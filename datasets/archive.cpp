@@ -1,9 +1,7 @@
 #include <sys/stat.h>
-#include <unistd.h>
 #include <zip.h>
 #include <zlib.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +9,7 @@
 #include <utility>
 
 #include <halo/datasets/archive.hpp>
+#include <halo/datasets/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
@@ -310,58 +309,36 @@ void extract_zip(const fs::path& zip, const fs::path& out_dir, const ZipLimits& 
     stats.push_back(st);
   }
 
-  fs::path target = out_dir.lexically_normal();
-  if (target.filename().empty()) target = target.parent_path();
-  if (fs::exists(target) && !(fs::is_directory(target) && fs::is_empty(target))) {
-    throw IoError(target.string() + ": already exists and is not an empty directory");
-  }
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  static std::atomic<int> counter{0};
-  const fs::path tmp =
-      target.parent_path() / (target.filename().string() + ".tmp-" + std::to_string(::getpid()) +
-                              "-" + std::to_string(counter++));
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec) || ec) {
-    throw IoError(tmp.string() + ": cannot create directory: " + ec.message());
-  }
+  // Extract into a staging directory that replaces out_dir only once every entry is written.
   try {
-    for (zip_int64_t i = 0; i < n; ++i) {
-      const zip_stat_t& st = stats[static_cast<std::size_t>(i)];
-      const std::string name = st.name;
-      const fs::path dest = tmp / name;
-      if (name.back() == '/') {
-        fs::create_directories(dest);
-        continue;
+    write_staged_directory(out_dir, [&](const fs::path& tmp) {
+      for (zip_int64_t i = 0; i < n; ++i) {
+        const zip_stat_t& st = stats[static_cast<std::size_t>(i)];
+        const std::string name = st.name;
+        const fs::path dest = tmp / name;
+        if (name.back() == '/') {
+          fs::create_directories(dest);
+          continue;
+        }
+        fs::create_directories(dest.parent_path());
+        std::FILE* f = std::fopen(dest.c_str(), "wb");
+        if (f == nullptr) throw IoError(dest.string() + ": cannot create: " + std::strerror(errno));
+        try {
+          read_entry(z.get(), static_cast<zip_uint64_t>(i), st, zip, limits.max_entry_bytes,
+                     [&](const char* data, std::size_t size) {
+                       if (std::fwrite(data, 1, size, f) != size) {
+                         throw IoError(dest.string() + ": write error: " + std::strerror(errno));
+                       }
+                     });
+        } catch (...) {
+          std::fclose(f);
+          throw;
+        }
+        if (std::fclose(f) != 0) throw IoError(dest.string() + ": write error");
       }
-      fs::create_directories(dest.parent_path());
-      std::FILE* f = std::fopen(dest.c_str(), "wb");
-      if (f == nullptr) throw IoError(dest.string() + ": cannot create: " + std::strerror(errno));
-      try {
-        read_entry(z.get(), static_cast<zip_uint64_t>(i), st, zip, limits.max_entry_bytes,
-                   [&](const char* data, std::size_t size) {
-                     if (std::fwrite(data, 1, size, f) != size) {
-                       throw IoError(dest.string() + ": write error: " + std::strerror(errno));
-                     }
-                   });
-      } catch (...) {
-        std::fclose(f);
-        throw;
-      }
-      if (std::fclose(f) != 0) throw IoError(dest.string() + ": write error");
-    }
-    fs::rename(tmp, target, ec);
-    if (ec)
-      throw IoError(target.string() +
-                    ": cannot move the extracted files in place: " + ec.message());
+    });
   } catch (const fs::filesystem_error& e) {
-    std::error_code ignored;
-    fs::remove_all(tmp, ignored);
     throw IoError(zip.string() + ": cannot extract: " + e.what());
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(tmp, ignored);
-    throw;
   }
 }
 

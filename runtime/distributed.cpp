@@ -1,7 +1,6 @@
+#include <algorithm>
 #include <chrono>
-#include <variant>
 
-#include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/loss.hpp>
 #include <halo/runtime/distributed.hpp>
 
@@ -23,23 +22,24 @@ HaloExchange build_exchange(const kernels::Resources& res, Comm& comm, const par
   return exchange;
 }
 
-kernels::FeatureMatrix<float> prepare_features(const kernels::Resources& res,
-                                               const partition::Part& part, bool normalize) {
-  auto f = std::visit([&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(res); },
-                      part.features);
-  if (normalize && std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(f))
-    datasets::row_normalize(res, f);
-  return f;
-}
-
-kernels::AdamConfig adam_config(const TrainConfig& config) {
-  kernels::AdamConfig c;
-  c.lr = config.lr;
-  c.weight_decay = config.weight_decay;
-  return c;
-}
-
 }  // namespace
+
+double allreduce_gradients(Comm& comm, const std::vector<nn::Parameter<float>*>& params,
+                           double loss, std::vector<float>& scratch) {
+  std::size_t n = 1;
+  for (const auto* p : params) n += static_cast<std::size_t>(p->grad.numel());
+  scratch.resize(n);  // allocates on the first call only
+  auto at = scratch.begin();
+  for (const auto* p : params) at = std::copy(p->grad.data(), p->grad.data() + p->grad.numel(), at);
+  *at = static_cast<float>(loss);
+  comm.allreduce(kernels::Span<float>(scratch.data(), static_cast<std::int64_t>(n)), ReduceOp::Sum);
+  auto from = scratch.cbegin();
+  for (auto* p : params) {
+    std::copy(from, from + p->grad.numel(), p->grad.data());
+    from += p->grad.numel();
+  }
+  return *from;
+}
 
 DistributedTrainer::DistributedTrainer(const kernels::Resources& res, Comm& comm,
                                        const partition::Part& part, const TrainConfig& config,
@@ -51,7 +51,7 @@ DistributedTrainer::DistributedTrainer(const kernels::Resources& res, Comm& comm
       m_model(model),
       m_exchange(
           build_exchange(res, comm, part, model.config().kind, overlap, m_preprocess_time_s)),
-      m_features(prepare_features(res, part, config.normalize_features)),
+      m_features(prepare_features(res, part.features, config.normalize_features)),
       m_optimizer(res, model.parameters(), adam_config(config)) {
   HALO_EXPECTS(model.config().in_features == kernels::num_cols(m_features) &&
                    model.config().num_classes == part.num_classes,
@@ -63,9 +63,6 @@ DistributedTrainer::DistributedTrainer(const kernels::Resources& res, Comm& comm
   m_num_val = counts[1];
   m_num_test = counts[2];
   HALO_EXPECTS(m_num_train > 0, "train: the partition has no training nodes");
-  std::int64_t params = 0;
-  for (const auto* p : model.parameters()) params += p->grad.numel();
-  m_flat.resize(static_cast<std::size_t>(params) + 1);
 }
 
 nn::Context DistributedTrainer::context(bool training, std::uint64_t epoch) const {
@@ -88,30 +85,12 @@ double DistributedTrainer::train_epoch(std::uint64_t epoch) {
                                     m_part.train_idx.span(), m_dlogits.view(), m_num_train);
   m_model.backward(ctx, a, m_dlogits);
 
-  // One all-reduce for every gradient and the loss.
   const auto start = std::chrono::steady_clock::now();
-  const auto params = m_model.parameters();
-  std::size_t at = 0;
-  for (const auto* p : params) {
-    std::copy(p->grad.data(), p->grad.data() + p->grad.numel(),
-              m_flat.begin() + static_cast<std::ptrdiff_t>(at));
-    at += static_cast<std::size_t>(p->grad.numel());
-  }
-  m_flat[at] = static_cast<float>(loss);
-  m_comm.allreduce(kernels::Span<float>(m_flat.data(), static_cast<std::int64_t>(m_flat.size())),
-                   ReduceOp::Sum);
-  at = 0;
-  for (auto* p : params) {
-    std::copy(m_flat.begin() + static_cast<std::ptrdiff_t>(at),
-              m_flat.begin() +
-                  static_cast<std::ptrdiff_t>(at + static_cast<std::size_t>(p->grad.numel())),
-              p->grad.data());
-    at += static_cast<std::size_t>(p->grad.numel());
-  }
+  const double total = allreduce_gradients(m_comm, m_model.parameters(), loss, m_flat);
   m_allreduce_s = seconds_since(start);
   m_optimizer.step(m_res);
   m_res.synchronize();
-  return m_flat[at];
+  return total;
 }
 
 DistributedTrainer::Evaluation DistributedTrainer::evaluate() {

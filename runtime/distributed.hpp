@@ -15,6 +15,12 @@
 
 namespace halo::runtime {
 
+/// Sums every parameter's gradient and `loss` over the ranks of `comm` in one all-reduce
+/// (through `scratch`, kept by the caller so that it is allocated once); the gradients are
+/// overwritten with the sums. Returns the summed loss.
+double allreduce_gradients(Comm& comm, const std::vector<nn::Parameter<float>*>& params,
+                           double loss, std::vector<float>& scratch);
+
 /// Rank comm.rank()'s side of distributed full-graph training on `part` (part comm.rank() of a
 /// partition into comm.size() parts). Every layer aggregates through a HaloExchange; the loss is
 /// normalised by the number of training nodes of all ranks, so the weight gradients all-reduced
@@ -46,7 +52,7 @@ class DistributedTrainer final : public EpochTrainer {
   kernels::FeatureMatrix<float> m_features;
   nn::Adam<float> m_optimizer;
   kernels::Tensor<float> m_dlogits;
-  std::vector<float> m_flat;  // gradients and the loss, all-reduced in one call
+  std::vector<float> m_flat;                                    // allreduce_gradients' scratch
   std::int64_t m_num_train = 0, m_num_val = 0, m_num_test = 0;  // over all ranks
   double m_allreduce_s = 0;
 };

@@ -3,7 +3,6 @@
 #include <unordered_map>
 #include <variant>
 
-#include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/loss.hpp>
 #include <halo/runtime/distributed_minibatch.hpp>
@@ -17,13 +16,6 @@ using kernels::NodeId;
 using kernels::Tensor;
 
 namespace {
-
-kernels::AdamConfig adam_config(const TrainConfig& config) {
-  kernels::AdamConfig c;
-  c.lr = config.lr;
-  c.weight_decay = config.weight_decay;
-  return c;
-}
 
 // Every rank's list, concatenated in rank order.
 std::vector<NodeId> allgather_ids(Comm& comm, const std::vector<NodeId>& mine) {
@@ -93,12 +85,11 @@ DistributedMiniBatchTrainer::DistributedMiniBatchTrainer(const kernels::Resource
             static_cast<std::int64_t>(new_to_old.size()), false};
 
   // Owned features, prepared as one process prepares them, dense (rows travel as floats).
-  kernels::FeatureMatrix<float> f = std::visit(
-      [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(res); }, part.features);
+  const kernels::FeatureMatrix<float> f =
+      prepare_features(res, part.features, config.normalize_features);
   m_num_features = kernels::num_cols(f);
   m_dense.assign(static_cast<std::size_t>(owned * m_num_features), 0.f);
-  if (auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&f)) {
-    if (config.normalize_features) datasets::row_normalize(res, f);
+  if (const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&f)) {
     for (std::int64_t r = 0; r < owned; ++r)
       for (std::int64_t e = sparse->indptr(r); e < sparse->indptr(r + 1); ++e)
         m_dense[static_cast<std::size_t>(r * m_num_features + sparse->indices(e))] =
@@ -115,9 +106,6 @@ DistributedMiniBatchTrainer::DistributedMiniBatchTrainer(const kernels::Resource
   std::sort(m_train.begin(), m_train.end());
   HALO_EXPECTS(!m_train.empty(), "train: the partition has no training nodes");
 
-  std::int64_t params = 0;
-  for (const auto* p : model.parameters()) params += p->grad.numel();
-  m_flat.resize(static_cast<std::size_t>(params) + 1);
   fill_cache(static_cast<std::int64_t>(mb.cache_mb * 1024 * 1024));
 }
 
@@ -362,7 +350,7 @@ double DistributedMiniBatchTrainer::train_epoch(std::uint64_t epoch) {
   for (std::int64_t batch = 0; batch < batches; ++batch) {
     Pending current = std::move(next);
     if (batch + 1 < batches) next = prepare(epoch, batch + 1);
-    const Tensor<float> x = finish(current);
+    const kernels::FeatureMatrix<float> x = finish(current);
     const std::vector<NodeId>& mine = current.seeds;
     const std::vector<HostBlock>& blocks = current.blocks;
     const std::int64_t whole = std::min(b, n - batch * b);  // the batch over all ranks
@@ -387,33 +375,16 @@ double DistributedMiniBatchTrainer::train_epoch(std::uint64_t epoch) {
       const auto row_t = Tensor<NodeId>::from_host(m_res, rows);
       const nn::Context ctx{&m_res, /*training=*/true, m_config.seed,
                             epoch << 32 | static_cast<std::uint64_t>(batch), 0};
-      const kernels::FeatureMatrix<float> input = x.clone(m_res);
-      const Tensor<float>& logits = m_model.forward(ctx, graphs, input);
+      const Tensor<float>& logits = m_model.forward(ctx, graphs, x);
       kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
       loss = kernels::log_softmax_nll(m_res, logits.view(), label_t.span(), row_t.span(), whole);
       kernels::log_softmax_nll_backward(m_res, logits.view(), label_t.span(), row_t.span(),
                                         m_dlogits.view(), whole);
       m_model.backward(ctx, graphs, m_dlogits);
     }
-    std::size_t at = 0;
-    for (const auto* p : params) {
-      std::copy(p->grad.data(), p->grad.data() + p->grad.numel(),
-                m_flat.begin() + static_cast<std::ptrdiff_t>(at));
-      at += static_cast<std::size_t>(p->grad.numel());
-    }
-    m_flat[at] = static_cast<float>(loss);
-    m_comm.allreduce(kernels::Span<float>(m_flat.data(), static_cast<std::int64_t>(m_flat.size())),
-                     ReduceOp::Sum);
-    at = 0;
-    for (auto* p : params) {
-      std::copy(m_flat.begin() + static_cast<std::ptrdiff_t>(at),
-                m_flat.begin() +
-                    static_cast<std::ptrdiff_t>(at + static_cast<std::size_t>(p->grad.numel())),
-                p->grad.data());
-      at += static_cast<std::size_t>(p->grad.numel());
-    }
+    const double total = allreduce_gradients(m_comm, params, loss, m_flat);
     m_optimizer.step(m_res);
-    loss_sum += static_cast<double>(m_flat[at]) * static_cast<double>(whole);
+    loss_sum += total * static_cast<double>(whole);
   }
   m_res.synchronize();
   return loss_sum / static_cast<double>(n);

@@ -279,13 +279,18 @@ void HaloExchange::posted(double start) {
   m_posted_at = in_flight ? t : -1;
 }
 
-void HaloExchange::forward(const kernels::Resources& res, kernels::Aggregate aggregate,
-                           kernels::ConstMatrixView<float> x, kernels::MatrixView<float> out) {
+void HaloExchange::check(kernels::Aggregate aggregate, kernels::ConstMatrixView<float> in,
+                         kernels::MatrixView<float> out) const {
   HALO_EXPECTS(aggregate == (m_kind == nn::ModelKind::Gcn ? kernels::Aggregate::Sum
                                                           : kernels::Aggregate::Mean),
                "halo exchange: built for another model kind");
-  HALO_EXPECTS(x.rows == num_owned() && out.rows == num_owned() && out.cols == x.cols,
+  HALO_EXPECTS(in.rows == num_owned() && out.rows == num_owned() && out.cols == in.cols,
                "halo exchange: shape mismatch");
+}
+
+void HaloExchange::forward(const kernels::Resources& res, kernels::Aggregate aggregate,
+                           kernels::ConstMatrixView<float> x, kernels::MatrixView<float> out) {
+  check(aggregate, x, out);
   const std::int64_t w = x.cols;
   const double start = now();
   const auto send = scratch(res, m_send_buf, m_send_rows.numel(), w);
@@ -300,11 +305,7 @@ void HaloExchange::forward(const kernels::Resources& res, kernels::Aggregate agg
 
 void HaloExchange::backward(const kernels::Resources& res, kernels::Aggregate aggregate,
                             kernels::ConstMatrixView<float> dy, kernels::MatrixView<float> out) {
-  HALO_EXPECTS(aggregate == (m_kind == nn::ModelKind::Gcn ? kernels::Aggregate::Sum
-                                                          : kernels::Aggregate::Mean),
-               "halo exchange: built for another model kind");
-  HALO_EXPECTS(dy.rows == num_owned() && out.rows == num_owned() && out.cols == dy.cols,
-               "halo exchange: shape mismatch");
+  check(aggregate, dy, out);
   const std::int64_t w = dy.cols;
   const auto send = scratch(res, m_send_buf, num_halo(), w);  // dL/d(halo rows), to their owners
   const auto recv = scratch(res, m_recv_buf, m_send_rows.numel(), w);

@@ -84,6 +84,9 @@ class HaloExchange final : public nn::Propagation<float> {
   void post(Direction d, std::int64_t width, const float* send, float* recv);
   void local_product(const kernels::Resources& res, const Csr& a, kernels::ConstMatrixView<float> x,
                      kernels::MatrixView<float> out);
+  /// The layer's aggregate must be the one this exchange was built for; shapes must match.
+  void check(kernels::Aggregate aggregate, kernels::ConstMatrixView<float> in,
+             kernels::MatrixView<float> out) const;
   void posted(double start);  // after post(): counts packing and posting as exposed
   void finish();              // waits for the requests, counts the wait as exposed
   static kernels::MatrixView<float> scratch(const kernels::Resources& res,

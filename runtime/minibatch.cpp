@@ -32,13 +32,6 @@ FullGraphInputs prepare_timed(const kernels::Resources& res, const datasets::Dat
   return in;
 }
 
-kernels::AdamConfig adam_config(const TrainConfig& config) {
-  kernels::AdamConfig c;
-  c.lr = config.lr;
-  c.weight_decay = config.weight_decay;
-  return c;
-}
-
 // Most stored entries any `rows` rows of `x` can hold.
 std::int64_t max_entries(const SparseFeatures& x, std::int64_t rows) {
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(x.num_rows()));

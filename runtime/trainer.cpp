@@ -49,11 +49,18 @@ FullGraphInputs prepare_full_graph(const kernels::Resources& res, const datasets
   in.graph = kind == nn::ModelKind::Gcn ? datasets::gcn_normalize<float>(res, sym)
                                         : datasets::remove_self_loops(res, sym);
   in.graph.symmetric = true;  // built from A ∪ A^T; both normalisations keep the symmetry
-  in.features = std::visit(
-      [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(res); }, data.features);
-  const bool sparse = std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(in.features);
-  if (normalize_features && sparse) datasets::row_normalize(res, in.features);
+  in.features = prepare_features(res, data.features, normalize_features);
   return in;
+}
+
+kernels::FeatureMatrix<float> prepare_features(const kernels::Resources& res,
+                                               const kernels::FeatureMatrix<float>& features,
+                                               bool normalize) {
+  auto f = std::visit([&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(res); },
+                      features);
+  if (normalize && std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(f))
+    datasets::row_normalize(res, f);
+  return f;
 }
 
 nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_features,
@@ -78,13 +85,14 @@ FullGraphInputs prepare_timed(const kernels::Resources& res, const datasets::Dat
   return in;
 }
 
+}  // namespace
+
 kernels::AdamConfig adam_config(const TrainConfig& config) {
   kernels::AdamConfig c;
   c.lr = config.lr;
   c.weight_decay = config.weight_decay;
   return c;
 }
-}  // namespace
 
 FullGraphTrainer::FullGraphTrainer(const kernels::Resources& res, const datasets::Dataset& data,
                                    const TrainConfig& config, nn::Model<float>& model)

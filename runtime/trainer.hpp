@@ -65,14 +65,23 @@ struct TrainResult {
 using EpochCallback = std::function<void(const EpochStats&)>;
 
 /// The inputs of a full-graph model: the graph prepared for its layers (GCN: symmetric
-/// D^-1/2 (A + I) D^-1/2; SAGE: symmetric, no self-loops, unweighted) and the features (row-
-/// row-normalised when sparse and asked).
+/// D^-1/2 (A + I) D^-1/2; SAGE: symmetric, no self-loops, unweighted) and the features
+/// (prepare_features).
 struct FullGraphInputs {
   kernels::CsrMatrix<kernels::NodeId, float> graph;
   kernels::FeatureMatrix<float> features;
 };
 FullGraphInputs prepare_full_graph(const kernels::Resources& res, const datasets::Dataset& data,
                                    nn::ModelKind kind, bool normalize_features);
+
+/// A copy of `features`, sparse rows divided by their L1 norm when `normalize` (dense ones are
+/// used as given): what every trainer feeds its first layer.
+kernels::FeatureMatrix<float> prepare_features(const kernels::Resources& res,
+                                               const kernels::FeatureMatrix<float>& features,
+                                               bool normalize);
+
+/// Adam with the config's learning rate and weight decay (PyTorch defaults otherwise).
+kernels::AdamConfig adam_config(const TrainConfig& config);
 
 /// A training set-up that run_epochs drives: one process (FullGraphTrainer) or one rank of
 /// several (DistributedTrainer, runtime/distributed.hpp).
