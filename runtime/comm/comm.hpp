@@ -126,8 +126,9 @@ int launcher_world_size();
 /// OMPI_COMM_WORLD_LOCAL_SIZE), 0 without a launcher.
 int launcher_local_size();
 
-/// After an error on one rank: terminates every rank of the job (MPI_Abort) when MPI is
-/// initialised with more than one process; returns otherwise.
+/// After an error on one rank: terminates every rank of the job (MPI_Abort, after a 250 ms pause
+/// that lets the launcher forward the error message already printed) when MPI is initialised
+/// with more than one process; returns otherwise.
 void abort_world(int exit_code);
 
 }  // namespace halo::runtime

@@ -1,10 +1,12 @@
 // MpiComm: the Comm interface on MPI (MPICH), with errors returned as halo::CommError.
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <mpi.h>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include <halo/kernels/error.hpp>
 #include <halo/runtime/comm/comm.hpp>
@@ -203,7 +205,12 @@ void abort_world(int exit_code) {
   if (!initialized || finalized) return;
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  if (size <= 1) return;
+  // The launcher forwards this rank's stderr asynchronously and tears the job down as soon as
+  // the abort arrives: give it a moment to pass on the message just printed (without the pause
+  // the failing rank's message was lost in about 1 run of 20).
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
 }
 
 }  // namespace halo::runtime
