@@ -17,7 +17,9 @@ function(halo_add_component name)
 endfunction()
 
 # halo_add_test(NAME x SOURCES ... DEPS ... [LABELS ...])
-# One executable; every GoogleTest case becomes one ctest entry with the given labels.
+# One executable; every GoogleTest case becomes one ctest entry. Cases whose full name contains
+# "Cuda" (typed cases `Suite/Cuda.Name`, suites like `TrainerCuda`) get the label `cuda` and the
+# others the given labels, so `ctest -L cuda` runs exactly the GPU cases (which skip without one).
 function(halo_add_test)
   cmake_parse_arguments(ARG "" "NAME" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${ARG_NAME} ${ARG_SOURCES})
@@ -29,5 +31,9 @@ function(halo_add_test)
   target_compile_definitions(${ARG_NAME} PRIVATE HALO_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
                                                  HALO_TEST_BINARY="$<TARGET_FILE:halo>")
   gtest_discover_tests(${ARG_NAME} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+    TEST_FILTER "-*Cuda*"
     PROPERTIES LABELS "${ARG_LABELS}" ENVIRONMENT "HALO_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  gtest_discover_tests(${ARG_NAME} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+    TEST_FILTER "*Cuda*"
+    PROPERTIES LABELS "cuda" ENVIRONMENT "HALO_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endfunction()

@@ -57,6 +57,54 @@ void Buffer::release() noexcept {
   m_data = nullptr;
 }
 
+PinnedBuffer::PinnedBuffer(const Resources& res, std::size_t bytes) : m_bytes(bytes) {
+  if (bytes == 0) return;
+  if (res.device() == Device::Cuda) {
+    m_data = detail::cuda_malloc_pinned(bytes);
+    m_pinned = true;
+  } else {
+    m_data = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (m_data == nullptr) throw std::bad_alloc();
+  }
+}
+
+PinnedBuffer::~PinnedBuffer() { release(); }
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
+    : m_data(std::exchange(other.m_data, nullptr)),
+      m_bytes(std::exchange(other.m_bytes, 0)),
+      m_pinned(other.m_pinned) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    m_data = std::exchange(other.m_data, nullptr);
+    m_bytes = std::exchange(other.m_bytes, 0);
+    m_pinned = other.m_pinned;
+  }
+  return *this;
+}
+
+void PinnedBuffer::release() noexcept {
+  if (m_data == nullptr) return;
+  if (m_pinned) {
+    detail::cuda_free_pinned(m_data);
+  } else {
+    std::free(m_data);
+  }
+  m_data = nullptr;
+}
+
+void copy_bytes_async(const Resources& res, void* dst, Device dst_device, const void* src,
+                      Device src_device, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device == Device::Cpu && src_device == Device::Cpu) {
+    std::memcpy(dst, src, bytes);
+  } else {
+    detail::cuda_memcpy(dst, src, bytes, res.cuda_exec().stream, /*sync=*/false);
+  }
+}
+
 void copy_bytes(const Resources& res, void* dst, Device dst_device, const void* src,
                 Device src_device, std::size_t bytes) {
   if (bytes == 0) return;

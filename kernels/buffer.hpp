@@ -32,9 +32,38 @@ class Buffer {
   void* m_stream = nullptr;
 };
 
+/// Host memory for staging transfers to and from a device: page-locked (cudaMallocHost) when
+/// `res` is a CUDA Resources, so copies run asynchronously at full link speed; ordinary 64-byte
+/// aligned memory otherwise. Allocate once, outside loops: pinning is expensive. Move-only.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const Resources& res, std::size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& other) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+  void* data() const { return m_data; }
+  std::size_t bytes() const { return m_bytes; }
+  bool pinned() const { return m_pinned; }
+
+ private:
+  void release() noexcept;
+  void* m_data = nullptr;
+  std::size_t m_bytes = 0;
+  bool m_pinned = false;
+};
+
 /// Copies `bytes` between any two devices; returns when the data is in place.
 void copy_bytes(const Resources& res, void* dst, Device dst_device, const void* src,
                 Device src_device, std::size_t bytes);
+/// The same, asynchronous on res's stream when either side is a device (host memory must then
+/// stay alive and unchanged until the stream reaches the copy: use a PinnedBuffer, or the copy
+/// is staged synchronously by the driver); a plain memcpy between host buffers.
+void copy_bytes_async(const Resources& res, void* dst, Device dst_device, const void* src,
+                      Device src_device, std::size_t bytes);
 /// Sets `bytes` to zero; asynchronous on res's stream for CUDA.
 void zero_bytes(const Resources& res, void* dst, Device device, std::size_t bytes);
 

@@ -23,7 +23,8 @@ struct CsrMatrix {
 
   CsrView<Idx, T> view() const {
     return {indptr.data(), indices.data(), values.empty() ? nullptr : values.data(),
-            num_rows(),    num_cols,       symmetric};
+            num_rows(),    num_cols,       symmetric,
+            num_edges()};
   }
   CsrMatrix clone(const Resources& res) const {
     return {indptr.clone(res), indices.clone(res), values.clone(res), num_cols, symmetric};

@@ -1,6 +1,9 @@
 // The CUDA runtime calls behind Resources and Buffer.
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <cublas_v2.h>
+#include <cusparse.h>
 
 #include <halo/kernels/cuda_check.cuh>
 #include <halo/kernels/detail/cuda_runtime.hpp>
@@ -63,6 +66,54 @@ void cuda_memcpy(void* dst, const void* src, std::size_t bytes, void* stream, bo
 
 void cuda_memset_zero(void* dst, std::size_t bytes, void* stream) {
   HALO_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream)));
+}
+
+void cuda_keep_pool_memory(int device_id) {
+  cudaMemPool_t pool = nullptr;
+  HALO_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device_id));
+  std::uint64_t never = UINT64_MAX;
+  HALO_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &never));
+}
+
+DeviceMemoryStats cuda_pool_stats(int device_id) {
+  cudaMemPool_t pool = nullptr;
+  HALO_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device_id));
+  std::uint64_t reserved = 0, used = 0;
+  HALO_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  HALO_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  return {static_cast<std::size_t>(reserved), static_cast<std::size_t>(used)};
+}
+
+void* cuda_malloc_pinned(std::size_t bytes) {
+  void* ptr = nullptr;
+  HALO_CUDA_CHECK(cudaMallocHost(&ptr, bytes));
+  return ptr;
+}
+
+void cuda_free_pinned(void* ptr) noexcept { HALO_CUDA_CHECK_NO_THROW(cudaFreeHost(ptr)); }
+
+void* cublas_create(void* stream) {
+  cublasHandle_t handle = nullptr;
+  HALO_CUBLAS_CHECK(cublasCreate(&handle));
+  HALO_CUBLAS_CHECK(cublasSetStream(handle, static_cast<cudaStream_t>(stream)));
+  return handle;
+}
+
+void cublas_destroy(void* handle) noexcept {
+  if (cublasDestroy(static_cast<cublasHandle_t>(handle)) != CUBLAS_STATUS_SUCCESS)
+    HALO_LOG_ERROR("cublasDestroy failed");
+}
+
+void* cusparse_create(void* stream) {
+  cusparseHandle_t handle = nullptr;
+  HALO_CUSPARSE_CHECK(cusparseCreate(&handle));
+  HALO_CUSPARSE_CHECK(cusparseSetStream(handle, static_cast<cudaStream_t>(stream)));
+  return handle;
+}
+
+void cusparse_destroy(void* handle) noexcept {
+  if (cusparseDestroy(static_cast<cusparseHandle_t>(handle)) != CUSPARSE_STATUS_SUCCESS)
+    HALO_LOG_ERROR("cusparseDestroy failed");
 }
 
 }  // namespace detail

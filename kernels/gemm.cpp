@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cblas.h>
 
+#include <halo/kernels/detail/cuda_ops.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/gemm.hpp>
@@ -53,7 +54,11 @@ void gemm(const Resources& res, Trans trans_a, Trans trans_b, T alpha, ConstMatr
                   as_int(std::max<std::int64_t>(b.cols, 1), "ldb"), beta, c.data,
                   as_int(std::max<std::int64_t>(c.cols, 1), "ldc"));
     case Device::Cuda:
-      HALO_FAIL("gemm: the cuBLAS path is part of the CUDA backend issue and not built yet");
+#if HALO_WITH_CUDA
+      return detail::gemm_cuda(res, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+#else
+      HALO_FAIL("gemm: this build has no CUDA backend (configure with -DHALO_WITH_CUDA=ON)");
+#endif
   }
   HALO_FAIL("gemm: unknown device");
 }

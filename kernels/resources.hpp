@@ -1,6 +1,7 @@
 #pragma once
 // Resources: the device, its execution context and the base seed. Every op takes one first.
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -22,9 +23,19 @@ struct CudaExec {
 /// Number of usable CUDA devices; 0 on any error (no driver, no device, CPU-only build).
 int cuda_device_count();
 
+/// The stream-ordered memory pool of a CUDA device (cudaMallocAsync's default pool): bytes it
+/// holds from the driver and bytes handed out to live allocations. Zeros for the CPU.
+struct DeviceMemoryStats {
+  std::size_t reserved_bytes = 0;
+  std::size_t used_bytes = 0;
+};
+
 /// Owns what ops need to run on one device: for the CPU the thread count; for CUDA the device
-/// id and one non-default stream (created here, destroyed with the Resources). Move-only; pass
-/// by const reference. Not thread-safe: one Resources per thread of control.
+/// id, one non-default stream, the cuBLAS and cuSPARSE handles bound to it (created on first
+/// use) and a grow-only workspace. Device memory comes from the device's stream-ordered pool,
+/// which Resources configures to keep freed memory for reuse (no return to the driver), so
+/// allocations after warm-up cost no driver call. Move-only; pass by const reference. Not
+/// thread-safe: one Resources per thread of control.
 class Resources {
  public:
   /// `num_threads` <= 0 means all cores (OpenMP's default). For Device::Cuda the device with
@@ -41,6 +52,16 @@ class Resources {
   CudaExec cuda_exec() const;
   /// Blocks until all work queued on this Resources' stream has finished (no-op on the CPU).
   void synchronize() const;
+
+  /// The device pool's statistics (zeros on the CPU).
+  DeviceMemoryStats device_memory() const;
+  /// Device scratch of at least `bytes`, valid until the next workspace() call on this
+  /// Resources; reallocated (stream-ordered) only when a larger size is asked for. CUDA only.
+  void* workspace(std::size_t bytes) const;
+  /// The cublasHandle_t / cusparseHandle_t bound to this Resources' stream, created on first
+  /// use (opaque here so public headers need no CUDA). CUDA only.
+  void* cublas_handle() const;
+  void* cusparse_handle() const;
 
  private:
   struct CudaState;

@@ -41,6 +41,9 @@ struct CsrView {
   /// Set by whoever built the matrix when A == A^T (structure and values): spmm_transposed then
   /// runs as a row-parallel spmm instead of the column-blocked scatter.
   bool symmetric = false;
+  /// The number of stored entries when the host knows it (CsrMatrix::view sets it), -1 when not.
+  /// Lets host code size library calls (cuSPARSE) without reading indptr back from a device.
+  std::int64_t num_entries = -1;
   HALO_HD std::int64_t num_edges() const { return num_rows == 0 ? 0 : indptr[num_rows]; }
   HALO_HD T value(std::int64_t e) const { return values == nullptr ? T(1) : values[e]; }
   HALO_HD std::int64_t degree(std::int64_t r) const { return indptr[r + 1] - indptr[r]; }

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 
+#include <halo/kernels/resources.hpp>
+
 namespace halo::kernels::detail {
 
 int cuda_device_count_impl();
@@ -18,5 +20,17 @@ void cuda_free_async(void* ptr, void* stream) noexcept;
 /// synchronisation of `stream` when `sync` is set.
 void cuda_memcpy(void* dst, const void* src, std::size_t bytes, void* stream, bool sync);
 void cuda_memset_zero(void* dst, std::size_t bytes, void* stream);
+/// Sets the release threshold of the device's default pool to "never": memory freed with
+/// cudaFreeAsync stays in the pool for the next allocation instead of going back to the driver.
+void cuda_keep_pool_memory(int device_id);
+DeviceMemoryStats cuda_pool_stats(int device_id);
+/// Page-locked host memory (cudaMallocHost) and its release.
+void* cuda_malloc_pinned(std::size_t bytes);
+void cuda_free_pinned(void* ptr) noexcept;
+/// cuBLAS / cuSPARSE handles bound to `stream`.
+void* cublas_create(void* stream);
+void cublas_destroy(void* handle) noexcept;
+void* cusparse_create(void* stream);
+void cusparse_destroy(void* handle) noexcept;
 
 }  // namespace halo::kernels::detail

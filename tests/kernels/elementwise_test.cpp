@@ -16,11 +16,11 @@ using testing::host;
 
 template <class Backend>
 class Elementwise : public ::testing::Test {};
-TYPED_TEST_SUITE(Elementwise, testing::Backends);
+TYPED_TEST_SUITE(Elementwise, testing::Backends, testing::BackendNames);
 
 template <class Backend>
 class Dropout : public ::testing::Test {};
-TYPED_TEST_SUITE(Dropout, testing::Backends);
+TYPED_TEST_SUITE(Dropout, testing::Backends, testing::BackendNames);
 
 constexpr std::int64_t kSizes[] = {0, 1, 7, 257, 1000};
 

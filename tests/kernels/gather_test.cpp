@@ -14,7 +14,7 @@ using testing::host;
 
 template <class Backend>
 class Gather : public ::testing::Test {};
-TYPED_TEST_SUITE(Gather, testing::Backends);
+TYPED_TEST_SUITE(Gather, testing::Backends, testing::BackendNames);
 
 // (source rows, ids, columns): empty, single, more ids than rows (repeats), columns on either
 // side of scatter_add_rows' 16-column blocks.

@@ -15,7 +15,7 @@ using testing::host;
 
 template <class Backend>
 class Loss : public ::testing::Test {};
-TYPED_TEST_SUITE(Loss, testing::Backends);
+TYPED_TEST_SUITE(Loss, testing::Backends, testing::BackendNames);
 
 /// A classification problem: n x c logits scaled by `scale`, labels in [0, c), and `selected`
 /// distinct rows in shuffled order.

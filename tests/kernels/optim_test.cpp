@@ -14,11 +14,11 @@ using testing::host;
 
 template <class Backend>
 class Adam : public ::testing::Test {};
-TYPED_TEST_SUITE(Adam, testing::Backends);
+TYPED_TEST_SUITE(Adam, testing::Backends, testing::BackendNames);
 
 template <class Backend>
 class Sgd : public ::testing::Test {};
-TYPED_TEST_SUITE(Sgd, testing::Backends);
+TYPED_TEST_SUITE(Sgd, testing::Backends, testing::BackendNames);
 
 constexpr std::int64_t kSizes[] = {0, 1, 7, 257};
 constexpr int kSteps = 6;

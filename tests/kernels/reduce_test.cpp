@@ -14,7 +14,7 @@ namespace {
 
 template <class Backend>
 class Reduce : public ::testing::Test {};
-TYPED_TEST_SUITE(Reduce, testing::Backends);
+TYPED_TEST_SUITE(Reduce, testing::Backends, testing::BackendNames);
 
 /// Absolute tolerance of a sum of n values of magnitude <= 1 in T.
 template <class T>

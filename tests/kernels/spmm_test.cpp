@@ -6,6 +6,7 @@
 #include <limits>
 #include <tuple>
 
+#include <halo/kernels/detail/cuda_ops.hpp>
 #include <halo/kernels/spmm.hpp>
 
 #include "ref/ref.hpp"
@@ -16,7 +17,7 @@ namespace {
 
 template <class Backend>
 class Spmm : public ::testing::Test {};
-TYPED_TEST_SUITE(Spmm, testing::Backends);
+TYPED_TEST_SUITE(Spmm, testing::Backends, testing::BackendNames);
 
 // (rows, cols, features, average degree): empty, single, the usual 257, a non-square matrix
 // with more columns than rows, feature counts on either side of the transposed column block.
@@ -95,6 +96,59 @@ TYPED_TEST(Spmm, AccumulateAddsToTheOutput) {
     }
   });
 }
+
+#if HALO_WITH_CUDA
+// Each GPU implementation on its own, over widths that give every row-group size (1 .. 32
+// lanes), the 16-byte-per-lane variant and both sides of cuSPARSE's minimum width.
+TEST(SpmmCuda, EveryAlgorithmMatchesReference) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no usable CUDA device";
+  const Resources res(Device::Cuda);
+  using Algorithm = detail::SpmmAlgorithm;
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    using Idx = decltype(idx);
+    using T = decltype(value);
+    for (const int width : {1, 2, 5, 8, 31, 32, 64, 100, 130, 256}) {
+      const auto a = testing::random_csr<Idx, T>(300, 280, 6.0, 11, /*weighted=*/true);
+      const auto x = testing::random_matrix<T>(280, width, 12);
+      const auto prior = testing::random_matrix<T>(300, width, 13);
+      const auto da = testing::to_device(res, a);
+      const auto dx = testing::to_device(res, x);
+      const auto expected = ref::spmm(a, x, Aggregate::Sum);
+      for (const Algorithm algorithm : {Algorithm::RowGroup, Algorithm::Cusparse}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "width " << width << ", algorithm " << static_cast<int>(algorithm));
+        auto out = testing::filled(res, 300, width, std::numeric_limits<T>::quiet_NaN());
+        detail::spmm_rows_cuda(
+            res, detail::SpmmRowBody<Idx, T>{da.view(), dx.view(), out.view(), false}, algorithm);
+        EXPECT_TRUE(testing::all_close(out.to_vector(res), expected, testing::rtol<T>(),
+                                       testing::atol<T>()));
+        auto acc = testing::to_device(res, prior);
+        detail::spmm_rows_cuda(
+            res, detail::SpmmRowBody<Idx, T>{da.view(), dx.view(), acc.view(), false, false, true},
+            algorithm);
+        auto sum = expected;
+        const auto p = prior.to_vector(testing::host());
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += p[i];
+        EXPECT_TRUE(
+            testing::all_close(acc.to_vector(res), sum, testing::rtol<T>(), testing::atol<T>()));
+      }
+    }
+  });
+}
+
+TEST(SpmmCuda, CusparseRefusesWhatItCannotCompute) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no usable CUDA device";
+  const Resources res(Device::Cuda);
+  const auto a = testing::to_device(res, testing::random_csr<std::int32_t, float>(8, 8, 2.0, 1));
+  const auto x = Tensor<float>::zeros(res, 8, 40);
+  auto out = Tensor<float>::zeros(res, 8, 40);
+  EXPECT_THROW(detail::spmm_rows_cuda(res,
+                                      detail::SpmmRowBody<std::int32_t, float>{
+                                          a.view(), x.view(), out.view(), /*mean=*/false},
+                                      detail::SpmmAlgorithm::Cusparse),
+               LogicError);  // unweighted: cuSPARSE needs values
+}
+#endif
 
 TYPED_TEST(Spmm, TransposedMatchesReference) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);

@@ -21,7 +21,7 @@ using testing::host;
 
 template <class Backend>
 class TensorOnDevice : public ::testing::Test {};
-TYPED_TEST_SUITE(TensorOnDevice, testing::Backends);
+TYPED_TEST_SUITE(TensorOnDevice, testing::Backends, testing::BackendNames);
 
 TYPED_TEST(TensorOnDevice, FromHostRoundTrips) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
@@ -213,7 +213,63 @@ TEST(Resources, CpuDefaults) {
   EXPECT_EQ(target.cpu_exec().num_threads, 2);
 }
 
-TEST(Resources, MissingCudaDeviceThrows) {
+// A pinned staging buffer carries data to the device and back with the asynchronous copies; on
+// the CPU it is plain memory and the copies are memcpys.
+TYPED_TEST(TensorOnDevice, PinnedStagingRoundTripsAsynchronously) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  constexpr std::size_t kCount = 1000;
+  PinnedBuffer staging(res, kCount * sizeof(float));
+  ASSERT_NE(staging.data(), nullptr);
+  EXPECT_EQ(staging.pinned(), res.device() == Device::Cuda);
+  auto* h = static_cast<float*>(staging.data());
+  for (std::size_t i = 0; i < kCount; ++i) h[i] = static_cast<float>(i) * 0.5f;
+  Tensor<float> t(res, static_cast<std::int64_t>(kCount));
+  copy_bytes_async(res, t.data(), t.device(), h, Device::Cpu, t.bytes());
+  PinnedBuffer back(res, kCount * sizeof(float));
+  copy_bytes_async(res, back.data(), Device::Cpu, t.data(), t.device(), t.bytes());
+  res.synchronize();
+  const auto* b = static_cast<const float*>(back.data());
+  for (std::size_t i = 0; i < kCount; ++i) ASSERT_EQ(b[i], h[i]) << i;
+  PinnedBuffer moved(std::move(back));
+  EXPECT_EQ(moved.data(), b);
+  EXPECT_EQ(back.data(), nullptr);  // NOLINT(bugprone-use-after-move)
+}
+
+// The pool keeps freed memory: once an allocation of some size has been made and freed, making
+// it again reserves nothing new; the workspace grows only when asked for more.
+TEST(ResourcesCuda, PoolReusesFreedMemoryAndWorkspaceOnlyGrows) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no usable CUDA device";
+  const Resources res(Device::Cuda);
+  { Tensor<float> warm(res, 1 << 20); }
+  res.synchronize();
+  const DeviceMemoryStats before = res.device_memory();
+  EXPECT_GE(before.reserved_bytes, std::size_t{4} << 20);
+  for (int i = 0; i < 10; ++i) {
+    Tensor<float> t(res, 1 << 20);
+    zero_bytes(res, t.data(), t.device(), t.bytes());
+  }
+  res.synchronize();
+  EXPECT_EQ(res.device_memory().reserved_bytes, before.reserved_bytes);
+  void* w = res.workspace(1000);
+  EXPECT_EQ(res.workspace(10), w);
+  EXPECT_EQ(res.workspace(1000), w);
+  EXPECT_NE(res.workspace(1 << 20), nullptr);
+  EXPECT_NE(res.cublas_handle(), nullptr);
+  EXPECT_EQ(res.cublas_handle(), res.cublas_handle());
+  EXPECT_NE(res.cusparse_handle(), nullptr);
+}
+
+TEST(Resources, CpuHasNoDeviceMemoryOrLibraryHandles) {
+  const Resources res(Device::Cpu, 1);
+  EXPECT_EQ(res.device_memory().reserved_bytes, 0u);
+  EXPECT_EQ(res.device_memory().used_bytes, 0u);
+  EXPECT_THROW(res.workspace(16), LogicError);
+  EXPECT_THROW(res.cublas_handle(), LogicError);
+  EXPECT_THROW(res.cusparse_handle(), LogicError);
+}
+
+TEST(Resources, MissingGpuDeviceThrows) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device exists";
   EXPECT_THROW({ const Resources cuda(Device::Cuda); }, LogicError);
 }

@@ -35,9 +35,15 @@ struct CpuBackend {
 struct CudaBackend {
   static constexpr Device device = Device::Cuda;  // NOLINT(readability-identifier-naming)
 };
-/// The type list of op tests. ctest shows the cases as `Spmm.SumMatchesReference<...CpuBackend>`
-/// (a custom name generator would defeat gtest_discover_tests' pretty names).
+/// The type list of op tests: TYPED_TEST_SUITE(Suite, Backends, BackendNames) names the cases
+/// `Suite/Cpu.Name` and `Suite/Cuda.Name`; ctest labels the second kind `cuda`.
 using Backends = ::testing::Types<CpuBackend, CudaBackend>;
+struct BackendNames {
+  template <class Backend>
+  static std::string GetName(int /*index*/) {  // NOLINT(readability-identifier-naming): gtest's
+    return Backend::device == Device::Cuda ? "Cuda" : "Cpu";
+  }
+};
 
 /// Skips the current test when `Backend` needs a GPU and none is usable.
 #define HALO_SKIP_IF_UNAVAILABLE(Backend)                     \
