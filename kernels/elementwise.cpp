@@ -55,9 +55,10 @@ template <class Idx, class T>
 void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, T> x,
              Span<T> values_out) {
   HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
-  // num_edges() reads indptr, which only host code may do for CPU data.
-  if (res.device() == Device::Cpu)
-    HALO_EXPECTS(values_out.size == x.num_edges(), "dropout: values_out size mismatch");
+  // num_edges() reads indptr, which host code may do only for CPU data.
+  const std::int64_t entries =
+      x.num_entries >= 0 ? x.num_entries : (res.device() == Device::Cpu ? x.num_edges() : -1);
+  if (entries >= 0) HALO_EXPECTS(values_out.size == entries, "dropout: values_out size mismatch");
   HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size == x.num_rows,
                "dropout: row_ids must hold one id per row");
   launch(res, x.num_rows,

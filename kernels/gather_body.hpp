@@ -39,4 +39,30 @@ struct ScatterAddRowsBody {
   }
 };
 
+/// GPU variants, one element per index so neighbouring threads touch neighbouring columns
+/// (coalesced): index k is row k / cols, column k % cols.
+template <class Idx, class T>
+struct GatherElementsBody {  // out(i, j) = x(idx[i], j)
+  MatrixView<const T> x;
+  Span<const Idx> idx;
+  MatrixView<T> out;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t i = k / out.cols;
+    const std::int64_t j = k - i * out.cols;
+    out(i, j) = x(static_cast<std::int64_t>(idx[i]), j);
+  }
+};
+
+template <class Idx, class T>
+struct ScatterAddElementsBody {  // out(idx[i], j) += x(i, j), atomically: targets may repeat
+  MatrixView<const T> x;
+  Span<const Idx> idx;
+  MatrixView<T> out;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t i = k / x.cols;
+    const std::int64_t j = k - i * x.cols;
+    atomic_add(&out(static_cast<std::int64_t>(idx[i]), j), x(i, j));
+  }
+};
+
 }  // namespace halo::kernels::detail

@@ -10,13 +10,25 @@ namespace halo::kernels {
 template <class T>
 void column_sum(const Resources& res, ConstMatrixView<T> x, Span<T> out, bool accumulate) {
   HALO_EXPECTS(out.size == x.cols, "column_sum: out must have one entry per column");
-  // Enough blocks to keep every thread busy, few enough that combining them is cheap.
-  constexpr std::int64_t kMaxBlocks = 256;
+  // Enough blocks to keep every thread busy, few enough that combining them is cheap: a CPU
+  // thread sums whole rows of its block; a GPU thread one column of its block, and the GPU
+  // needs many more threads in flight.
+  const bool gpu = res.device() == Device::Cuda;
+  const std::int64_t max_blocks = gpu ? 2048 : 256;
   const std::int64_t rows_per_block =
-      std::max<std::int64_t>(1, (x.rows + kMaxBlocks - 1) / kMaxBlocks);
+      std::max<std::int64_t>(1, (x.rows + max_blocks - 1) / max_blocks);
   const std::int64_t blocks = x.rows == 0 ? 0 : (x.rows + rows_per_block - 1) / rows_per_block;
   Tensor<T> partial(res, blocks, x.cols);
-  launch(res, blocks, detail::ColumnPartialSumBody<T>{x, rows_per_block, partial.view()});
+  switch (res.device()) {
+    case Device::Cpu:
+      for_each_index(res.cpu_exec(), blocks,
+                     detail::ColumnPartialSumBody<T>{x, rows_per_block, partial.view()});
+      break;
+    case Device::Cuda:
+      launch(res, blocks * x.cols,
+             detail::ColumnPartialSumByColumnBody<T>{x, rows_per_block, partial.view()});
+      break;
+  }
   launch(res, x.cols, detail::ColumnCombineBody<T>{partial.view(), out, accumulate});
 }
 

@@ -26,6 +26,23 @@ struct ColumnPartialSumBody {
   }
 };
 
+/// The GPU variant: one (block, column) pair per index, so neighbouring threads read neighbouring
+/// columns of a row (coalesced); index k is block k / cols, column k % cols.
+template <class T>
+struct ColumnPartialSumByColumnBody {
+  MatrixView<const T> x;
+  std::int64_t rows_per_block;
+  MatrixView<T> partial;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t b = k / x.cols;
+    const std::int64_t j = k - b * x.cols;
+    const std::int64_t end = (b + 1) * rows_per_block < x.rows ? (b + 1) * rows_per_block : x.rows;
+    T acc = T(0);
+    for (std::int64_t r = b * rows_per_block; r < end; ++r) acc += x(r, j);
+    partial(b, j) = acc;
+  }
+};
+
 /// out[j] = sum_b partial(b, j) (+ out[j] when accumulating).
 template <class T>
 struct ColumnCombineBody {

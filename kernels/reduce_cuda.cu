@@ -4,8 +4,8 @@
 #include <halo/kernels/reduce_body.hpp>
 
 namespace halo::kernels::detail {
-#define HALO_INSTANTIATE(T)                                                          \
-  template void launch_cuda(CudaExec, std::int64_t, const ColumnPartialSumBody<T>&); \
+#define HALO_INSTANTIATE(T)                                                                  \
+  template void launch_cuda(CudaExec, std::int64_t, const ColumnPartialSumByColumnBody<T>&); \
   template void launch_cuda(CudaExec, std::int64_t, const ColumnCombineBody<T>&);
 HALO_FOR_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE

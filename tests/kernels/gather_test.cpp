@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 #include <limits>
 
+#include <halo/kernels/exec.hpp>
 #include <halo/kernels/gather.hpp>
+#include <halo/kernels/gather_body.hpp>
 
 #include "ref/ref.hpp"
 #include "support/testing.hpp"
@@ -35,6 +37,34 @@ TYPED_TEST(Gather, GatherMatchesReference) {
       gather_rows<Idx, T>(res, testing::to_device(res, x).view(),
                           Tensor<Idx>::from_host(res, ids).span(), out.view());
       EXPECT_EQ(out.to_vector(res), ref::gather_rows(x, ids));
+    }
+  });
+}
+
+// The element-per-index bodies the GPU launches, run by the CPU launcher on 3 threads (the
+// scatter's atomics then really contend): the same results as the references.
+TEST(Gather, GpuElementBodiesMatchReferenceOnTheCpu) {
+  const Resources res(Device::Cpu, 3);
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    using Idx = decltype(idx);
+    using T = decltype(value);
+    for (const auto& [n, count, cols] : kShapes) {
+      SCOPED_TRACE(::testing::Message() << n << " rows, " << count << " ids, " << cols << " cols");
+      const auto x = testing::random_matrix<T>(n, cols, 1);
+      const auto ids = n == 0 ? std::vector<Idx>{} : testing::random_ids<Idx>(count, n, 2);
+      const auto id_tensor = Tensor<Idx>::from_host(res, ids);
+      auto out = testing::filled(res, count, cols, std::numeric_limits<T>::quiet_NaN());
+      for_each_index(res.cpu_exec(), count * cols,
+                     detail::GatherElementsBody<Idx, T>{x.view(), id_tensor.span(), out.view()});
+      EXPECT_EQ(out.to_vector(res), ref::gather_rows(x, ids));
+
+      const auto y = testing::random_matrix<T>(count, cols, 3);
+      auto sum = x.clone(res);
+      for_each_index(
+          res.cpu_exec(), count * cols,
+          detail::ScatterAddElementsBody<Idx, T>{y.view(), id_tensor.span(), sum.view()});
+      EXPECT_TRUE(testing::all_close(sum.to_vector(res), ref::scatter_add_rows(y, ids, x),
+                                     testing::rtol<T>(), testing::atol<T>()));
     }
   });
 }

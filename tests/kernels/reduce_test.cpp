@@ -4,7 +4,9 @@
 #include <limits>
 #include <utility>
 
+#include <halo/kernels/exec.hpp>
 #include <halo/kernels/reduce.hpp>
+#include <halo/kernels/reduce_body.hpp>
 
 #include "ref/ref.hpp"
 #include "support/testing.hpp"
@@ -38,6 +40,31 @@ TYPED_TEST(Reduce, ColumnSumMatchesReference) {
       column_sum(res, testing::to_device(res, x).view(), out.span());
       EXPECT_TRUE(testing::all_close(out.to_vector(res), ref::column_sum(x), testing::rtol<T>(),
                                      sum_tolerance<T>(rows)));
+    }
+  });
+}
+
+// The GPU's column-per-index partial sums, run by the CPU launcher, over blocks of 1, 3 and 64
+// rows (a short last block included), combined as column_sum combines them.
+TEST(Reduce, GpuColumnBodyMatchesReferenceOnTheCpu) {
+  const Resources res(Device::Cpu, 3);
+  testing::for_each_value_type([&](auto value) {
+    using T = decltype(value);
+    for (const auto& [rows, cols] : kShapes) {
+      for (const std::int64_t rows_per_block : {1, 3, 64}) {
+        SCOPED_TRACE(::testing::Message() << rows << " x " << cols << ", " << rows_per_block);
+        const auto x = testing::random_matrix<T>(rows, cols, 1);
+        const std::int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+        Tensor<T> partial(res, blocks, cols);
+        for_each_index(
+            res.cpu_exec(), blocks * cols,
+            detail::ColumnPartialSumByColumnBody<T>{x.view(), rows_per_block, partial.view()});
+        auto out = testing::filled(res, cols, 1, std::numeric_limits<T>::quiet_NaN());
+        for_each_index(res.cpu_exec(), cols,
+                       detail::ColumnCombineBody<T>{partial.view(), out.span(), false});
+        EXPECT_TRUE(testing::all_close(out.to_vector(res), ref::column_sum(x), testing::rtol<T>(),
+                                       sum_tolerance<T>(rows)));
+      }
     }
   });
 }
