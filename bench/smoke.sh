@@ -4,7 +4,7 @@
 set -euo pipefail
 build=${1:?usage: bench/smoke.sh BUILD_DIR}
 export HALO_BENCH_SMOKE=1
-for b in spmm_bench gemm_bench elementwise_bench gcn_epoch_bench load_bench partition_bench sampler_bench; do
+for b in spmm_bench gemm_bench elementwise_bench gcn_epoch_bench load_bench partition_bench sampler_bench gpu_bench; do
   if ! log=$("$build/bench/$b" --benchmark_min_time=0.001 --benchmark_repetitions=1 2>&1); then
     echo "$log"
     echo "bench smoke: $b FAILED"
@@ -21,3 +21,12 @@ if ! log=$(HALO_SCALING_NODES=3000 bash "$(dirname "$0")/scaling/run.sh" "$build
 fi
 rm -rf "$scaling_out"
 echo "bench smoke: scaling/run.sh ok"
+# The GPU check's script end to end (without a GPU every CUDA case and GPU benchmark skips).
+gpu_out=$(mktemp -d)
+if ! log=$(bash "$(dirname "$0")/gpu/run.sh" "$gpu_out" "$build" 2>&1) || [ ! -s "$gpu_out/gpu.md" ]; then
+  echo "$log"
+  echo "bench smoke: gpu/run.sh FAILED"
+  exit 1
+fi
+rm -rf "$gpu_out"
+echo "bench smoke: gpu/run.sh ok"

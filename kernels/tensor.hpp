@@ -114,6 +114,14 @@ void copy(const Resources& res, Tensor<T>& dst, const Tensor<T>& src) {
   copy_bytes(res, dst.data(), dst.device(), src.data(), src.device(), src.bytes());
 }
 
+/// The same, asynchronous on res's stream when a device is involved (copy_bytes_async): copies
+/// inside a training step never make the host wait for the device.
+template <class T>
+void copy_async(const Resources& res, Tensor<T>& dst, const Tensor<T>& src) {
+  HALO_EXPECTS(dst.rows() == src.rows() && dst.cols() == src.cols(), "copy: shape mismatch");
+  copy_bytes_async(res, dst.data(), dst.device(), src.data(), src.device(), src.bytes());
+}
+
 /// Makes `t` a rows x cols tensor on res's device (contents unspecified), reallocating only when
 /// its storage is too small or on another device. Layers use it to keep their outputs across
 /// epochs and mini-batches (whose sizes vary) without allocating again.

@@ -205,9 +205,9 @@ const Features<T>& Dropout<T>::forward(const Context& ctx, Adjacency<T> graph,
     // The structure is copied on every pass: equal row and entry counts do not make it the same
     // input (a new batch, other columns). Buffers are reused while the shapes stay the same.
     kernels::ensure_shape(res, out.indptr, sparse->indptr.rows(), sparse->indptr.cols());
-    kernels::copy(res, out.indptr, sparse->indptr);
+    kernels::copy_async(res, out.indptr, sparse->indptr);
     kernels::ensure_shape(res, out.indices, sparse->indices.rows(), sparse->indices.cols());
-    kernels::copy(res, out.indices, sparse->indices);
+    kernels::copy_async(res, out.indices, sparse->indices);
     out.num_cols = sparse->num_cols;
     kernels::ensure_shape(res, out.values, sparse->num_edges(), 1);
     kernels::dropout(res, key(ctx, graph), m_p, sparse->view(), out.values.span());
@@ -227,7 +227,7 @@ const Tensor<T>& Dropout<T>::backward(const Context& ctx, Adjacency<T> graph, co
   if (m_active) {
     kernels::dropout(*ctx.res, key(ctx, graph), m_p, dy.view(), m_dx.view());
   } else {
-    kernels::copy(*ctx.res, m_dx, dy);
+    kernels::copy_async(*ctx.res, m_dx, dy);
   }
   return m_dx;
 }

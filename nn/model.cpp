@@ -123,6 +123,15 @@ bool get(std::ifstream& in, V& v) {
 
 template <class T>
 void Model<T>::save(const std::filesystem::path& path) {
+  const kernels::Resources host;
+  for (auto* p : parameters())
+    HALO_EXPECTS(p->value.device() == kernels::Device::Cpu,
+                 "model: save(path) needs host parameters; pass the device's Resources");
+  save(host, path);
+}
+
+template <class T>
+void Model<T>::save(const kernels::Resources& res, const std::filesystem::path& path) {
   const auto params = parameters();
   const auto names = parameter_names();
   const std::filesystem::path tmp = path.string() + ".tmp";
@@ -132,13 +141,12 @@ void Model<T>::save(const std::filesystem::path& path) {
     out.write(kMagic, sizeof(kMagic));
     put(out, static_cast<std::uint32_t>(sizeof(T)));
     put(out, static_cast<std::uint32_t>(params.size()));
-    kernels::Resources host;
     for (std::size_t i = 0; i < params.size(); ++i) {
       put(out, static_cast<std::uint32_t>(names[i].size()));
       out.write(names[i].data(), static_cast<std::streamsize>(names[i].size()));
       put(out, params[i]->value.rows());
       put(out, params[i]->value.cols());
-      const auto values = params[i]->value.to_vector(host);
+      const auto values = params[i]->value.to_vector(res);  // device -> host, synchronous
       out.write(reinterpret_cast<const char*>(values.data()),
                 static_cast<std::streamsize>(values.size() * sizeof(T)));
     }

@@ -52,10 +52,14 @@ class Model {
   /// Names like "layer1.weight": stable across runs, used by save/load.
   std::vector<std::string> parameter_names();
 
-  /// Writes all parameters to `path` (temporary file, then rename: never half-written).
+  /// Writes all parameters to `path` (temporary file, then rename: never half-written). The
+  /// parameters may live on any device: they are copied to the host through `res` (the
+  /// Resources of their device), which synchronises.
+  void save(const kernels::Resources& res, const std::filesystem::path& path);
+  /// The same for a model on the CPU (LogicError for device parameters: use the overload above).
   void save(const std::filesystem::path& path);
-  /// Loads parameters written by `save`; throws IoError naming the file and the parameter when
-  /// names, shapes or the element type do not match this model.
+  /// Loads parameters written by `save` onto res's device; throws IoError naming the file and
+  /// the parameter when names, shapes or the element type do not match this model.
   void load(const kernels::Resources& res, const std::filesystem::path& path);
 
  private:

@@ -21,7 +21,10 @@ kernels::MatrixView<const T> prefix(const Tensor<T>& x, std::int64_t rows) {
 template <class T>
 kernels::CsrView<std::int32_t, T> prefix(const CsrMatrix<std::int32_t, T>& x, std::int64_t rows) {
   auto v = x.view();
-  if (rows >= 0) v.num_rows = rows;
+  if (rows >= 0 && rows < v.num_rows) {
+    v.num_rows = rows;
+    v.num_entries = -1;  // indptr[rows]: not known on the host without reading device memory
+  }
   v.symmetric = false;
   return v;
 }

@@ -4,7 +4,9 @@
 #include <variant>
 
 #include <halo/kernels/elementwise.hpp>
+#include <halo/kernels/log.hpp>
 #include <halo/kernels/loss.hpp>
+#include <halo/runtime/comm/nccl_comm.hpp>
 #include <halo/runtime/distributed_minibatch.hpp>
 #include <halo/runtime/halo_exchange.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
@@ -43,14 +45,15 @@ DistributedMiniBatchTrainer::DistributedMiniBatchTrainer(const kernels::Resource
                                                          const partition::Part& part,
                                                          const TrainConfig& config,
                                                          const MiniBatchConfig& mb,
-                                                         nn::Model<float>& model)
+                                                         nn::Model<float>& model, Comm* data_comm)
     : m_res(res),
       m_comm(comm),
+      m_data_comm(data_comm != nullptr ? *data_comm : comm),
       m_part(part),
       m_config(config),
       m_mb(mb),
       m_model(model),
-      m_full(res, comm, part, config, model, /*overlap=*/true),
+      m_full(res, comm, part, config, model, /*overlap=*/true, data_comm),
       m_optimizer(res, model.parameters(), adam_config(config)) {
   HALO_EXPECTS(model.config().kind == nn::ModelKind::Sage,
                "train: distributed mini-batch training trains SAGE models (--model sage)");
@@ -80,13 +83,15 @@ DistributedMiniBatchTrainer::DistributedMiniBatchTrainer(const kernels::Resource
     indptr.push_back(static_cast<std::int64_t>(indices.size()));
   }
   const auto nnz = static_cast<std::int64_t>(indices.size());
-  m_rows = {Tensor<std::int64_t>::from_host(res, indptr),
-            Tensor<NodeId>::from_host(res, indices, nnz, 1), Tensor<float>(),
+  // Sampling and the feature rows stay on the host, whatever res's device.
+  const kernels::Resources host(kernels::Device::Cpu);
+  m_rows = {Tensor<std::int64_t>::from_host(host, indptr),
+            Tensor<NodeId>::from_host(host, indices, nnz, 1), Tensor<float>(),
             static_cast<std::int64_t>(new_to_old.size()), false};
 
   // Owned features, prepared as one process prepares them, dense (rows travel as floats).
   const kernels::FeatureMatrix<float> f =
-      prepare_features(res, part.features, config.normalize_features);
+      prepare_features(host, part.features, config.normalize_features);
   m_num_features = kernels::num_cols(f);
   m_dense.assign(static_cast<std::size_t>(owned * m_num_features), 0.f);
   if (const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&f)) {
@@ -270,6 +275,16 @@ Tensor<float> DistributedMiniBatchTrainer::finish(Pending& b) {
   const auto me = static_cast<std::size_t>(m_comm.rank());
   const std::vector<NodeId>& inputs = b.blocks.front().src_ids;
   Tensor<float> x(m_res, static_cast<std::int64_t>(inputs.size()), m_num_features);
+  float* rows_out = x.data();
+  const bool staged = m_res.device() != kernels::Device::Cpu;
+  if (staged) {
+    // The previous batch's copy out of m_stage has finished: the step that followed it
+    // synchronised (allreduce_gradients); synchronising again here costs nothing and keeps the
+    // invariant local.
+    m_res.synchronize();
+    if (m_stage.bytes() < x.bytes()) m_stage = kernels::PinnedBuffer(m_res, x.bytes());
+    rows_out = static_cast<float*>(m_stage.data());
+  }
   std::vector<std::size_t> cursor(p);
   for (std::size_t j = 0; j < p; ++j) cursor[j] = static_cast<std::size_t>(b.recv_offsets[j]);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -284,9 +299,56 @@ Tensor<float> DistributedMiniBatchTrainer::finish(Pending& b) {
       row = b.recv.data() + cursor[j];
       cursor[j] += f;
     }
-    std::copy(row, row + f, x.data() + i * f);
+    std::copy(row, row + f, rows_out + i * f);
   }
+  if (staged)
+    kernels::copy_bytes_async(m_res, x.data(), x.device(), rows_out, kernels::Device::Cpu,
+                              x.bytes());
   return x;
+}
+
+std::vector<nn::Adjacency<float>> DistributedMiniBatchTrainer::upload(
+    const std::vector<HostBlock>& blocks) {
+  std::vector<nn::Adjacency<float>> graphs;
+  if (m_res.device() == kernels::Device::Cpu) {
+    for (const HostBlock& blk : blocks) {
+      nn::Adjacency<float> a(kernels::CsrView<NodeId, float>{
+          blk.indptr.data(), blk.indices.data(), nullptr, blk.num_dst(), blk.num_src()});
+      a.source_ids = {blk.src_ids.data(), blk.num_src()};
+      graphs.push_back(a);
+    }
+    return graphs;
+  }
+  // Every indptr (8-byte entries) first, then every indices and src_ids array (4 bytes): one
+  // staging buffer, one copy, every array aligned.
+  std::size_t wide = 0, narrow = 0;
+  for (const HostBlock& blk : blocks) {
+    wide += blk.indptr.size();
+    narrow += blk.indices.size() + blk.src_ids.size();
+  }
+  const std::size_t bytes = wide * sizeof(std::int64_t) + narrow * sizeof(NodeId);
+  m_res.synchronize();  // the previous batch's copy out of m_stage_blocks has finished
+  if (m_stage_blocks.bytes() < bytes) m_stage_blocks = kernels::PinnedBuffer(m_res, bytes);
+  if (m_blocks.bytes() < bytes) m_blocks = kernels::Buffer(m_res, m_res.device(), bytes);
+  auto* host64 = static_cast<std::int64_t*>(m_stage_blocks.data());
+  auto* host32 = reinterpret_cast<NodeId*>(host64 + wide);
+  auto* dev64 = static_cast<std::int64_t*>(m_blocks.data());
+  auto* dev32 = reinterpret_cast<NodeId*>(dev64 + wide);
+  std::size_t at64 = 0, at32 = 0;
+  for (const HostBlock& blk : blocks) {
+    std::copy(blk.indptr.begin(), blk.indptr.end(), host64 + at64);
+    std::copy(blk.indices.begin(), blk.indices.end(), host32 + at32);
+    std::copy(blk.src_ids.begin(), blk.src_ids.end(), host32 + at32 + blk.indices.size());
+    nn::Adjacency<float> a(kernels::CsrView<NodeId, float>{dev64 + at64, dev32 + at32, nullptr,
+                                                           blk.num_dst(), blk.num_src()});
+    a.source_ids = {dev32 + at32 + blk.indices.size(), blk.num_src()};
+    graphs.push_back(a);
+    at64 += blk.indptr.size();
+    at32 += blk.indices.size() + blk.src_ids.size();
+  }
+  kernels::copy_bytes_async(m_res, m_blocks.data(), m_res.device(), m_stage_blocks.data(),
+                            kernels::Device::Cpu, bytes);
+  return graphs;
 }
 
 const float* DistributedMiniBatchTrainer::owned_row(NodeId original) const {
@@ -358,13 +420,7 @@ double DistributedMiniBatchTrainer::train_epoch(std::uint64_t epoch) {
     if (mine.empty()) {
       for (auto* p : params) kernels::fill(m_res, p->grad.span(), 0.f);
     } else {
-      std::vector<nn::Adjacency<float>> graphs;
-      for (const HostBlock& blk : blocks) {
-        nn::Adjacency<float> a(kernels::CsrView<NodeId, float>{
-            blk.indptr.data(), blk.indices.data(), nullptr, blk.num_dst(), blk.num_src()});
-        a.source_ids = {blk.src_ids.data(), blk.num_src()};
-        graphs.push_back(a);
-      }
+      const std::vector<nn::Adjacency<float>> graphs = upload(blocks);
       std::vector<std::int32_t> labels;
       std::vector<NodeId> rows;
       for (const NodeId v : mine) {
@@ -382,7 +438,7 @@ double DistributedMiniBatchTrainer::train_epoch(std::uint64_t epoch) {
                                         m_dlogits.view(), whole);
       m_model.backward(ctx, graphs, m_dlogits);
     }
-    const double total = allreduce_gradients(m_comm, params, loss, m_flat);
+    const double total = allreduce_gradients(m_res, m_data_comm, params, loss, m_flat);
     m_optimizer.step(m_res);
     loss_sum += total * static_cast<double>(whole);
   }
@@ -408,13 +464,23 @@ DistributedRun train_distributed(const kernels::Resources& res, Comm& comm,
                   std::to_string(meta.book.num_parts()) + " parts but " +
                   std::to_string(comm.size()) + " ranks run; start one rank per part (mpiexec -n " +
                   std::to_string(meta.book.num_parts()) + ")");
-  const partition::Part part = partition::read_part(res, dir, comm.rank());
+  const partition::Part part = partition::read_part(res, dir, comm.rank());  // on the host
+  // On GPUs the device traffic (halo rows, gradients) goes over NCCL, bootstrapped over `comm`;
+  // without NCCL in the build it is staged through host memory over `comm`.
+  std::unique_ptr<Comm> nccl;
+  if (res.device() == kernels::Device::Cuda) {
+    if (nccl_available())
+      nccl = make_nccl_comm(comm, res);
+    else
+      HALO_LOG_WARN("train: built without NCCL: GPU ranks exchange through host memory over MPI");
+  }
   DistributedRun run{make_model(res, meta.num_features, meta.num_classes, config), {}};
   if (options.mini_batch) {
-    DistributedMiniBatchTrainer trainer(res, comm, part, config, *options.mini_batch, run.model);
+    DistributedMiniBatchTrainer trainer(res, comm, part, config, *options.mini_batch, run.model,
+                                        nccl.get());
     run.result = run_epochs(res, trainer, config.epochs, run.model, on_epoch);
   } else {
-    DistributedTrainer trainer(res, comm, part, config, run.model, options.overlap);
+    DistributedTrainer trainer(res, comm, part, config, run.model, options.overlap, nccl.get());
     run.result = run_epochs(res, trainer, config.epochs, run.model, on_epoch);
     run.result.preprocess_time_s = trainer.preprocess_time_s();
   }

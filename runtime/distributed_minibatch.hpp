@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <halo/kernels/buffer.hpp>
 #include <halo/nn/optimizer.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
@@ -37,11 +38,18 @@ struct HostBlock {
 /// so the rows travel meanwhile. With mb.cache_mb > 0 the rows of the highest-degree remote
 /// nodes that fit are fetched once and served locally. Evaluation is DistributedTrainer's
 /// full-graph pass (halo exchange). SAGE only; mb.prefetch does not apply.
+///
+/// On a CUDA `res` the sampling and the feature rows stay on the host and travel over `comm`
+/// (MPI); each batch's blocks and input features are assembled in page-locked host memory and
+/// copied to the device asynchronously (one copy for the blocks, one for the features), where
+/// the model computes; the gradients are summed over `data_comm` (an NcclComm) when given,
+/// else staged through the host over `comm`.
 class DistributedMiniBatchTrainer final : public EpochTrainer {
  public:
   DistributedMiniBatchTrainer(const kernels::Resources& res, Comm& comm,
                               const partition::Part& part, const TrainConfig& config,
-                              const MiniBatchConfig& mb, nn::Model<float>& model);
+                              const MiniBatchConfig& mb, nn::Model<float>& model,
+                              Comm* data_comm = nullptr);
   double train_epoch(std::uint64_t epoch) override;
   Evaluation evaluate() override;
   void add_comm_stats(EpochStats& s) override;
@@ -70,8 +78,12 @@ class DistributedMiniBatchTrainer final : public EpochTrainer {
   /// Samples batch (collective), exchanges the ids of the input rows it needs and posts the
   /// rows' transfers.
   Pending prepare(std::uint64_t epoch, std::int64_t batch);
-  /// Waits for the rows and assembles the input features (owned, cached, received).
+  /// Waits for the rows and assembles the input features (owned, cached, received) on res's
+  /// device (through m_stage on a GPU).
   kernels::Tensor<float> finish(Pending& b);
+  /// The layers' view of `blocks` on res's device: the host vectors themselves on the CPU, else
+  /// one asynchronous copy of all of them from m_stage_blocks into m_blocks.
+  std::vector<nn::Adjacency<float>> upload(const std::vector<HostBlock>& blocks);
   const float* owned_row(kernels::NodeId original) const;
   /// Fetches the rows of the highest-degree remote nodes that fit `budget_bytes`, once.
   void fill_cache(std::int64_t budget_bytes);
@@ -79,7 +91,8 @@ class DistributedMiniBatchTrainer final : public EpochTrainer {
   std::int64_t local(kernels::NodeId original) const;
 
   const kernels::Resources& m_res;
-  Comm& m_comm;
+  Comm& m_comm;       // host memory: sampling, feature rows
+  Comm& m_data_comm;  // gradients
   const partition::Part& m_part;
   TrainConfig m_config;
   MiniBatchConfig m_mb;
@@ -94,7 +107,9 @@ class DistributedMiniBatchTrainer final : public EpochTrainer {
   std::vector<kernels::NodeId> m_order;
   nn::Adam<float> m_optimizer;
   kernels::Tensor<float> m_dlogits;
-  std::vector<float> m_flat;
+  GradientScratch m_flat;
+  kernels::PinnedBuffer m_stage, m_stage_blocks;  // a batch's features and blocks (GPU runs)
+  kernels::Buffer m_blocks;                       // the blocks on the device
   std::int64_t m_bytes = 0;  // sampling and feature traffic sent by this rank this epoch
   std::unordered_map<kernels::NodeId, std::size_t> m_cache;  // remote node -> row in m_cache_rows
   std::vector<float> m_cache_rows;

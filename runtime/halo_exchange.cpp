@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include <halo/kernels/gather.hpp>
@@ -115,10 +116,16 @@ std::vector<std::pair<std::int64_t, NodeId>> symmetric_owned_edges(Comm& comm,
 }
 
 HaloExchange::HaloExchange(const kernels::Resources& res, Comm& comm, const partition::Part& part,
-                           nn::ModelKind kind, bool overlap)
-    : m_comm(comm), m_kind(kind), m_overlap(overlap) {
-  HALO_EXPECTS(res.device() == kernels::Device::Cpu,
-               "distributed training runs on the CPU in this build (the CUDA path is issue 7's)");
+                           nn::ModelKind kind, bool overlap, Comm* data_comm)
+    : m_comm(data_comm != nullptr ? *data_comm : comm), m_kind(kind), m_overlap(overlap) {
+  HALO_EXPECTS(comm.memory_device() == kernels::Device::Cpu,
+               "halo exchange: the set-up communicator must take host memory (MPI)");
+  HALO_EXPECTS(m_comm.size() == comm.size() && m_comm.rank() == comm.rank(),
+               "halo exchange: the data communicator must have the ranks of the set-up one");
+  HALO_EXPECTS(
+      m_comm.memory_device() == kernels::Device::Cpu || m_comm.memory_device() == res.device(),
+      "halo exchange: a device-memory communicator (NCCL) needs a CUDA Resources");
+  m_staged = res.device() != m_comm.memory_device();
   HALO_EXPECTS(part.book.num_parts() == comm.size() && part.rank == comm.rank(),
                "distributed training: rank " + std::to_string(comm.rank()) + " of " +
                    std::to_string(comm.size()) + " got part " + std::to_string(part.rank) +
@@ -155,6 +162,13 @@ HaloExchange::HaloExchange(const kernels::Resources& res, Comm& comm, const part
   }
   m_send_rows =
       Tensor<NodeId>::from_host(res, send_rows, static_cast<std::int64_t>(send_rows.size()), 1);
+  // The blocks are built on the host (the loops below read them), then moved to res's device.
+  std::optional<kernels::Resources> host_res;
+  if (res.device() != kernels::Device::Cpu) host_res.emplace(kernels::Device::Cpu);
+  const kernels::Resources& host = host_res ? *host_res : res;
+  auto upload = [&](Csr& a) {
+    if (&host != &res) a = a.copy_to(res, res.device());
+  };
 
   // 3. Degrees of the owned rows in the training graph, then those of the halo from the owners.
   std::vector<std::int64_t> degree(static_cast<std::size_t>(owned), kind == nn::ModelKind::Gcn);
@@ -194,13 +208,14 @@ HaloExchange::HaloExchange(const kernels::Resources& res, Comm& comm, const part
     }
     if (!self_done) own.push_back({r, g, static_cast<float>(inv_sqrt(d) * inv_sqrt(d))});
   }
-  m_own = to_csr(res, own, owned, owned, [&](NodeId g) { return g - begin; });
+  m_own = to_csr(host, own, owned, owned, [&](NodeId g) { return g - begin; });
   m_own.symmetric = gcn;  // D^-1/2 (A + I) D^-1/2 restricted to owned x owned is symmetric
-  if (!gcn) m_own_t = transpose(res, m_own);
-  m_halo = to_csr(res, remote, owned, static_cast<std::int64_t>(halo.size()), [&](NodeId g) {
+  if (!gcn) m_own_t = transpose(host, m_own);
+  m_halo = to_csr(host, remote, owned, static_cast<std::int64_t>(halo.size()), [&](NodeId g) {
     return static_cast<NodeId>(std::lower_bound(halo.begin(), halo.end(), g) - halo.begin());
   });
-  m_halo_t = transpose(res, m_halo);
+  m_halo_t = transpose(host, m_halo);
+  for (Csr* a : {&m_own, &m_own_t, &m_halo, &m_halo_t}) upload(*a);
 }
 
 kernels::MatrixView<float> HaloExchange::scratch(const kernels::Resources& res, Tensor<float>& t,
@@ -209,12 +224,28 @@ kernels::MatrixView<float> HaloExchange::scratch(const kernels::Resources& res, 
   return {t.data(), rows, cols};
 }
 
-void HaloExchange::post(Direction d, std::int64_t width, const float* send, float* recv) {
+void HaloExchange::post(const kernels::Resources& res, Direction d, std::int64_t width,
+                        const float* send, float* recv) {
   const int tag = d == Direction::Forward ? 1 : 2;
   // Forward: send the rows peers need (send lists), receive the halo. Backward: the reverse.
   const auto& out = d == Direction::Forward ? m_send_offsets : m_halo_offsets;
   const auto& in = d == Direction::Forward ? m_halo_offsets : m_send_offsets;
   const auto row_bytes = static_cast<std::size_t>(width) * sizeof(float);
+  if (m_staged) {
+    // Device rows -> page-locked host memory, complete before MPI reads it. The synchronisation
+    // also guarantees that the previous exchange's copy out of m_recv_host has finished.
+    const std::size_t send_bytes = static_cast<std::size_t>(out.back()) * row_bytes;
+    const std::size_t recv_bytes = static_cast<std::size_t>(in.back()) * row_bytes;
+    if (m_send_host.bytes() < send_bytes) m_send_host = kernels::PinnedBuffer(res, send_bytes);
+    if (m_recv_host.bytes() < recv_bytes) m_recv_host = kernels::PinnedBuffer(res, recv_bytes);
+    kernels::copy_bytes_async(res, m_send_host.data(), kernels::Device::Cpu, send, res.device(),
+                              send_bytes);
+    res.synchronize();
+    send = static_cast<const float*>(m_send_host.data());
+    m_unstage_to = recv;
+    m_unstage_bytes = recv_bytes;
+    recv = static_cast<float*>(m_recv_host.data());
+  }
   m_requests.clear();
   for (int j = 0; j < m_comm.size(); ++j) {
     const auto k = static_cast<std::size_t>(j);
@@ -260,13 +291,19 @@ void HaloExchange::local_product(const kernels::Resources& res, const Csr& a,
   }
 }
 
-void HaloExchange::finish() {
-  if (m_posted_at < 0) return;  // completed at the post or seen complete by test_all
-  const double t = now();
-  m_comm.wait_all(m_requests);
-  const double done = now();
-  m_stats.exposed_s += done - t;
-  m_stats.exchange_s += done - m_posted_at;
+void HaloExchange::finish(const kernels::Resources& res) {
+  if (m_posted_at >= 0) {  // else completed at the post or seen complete by test_all
+    const double t = now();
+    m_comm.wait_all(m_requests);
+    const double done = now();
+    m_stats.exposed_s += done - t;
+    m_stats.exchange_s += done - m_posted_at;
+  }
+  if (m_unstage_bytes > 0)  // ordered before the product that reads the rows
+    kernels::copy_bytes_async(res, m_unstage_to, res.device(), m_recv_host.data(),
+                              kernels::Device::Cpu, m_unstage_bytes);
+  m_unstage_to = nullptr;
+  m_unstage_bytes = 0;
 }
 
 void HaloExchange::posted(double start) {
@@ -296,10 +333,10 @@ void HaloExchange::forward(const kernels::Resources& res, kernels::Aggregate agg
   const auto send = scratch(res, m_send_buf, m_send_rows.numel(), w);
   const auto recv = scratch(res, m_recv_buf, num_halo(), w);
   kernels::gather_rows<kernels::NodeId, float>(res, x, m_send_rows.span(), send);
-  post(Direction::Forward, w, send.data, recv.data);
+  post(res, Direction::Forward, w, send.data, recv.data);
   posted(start);
   local_product(res, m_own, x, out);
-  finish();
+  finish(res);
   if (num_halo() > 0) kernels::spmm_accumulate(res, m_halo.view(), recv, out);
 }
 
@@ -311,10 +348,10 @@ void HaloExchange::backward(const kernels::Resources& res, kernels::Aggregate ag
   const auto recv = scratch(res, m_recv_buf, m_send_rows.numel(), w);
   if (num_halo() > 0) kernels::spmm(res, m_halo_t.view(), dy, send);
   const double start = now();
-  post(Direction::Backward, w, send.data, recv.data);
+  post(res, Direction::Backward, w, send.data, recv.data);
   posted(start);
   local_product(res, m_kind == nn::ModelKind::Gcn ? m_own : m_own_t, dy, out);
-  finish();
+  finish(res);
   if (m_send_rows.numel() > 0)
     kernels::scatter_add_rows<kernels::NodeId, float>(res, recv, m_send_rows.span(), out);
 }

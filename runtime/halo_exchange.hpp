@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include <halo/kernels/buffer.hpp>
 #include <halo/kernels/csr.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/nn/module.hpp>
@@ -49,10 +50,19 @@ std::vector<std::pair<std::int64_t, kernels::NodeId>> symmetric_owned_edges(
 /// sent to the owners first, the owned block's adjoint computed meanwhile, and what arrives is
 /// added to the rows it belongs to. With `overlap` false the same messages are sent, but the
 /// rank waits for them before computing.
+///
+/// Devices: the blocks and send lists live on res's device and the layer's rows are
+/// gathered there (`part` stays on the host; it is read during construction only). `comm`
+/// (host memory, e.g. MpiComm) carries the set-up; the rows travel over `data_comm` (default:
+/// `comm`). When data_comm's memory_device() is res's device (CPU + MpiComm, CUDA + NcclComm)
+/// the rows go straight from and into the tensors; when res is CUDA and data_comm takes host
+/// memory, they are staged through page-locked host buffers (device -> host copy and a stream
+/// synchronisation before posting, host -> device copy on res's stream after the wait). A CPU
+/// res with a device-memory data_comm is refused (halo::LogicError).
 class HaloExchange final : public nn::Propagation<float> {
  public:
   HaloExchange(const kernels::Resources& res, Comm& comm, const partition::Part& part,
-               nn::ModelKind kind, bool overlap);
+               nn::ModelKind kind, bool overlap, Comm* data_comm = nullptr);
 
   void forward(const kernels::Resources& res, kernels::Aggregate aggregate,
                kernels::ConstMatrixView<float> x, kernels::MatrixView<float> out) override;
@@ -81,26 +91,35 @@ class HaloExchange final : public nn::Propagation<float> {
  private:
   using Csr = kernels::CsrMatrix<kernels::NodeId, float>;
   enum class Direction { Forward, Backward };
-  void post(Direction d, std::int64_t width, const float* send, float* recv);
+  /// Posts the transfers of `send` (rows on res's device) into `recv`; stages through host
+  /// memory when m_staged.
+  void post(const kernels::Resources& res, Direction d, std::int64_t width, const float* send,
+            float* recv);
   void local_product(const kernels::Resources& res, const Csr& a, kernels::ConstMatrixView<float> x,
                      kernels::MatrixView<float> out);
   /// The layer's aggregate must be the one this exchange was built for; shapes must match.
   void check(kernels::Aggregate aggregate, kernels::ConstMatrixView<float> in,
              kernels::MatrixView<float> out) const;
   void posted(double start);  // after post(): counts packing and posting as exposed
-  void finish();              // waits for the requests, counts the wait as exposed
+  /// Waits for the requests (the wait counts as exposed), then, when staged, queues the copy of
+  /// the received rows to the device on res's stream.
+  void finish(const kernels::Resources& res);
   static kernels::MatrixView<float> scratch(const kernels::Resources& res,
                                             kernels::Tensor<float>& t, std::int64_t rows,
                                             std::int64_t cols);
 
-  Comm& m_comm;
+  Comm& m_comm;           // carries the rows (data_comm)
+  bool m_staged = false;  // rows on a CUDA device, m_comm takes host memory
   nn::ModelKind m_kind;
   bool m_overlap;
   Csr m_own, m_own_t, m_halo, m_halo_t;  // m_own_t empty when m_own is symmetric (GCN)
   std::vector<std::int64_t> m_halo_offsets;
   std::vector<std::int64_t> m_send_offsets;
-  kernels::Tensor<kernels::NodeId> m_send_rows;   // owned local ids, concatenated per peer
-  kernels::Tensor<float> m_send_buf, m_recv_buf;  // message buffers, grown to the widest layer
+  kernels::Tensor<kernels::NodeId> m_send_rows;    // owned local ids, concatenated per peer
+  kernels::Tensor<float> m_send_buf, m_recv_buf;   // message buffers, grown to the widest layer
+  kernels::PinnedBuffer m_send_host, m_recv_host;  // staging (m_staged), grown as needed
+  float* m_unstage_to = nullptr;  // where finish() copies m_recv_host, and how many bytes
+  std::size_t m_unstage_bytes = 0;
   std::vector<Request> m_requests;
   double m_posted_at = 0;  // when the last post ended; -1 once test_all saw completion
   ExchangeStats m_stats;

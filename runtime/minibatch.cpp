@@ -9,10 +9,12 @@
 #include <thread>
 
 #include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/exec.hpp>
 #include <halo/kernels/gather.hpp>
 #include <halo/kernels/loss.hpp>
 #include <halo/kernels/rng.hpp>
 #include <halo/runtime/minibatch.hpp>
+#include <halo/runtime/minibatch_body.hpp>
 
 namespace halo::runtime {
 
@@ -22,14 +24,45 @@ using SparseFeatures = kernels::CsrMatrix<std::int32_t, float>;
 
 namespace {
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// The graph and features prepared on the host, whatever res's device: the sampler borrows a
+/// host graph, and the feature buffers are sized from host rows (the constructor uploads them).
 FullGraphInputs prepare_timed(const kernels::Resources& res, const datasets::Dataset& data,
                               const TrainConfig& config, double& seconds) {
   // Both kinds sample the plain symmetric graph; GCN's weights are made per block.
   const auto start = std::chrono::steady_clock::now();
-  FullGraphInputs in =
-      prepare_full_graph(res, data, nn::ModelKind::Sage, config.normalize_features);
-  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const kernels::Resources host = host_resources(res);
+  FullGraphInputs in = prepare_full_graph(res.device() == kernels::Device::Cpu ? res : host, data,
+                                          nn::ModelKind::Sage, config.normalize_features);
+  seconds = seconds_since(start);
   return in;
+}
+
+/// *p, for p in res's device memory (a synchronising 8-byte copy on a device).
+std::int64_t read_back(const kernels::Resources& res, const std::int64_t* p) {
+  std::int64_t v = 0;
+  kernels::copy_bytes(res, &v, kernels::Device::Cpu, p, res.device(), sizeof(v));
+  return v;
+}
+
+/// Stored entries of `a` (on res's device): the view's host count when it has one, else read
+/// back from indptr.
+std::int64_t entries_of(const kernels::Resources& res, kernels::CsrView<NodeId, float> a) {
+  if (a.num_entries >= 0) return a.num_entries;
+  return a.num_rows == 0 ? 0 : read_back(res, a.indptr + a.num_rows);
+}
+
+/// In-place inclusive scan of a[0, n) on res's device; `sums` holds ceil(n / kScanBlock)
+/// entries.
+void inclusive_scan(const kernels::Resources& res, std::int64_t* a, std::int64_t n,
+                    std::int64_t* sums) {
+  const std::int64_t blocks = (n + detail::kScanBlock - 1) / detail::kScanBlock;
+  kernels::launch(res, blocks, detail::BlockSumBody{a, n, sums});
+  kernels::launch(res, 1, detail::ScanSumsBody{sums, blocks});
+  kernels::launch(res, blocks, detail::BlockScanBody{a, n, sums});
 }
 
 // Most stored entries any `rows` rows of `x` can hold.
@@ -78,43 +111,10 @@ struct MiniBatchTrainer::Slot {
   kernels::FeatureMatrix<float> x;
   Tensor<std::int32_t> labels;
   std::vector<nn::Adjacency<float>> graphs;
-  /// GCN: each block with a self-loop per destination and its weights (see normalize_block).
+  /// GCN: each block with a self-loop per destination and its weights (GcnBlockNormBody).
   std::vector<kernels::CsrMatrix<NodeId, float>> gcn_blocks;
+  Tensor<std::int64_t> scan_sums;  // sparse features: block sums of the gathered indptr's scan
 };
-
-namespace {
-/// GCN's propagation on a sampled block, an unbiased estimate of the full graph's
-/// D̂^-1/2 (A + I) D̂^-1/2 row: destination i with d_i neighbours of which s_i were sampled
-/// weighs neighbour j by (d_i / s_i) / sqrt(d̂_i d̂_j) and itself by 1 / d̂_i, d̂ = d + 1
-/// (global degrees). With every neighbour sampled it is the full-graph row exactly.
-void normalize_block(const sampler::Block& block, const std::int64_t* graph_indptr,
-                     kernels::CsrMatrix<NodeId, float>& out) {
-  const auto& a = block.csr;
-  auto degree = [&](NodeId global) {
-    return static_cast<double>(graph_indptr[global + 1] - graph_indptr[global]);
-  };
-  out.indptr.reshape_within(a.num_rows + 1, 1);
-  out.indices.reshape_within(a.num_edges() + a.num_rows, 1);
-  out.values.reshape_within(a.num_edges() + a.num_rows, 1);
-  out.num_cols = a.num_cols;
-  std::int64_t at = 0;
-  out.indptr.data()[0] = 0;
-  for (std::int64_t i = 0; i < a.num_rows; ++i) {
-    const double d_i = degree(block.src_ids[i]);
-    const double inv_i = 1.0 / std::sqrt(d_i + 1);
-    out.indices.data()[at] = static_cast<NodeId>(i);
-    out.values.data()[at++] = static_cast<float>(inv_i * inv_i);
-    const std::int64_t s_i = a.indptr[i + 1] - a.indptr[i];
-    for (std::int64_t e = a.indptr[i]; e < a.indptr[i + 1]; ++e) {
-      const NodeId j = a.indices[e];
-      out.indices.data()[at] = j;
-      out.values.data()[at++] = static_cast<float>(d_i / static_cast<double>(s_i) * inv_i /
-                                                   std::sqrt(degree(block.src_ids[j]) + 1));
-    }
-    out.indptr.data()[i + 1] = at;
-  }
-}
-}  // namespace
 
 std::vector<NodeId> shuffled_seeds(std::uint64_t seed, std::uint64_t epoch,
                                    std::vector<NodeId> ids) {
@@ -138,9 +138,8 @@ MiniBatchTrainer::MiniBatchTrainer(const kernels::Resources& res, const datasets
       m_mb(mb),
       m_model(model),
       m_full(prepare_timed(res, data, config, m_preprocess_time_s)),
+      m_targets(upload_targets(res, data)),
       m_optimizer(res, model.parameters(), adam_config(config)) {
-  HALO_EXPECTS(res.device() == kernels::Device::Cpu,
-               "train: mini-batch training runs on the CPU in this build");
   HALO_EXPECTS(data.train_idx.numel() > 0, "train: the dataset has no training nodes");
   HALO_EXPECTS(mb.batch_size >= 1, "train: --batch-size must be >= 1");
   HALO_EXPECTS(mb.prefetch >= 0 && mb.prefetch <= 16, "train: --prefetch must be in [0, 16]");
@@ -151,22 +150,31 @@ MiniBatchTrainer::MiniBatchTrainer(const kernels::Resources& res, const datasets
   HALO_EXPECTS(model.config().in_features == data.num_features() &&
                    model.config().num_classes == data.num_classes,
                "train: the model was not built for this dataset");
+  for (const auto* p : model.parameters())
+    HALO_EXPECTS(p->value.device() == res.device(),
+                 "train: the model's parameters live on another device than the Resources");
+  const auto start = std::chrono::steady_clock::now();
   const std::int64_t batch = std::min(mb.batch_size, data.train_idx.numel());
   const sampler::SamplerConfig sc{mb.fanouts, mb.replace, config.seed};
   const std::int64_t features = data.num_features();
-  for (int i = 0; i <= mb.prefetch; ++i) {
+  // On a device batches are prepared in stream order on res: one slot, no producer thread.
+  const int slots = on_device() ? 1 : mb.prefetch + 1;
+  for (int i = 0; i < slots; ++i) {
     auto slot = std::make_unique<Slot>(Slot{sampler::NeighborSampler(res, m_full.graph, batch, sc),
                                             nullptr,
                                             {},
                                             Tensor<std::int32_t>(res, batch),
                                             {},
+                                            {},
                                             {}});
     const std::int64_t inputs = slot->sampler.envelope().layers.front().num_src;
     if (const auto* sparse = std::get_if<SparseFeatures>(&m_full.features)) {
-      const std::int64_t entries = max_entries(*sparse, inputs);
+      const std::int64_t entries = max_entries(*sparse, inputs);  // host features, see below
       slot->x =
           SparseFeatures{Tensor<std::int64_t>(res, inputs + 1), Tensor<std::int32_t>(res, entries),
                          Tensor<float>(res, entries), features, false};
+      slot->scan_sums = Tensor<std::int64_t>(
+          res, std::max<std::int64_t>(1, (inputs + detail::kScanBlock - 1) / detail::kScanBlock));
     } else {
       slot->x = Tensor<float>(res, inputs, features);
     }
@@ -179,13 +187,28 @@ MiniBatchTrainer::MiniBatchTrainer(const kernels::Resources& res, const datasets
       }
     m_slots.push_back(std::move(slot));
   }
+  const kernels::Resources host = host_resources(res);
+  const kernels::Resources& host_res = on_device() ? host : res;
   if (model.config().kind == nn::ModelKind::Gcn) {  // evaluation runs on Â
-    m_eval_graph = datasets::gcn_normalize<float>(res, m_full.graph);
+    m_eval_graph = datasets::gcn_normalize<float>(host_res, m_full.graph);
     m_eval_graph.symmetric = true;
+  }
+  if (on_device()) {
+    // Upload once: features, evaluation graph, GCN's degrees. The host graph stays: the
+    // sampler borrows it (and keeps its own device copy).
+    m_full.features = features_to(res, m_full.features);
+    if (model.config().kind == nn::ModelKind::Gcn) {
+      m_eval_graph = m_eval_graph.copy_to(res, res.device());
+      m_degree_indptr = m_full.graph.indptr.copy_to(res, res.device());
+    } else {
+      m_eval_graph = m_full.graph.copy_to(res, res.device());
+    }
+    m_order_d = Tensor<NodeId>(res, data.train_idx.numel());
   }
   std::vector<NodeId> iota(static_cast<std::size_t>(batch));
   std::iota(iota.begin(), iota.end(), 0);
   m_iota = Tensor<NodeId>::from_host(res, iota);
+  m_preprocess_time_s += on_device() ? seconds_since(start) : 0.0;  // the uploads
 }
 
 MiniBatchTrainer::~MiniBatchTrainer() = default;
@@ -208,45 +231,63 @@ std::size_t MiniBatchTrainer::sampler_peak_bytes() const {
 }
 
 void MiniBatchTrainer::prepare(Slot& slot, std::int64_t batch, std::uint64_t epoch) {
-  const kernels::Resources& res = m_producer_res;
+  const kernels::Resources& res = prepare_res();
   const std::int64_t b = m_iota.numel();  // the batch size
   const std::int64_t begin = batch * b;
   const std::int64_t count =
       std::min<std::int64_t>(b, static_cast<std::int64_t>(m_order.size()) - begin);
-  const kernels::Span<const NodeId> seeds{m_order.data() + begin, count};
-  slot.batch = &slot.sampler.sample(res, seeds, epoch, static_cast<std::uint64_t>(batch));
+  const NodeId* order = on_device() ? m_order_d.data() : m_order.data();
+  const kernels::Span<const NodeId> seeds{order + begin, count};  // on res's device
+  slot.batch =
+      &slot.sampler.sample(res, seeds, epoch, static_cast<std::uint64_t>(batch), res.device());
   const auto inputs = slot.batch->input_nodes;
 
   // The seeds' labels, then the input nodes' features, into the slot's buffers.
   slot.labels.reshape_within(count, 1);
-  for (std::int64_t i = 0; i < count; ++i) slot.labels.data()[i] = m_data.labels.data()[seeds[i]];
+  kernels::launch(
+      res, count,
+      detail::GatherLabelsBody{m_targets.labels.data(), seeds.data, slot.labels.data()});
   if (auto* x = std::get_if<SparseFeatures>(&slot.x)) {
     const auto& all = std::get<SparseFeatures>(m_full.features);
-    std::int64_t at = 0;
     x->indptr.reshape_within(inputs.size + 1, 1);
-    x->indptr.data()[0] = 0;
-    for (std::int64_t i = 0; i < inputs.size; ++i) {
-      const std::int64_t e0 = all.indptr(inputs[i]), e1 = all.indptr(inputs[i] + 1);
-      std::copy(all.indices.data() + e0, all.indices.data() + e1, x->indices.data() + at);
-      std::copy(all.values.data() + e0, all.values.data() + e1, x->values.data() + at);
-      at += e1 - e0;
-      x->indptr.data()[i + 1] = at;
-    }
-    x->indices.reshape_within(at, 1);
-    x->values.reshape_within(at, 1);
+    std::int64_t* indptr = x->indptr.data();
+    kernels::launch(res, inputs.size,
+                    detail::SparseRowLengthBody{all.indptr.data(), inputs.data, indptr});
+    inclusive_scan(res, indptr + 1, inputs.size, slot.scan_sums.data());
+    // The entry count shapes the gathered matrix (the sparse dropout checks it): one scalar
+    // read back per batch, beside the sampler's own.
+    const std::int64_t entries = read_back(res, indptr + inputs.size);
+    x->indices.reshape_within(entries, 1);
+    x->values.reshape_within(entries, 1);
+    kernels::launch(
+        res, inputs.size,
+        detail::SparseRowCopyBody{all.indptr.data(), all.indices.data(), all.values.data(),
+                                  inputs.data, indptr, x->indices.data(), x->values.data()});
   } else {
     auto& dense = std::get<Tensor<float>>(slot.x);
     dense.reshape_within(inputs.size, dense.cols());
     kernels::gather_rows<NodeId, float>(res, std::get<Tensor<float>>(m_full.features).view(),
                                         inputs, dense.view());
   }
+  const std::int64_t* degrees =
+      on_device() ? m_degree_indptr.data() : m_full.graph.indptr.data();  // global degrees
   slot.graphs.clear();  // capacity kept: one entry per layer
   for (std::size_t l = 0; l < slot.batch->blocks.size(); ++l) {
     const sampler::Block& block = slot.batch->blocks[l];
     nn::Adjacency<float> a(block.csr);
     if (!slot.gcn_blocks.empty()) {
-      normalize_block(block, m_full.graph.indptr.data(), slot.gcn_blocks[l]);
-      a = nn::Adjacency<float>(slot.gcn_blocks[l].view());
+      auto& out = slot.gcn_blocks[l];
+      // Exact shapes: the view's entry count sizes library calls (cuSPARSE).
+      const std::int64_t entries = entries_of(res, block.csr) + block.num_dst();
+      out.indptr.reshape_within(block.num_dst() + 1, 1);
+      out.indices.reshape_within(entries, 1);
+      out.values.reshape_within(entries, 1);
+      out.num_cols = block.num_src();
+      kernels::launch(
+          res, block.num_dst(),
+          detail::GcnBlockNormBody{block.csr, block.src_ids.data, degrees, out.indptr.data(),
+                                   out.indices.data(), out.values.data()});
+      a = nn::Adjacency<float>(out.view());
     }
     a.source_ids = block.src_ids;
     slot.graphs.push_back(a);
@@ -275,7 +316,15 @@ double MiniBatchTrainer::train_epoch(std::uint64_t epoch) {
                      {m_data.train_idx.data(), m_data.train_idx.data() + m_data.train_idx.numel()});
   const std::int64_t batches = batches_per_epoch();
   double loss_sum = 0;
-  if (m_mb.prefetch == 0) {
+  if (on_device()) {
+    // One upload of the epoch's order, then sampling, gathers and the step in stream order.
+    kernels::copy_bytes(m_res, m_order_d.data(), m_order_d.device(), m_order.data(),
+                        kernels::Device::Cpu, m_order.size() * sizeof(NodeId));
+    for (std::int64_t b = 0; b < batches; ++b) {
+      prepare(*m_slots[0], b, epoch);
+      loss_sum += compute(*m_slots[0], b, epoch);
+    }
+  } else if (m_mb.prefetch == 0) {
     for (std::int64_t b = 0; b < batches; ++b) {
       prepare(*m_slots[0], b, epoch);
       loss_sum += compute(*m_slots[0], b, epoch);
@@ -319,7 +368,7 @@ double MiniBatchTrainer::train_epoch(std::uint64_t epoch) {
 MiniBatchTrainer::Evaluation MiniBatchTrainer::evaluate() {
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
   const auto graph = m_eval_graph.num_rows() > 0 ? m_eval_graph.view() : m_full.graph.view();
-  return score_splits(m_res, m_model.forward(ctx, graph, m_full.features), m_data);
+  return score_splits(m_res, m_model.forward(ctx, graph, m_full.features), m_targets);
 }
 
 }  // namespace halo::runtime

@@ -1,5 +1,6 @@
 #pragma once
-// Mini-batch training in one process: sampled blocks, prepared ahead on a background thread.
+// Mini-batch training in one process: sampled blocks, prepared ahead on a background thread (CPU)
+// or in stream order on the GPU.
 
 #include <cstdint>
 #include <memory>
@@ -42,7 +43,11 @@ std::vector<kernels::NodeId> shuffled_seeds(std::uint64_t seed, std::uint64_t ep
 /// estimate the full graph's normalised row without bias ((d_i / s_i) / sqrt(d̂_i d̂_j) for s_i
 /// of d_i neighbours sampled, 1 / d̂_i for the self-loop; exact when every neighbour is taken).
 /// Evaluation is a full-graph forward pass, which equals full-neighbour blocks for every node.
-/// Keeps references to `data` and `model`.
+/// On a CUDA `res` (`model` built on it) the graph is prepared on the host, the features,
+/// labels and splits are uploaded once, the sampler works on its device copy of the graph, and
+/// every batch is sampled, gathered and normalised on res's stream (no producer thread:
+/// `prefetch` does not apply; one sampler). The shuffled seeds are computed on the host and
+/// uploaded once per epoch. Keeps references to `data` and `model`.
 class MiniBatchTrainer final : public EpochTrainer {
  public:
   MiniBatchTrainer(const kernels::Resources& res, const datasets::Dataset& data,
@@ -67,6 +72,10 @@ class MiniBatchTrainer final : public EpochTrainer {
   void prepare(Slot& slot, std::int64_t batch, std::uint64_t epoch);
   double compute(Slot& slot, std::int64_t batch, std::uint64_t epoch);
 
+  bool on_device() const { return m_res.device() != kernels::Device::Cpu; }
+  /// Where batches are prepared: the producer thread's Resources on the CPU, res on a device.
+  const kernels::Resources& prepare_res() const { return on_device() ? m_res : m_producer_res; }
+
   const kernels::Resources& m_res;
   const kernels::Resources m_producer_res;  // one thread: the pipeline's sampling and gathers
   const datasets::Dataset& m_data;
@@ -74,11 +83,18 @@ class MiniBatchTrainer final : public EpochTrainer {
   MiniBatchConfig m_mb;
   nn::Model<float>& m_model;
   double m_preprocess_time_s = 0;  // set while m_full is built: declared before it
-  FullGraphInputs m_full;          // sampled graph (plain, symmetric) and prepared features
-  kernels::CsrMatrix<kernels::NodeId, float> m_eval_graph;  // GCN: Â of the whole graph
+  /// The sampled graph (plain, symmetric; always on the host: the sampler's source) and the
+  /// prepared features (on res's device).
+  FullGraphInputs m_full;
+  Targets m_targets;  // labels and splits on res's device
+  /// Evaluation graph on res's device: GCN's Â; SAGE on a device: m_full.graph's copy (empty
+  /// for SAGE on the CPU, which evaluates on m_full.graph).
+  kernels::CsrMatrix<kernels::NodeId, float> m_eval_graph;
+  kernels::Tensor<std::int64_t> m_degree_indptr;  // GCN on a device: m_full.graph's indptr
   std::vector<std::unique_ptr<Slot>> m_slots;
-  std::vector<kernels::NodeId> m_order;     // this epoch's seeds
-  kernels::Tensor<kernels::NodeId> m_iota;  // 0 .. batch size - 1: the loss rows
+  std::vector<kernels::NodeId> m_order;        // this epoch's seeds
+  kernels::Tensor<kernels::NodeId> m_order_d;  // the same on a device (empty on the CPU)
+  kernels::Tensor<kernels::NodeId> m_iota;     // 0 .. batch size - 1: the loss rows
   nn::Adam<float> m_optimizer;
   kernels::Tensor<float> m_dlogits;
 };

@@ -32,6 +32,7 @@ struct Split {
 
 Split score(const kernels::Resources& res, const Tensor<float>& logits,
             const Tensor<std::int32_t>& labels, const Tensor<NodeId>& rows) {
+  // rows.numel() is host metadata: an empty split costs no device round-trip.
   if (rows.numel() == 0) return {};
   const auto n = static_cast<double>(rows.numel());
   return {
@@ -42,8 +43,30 @@ Split score(const kernels::Resources& res, const Tensor<float>& logits,
 
 }  // namespace
 
+kernels::Resources host_resources(const kernels::Resources& res) {
+  return kernels::Resources(kernels::Device::Cpu, res.cpu_exec().num_threads);
+}
+
+kernels::FeatureMatrix<float> features_to(const kernels::Resources& res,
+                                          const kernels::FeatureMatrix<float>& x) {
+  return std::visit(
+      [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.copy_to(res, res.device()); },
+      x);
+}
+
+Targets upload_targets(const kernels::Resources& res, const datasets::Dataset& data) {
+  return {data.labels.copy_to(res, res.device()), data.train_idx.copy_to(res, res.device()),
+          data.val_idx.copy_to(res, res.device()), data.test_idx.copy_to(res, res.device())};
+}
+
 FullGraphInputs prepare_full_graph(const kernels::Resources& res, const datasets::Dataset& data,
                                    nn::ModelKind kind, bool normalize_features) {
+  if (res.device() != kernels::Device::Cpu) {
+    // datasets:: functions are host code: prepare on the host, then upload once.
+    const kernels::Resources host = host_resources(res);
+    const FullGraphInputs in = prepare_full_graph(host, data, kind, normalize_features);
+    return {in.graph.copy_to(res, res.device()), features_to(res, in.features)};
+  }
   datasets::Graph sym = datasets::deduplicate(res, datasets::symmetrize(res, data.graph));
   FullGraphInputs in;
   in.graph = kind == nn::ModelKind::Gcn ? datasets::gcn_normalize<float>(res, sym)
@@ -56,6 +79,10 @@ FullGraphInputs prepare_full_graph(const kernels::Resources& res, const datasets
 kernels::FeatureMatrix<float> prepare_features(const kernels::Resources& res,
                                                const kernels::FeatureMatrix<float>& features,
                                                bool normalize) {
+  if (res.device() != kernels::Device::Cpu) {
+    const kernels::Resources host = host_resources(res);
+    return features_to(res, prepare_features(host, features, normalize));
+  }
   auto f = std::visit([&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(res); },
                       features);
   if (normalize && std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(f))
@@ -101,11 +128,15 @@ FullGraphTrainer::FullGraphTrainer(const kernels::Resources& res, const datasets
       m_config(config),
       m_model(model),
       m_inputs(prepare_timed(res, data, config, model.config().kind, m_preprocess_time_s)),
+      m_targets(upload_targets(res, data)),
       m_optimizer(res, model.parameters(), adam_config(config)) {
   HALO_EXPECTS(data.train_idx.numel() > 0, "train: the dataset has no training nodes");
   HALO_EXPECTS(model.config().in_features == data.num_features() &&
                    model.config().num_classes == data.num_classes,
                "train: the model was not built for this dataset");
+  for (const auto* p : model.parameters())
+    HALO_EXPECTS(p->value.device() == res.device(),
+                 "train: the model's parameters live on another device than the Resources");
 }
 
 double FullGraphTrainer::train_epoch(std::uint64_t epoch) {
@@ -113,27 +144,46 @@ double FullGraphTrainer::train_epoch(std::uint64_t epoch) {
   const auto graph = m_inputs.graph.view();
   const Tensor<float>& logits = m_model.forward(ctx, graph, m_inputs.features);
   kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
+  // The loss is the one value read back inside an epoch (log_softmax_nll synchronises).
+  const Targets& t = m_targets;
   const double loss =
-      kernels::log_softmax_nll(m_res, logits.view(), m_data.labels.span(), m_data.train_idx.span());
-  kernels::log_softmax_nll_backward(m_res, logits.view(), m_data.labels.span(),
-                                    m_data.train_idx.span(), m_dlogits.view());
+      kernels::log_softmax_nll(m_res, logits.view(), t.labels.span(), t.train_idx.span());
+  kernels::log_softmax_nll_backward(m_res, logits.view(), t.labels.span(), t.train_idx.span(),
+                                    m_dlogits.view());
   m_model.backward(ctx, graph, m_dlogits);
   m_optimizer.step(m_res);
   m_res.synchronize();
   return loss;
 }
 
+namespace {
+EpochTrainer::Evaluation score_all(const kernels::Resources& res, const Tensor<float>& logits,
+                                   const Tensor<std::int32_t>& labels, const Tensor<NodeId>& train,
+                                   const Tensor<NodeId>& val, const Tensor<NodeId>& test) {
+  const Split v = score(res, logits, labels, val);
+  return {score(res, logits, labels, train).accuracy, v.loss, v.accuracy,
+          score(res, logits, labels, test).accuracy};
+}
+}  // namespace
+
+EpochTrainer::Evaluation score_splits(const kernels::Resources& res, const Tensor<float>& logits,
+                                      const Targets& targets) {
+  return score_all(res, logits, targets.labels, targets.train_idx, targets.val_idx,
+                   targets.test_idx);
+}
+
 EpochTrainer::Evaluation score_splits(const kernels::Resources& res, const Tensor<float>& logits,
                                       const datasets::Dataset& data) {
-  const Split val = score(res, logits, data.labels, data.val_idx);
-  return {score(res, logits, data.labels, data.train_idx).accuracy, val.loss, val.accuracy,
-          score(res, logits, data.labels, data.test_idx).accuracy};
+  HALO_EXPECTS(res.device() == kernels::Device::Cpu && logits.device() == kernels::Device::Cpu,
+               "score_splits: the dataset's tensors are host data; use upload_targets for a "
+               "device run");
+  return score_all(res, logits, data.labels, data.train_idx, data.val_idx, data.test_idx);
 }
 
 FullGraphTrainer::Evaluation FullGraphTrainer::evaluate() {
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
   return score_splits(m_res, m_model.forward(ctx, m_inputs.graph.view(), m_inputs.features),
-                      m_data);
+                      m_targets);
 }
 
 TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int epochs,
@@ -141,7 +191,9 @@ TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int
   HALO_EXPECTS(epochs >= 1, "train: epochs must be >= 1");
   TrainResult result;
   const auto params = model.parameters();
-  std::vector<Tensor<float>> best;  // parameter values of the best epoch so far
+  // Parameter values of the best epoch so far, on the parameters' device: snapshots are
+  // stream-ordered device copies, never a trip through the host.
+  std::vector<Tensor<float>> best;
   for (const auto* p : params) best.push_back(p->value.clone(res));
   double best_val_loss = 0;
   std::vector<double> epoch_times, exchange, exposed, allreduce, compute;
@@ -176,7 +228,8 @@ TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int
       result.val_accuracy = e.val_accuracy;
       result.test_accuracy = e.test_accuracy;
       best_val_loss = e.val_loss;
-      for (std::size_t i = 0; i < params.size(); ++i) kernels::copy(res, best[i], params[i]->value);
+      for (std::size_t i = 0; i < params.size(); ++i)
+        kernels::copy_async(res, best[i], params[i]->value);
     }
     result.final_train_loss = s.train_loss;
     result.history.push_back(s);
@@ -192,7 +245,9 @@ TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int
   result.exchange_bytes_per_epoch = bytes[bytes.size() / 2];
   result.exchange_hidden_fraction =
       exchange_total > 0 ? std::max(0.0, 1.0 - exposed_total / exchange_total) : 0.0;
-  for (std::size_t i = 0; i < params.size(); ++i) kernels::copy(res, params[i]->value, best[i]);
+  for (std::size_t i = 0; i < params.size(); ++i)
+    kernels::copy_async(res, params[i]->value, best[i]);
+  res.synchronize();  // the model is final when run_epochs returns
   return result;
 }
 

@@ -66,13 +66,32 @@ using EpochCallback = std::function<void(const EpochStats&)>;
 
 /// The inputs of a full-graph model: the graph prepared for its layers (GCN: symmetric
 /// D^-1/2 (A + I) D^-1/2; SAGE: symmetric, no self-loops, unweighted) and the features
-/// (prepare_features).
+/// (prepare_features), on res's device. `data` is host data; the preparation always runs on
+/// the host (a CPU Resources with res's thread count), and for a CUDA `res` the result is then
+/// uploaded once (synchronously).
 struct FullGraphInputs {
   kernels::CsrMatrix<kernels::NodeId, float> graph;
   kernels::FeatureMatrix<float> features;
 };
 FullGraphInputs prepare_full_graph(const kernels::Resources& res, const datasets::Dataset& data,
                                    nn::ModelKind kind, bool normalize_features);
+
+/// A CPU Resources with res's thread count: where host-only steps (datasets::, preprocessing)
+/// of a run on res's device take place.
+kernels::Resources host_resources(const kernels::Resources& res);
+
+/// A deep copy of `x` (dense or sparse) on res's device; synchronous.
+kernels::FeatureMatrix<float> features_to(const kernels::Resources& res,
+                                          const kernels::FeatureMatrix<float>& x);
+
+/// A dataset's labels and split node ids on one device: what the losses and the accuracies
+/// read. Uploaded once per run.
+struct Targets {
+  kernels::Tensor<std::int32_t> labels;
+  kernels::Tensor<kernels::NodeId> train_idx, val_idx, test_idx;
+};
+/// Copies `data`'s labels and splits (host tensors) to res's device; synchronous.
+Targets upload_targets(const kernels::Resources& res, const datasets::Dataset& data);
 
 /// A copy of `features`, sparse rows divided by their L1 norm when `normalize` (dense ones are
 /// used as given): what every trainer feeds its first layer.
@@ -101,19 +120,26 @@ class EpochTrainer {
 };
 
 /// Accuracy on every split and the validation loss of full-graph logits (one row per node).
+/// logits and `targets` live on res's device; reads four scalars back (synchronises).
+EpochTrainer::Evaluation score_splits(const kernels::Resources& res,
+                                      const kernels::Tensor<float>& logits, const Targets& targets);
+/// The same with the dataset's own (host) tensors: for a CPU `res` only.
 EpochTrainer::Evaluation score_splits(const kernels::Resources& res,
                                       const kernels::Tensor<float>& logits,
                                       const datasets::Dataset& data);
 
 /// Runs `epochs` epochs of `trainer` (each: train_epoch timed, then evaluate), calling
 /// `on_epoch` after every epoch, and leaves the parameters of the best validation epoch in
-/// `model`.
+/// `model`. The best parameters are kept on the model's device (stream-ordered copies on res's
+/// stream, no host round-trip); `res` is the Resources the model's parameters live on.
 TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int epochs,
                        nn::Model<float>& model, const EpochCallback& on_epoch = {});
 
 /// One full-graph training set-up: prepared inputs, model, Adam. `train_full_graph` drives it;
 /// benchmarks and embedding programs can call the steps directly. Keeps references to `data` and
-/// `model`, which must outlive it.
+/// `model`, which must outlive it. On a CUDA `res` (`model` built on it): the graph, features,
+/// labels and splits are prepared on the host and uploaded once; an epoch then runs on the
+/// device and reads back only the loss (train_epoch) or the four scores (evaluate).
 class FullGraphTrainer final : public EpochTrainer {
  public:
   FullGraphTrainer(const kernels::Resources& res, const datasets::Dataset& data,
@@ -129,6 +155,7 @@ class FullGraphTrainer final : public EpochTrainer {
   nn::Model<float>& m_model;
   double m_preprocess_time_s = 0;  // set while m_inputs is built: declared before it
   FullGraphInputs m_inputs;
+  Targets m_targets;
   nn::Adam<float> m_optimizer;
   kernels::Tensor<float> m_dlogits;
 };

@@ -7,6 +7,8 @@
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/rng.hpp>
+#include <halo/sampler/detail/device_sizes_body.hpp>
+#include <halo/sampler/detail/sampler_cuda.hpp>
 #include <halo/sampler/envelope.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 #include <halo/sampler/relabel_body.hpp>
@@ -64,6 +66,48 @@ void check_graph(const datasets::Graph& g) {
 
 }  // namespace
 
+/// The device pipeline's state: the device's graph copy, the size words, the host staging of
+/// seeds and read-back, and the few operations that are not bodies (copies, fills, scans). On
+/// a CUDA sampler these are CUDA calls on res's stream; detail::use_device_pipeline_on_host
+/// makes a CPU sampler run the same pipeline with host memory and host scans, so that machines
+/// without a GPU test its logic. Host staging is pinned on CUDA, so the copies are truly
+/// asynchronous; the seed staging is reused only after the previous batch's synchronisation.
+struct NeighborSampler::DevicePipeline {
+  bool on_cuda = false;
+  void* stream = nullptr;  // of the Resources the buffers were allocated on (CUDA)
+  datasets::Graph graph;   // the device copy (CUDA)
+  /// detail::DeviceWords::total(num_layers) words: per-layer sizes and the seed check's status.
+  kernels::Tensor<std::int64_t> words;
+  kernels::PinnedBuffer pinned_staging, pinned_readback;  // CUDA
+  kernels::Tensor<NodeId> host_staging;                   // host emulation
+  kernels::Tensor<std::int64_t> host_readback;            // host emulation
+  NodeId* seed_staging = nullptr;                         // batch_size ids
+  std::int64_t* readback = nullptr;                       // DeviceWords::readback(num_layers) words
+  std::size_t scan_temp_bytes = 0;                        // of m_scan (CUDA)
+
+  void copy(void* dst, const void* src, std::size_t bytes) const {
+    if (bytes == 0) return;
+#if HALO_WITH_CUDA
+    if (on_cuda) return detail::cuda_copy_async(dst, src, bytes, stream);
+#endif
+    std::memmove(dst, src, bytes);
+  }
+  void fill(void* dst, unsigned char value, std::size_t bytes) const {
+#if HALO_WITH_CUDA
+    if (on_cuda) return detail::cuda_fill_bytes_async(dst, value, bytes, stream);
+#endif
+    std::memset(dst, value, bytes);
+  }
+  /// Inclusive scan of a[0, n) with `temp` (m_scan) as the scratch.
+  void scan(const kernels::Resources& res, std::int64_t* a, std::int64_t n,
+            std::int64_t* temp) const {
+#if HALO_WITH_CUDA
+    if (on_cuda) return detail::cuda_inclusive_sum(a, n, temp, scan_temp_bytes, stream);
+#endif
+    inclusive_scan(res, a, n, temp);
+  }
+};
+
 std::uint64_t hop_key(std::uint64_t seed, std::uint64_t epoch, std::uint64_t batch,
                       std::size_t hop) {
   return rng::key(rng::key(seed, rng::stream_id(rng::kStreamSample, epoch, batch)), hop);
@@ -71,41 +115,118 @@ std::uint64_t hop_key(std::uint64_t seed, std::uint64_t epoch, std::uint64_t bat
 
 NeighborSampler::NeighborSampler(const kernels::Resources& res, const datasets::Graph& graph,
                                  std::int64_t batch_size, SamplerConfig config)
-    : m_config(std::move(config)) {
-  HALO_EXPECTS(res.device() == kernels::Device::Cpu,
-               "NeighborSampler: only the CPU backend exists so far");
+    : m_device(res.device()), m_config(std::move(config)) {
+#if !HALO_WITH_CUDA
+  HALO_EXPECTS(
+      m_device == kernels::Device::Cpu,
+      "NeighborSampler: this build has no CUDA backend (configure with -DHALO_WITH_CUDA=ON)");
+#endif
   check_graph(graph);
   m_graph = graph.view();
   const DegreeStats stats = degree_stats(m_graph);
   HALO_EXPECTS(stats.max_degree <= std::numeric_limits<NodeId>::max(),
                "NeighborSampler: a row has 2^31 or more entries");
   m_envelope = plan_envelope(stats, batch_size, m_config.fanouts, m_config.replace);
-  m_used = m_envelope;
-
-  const auto host = kernels::Device::Cpu;
-  m_seeds = kernels::Tensor<NodeId>(res, host, batch_size);
   for (const LayerEnvelope& l : m_envelope.layers) {
     // Positions (destinations + edges) are stored as NodeId (see detail::FirstOccurrenceBody).
     HALO_EXPECTS(l.num_dst + l.num_edges <= std::numeric_limits<NodeId>::max(),
                  "NeighborSampler: a layer may sample 2^31 or more edges; use smaller batches");
-    m_layers.push_back({kernels::Tensor<std::int64_t>(res, host, l.num_dst + 1),
-                        kernels::Tensor<NodeId>(res, host, l.num_edges),
-                        kernels::Tensor<NodeId>(res, host, l.num_src)});
   }
-  m_table = kernels::Tensor<std::uint64_t>(res, host, m_envelope.table_slots);
-  std::fill_n(m_table.data(), m_table.numel(), detail::HashTable::kEmpty);
-  m_scratch = kernels::Tensor<std::int64_t>(res, host, m_envelope.scratch);
-  m_scan = kernels::Tensor<std::int64_t>(res, host, m_envelope.scan_blocks);
+  const kernels::Device dev = m_device;
+  if (dev == kernels::Device::Cuda) {
+    m_pipeline = std::make_unique<DevicePipeline>();
+    m_pipeline->on_cuda = true;
+    m_pipeline->stream = res.cuda_exec().stream;
+#if HALO_WITH_CUDA
+    // The device scan is CUB's, whose temporary storage replaces the CPU's block sums:
+    // scan_blocks counts its 8-byte words, so envelope_bytes() stays what was allocated.
+    std::size_t temp = 0;
+    for (const LayerEnvelope& l : m_envelope.layers)
+      temp = std::max({temp, detail::cuda_scan_temp_bytes(l.num_dst),
+                       detail::cuda_scan_temp_bytes(l.num_edges)});
+    // At least one word: CUB takes a null temporary storage for a size query and scans nothing.
+    m_envelope.scan_blocks = std::max<std::int64_t>(1, static_cast<std::int64_t>((temp + 7) / 8));
+    m_pipeline->scan_temp_bytes = static_cast<std::size_t>(m_envelope.scan_blocks) * 8;
+#endif
+  }
+  m_used = m_envelope;
+
+  m_seeds = kernels::Tensor<NodeId>(res, dev, batch_size);
+  for (const LayerEnvelope& l : m_envelope.layers)
+    m_layers.push_back({kernels::Tensor<std::int64_t>(res, dev, l.num_dst + 1),
+                        kernels::Tensor<NodeId>(res, dev, l.num_edges),
+                        kernels::Tensor<NodeId>(res, dev, l.num_src)});
+  m_table = kernels::Tensor<std::uint64_t>(res, dev, m_envelope.table_slots);
+  m_scratch = kernels::Tensor<std::int64_t>(res, dev, m_envelope.scratch);
+  m_scan = kernels::Tensor<std::int64_t>(res, dev, m_envelope.scan_blocks);
   m_batch.blocks.resize(m_layers.size());
+  if (dev == kernels::Device::Cpu) {
+    std::fill_n(m_table.data(), m_table.numel(), detail::HashTable::kEmpty);
+    return;
+  }
+  m_pipeline->graph = graph.copy_to(res, dev);
+  m_graph = m_pipeline->graph.view();
+  init_pipeline(res);
 }
 
+void NeighborSampler::init_pipeline(const kernels::Resources& res) {
+  using W = detail::DeviceWords;
+  DevicePipeline& p = *m_pipeline;
+  const auto num_layers = static_cast<std::int64_t>(m_layers.size());
+  if (p.on_cuda) {
+    p.pinned_staging = kernels::PinnedBuffer(
+        res, static_cast<std::size_t>(std::max<std::int64_t>(1, m_envelope.batch_size)) *
+                 sizeof(NodeId));
+    p.pinned_readback = kernels::PinnedBuffer(
+        res, static_cast<std::size_t>(W::readback(num_layers)) * sizeof(std::int64_t));
+    p.seed_staging = static_cast<NodeId*>(p.pinned_staging.data());
+    p.readback = static_cast<std::int64_t*>(p.pinned_readback.data());
+  } else {
+    p.host_staging = kernels::Tensor<NodeId>(res, kernels::Device::Cpu, m_envelope.batch_size);
+    p.host_readback =
+        kernels::Tensor<std::int64_t>(res, kernels::Device::Cpu, W::readback(num_layers));
+    p.seed_staging = p.host_staging.data();
+    p.readback = p.host_readback.data();
+  }
+  // The table starts empty (kEmpty is all ones), and indptr[0] is 0 for good: the hops write
+  // indptr from entry 1 on.
+  p.fill(m_table.data(), 0xFF, m_table.bytes());
+  for (LayerBuffers& b : m_layers) p.fill(b.indptr.data(), 0, sizeof(std::int64_t));
+  std::vector<std::int64_t> words(static_cast<std::size_t>(W::total(num_layers)), 0);
+  words[static_cast<std::size_t>(3 * num_layers + W::kFirstBad)] = W::kNone;
+  words[static_cast<std::size_t>(3 * num_layers + W::kFirstRepeat)] = W::kNone;
+  p.words = kernels::Tensor<std::int64_t>::from_host(res, words);  // synchronises
+}
+
+void detail::use_device_pipeline_on_host(const kernels::Resources& res, NeighborSampler& s) {
+  HALO_EXPECTS(s.m_device == kernels::Device::Cpu && !s.m_pipeline,
+               "use_device_pipeline_on_host: needs a CPU sampler");
+  s.m_pipeline = std::make_unique<NeighborSampler::DevicePipeline>();
+  // The host scan's block sums must cover the bounds, which they do: scan_blocks is sized
+  // from the largest layer bound.
+  s.init_pipeline(res);
+}
+
+NeighborSampler::~NeighborSampler() = default;
+NeighborSampler::NeighborSampler(NeighborSampler&&) noexcept = default;
+NeighborSampler& NeighborSampler::operator=(NeighborSampler&&) noexcept = default;
+
 const MiniBatch& NeighborSampler::sample(const kernels::Resources& res, Span<const NodeId> seeds,
-                                         std::uint64_t epoch, std::uint64_t batch) {
-  HALO_EXPECTS(res.device() == kernels::Device::Cpu,
-               "NeighborSampler::sample: only the CPU backend exists so far");
+                                         std::uint64_t epoch, std::uint64_t batch,
+                                         kernels::Device seeds_device) {
+  HALO_EXPECTS(res.device() == m_device,
+               "NeighborSampler::sample: the Resources is on another device than the sampler");
   HALO_EXPECTS(seeds.size >= 0 && seeds.size <= m_envelope.batch_size,
                "NeighborSampler::sample: " + std::to_string(seeds.size) +
                    " seeds; the batch size is " + std::to_string(m_envelope.batch_size));
+  // (The host emulation of the device pipeline takes "device" seeds: they are host memory.)
+  HALO_EXPECTS(m_pipeline || seeds_device == kernels::Device::Cpu,
+               "NeighborSampler::sample: a CPU sampler takes host seeds");
+  if (m_pipeline) {
+    sample_device(res, seeds, epoch, batch, seeds_device);
+    return m_batch;
+  }
+  m_host_syncs = 0;
   for (std::int64_t i = 0; i < seeds.size; ++i)
     HALO_EXPECTS(seeds[i] >= 0 && seeds[i] < m_graph.num_rows,
                  "NeighborSampler::sample: seed " + std::to_string(seeds[i]) + " out of range");
@@ -175,7 +296,139 @@ void NeighborSampler::sample_hop(const kernels::Resources& res, Span<const NodeI
   run(res, num_src, detail::ClearSlotBody{table, m_scratch.data()});
 
   m_used.layers[l] = {num_dst, num_edges, num_src};
-  m_batch.blocks[l] = {{indptr, sampled, nullptr, num_dst, num_src}, {src_ids, num_src}};
+  m_batch.blocks[l] = {{indptr, sampled, nullptr, num_dst, num_src, false, num_edges},
+                       {src_ids, num_src}};
+}
+
+void NeighborSampler::sample_device(const kernels::Resources& res, Span<const NodeId> seeds,
+                                    std::uint64_t epoch, std::uint64_t batch,
+                                    kernels::Device seeds_device) {
+  using W = detail::DeviceWords;
+  DevicePipeline& p = *m_pipeline;
+  if (p.on_cuda) {
+    HALO_EXPECTS(res.cuda_exec().stream == p.stream,
+                 "NeighborSampler::sample: a CUDA sampler runs on the Resources it was built with");
+  }
+  m_host_syncs = 0;
+  const std::int64_t n = seeds.size;
+  const std::size_t seed_bytes = static_cast<std::size_t>(n) * sizeof(NodeId);
+  NodeId* const dev_seeds = m_seeds.data();
+  if (n == 0) {
+    // nothing to copy
+  } else if (seeds_device == kernels::Device::Cpu) {
+    std::memcpy(p.seed_staging, seeds.data, seed_bytes);
+    p.copy(dev_seeds, p.seed_staging, seed_bytes);
+  } else if (seeds.data != dev_seeds) {
+    // A device-to-device copy must not overlap: a part of the seed buffer itself goes through
+    // the scratch, which holds at least min(batch_size, N) ids (a previous batch's seeds).
+    const auto lo = reinterpret_cast<std::uintptr_t>(seeds.data);
+    const auto buf = reinterpret_cast<std::uintptr_t>(dev_seeds);
+    if (lo < buf + m_seeds.bytes() && buf < lo + seed_bytes) {
+      HALO_EXPECTS(seed_bytes <= m_scratch.bytes(),
+                   "NeighborSampler::sample: seeds overlap the sampler's seed buffer");
+      p.copy(m_scratch.data(), seeds.data, seed_bytes);
+      p.copy(dev_seeds, m_scratch.data(), seed_bytes);
+    } else {
+      p.copy(dev_seeds, seeds.data, seed_bytes);
+    }
+  }
+
+  // Seed checks on the device; the gate sets the seeds' hop's num_dst (0 on an error).
+  const std::size_t num_layers = m_layers.size();
+  const auto nl = static_cast<std::int64_t>(num_layers);
+  std::int64_t* const words = p.words.data();
+  std::int64_t* const status = words + 3 * nl;
+  const detail::HashTable table{m_table.data(),
+                                static_cast<std::uint64_t>(m_envelope.table_slots - 1)};
+  const std::int64_t num_nodes = m_graph.num_rows;
+  kernels::launch(res, n, detail::SeedInsertBody{table, dev_seeds, num_nodes, status});
+  kernels::launch(res, n, detail::SeedDistinctBody{table, dev_seeds, num_nodes, status});
+  kernels::launch(res, 1, detail::SeedGateBody{dev_seeds, n, status, words + 3 * (nl - 1)});
+
+  const NodeId* dst = dev_seeds;
+  for (std::size_t h = 0; h < num_layers; ++h) {
+    const std::size_t l = num_layers - 1 - h;
+    sample_hop_device(res, dst, hop_key(m_config.seed, epoch, batch, h), l);
+    dst = m_layers[l].src_ids.data();
+  }
+
+  // The batch's one synchronisation: every size and the seed check's verdict in one copy.
+  const std::int64_t* got = p.readback;
+  p.copy(p.readback, words, static_cast<std::size_t>(W::readback(nl)) * sizeof(std::int64_t));
+  res.synchronize();
+  if (p.on_cuda) ++m_host_syncs;
+  if (const std::int64_t kind = got[3 * nl + W::kErrorKind]; kind != 0) {
+    // The seeds' table entries stay behind (the hops did nothing): empty the whole table.
+    p.fill(m_table.data(), 0xFF, m_table.bytes());
+    const std::string seed = std::to_string(got[3 * nl + W::kErrorSeed]);
+    HALO_EXPECTS(kind != 1, "NeighborSampler::sample: seed " + seed + " out of range");
+    HALO_FAIL("NeighborSampler::sample: seed " + seed + " is repeated");
+  }
+
+  for (std::size_t l = 0; l < num_layers; ++l) {
+    const std::int64_t* sz = got + 3 * static_cast<std::int64_t>(l);
+    const LayerEnvelope used{sz[0], sz[1], sz[2]};
+    const LayerEnvelope& bound = m_envelope.layers[l];
+    HALO_ASSERT(used.num_dst <= bound.num_dst && used.num_edges <= bound.num_edges &&
+                    used.num_src <= bound.num_src,
+                1);
+    m_used.layers[l] = used;
+    LayerBuffers& buf = m_layers[l];
+    m_batch.blocks[l] = {{buf.indptr.data(), buf.indices.data(), nullptr, used.num_dst,
+                          used.num_src, false, used.num_edges},
+                         {buf.src_ids.data(), used.num_src}};
+  }
+  m_batch.seeds = {dev_seeds, n};
+  m_batch.input_nodes = m_batch.blocks.front().src_ids;
+
+  // The device probes the whole table and scans over the bounds: both count in full.
+  m_used.batch_size = n;
+  m_used.table_slots = m_envelope.table_slots;
+  detail::size_scratch(m_used);
+  m_used.scan_blocks = m_envelope.scan_blocks;
+  m_peak = std::max(m_peak, m_used.bytes());
+  HALO_ASSERT(m_peak <= envelope_bytes(), 1);
+}
+
+void NeighborSampler::sample_hop_device(const kernels::Resources& res, const NodeId* dst,
+                                        std::uint64_t hop_key, std::size_t l) {
+  const DevicePipeline& p = *m_pipeline;
+  const LayerEnvelope& bound = m_envelope.layers[l];
+  LayerBuffers& buf = m_layers[l];
+  const int fanout = m_config.fanouts[l];
+  const bool replace = m_config.replace;
+  // This hop's {num_dst, num_edges, num_src} on the device; the launches cover the bounds.
+  std::int64_t* const sizes = m_pipeline->words.data() + 3 * static_cast<std::int64_t>(l);
+  std::int64_t* const next_num_dst = l > 0 ? sizes - 3 : nullptr;
+  const Span<const NodeId> dsts{dst, bound.num_dst};
+  const std::int64_t positions = bound.num_dst + bound.num_edges;
+  // The whole table, unlike the CPU's prefix sized per hop: its size must be a host value.
+  const detail::HashTable table{m_table.data(),
+                                static_cast<std::uint64_t>(m_envelope.table_slots - 1)};
+
+  // count -> scan -> fill (indptr[0] is 0 since the constructor)
+  std::int64_t* const indptr = buf.indptr.data();
+  std::int64_t* const prefix = m_scratch.data();
+  NodeId* const sampled = buf.indices.data();
+  kernels::launch(res, bound.num_dst,
+                  detail::CountBody{m_graph, dsts, fanout, replace, indptr + 1, sizes});
+  p.scan(res, indptr + 1, bound.num_dst, m_scan.data());
+  kernels::launch(res, 1, detail::EdgeTotalBody{indptr, sizes, prefix});
+  kernels::launch(
+      res, bound.num_dst,
+      detail::FillBody{m_graph, dsts, fanout, replace, hop_key, indptr, sampled, nullptr, sizes});
+
+  // unique + relabel
+  kernels::launch(res, positions, detail::InsertBody{table, dsts, sampled, sizes});
+  kernels::launch(res, bound.num_edges,
+                  detail::FirstOccurrenceBody{table, 0, sampled, prefix + 1, sizes});
+  p.scan(res, prefix + 1, bound.num_edges, m_scan.data());
+  kernels::launch(res, 1, detail::SourceTotalBody{prefix, sizes, next_num_dst});
+  NodeId* const src_ids = buf.src_ids.data();
+  kernels::launch(res, positions, detail::RelabelBody{dsts, sampled, prefix, src_ids, sizes});
+  kernels::launch(res, bound.num_src,
+                  detail::FindSlotBody{table, src_ids, m_scratch.data(), sizes});
+  kernels::launch(res, bound.num_src, detail::ClearSlotBody{table, m_scratch.data(), sizes});
 }
 
 }  // namespace halo::sampler

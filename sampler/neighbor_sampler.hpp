@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
@@ -44,34 +45,73 @@ struct MiniBatch {
 std::uint64_t hop_key(std::uint64_t seed, std::uint64_t epoch, std::uint64_t batch,
                       std::size_t hop);
 
-/// Samples blocks for batches of seeds from one graph. Every buffer is allocated once, in the
-/// constructor, to the bounds of `plan_envelope`; `sample` allocates nothing and cannot exceed
-/// them. CPU only for now (the bodies are single-source; the CUDA launches come later).
+class NeighborSampler;
+
+namespace detail {
+/// Testing only: makes the CPU sampler `s` (not yet used) run the GPU pipeline on the host:
+/// sizes kept in "device" words, launches over the envelope's bounds, seed checks by bodies,
+/// one read-back (host_syncs_last_batch() stays 0). Machines without a GPU test its logic so.
+void use_device_pipeline_on_host(const kernels::Resources& res, NeighborSampler& s);
+}  // namespace detail
+
+/// Samples blocks for batches of seeds from one graph, on the CPU or on a CUDA device (the
+/// device of the constructor's Resources). Every buffer is allocated once, in the constructor,
+/// to the bounds of `plan_envelope`; `sample` allocates nothing and cannot exceed them. Both
+/// devices run the same bodies with the same keyed draws, so they give identical blocks.
 /// Not thread-safe: one sampler per thread of control.
 class NeighborSampler {
  public:
-  /// Borrows `graph` (a host CSR; row v lists the nodes messages to v come from), which must
-  /// outlive the sampler, and plans the envelope for batches of up to `batch_size` seeds.
-  /// halo::LogicError when res is not a CPU Resources, the graph is not square or well formed,
-  /// a row has 2^31 or more entries, the config is invalid (see plan_envelope), or a layer's
-  /// bound of destinations + edges reaches 2^31.
+  /// Plans the envelope for batches of up to `batch_size` seeds from `graph` (a host CSR; row
+  /// v lists the nodes messages to v come from). A CPU sampler borrows `graph`, which must
+  /// outlive it. With a CUDA `res` the sampler copies the graph to the device once and owns
+  /// that copy (`graph` is only read here), and allocates every buffer on the device,
+  /// stream-ordered on res's stream; synchronous. halo::LogicError when the graph is not on the
+  /// host, not square or not well formed, a row has 2^31 or more entries, the config is invalid
+  /// (see plan_envelope), or a layer's bound of destinations + edges reaches 2^31.
   NeighborSampler(const kernels::Resources& res, const datasets::Graph& graph,
                   std::int64_t batch_size, SamplerConfig config);
+  ~NeighborSampler();
+  NeighborSampler(NeighborSampler&&) noexcept;
+  NeighborSampler& operator=(NeighborSampler&&) noexcept;
+  NeighborSampler(const NeighborSampler&) = delete;
+  NeighborSampler& operator=(const NeighborSampler&) = delete;
 
   /// Samples the blocks of `seeds` (distinct node ids, at most batch_size of them) for
   /// (epoch, batch) of this sampler's seed: the same arguments give the same blocks for any
-  /// thread count of `res`. The result and all its views live in the sampler's buffers and
-  /// stay valid until the next call. Synchronous; runs on res's OpenMP threads.
-  /// halo::LogicError on too many seeds, an id out of range or a repeated seed.
+  /// thread count of `res` and on either device. The result and all its views live in the
+  /// sampler's buffers, on the sampler's device, and stay valid until the next call.
+  ///
+  /// `seeds` lives on `seeds_device`: host memory by default (the sampler copies it into its
+  /// own seed buffer, on a CUDA sampler through pinned memory with an asynchronous copy), or
+  /// Device::Cuda for device memory on a CUDA sampler (copied device to device on res's
+  /// stream). The seeds may be a view of this sampler's own buffers (a previous batch's ids).
+  ///
+  /// CPU: synchronous, on res's OpenMP threads. CUDA: `res` must be the Resources the sampler
+  /// was built with (its stream orders every buffer); the work is queued on its stream, and
+  /// the call returns after one host synchronisation, which reads back every layer's sizes
+  /// (a Block's shape is a host value) and the seed check's verdict; the views are then
+  /// ready to use on that stream.
+  /// halo::LogicError on too many seeds, an id out of range or a repeated seed (the same
+  /// messages on both devices; the sampler stays usable), device seeds for a CPU sampler, or
+  /// a Resources of another device or stream.
   const MiniBatch& sample(const kernels::Resources& res, kernels::Span<const kernels::NodeId> seeds,
-                          std::uint64_t epoch, std::uint64_t batch);
+                          std::uint64_t epoch, std::uint64_t batch,
+                          kernels::Device seeds_device = kernels::Device::Cpu);
+
+  /// The device the sampler runs on and keeps its buffers on.
+  kernels::Device device() const { return m_device; }
 
   const SamplerEnvelope& envelope() const { return m_envelope; }
-  /// Bytes the constructor allocated (envelope().bytes()).
+  /// Bytes the constructor allocated for the buffers (envelope().bytes()); a CUDA sampler also
+  /// holds the graph's device copy, a few size words and pinned staging, not counted here.
   std::size_t envelope_bytes() const { return m_envelope.bytes(); }
   /// The most bytes any batch so far has used, measured as SamplerEnvelope::bytes() of that
   /// batch's actual sizes; 0 before the first batch. Never above envelope_bytes().
   std::size_t peak_bytes() const { return m_peak; }
+  /// Times the last sample() call waited for the device (stream synchronisations, blocking
+  /// copies): 0 on the CPU; 1 on CUDA, the read-back of the sizes. The goal is none (sizes
+  /// that stay on the device end to end, e.g. blocks whose shapes are device scalars).
+  std::int64_t host_syncs_last_batch() const { return m_host_syncs; }
 
  private:
   struct LayerBuffers {
@@ -79,10 +119,25 @@ class NeighborSampler {
     kernels::Tensor<kernels::NodeId> indices;
     kernels::Tensor<kernels::NodeId> src_ids;
   };
-  /// Runs one hop: samples for `dst`, fills block l and its buffers.
+  friend void detail::use_device_pipeline_on_host(const kernels::Resources& res,
+                                                  NeighborSampler& s);
+  struct DevicePipeline;  // the device's graph copy, size words, staging (the .cpp)
+  /// Sets up the device pipeline's words and staging (m_pipeline exists, buffers allocated).
+  void init_pipeline(const kernels::Resources& res);
+  /// Runs one hop on the CPU: samples for `dst`, fills block l and its buffers.
   void sample_hop(const kernels::Resources& res, kernels::Span<const kernels::NodeId> dst,
                   std::uint64_t hop_key, std::size_t l, bool check_distinct);
+  /// The device pipeline of sample(): every hop queued with sizes kept on the device, then one
+  /// read-back.
+  void sample_device(const kernels::Resources& res, kernels::Span<const kernels::NodeId> seeds,
+                     std::uint64_t epoch, std::uint64_t batch, kernels::Device seeds_device);
+  /// Queues one hop on the device for the destinations dst[0, bound) whose actual count is a
+  /// device word (see detail::DeviceWords).
+  void sample_hop_device(const kernels::Resources& res, const kernels::NodeId* dst,
+                         std::uint64_t hop_key, std::size_t l);
 
+  kernels::Device m_device = kernels::Device::Cpu;
+  /// The host graph on the CPU; the sampler's device copy on CUDA.
   kernels::CsrView<kernels::NodeId, float> m_graph;
   SamplerConfig m_config;
   SamplerEnvelope m_envelope;
@@ -94,6 +149,10 @@ class NeighborSampler {
   kernels::Tensor<std::int64_t> m_scan;
   MiniBatch m_batch;
   std::size_t m_peak = 0;
+  std::int64_t m_host_syncs = 0;
+  /// Set on CUDA (and by detail::use_device_pipeline_on_host): sample() runs the device
+  /// pipeline. Null: the CPU pipeline.
+  std::unique_ptr<DevicePipeline> m_pipeline;
 };
 
 }  // namespace halo::sampler

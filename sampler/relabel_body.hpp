@@ -68,12 +68,19 @@ struct HashTable {
 };
 
 /// Index i < |dst|: destination i at position i; else sampled edge e = i - |dst| at i.
+/// (`sizes` in this file: see CountBody in sample_body.hpp; there |dst| = sizes[0].)
 struct InsertBody {
   HashTable table;
   kernels::Span<const NodeId> dst;
   const NodeId* sampled;
+  const std::int64_t* sizes = nullptr;
   HALO_HD void operator()(std::int64_t i) const {
-    const NodeId id = i < dst.size ? dst[i] : sampled[i - dst.size];
+    std::int64_t num_dst = dst.size;
+    if (sizes != nullptr) {
+      num_dst = sizes[0];
+      if (i >= num_dst + sizes[1]) return;
+    }
+    const NodeId id = i < num_dst ? dst[i] : sampled[i - num_dst];
     table.insert_min(id, static_cast<std::uint32_t>(i));
   }
 };
@@ -83,13 +90,19 @@ struct InsertBody {
 /// them, and it saves a second lookup); first occurrences keep the id for src_ids.
 struct FirstOccurrenceBody {
   HashTable table;
-  std::int64_t num_dst;
+  std::int64_t num_dst;  // ignored when `sizes` is set
   NodeId* sampled;
   std::int64_t* flags;
+  const std::int64_t* sizes = nullptr;
   HALO_HD void operator()(std::int64_t e) const {
+    if (sizes != nullptr && e >= sizes[1]) {
+      flags[e] = 0;
+      return;
+    }
+    const std::int64_t own = (sizes != nullptr ? sizes[0] : num_dst) + e;  // this edge's position
     const std::int64_t pos = table.position(sampled[e]);
-    flags[e] = pos == num_dst + e ? 1 : 0;
-    if (pos != num_dst + e) sampled[e] = static_cast<NodeId>(pos);
+    flags[e] = pos == own ? 1 : 0;
+    if (pos != own) sampled[e] = static_cast<NodeId>(pos);
   }
 };
 
@@ -101,8 +114,13 @@ struct RelabelBody {
   NodeId* sampled;
   const std::int64_t* prefix;
   NodeId* src_ids;
+  const std::int64_t* sizes = nullptr;
   HALO_HD void operator()(std::int64_t i) const {
-    const std::int64_t num_dst = dst.size;
+    std::int64_t num_dst = dst.size;
+    if (sizes != nullptr) {
+      num_dst = sizes[0];
+      if (i >= num_dst + sizes[1]) return;
+    }
     if (i < num_dst) {
       src_ids[i] = dst[i];
       return;
@@ -125,13 +143,21 @@ struct FindSlotBody {
   HashTable table;
   const NodeId* src_ids;
   std::int64_t* slot;
-  HALO_HD void operator()(std::int64_t s) const { slot[s] = table.find_slot(src_ids[s]); }
+  const std::int64_t* sizes = nullptr;
+  HALO_HD void operator()(std::int64_t s) const {
+    if (sizes != nullptr && s >= sizes[2]) return;
+    slot[s] = table.find_slot(src_ids[s]);
+  }
 };
 
 struct ClearSlotBody {
   HashTable table;
   const std::int64_t* slot;
-  HALO_HD void operator()(std::int64_t s) const { table.slots[slot[s]] = HashTable::kEmpty; }
+  const std::int64_t* sizes = nullptr;
+  HALO_HD void operator()(std::int64_t s) const {
+    if (sizes != nullptr && s >= sizes[2]) return;
+    table.slots[slot[s]] = HashTable::kEmpty;
+  }
 };
 
 }  // namespace halo::sampler::detail

@@ -28,13 +28,24 @@ HALO_HD inline std::int64_t sample_count(std::int64_t d, int fanout, bool replac
 }
 
 /// counts[i] = the number of neighbours destination dst[i] draws.
+///
+/// `sizes`, in every hop body: null on the CPU, where the launch covers exactly the hop's work.
+/// On the GPU the host does not know a hop's sizes (they stay on the device), so the launch
+/// covers the envelope's bound and the body reads the hop's actual {num_dst, num_edges,
+/// num_src} from `sizes` (device memory); indices past them do nothing, except that bodies
+/// feeding a scan write 0 there, so the scan over the bound is exact.
 struct CountBody {
   kernels::CsrView<NodeId, float> graph;
   kernels::Span<const NodeId> dst;
   int fanout;
   bool replace;
   std::int64_t* counts;
+  const std::int64_t* sizes = nullptr;
   HALO_HD void operator()(std::int64_t i) const {
+    if (sizes != nullptr && i >= sizes[0]) {
+      counts[i] = 0;
+      return;
+    }
     counts[i] = sample_count(graph.degree(dst[i]), fanout, replace);
   }
 };
@@ -53,7 +64,9 @@ struct FillBody {
   const std::int64_t* offsets;
   NodeId* out;
   const NodeId* key_ids = nullptr;
+  const std::int64_t* sizes = nullptr;  // see CountBody
   HALO_HD void operator()(std::int64_t i) const {
+    if (sizes != nullptr && i >= sizes[0]) return;
     const NodeId v = dst[i];
     const NodeId* row = graph.indices + graph.indptr[v];
     const std::int64_t d = graph.degree(v);

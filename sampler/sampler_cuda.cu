@@ -1,7 +1,10 @@
-// CUDA launches of the sampler's bodies, compiled by nvcc so that the single-source bodies stay
-// valid device code. NeighborSampler itself still refuses a CUDA Resources: the device-side
-// pipeline (sizes kept on the device, Thrust on the stream) is the CUDA backend issue's.
+// CUDA side of the sampler: the launches of its single-source bodies, the device scan (CUB, on
+// the sampler's own preallocated temporary storage) and the copies of the GPU pipeline.
+#include <cub/device/device_scan.cuh>
+
 #include <halo/kernels/exec_cuda.cuh>
+#include <halo/sampler/detail/device_sizes_body.hpp>
+#include <halo/sampler/detail/sampler_cuda.hpp>
 #include <halo/sampler/relabel_body.hpp>
 #include <halo/sampler/sample_body.hpp>
 #include <halo/sampler/scan_body.hpp>
@@ -16,4 +19,42 @@ template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::FirstOc
 template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::RelabelBody&);
 template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::FindSlotBody&);
 template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::ClearSlotBody&);
+template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::SeedInsertBody&);
+template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::SeedDistinctBody&);
+template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::SeedGateBody&);
+template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::EdgeTotalBody&);
+template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::SourceTotalBody&);
 }  // namespace halo::kernels::detail
+
+namespace halo::sampler::detail {
+
+// CUB rather than thrust::inclusive_scan: Thrust allocates its temporary storage on every call
+// (a per-batch allocation, and cudaFree synchronises), CUB takes storage sized once up front.
+std::size_t cuda_scan_temp_bytes(std::int64_t n) {
+  std::size_t bytes = 0;
+  HALO_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, static_cast<std::int64_t*>(nullptr),
+                                                n, cudaStream_t{}));
+  return bytes;
+}
+
+void cuda_inclusive_sum(std::int64_t* a, std::int64_t n, void* temp, std::size_t temp_bytes,
+                        void* stream) {
+  if (n <= 0) return;
+  HALO_CUDA_CHECK(
+      cub::DeviceScan::InclusiveSum(temp, temp_bytes, a, n, static_cast<cudaStream_t>(stream)));
+  if (kernels::detail::debug_sync())
+    HALO_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
+
+void cuda_copy_async(void* dst, const void* src, std::size_t bytes, void* stream) {
+  if (bytes == 0) return;
+  HALO_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
+}
+
+void cuda_fill_bytes_async(void* dst, unsigned char value, std::size_t bytes, void* stream) {
+  if (bytes == 0) return;
+  HALO_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)));
+}
+
+}  // namespace halo::sampler::detail

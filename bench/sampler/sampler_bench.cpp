@@ -1,5 +1,6 @@
 // Neighbour sampling throughput: sampled edges per second, fan-outs 15, 10, 5 and batches of 1024
-// seeds on the R-MAT graph of the issue, at 1 and 2 threads, without and with replacement.
+// seeds on the R-MAT graph of the issue, at 1 and 2 threads, without and with replacement, and
+// on a CUDA device (skipped without one).
 #include <algorithm>
 #include <benchmark/benchmark.h>
 #include <cstdint>
@@ -47,20 +48,25 @@ std::vector<NodeId> shuffled_nodes(std::int64_t n) {
 }
 
 /// Samples batches of one epoch (batch b of thread t: b = t, t + num_threads, ...) and reports
-/// sampled edges per second. Google Benchmark sums the rate over its threads.
+/// sampled edges per second. Google Benchmark sums the rate over its threads. On CUDA each batch
+/// ends with res.synchronize(), so the rate counts finished batches (sample() reads the sizes
+/// back, so the stream is idle by then anyway); the seeds come from host memory.
 void sample_batches(benchmark::State& state, const kernels::Resources& res, bool replace) {
   const datasets::Graph& g = rmat();
   sampler::NeighborSampler s(res, g, kBatch, {{15, 10, 5}, replace, /*seed=*/1});
   static const std::vector<NodeId> nodes = shuffled_nodes(rmat().num_rows());
   const std::int64_t batches_per_epoch = g.num_rows() / kBatch;
-  std::int64_t edges = 0, inputs = 0, batch = state.thread_index();
+  std::int64_t edges = 0, inputs = 0, syncs = 0, batch = state.thread_index();
   for (auto _ : state) {
     const std::int64_t b = batch % batches_per_epoch;
     const sampler::MiniBatch& mb = s.sample(res, {nodes.data() + b * kBatch, kBatch},
                                             static_cast<std::uint64_t>(batch / batches_per_epoch),
                                             static_cast<std::uint64_t>(b));
-    for (const sampler::Block& blk : mb.blocks) edges += blk.csr.num_edges();
+    res.synchronize();
+    // num_entries: the block's edge count as a host value (indptr may be device memory)
+    for (const sampler::Block& blk : mb.blocks) edges += blk.csr.num_entries;
     inputs += mb.input_nodes.size;
+    syncs += s.host_syncs_last_batch();
     batch += state.threads();
   }
   const auto n = static_cast<double>(state.iterations());
@@ -70,6 +76,8 @@ void sample_batches(benchmark::State& state, const kernels::Resources& res, bool
       benchmark::Counter(static_cast<double>(edges) / n, benchmark::Counter::kAvgThreads);
   state.counters["input_nodes_per_batch"] =
       benchmark::Counter(static_cast<double>(inputs) / n, benchmark::Counter::kAvgThreads);
+  state.counters["host_syncs_per_batch"] =
+      benchmark::Counter(static_cast<double>(syncs) / n, benchmark::Counter::kAvgThreads);
   state.counters["peak_MiB"] = benchmark::Counter(static_cast<double>(s.peak_bytes()) / 1048576.0,
                                                   benchmark::Counter::kAvgThreads);
   state.counters["envelope_MiB"] = benchmark::Counter(
@@ -90,9 +98,26 @@ void BM_SampleRmatBatchPerThread(benchmark::State& state) {
   sample_batches(state, res, state.range(0) != 0);
 }
 
+/// One sampler on CUDA device 0 (its buffers and the graph's copy on the device). Args: replace.
+void BM_SampleRmatCuda(benchmark::State& state) {
+  if (kernels::cuda_device_count() == 0) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  const kernels::Resources res(kernels::Device::Cuda);
+  sample_batches(state, res, state.range(0) != 0);
+}
+
 BENCHMARK(BM_SampleRmat)
     ->ArgsProduct({{1, 2}, {0, 1}})
     ->ArgNames({"threads", "replace"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(bench::smoke() ? 0.001 : 2.0);
+BENCHMARK(BM_SampleRmatCuda)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("replace")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(bench::smoke() ? 0.001 : 2.0);

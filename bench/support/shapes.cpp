@@ -21,4 +21,14 @@ datasets::Dataset arxiv_shape(const kernels::Resources& res) {
   return datasets::make_synthetic(res, c);
 }
 
+datasets::Dataset products_shape(const kernels::Resources& res) {
+  datasets::SyntheticConfig c;
+  c.num_nodes = smoke() ? 2449029 / 100 : 2449029;
+  c.num_classes = 47;
+  c.num_features = 100;
+  c.avg_degree = 50.52;  // ogbn-products: 61,859,140 co-purchase edges, 123.7M directed
+  c.seed = 2;
+  return datasets::make_synthetic(res, c);
+}
+
 }  // namespace halo::bench

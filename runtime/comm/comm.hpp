@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include <halo/kernels/types.hpp>
 #include <halo/kernels/views.hpp>
 
 namespace halo::runtime {
@@ -27,6 +28,9 @@ class Comm {
   virtual ~Comm() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  /// Where the buffers passed to this communicator must live: host memory (Device::Cpu) for
+  /// MpiComm and SelfComm, device memory of the rank's GPU (Device::Cuda) for NcclComm.
+  virtual kernels::Device memory_device() const = 0;
   virtual void barrier() = 0;
   /// Copies `bytes` bytes at `data` from `root` to every rank.
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
@@ -67,6 +71,7 @@ class SelfComm final : public Comm {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
+  kernels::Device memory_device() const override { return kernels::Device::Cpu; }
   void barrier() override {}
   void broadcast(void* data, std::size_t bytes, int root) override;
   void allreduce(kernels::Span<double>, ReduceOp) override {}
@@ -125,6 +130,15 @@ int launcher_world_size();
 /// How many of those processes run on this host (MPI_LOCALNRANKS,
 /// OMPI_COMM_WORLD_LOCAL_SIZE), 0 without a launcher.
 int launcher_local_size();
+/// This process's rank among those on its host (MPI_LOCALRANKID for MPICH's Hydra,
+/// OMPI_COMM_WORLD_LOCAL_RANK for Open MPI; the first one set wins), -1 without a launcher or
+/// when the value is not a non-negative integer. Read without initialising MPI.
+int launcher_local_rank();
+/// The CUDA device this rank uses, one GPU per rank: launcher_local_rank() modulo
+/// kernels::cuda_device_count() (device 0 without a launcher). With more ranks on a host than
+/// GPUs, ranks share devices round-robin. Throws halo::LogicError when no CUDA device is
+/// usable (no GPU, no driver, or a CPU-only build).
+int local_cuda_device();
 
 /// After an error on one rank: terminates every rank of the job (MPI_Abort, after a 250 ms pause
 /// that lets the launcher forward the error message already printed) when MPI is initialised

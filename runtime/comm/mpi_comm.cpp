@@ -70,6 +70,7 @@ class MpiComm final : public Comm {
 
   int rank() const override { return m_rank; }
   int size() const override { return m_size; }
+  kernels::Device memory_device() const override { return kernels::Device::Cpu; }
   void barrier() override { check(MPI_Barrier(m_comm), "MPI_Barrier"); }
   void broadcast(void* data, std::size_t bytes, int root) override {
     check(MPI_Bcast(data, to_int(bytes, "MPI_Bcast"), MPI_BYTE, root, m_comm), "MPI_Bcast");

@@ -1,9 +1,13 @@
+#include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <string>
 
 #include <halo/kernels/error.hpp>
+#include <halo/kernels/resources.hpp>
 #include <halo/runtime/comm/comm.hpp>
 
 namespace halo::runtime {
@@ -60,5 +64,27 @@ int first_set(std::initializer_list<const char*> names) {
 
 int launcher_world_size() { return first_set({"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"}); }
 int launcher_local_size() { return first_set({"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"}); }
+
+int launcher_local_rank() {
+  for (const char* name : {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) continue;
+    // Strict: "", "-1", "2x" or an overflow are not a local rank (std::atoi would say 0).
+    char* end = nullptr;
+    errno = 0;
+    const long r = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || errno != 0 || r < 0 || r > INT_MAX) return -1;
+    return static_cast<int>(r);
+  }
+  return -1;
+}
+
+int local_cuda_device() {
+  const int devices = kernels::cuda_device_count();
+  HALO_EXPECTS(devices > 0,
+               "local_cuda_device: no usable CUDA device on this host (no GPU or driver, or a "
+               "build without HALO_WITH_CUDA)");
+  return std::max(launcher_local_rank(), 0) % devices;
+}
 
 }  // namespace halo::runtime

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <span>
 #include <string>
 #include <utility>
@@ -442,6 +443,20 @@ TEST(Model, SaveOverwritesAnExistingFile) {
   EXPECT_FALSE(fs::exists(file.string() + ".tmp"));
 }
 
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// save(res, path) is the device-neutral form: for a host model it writes what save(path) writes.
+TEST(Model, SaveThroughResourcesWritesTheSameFile) {
+  const TempDir dir;
+  nn::Model<float> model(cpu(), config(ModelKind::Sage, 2, 4, 5, 3), 9);
+  model.save(dir.path() / "a.bin");
+  model.save(cpu(), dir.path() / "b.bin");
+  EXPECT_EQ(file_bytes(dir.path() / "a.bin"), file_bytes(dir.path() / "b.bin"));
+}
+
 TEST(Model, SaveToMissingDirectoryThrowsIoError) {
   const TempDir dir;
   nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 1);
@@ -642,6 +657,50 @@ void expect_learns_two_communities(ModelKind kind) {
 TEST(GcnModel, LearnsTwoCommunities) { expect_learns_two_communities<float>(ModelKind::Gcn); }
 
 TEST(SageModel, LearnsTwoCommunities) { expect_learns_two_communities<float>(ModelKind::Sage); }
+
+// ---- CUDA (skipped without a device) ---------------------------------------------------------
+
+std::vector<float> values_of(const Resources& res, const Tensor<float>& t) {
+  return t.to_vector(res);
+}
+
+// A model built on a GPU holds the CPU model's initial parameters (the same counter-based draws),
+// computes the same logits with dropout (the same keyed masks) up to rounding, and saves the same
+// file; save(path) refuses device parameters.
+TEST(ModelCuda, MatchesTheCpuModelAndSavesTheSameFile) {
+  if (kernels::cuda_device_count() == 0) GTEST_SKIP() << "no usable CUDA device";
+  const Resources gpu(kernels::Device::Cuda);
+  const TempDir dir;
+  for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage}) {
+    SCOPED_TRACE(nn::to_string(kind));
+    const auto c = config(kind, 2, 5, 6, 3);
+    nn::Model<float> host(cpu(), c, 7), device(gpu, c, 7);
+    const auto hp = host.parameters(), dp = device.parameters();
+    ASSERT_EQ(hp.size(), dp.size());
+    for (std::size_t i = 0; i < hp.size(); ++i) {
+      EXPECT_EQ(dp[i]->value.device(), kernels::Device::Cuda);
+      EXPECT_EQ(values_of(gpu, dp[i]->value), values_of(cpu(), hp[i]->value));
+    }
+    const auto graph = random_graph<float>(10, 10, 0.3, 21, kind == ModelKind::Gcn);
+    const auto graph_d = graph.copy_to(gpu, kernels::Device::Cuda);
+    const Features<float> x = testing::random_matrix<float>(10, 5, 22);
+    const Features<float> x_d = std::get<Tensor<float>>(x).copy_to(gpu, kernels::Device::Cuda);
+    const nn::Context on_gpu{&gpu, /*training=*/true, 1234, 3, 0};
+    const auto expected = to_doubles(host.forward(train_context(3), graph.view(), x));
+    const auto got = values_of(gpu, device.forward(on_gpu, graph_d.view(), x_d));
+    ASSERT_EQ(got.size(), expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], expected[i], 1e-5 + 1e-5 * std::abs(expected[i])) << i;
+    const fs::path a = dir.path() / "host.bin", b = dir.path() / "device.bin";
+    host.save(a);
+    device.save(gpu, b);
+    EXPECT_EQ(file_bytes(a), file_bytes(b));
+    EXPECT_THROW(device.save(b), LogicError);
+    nn::Model<float> loaded(gpu, c, 8);
+    loaded.load(gpu, b);
+    for (auto* p : loaded.parameters()) EXPECT_EQ(p->value.device(), kernels::Device::Cuda);
+  }
+}
 
 }  // namespace
 }  // namespace halo::nn_test

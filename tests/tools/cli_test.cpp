@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <halo/kernels/resources.hpp>
+
 #include "support/testing.hpp"
 
 namespace {
@@ -49,8 +51,9 @@ TEST_F(Cli, VersionAndHelp) {
   EXPECT_NE(r.out.find("train"), std::string::npos);
   r = run("train --help");
   EXPECT_EQ(r.code, 0);
-  for (const char* flag : {"--dataset", "--model", "--layers", "--hidden", "--dropout", "--lr",
-                           "--weight-decay", "--epochs", "--seed", "--threads", "--json"})
+  for (const char* flag :
+       {"--dataset", "--model", "--layers", "--hidden", "--dropout", "--lr", "--weight-decay",
+        "--epochs", "--seed", "--threads", "--device", "--json"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
 }
 
@@ -107,6 +110,7 @@ TEST_F(Cli, TrainsAndWritesJsonAndModel) {
                           "train_time_s", "peak_host_memory_bytes"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["mode"], "full-graph");
+  EXPECT_EQ(j["device"], "cpu");
   EXPECT_EQ(j["world_size"], 1);
   EXPECT_EQ(j["epochs"], 30);
   EXPECT_GE(j["test_accuracy"].get<double>(), 0.0);
@@ -115,6 +119,50 @@ TEST_F(Cli, TrainsAndWritesJsonAndModel) {
   EXPECT_TRUE(fs::exists(model));
   EXPECT_FALSE(fs::exists(json.string() + ".tmp"));
   EXPECT_FALSE(fs::exists(model.string() + ".tmp"));
+}
+
+// Without a usable GPU (no device, no driver, or a CPU-only build) `--device cuda` is a runtime
+// error with one clear line, before any data is read; an unknown device is a usage error.
+TEST_F(Cli, GpuDeviceWithoutAGpuFailsCleanly) {
+  EXPECT_EQ(run("train --device gpu").code, 2);
+  if (halo::kernels::cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is usable here";
+  const fs::path d = write_dataset();
+  const fs::path json = m_dir / "out.json";
+  for (const char* mode : {"full-graph", "mini-batch"}) {
+    const Outcome r = run("train --device cuda --epochs 2 --mode " + std::string(mode) +
+                          " --dataset " + d.string() + " --json " + json.string());
+    EXPECT_EQ(r.code, 1) << mode;
+    EXPECT_EQ(r.err, "halo: error: --device cuda: no usable CUDA device\n") << mode;
+    EXPECT_FALSE(fs::exists(json));
+  }
+  // A one-part partition runs without mpiexec: the same line.
+  const fs::path parts = m_dir / "parts";
+  ASSERT_EQ(run("partition --method random --parts 1 --dataset " + d.string() + " --out " +
+                parts.string())
+                .code,
+            0);
+  const Outcome r = run("train --device cuda --epochs 2 --partitions " + parts.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "halo: error: --device cuda: no usable CUDA device\n");
+}
+
+class CliCuda : public Cli {};
+
+// The same run on the GPU: it trains, and the JSON names the device.
+TEST_F(CliCuda, TrainsOnTheGpuAndReportsTheDevice) {
+  if (halo::kernels::cuda_device_count() == 0) GTEST_SKIP() << "no usable CUDA device";
+  const fs::path d = write_dataset();
+  for (const char* mode : {"full-graph", "mini-batch"}) {
+    const fs::path json = m_dir / (std::string(mode) + ".json"), model = m_dir / "model.bin";
+    const Outcome r = run("train --device cuda --epochs 5 --hidden 8 --mode " + std::string(mode) +
+                          " --fanouts 2,2 --dataset " + d.string() + " --json " + json.string() +
+                          " --save-model " + model.string());
+    ASSERT_EQ(r.code, 0) << mode << ": " << r.err;
+    const auto j = nlohmann::json::parse(read_file(json));
+    EXPECT_EQ(j["device"], "cuda");
+    EXPECT_EQ(j["cuda_device"], 0);
+    EXPECT_TRUE(fs::exists(model));
+  }
 }
 
 TEST_F(Cli, DefaultSyntheticRunIsSeededAndLearns) {

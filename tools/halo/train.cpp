@@ -34,6 +34,7 @@ struct TrainOptions {
   int epochs = 200;
   std::uint64_t seed = 0;
   int threads = 0;
+  std::string device = "cpu";
   bool no_normalize = false;
   std::string json;
   std::string save_model;
@@ -100,13 +101,27 @@ void print_summary(const runtime::TrainResult& r) {
       r.best_epoch, r.val_accuracy, r.test_accuracy, r.epoch_time_median_s * 1e3, r.train_time_s);
 }
 
-nlohmann::json result_json(const TrainOptions& o, const runtime::TrainResult& r, int threads) {
+/// The Resources of `--device`: the CPU, or CUDA device `cuda_device` (the CPU thread count
+/// still applies to the host-side preprocessing). A clear error when no CUDA device is usable
+/// (no GPU, no driver, a CPU-only build).
+kernels::Resources make_resources(const TrainOptions& o, int threads, bool distributed) {
+  if (o.device == "cpu") return kernels::Resources(kernels::Device::Cpu, threads);
+  if (kernels::cuda_device_count() == 0) throw LogicError("--device cuda: no usable CUDA device");
+  // One process: device 0. Distributed: one GPU per rank, by local rank.
+  const int id = distributed ? runtime::local_cuda_device() : 0;
+  return kernels::Resources(kernels::Device::Cuda, threads, id);
+}
+
+nlohmann::json result_json(const TrainOptions& o, const runtime::TrainResult& r,
+                           const kernels::Resources& res) {
+  const bool cuda = res.device() == kernels::Device::Cuda;
   return {
       {"model", o.model},
       {"mode", "full-graph"},
-      {"device", "cpu"},
+      {"device", cuda ? "cuda" : "cpu"},
+      {"cuda_device", cuda ? res.cuda_exec().device_id : -1},
       {"world_size", r.world_size},
-      {"threads", threads},
+      {"threads", res.cpu_exec().num_threads},
       {"epochs", o.epochs},
       {"seed", o.seed},
       {"layers", o.layers},
@@ -125,17 +140,25 @@ nlohmann::json result_json(const TrainOptions& o, const runtime::TrainResult& r,
   };
 }
 
+/// "cpu" or "cuda:ID": for the progress header.
+std::string device_name(const kernels::Resources& res) {
+  return res.device() == kernels::Device::Cuda ? "cuda:" + std::to_string(res.cuda_exec().device_id)
+                                               : std::string("cpu");
+}
+
 int run_train(const TrainOptions& o) {
-  const kernels::Resources res(kernels::Device::Cpu, o.threads);
-  const datasets::Dataset data = load_dataset(res, o.data, o.seed);
+  const kernels::Resources res = make_resources(o, o.threads, /*distributed=*/false);
+  // Datasets are read and generated on the host; the trainers upload what they need.
+  const kernels::Resources host(kernels::Device::Cpu, o.threads);
+  const datasets::Dataset data = load_dataset(host, o.data, o.seed);
   const runtime::TrainConfig config = train_config(o);
 
   std::fprintf(
       stderr,
-      "halo train: %s (%lld nodes, %lld edges, %lld features, %d classes), %s, %d threads\n",
+      "halo train: %s (%lld nodes, %lld edges, %lld features, %d classes), %s, %s, %d threads\n",
       data.name.c_str(), static_cast<long long>(data.num_nodes()),
       static_cast<long long>(data.graph.num_edges()), static_cast<long long>(data.num_features()),
-      data.num_classes, o.model.c_str(), res.cpu_exec().num_threads);
+      data.num_classes, o.model.c_str(), device_name(res).c_str(), res.cpu_exec().num_threads);
   nn::Model<float> model = runtime::make_model(res, data, config);
   const bool tty = isatty(fileno(stderr)) != 0;
   const runtime::EpochCallback progress = [tty](const runtime::EpochStats& s) {
@@ -147,24 +170,26 @@ int run_train(const TrainOptions& o) {
     runtime::MiniBatchTrainer trainer(res, data, config, mini_batch_config(o), model);
     r = runtime::run_epochs(res, trainer, config.epochs, model, progress);
     r.preprocess_time_s = trainer.preprocess_time_s();
+    // On a GPU batches are prepared in stream order: one sampler, no prefetching thread.
+    const int prefetch = res.device() == kernels::Device::Cpu ? o.prefetch : 0;
     extra = {{"batch_size", o.batch_size},
              {"fanouts", o.fanouts},
-             {"prefetch", o.prefetch},
+             {"prefetch", prefetch},
              {"replace", o.replace},
              {"batches_per_epoch", trainer.batches_per_epoch()},
              {"sampler_envelope_bytes", trainer.sampler_envelope_bytes()},
              {"sampler_peak_bytes", trainer.sampler_peak_bytes()}};
     std::printf("sampler: envelope %.1f MB allocated once (%d slots), peak batch %.1f MB\n",
-                static_cast<double>(trainer.sampler_envelope_bytes()) / 1e6, o.prefetch + 1,
+                static_cast<double>(trainer.sampler_envelope_bytes()) / 1e6, prefetch + 1,
                 static_cast<double>(trainer.sampler_peak_bytes()) / 1e6);
   } else {
     r = runtime::train_full_graph(res, data, config, model, progress);
   }
 
   print_summary(r);
-  if (!o.save_model.empty()) model.save(o.save_model);
+  if (!o.save_model.empty()) model.save(res, o.save_model);
   if (!o.json.empty()) {
-    nlohmann::json j = result_json(o, r, res.cpu_exec().num_threads);
+    nlohmann::json j = result_json(o, r, res);
     j["dataset"] = data.name;
     j["num_nodes"] = data.num_nodes();
     j["num_edges"] = data.graph.num_edges();
@@ -196,16 +221,17 @@ int run_distributed(const TrainOptions& o) {
     detail::set_error_rank(rank);
     set_log_rank(rank);
   }
-  const kernels::Resources res(kernels::Device::Cpu, rank_threads(o.threads));
+  const kernels::Resources res = make_resources(o, rank_threads(o.threads), /*distributed=*/true);
   const runtime::TrainConfig config = train_config(o);
   const partition::PartitionMeta meta = partition::read_partition_meta(o.partitions);
   if (rank == 0)
     std::fprintf(stderr,
-                 "halo train: %s partitioned into %d parts (%s), %d ranks, %s, %d threads per "
-                 "rank, overlap %s\n",
+                 "halo train: %s partitioned into %d parts (%s), %d ranks, %s, %s, %d threads "
+                 "per rank, overlap %s\n",
                  meta.dataset.c_str(), meta.book.num_parts(),
                  std::string(partition::to_string(meta.config.method)).c_str(), comm->size(),
-                 o.model.c_str(), res.cpu_exec().num_threads, o.no_overlap ? "off" : "on");
+                 o.model.c_str(), device_name(res).c_str(), res.cpu_exec().num_threads,
+                 o.no_overlap ? "off" : "on");
   const bool tty = isatty(fileno(stderr)) != 0;
   runtime::EpochCallback progress;
   if (rank == 0) progress = [tty](const runtime::EpochStats& s) { print_progress(s, tty); };
@@ -221,9 +247,9 @@ int run_distributed(const TrainOptions& o) {
         "exchange: %.1f KB per epoch, %.3f ms per rank, %.0f%% hidden; all-reduce %.3f ms\n",
         static_cast<double>(r.exchange_bytes_per_epoch) / 1e3, r.exchange_time_s * 1e3,
         r.exchange_hidden_fraction * 100, r.allreduce_time_s * 1e3);
-    if (!o.save_model.empty()) run.model.save(o.save_model);
+    if (!o.save_model.empty()) run.model.save(res, o.save_model);
     if (!o.json.empty()) {
-      nlohmann::json j = result_json(o, r, res.cpu_exec().num_threads);
+      nlohmann::json j = result_json(o, r, res);
       j["dataset"] = meta.dataset;
       j["num_nodes"] = meta.num_nodes;
       j["num_edges"] = meta.num_edges;
@@ -291,6 +317,11 @@ Command add_train_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(1, 4096));
+  sub->add_option("--device", o->device,
+                  "cpu, or cuda: train on a GPU (device 0; with --partitions one GPU per rank, "
+                  "by local rank)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   sub->add_flag("--no-normalize-features", o->no_normalize,
                 "Keep sparse features raw (default: divide each row by its L1 norm)");
   sub->add_option("--json", o->json, "Write the results as one JSON object to FILE")

@@ -1,0 +1,260 @@
+// The GPU's numbers: device memory bandwidth (a device-to-device copy) and cuBLAS SGEMM peak as
+// the machine's limits, then SpMM (cuSPARSE and the row-group kernel), the dense products of a
+// GCN layer, and one GCN training epoch on the ogbn-arxiv and ogbn-products shapes, with the CPU
+// epoch on the arxiv shape as the same-run baseline. Every benchmark skips without a CUDA device.
+//
+// Timing: host wall clock around the op and a synchronisation of its stream (UseManualTime),
+// after a warm-up call; inputs are on the device before timing starts.
+#include <benchmark/benchmark.h>
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/detail/cuda_ops.hpp>
+#include <halo/kernels/gemm.hpp>
+#include <halo/kernels/rng.hpp>
+#include <halo/kernels/spmm.hpp>
+#include <halo/runtime/trainer.hpp>
+
+#include "support/machine.hpp"
+#include "support/shapes.hpp"
+
+namespace {
+
+using namespace halo;
+using kernels::Device;
+using kernels::Tensor;
+
+/// The process's CUDA Resources, or nullptr (and the benchmark is skipped) without a device.
+const kernels::Resources* gpu(benchmark::State& state) {
+  if (kernels::cuda_device_count() == 0) {
+    state.SkipWithError("no usable CUDA device");
+    return nullptr;
+  }
+  static const kernels::Resources res(Device::Cuda);
+  return &res;
+}
+
+/// Runs `op` once to warm up, then times each iteration as op + stream synchronisation.
+template <class Op>
+void time_on(benchmark::State& state, const kernels::Resources& res, const Op& op) {
+  op();
+  res.synchronize();
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    op();
+    res.synchronize();
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+}
+
+Tensor<float> random_device_matrix(const kernels::Resources& res, std::int64_t rows,
+                                   std::int64_t cols, std::uint64_t seed) {
+  std::vector<float> host(static_cast<std::size_t>(rows * cols));
+  for (std::size_t k = 0; k < host.size(); ++k) host[k] = kernels::rng::uniform(seed, 0, k) - 0.5f;
+  return Tensor<float>::from_host(res, host, rows, cols);
+}
+
+// ---- the machine's limits ----------------------------------------------------------------------
+
+/// Device-to-device copy of 1 GiB (64 MiB in smoke runs): bytes read + written per second.
+double copy_bytes_per_second(const kernels::Resources& res) {
+  static const double rate = [&res] {
+    const std::size_t bytes = bench::smoke() ? std::size_t{64} << 20 : std::size_t{1} << 30;
+    kernels::Buffer a(res, Device::Cuda, bytes), b(res, Device::Cuda, bytes);
+    double best = 0;
+    for (int i = 0; i < 6; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      kernels::copy_bytes(res, b.data(), Device::Cuda, a.data(), Device::Cuda, bytes);
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (i > 0) best = std::max(best, 2.0 * static_cast<double>(bytes) / s);
+    }
+    return best;
+  }();
+  return rate;
+}
+
+void BM_DeviceCopy(benchmark::State& state) {
+  const auto* res = gpu(state);
+  if (res == nullptr) return;
+  for (auto _ : state) state.SetIterationTime(1);
+  state.counters["bytes_per_s"] = copy_bytes_per_second(*res);
+}
+BENCHMARK(BM_DeviceCopy)->Iterations(1)->UseManualTime();
+
+/// cuBLAS SGEMM on n x n x n (8192; 1024 in smoke runs): FLOP/s, the best of the iterations.
+double sgemm_peak(const kernels::Resources& res) {
+  static const double peak = [&res] {
+    const std::int64_t n = bench::smoke() ? 1024 : 8192;
+    const auto a = random_device_matrix(res, n, n, 1);
+    auto c = Tensor<float>(res, n, n);
+    double best = 0;
+    for (int i = 0; i < 6; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      kernels::gemm<float>(res, kernels::Trans::No, kernels::Trans::No, 1.f, a.view(), a.view(),
+                           0.f, c.view());
+      res.synchronize();
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (i > 0) best = std::max(best, 2.0 * static_cast<double>(n) * n * n / s);
+    }
+    return best;
+  }();
+  return peak;
+}
+
+void BM_SgemmPeak(benchmark::State& state) {
+  const auto* res = gpu(state);
+  if (res == nullptr) return;
+  for (auto _ : state) state.SetIterationTime(1);
+  state.counters["flops"] = sgemm_peak(*res);
+}
+BENCHMARK(BM_SgemmPeak)->Iterations(1)->UseManualTime();
+
+// ---- graphs
+// --------------------------------------------------------------------------------------
+
+struct Graph {
+  datasets::Dataset data;                             // host
+  kernels::CsrMatrix<kernels::NodeId, float> normal;  // device: D^-1/2 (A + I) D^-1/2
+};
+
+/// 0: ogbn-arxiv shape, 1: ogbn-products shape; built on first use and kept for the process.
+Graph& graph(const kernels::Resources& res, int shape) {
+  static std::unique_ptr<Graph> graphs[2];
+  if (!graphs[shape]) {
+    const kernels::Resources host(Device::Cpu);
+    auto g = std::make_unique<Graph>();
+    g->data = shape == 0 ? bench::arxiv_shape(host) : bench::products_shape(host);
+    auto normal = datasets::gcn_normalize<float>(host, g->data.graph);
+    normal.symmetric = true;
+    g->normal = normal.copy_to(res, Device::Cuda);
+    graphs[shape] = std::move(g);
+  }
+  return *graphs[shape];
+}
+
+const char* shape_name(int shape) { return shape == 0 ? "arxiv" : "products"; }
+
+// ---- SpMM
+// ----------------------------------------------------------------------------------------
+
+/// Args: shape, feature columns, algorithm (0 cuSPARSE, 1 row-group). Bytes counted as the
+/// least an SpMM moves: CSR arrays, one gathered x row per edge, the output.
+void BM_Spmm(benchmark::State& state) {
+  const auto* res = gpu(state);
+  if (res == nullptr) return;
+  const int shape = static_cast<int>(state.range(0));
+  const std::int64_t cols = state.range(1);
+  const auto algorithm = state.range(2) == 0 ? kernels::detail::SpmmAlgorithm::Cusparse
+                                             : kernels::detail::SpmmAlgorithm::RowGroup;
+  const Graph& g = graph(*res, shape);
+  const std::int64_t n = g.normal.num_rows();
+  const auto x = random_device_matrix(*res, n, cols, 3);
+  Tensor<float> out(*res, n, cols);
+  const kernels::detail::SpmmRowBody<kernels::NodeId, float> body{g.normal.view(), x.view(),
+                                                                  out.view(), false};
+#if HALO_WITH_CUDA  // gpu() returned a device, so this is a CUDA build; the guard is for the linker
+  time_on(state, *res, [&] { kernels::detail::spmm_rows_cuda(*res, body, algorithm); });
+#endif
+  const double m = static_cast<double>(g.normal.num_edges());
+  const double bytes = 8.0 * (n + 1) + m * 8.0 + m * cols * 4.0 + n * cols * 4.0;
+  const double copy = copy_bytes_per_second(*res);
+  state.counters["bytes_per_s"] =
+      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["fraction_of_copy_bw"] =
+      benchmark::Counter(bytes / copy, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["edges"] = m;
+  state.SetLabel(std::string(shape_name(shape)) +
+                 (state.range(2) == 0 ? " cusparse" : " row-group"));
+}
+BENCHMARK(BM_Spmm)
+    ->ArgsProduct({{0, 1}, {16, 40, 128, 256}, {0, 1}})
+    ->ArgNames({"shape", "cols", "cusparse0_rowgroup1"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime();
+
+// ---- the dense products of a GCN layer
+// ------------------------------------------------------------
+
+/// X W for every node of the products shape: (n x in) (in x out); FLOP/s against the peak.
+void BM_GemmLayer(benchmark::State& state) {
+  const auto* res = gpu(state);
+  if (res == nullptr) return;
+  const std::int64_t n = graph(*res, 1).normal.num_rows();
+  const std::int64_t in = state.range(0), out = state.range(1);
+  const auto x = random_device_matrix(*res, n, in, 4);
+  const auto w = random_device_matrix(*res, in, out, 5);
+  Tensor<float> y(*res, n, out);
+  time_on(state, *res, [&] {
+    kernels::gemm<float>(*res, kernels::Trans::No, kernels::Trans::No, 1.f, x.view(), w.view(), 0.f,
+                         y.view());
+  });
+  const double flops = 2.0 * static_cast<double>(n) * in * out;
+  state.counters["flops"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["fraction_of_peak"] =
+      benchmark::Counter(flops / sgemm_peak(*res), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_GemmLayer)
+    ->Args({100, 256})
+    ->Args({256, 256})
+    ->Args({256, 47})
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime();
+
+// ---- one training epoch
+// --------------------------------------------------------------------------
+
+/// GCN, 2 layers, 256 hidden: forward + loss + backward + Adam, as `halo train` runs it.
+void run_epochs(benchmark::State& state, const kernels::Resources& res,
+                const datasets::Dataset& d) {
+  runtime::TrainConfig config;
+  config.model.kind = nn::ModelKind::Gcn;
+  config.model.hidden = 256;
+  nn::Model<float> model = runtime::make_model(res, d, config);
+  runtime::FullGraphTrainer trainer(res, d, config, model);
+  std::uint64_t epoch = 0;
+  trainer.train_epoch(++epoch);  // warm-up
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(trainer.train_epoch(++epoch));  // ends with a synchronisation
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  state.counters["nodes"] = static_cast<double>(d.num_nodes());
+  state.counters["edges"] = static_cast<double>(d.graph.num_edges());
+}
+
+/// Arg: shape (0 arxiv, 1 products).
+void BM_GcnEpochCuda(benchmark::State& state) {
+  const auto* res = gpu(state);
+  if (res == nullptr) return;
+  const int shape = static_cast<int>(state.range(0));
+  run_epochs(state, *res, graph(*res, shape).data);
+  state.SetLabel(shape_name(shape));
+}
+BENCHMARK(BM_GcnEpochCuda)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->MinTime(bench::smoke() ? 0.001 : 2.0);
+
+/// The same-run baseline: the arxiv-shape epoch on every CPU core of the GPU's host.
+void BM_GcnEpochCpu(benchmark::State& state) {
+  const auto* res = gpu(state);  // only where the GPU numbers exist, to compare with them
+  if (res == nullptr) return;
+  const kernels::Resources cpu(Device::Cpu);
+  run_epochs(state, cpu, graph(*res, 0).data);
+  state.SetLabel("arxiv");
+}
+BENCHMARK(BM_GcnEpochCpu)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->MinTime(bench::smoke() ? 0.001 : 2.0);
+
+}  // namespace

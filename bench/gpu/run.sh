@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The GPU check, in one script for a machine with an NVIDIA GPU (the budget: 8 minutes on an
+# H200): configure and build with CUDA on every core, run the CUDA test cases (ctest -L cuda),
+# then the GPU benchmarks, and write one summary.
+#
+#   bash bench/gpu/run.sh [OUT_DIR] [BUILD_DIR]
+#
+# OUT_DIR (default bench/results) receives gpu.md (the summary), gpu_bench.json,
+# gpu_sampler_bench.json and gpu_ctest.log. BUILD_DIR (default build/gpu) is configured for this
+# machine's GPU architecture (CMAKE_CUDA_ARCHITECTURES=native) unless it already exists.
+# Tests and benchmarks read ../shared/datasets beside the checkout, as everywhere.
+# HALO_BENCH_SMOKE=1 shrinks every benchmark to its smallest size (a check of the script).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-bench/results}
+build=${2:-build/gpu}
+mkdir -p "$out"
+start=$(date +%s)
+stamp() { echo "[gpu $(( $(date +%s) - start )) s] $*"; }
+
+gpu_info=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null ||
+  echo "no GPU visible to nvidia-smi")
+stamp "GPU: $gpu_info"
+
+if [ ! -f "$build/build.ninja" ]; then
+  stamp "configure $build"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHALO_WITH_CUDA=ON \
+    -DHALO_BUILD_BENCH=ON -DCMAKE_CUDA_ARCHITECTURES=native >/dev/null
+fi
+stamp "build"
+cmake --build "$build" --parallel "$(nproc)" >/dev/null
+
+stamp "CUDA test cases"
+set +e
+ctest --test-dir "$build" -L cuda --output-on-failure --parallel 4 --timeout 300 \
+  >"$out/gpu_ctest.log" 2>&1
+ctest_rc=$?
+set -e
+tests_line=$(grep -E 'tests passed|tests failed' "$out/gpu_ctest.log" | tail -1 || true)
+skipped=$(grep -c '\*\*\*Skipped' "$out/gpu_ctest.log" || true)
+stamp "ctest: ${tests_line:-no summary} ($skipped skipped, exit $ctest_rc)"
+
+stamp "GPU benchmarks"
+"$build/bench/gpu_bench" --benchmark_repetitions=1 --benchmark_format=console \
+  --benchmark_out="$out/gpu_bench.json" --benchmark_out_format=json
+stamp "sampler throughput"
+"$build/bench/sampler_bench" --benchmark_filter=Cuda --benchmark_repetitions=1 \
+  --benchmark_out="$out/gpu_sampler_bench.json" --benchmark_out_format=json
+
+stamp "summary"
+python3 bench/gpu/summarize.py "$out" "$gpu_info" "$tests_line" "$skipped" "$ctest_rc" \
+  "$(( $(date +%s) - start ))" >"$out/gpu.md.tmp"
+mv "$out/gpu.md.tmp" "$out/gpu.md"
+stamp "wrote $out/gpu.md"
+cat "$out/gpu.md"
+exit "$ctest_rc"
