@@ -13,6 +13,7 @@
 #include <halo/kernels/gather.hpp>
 #include <halo/kernels/loss.hpp>
 #include <halo/kernels/rng.hpp>
+#include <halo/kernels/scan.hpp>
 #include <halo/runtime/minibatch.hpp>
 #include <halo/runtime/minibatch_body.hpp>
 
@@ -53,16 +54,6 @@ std::int64_t read_back(const kernels::Resources& res, const std::int64_t* p) {
 std::int64_t entries_of(const kernels::Resources& res, kernels::CsrView<NodeId, float> a) {
   if (a.num_entries >= 0) return a.num_entries;
   return a.num_rows == 0 ? 0 : read_back(res, a.indptr + a.num_rows);
-}
-
-/// In-place inclusive scan of a[0, n) on res's device; `sums` holds ceil(n / kScanBlock)
-/// entries.
-void inclusive_scan(const kernels::Resources& res, std::int64_t* a, std::int64_t n,
-                    std::int64_t* sums) {
-  const std::int64_t blocks = (n + detail::kScanBlock - 1) / detail::kScanBlock;
-  kernels::launch(res, blocks, detail::BlockSumBody{a, n, sums});
-  kernels::launch(res, 1, detail::ScanSumsBody{sums, blocks});
-  kernels::launch(res, blocks, detail::BlockScanBody{a, n, sums});
 }
 
 // Most stored entries any `rows` rows of `x` can hold.
@@ -174,7 +165,7 @@ MiniBatchTrainer::MiniBatchTrainer(const kernels::Resources& res, const datasets
           SparseFeatures{Tensor<std::int64_t>(res, inputs + 1), Tensor<std::int32_t>(res, entries),
                          Tensor<float>(res, entries), features, false};
       slot->scan_sums = Tensor<std::int64_t>(
-          res, std::max<std::int64_t>(1, (inputs + detail::kScanBlock - 1) / detail::kScanBlock));
+          res, std::max<std::int64_t>(1, kernels::scan_blocks(inputs, detail::kScanBlock)));
     } else {
       slot->x = Tensor<float>(res, inputs, features);
     }
@@ -253,7 +244,8 @@ void MiniBatchTrainer::prepare(Slot& slot, std::int64_t batch, std::uint64_t epo
     std::int64_t* indptr = x->indptr.data();
     kernels::launch(res, inputs.size,
                     detail::SparseRowLengthBody{all.indptr.data(), inputs.data, indptr});
-    inclusive_scan(res, indptr + 1, inputs.size, slot.scan_sums.data());
+    kernels::inclusive_scan(res, indptr + 1, inputs.size, slot.scan_sums.data(),
+                            detail::kScanBlock);
     // The entry count shapes the gathered matrix (the sparse dropout checks it): one scalar
     // read back per batch, beside the sampler's own.
     const std::int64_t entries = read_back(res, indptr + inputs.size);

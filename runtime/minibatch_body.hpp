@@ -87,52 +87,9 @@ struct SparseRowCopyBody {
   }
 };
 
-/// Entries per block of the scan below. Batches gather at most a few million rows, so the serial
-/// pass over block sums stays short, and a block is enough work for one GPU thread.
+/// Entries per block of the gathered indptr's scan (kernels::inclusive_scan). Batches gather at
+/// most a few million rows, so the serial pass over block sums stays short, and a block is
+/// enough work for one GPU thread.
 constexpr std::int64_t kScanBlock = 256;
-
-/// Inclusive scan of a[0, n) in three launches: BlockSumBody over blocks, ScanSumsBody once
-/// (serial: exclusive scan of the block sums in place), BlockScanBody over blocks. Used on the
-/// GPU and the CPU alike, so both give the same integers.
-struct BlockSumBody {
-  const std::int64_t* a;
-  std::int64_t n;
-  std::int64_t* sums;
-  HALO_HD void operator()(std::int64_t b) const {
-    const std::int64_t lo = b * kScanBlock;
-    const std::int64_t hi = lo + kScanBlock < n ? lo + kScanBlock : n;
-    std::int64_t s = 0;
-    for (std::int64_t i = lo; i < hi; ++i) s += a[i];
-    sums[b] = s;
-  }
-};
-
-struct ScanSumsBody {
-  std::int64_t* sums;
-  std::int64_t num_blocks;
-  HALO_HD void operator()(std::int64_t) const {
-    std::int64_t s = 0;
-    for (std::int64_t b = 0; b < num_blocks; ++b) {
-      const std::int64_t v = sums[b];
-      sums[b] = s;
-      s += v;
-    }
-  }
-};
-
-struct BlockScanBody {
-  std::int64_t* a;
-  std::int64_t n;
-  const std::int64_t* offsets;  // exclusive scan of the block sums
-  HALO_HD void operator()(std::int64_t b) const {
-    const std::int64_t lo = b * kScanBlock;
-    const std::int64_t hi = lo + kScanBlock < n ? lo + kScanBlock : n;
-    std::int64_t s = offsets[b];
-    for (std::int64_t i = lo; i < hi; ++i) {
-      s += a[i];
-      a[i] = s;
-    }
-  }
-};
 
 }  // namespace halo::runtime::detail

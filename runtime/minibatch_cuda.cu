@@ -7,7 +7,4 @@ template void launch_cuda(CudaExec, std::int64_t, const runtime::detail::GcnBloc
 template void launch_cuda(CudaExec, std::int64_t, const runtime::detail::GatherLabelsBody&);
 template void launch_cuda(CudaExec, std::int64_t, const runtime::detail::SparseRowLengthBody&);
 template void launch_cuda(CudaExec, std::int64_t, const runtime::detail::SparseRowCopyBody&);
-template void launch_cuda(CudaExec, std::int64_t, const runtime::detail::BlockSumBody&);
-template void launch_cuda(CudaExec, std::int64_t, const runtime::detail::ScanSumsBody&);
-template void launch_cuda(CudaExec, std::int64_t, const runtime::detail::BlockScanBody&);
 }  // namespace halo::kernels::detail

@@ -3,8 +3,8 @@
 #include <string>
 
 #include <halo/kernels/error.hpp>
+#include <halo/kernels/scan.hpp>
 #include <halo/sampler/envelope.hpp>
-#include <halo/sampler/scan_body.hpp>
 
 namespace halo::sampler {
 
@@ -66,7 +66,7 @@ void detail::size_scratch(SamplerEnvelope& e) {
     scan = std::max({scan, l.num_dst, l.num_edges});
   }
   e.scratch = scratch;
-  e.scan_blocks = (scan + kScanBlock - 1) / kScanBlock;
+  e.scan_blocks = kernels::scan_blocks(scan, kScanBlock);
 }
 
 }  // namespace halo::sampler

@@ -27,6 +27,11 @@ SamplerEnvelope plan_envelope(const DegreeStats& stats, std::int64_t batch_size,
                               const std::vector<int>& fanouts, bool replace);
 
 namespace detail {
+/// Entries per block of the sampler's CPU scans (kernels::inclusive_scan): large enough that the
+/// serial pass over block sums is negligible, small enough that 1M entries give every thread
+/// many blocks.
+inline constexpr std::int64_t kScanBlock = std::int64_t{1} << 14;
+
 /// Hash table slots for at most `max_keys` distinct ids: a power of two > 2 * max_keys.
 std::int64_t table_slots_for(std::int64_t max_keys);
 

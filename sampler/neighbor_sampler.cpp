@@ -7,13 +7,13 @@
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/rng.hpp>
+#include <halo/kernels/scan.hpp>
 #include <halo/sampler/detail/device_sizes_body.hpp>
 #include <halo/sampler/detail/sampler_cuda.hpp>
 #include <halo/sampler/envelope.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 #include <halo/sampler/relabel_body.hpp>
 #include <halo/sampler/sample_body.hpp>
-#include <halo/sampler/scan_body.hpp>
 
 namespace halo::sampler {
 namespace {
@@ -34,17 +34,6 @@ void run(const kernels::Resources& res, std::int64_t n, const Body& body) {
     return;
   }
   kernels::launch(res, n, body);
-}
-
-/// a[0, n) becomes its inclusive prefix sums; block_sums needs ceil(n / kScanBlock) entries.
-/// (Each block is kScanBlock entries of work, so blocks go parallel from two on.)
-void inclusive_scan(const kernels::Resources& res, std::int64_t* a, std::int64_t n,
-                    std::int64_t* block_sums) {
-  const std::int64_t num_blocks = (n + detail::kScanBlock - 1) / detail::kScanBlock;
-  kernels::launch(res, num_blocks, detail::BlockSumBody{a, n, block_sums});
-  std::int64_t sum = 0;
-  for (std::int64_t b = 0; b < num_blocks; ++b) sum += std::exchange(block_sums[b], sum);
-  kernels::launch(res, num_blocks, detail::BlockScanBody{a, n, block_sums});
 }
 
 void check_graph(const datasets::Graph& g) {
@@ -104,7 +93,7 @@ struct NeighborSampler::DevicePipeline {
 #if HALO_WITH_CUDA
     if (on_cuda) return detail::cuda_inclusive_sum(a, n, temp, scan_temp_bytes, stream);
 #endif
-    inclusive_scan(res, a, n, temp);
+    kernels::inclusive_scan(res, a, n, temp, detail::kScanBlock);
   }
 };
 
@@ -264,7 +253,7 @@ void NeighborSampler::sample_hop(const kernels::Resources& res, Span<const NodeI
   std::int64_t* indptr = buf.indptr.data();
   indptr[0] = 0;
   run(res, num_dst, detail::CountBody{m_graph, dst, fanout, replace, indptr + 1});
-  inclusive_scan(res, indptr + 1, num_dst, m_scan.data());
+  kernels::inclusive_scan(res, indptr + 1, num_dst, m_scan.data(), detail::kScanBlock);
   const std::int64_t num_edges = indptr[num_dst];
   HALO_ASSERT(num_edges <= bound.num_edges, 1);  // before anything writes the edges
   NodeId* sampled = buf.indices.data();
@@ -287,7 +276,7 @@ void NeighborSampler::sample_hop(const kernels::Resources& res, Span<const NodeI
   std::int64_t* prefix = m_scratch.data();
   prefix[0] = 0;
   run(res, num_edges, detail::FirstOccurrenceBody{table, num_dst, sampled, prefix + 1});
-  inclusive_scan(res, prefix + 1, num_edges, m_scan.data());
+  kernels::inclusive_scan(res, prefix + 1, num_edges, m_scan.data(), detail::kScanBlock);
   const std::int64_t num_src = num_dst + prefix[num_edges];
   HALO_ASSERT(num_src <= bound.num_src, 1);
   NodeId* src_ids = buf.src_ids.data();

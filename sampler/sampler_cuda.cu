@@ -7,11 +7,8 @@
 #include <halo/sampler/detail/sampler_cuda.hpp>
 #include <halo/sampler/relabel_body.hpp>
 #include <halo/sampler/sample_body.hpp>
-#include <halo/sampler/scan_body.hpp>
 
 namespace halo::kernels::detail {
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::BlockSumBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::BlockScanBody&);
 template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::CountBody&);
 template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::FillBody&);
 template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::InsertBody&);

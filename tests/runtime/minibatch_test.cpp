@@ -8,6 +8,7 @@
 #include <halo/datasets/plain_format.hpp>
 #include <halo/datasets/synthetic.hpp>
 #include <halo/kernels/exec.hpp>
+#include <halo/kernels/scan.hpp>
 #include <halo/runtime/minibatch.hpp>
 #include <halo/runtime/minibatch_body.hpp>
 
@@ -209,9 +210,8 @@ TEST(SparseRowGather, EqualsCopyingTheRows) {
   kernels::launch(res, picked,
                   detail::SparseRowLengthBody{indptr.data(), ids.data(), out_indptr.data()});
   std::int64_t* a = out_indptr.data() + 1;
-  kernels::launch(res, 4, detail::BlockSumBody{a, picked, sums.data()});
-  kernels::launch(res, 1, detail::ScanSumsBody{sums.data(), 4});
-  kernels::launch(res, 4, detail::BlockScanBody{a, picked, sums.data()});
+  ASSERT_EQ(kernels::scan_blocks(picked, detail::kScanBlock), 4);
+  kernels::inclusive_scan(res, a, picked, sums.data(), detail::kScanBlock);
   ASSERT_EQ(out_indptr, expected_indptr);
   std::vector<std::int32_t> out_indices(expected_indices.size(), -1);
   std::vector<float> out_values(expected_values.size(), -1);
