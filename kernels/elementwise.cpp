@@ -24,7 +24,13 @@ void axpy(const Resources& res, T alpha, ConstSpan<T> x, Span<T> y) {
 template <class T>
 void add_bias(const Resources& res, MatrixView<T> x, ConstSpan<T> bias) {
   HALO_EXPECTS(bias.size == x.cols, "add_bias: bias size must equal the number of columns");
-  launch(res, x.rows, detail::AddBiasBody<T>{x, bias});
+  switch (res.device()) {  // rows on the CPU, coalesced elements on the GPU
+    case Device::Cpu:
+      return for_each_index(res.cpu_exec(), x.rows, detail::AddBiasBody<T>{x, bias});
+    case Device::Cuda:
+      return launch(res, x.size(), detail::AddBiasElementsBody<T>{x, bias});
+  }
+  HALO_FAIL("add_bias: unknown device");
 }
 
 template <class T>
@@ -46,9 +52,19 @@ void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixVi
   HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "dropout: shape mismatch");
   HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size == x.rows,
                "dropout: row_ids must hold one id per row");
-  launch(res, x.rows,
-         detail::DropoutBody<T>{detail::dropout_rng_key(key), detail::dropout_threshold(p),
-                                key.row_offset, key.row_ids, dropout_scale<T>(p), x, y});
+  const std::uint64_t rng_key = detail::dropout_rng_key(key);
+  const std::uint64_t threshold = detail::dropout_threshold(p);
+  switch (res.device()) {  // rows on the CPU (vectorised), coalesced elements on the GPU
+    case Device::Cpu:
+      return for_each_index(res.cpu_exec(), x.rows,
+                            detail::DropoutBody<T>{rng_key, threshold, key.row_offset, key.row_ids,
+                                                   dropout_scale<T>(p), x, y});
+    case Device::Cuda:
+      return launch(res, x.size(),
+                    detail::DropoutElementsBody<T>{rng_key, threshold, key.row_offset, key.row_ids,
+                                                   dropout_scale<T>(p), x, y});
+  }
+  HALO_FAIL("dropout: unknown device");
 }
 
 template <class Idx, class T>

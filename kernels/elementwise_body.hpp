@@ -113,6 +113,32 @@ struct DropoutBody {  // one index = one row
   }
 };
 
+/// GPU variants of the two row bodies above, one element per index so neighbouring threads
+/// touch neighbouring columns (coalesced): index k is row k / cols, column k % cols.
+template <class T>
+struct AddBiasElementsBody {
+  MatrixView<T> x;
+  Span<const T> bias;
+  HALO_HD void operator()(std::int64_t k) const { x.data[k] += bias[k % x.cols]; }
+};
+
+template <class T>
+struct DropoutElementsBody {
+  std::uint64_t rng_key;
+  std::uint64_t threshold;
+  std::int64_t row_offset;
+  Span<const NodeId> row_ids;
+  T scale;
+  MatrixView<const T> x;
+  MatrixView<T> y;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t r = k / x.cols;
+    const std::int64_t c = k - r * x.cols;
+    const std::int64_t g = dropout_row(row_ids, row_offset, r);
+    y.data[k] = dropout_keep(rng_key, threshold, g, c, x.cols) ? x.data[k] * scale : T(0);
+  }
+};
+
 template <class Idx, class T>
 struct CsrDropoutBody {  // the same mask applied to the stored entries of a sparse matrix
   std::uint64_t rng_key;

@@ -5,6 +5,8 @@
 #include <limits>
 
 #include <halo/kernels/elementwise.hpp>
+#include <halo/kernels/elementwise_body.hpp>
+#include <halo/kernels/exec.hpp>
 
 #include "ref/ref.hpp"
 #include "support/testing.hpp"
@@ -232,6 +234,43 @@ TYPED_TEST(Dropout, RowOffsetSelectsGlobalRows) {
 
 // Rows that are not a contiguous id range (a partition's owned nodes in their original ids, a
 // mini-batch's input nodes) pass row_ids and draw the whole matrix's rows of those ids.
+// The GPU's element-per-index bias and dropout bodies, run by the CPU launcher: the same values
+// as the references (dropout: with a row offset and with row ids).
+TEST(Dropout, GpuElementBodiesMatchReferenceOnTheCpu) {
+  const Resources res(Device::Cpu, 3);
+  testing::for_each_value_type([&](auto value) {
+    using T = decltype(value);
+    for (const auto& [rows, cols] : {std::pair{0, 4}, std::pair{1, 1}, std::pair{257, 33}}) {
+      SCOPED_TRACE(::testing::Message() << rows << " x " << cols);
+      const auto x = testing::random_matrix<T>(rows, cols, 9);
+      const std::vector<T> bias = random_vector<T>(cols, 2);
+      auto biased = x.clone(res);
+      const auto bias_tensor = testing::host_tensor<T>(bias);
+      for_each_index(res.cpu_exec(), rows * cols,
+                     detail::AddBiasElementsBody<T>{biased.view(), bias_tensor.span()});
+      std::vector<T> expected = x.to_vector(res);
+      for (std::size_t k = 0; k < expected.size(); ++k) expected[k] += bias[k % cols];
+      EXPECT_EQ(biased.to_vector(res), expected);
+
+      std::vector<NodeId> ids(static_cast<std::size_t>(rows));
+      for (std::int64_t r = 0; r < rows; ++r) ids[r] = static_cast<NodeId>((r * 31 + 5) % 1000);
+      const auto id_tensor = testing::host_tensor<NodeId>(ids);
+      for (const bool use_ids : {false, true}) {
+        DropoutKey key{/*seed=*/17, /*epoch=*/3, /*layer=*/1, /*row_offset=*/1000};
+        if (use_ids) key.row_ids = id_tensor.span();
+        const float p = 0.3f;
+        auto y = testing::filled(res, rows, cols, std::numeric_limits<T>::quiet_NaN());
+        for_each_index(res.cpu_exec(), rows * cols,
+                       detail::DropoutElementsBody<T>{
+                           detail::dropout_rng_key(key), detail::dropout_threshold(p),
+                           key.row_offset, key.row_ids, T(1) / (T(1) - T(p)), x.view(), y.view()});
+        EXPECT_TRUE(testing::all_close(y.to_vector(res), ref::dropout(key, p, x),
+                                       testing::rtol<T>(), testing::atol<T>()));
+      }
+    }
+  });
+}
+
 TYPED_TEST(Dropout, RowIdsSelectGlobalRows) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();

@@ -8,7 +8,8 @@ bool dropout_keep(const DropoutKey& key, float p, std::int64_t r, std::int64_t c
                   std::int64_t cols) {
   namespace rng = kernels::rng;
   const std::uint64_t stream = rng::stream_id(rng::kStreamDropout, key.epoch, key.layer);
-  const auto index = static_cast<std::uint64_t>((key.row_offset + r) * cols + c);
+  const std::int64_t row = key.row_ids.size > 0 ? key.row_ids[r] : key.row_offset + r;
+  const auto index = static_cast<std::uint64_t>(row * cols + c);
   return rng::uniform(key.seed, stream, index) >= p;
 }
 

@@ -116,7 +116,7 @@ std::vector<T> relu_backward(const std::vector<T>& y, const std::vector<T>& dy) 
 }
 
 /// Whether dropout keeps element (r, c) of a matrix with `cols` columns, straight from the
-/// DropoutKey definition in kernels/elementwise_body.hpp.
+/// DropoutKey definition in kernels/elementwise_body.hpp (row_ids, when set, in host memory).
 bool dropout_keep(const DropoutKey& key, float p, std::int64_t r, std::int64_t c,
                   std::int64_t cols);
 
