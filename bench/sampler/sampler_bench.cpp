@@ -51,15 +51,17 @@ std::vector<NodeId> shuffled_nodes(std::int64_t n) {
 /// sampled edges per second. Google Benchmark sums the rate over its threads. On CUDA each batch
 /// ends with res.synchronize(), so the rate counts finished batches (sample() reads the sizes
 /// back, so the stream is idle by then anyway); the seeds come from host memory.
-void sample_batches(benchmark::State& state, const kernels::Resources& res, bool replace) {
+void sample_batches(benchmark::State& state, const kernels::Resources& res, bool replace,
+                    std::int64_t batch_size = kBatch) {
   const datasets::Graph& g = rmat();
-  sampler::NeighborSampler s(res, g, kBatch, {{15, 10, 5}, replace, /*seed=*/1});
+  const std::int64_t size = std::min(batch_size, g.num_rows());
+  sampler::NeighborSampler s(res, g, size, {{15, 10, 5}, replace, /*seed=*/1});
   static const std::vector<NodeId> nodes = shuffled_nodes(rmat().num_rows());
-  const std::int64_t batches_per_epoch = g.num_rows() / kBatch;
+  const std::int64_t batches_per_epoch = g.num_rows() / size;
   std::int64_t edges = 0, inputs = 0, syncs = 0, batch = state.thread_index();
   for (auto _ : state) {
     const std::int64_t b = batch % batches_per_epoch;
-    const sampler::MiniBatch& mb = s.sample(res, {nodes.data() + b * kBatch, kBatch},
+    const sampler::MiniBatch& mb = s.sample(res, {nodes.data() + b * size, size},
                                             static_cast<std::uint64_t>(batch / batches_per_epoch),
                                             static_cast<std::uint64_t>(b));
     res.synchronize();
@@ -98,14 +100,15 @@ void BM_SampleRmatBatchPerThread(benchmark::State& state) {
   sample_batches(state, res, state.range(0) != 0);
 }
 
-/// One sampler on CUDA device 0 (its buffers and the graph's copy on the device). Args: replace.
+/// One sampler on CUDA device 0 (its buffers and the graph's copy on the device). Args: replace,
+/// batch size (the 1024, and 8192: a GPU needs larger batches to fill itself).
 void BM_SampleRmatCuda(benchmark::State& state) {
   if (kernels::cuda_device_count() == 0) {
     state.SkipWithError("no CUDA device");
     return;
   }
   const kernels::Resources res(kernels::Device::Cuda);
-  sample_batches(state, res, state.range(0) != 0);
+  sample_batches(state, res, state.range(0) != 0, state.range(1));
 }
 
 BENCHMARK(BM_SampleRmat)
@@ -115,9 +118,8 @@ BENCHMARK(BM_SampleRmat)
     ->UseRealTime()
     ->MinTime(bench::smoke() ? 0.001 : 2.0);
 BENCHMARK(BM_SampleRmatCuda)
-    ->Arg(0)
-    ->Arg(1)
-    ->ArgName("replace")
+    ->ArgsProduct({{0, 1}, {kBatch, 8 * kBatch}})
+    ->ArgNames({"replace", "batch"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(bench::smoke() ? 0.001 : 2.0);
