@@ -42,8 +42,10 @@ FullGraphInputs prepare_timed(const kernels::Resources& res, const datasets::Dat
   return in;
 }
 
-/// *p, for p in res's device memory (a synchronising 8-byte copy on a device).
-std::int64_t read_back(const kernels::Resources& res, const std::int64_t* p) {
+/// *p, for p in res's device memory (a synchronising 8-byte copy on a device, counted in
+/// `syncs`).
+std::int64_t read_back(const kernels::Resources& res, const std::int64_t* p, std::int64_t& syncs) {
+  if (res.device() != kernels::Device::Cpu) ++syncs;
   std::int64_t v = 0;
   kernels::copy_bytes(res, &v, kernels::Device::Cpu, p, res.device(), sizeof(v));
   return v;
@@ -51,9 +53,10 @@ std::int64_t read_back(const kernels::Resources& res, const std::int64_t* p) {
 
 /// Stored entries of `a` (on res's device): the view's host count when it has one, else read
 /// back from indptr.
-std::int64_t entries_of(const kernels::Resources& res, kernels::CsrView<NodeId, float> a) {
+std::int64_t entries_of(const kernels::Resources& res, kernels::CsrView<NodeId, float> a,
+                        std::int64_t& syncs) {
   if (a.num_entries >= 0) return a.num_entries;
-  return a.num_rows == 0 ? 0 : read_back(res, a.indptr + a.num_rows);
+  return a.num_rows == 0 ? 0 : read_back(res, a.indptr + a.num_rows, syncs);
 }
 
 // Most stored entries any `rows` rows of `x` can hold.
@@ -248,7 +251,7 @@ void MiniBatchTrainer::prepare(Slot& slot, std::int64_t batch, std::uint64_t epo
                             detail::kScanBlock);
     // The entry count shapes the gathered matrix (the sparse dropout checks it): one scalar
     // read back per batch, beside the sampler's own.
-    const std::int64_t entries = read_back(res, indptr + inputs.size);
+    const std::int64_t entries = read_back(res, indptr + inputs.size, m_host_syncs);
     x->indices.reshape_within(entries, 1);
     x->values.reshape_within(entries, 1);
     kernels::launch(
@@ -270,7 +273,7 @@ void MiniBatchTrainer::prepare(Slot& slot, std::int64_t batch, std::uint64_t epo
     if (!slot.gcn_blocks.empty()) {
       auto& out = slot.gcn_blocks[l];
       // Exact shapes: the view's entry count sizes library calls (cuSPARSE).
-      const std::int64_t entries = entries_of(res, block.csr) + block.num_dst();
+      const std::int64_t entries = entries_of(res, block.csr, m_host_syncs) + block.num_dst();
       out.indptr.reshape_within(block.num_dst() + 1, 1);
       out.indices.reshape_within(entries, 1);
       out.values.reshape_within(entries, 1);
@@ -295,6 +298,7 @@ double MiniBatchTrainer::compute(Slot& slot, std::int64_t batch, std::uint64_t e
   const kernels::Span<const NodeId> rows{m_iota.data(), n};
   kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
   const double loss = kernels::log_softmax_nll(m_res, logits.view(), slot.labels.span(), rows);
+  if (on_device()) ++m_host_syncs;  // the loss came back
   kernels::log_softmax_nll_backward(m_res, logits.view(), slot.labels.span(), rows,
                                     m_dlogits.view());
   m_model.backward(ctx, slot.graphs, m_dlogits);
@@ -312,10 +316,13 @@ double MiniBatchTrainer::train_epoch(std::uint64_t epoch) {
     // One upload of the epoch's order, then sampling, gathers and the step in stream order.
     kernels::copy_bytes(m_res, m_order_d.data(), m_order_d.device(), m_order.data(),
                         kernels::Device::Cpu, m_order.size() * sizeof(NodeId));
+    m_host_syncs = 0;
     for (std::int64_t b = 0; b < batches; ++b) {
       prepare(*m_slots[0], b, epoch);
+      m_host_syncs += m_slots[0]->sampler.host_syncs_last_batch();
       loss_sum += compute(*m_slots[0], b, epoch);
     }
+    m_host_syncs_per_batch = static_cast<double>(m_host_syncs) / static_cast<double>(batches);
   } else if (m_mb.prefetch == 0) {
     for (std::int64_t b = 0; b < batches; ++b) {
       prepare(*m_slots[0], b, epoch);

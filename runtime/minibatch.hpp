@@ -66,6 +66,10 @@ class MiniBatchTrainer final : public EpochTrainer {
   /// The most bytes one batch used in its sampler, over all batches so far.
   std::size_t sampler_peak_bytes() const;
   double preprocess_time_s() const { return m_preprocess_time_s; }
+  /// On a device: the times per batch of the last epoch that the host waited for the device
+  /// (the sampler's read-back of block sizes, the gathered sparse features' entry count, the
+  /// loss); 0 on the CPU, where nothing waits for a device.
+  double host_syncs_per_batch() const { return m_host_syncs_per_batch; }
 
  private:
   struct Slot;
@@ -83,6 +87,8 @@ class MiniBatchTrainer final : public EpochTrainer {
   MiniBatchConfig m_mb;
   nn::Model<float>& m_model;
   double m_preprocess_time_s = 0;  // set while m_full is built: declared before it
+  std::int64_t m_host_syncs = 0;   // this epoch's, on a device
+  double m_host_syncs_per_batch = 0;
   /// The sampled graph (plain, symmetric; always on the host: the sampler's source) and the
   /// prepared features (on res's device).
   FullGraphInputs m_full;

@@ -178,7 +178,8 @@ int run_train(const TrainOptions& o) {
              {"replace", o.replace},
              {"batches_per_epoch", trainer.batches_per_epoch()},
              {"sampler_envelope_bytes", trainer.sampler_envelope_bytes()},
-             {"sampler_peak_bytes", trainer.sampler_peak_bytes()}};
+             {"sampler_peak_bytes", trainer.sampler_peak_bytes()},
+             {"host_syncs_per_batch", trainer.host_syncs_per_batch()}};
     std::printf("sampler: envelope %.1f MB allocated once (%d slots), peak batch %.1f MB\n",
                 static_cast<double>(trainer.sampler_envelope_bytes()) / 1e6, prefetch + 1,
                 static_cast<double>(trainer.sampler_peak_bytes()) / 1e6);
