@@ -148,11 +148,14 @@ datasets::Dataset small_graph() {
   return datasets::make_synthetic(res(), c);
 }
 
-// Rows of the full product Agg(A, x) (one process) and Agg^T(A, y) equal what the ranks compute
-// through their HaloExchange, for both model kinds and with and without overlap.
-TEST(HaloExchange, ProductsEqualOneProcess) {
+// Rows of the full product Agg(A, x) (one process, on the CPU) and Agg^T(A, y) equal what the
+// ranks compute through their HaloExchange on `run` (CPU or CUDA tensors), for both model kinds,
+// with and without overlap, for each data communicator (nullptr: rows over comm()).
+void expect_exchange_matches_one_process(const kernels::Resources& run,
+                                         const std::vector<Comm*>& data_comms,
+                                         const std::string& name) {
   const datasets::Dataset ds = small_graph();
-  const SharedPartition shared(ds, partition::Method::MetisKway, "exchange");
+  const SharedPartition shared(ds, partition::Method::MetisKway, name);
   const partition::Part part = partition::read_part(res(), shared.dir(), comm().rank());
   const std::int64_t n = ds.num_nodes(), w = 5;
   std::vector<float> x(static_cast<std::size_t>(n * w));
@@ -165,32 +168,41 @@ TEST(HaloExchange, ProductsEqualOneProcess) {
     kernels::Tensor<float> fwd(res(), n, w), bwd(res(), n, w);
     kernels::spmm(res(), full.graph.view(), x_all.view(), fwd.view(), agg);
     kernels::spmm_transposed(res(), full.graph.view(), x_all.view(), bwd.view(), agg);
-    for (const bool overlap : {true, false}) {
-      SCOPED_TRACE(nn::to_string(kind) + (overlap ? " overlap" : " no overlap"));
-      HaloExchange ex(res(), comm(), part, kind, overlap);
-      const std::int64_t m = ex.num_owned();
-      std::vector<float> x_local;
-      for (std::int64_t i = 0; i < m; ++i) {
-        const std::int64_t g = part.original_ids.data()[i];
-        x_local.insert(x_local.end(), x.begin() + g * w, x.begin() + (g + 1) * w);
-      }
-      const auto xl = kernels::Tensor<float>::from_host(res(), x_local, m, w);
-      kernels::Tensor<float> out(res(), m, w), dx(res(), m, w);
-      ex.forward(res(), agg, xl.view(), out.view());
-      ex.backward(res(), agg, xl.view(), dx.view());
-      for (std::int64_t i = 0; i < m; ++i) {
-        const std::int64_t g = part.original_ids.data()[i];
-        for (std::int64_t c = 0; c < w; ++c) {
-          EXPECT_NEAR(out.data()[i * w + c], fwd.data()[g * w + c], 1e-5) << "node " << g;
-          EXPECT_NEAR(dx.data()[i * w + c], bwd.data()[g * w + c], 1e-5) << "node " << g;
+    for (Comm* data : data_comms) {
+      for (const bool overlap : {true, false}) {
+        SCOPED_TRACE(nn::to_string(kind) + (data ? " data comm" : " comm()") +
+                     (overlap ? " overlap" : " no overlap"));
+        HaloExchange ex(run, comm(), part, kind, overlap, data);
+        const std::int64_t m = ex.num_owned();
+        std::vector<float> x_local;
+        for (std::int64_t i = 0; i < m; ++i) {
+          const std::int64_t g = part.original_ids.data()[i];
+          x_local.insert(x_local.end(), x.begin() + g * w, x.begin() + (g + 1) * w);
         }
+        const auto xl = kernels::Tensor<float>::from_host(run, x_local, m, w);
+        kernels::Tensor<float> out(run, m, w), dx(run, m, w);
+        ex.forward(run, agg, xl.view(), out.view());
+        ex.backward(run, agg, xl.view(), dx.view());
+        const std::vector<float> out_h = out.to_vector(run), dx_h = dx.to_vector(run);
+        for (std::int64_t i = 0; i < m; ++i) {
+          const std::int64_t g = part.original_ids.data()[i];
+          for (std::int64_t c = 0; c < w; ++c) {
+            const auto k = static_cast<std::size_t>(i * w + c);
+            EXPECT_NEAR(out_h[k], fwd.data()[g * w + c], 1e-5) << "node " << g;
+            EXPECT_NEAR(dx_h[k], bwd.data()[g * w + c], 1e-5) << "node " << g;
+          }
+        }
+        // Each halo row crosses once per direction: the partition's communication volume.
+        const std::int64_t bytes = comm().sum(ex.stats().bytes_sent);
+        EXPECT_EQ(bytes, 2 * shared.meta().metrics.comm_volume * w *
+                             static_cast<std::int64_t>(sizeof(float)));
       }
-      // Each halo row crosses once per direction: the partition's communication volume.
-      const std::int64_t bytes = comm().sum(ex.stats().bytes_sent);
-      EXPECT_EQ(bytes, 2 * shared.meta().metrics.comm_volume * w *
-                           static_cast<std::int64_t>(sizeof(float)));
     }
   }
+}
+
+TEST(HaloExchange, ProductsEqualOneProcess) {
+  expect_exchange_matches_one_process(res(), {nullptr}, "exchange");
 }
 
 // ---- training --------------------------------------------------------------------------------
@@ -556,52 +568,9 @@ TEST(NcclCommCuda, NonBlockingRingDeliversEveryMessage) {
 // products (computed on the CPU).
 TEST(HaloExchangeCuda, ProductsEqualOneProcess) {
   HALO_SKIP_WITHOUT_GPU(false);
-  const datasets::Dataset ds = small_graph();
-  const SharedPartition shared(ds, partition::Method::MetisKway, "exchange-cuda");
-  const partition::Part part = partition::read_part(res(), shared.dir(), comm().rank());
-  const std::int64_t n = ds.num_nodes(), w = 5;
-  std::vector<float> x(static_cast<std::size_t>(n * w));
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
-  const auto x_all = kernels::Tensor<float>::from_host(res(), x, n, w);
   std::vector<Comm*> data_comms = {nullptr};  // staged through host memory over MPI
   if (nccl_available()) data_comms.push_back(&nccl());
-  for (const nn::ModelKind kind : {nn::ModelKind::Gcn, nn::ModelKind::Sage}) {
-    const FullGraphInputs full = prepare_full_graph(res(), ds, kind, false);
-    const auto agg =
-        kind == nn::ModelKind::Gcn ? kernels::Aggregate::Sum : kernels::Aggregate::Mean;
-    kernels::Tensor<float> fwd(res(), n, w), bwd(res(), n, w);
-    kernels::spmm(res(), full.graph.view(), x_all.view(), fwd.view(), agg);
-    kernels::spmm_transposed(res(), full.graph.view(), x_all.view(), bwd.view(), agg);
-    for (Comm* data : data_comms) {
-      for (const bool overlap : {true, false}) {
-        SCOPED_TRACE(nn::to_string(kind) + (data ? " nccl" : " staged") +
-                     (overlap ? " overlap" : " no overlap"));
-        HaloExchange ex(cuda_res(), comm(), part, kind, overlap, data);
-        const std::int64_t m = ex.num_owned();
-        std::vector<float> x_local;
-        for (std::int64_t i = 0; i < m; ++i) {
-          const std::int64_t g = part.original_ids.data()[i];
-          x_local.insert(x_local.end(), x.begin() + g * w, x.begin() + (g + 1) * w);
-        }
-        const auto xl = kernels::Tensor<float>::from_host(cuda_res(), x_local, m, w);
-        kernels::Tensor<float> out(cuda_res(), m, w), dx(cuda_res(), m, w);
-        ex.forward(cuda_res(), agg, xl.view(), out.view());
-        ex.backward(cuda_res(), agg, xl.view(), dx.view());
-        const std::vector<float> out_h = out.to_vector(cuda_res()), dx_h = dx.to_vector(cuda_res());
-        for (std::int64_t i = 0; i < m; ++i) {
-          const std::int64_t g = part.original_ids.data()[i];
-          for (std::int64_t c = 0; c < w; ++c) {
-            const auto k = static_cast<std::size_t>(i * w + c);
-            EXPECT_NEAR(out_h[k], fwd.data()[g * w + c], 1e-5) << "node " << g;
-            EXPECT_NEAR(dx_h[k], bwd.data()[g * w + c], 1e-5) << "node " << g;
-          }
-        }
-        const std::int64_t bytes = comm().sum(ex.stats().bytes_sent);
-        EXPECT_EQ(bytes, 2 * shared.meta().metrics.comm_volume * w *
-                             static_cast<std::int64_t>(sizeof(float)));
-      }
-    }
-  }
+  expect_exchange_matches_one_process(cuda_res(), data_comms, "exchange-cuda");
 }
 
 // 20 epochs of GCN on Cora with GPU ranks (train_distributed: NCCL when built with it; and the
