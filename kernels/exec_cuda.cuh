@@ -19,6 +19,9 @@ __global__ void for_each_index_kernel(std::int64_t n, Body body) {
 
 template <class Body>
 void launch_cuda(CudaExec exec, std::int64_t n, const Body& body) {
+  if (n <= 0) return;  // a grid of zero blocks is a launch error
+  // Blocks of 256 threads and a grid stride that is a multiple of 256: bodies that give a row
+  // G consecutive indices (G dividing 256) keep those G lanes in one warp.
   constexpr int kBlock = 256;
   const std::int64_t blocks = std::min<std::int64_t>((n + kBlock - 1) / kBlock, 65535LL * 32);
   for_each_index_kernel<<<static_cast<unsigned>(blocks), kBlock, 0,

@@ -84,5 +84,62 @@ struct SpmmTransposedBlockBody {
   }
 };
 
+/// The GPU layout of SpmmRowBody: G consecutive indices per row (G a power of two dividing the
+/// launcher's block size, so a row's lanes are neighbouring threads of one warp). Lane l of row r
+/// owns columns l*V + j*G*V + [0, V): together the lanes read each neighbour row in one pass of
+/// contiguous addresses (coalesced). Same arguments and results as `p`.
+template <int G, int V, class Idx, class T>
+struct SpmmRowGroupBody {
+  SpmmRowBody<Idx, T> p;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t r = k / G;
+    const std::int64_t lane = k - r * G;
+    const std::int64_t width = p.out.cols;
+    const std::int64_t begin = p.a.indptr[r];
+    const std::int64_t end = p.a.indptr[r + 1];
+    const T scale = p.mean && end > begin ? T(1) / static_cast<T>(end - begin) : T(1);
+    T* o = p.out.row(r);
+    for (std::int64_t c0 = lane * V; c0 < width; c0 += G * V) {
+      T acc[V];
+      for (int v = 0; v < V; ++v) acc[v] = T(0);
+      for (std::int64_t e = begin; e < end; ++e) {
+        const auto c = static_cast<std::int64_t>(p.a.indices[e]);
+        const T w = p.mean_source ? p.a.value(e) / static_cast<T>(p.a.degree(c)) : p.a.value(e);
+        const T* xr = p.x.row(c) + c0;
+        for (int v = 0; v < V; ++v)
+          if (c0 + v < width) acc[v] += w * xr[v];
+      }
+      for (int v = 0; v < V && c0 + v < width; ++v)
+        o[c0 + v] = p.accumulate ? o[c0 + v] + acc[v] * scale : acc[v] * scale;
+    }
+  }
+};
+
+/// The GPU's adjoint out += A^T y (out zeroed beforehand; Mean: rows of A scaled by 1 / entry
+/// count): kGroup lanes per row of A, each edge adding its share of y's row to its column's
+/// output row with atomics, since several rows reach the same column.
+template <class Idx, class T>
+struct SpmmTransposedAtomicBody {
+  static constexpr int kGroup = 32;
+  CsrView<Idx, T> a;
+  MatrixView<const T> y;
+  MatrixView<T> out;
+  bool mean;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t r = k / kGroup;
+    const std::int64_t lane = k - r * kGroup;
+    const std::int64_t begin = a.indptr[r];
+    const std::int64_t end = a.indptr[r + 1];
+    if (begin == end) return;
+    const T scale = mean ? T(1) / static_cast<T>(end - begin) : T(1);
+    const T* yr = y.row(r);
+    for (std::int64_t e = begin; e < end; ++e) {
+      const T w = a.value(e) * scale;
+      T* o = out.row(static_cast<std::int64_t>(a.indices[e]));
+      for (std::int64_t j = lane; j < out.cols; j += kGroup) atomic_add(o + j, w * yr[j]);
+    }
+  }
+};
+
 }  // namespace detail
 }  // namespace halo::kernels

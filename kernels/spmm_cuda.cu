@@ -1,8 +1,9 @@
 // SpMM on the GPU. Weighted sums of at least kCusparseMinWidth columns go to cuSPARSE's generic
 // CSR SpMM (row-major dense operands); everything else (narrow widths, unweighted graphs, Mean,
-// accumulation into a sum of blocks) runs Halo's row-group kernel: a group of G threads per row,
-// each thread owning V consecutive columns, so a group reads whole neighbour rows coalesced.
-// The single-source SpmmRowBody stays the CPU path and the reference the tests compare with.
+// accumulation into a sum of blocks) runs Halo's row-group body (SpmmRowGroupBody: G threads
+// per row, each owning V consecutive columns, so a group reads whole neighbour rows coalesced),
+// and the adjoint of a non-symmetric matrix SpmmTransposedAtomicBody. Both are single-source:
+// the tests run them on the CPU launcher too.
 #include <cusparse.h>
 
 #include <halo/kernels/cuda_check.cuh>
@@ -14,8 +15,6 @@
 namespace halo::kernels::detail {
 namespace {
 
-constexpr int kBlock = 256;
-
 /// Group size: the smallest power of two with G * V >= cols, at most a warp.
 template <int V>
 int group_size(std::int64_t cols) {
@@ -24,73 +23,37 @@ int group_size(std::int64_t cols) {
   return g;
 }
 
-/// One group of G lanes per row (grid-stride over rows); lane l owns columns l*V + j*G*V + [0, V).
 template <int G, int V, class Idx, class T>
-__global__ void spmm_row_group_kernel(SpmmRowBody<Idx, T> p) {
-  const std::int64_t lane = threadIdx.x % G;
-  const std::int64_t groups = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / G);
-  const std::int64_t width = p.out.cols;
-  for (std::int64_t r = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / G;
-       r < p.out.rows; r += groups) {
-    const std::int64_t begin = p.a.indptr[r];
-    const std::int64_t end = p.a.indptr[r + 1];
-    const T scale = p.mean && end > begin ? T(1) / static_cast<T>(end - begin) : T(1);
-    T* o = p.out.row(r);
-    for (std::int64_t c0 = lane * V; c0 < width; c0 += G * V) {
-      T acc[V];
-#pragma unroll
-      for (int v = 0; v < V; ++v) acc[v] = T(0);
-      for (std::int64_t e = begin; e < end; ++e) {
-        const auto c = static_cast<std::int64_t>(p.a.indices[e]);
-        const T w = p.mean_source ? p.a.value(e) / static_cast<T>(p.a.degree(c)) : p.a.value(e);
-        const T* xr = p.x.row(c) + c0;
-#pragma unroll
-        for (int v = 0; v < V; ++v)
-          if (V == 1 || c0 + v < width) acc[v] += w * __ldg(xr + v);
-      }
-#pragma unroll
-      for (int v = 0; v < V; ++v) {
-        if (V > 1 && c0 + v >= width) break;
-        o[c0 + v] = p.accumulate ? o[c0 + v] + acc[v] * scale : acc[v] * scale;
-      }
-    }
-  }
-}
-
-template <int G, int V, class Idx, class T>
-void launch_row_group(cudaStream_t stream, const SpmmRowBody<Idx, T>& p) {
-  const std::int64_t rows_per_block = kBlock / G;
-  const std::int64_t blocks =
-      std::min<std::int64_t>((p.out.rows + rows_per_block - 1) / rows_per_block, 65535LL * 32);
-  spmm_row_group_kernel<G, V><<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(p);
+void launch_row_group(CudaExec exec, const SpmmRowBody<Idx, T>& p) {
+  launch_cuda(exec, p.out.rows * G, SpmmRowGroupBody<G, V, Idx, T>{p});
 }
 
 template <int V, class Idx, class T>
-void row_group(cudaStream_t stream, const SpmmRowBody<Idx, T>& p) {
+void row_group(CudaExec exec, const SpmmRowBody<Idx, T>& p) {
   switch (group_size<V>(p.out.cols)) {
     case 1:
-      return launch_row_group<1, V>(stream, p);
+      return launch_row_group<1, V>(exec, p);
     case 2:
-      return launch_row_group<2, V>(stream, p);
+      return launch_row_group<2, V>(exec, p);
     case 4:
-      return launch_row_group<4, V>(stream, p);
+      return launch_row_group<4, V>(exec, p);
     case 8:
-      return launch_row_group<8, V>(stream, p);
+      return launch_row_group<8, V>(exec, p);
     case 16:
-      return launch_row_group<16, V>(stream, p);
+      return launch_row_group<16, V>(exec, p);
     default:
-      return launch_row_group<32, V>(stream, p);
+      return launch_row_group<32, V>(exec, p);
   }
 }
 
-/// Widths of at least 4 floats (2 doubles) give each lane 16 bytes per neighbour row.
+/// Widths of at least 8 lanes x 16 bytes give each lane 16 bytes per neighbour row.
 template <class Idx, class T>
-void row_group(cudaStream_t stream, const SpmmRowBody<Idx, T>& p) {
+void row_group(CudaExec exec, const SpmmRowBody<Idx, T>& p) {
   constexpr int kWide = 16 / sizeof(T);
   if (p.out.cols >= kWide * 8)
-    row_group<kWide>(stream, p);
+    row_group<kWide>(exec, p);
   else
-    row_group<1>(stream, p);
+    row_group<1>(exec, p);
 }
 
 template <class T>
@@ -174,27 +137,6 @@ void cusparse_spmm(const Resources& res, const SpmmRowBody<Idx, T>& p) {
   if (debug_sync()) HALO_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-template <class Idx, class T>
-__global__ void spmm_transposed_kernel(CsrView<Idx, T> a, MatrixView<const T> y, MatrixView<T> out,
-                                       bool mean) {
-  constexpr int kGroup = 32;
-  const std::int64_t lane = threadIdx.x % kGroup;
-  const std::int64_t groups = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / kGroup);
-  for (std::int64_t r = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kGroup;
-       r < a.num_rows; r += groups) {
-    const std::int64_t begin = a.indptr[r];
-    const std::int64_t end = a.indptr[r + 1];
-    if (begin == end) continue;
-    const T scale = mean ? T(1) / static_cast<T>(end - begin) : T(1);
-    const T* yr = y.row(r);
-    for (std::int64_t e = begin; e < end; ++e) {
-      const T w = a.value(e) * scale;
-      T* o = out.row(static_cast<std::int64_t>(a.indices[e]));
-      for (std::int64_t j = lane; j < out.cols; j += kGroup) atomicAdd(o + j, w * yr[j]);
-    }
-  }
-}
-
 }  // namespace
 
 template <class Idx, class T>
@@ -209,23 +151,17 @@ void spmm_rows_cuda(const Resources& res, const SpmmRowBody<Idx, T>& p, SpmmAlgo
   if (algorithm == SpmmAlgorithm::Cusparse || (algorithm == SpmmAlgorithm::Auto && cusparse_can &&
                                                narrow_ok && p.out.cols >= kCusparseMinWidth))
     return cusparse_spmm(res, p);
-  const auto stream = static_cast<cudaStream_t>(res.cuda_exec().stream);
-  row_group(stream, p);
-  HALO_CUDA_CHECK(cudaGetLastError());
-  if (debug_sync()) HALO_CUDA_CHECK(cudaStreamSynchronize(stream));
+  row_group(res.cuda_exec(), p);
 }
 
 template <class Idx, class T>
 void spmm_transposed_cuda(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
                           MatrixView<T> out, bool mean) {
-  const auto stream = static_cast<cudaStream_t>(res.cuda_exec().stream);
-  HALO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, out.size() * sizeof(T), stream));
-  if (a.num_rows == 0 || out.cols == 0) return;
-  const std::int64_t blocks =
-      std::min<std::int64_t>((a.num_rows * 32 + kBlock - 1) / kBlock, 65535LL * 32);
-  spmm_transposed_kernel<<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(a, y, out, mean);
-  HALO_CUDA_CHECK(cudaGetLastError());
-  if (debug_sync()) HALO_CUDA_CHECK(cudaStreamSynchronize(stream));
+  HALO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, out.size() * sizeof(T),
+                                  static_cast<cudaStream_t>(res.cuda_exec().stream)));
+  if (out.cols == 0) return;
+  using Body = SpmmTransposedAtomicBody<Idx, T>;
+  launch_cuda(res.cuda_exec(), a.num_rows * Body::kGroup, Body{a, y, out, mean});
 }
 
 #define HALO_INSTANTIATE(Idx, T)                                                     \

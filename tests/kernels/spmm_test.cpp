@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include <halo/kernels/detail/cuda_ops.hpp>
+#include <halo/kernels/exec.hpp>
 #include <halo/kernels/spmm.hpp>
 
 #include "ref/ref.hpp"
@@ -94,6 +95,71 @@ TYPED_TEST(Spmm, AccumulateAddsToTheOutput) {
       EXPECT_TRUE(
           testing::all_close(out.to_vector(res), expected, testing::rtol<T>(), testing::atol<T>()));
     }
+  });
+}
+
+/// Runs the GPU's row-group body with G lanes per row and V columns per lane on the CPU launcher.
+template <int G, int V, class Idx, class T>
+void run_row_group(const Resources& res, const detail::SpmmRowBody<Idx, T>& p) {
+  for_each_index(res.cpu_exec(), p.out.rows * G, detail::SpmmRowGroupBody<G, V, Idx, T>{p});
+}
+
+// The GPU's single-source SpMM bodies, run by the CPU launcher (3 threads: the adjoint's
+// atomics contend): every group size and lane width, Sum, Mean, weighted, accumulating and the
+// symmetric adjoint's mean_source, against the references.
+TEST(Spmm, GpuBodiesMatchReferenceOnTheCpu) {
+  const Resources res(Device::Cpu, 3);
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    using Idx = decltype(idx);
+    using T = decltype(value);
+    for (const int width : {1, 3, 8, 33, 130}) {
+      for (const bool weighted : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "width " << width << ", weighted " << weighted);
+        const auto a = testing::random_csr<Idx, T>(97, 61, 5.0, 21, weighted);
+        const auto x = testing::random_matrix<T>(61, width, 22);
+        const auto prior = testing::random_matrix<T>(97, width, 23);
+        for (const Aggregate agg : {Aggregate::Sum, Aggregate::Mean}) {
+          const auto expected = ref::spmm(a, x, agg);
+          auto sum = expected;
+          const auto pv = prior.to_vector(res);
+          for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += pv[i];
+          auto check = [&](auto run) {
+            auto out = testing::filled(res, 97, width, std::numeric_limits<T>::quiet_NaN());
+            run(detail::SpmmRowBody<Idx, T>{a.view(), x.view(), out.view(),
+                                            agg == Aggregate::Mean});
+            EXPECT_TRUE(testing::all_close(out.to_vector(res), expected, testing::rtol<T>(),
+                                           testing::atol<T>()));
+            if (agg == Aggregate::Mean) return;
+            auto acc = prior.clone(res);
+            run(detail::SpmmRowBody<Idx, T>{a.view(), x.view(), acc.view(), false, false, true});
+            EXPECT_TRUE(testing::all_close(acc.to_vector(res), sum, testing::rtol<T>(),
+                                           testing::atol<T>()));
+          };
+          check([&](const auto& p) { run_row_group<1, 1>(res, p); });
+          check([&](const auto& p) { run_row_group<4, 1>(res, p); });
+          check([&](const auto& p) { run_row_group<32, 1>(res, p); });
+          check([&](const auto& p) { run_row_group<2, 4>(res, p); });
+          check([&](const auto& p) { run_row_group<16, 2>(res, p); });
+          check([&](const auto& p) { run_row_group<32, 4>(res, p); });
+
+          const auto y = testing::random_matrix<T>(97, width, 24);
+          auto t = testing::filled(res, 61, width, T(0));
+          using Atomic = detail::SpmmTransposedAtomicBody<Idx, T>;
+          for_each_index(res.cpu_exec(), 97 * Atomic::kGroup,
+                         Atomic{a.view(), y.view(), t.view(), agg == Aggregate::Mean});
+          EXPECT_TRUE(testing::all_close(t.to_vector(res), ref::spmm_transposed(a, y, agg),
+                                         testing::rtol<T>(), testing::atol<T>()));
+        }
+      }
+    }
+    // mean_source on a symmetric matrix: the adjoint of Mean, as spmm_transposed runs it.
+    const auto s = testing::random_symmetric_csr<Idx, T>(80, 6.0, 25);
+    const auto y = testing::random_matrix<T>(80, 40, 26);
+    auto out = testing::filled(res, 80, 40, std::numeric_limits<T>::quiet_NaN());
+    run_row_group<16, 16 / sizeof(T)>(
+        res, detail::SpmmRowBody<Idx, T>{s.view(), y.view(), out.view(), false, true});
+    EXPECT_TRUE(testing::all_close(out.to_vector(res), ref::spmm_transposed(s, y, Aggregate::Mean),
+                                   testing::rtol<T>(), testing::atol<T>()));
   });
 }
 
