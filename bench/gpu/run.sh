@@ -32,7 +32,7 @@ cmake --build "$build" --parallel "$(nproc)" >/dev/null
 
 stamp "CUDA test cases"
 set +e
-ctest --test-dir "$build" -L cuda --output-on-failure --parallel 4 --timeout 300 \
+ctest --test-dir "$build" -L cuda --output-on-failure --parallel 8 --timeout 300 \
   >"$out/gpu_ctest.log" 2>&1
 ctest_rc=$?
 set -e
