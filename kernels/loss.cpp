@@ -30,15 +30,28 @@ void check_inputs(const Resources& res, MatrixView<const T> logits, Span<const s
 }  // namespace
 
 template <class Idx, class T>
-T log_softmax_nll(const Resources& res, MatrixView<const T> logits, Span<const std::int32_t> labels,
-                  Span<const Idx> rows, std::int64_t normalizer) {
-  check_inputs(res, logits, labels, rows, "log_softmax_nll");
-  HALO_EXPECTS(normalizer >= 0, "log_softmax_nll: negative normalizer");
-  if (rows.size == 0) return T(0);
+void log_softmax_nll_accumulate(const Resources& res, MatrixView<const T> logits,
+                                Span<const std::int32_t> labels, Span<const Idx> rows,
+                                Span<T> total) {
+  check_inputs(res, logits, labels, rows, "log_softmax_nll_accumulate");
+  HALO_EXPECTS(total.size == 1, "log_softmax_nll_accumulate: total must hold one element");
+  if (rows.size == 0) return;
   Tensor<T> loss(res, rows.size);
   launch(res, rows.size, detail::NllForwardBody<Idx, T>{logits, labels, rows, loss.span()});
-  return sum(res, Span<const T>(loss.span())) /
-         static_cast<T>(normalizer > 0 ? normalizer : rows.size);
+  column_sum(res, MatrixView<const T>{loss.data(), rows.size, 1}, total, /*accumulate=*/true);
+}
+
+template <class Idx, class T>
+T log_softmax_nll(const Resources& res, MatrixView<const T> logits, Span<const std::int32_t> labels,
+                  Span<const Idx> rows, std::int64_t normalizer) {
+  HALO_EXPECTS(normalizer >= 0, "log_softmax_nll: negative normalizer");
+  if (rows.size == 0) {
+    check_inputs(res, logits, labels, rows, "log_softmax_nll");
+    return T(0);
+  }
+  auto total = Tensor<T>::zeros(res, 1);
+  log_softmax_nll_accumulate(res, logits, labels, rows, total.span());
+  return total.to_vector(res)[0] / static_cast<T>(normalizer > 0 ? normalizer : rows.size);
 }
 
 template <class Idx, class T>
@@ -65,13 +78,15 @@ std::int64_t count_correct(const Resources& res, MatrixView<const T> logits,
   return std::llround(sum(res, Span<const double>(correct.span())));
 }
 
-#define HALO_INSTANTIATE(Idx, T)                                                               \
-  template T log_softmax_nll<Idx, T>(const Resources&, MatrixView<const T>,                    \
-                                     Span<const std::int32_t>, Span<const Idx>, std::int64_t); \
-  template void log_softmax_nll_backward<Idx, T>(const Resources&, MatrixView<const T>,        \
-                                                 Span<const std::int32_t>, Span<const Idx>,    \
-                                                 MatrixView<T>, std::int64_t);                 \
-  template std::int64_t count_correct<Idx, T>(const Resources&, MatrixView<const T>,           \
+#define HALO_INSTANTIATE(Idx, T)                                                                  \
+  template T log_softmax_nll<Idx, T>(const Resources&, MatrixView<const T>,                       \
+                                     Span<const std::int32_t>, Span<const Idx>, std::int64_t);    \
+  template void log_softmax_nll_accumulate<Idx, T>(                                               \
+      const Resources&, MatrixView<const T>, Span<const std::int32_t>, Span<const Idx>, Span<T>); \
+  template void log_softmax_nll_backward<Idx, T>(const Resources&, MatrixView<const T>,           \
+                                                 Span<const std::int32_t>, Span<const Idx>,       \
+                                                 MatrixView<T>, std::int64_t);                    \
+  template std::int64_t count_correct<Idx, T>(const Resources&, MatrixView<const T>,              \
                                               Span<const std::int32_t>, Span<const Idx>);
 HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE

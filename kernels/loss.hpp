@@ -18,6 +18,14 @@ template <class Idx, class T>
 T log_softmax_nll(const Resources& res, MatrixView<const T> logits, Span<const std::int32_t> labels,
                   Span<const Idx> rows, std::int64_t normalizer = 0);
 
+/// Adds the unnormalised loss, sum over `rows` of -log softmax(logits)[r, labels[r]], to
+/// total[0] (one element on res's device), asynchronously on res's stream: a training loop sums
+/// its batches' losses on the device and reads the total once.
+template <class Idx, class T>
+void log_softmax_nll_accumulate(const Resources& res, MatrixView<const T> logits,
+                                Span<const std::int32_t> labels, Span<const Idx> rows,
+                                Span<T> total);
+
 /// The gradient of `log_softmax_nll` with respect to logits, written to dlogits (n x C,
 /// overwritten; rows outside `rows` get zeros), with the same `normalizer`. Asynchronous on
 /// res's stream.

@@ -198,6 +198,7 @@ MiniBatchTrainer::MiniBatchTrainer(const kernels::Resources& res, const datasets
       m_eval_graph = m_full.graph.copy_to(res, res.device());
     }
     m_order_d = Tensor<NodeId>(res, data.train_idx.numel());
+    m_loss_total = Tensor<float>(res, 1);
   }
   std::vector<NodeId> iota(static_cast<std::size_t>(batch));
   std::iota(iota.begin(), iota.end(), 0);
@@ -297,13 +298,18 @@ double MiniBatchTrainer::compute(Slot& slot, std::int64_t batch, std::uint64_t e
   const std::int64_t n = slot.labels.numel();
   const kernels::Span<const NodeId> rows{m_iota.data(), n};
   kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
-  const double loss = kernels::log_softmax_nll(m_res, logits.view(), slot.labels.span(), rows);
-  if (on_device()) ++m_host_syncs;  // the loss came back
+  double loss_sum = 0;  // on a device the sum stays there (m_loss_total), read once per epoch
+  if (on_device())
+    kernels::log_softmax_nll_accumulate(m_res, logits.view(), slot.labels.span(), rows,
+                                        m_loss_total.span());
+  else
+    loss_sum = kernels::log_softmax_nll(m_res, logits.view(), slot.labels.span(), rows) *
+               static_cast<double>(n);
   kernels::log_softmax_nll_backward(m_res, logits.view(), slot.labels.span(), rows,
                                     m_dlogits.view());
   m_model.backward(ctx, slot.graphs, m_dlogits);
   m_optimizer.step(m_res);
-  return loss * static_cast<double>(n);
+  return loss_sum;
 }
 
 double MiniBatchTrainer::train_epoch(std::uint64_t epoch) {
@@ -316,13 +322,15 @@ double MiniBatchTrainer::train_epoch(std::uint64_t epoch) {
     // One upload of the epoch's order, then sampling, gathers and the step in stream order.
     kernels::copy_bytes(m_res, m_order_d.data(), m_order_d.device(), m_order.data(),
                         kernels::Device::Cpu, m_order.size() * sizeof(NodeId));
+    kernels::zero_bytes(m_res, m_loss_total.data(), m_loss_total.device(), m_loss_total.bytes());
     m_host_syncs = 0;
     for (std::int64_t b = 0; b < batches; ++b) {
       prepare(*m_slots[0], b, epoch);
       m_host_syncs += m_slots[0]->sampler.host_syncs_last_batch();
-      loss_sum += compute(*m_slots[0], b, epoch);
+      compute(*m_slots[0], b, epoch);
     }
     m_host_syncs_per_batch = static_cast<double>(m_host_syncs) / static_cast<double>(batches);
+    loss_sum = m_loss_total.to_vector(m_res)[0];  // the epoch's one read-back of the loss
   } else if (m_mb.prefetch == 0) {
     for (std::int64_t b = 0; b < batches; ++b) {
       prepare(*m_slots[0], b, epoch);

@@ -67,8 +67,9 @@ class MiniBatchTrainer final : public EpochTrainer {
   std::size_t sampler_peak_bytes() const;
   double preprocess_time_s() const { return m_preprocess_time_s; }
   /// On a device: the times per batch of the last epoch that the host waited for the device
-  /// (the sampler's read-back of block sizes, the gathered sparse features' entry count, the
-  /// loss); 0 on the CPU, where nothing waits for a device.
+  /// (the sampler's read-back of block sizes, the gathered sparse features' entry count; the
+  /// loss is summed on the device and read once per epoch); 0 on the CPU, where nothing waits
+  /// for a device.
   double host_syncs_per_batch() const { return m_host_syncs_per_batch; }
 
  private:
@@ -100,6 +101,7 @@ class MiniBatchTrainer final : public EpochTrainer {
   std::vector<std::unique_ptr<Slot>> m_slots;
   std::vector<kernels::NodeId> m_order;        // this epoch's seeds
   kernels::Tensor<kernels::NodeId> m_order_d;  // the same on a device (empty on the CPU)
+  kernels::Tensor<float> m_loss_total;         // a device epoch's summed loss (empty on the CPU)
   kernels::Tensor<kernels::NodeId> m_iota;     // 0 .. batch size - 1: the loss rows
   nn::Adam<float> m_optimizer;
   kernels::Tensor<float> m_dlogits;

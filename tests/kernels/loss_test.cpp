@@ -70,6 +70,33 @@ TYPED_TEST(Loss, MatchesReference) {
 }
 
 // Logits around +-1000 overflow exp() unless the row maximum is subtracted first.
+// The accumulating form adds the unnormalised sum to what the total holds, on the device:
+// starting from 1.5 and adding the same rows twice gives 1.5 + 2 * n * mean.
+TYPED_TEST(Loss, AccumulateAddsTheSumToTheTotal) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    using Idx = decltype(idx);
+    using T = decltype(value);
+    for (const auto& [n, c, selected] : kShapes) {
+      SCOPED_TRACE(::testing::Message() << n << " x " << c << ", " << selected << " rows");
+      const auto p = make_problem<Idx, T>(n, c, selected, 1.0, 5);
+      const auto logits = testing::to_device(res, p.logits);
+      const auto labels = Tensor<std::int32_t>::from_host(res, p.labels);
+      const auto rows = Tensor<Idx>::from_host(res, p.rows);
+      auto total = Tensor<T>::from_host(res, std::vector<T>{T(1.5)});
+      for (int k = 0; k < 2; ++k)
+        log_softmax_nll_accumulate<Idx, T>(res, logits.view(), labels.span(), rows.span(),
+                                           total.span());
+      const double expected =
+          1.5 + 2.0 * static_cast<double>(selected) *
+                    (selected > 0 ? ref::log_softmax_nll(p.logits, p.labels, p.rows) : 0.0);
+      EXPECT_NEAR(total.to_vector(res)[0], expected,
+                  testing::rtol<T>() * std::abs(expected) + testing::atol<T>());
+    }
+  });
+}
+
 TYPED_TEST(Loss, StableForLargeLogits) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();
