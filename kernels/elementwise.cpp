@@ -24,13 +24,8 @@ void axpy(const Resources& res, T alpha, ConstSpan<T> x, Span<T> y) {
 template <class T>
 void add_bias(const Resources& res, MatrixView<T> x, ConstSpan<T> bias) {
   HALO_EXPECTS(bias.size == x.cols, "add_bias: bias size must equal the number of columns");
-  switch (res.device()) {  // rows on the CPU, coalesced elements on the GPU
-    case Device::Cpu:
-      return for_each_index(res.cpu_exec(), x.rows, detail::AddBiasBody<T>{x, bias});
-    case Device::Cuda:
-      return launch(res, x.size(), detail::AddBiasElementsBody<T>{x, bias});
-  }
-  HALO_FAIL("add_bias: unknown device");
+  launch_by_device(res, x.rows, detail::AddBiasBody<T>{x, bias}, x.size(),
+                   detail::AddBiasElementsBody<T>{x, bias});
 }
 
 template <class T>
@@ -54,17 +49,12 @@ void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixVi
                "dropout: row_ids must hold one id per row");
   const std::uint64_t rng_key = detail::dropout_rng_key(key);
   const std::uint64_t threshold = detail::dropout_threshold(p);
-  switch (res.device()) {  // rows on the CPU (vectorised), coalesced elements on the GPU
-    case Device::Cpu:
-      return for_each_index(res.cpu_exec(), x.rows,
-                            detail::DropoutBody<T>{rng_key, threshold, key.row_offset, key.row_ids,
-                                                   dropout_scale<T>(p), x, y});
-    case Device::Cuda:
-      return launch(res, x.size(),
-                    detail::DropoutElementsBody<T>{rng_key, threshold, key.row_offset, key.row_ids,
-                                                   dropout_scale<T>(p), x, y});
-  }
-  HALO_FAIL("dropout: unknown device");
+  launch_by_device(res, x.rows,
+                   detail::DropoutBody<T>{rng_key, threshold, key.row_offset, key.row_ids,
+                                          dropout_scale<T>(p), x, y},
+                   x.size(),
+                   detail::DropoutElementsBody<T>{rng_key, threshold, key.row_offset, key.row_ids,
+                                                  dropout_scale<T>(p), x, y});
 }
 
 template <class Idx, class T>

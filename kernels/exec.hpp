@@ -46,4 +46,15 @@ void launch(const Resources& res, std::int64_t n, const Body& body) {
   HALO_FAIL("unknown device");
 }
 
+/// Runs an op whose best decomposition differs by device: `cpu_body` over [0, cpu_n) on the CPU
+/// (one row per index, which the compiler vectorises), `gpu_body` over [0, gpu_n) on CUDA (one
+/// element per index, so neighbouring threads touch neighbouring addresses). Both bodies
+/// compute the same thing; the tests run the GPU body on the CPU launcher too.
+template <class CpuBody, class GpuBody>
+void launch_by_device(const Resources& res, std::int64_t cpu_n, const CpuBody& cpu_body,
+                      std::int64_t gpu_n, const GpuBody& gpu_body) {
+  if (res.device() == Device::Cpu) return for_each_index(res.cpu_exec(), cpu_n, cpu_body);
+  launch(res, gpu_n, gpu_body);
+}
+
 }  // namespace halo::kernels

@@ -20,13 +20,8 @@ void gather_rows(const Resources& res, ConstMatrixView<T> x, Span<const Idx> idx
                  MatrixView<T> out) {
   HALO_EXPECTS(out.rows == idx.size && out.cols == x.cols, "gather_rows: shape mismatch");
   check_ids(res, idx, x.rows, "gather_rows");
-  switch (res.device()) {  // rows on the CPU, coalesced elements on the GPU
-    case Device::Cpu:
-      return for_each_index(res.cpu_exec(), idx.size, detail::GatherRowsBody<Idx, T>{x, idx, out});
-    case Device::Cuda:
-      return launch(res, idx.size * out.cols, detail::GatherElementsBody<Idx, T>{x, idx, out});
-  }
-  HALO_FAIL("gather_rows: unknown device");
+  launch_by_device(res, idx.size, detail::GatherRowsBody<Idx, T>{x, idx, out}, idx.size * out.cols,
+                   detail::GatherElementsBody<Idx, T>{x, idx, out});
 }
 
 template <class Idx, class T>
@@ -35,15 +30,9 @@ void scatter_add_rows(const Resources& res, ConstMatrixView<T> x, Span<const Idx
   HALO_EXPECTS(x.rows == idx.size && out.cols == x.cols, "scatter_add_rows: shape mismatch");
   check_ids(res, idx, out.rows, "scatter_add_rows");
   using Body = detail::ScatterAddRowsBody<Idx, T>;
-  switch (res.device()) {  // column blocks without atomics on the CPU, element atomics on the GPU
-    case Device::Cpu:
-      return for_each_index(res.cpu_exec(),
-                            (out.cols + Body::kColumnBlock - 1) / Body::kColumnBlock,
-                            Body{x, idx, out});
-    case Device::Cuda:
-      return launch(res, idx.size * x.cols, detail::ScatterAddElementsBody<Idx, T>{x, idx, out});
-  }
-  HALO_FAIL("scatter_add_rows: unknown device");
+  // Column blocks without atomics on the CPU, element atomics on the GPU.
+  launch_by_device(res, (out.cols + Body::kColumnBlock - 1) / Body::kColumnBlock, Body{x, idx, out},
+                   idx.size * x.cols, detail::ScatterAddElementsBody<Idx, T>{x, idx, out});
 }
 
 #define HALO_INSTANTIATE(Idx, T)                                                                 \

@@ -13,22 +13,14 @@ void column_sum(const Resources& res, ConstMatrixView<T> x, Span<T> out, bool ac
   // Enough blocks to keep every thread busy, few enough that combining them is cheap: a CPU
   // thread sums whole rows of its block; a GPU thread one column of its block, and the GPU
   // needs many more threads in flight.
-  const bool gpu = res.device() == Device::Cuda;
-  const std::int64_t max_blocks = gpu ? 2048 : 256;
+  const std::int64_t max_blocks = res.device() == Device::Cuda ? 2048 : 256;
   const std::int64_t rows_per_block =
       std::max<std::int64_t>(1, (x.rows + max_blocks - 1) / max_blocks);
   const std::int64_t blocks = x.rows == 0 ? 0 : (x.rows + rows_per_block - 1) / rows_per_block;
   Tensor<T> partial(res, blocks, x.cols);
-  switch (res.device()) {
-    case Device::Cpu:
-      for_each_index(res.cpu_exec(), blocks,
-                     detail::ColumnPartialSumBody<T>{x, rows_per_block, partial.view()});
-      break;
-    case Device::Cuda:
-      launch(res, blocks * x.cols,
-             detail::ColumnPartialSumByColumnBody<T>{x, rows_per_block, partial.view()});
-      break;
-  }
+  launch_by_device(res, blocks, detail::ColumnPartialSumBody<T>{x, rows_per_block, partial.view()},
+                   blocks * x.cols,
+                   detail::ColumnPartialSumByColumnBody<T>{x, rows_per_block, partial.view()});
   launch(res, x.cols, detail::ColumnCombineBody<T>{partial.view(), out, accumulate});
 }
 

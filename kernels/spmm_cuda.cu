@@ -68,73 +68,61 @@ struct NarrowOffsetsBody {
   __device__ void operator()(std::int64_t i) const { out[i] = static_cast<std::int32_t>(in[i]); }
 };
 
+/// The cuSPARSE descriptors of one call, destroyed on every path out (exceptions included).
+struct Descriptors {
+  cusparseSpMatDescr_t a = nullptr;
+  cusparseConstDnMatDescr_t x = nullptr;
+  cusparseDnMatDescr_t out = nullptr;
+  ~Descriptors() {
+    if (a != nullptr) cusparseDestroySpMat(a);
+    if (x != nullptr) cusparseDestroyDnMat(x);
+    if (out != nullptr) cusparseDestroyDnMat(out);
+  }
+};
+
 template <class Idx, class T>
 void cusparse_spmm(const Resources& res, const SpmmRowBody<Idx, T>& p) {
   const auto handle = static_cast<cusparseHandle_t>(res.cusparse_handle());
-  const auto stream = static_cast<cudaStream_t>(res.cuda_exec().stream);
-  const std::int64_t nnz = p.a.num_entries;
-  constexpr bool kNarrow = sizeof(Idx) == 4;
+  constexpr bool kNarrow = sizeof(Idx) == 4;  // then the offsets go 32-bit too, into the workspace
   const cusparseIndexType_t index = kNarrow ? CUSPARSE_INDEX_32I : CUSPARSE_INDEX_64I;
-
-  cusparseConstSpMatDescr_t a = nullptr;
-  cusparseConstDnMatDescr_t x = nullptr;
-  cusparseDnMatDescr_t out = nullptr;
   const T alpha = T(1);
   const T beta = p.accumulate ? T(1) : T(0);
-  const std::size_t offsets_bytes = kNarrow ? (p.a.num_rows + 1) * sizeof(std::int32_t) : 0;
-  const std::size_t offsets_aligned = (offsets_bytes + 255) / 256 * 256;
-  // The offsets are narrowed into the workspace before cuSPARSE sizes its buffer, so the
-  // buffer's size is asked for with the final descriptor and both share one workspace call.
-  void* offsets = const_cast<std::int64_t*>(p.a.indptr);
-  struct Descriptors {  // destroyed on every path out, exceptions included
-    cusparseConstSpMatDescr_t& a;
-    cusparseConstDnMatDescr_t& x;
-    cusparseDnMatDescr_t& out;
-    ~Descriptors() {
-      if (a != nullptr) cusparseDestroySpMat(a);
-      if (x != nullptr) cusparseDestroyDnMat(x);
-      if (out != nullptr) cusparseDestroyDnMat(out);
-    }
-  } guard{a, x, out};
-  HALO_CUSPARSE_CHECK(cusparseCreateConstDnMat(&x, p.x.rows, p.x.cols, p.x.cols, p.x.data,
-                                               value_type<T>(), CUSPARSE_ORDER_ROW));
-  HALO_CUSPARSE_CHECK(cusparseCreateDnMat(&out, p.out.rows, p.out.cols, p.out.cols, p.out.data,
-                                          value_type<T>(), CUSPARSE_ORDER_ROW));
-  // Size the buffer with the 64-bit offsets' descriptor first when no narrowing is needed;
-  // otherwise a provisional workspace holds the narrowed offsets.
-  std::size_t buffer_bytes = 0;
-  char* work = nullptr;
-  if (kNarrow) {
-    work = static_cast<char*>(res.workspace(offsets_aligned));
-    offsets = work;
+  auto* indices = const_cast<Idx*>(p.a.indices);  // cuSPARSE's descriptor is non-const; read only
+  auto* values = const_cast<T*>(p.a.values);
+  // With 32-bit indices cuSPARSE wants 32-bit offsets too: a narrowed copy leads the workspace
+  // (256-byte aligned), cuSPARSE's buffer follows it.
+  const std::size_t offsets_bytes =
+      kNarrow ? ((p.a.num_rows + 1) * sizeof(std::int32_t) + 255) / 256 * 256 : 0;
+  auto narrow_into = [&](char* at) {
     launch_cuda(res.cuda_exec(), p.a.num_rows + 1,
-                NarrowOffsetsBody{p.a.indptr, static_cast<std::int32_t*>(offsets)});
-  }
-  HALO_CUSPARSE_CHECK(cusparseCreateConstCsr(&a, p.a.num_rows, p.a.num_cols, nnz, offsets,
-                                             p.a.indices, p.a.values, index, index,
-                                             CUSPARSE_INDEX_BASE_ZERO, value_type<T>()));
+                NarrowOffsetsBody{p.a.indptr, reinterpret_cast<std::int32_t*>(at)});
+  };
+  char* work = static_cast<char*>(res.workspace(offsets_bytes));
+  if (kNarrow) narrow_into(work);
+  void* offsets = kNarrow ? static_cast<void*>(work) : const_cast<std::int64_t*>(p.a.indptr);
+  Descriptors d;
+  HALO_CUSPARSE_CHECK(cusparseCreateCsr(&d.a, p.a.num_rows, p.a.num_cols, p.a.num_entries, offsets,
+                                        indices, values, index, index, CUSPARSE_INDEX_BASE_ZERO,
+                                        value_type<T>()));
+  HALO_CUSPARSE_CHECK(cusparseCreateConstDnMat(&d.x, p.x.rows, p.x.cols, p.x.cols, p.x.data,
+                                               value_type<T>(), CUSPARSE_ORDER_ROW));
+  HALO_CUSPARSE_CHECK(cusparseCreateDnMat(&d.out, p.out.rows, p.out.cols, p.out.cols, p.out.data,
+                                          value_type<T>(), CUSPARSE_ORDER_ROW));
+  std::size_t buffer_bytes = 0;
   HALO_CUSPARSE_CHECK(cusparseSpMM_bufferSize(
-      handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a, x,
-      &beta, out, value_type<T>(), CUSPARSE_SPMM_CSR_ALG2, &buffer_bytes));
-  if (offsets_aligned + buffer_bytes > offsets_aligned) {
-    // Growing the workspace may move it: narrow again into the new one (stream-ordered, cheap).
-    char* grown = static_cast<char*>(res.workspace(offsets_aligned + buffer_bytes));
-    if (kNarrow && grown != work) {
-      launch_cuda(res.cuda_exec(), p.a.num_rows + 1,
-                  NarrowOffsetsBody{p.a.indptr, reinterpret_cast<std::int32_t*>(grown)});
-      HALO_CUSPARSE_CHECK(cusparseDestroySpMat(a));
-      a = nullptr;
-      HALO_CUSPARSE_CHECK(cusparseCreateConstCsr(&a, p.a.num_rows, p.a.num_cols, nnz, grown,
-                                                 p.a.indices, p.a.values, index, index,
-                                                 CUSPARSE_INDEX_BASE_ZERO, value_type<T>()));
-    }
-    work = grown;
+      handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, d.a, d.x,
+      &beta, d.out, value_type<T>(), CUSPARSE_SPMM_CSR_ALG2, &buffer_bytes));
+  char* grown = static_cast<char*>(res.workspace(offsets_bytes + buffer_bytes));
+  if (kNarrow && grown != work) {  // growing moved the workspace: narrow into the new block
+    narrow_into(grown);
+    HALO_CUSPARSE_CHECK(cusparseCsrSetPointers(d.a, grown, indices, values));
   }
   HALO_CUSPARSE_CHECK(cusparseSpMM(handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                   CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a, x, &beta, out,
+                                   CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, d.a, d.x, &beta, d.out,
                                    value_type<T>(), CUSPARSE_SPMM_CSR_ALG2,
-                                   buffer_bytes > 0 ? work + offsets_aligned : nullptr));
-  if (debug_sync()) HALO_CUDA_CHECK(cudaStreamSynchronize(stream));
+                                   buffer_bytes > 0 ? grown + offsets_bytes : nullptr));
+  if (debug_sync())
+    HALO_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(res.cuda_exec().stream)));
 }
 
 }  // namespace
