@@ -120,7 +120,7 @@ void zero_bytes(const Resources& res, void* dst, Device device, std::size_t byte
   if (device == Device::Cpu) {
     std::memset(dst, 0, bytes);
   } else {
-    detail::cuda_memset_zero(dst, bytes, res.cuda_exec().stream);
+    detail::cuda_memset(dst, 0, bytes, res.cuda_exec().stream);
   }
 }
 

@@ -64,8 +64,8 @@ void cuda_memcpy(void* dst, const void* src, std::size_t bytes, void* stream, bo
   if (sync) HALO_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
-void cuda_memset_zero(void* dst, std::size_t bytes, void* stream) {
-  HALO_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream)));
+void cuda_memset(void* dst, unsigned char value, std::size_t bytes, void* stream) {
+  HALO_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)));
 }
 
 void cuda_keep_pool_memory(int device_id) {

@@ -21,7 +21,7 @@ void cuda_synchronize(void*) { no_cuda(); }
 void* cuda_malloc_async(std::size_t, void*) { no_cuda(); }
 void cuda_free_async(void*, void*) noexcept {}
 void cuda_memcpy(void*, const void*, std::size_t, void*, bool) { no_cuda(); }
-void cuda_memset_zero(void*, std::size_t, void*) { no_cuda(); }
+void cuda_memset(void*, unsigned char, std::size_t, void*) { no_cuda(); }
 void cuda_keep_pool_memory(int) { no_cuda(); }
 DeviceMemoryStats cuda_pool_stats(int) { no_cuda(); }
 void* cuda_malloc_pinned(std::size_t) { no_cuda(); }

@@ -150,8 +150,13 @@ const Tensor<T>& SAGEConv<T>::backward(const Context& ctx, Adjacency<T> graph, c
   bias_backward(res, dy, m_bias);
   if (need_input_grad) {
     kernels::ensure_shape(res, m_dx, graph.num_cols, m_weight_root.value.rows());
-    if (graph.num_rows < graph.num_cols) kernels::fill(res, m_dx.span(), T(0));
-    const kernels::MatrixView<T> dst_rows{m_dx.data(), graph.num_rows, m_dx.cols()};
+    // Rows of destinations get the root term below; only the other sources start at zero.
+    const std::int64_t width = m_dx.cols();
+    kernels::fill(res,
+                  kernels::Span<T>{m_dx.data() + graph.num_rows * width,
+                                   (graph.num_cols - graph.num_rows) * width},
+                  T(0));
+    const kernels::MatrixView<T> dst_rows{m_dx.data(), graph.num_rows, width};
     kernels::gemm(res, Trans::No, Trans::Yes, T(1), dy.view(), m_weight_root.value.view(), T(0),
                   dst_rows);
   }

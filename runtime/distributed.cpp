@@ -4,17 +4,16 @@
 #include <variant>
 
 #include <halo/kernels/loss.hpp>
+#include <halo/runtime/detail/clock.hpp>
 #include <halo/runtime/distributed.hpp>
 
 namespace halo::runtime {
 
+using detail::seconds_since;
+
 using kernels::Tensor;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 HaloExchange build_exchange(const kernels::Resources& res, Comm& comm, const partition::Part& part,
                             nn::ModelKind kind, bool overlap, Comm* data_comm, double& seconds) {
@@ -28,18 +27,6 @@ HaloExchange build_exchange(const kernels::Resources& res, Comm& comm, const par
 template <class T>
 Tensor<T> on_device(const kernels::Resources& res, const Tensor<T>& t) {
   return t.copy_to(res, res.device());
-}
-
-kernels::FeatureMatrix<float> features_on_device(const kernels::Resources& res,
-                                                 const kernels::FeatureMatrix<float>& host_f,
-                                                 bool normalize) {
-  if (res.device() == kernels::Device::Cpu) return prepare_features(res, host_f, normalize);
-  // Prepared on the host (the part is there), then uploaded once.
-  const kernels::Resources host(kernels::Device::Cpu);
-  const kernels::FeatureMatrix<float> f = prepare_features(host, host_f, normalize);
-  return std::visit(
-      [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.copy_to(res, res.device()); },
-      f);
 }
 
 }  // namespace
@@ -111,12 +98,11 @@ DistributedTrainer::DistributedTrainer(const kernels::Resources& res, Comm& comm
     : m_res(res),
       m_comm(comm),
       m_data_comm(data_comm != nullptr ? *data_comm : comm),
-      m_part(part),
       m_config(config),
       m_model(model),
       m_exchange(build_exchange(res, comm, part, model.config().kind, overlap, data_comm,
                                 m_preprocess_time_s)),
-      m_features(features_on_device(res, part.features, config.normalize_features)),
+      m_features(prepare_features(res, part.features, config.normalize_features)),
       m_original_ids(on_device(res, part.original_ids)),
       m_train_idx(on_device(res, part.train_idx)),
       m_val_idx(on_device(res, part.val_idx)),
@@ -157,6 +143,7 @@ double DistributedTrainer::train_epoch(std::uint64_t epoch) {
                                     m_num_train);
   m_model.backward(ctx, a, m_dlogits);
 
+  m_res.synchronize();  // the backward pass belongs to compute, not to the all-reduce's time
   const auto start = std::chrono::steady_clock::now();
   const double total = allreduce_gradients(m_res, m_data_comm, m_model.parameters(), loss, m_flat);
   m_allreduce_s = seconds_since(start);

@@ -56,8 +56,7 @@ class DistributedTrainer final : public EpochTrainer {
   double train_epoch(std::uint64_t epoch) override;
   Evaluation evaluate() override;
   void add_comm_stats(EpochStats& s) override;
-  const HaloExchange& exchange() const { return m_exchange; }
-  double preprocess_time_s() const { return m_preprocess_time_s; }
+  double preprocess_time_s() const override { return m_preprocess_time_s; }
 
  private:
   nn::Context context(bool training, std::uint64_t epoch) const;
@@ -66,7 +65,6 @@ class DistributedTrainer final : public EpochTrainer {
   const kernels::Resources& m_res;
   Comm& m_comm;       // host memory: set-up, counters
   Comm& m_data_comm;  // gradients (and, through m_exchange, halo rows)
-  const partition::Part& m_part;
   TrainConfig m_config;
   nn::Model<float>& m_model;
   double m_preprocess_time_s = 0;  // set while m_exchange is built: declared before it

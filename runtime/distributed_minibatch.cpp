@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <unordered_map>
 #include <variant>
 
@@ -84,7 +85,7 @@ DistributedMiniBatchTrainer::DistributedMiniBatchTrainer(const kernels::Resource
   }
   const auto nnz = static_cast<std::int64_t>(indices.size());
   // Sampling and the feature rows stay on the host, whatever res's device.
-  const kernels::Resources host(kernels::Device::Cpu);
+  const kernels::Resources host = host_resources(res);
   m_rows = {Tensor<std::int64_t>::from_host(host, indptr),
             Tensor<NodeId>::from_host(host, indices, nnz, 1), Tensor<float>(),
             static_cast<std::int64_t>(new_to_old.size()), false};
@@ -268,13 +269,14 @@ DistributedMiniBatchTrainer::Pending DistributedMiniBatchTrainer::prepare(std::u
   return b;
 }
 
-Tensor<float> DistributedMiniBatchTrainer::finish(Pending& b) {
+const kernels::FeatureMatrix<float>& DistributedMiniBatchTrainer::finish(Pending& b) {
   m_comm.wait_all(b.requests);
   const auto p = static_cast<std::size_t>(m_comm.size());
   const auto f = static_cast<std::size_t>(m_num_features);
   const auto me = static_cast<std::size_t>(m_comm.rank());
   const std::vector<NodeId>& inputs = b.blocks.front().src_ids;
-  Tensor<float> x(m_res, static_cast<std::int64_t>(inputs.size()), m_num_features);
+  auto& x = std::get<Tensor<float>>(m_x);
+  kernels::ensure_shape(m_res, x, static_cast<std::int64_t>(inputs.size()), m_num_features);
   float* rows_out = x.data();
   const bool staged = m_res.device() != kernels::Device::Cpu;
   if (staged) {
@@ -304,7 +306,7 @@ Tensor<float> DistributedMiniBatchTrainer::finish(Pending& b) {
   if (staged)
     kernels::copy_bytes_async(m_res, x.data(), x.device(), rows_out, kernels::Device::Cpu,
                               x.bytes());
-  return x;
+  return m_x;
 }
 
 std::vector<nn::Adjacency<float>> DistributedMiniBatchTrainer::upload(
@@ -412,7 +414,7 @@ double DistributedMiniBatchTrainer::train_epoch(std::uint64_t epoch) {
   for (std::int64_t batch = 0; batch < batches; ++batch) {
     Pending current = std::move(next);
     if (batch + 1 < batches) next = prepare(epoch, batch + 1);
-    const kernels::FeatureMatrix<float> x = finish(current);
+    const kernels::FeatureMatrix<float>& x = finish(current);
     const std::vector<NodeId>& mine = current.seeds;
     const std::vector<HostBlock>& blocks = current.blocks;
     const std::int64_t whole = std::min(b, n - batch * b);  // the batch over all ranks
@@ -422,19 +424,20 @@ double DistributedMiniBatchTrainer::train_epoch(std::uint64_t epoch) {
     } else {
       const std::vector<nn::Adjacency<float>> graphs = upload(blocks);
       std::vector<std::int32_t> labels;
-      std::vector<NodeId> rows;
-      for (const NodeId v : mine) {
-        labels.push_back(m_part.labels.data()[local(v)]);
-        rows.push_back(static_cast<NodeId>(rows.size()));
-      }
+      for (const NodeId v : mine) labels.push_back(m_part.labels.data()[local(v)]);
       const auto label_t = Tensor<std::int32_t>::from_host(m_res, labels);
-      const auto row_t = Tensor<NodeId>::from_host(m_res, rows);
+      if (m_iota.numel() < b) {  // once: a rank's share of a batch is at most the batch
+        std::vector<NodeId> iota(static_cast<std::size_t>(b));
+        std::iota(iota.begin(), iota.end(), NodeId{0});
+        m_iota = Tensor<NodeId>::from_host(m_res, iota);
+      }
+      const kernels::Span<const NodeId> rows{m_iota.data(), static_cast<std::int64_t>(mine.size())};
       const nn::Context ctx{&m_res, /*training=*/true, m_config.seed,
                             epoch << 32 | static_cast<std::uint64_t>(batch), 0};
       const Tensor<float>& logits = m_model.forward(ctx, graphs, x);
       kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
-      loss = kernels::log_softmax_nll(m_res, logits.view(), label_t.span(), row_t.span(), whole);
-      kernels::log_softmax_nll_backward(m_res, logits.view(), label_t.span(), row_t.span(),
+      loss = kernels::log_softmax_nll(m_res, logits.view(), label_t.span(), rows, whole);
+      kernels::log_softmax_nll_backward(m_res, logits.view(), label_t.span(), rows,
                                         m_dlogits.view(), whole);
       m_model.backward(ctx, graphs, m_dlogits);
     }
@@ -482,7 +485,6 @@ DistributedRun train_distributed(const kernels::Resources& res, Comm& comm,
   } else {
     DistributedTrainer trainer(res, comm, part, config, run.model, options.overlap, nccl.get());
     run.result = run_epochs(res, trainer, config.epochs, run.model, on_epoch);
-    run.result.preprocess_time_s = trainer.preprocess_time_s();
   }
   run.result.world_size = comm.size();
   return run;

@@ -53,6 +53,8 @@ class DistributedMiniBatchTrainer final : public EpochTrainer {
   double train_epoch(std::uint64_t epoch) override;
   Evaluation evaluate() override;
   void add_comm_stats(EpochStats& s) override;
+  /// The preparation of the full-graph evaluation set-up (graph, exchange, features).
+  double preprocess_time_s() const override { return m_full.preprocess_time_s(); }
 
   std::int64_t batches_per_epoch() const;
   /// Shuffles for `epoch` (collective-free) and returns this rank's seeds of batch `batch`, in
@@ -80,7 +82,7 @@ class DistributedMiniBatchTrainer final : public EpochTrainer {
   Pending prepare(std::uint64_t epoch, std::int64_t batch);
   /// Waits for the rows and assembles the input features (owned, cached, received) on res's
   /// device (through m_stage on a GPU).
-  kernels::Tensor<float> finish(Pending& b);
+  const kernels::FeatureMatrix<float>& finish(Pending& b);
   /// The layers' view of `blocks` on res's device: the host vectors themselves on the CPU, else
   /// one asynchronous copy of all of them from m_stage_blocks into m_blocks.
   std::vector<nn::Adjacency<float>> upload(const std::vector<HostBlock>& blocks);
@@ -107,6 +109,8 @@ class DistributedMiniBatchTrainer final : public EpochTrainer {
   std::vector<kernels::NodeId> m_order;
   nn::Adam<float> m_optimizer;
   kernels::Tensor<float> m_dlogits;
+  kernels::FeatureMatrix<float> m_x;  // a batch's input rows (dense), storage kept across batches
+  kernels::Tensor<kernels::NodeId> m_iota;  // 0 .. batch size - 1: the loss rows
   GradientScratch m_flat;
   kernels::PinnedBuffer m_stage, m_stage_blocks;  // a batch's features and blocks (GPU runs)
   kernels::Buffer m_blocks;                       // the blocks on the device

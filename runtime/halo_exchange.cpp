@@ -1,12 +1,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <optional>
 #include <utility>
 
 #include <halo/kernels/gather.hpp>
 #include <halo/kernels/spmm.hpp>
 #include <halo/runtime/halo_exchange.hpp>
+#include <halo/runtime/trainer.hpp>
 
 namespace halo::runtime {
 
@@ -163,11 +163,9 @@ HaloExchange::HaloExchange(const kernels::Resources& res, Comm& comm, const part
   m_send_rows =
       Tensor<NodeId>::from_host(res, send_rows, static_cast<std::int64_t>(send_rows.size()), 1);
   // The blocks are built on the host (the loops below read them), then moved to res's device.
-  std::optional<kernels::Resources> host_res;
-  if (res.device() != kernels::Device::Cpu) host_res.emplace(kernels::Device::Cpu);
-  const kernels::Resources& host = host_res ? *host_res : res;
+  const kernels::Resources host = host_resources(res);
   auto upload = [&](Csr& a) {
-    if (&host != &res) a = a.copy_to(res, res.device());
+    if (res.device() != kernels::Device::Cpu) a = a.copy_to(res, res.device());
   };
 
   // 3. Degrees of the owned rows in the training graph, then those of the halo from the owners.
@@ -260,7 +258,6 @@ void HaloExchange::post(const kernels::Resources& res, Direction d, std::int64_t
     m_requests.push_back(m_comm.isend(send + out[k] * width, bytes, j, tag));
     m_stats.bytes_sent += static_cast<std::int64_t>(bytes);
   }
-  ++m_stats.calls;
   if (!m_overlap) m_comm.wait_all(m_requests);
 }
 
@@ -269,13 +266,17 @@ void HaloExchange::local_product(const kernels::Resources& res, const Csr& a,
                                  kernels::MatrixView<float> out) {
   const auto view = a.view();
   const std::int64_t rows = view.num_rows;
-  bool pending = !m_requests.empty() && m_overlap;
+  // Chunks give a host communicator's progress engine a turn between them. A device
+  // communicator (NCCL) queues its transfers on the same stream, so chunks would only add
+  // launches: it runs the product whole and waits in finish().
+  bool pending = !m_requests.empty() && m_overlap && m_comm.memory_device() == kernels::Device::Cpu;
   const std::int64_t chunks = pending ? kChunks : 1;
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
     auto part = view;
     part.indptr += r0;
     part.num_rows = r1 - r0;
+    if (chunks > 1) part.num_entries = -1;  // a chunk's count is indptr[r1] - indptr[r0]
     kernels::spmm(res, part, x, kernels::MatrixView<float>{out.row(r0), r1 - r0, out.cols});
     if (!pending) continue;
     // Time inside MPI counts as exposed: on a shared-memory transport the copies happen there.

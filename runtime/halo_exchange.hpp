@@ -17,7 +17,6 @@ namespace halo::runtime {
 /// What the exchanges of one rank did since the last reset. Times are wall seconds.
 struct ExchangeStats {
   std::int64_t bytes_sent = 0;  // payload of every message this rank sent
-  std::int64_t calls = 0;       // forward and backward exchanges
   /// From the start of packing the rows to send until the rank saw every message complete.
   double exchange_s = 0;
   /// The part of exchange_s the rank spent not computing: packing, posting, waiting.
@@ -78,12 +77,6 @@ class HaloExchange final : public nn::Propagation<float> {
   }
   std::int64_t num_owned() const { return m_own.num_rows(); }
   std::int64_t num_halo() const { return m_halo.num_cols; }
-  /// Halo nodes of this rank owned by each rank: halo_offsets()[j] .. [j + 1].
-  const std::vector<std::int64_t>& halo_offsets() const { return m_halo_offsets; }
-  /// Rows of this rank each peer needs (sizes per peer).
-  const std::vector<std::int64_t>& send_offsets() const { return m_send_offsets; }
-  /// Edges of the owned and halo blocks (self-loops of GCN included).
-  std::int64_t num_edges() const { return m_own.num_edges() + m_halo.num_edges(); }
 
   const ExchangeStats& stats() const { return m_stats; }
   void reset_stats() { m_stats = {}; }

@@ -14,20 +14,19 @@
 #include <halo/kernels/loss.hpp>
 #include <halo/kernels/rng.hpp>
 #include <halo/kernels/scan.hpp>
+#include <halo/runtime/detail/clock.hpp>
 #include <halo/runtime/minibatch.hpp>
 #include <halo/runtime/minibatch_body.hpp>
 
 namespace halo::runtime {
+
+using detail::seconds_since;
 
 using kernels::NodeId;
 using kernels::Tensor;
 using SparseFeatures = kernels::CsrMatrix<std::int32_t, float>;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 /// The graph and features prepared on the host, whatever res's device: the sampler borrows a
 /// host graph, and the feature buffers are sized from host rows (the constructor uploads them).

@@ -65,7 +65,7 @@ class MiniBatchTrainer final : public EpochTrainer {
   std::size_t sampler_envelope_bytes() const;
   /// The most bytes one batch used in its sampler, over all batches so far.
   std::size_t sampler_peak_bytes() const;
-  double preprocess_time_s() const { return m_preprocess_time_s; }
+  double preprocess_time_s() const override { return m_preprocess_time_s; }
   /// On a device: the times per batch of the last epoch that the host waited for the device
   /// (the sampler's read-back of block sizes, the gathered sparse features' entry count; the
   /// loss is summed on the device and read once per epoch); 0 on the CPU, where nothing waits

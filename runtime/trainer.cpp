@@ -5,18 +5,17 @@
 
 #include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/loss.hpp>
+#include <halo/runtime/detail/clock.hpp>
 #include <halo/runtime/trainer.hpp>
 
 namespace halo::runtime {
+
+using detail::seconds_since;
 
 using kernels::NodeId;
 using kernels::Tensor;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -124,7 +123,6 @@ kernels::AdamConfig adam_config(const TrainConfig& config) {
 FullGraphTrainer::FullGraphTrainer(const kernels::Resources& res, const datasets::Dataset& data,
                                    const TrainConfig& config, nn::Model<float>& model)
     : m_res(res),
-      m_data(data),
       m_config(config),
       m_model(model),
       m_inputs(prepare_timed(res, data, config, model.config().kind, m_preprocess_time_s)),
@@ -236,6 +234,7 @@ TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int
     if (on_epoch) on_epoch(s);
   }
   result.train_time_s = seconds_since(start);
+  result.preprocess_time_s = trainer.preprocess_time_s();
   result.epoch_time_median_s = median(epoch_times);
   result.exchange_time_s = median(exchange);
   result.exchange_exposed_s = median(exposed);
@@ -256,9 +255,7 @@ TrainResult train_full_graph(const kernels::Resources& res, const datasets::Data
                              const EpochCallback& on_epoch) {
   HALO_EXPECTS(config.epochs >= 1, "train: epochs must be >= 1");
   FullGraphTrainer trainer(res, data, config, model);
-  TrainResult result = run_epochs(res, trainer, config.epochs, model, on_epoch);
-  result.preprocess_time_s = trainer.preprocess_time_s();
-  return result;
+  return run_epochs(res, trainer, config.epochs, model, on_epoch);
 }
 
 std::int64_t peak_host_memory_bytes() {

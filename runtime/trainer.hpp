@@ -117,6 +117,8 @@ class EpochTrainer {
   virtual Evaluation evaluate() = 0;
   /// Adds the communication counters of the last train_epoch to `s` (nothing in one process).
   virtual void add_comm_stats(EpochStats& s) { (void)s; }
+  /// Seconds the set-up spent preparing the graph and features (TrainResult::preprocess_time_s).
+  virtual double preprocess_time_s() const { return 0; }
 };
 
 /// Accuracy on every split and the validation loss of full-graph logits (one row per node).
@@ -136,21 +138,21 @@ TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int
                        nn::Model<float>& model, const EpochCallback& on_epoch = {});
 
 /// One full-graph training set-up: prepared inputs, model, Adam. `train_full_graph` drives it;
-/// benchmarks and embedding programs can call the steps directly. Keeps references to `data` and
-/// `model`, which must outlive it. On a CUDA `res` (`model` built on it): the graph, features,
-/// labels and splits are prepared on the host and uploaded once; an epoch then runs on the
-/// device and reads back only the loss (train_epoch) or the four scores (evaluate).
+/// benchmarks and embedding programs can call the steps directly. Keeps a reference to `model`,
+/// which must outlive it (what it needs of `data` it copies). On a CUDA `res` (`model` built on
+/// it): the graph, features, labels and splits are prepared on the host and uploaded once; an epoch
+/// then runs on the device and reads back only the loss (train_epoch) or the four scores
+/// (evaluate).
 class FullGraphTrainer final : public EpochTrainer {
  public:
   FullGraphTrainer(const kernels::Resources& res, const datasets::Dataset& data,
                    const TrainConfig& config, nn::Model<float>& model);
   double train_epoch(std::uint64_t epoch) override;
   Evaluation evaluate() override;
-  double preprocess_time_s() const { return m_preprocess_time_s; }
+  double preprocess_time_s() const override { return m_preprocess_time_s; }
 
  private:
   const kernels::Resources& m_res;
-  const datasets::Dataset& m_data;
   TrainConfig m_config;
   nn::Model<float>& m_model;
   double m_preprocess_time_s = 0;  // set while m_inputs is built: declared before it

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include <halo/kernels/detail/cuda_runtime.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/rng.hpp>
@@ -67,24 +68,18 @@ struct NeighborSampler::DevicePipeline {
   datasets::Graph graph;   // the device copy (CUDA)
   /// detail::DeviceWords::total(num_layers) words: per-layer sizes and the seed check's status.
   kernels::Tensor<std::int64_t> words;
-  kernels::PinnedBuffer pinned_staging, pinned_readback;  // CUDA
-  kernels::Tensor<NodeId> host_staging;                   // host emulation
-  kernels::Tensor<std::int64_t> host_readback;            // host emulation
-  NodeId* seed_staging = nullptr;                         // batch_size ids
-  std::int64_t* readback = nullptr;                       // DeviceWords::readback(num_layers) words
-  std::size_t scan_temp_bytes = 0;                        // of m_scan (CUDA)
+  /// Host staging of the seeds (batch_size ids) and of the read-back words: page-locked on
+  /// CUDA, plain host memory for the host emulation.
+  kernels::PinnedBuffer seed_staging, readback;
+  std::size_t scan_temp_bytes = 0;  // of m_scan (CUDA)
 
   void copy(void* dst, const void* src, std::size_t bytes) const {
     if (bytes == 0) return;
-#if HALO_WITH_CUDA
-    if (on_cuda) return detail::cuda_copy_async(dst, src, bytes, stream);
-#endif
+    if (on_cuda) return kernels::detail::cuda_memcpy(dst, src, bytes, stream, /*sync=*/false);
     std::memmove(dst, src, bytes);
   }
   void fill(void* dst, unsigned char value, std::size_t bytes) const {
-#if HALO_WITH_CUDA
-    if (on_cuda) return detail::cuda_fill_bytes_async(dst, value, bytes, stream);
-#endif
+    if (on_cuda) return kernels::detail::cuda_memset(dst, value, bytes, stream);
     std::memset(dst, value, bytes);
   }
   /// Inclusive scan of a[0, n) with `temp` (m_scan) as the scratch.
@@ -162,21 +157,11 @@ void NeighborSampler::init_pipeline(const kernels::Resources& res) {
   using W = detail::DeviceWords;
   DevicePipeline& p = *m_pipeline;
   const auto num_layers = static_cast<std::int64_t>(m_layers.size());
-  if (p.on_cuda) {
-    p.pinned_staging = kernels::PinnedBuffer(
-        res, static_cast<std::size_t>(std::max<std::int64_t>(1, m_envelope.batch_size)) *
-                 sizeof(NodeId));
-    p.pinned_readback = kernels::PinnedBuffer(
-        res, static_cast<std::size_t>(W::readback(num_layers)) * sizeof(std::int64_t));
-    p.seed_staging = static_cast<NodeId*>(p.pinned_staging.data());
-    p.readback = static_cast<std::int64_t*>(p.pinned_readback.data());
-  } else {
-    p.host_staging = kernels::Tensor<NodeId>(res, kernels::Device::Cpu, m_envelope.batch_size);
-    p.host_readback =
-        kernels::Tensor<std::int64_t>(res, kernels::Device::Cpu, W::readback(num_layers));
-    p.seed_staging = p.host_staging.data();
-    p.readback = p.host_readback.data();
-  }
+  p.seed_staging = kernels::PinnedBuffer(
+      res,
+      static_cast<std::size_t>(std::max<std::int64_t>(1, m_envelope.batch_size)) * sizeof(NodeId));
+  p.readback = kernels::PinnedBuffer(
+      res, static_cast<std::size_t>(W::readback(num_layers)) * sizeof(std::int64_t));
   // The table starts empty (kEmpty is all ones), and indptr[0] is 0 for good: the hops write
   // indptr from entry 1 on.
   p.fill(m_table.data(), 0xFF, m_table.bytes());
@@ -305,8 +290,8 @@ void NeighborSampler::sample_device(const kernels::Resources& res, Span<const No
   if (n == 0) {
     // nothing to copy
   } else if (seeds_device == kernels::Device::Cpu) {
-    std::memcpy(p.seed_staging, seeds.data, seed_bytes);
-    p.copy(dev_seeds, p.seed_staging, seed_bytes);
+    std::memcpy(p.seed_staging.data(), seeds.data, seed_bytes);
+    p.copy(dev_seeds, p.seed_staging.data(), seed_bytes);
   } else if (seeds.data != dev_seeds) {
     // A device-to-device copy must not overlap: a part of the seed buffer itself goes through
     // the scratch, which holds at least min(batch_size, N) ids (a previous batch's seeds).
@@ -342,8 +327,9 @@ void NeighborSampler::sample_device(const kernels::Resources& res, Span<const No
   }
 
   // The batch's one synchronisation: every size and the seed check's verdict in one copy.
-  const std::int64_t* got = p.readback;
-  p.copy(p.readback, words, static_cast<std::size_t>(W::readback(nl)) * sizeof(std::int64_t));
+  const auto* got = static_cast<const std::int64_t*>(p.readback.data());
+  p.copy(p.readback.data(), words,
+         static_cast<std::size_t>(W::readback(nl)) * sizeof(std::int64_t));
   res.synchronize();
   if (p.on_cuda) ++m_host_syncs;
   if (const std::int64_t kind = got[3 * nl + W::kErrorKind]; kind != 0) {

@@ -13,23 +13,8 @@ namespace halo::sampler::detail {
 
 using kernels::NodeId;
 
-HALO_HD inline std::uint64_t atomic_load(const std::uint64_t* p) {
-#if defined(__CUDA_ARCH__)
-  return *reinterpret_cast<const volatile unsigned long long*>(p);
-#else
-  return __atomic_load_n(p, __ATOMIC_RELAXED);
-#endif
-}
-
-/// Replaces *p by `desired` if it still holds `expected`; true on success.
-HALO_HD inline bool atomic_cas(std::uint64_t* p, std::uint64_t expected, std::uint64_t desired) {
-#if defined(__CUDA_ARCH__)
-  return atomicCAS(reinterpret_cast<unsigned long long*>(p), expected, desired) == expected;
-#else
-  return __atomic_compare_exchange_n(p, &expected, desired, /*weak=*/false, __ATOMIC_RELAXED,
-                                     __ATOMIC_RELAXED);
-#endif
-}
+using kernels::atomic_cas;
+using kernels::atomic_load;
 
 /// Linear-probing table of (id << 32 | position) words; kEmpty marks a free slot (ids are below
 /// 2^31, so no entry equals it). Keeping the smallest position per id makes the result

@@ -43,15 +43,4 @@ void cuda_inclusive_sum(std::int64_t* a, std::int64_t n, void* temp, std::size_t
     HALO_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
 
-void cuda_copy_async(void* dst, const void* src, std::size_t bytes, void* stream) {
-  if (bytes == 0) return;
-  HALO_CUDA_CHECK(
-      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
-}
-
-void cuda_fill_bytes_async(void* dst, unsigned char value, std::size_t bytes, void* stream) {
-  if (bytes == 0) return;
-  HALO_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)));
-}
-
 }  // namespace halo::sampler::detail

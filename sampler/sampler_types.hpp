@@ -41,14 +41,16 @@ struct SamplerEnvelope {
   std::int64_t batch_size = 0;
   /// One entry per block, input layer first (like SamplerConfig::fanouts).
   std::vector<LayerEnvelope> layers;
-  /// Slots of the relabelling hash table: a power of two > 2 * max num_src (load < 1/2). A hop
-  /// uses the prefix sized for min(num_nodes, its num_dst + num_edges) ids, so small batches
-  /// probe a table that fits in cache.
+  /// Slots of the relabelling hash table: a power of two > 2 * max num_src (load < 1/2). On the
+  /// CPU a hop uses the prefix sized for min(num_nodes, its num_dst + num_edges) ids, so small
+  /// batches probe a table that fits in cache; the GPU pipeline, whose sizes stay on the
+  /// device, probes the whole table.
   std::int64_t table_slots = 0;
   /// 64-bit scratch entries: first-occurrence prefix sums (num_edges + 1) and table slots of
   /// the sources (num_src), for the largest layer.
   std::int64_t scratch = 0;
-  /// Block sums of the two-pass scan.
+  /// 8-byte words of scan storage: the block sums of kernels::inclusive_scan on the CPU, CUB's
+  /// temporary storage on a GPU.
   std::int64_t scan_blocks = 0;
 
   /// Bytes of all buffers: seeds (4 B), per layer indptr (8 B x (num_dst + 1)), indices and

@@ -7,7 +7,8 @@
 #
 # OUT_DIR (default bench/results) receives gpu.md (the summary), gpu_bench.json,
 # gpu_sampler_bench.json and gpu_ctest.log. BUILD_DIR (default build/gpu) is configured for this
-# machine's GPU architecture (CMAKE_CUDA_ARCHITECTURES=native) unless it already exists.
+# machine's GPU architecture (CMAKE_CUDA_ARCHITECTURES=native) unless it already exists (an
+# existing one is used as configured). Relative paths are taken from the repository root.
 # Tests and benchmarks read ../shared/datasets beside the checkout, as everywhere (or
 # shared/datasets inside it, linked there when ../shared is missing).
 # HALO_BENCH_SMOKE=1 shrinks every benchmark to its smallest size (a check of the script).
@@ -44,17 +45,23 @@ tests_line=$(grep -E 'tests passed|tests failed' "$out/gpu_ctest.log" | tail -1 
 skipped=$(grep -c '\*\*\*Skipped' "$out/gpu_ctest.log" || true)
 stamp "ctest: ${tests_line:-no summary} ($skipped skipped, exit $ctest_rc)"
 
+# A benchmark that dies (out of memory on the products shape, say) must not lose the summary.
+set +e
 stamp "GPU benchmarks"
 "$build/bench/gpu_bench" --benchmark_repetitions=1 --benchmark_format=console \
   --benchmark_out="$out/gpu_bench.json" --benchmark_out_format=json
+bench_rc=$?
 stamp "sampler throughput"
 "$build/bench/sampler_bench" --benchmark_filter=Cuda --benchmark_repetitions=1 \
   --benchmark_out="$out/gpu_sampler_bench.json" --benchmark_out_format=json
+sampler_rc=$?
+set -e
 
 stamp "summary"
 python3 bench/gpu/summarize.py "$out" "$gpu_info" "$tests_line" "$skipped" "$ctest_rc" \
   "$(( $(date +%s) - start ))" >"$out/gpu.md.tmp"
 mv "$out/gpu.md.tmp" "$out/gpu.md"
-stamp "wrote $out/gpu.md"
+stamp "wrote $out/gpu.md (gpu_bench exit $bench_rc, sampler_bench exit $sampler_rc)"
 cat "$out/gpu.md"
-exit "$ctest_rc"
+[ "$bench_rc" -eq 0 ] && [ "$sampler_rc" -eq 0 ] && exit "$ctest_rc"
+exit 1

@@ -19,7 +19,8 @@ void cuda_free_async(void* ptr, void* stream) noexcept;
 /// cudaMemcpyAsync with cudaMemcpyDefault (unified addressing tells the direction), then a
 /// synchronisation of `stream` when `sync` is set.
 void cuda_memcpy(void* dst, const void* src, std::size_t bytes, void* stream, bool sync);
-void cuda_memset_zero(void* dst, std::size_t bytes, void* stream);
+/// cudaMemsetAsync: every byte of dst[0, bytes) becomes `value`, in stream order.
+void cuda_memset(void* dst, unsigned char value, std::size_t bytes, void* stream);
 /// Sets the release threshold of the device's default pool to "never": memory freed with
 /// cudaFreeAsync stays in the pool for the next allocation instead of going back to the driver.
 void cuda_keep_pool_memory(int device_id);

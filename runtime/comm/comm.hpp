@@ -114,9 +114,6 @@ std::vector<T> alltoallv_lists(Comm& comm, const std::vector<std::vector<T>>& li
   return recv;
 }
 
-/// Whether this build has MPI (HALO_WITH_MPI).
-bool mpi_available();
-
 /// The communicator of the processes mpiexec started: initialises MPI on first use
 /// (MPI_Init_thread, MPI_THREAD_FUNNELED: only the calling thread communicates) and returns an
 /// MpiComm over a duplicate of MPI_COMM_WORLD whose errors are returned, not fatal, so that they

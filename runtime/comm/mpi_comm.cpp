@@ -183,8 +183,6 @@ class MpiComm final : public Comm {
 
 }  // namespace
 
-bool mpi_available() { return true; }
-
 std::unique_ptr<Comm> make_world_comm() {
   int initialized = 0;
   MPI_Initialized(&initialized);

@@ -4,8 +4,6 @@
 
 namespace halo::runtime {
 
-bool mpi_available() { return false; }
-
 std::unique_ptr<Comm> make_world_comm() {
   HALO_FAIL("this Halo was built without MPI (HALO_WITH_MPI=OFF): distributed runs need it");
 }

@@ -27,8 +27,9 @@ std::unique_ptr<Comm> make_nccl_comm(Comm& bootstrap, const kernels::Resources& 
 /// Contract (beyond Comm's):
 /// - Buffers are device memory of res's GPU (memory_device() == Device::Cuda); a host pointer
 ///   is refused with halo::LogicError. Two exceptions that keep Comm's helpers working:
-///   allreduce and broadcast stage host data through the device, and alltoall and allgatherv
-///   take and return host values (counts).
+///   allreduce and broadcast stage host data through the device; alltoall takes and returns
+///   host values (counts), and allgatherv takes device data and returns the gathered bytes on
+///   the host.
 /// - Every operation is enqueued on res's stream, in stream order with the kernels around it:
 ///   allreduce, broadcast and alltoallv return once the work is queued; what the caller enqueues
 ///   next on the stream sees the result; the host must synchronise before reading it.

@@ -14,7 +14,7 @@ using kernels::NodeId;
 
 /// The device words of one batch: per layer l, words 3l .. 3l+2 hold {num_dst, num_edges,
 /// num_src} (the `sizes` of the hop bodies); then the status words below. The host reads
-/// words [0, kReadbackWords(L)) back once per batch.
+/// words [0, readback(L)) back once per batch.
 struct DeviceWords {
   static constexpr std::int64_t kErrorKind = 0;    // 0: none, 1: out of range, 2: repeated
   static constexpr std::int64_t kErrorSeed = 1;    // the offending seed's id
@@ -32,18 +32,7 @@ struct DeviceWords {
   }
 };
 
-/// *p = min(*p, v), atomically. (kernels/hd.hpp has no atomics; the sampler's live here and in
-/// relabel_body.hpp.)
-HALO_HD inline void atomic_min(std::int64_t* p, std::int64_t v) {
-#if defined(__CUDA_ARCH__)
-  atomicMin(reinterpret_cast<long long*>(p), static_cast<long long>(v));
-#else
-  std::int64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (v < cur && !__atomic_compare_exchange_n(p, &cur, v, /*weak=*/true, __ATOMIC_RELAXED,
-                                                 __ATOMIC_RELAXED)) {
-  }
-#endif
-}
+using kernels::atomic_min;
 
 /// Seed i: an id outside [0, num_nodes) lowers status[kFirstBad] to i; an id inside goes into
 /// the table at position i (the hop's InsertBody inserts it again, which changes nothing).

@@ -14,9 +14,4 @@ std::size_t cuda_scan_temp_bytes(std::int64_t n);
 /// `temp` (device, at least cuda_scan_temp_bytes(n) bytes). No allocation, no synchronisation.
 void cuda_inclusive_sum(std::int64_t* a, std::int64_t n, void* temp, std::size_t temp_bytes,
                         void* stream);
-/// cudaMemcpyAsync (any direction, unified addressing) on `stream`; does not synchronise.
-void cuda_copy_async(void* dst, const void* src, std::size_t bytes, void* stream);
-/// Sets `bytes` of device memory to `value` asynchronously on `stream`.
-void cuda_fill_bytes_async(void* dst, unsigned char value, std::size_t bytes, void* stream);
-
 }  // namespace halo::sampler::detail

@@ -101,8 +101,9 @@ void print_summary(const runtime::TrainResult& r) {
       r.best_epoch, r.val_accuracy, r.test_accuracy, r.epoch_time_median_s * 1e3, r.train_time_s);
 }
 
-/// The Resources of `--device`: the CPU, or CUDA device `cuda_device` (the CPU thread count
-/// still applies to the host-side preprocessing). A clear error when no CUDA device is usable
+/// The Resources of `--device`: the CPU, or a CUDA device (device 0 in one process, the rank's
+/// local GPU when `distributed`; the CPU thread count still applies to the host-side
+/// preprocessing). A clear error when no CUDA device is usable
 /// (no GPU, no driver, a CPU-only build).
 kernels::Resources make_resources(const TrainOptions& o, int threads, bool distributed) {
   if (o.device == "cpu") return kernels::Resources(kernels::Device::Cpu, threads);
@@ -117,7 +118,7 @@ nlohmann::json result_json(const TrainOptions& o, const runtime::TrainResult& r,
   const bool cuda = res.device() == kernels::Device::Cuda;
   return {
       {"model", o.model},
-      {"mode", "full-graph"},
+      {"mode", o.mode},
       {"device", cuda ? "cuda" : "cpu"},
       {"cuda_device", cuda ? res.cuda_exec().device_id : -1},
       {"world_size", r.world_size},
@@ -169,7 +170,6 @@ int run_train(const TrainOptions& o) {
   if (o.mode == "mini-batch") {
     runtime::MiniBatchTrainer trainer(res, data, config, mini_batch_config(o), model);
     r = runtime::run_epochs(res, trainer, config.epochs, model, progress);
-    r.preprocess_time_s = trainer.preprocess_time_s();
     // On a GPU batches are prepared in stream order: one sampler, no prefetching thread.
     const int prefetch = res.device() == kernels::Device::Cpu ? o.prefetch : 0;
     extra = {{"batch_size", o.batch_size},
@@ -194,7 +194,6 @@ int run_train(const TrainOptions& o) {
     j["dataset"] = data.name;
     j["num_nodes"] = data.num_nodes();
     j["num_edges"] = data.graph.num_edges();
-    j["mode"] = o.mode;
     for (const auto& [k, v] : extra.items()) j[k] = v;
     write_atomically(o.json, j.dump(2) + "\n");
   }
@@ -244,10 +243,14 @@ int run_distributed(const TrainOptions& o) {
   if (rank == 0) {
     const runtime::TrainResult& r = run.result;
     print_summary(r);
-    std::printf(
-        "exchange: %.1f KB per epoch, %.3f ms per rank, %.0f%% hidden; all-reduce %.3f ms\n",
-        static_cast<double>(r.exchange_bytes_per_epoch) / 1e3, r.exchange_time_s * 1e3,
-        r.exchange_hidden_fraction * 100, r.allreduce_time_s * 1e3);
+    if (o.mode == "mini-batch")  // sampling and feature traffic; overlap is not measured there
+      std::printf("exchange: %.1f KB per epoch\n",
+                  static_cast<double>(r.exchange_bytes_per_epoch) / 1e3);
+    else
+      std::printf(
+          "exchange: %.1f KB per epoch, %.3f ms per rank, %.0f%% hidden; all-reduce %.3f ms\n",
+          static_cast<double>(r.exchange_bytes_per_epoch) / 1e3, r.exchange_time_s * 1e3,
+          r.exchange_hidden_fraction * 100, r.allreduce_time_s * 1e3);
     if (!o.save_model.empty()) run.model.save(res, o.save_model);
     if (!o.json.empty()) {
       nlohmann::json j = result_json(o, r, res);
@@ -257,7 +260,6 @@ int run_distributed(const TrainOptions& o) {
       j["partitions"] = o.partitions;
       j["partition_method"] = partition::to_string(meta.config.method);
       j["overlap"] = !o.no_overlap;
-      j["mode"] = o.mode;
       if (o.mode == "mini-batch") {
         j["batch_size"] = o.batch_size;
         j["fanouts"] = o.fanouts;
@@ -291,7 +293,9 @@ const CLI::Validator kWritablePath(
 Command add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainOptions>();
   CLI::App* sub = app.add_subcommand(
-      "train", "Train a GNN on a dataset (full graph; one process, or one rank per partition)");
+      "train",
+      "Train a GNN on a dataset (full graph or mini-batches; CPU or GPU; one process, or one rank "
+      "per partition)");
   add_dataset_options(sub, o->data);
   sub->add_option("--model", o->model, "Model kind")
       ->check(CLI::IsMember({"gcn", "sage"}))
@@ -330,8 +334,7 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--save-model", o->save_model, "Save the best model's parameters to FILE")
       ->check(kWritablePath);
   sub->add_option("--mode", o->mode,
-                  "full-graph, or mini-batch (sampled blocks, GraphSAGE-style; "
-                  "--model sage)")
+                  "full-graph, or mini-batch (sampled blocks; with --partitions: --model sage)")
       ->check(CLI::IsMember({"full-graph", "mini-batch"}))
       ->capture_default_str();
   sub->add_option("--batch-size", o->batch_size, "Mini-batch: training nodes per batch")
