@@ -140,12 +140,7 @@ MiniBatchTrainer::MiniBatchTrainer(const kernels::Resources& res, const datasets
                "train: one fan-out per layer expected (" +
                    std::to_string(model.config().num_layers) + " layers, " +
                    std::to_string(mb.fanouts.size()) + " fan-outs)");
-  HALO_EXPECTS(model.config().in_features == data.num_features() &&
-                   model.config().num_classes == data.num_classes,
-               "train: the model was not built for this dataset");
-  for (const auto* p : model.parameters())
-    HALO_EXPECTS(p->value.device() == res.device(),
-                 "train: the model's parameters live on another device than the Resources");
+  check_model(res, model, data);
   const auto start = std::chrono::steady_clock::now();
   const std::int64_t batch = std::min(mb.batch_size, data.train_idx.numel());
   const sampler::SamplerConfig sc{mb.fanouts, mb.replace, config.seed};

@@ -113,6 +113,16 @@ FullGraphInputs prepare_timed(const kernels::Resources& res, const datasets::Dat
 
 }  // namespace
 
+void check_model(const kernels::Resources& res, nn::Model<float>& model,
+                 const datasets::Dataset& data) {
+  HALO_EXPECTS(model.config().in_features == data.num_features() &&
+                   model.config().num_classes == data.num_classes,
+               "train: the model was not built for this dataset");
+  for (const auto* p : model.parameters())
+    HALO_EXPECTS(p->value.device() == res.device(),
+                 "train: the model's parameters live on another device than the Resources");
+}
+
 kernels::AdamConfig adam_config(const TrainConfig& config) {
   kernels::AdamConfig c;
   c.lr = config.lr;
@@ -129,12 +139,7 @@ FullGraphTrainer::FullGraphTrainer(const kernels::Resources& res, const datasets
       m_targets(upload_targets(res, data)),
       m_optimizer(res, model.parameters(), adam_config(config)) {
   HALO_EXPECTS(data.train_idx.numel() > 0, "train: the dataset has no training nodes");
-  HALO_EXPECTS(model.config().in_features == data.num_features() &&
-                   model.config().num_classes == data.num_classes,
-               "train: the model was not built for this dataset");
-  for (const auto* p : model.parameters())
-    HALO_EXPECTS(p->value.device() == res.device(),
-                 "train: the model's parameters live on another device than the Resources");
+  check_model(res, model, data);
 }
 
 double FullGraphTrainer::train_epoch(std::uint64_t epoch) {

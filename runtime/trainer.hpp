@@ -99,6 +99,10 @@ kernels::FeatureMatrix<float> prepare_features(const kernels::Resources& res,
                                                const kernels::FeatureMatrix<float>& features,
                                                bool normalize);
 
+/// halo::LogicError unless `model` was built for `data` (features, classes) on res's device.
+void check_model(const kernels::Resources& res, nn::Model<float>& model,
+                 const datasets::Dataset& data);
+
 /// Adam with the config's learning rate and weight decay (PyTorch defaults otherwise).
 kernels::AdamConfig adam_config(const TrainConfig& config);
 
