@@ -1,9 +1,9 @@
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/gemm.hpp>
-#include <halo/nn/detail/aggregate_transform.hpp>
+#include <halo/nn/aggregate_transform.hpp>
 #include <halo/nn/detail/products.hpp>
 
-namespace halo::nn::detail {
+namespace halo::nn {
 
 using kernels::Tensor;
 using kernels::Trans;
@@ -40,7 +40,7 @@ void AggregateTransform<T>::forward(const kernels::Resources& res, Adjacency<T> 
                   accumulate ? T(1) : T(0), out.view());
   } else {
     kernels::ensure_shape(res, m_cached, kernels::num_rows(x), w.cols());
-    multiply(res, x, w, m_cached);
+    detail::multiply(res, x, w, m_cached);
     if (!accumulate) {
       aggregate(res, a, m_aggregate, m_cached.view(), out.view());
     } else {
@@ -75,7 +75,7 @@ void AggregateTransform<T>::backward(const kernels::Resources& res, Adjacency<T>
     // out = Agg(A, X W): dH = Agg^T(dy); dW = X^T dH; dX = dH W^T.
     kernels::ensure_shape(res, m_tmp, n_src, w.cols());
     aggregate_adjoint(res, a, m_aggregate, dy.view(), m_tmp.view());
-    multiply_transposed(res, x, m_tmp, grad_w);
+    detail::multiply_transposed(res, x, m_tmp, grad_w);
     if (!need_dx) return;
     kernels::gemm(res, Trans::No, Trans::Yes, T(1), m_tmp.view(), w.view(),
                   accumulate_dx ? T(1) : T(0), dx.view());
@@ -85,4 +85,4 @@ void AggregateTransform<T>::backward(const kernels::Resources& res, Adjacency<T>
 template class AggregateTransform<float>;
 template class AggregateTransform<double>;
 
-}  // namespace halo::nn::detail
+}  // namespace halo::nn

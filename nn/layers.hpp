@@ -5,7 +5,7 @@
 #include <memory>
 
 #include <halo/kernels/elementwise_body.hpp>
-#include <halo/nn/detail/aggregate_transform.hpp>
+#include <halo/nn/aggregate_transform.hpp>
 #include <halo/nn/module.hpp>
 
 namespace halo::nn {
@@ -45,7 +45,7 @@ class GCNConv final : public Module<T> {
 
  private:
   Parameter<T> m_weight, m_bias;
-  detail::AggregateTransform<T> m_agg{kernels::Aggregate::Sum};
+  AggregateTransform<T> m_agg{kernels::Aggregate::Sum};
   const Features<T>* m_input = nullptr;
   Features<T> m_output;
   kernels::Tensor<T> m_dx;
@@ -69,7 +69,7 @@ class SAGEConv final : public Module<T> {
 
  private:
   Parameter<T> m_weight_root, m_weight_neigh, m_bias;
-  detail::AggregateTransform<T> m_agg{kernels::Aggregate::Mean};
+  AggregateTransform<T> m_agg{kernels::Aggregate::Mean};
   const Features<T>* m_input = nullptr;
   Features<T> m_output;
   kernels::Tensor<T> m_dx;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <halo/kernels/error.hpp>
-#include <halo/nn/detail/aggregate_transform.hpp>
+#include <halo/nn/aggregate_transform.hpp>
 #include <halo/nn/layers.hpp>
 
 #include "nn_helpers.hpp"
@@ -548,7 +548,7 @@ TEST(AggregateTransform, BothOrdersMatchReferenceAndAccumulate) {
       const auto ax = matmul(a, xd, 6, 8, in);
       const auto axw = matmul(ax, wd, 6, in, out);
 
-      nn::detail::AggregateTransform<double> at(aggregate);
+      nn::AggregateTransform<double> at(aggregate);
       Tensor<double> y = testing::random_matrix<double>(6, out, 204);  // garbage: overwritten
       at.forward(cpu(), graph.view(), x, w, y, /*accumulate=*/false);
       EXPECT_TRUE(testing::all_close(y, axw, 1e-12, 1e-12)) << "forward";

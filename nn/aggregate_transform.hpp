@@ -4,7 +4,7 @@
 #include <halo/kernels/spmm.hpp>
 #include <halo/nn/module.hpp>
 
-namespace halo::nn::detail {
+namespace halo::nn {
 
 /// Computes out = Agg(A, X) W (+ out when accumulating). Aggregating first costs an SpMM over
 /// in_features columns, transforming first one over out_features columns; the narrower side wins
@@ -33,4 +33,4 @@ class AggregateTransform {
   kernels::Tensor<T> m_tmp_out;  // forward temporary when accumulating into out
 };
 
-}  // namespace halo::nn::detail
+}  // namespace halo::nn
