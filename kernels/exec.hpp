@@ -24,7 +24,8 @@ void for_each_index(CpuExec exec, std::int64_t n, const Body& body) {
 }
 
 namespace detail {
-/// Defined in exec_cuda.cuh; each `<op>_cuda.cu` instantiates it for the bodies of its op.
+/// Defined in exec_cuda.cuh; each `<op>_cuda.cu` instantiates it for the bodies of its op with
+/// HALO_INSTANTIATE_CUDA_LAUNCH(fully::qualified::Body).
 template <class Body>
 void launch_cuda(CudaExec exec, std::int64_t n, const Body& body);
 }  // namespace detail

@@ -1,5 +1,16 @@
 #pragma once
 // The CUDA launcher of single-source bodies. Included only by `<op>_cuda.cu` files.
+//
+// `launch(res, n, body)` (exec.hpp) reaches `detail::launch_cuda` for a CUDA Resources; the host
+// compiler sees only its declaration, so every body launched on the GPU is instantiated once in a
+// `.cu` file with
+//
+//   HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::CountBody);
+//   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::GatherElementsBody<std::int64_t, float>);
+//
+// at global namespace scope (or inside any namespace: the name it instantiates is fully
+// qualified), with the body's fully qualified type. Commas in the type need no parentheses.
+// A body that is launched but never instantiated fails at link time (undefined launch_cuda).
 
 #include <algorithm>
 #include <cuda_runtime.h>
@@ -31,3 +42,8 @@ void launch_cuda(CudaExec exec, std::int64_t n, const Body& body) {
 }
 
 }  // namespace halo::kernels::detail
+
+/// Explicitly instantiates the CUDA launcher for one body type; see the top of this file.
+#define HALO_INSTANTIATE_CUDA_LAUNCH(...)                          \
+  template void ::halo::kernels::detail::launch_cuda<__VA_ARGS__>( \
+      ::halo::kernels::CudaExec, std::int64_t, const __VA_ARGS__&)

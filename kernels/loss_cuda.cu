@@ -3,11 +3,9 @@
 #include <halo/kernels/exec_cuda.cuh>
 #include <halo/kernels/loss_body.hpp>
 
-namespace halo::kernels::detail {
-#define HALO_INSTANTIATE(Idx, T)                                                     \
-  template void launch_cuda(CudaExec, std::int64_t, const NllForwardBody<Idx, T>&);  \
-  template void launch_cuda(CudaExec, std::int64_t, const NllBackwardBody<Idx, T>&); \
-  template void launch_cuda(CudaExec, std::int64_t, const CorrectBody<Idx, T>&);
+#define HALO_INSTANTIATE(Idx, T)                                                \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::NllForwardBody<Idx, T>);  \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::NllBackwardBody<Idx, T>); \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::CorrectBody<Idx, T>);
 HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
-}  // namespace halo::kernels::detail

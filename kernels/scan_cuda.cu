@@ -2,8 +2,6 @@
 #include <halo/kernels/exec_cuda.cuh>
 #include <halo/kernels/scan_body.hpp>
 
-namespace halo::kernels::detail {
-template void launch_cuda(CudaExec, std::int64_t, const BlockSumBody&);
-template void launch_cuda(CudaExec, std::int64_t, const ScanSumsBody&);
-template void launch_cuda(CudaExec, std::int64_t, const BlockScanBody&);
-}  // namespace halo::kernels::detail
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::BlockSumBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::ScanSumsBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::BlockScanBody);

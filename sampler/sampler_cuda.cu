@@ -8,20 +8,18 @@
 #include <halo/sampler/relabel_body.hpp>
 #include <halo/sampler/sample_body.hpp>
 
-namespace halo::kernels::detail {
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::CountBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::FillBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::InsertBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::FirstOccurrenceBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::RelabelBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::FindSlotBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::ClearSlotBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::SeedInsertBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::SeedDistinctBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::SeedGateBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::EdgeTotalBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::SourceTotalBody&);
-}  // namespace halo::kernels::detail
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::CountBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::FillBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::InsertBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::FirstOccurrenceBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::RelabelBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::FindSlotBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::ClearSlotBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::SeedInsertBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::SeedDistinctBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::SeedGateBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::EdgeTotalBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::SourceTotalBody);
 
 namespace halo::sampler::detail {
 
