@@ -144,6 +144,11 @@ std::vector<std::int32_t> read_labels(const fs::path& path, std::int64_t n,
     if (values[0] < 0 || values[0] > std::numeric_limits<std::int32_t>::max() - 1) {
       detail::fail_expected(in.source(), in.number(), "a non-negative class id", line);
     }
+    // num_classes is the largest id + 1: refuse an absurd one before it sizes a model.
+    if (values[0] + 1 > detail::max_inferred_classes(n)) {
+      detail::fail_at(in.source(), in.number(),
+                      detail::inferred_classes_error(values[0], n, "is the file corrupt?"));
+    }
     labels.push_back(static_cast<std::int32_t>(values[0]));
   }
   if (static_cast<std::int64_t>(labels.size()) < n) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <halo/datasets/archive.hpp>
+#include <halo/datasets/detail/host.hpp>
 #include <halo/datasets/graph_builder.hpp>
 #include <halo/datasets/numpy.hpp>
 #include <halo/datasets/ogb_binary.hpp>
@@ -131,6 +132,10 @@ Dataset read_ogb_node_binary(const kernels::Resources& res, const fs::path& root
     if (values[i] < 0 || values[i] > 1e6 || values[i] != std::floor(values[i]))
       throw IoError(label_path.string() + ": node_label of node " + std::to_string(i) +
                     " is not a class id");
+    if (values[i] + 1 > static_cast<double>(detail::max_inferred_classes(n)))
+      throw IoError(label_path.string() + ": node_label of node " + std::to_string(i) + ": " +
+                    detail::inferred_classes_error(static_cast<std::int64_t>(values[i]), n,
+                                                   "is the file corrupt?"));
     labels[i] = static_cast<std::int32_t>(values[i]);
     labelled[i] = 1;
     num_classes = std::max(num_classes, labels[i] + 1);

@@ -261,6 +261,7 @@ Edges read_edges(const fs::path& path, const Meta& meta, std::size_t chunk) {
 struct Labels {
   std::vector<std::int32_t> values;
   std::int32_t max_label = -1;
+  std::int64_t max_label_line = 0;  // the first line holding max_label
 };
 
 Labels read_labels(const fs::path& path, const Meta& meta, std::size_t chunk) {
@@ -286,7 +287,10 @@ Labels read_labels(const fs::path& path, const Meta& meta, std::size_t chunk) {
                                     : "class ids must be below 2^31 - 1"));
     }
     labels.values.push_back(static_cast<std::int32_t>(label));
-    labels.max_label = std::max(labels.max_label, static_cast<std::int32_t>(label));
+    if (label > labels.max_label) {
+      labels.max_label = static_cast<std::int32_t>(label);
+      labels.max_label_line = lines.number();
+    }
   }
   return labels;
 }
@@ -633,6 +637,13 @@ Dataset detail::read_directory(const kernels::Resources& res, const fs::path& di
                                                  " mentions node " + std::to_string(edges.max_id);
     fail_expected_eof(labels_path, num_labels + 1,
                       "the class id of node " + std::to_string(num_labels) + " (" + why + ")");
+  }
+  // Checked before anything is allocated per class: one stray id such as 2147483646 would
+  // otherwise become a model with 2^31 outputs (std::bad_alloc far from the cause).
+  if (!meta.num_classes && labels.max_label + std::int64_t{1} > detail::max_inferred_classes(n)) {
+    fail_at(labels_path, labels.max_label_line,
+            detail::inferred_classes_error(labels.max_label, n,
+                                           "give num_classes in meta.tsv if this is meant"));
   }
 
   Dataset ds;

@@ -21,6 +21,20 @@ void counts_to_offsets(std::int64_t* indptr, std::int64_t n) {
   indptr[n] = running;
 }
 
+std::int64_t max_inferred_classes(std::int64_t num_nodes) {
+  constexpr std::int64_t kFloor = 1024;
+  constexpr std::int64_t kCap = std::int64_t{1} << 20;
+  return std::min(kCap, std::max(kFloor, num_nodes));
+}
+
+std::string inferred_classes_error(std::int64_t label, std::int64_t num_nodes,
+                                   const std::string& fix) {
+  return "class id " + std::to_string(label) + " would make " + std::to_string(label + 1) +
+         " classes (num_classes is inferred as the largest class id + 1), more than the " +
+         std::to_string(max_inferred_classes(num_nodes)) + " allowed for " +
+         std::to_string(num_nodes) + " nodes (max(1024, nodes), at most 2^20); " + fix;
+}
+
 void expect_host_csr(const Graph& a, const char* op) {
   const std::string name(op);
   HALO_EXPECTS(a.indptr.device() == kernels::Device::Cpu &&

@@ -2,6 +2,7 @@
 // Private helpers of the datasets component: host allocation, parallel loops, CSR utilities.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
@@ -56,6 +57,18 @@ Graph sort_rows(const kernels::Resources& res, const Graph& a);
 
 /// Aᵀ with the values of `a` (if any): num_cols x num_rows, rows sorted. Counting sort.
 Graph transpose(const kernels::Resources& res, const Graph& a);
+
+/// The largest class count a reader infers from the labels alone (largest class id + 1, when the
+/// file gives no num_classes) for a dataset of `num_nodes` nodes: max(1024, num_nodes), at most
+/// 2^20. A larger id is taken for a corrupt or mistyped file: a model with that many outputs
+/// would not fit in memory (docs/formats.md).
+std::int64_t max_inferred_classes(std::int64_t num_nodes);
+
+/// "class id <label> would make <label + 1> classes ..., more than <limit> ...": the message of
+/// the error a reader throws (prefixed with its file and line) when `label` + 1 exceeds
+/// max_inferred_classes(num_nodes). `fix` says how to state the count explicitly.
+std::string inferred_classes_error(std::int64_t label, std::int64_t num_nodes,
+                                   const std::string& fix);
 
 /// Gives `ds` disjoint random train / val / test splits of floor(fraction * n) nodes each
 /// (ascending ids): all n nodes ordered by rng::draw_keyed(rng_key, node) and cut in that order.

@@ -178,6 +178,23 @@ TEST(Reddit, ReadsTheDglLayout) {
   EXPECT_EQ(vec(ds.test_idx), (std::vector<NodeId>{2}));
 }
 
+TEST(Reddit, RefusesAbsurdInferredClassCount) {
+  TempDir tmp;
+  write_zip(tmp.path() / "reddit_data.npz",
+            {{"feature.npy", npy_of<float>("<f4", "(2, 1)", {1, 2})},
+             {"label.npy", npy_of<std::int64_t>("<i8", "(2,)", {0, 2147483646})},
+             {"node_types.npy", npy_of<std::int32_t>("<i4", "(2,)", {1, 2})}});
+  write_zip(tmp.path() / "reddit_graph.npz", scipy_csr(2, 2, {0, 1, 2}, {1, 0}, {1, 1}));
+  try {
+    read_reddit(cpu(), tmp.path());
+    FAIL() << "expected an IoError";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("label[1]: class id 2147483646 would make"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Reddit, MissingArrayIsNamed) {
   TempDir tmp;
   write_zip(tmp.path() / "reddit_data.npz", {{"feature.npy", npy_of<float>("<f4", "(1, 1)", {1})}});

@@ -94,6 +94,17 @@ TEST(OgbReader, ErrorsNameFileAndLine) {
       << msg;
 }
 
+TEST(OgbReader, RefusesAbsurdInferredClassCount) {
+  TempDir tmp;
+  const fs::path root = tmp.path() / "d";
+  write_ogb(root);
+  write_gz(root / "raw" / "node-label.csv.gz", "2\n0\n2147483646\n2\nnan\n");
+  const std::string msg = error_of(root);
+  EXPECT_NE(msg.find("node-label.csv.gz:3: class id 2147483646 would make 2147483647 classes"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(OgbReader, SplitSchemeChoice) {
   TempDir tmp;
   const fs::path root = tmp.path() / "d";

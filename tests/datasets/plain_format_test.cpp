@@ -333,6 +333,28 @@ TEST(PlainFormat, ReportsLabelOutOfRange) {
                                  "range: meta.tsv:1 gives num_classes = 2"});
 }
 
+// One stray class id used to become num_classes = 2^31 - 1, and std::bad_alloc when a model was
+// sized from it. An inferred count is limited to max(1024, nodes) (at most 2^20).
+TEST(PlainFormat, RefusesAbsurdInferredClassCount) {
+  TempDir tmp;
+  const std::string labels = (tmp.path() / "labels.txt").string();
+  write_fixture(tmp.path(), {{"labels.txt", "0\n2147483646\n1\n2147483646\n"}});
+  expect_read_error(tmp.path(),
+                    {labels + ":2: class id 2147483646 would make 2147483647 classes",
+                     "more than the 1024 allowed for 4 nodes", "num_classes in meta.tsv"});
+
+  // The floor: 4 nodes may still use class ids up to 1023.
+  write_fixture(tmp.path(), {{"labels.txt", "0\n1023\n1\n0\n"}});
+  EXPECT_EQ(read_directory(cpu(), tmp.path()).num_classes, 1024);
+  write_fixture(tmp.path(), {{"labels.txt", "0\n1\n1024\n0\n"}});
+  expect_read_error(tmp.path(), {labels + ":3: class id 1024 would make 1025 classes"});
+
+  // An explicit num_classes is the user's statement and is not second-guessed.
+  write_fixture(tmp.path(),
+                {{"meta.tsv", "num_classes\t5000\n"}, {"labels.txt", "0\n4999\n1\n0\n"}});
+  EXPECT_EQ(read_directory(cpu(), tmp.path()).num_classes, 5000);
+}
+
 TEST(PlainFormat, ReportsLabelCountMismatch) {
   TempDir tmp;
   write_fixture(tmp.path(), {{"labels.txt", "0\n1\n0\n"}});
