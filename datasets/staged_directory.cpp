@@ -1,7 +1,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <string>
+#include <system_error>
 
 #include <halo/datasets/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
@@ -10,21 +13,84 @@ namespace halo::datasets {
 
 namespace fs = std::filesystem;
 
-void write_staged_directory(const fs::path& dir, const std::function<void(const fs::path&)>& fill) {
+namespace {
+
+/// `dir` without a trailing separator ("out/" and "out" name the same directory).
+fs::path target_of(const fs::path& dir) {
   fs::path target = dir.lexically_normal();
   if (target.filename().empty()) target = target.parent_path();
-  if (fs::exists(target) && !(fs::is_directory(target) && fs::is_empty(target)))
-    throw IoError(target.string() +
-                  ": already exists and is not an empty directory; refusing to overwrite it");
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  return target;
+}
+
+/// The parent directory of `p` ("." for a bare name).
+fs::path parent_of(const fs::path& p) {
+  const fs::path parent = p.parent_path();
+  return parent.empty() ? fs::path(".") : parent;
+}
+
+bool exists_no_throw(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(p, ec));
+}
+
+}  // namespace
+
+void check_output_directory(const fs::path& dir) {
+  const fs::path target = target_of(dir);
+  std::error_code ec;
+  if (exists_no_throw(target)) {
+    const bool empty_dir = fs::is_directory(target, ec) && fs::is_empty(target, ec) && !ec;
+    if (!empty_dir)
+      throw IoError(target.string() +
+                    ": already exists and is not an empty directory; refusing to overwrite it");
+  }
+  // The staging directory is created next to `target`, in its parent (created if missing), so
+  // the nearest ancestor that exists decides whether any of it can be created.
+  fs::path ancestor = parent_of(target);
+  while (!exists_no_throw(ancestor) && ancestor != parent_of(ancestor))
+    ancestor = parent_of(ancestor);
+  if (!fs::is_directory(ancestor, ec))
+    throw IoError(ancestor.string() + ": not a directory, so " + target.string() +
+                  " cannot be created");
+  if (::access(ancestor.c_str(), W_OK | X_OK) != 0)
+    throw IoError(ancestor.string() + ": cannot create " + target.string() +
+                  " in it: " + std::strerror(errno));
+}
+
+void write_staged_directory(const fs::path& dir, const std::function<void(const fs::path&)>& fill) {
+  const fs::path target = target_of(dir);
+  check_output_directory(target);
+  // The highest missing ancestor: what this call creates, and removes again on failure.
+  fs::path created;
+  for (fs::path p = parent_of(target); !exists_no_throw(p); p = parent_of(p)) {
+    created = p;
+    if (p == parent_of(p)) break;
+  }
+  std::error_code ec;
+  if (!created.empty()) {
+    fs::create_directories(parent_of(target), ec);
+    if (ec)
+      throw IoError(parent_of(target).string() + ": cannot create directory: " + ec.message());
+  }
   static std::atomic<int> counter{0};
   const fs::path tmp =
-      target.parent_path() / (target.filename().string() + ".tmp-" + std::to_string(::getpid()) +
-                              "-" + std::to_string(counter++));
-  std::error_code ec;
+      parent_of(target) / (target.filename().string() + ".tmp-" + std::to_string(::getpid()) +
+                           "-" + std::to_string(counter++));
+  const auto remove_created_parents = [&] {
+    if (created.empty()) return;
+    // Deepest first, each only while empty (fs::remove refuses a non-empty directory), so a
+    // file someone else put there meanwhile survives.
+    std::error_code ignored;
+    for (fs::path p = parent_of(target);; p = parent_of(p)) {
+      if (!fs::remove(p, ignored) || p == created) break;
+    }
+  };
   fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec) || ec)
-    throw IoError(tmp.string() + ": cannot create directory: " + ec.message());
+  if (!fs::create_directory(tmp, ec) || ec) {
+    const std::string why = ec.message();
+    remove_created_parents();
+    throw IoError(tmp.string() + ": cannot create directory: " + why);
+  }
   try {
     fill(tmp);
     fs::rename(tmp, target, ec);  // rename(2) replaces an empty directory atomically
@@ -34,6 +100,7 @@ void write_staged_directory(const fs::path& dir, const std::function<void(const 
   } catch (...) {
     std::error_code ignored;
     fs::remove_all(tmp, ignored);
+    remove_created_parents();
     throw;
   }
 }
