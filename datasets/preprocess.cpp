@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -238,6 +239,35 @@ template kernels::CsrMatrix<NodeId, float> gcn_normalize<float>(const kernels::R
                                                                 const Graph&);
 template kernels::CsrMatrix<NodeId, double> gcn_normalize<double>(const kernels::Resources&,
                                                                   const Graph&);
+
+kernels::FeatureMatrix<float> structural_features(const kernels::Resources& res, const Graph& a,
+                                                  StructuralFeatures kind) {
+  expect_square_host(a, "structural_features");
+  const std::int64_t n = a.num_rows();
+  if (kind == StructuralFeatures::Constant) {
+    auto x = detail::host_tensor<float>(res, n, 1);
+    std::fill(x.data(), x.data() + n, 1.0f);
+    return x;
+  }
+  HALO_EXPECTS(kind == StructuralFeatures::Degree, "structural_features: unknown kind");
+  const std::int64_t* ptr = a.indptr.data();
+  std::int64_t max_degree = 0;
+  for (std::int64_t r = 0; r < n; ++r) max_degree = std::max(max_degree, ptr[r + 1] - ptr[r]);
+  const std::int64_t buckets = std::min(max_degree, kMaxDegreeBucket) + 1;
+  kernels::CsrMatrix<std::int32_t, float> x{detail::host_tensor<std::int64_t>(res, n + 1),
+                                            detail::host_tensor<std::int32_t>(res, n),
+                                            detail::host_tensor<float>(res, n), buckets};
+  std::int64_t* x_ptr = x.indptr.data();
+  std::int32_t* x_idx = x.indices.data();
+  float* x_val = x.values.data();
+  x_ptr[n] = n;
+  detail::parallel_for(res, n, [&](std::int64_t r) {
+    x_ptr[r] = r;
+    x_idx[r] = static_cast<std::int32_t>(std::min(ptr[r + 1] - ptr[r], kMaxDegreeBucket));
+    x_val[r] = 1.0f;
+  });
+  return x;
+}
 
 void row_normalize(const kernels::Resources& res, kernels::FeatureMatrix<float>& x) {
   if (auto* dense = std::get_if<kernels::Tensor<float>>(&x)) {

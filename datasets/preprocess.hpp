@@ -41,6 +41,27 @@ Graph add_self_loops(const kernels::Resources& res, const Graph& a);
 template <class T>
 kernels::CsrMatrix<NodeId, T> gcn_normalize(const kernels::Resources& res, const Graph& a);
 
+/// Node features computed from the graph alone, for datasets that have none.
+enum class StructuralFeatures {
+  Constant,  ///< one column of ones (dense num_nodes x 1)
+  Degree,    ///< a one-hot encoding of the in-degree (sparse, one entry per node)
+};
+
+/// The largest degree `structural_features` gives its own one-hot column; larger degrees share
+/// the last one.
+constexpr std::int64_t kMaxDegreeBucket = 255;
+
+/// Features of the nodes of `a` (host, square) that depend only on its structure:
+/// - Constant: a dense num_nodes x 1 matrix of ones;
+/// - Degree: a sparse num_nodes x (min(max degree, kMaxDegreeBucket) + 1) one-hot matrix whose
+///   row v holds a single 1 in column min(deg(v), kMaxDegreeBucket), where deg(v) is the row
+///   length of `a` as stored (the in-degree: duplicates and self-loops count); isolated nodes
+///   get column 0. An empty graph gives 0 x 1. Rows are sorted (one entry each) and `values`
+///   holds explicit ones.
+/// The result is on the host; O(nodes) on res's threads; `a` is not changed.
+kernels::FeatureMatrix<float> structural_features(const kernels::Resources& res, const Graph& a,
+                                                  StructuralFeatures kind);
+
 /// Divides each row of `x` (dense or sparse, on the host) by its L1 norm in place; all-zero rows
 /// stay zero. A sparse matrix with empty `values` (implicit ones) gets explicit values.
 void row_normalize(const kernels::Resources& res, kernels::FeatureMatrix<float>& x);

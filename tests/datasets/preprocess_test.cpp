@@ -377,5 +377,69 @@ TEST(Preprocess, RowNormalizeLargeMatchesReference) {
   EXPECT_EQ(k, got_sparse.size());
 }
 
+// ---- structural features --------------------------------------------------------------------------
+
+/// The one-hot degree features, written out plainly: row r of the entries' graph has one 1 in
+/// column min(number of entries in row r, 255), over min(max degree, 255) + 1 columns.
+Rows ref_degree_features(int n, const std::vector<std::pair<int, int>>& entries,
+                         std::int64_t& num_cols) {
+  std::vector<int> degree(static_cast<std::size_t>(n), 0);
+  for (const auto& e : entries) ++degree[static_cast<std::size_t>(e.first)];
+  int max_degree = 0;
+  for (int d : degree) max_degree = std::max(max_degree, d);
+  num_cols = std::min(max_degree, 255) + 1;
+  Rows rows(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) rows[static_cast<std::size_t>(r)] = {{std::min(degree[r], 255), 1.0}};
+  return rows;
+}
+
+void expect_degree_features(int n, const std::vector<std::pair<int, int>>& entries) {
+  std::int64_t want_cols = 0;
+  const Rows want = ref_degree_features(n, entries, want_cols);
+  const auto x = structural_features(cpu(), make_graph(n, entries), StructuralFeatures::Degree);
+  const auto& m = std::get<kernels::CsrMatrix<std::int32_t, float>>(x);
+  EXPECT_EQ(m.num_rows(), n);
+  EXPECT_EQ(m.num_cols, want_cols);
+  ASSERT_EQ(m.values.numel(), m.num_edges());  // explicit ones
+  EXPECT_EQ(rows_of(m), want);
+}
+
+TEST(Preprocess, DegreeFeaturesMatchReference) {
+  // Nodes 2, 4 and 5 are isolated (column 0); node 0 has a self-loop, node 3 a duplicate entry:
+  // both count, as stored.
+  expect_degree_features(6, {{0, 1}, {0, 2}, {0, 0}, {1, 0}, {3, 1}, {3, 1}});
+  expect_degree_features(4, {});  // no edges: one column, every node in it
+  expect_degree_features(0, {});
+  expect_degree_features(257, random_entries(257, 900, 3));
+}
+
+TEST(Preprocess, DegreeFeaturesCapLargeDegreesAndMatchReferenceOnLargeGraphs) {
+  const int n = 5003;  // above the serial threshold
+  auto entries = random_entries(n, 20000, 9);
+  for (int c = 0; c < 300; ++c) entries.emplace_back(7, c);  // a hub beyond the last bucket
+  for (int c = 0; c < 255; ++c) entries.emplace_back(11, c);
+  expect_degree_features(n, entries);
+  const auto x = structural_features(cpu(), make_graph(n, entries), StructuralFeatures::Degree);
+  const auto& m = std::get<kernels::CsrMatrix<std::int32_t, float>>(x);
+  EXPECT_EQ(m.num_cols, kMaxDegreeBucket + 1);
+  EXPECT_EQ(m.indices.data()[7], kMaxDegreeBucket);
+}
+
+TEST(Preprocess, ConstantFeaturesAreOneColumnOfOnes) {
+  for (int n : {0, 1, 6, 5003}) {
+    const auto x = structural_features(cpu(), make_graph(n, random_entries(n, 3 * n, 4)),
+                                       StructuralFeatures::Constant);
+    const auto& t = std::get<kernels::Tensor<float>>(x);
+    EXPECT_EQ(t.rows(), n);
+    EXPECT_EQ(t.cols(), 1);
+    EXPECT_EQ(vec(t), std::vector<float>(static_cast<std::size_t>(n), 1.0f)) << n;
+  }
+}
+
+TEST(Preprocess, StructuralFeaturesRejectNonSquareGraphs) {
+  EXPECT_THROW(structural_features(cpu(), make_csr(2, 3, {{0, 2}}), StructuralFeatures::Degree),
+               LogicError);
+}
+
 }  // namespace
 }  // namespace halo::datasets::test
