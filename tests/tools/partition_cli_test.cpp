@@ -50,12 +50,76 @@ TEST_F(PartitionCli, UsageErrorsExitTwo) {
         Case{"partition --balance nodes,weight" + out, "--balance"},
         Case{"partition --objective edges" + out, "--objective"},
         Case{"partition --imbalance 2" + out, "--imbalance"},
-        Case{"partition --info x" + out, "--info"}}) {
+        Case{"partition --info x" + out, "--info"},
+        // Values CLI::Range lets through (NaN compares false) or that used to fail only inside
+        // the partitioner or a generator, with assertion text and exit code 1.
+        Case{"partition --imbalance nan" + out, "--imbalance"},
+        Case{"partition --imbalance inf" + out, "--imbalance"},
+        Case{"partition --imbalance -0.5" + out, "--imbalance"},
+        Case{"partition --method metis-rb --objective vol" + out, "--objective"},
+        Case{"partition --seed -1" + out, "--seed"},
+        Case{"partition --seed 1.5" + out, "--seed"},
+        Case{"partition --threads 0" + out, "--threads"},
+        Case{"partition --synthetic-nodes -5" + out, "--synthetic-nodes"},
+        Case{"partition --synthetic-degree nan" + out, "--synthetic-degree"},
+        Case{"partition --synthetic-degree -1" + out, "--synthetic-degree"},
+        Case{"partition --synthetic-homophily nan" + out, "--synthetic-homophily"},
+        Case{"partition --synthetic-seed -1" + out, "--synthetic-seed"},
+        Case{"partition --dataset rmat --rmat-degree nan" + out, "--rmat-degree"},
+        Case{"partition --dataset rmat --rmat-degree inf" + out, "--rmat-degree"},
+        Case{"partition --dataset rmat --rmat-scale 30" + out, "--rmat-degree"},
+        Case{"partition --rmat-seed -1" + out, "--rmat-seed"},
+        Case{"partition --features ones" + out, "--features"}}) {
     const Outcome r = run(c.args);
     EXPECT_EQ(r.code, 2) << c.args;
     EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_EQ(r.err.find("failed:"), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_EQ(r.err.find("halo partition: ["), std::string::npos) << "no work starts: " << r.err;
   }
   EXPECT_FALSE(fs::exists(m_dir / "p"));
+}
+
+/// Whether `err` is exactly one line that starts with "halo: error: ".
+bool one_error_line(const std::string& err) {
+  return err.rfind("halo: error: ", 0) == 0 && err.find('\n') == err.size() - 1;
+}
+
+// --out is checked before the dataset is loaded or partitioned (minutes on a large graph): the
+// error is the only line on stderr, with no progress line before it.
+TEST_F(PartitionCli, OutIsCheckedBeforeAnyWork) {
+  const fs::path full = m_dir / "full";
+  fs::create_directory(full);
+  { std::ofstream(full / "keep") << "x"; }
+  Outcome r = run("partition --synthetic-nodes 300 --out " + full.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find(full.string() + ": already exists and is not an empty directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(read_file(full / "keep"), "x");
+
+  // A dataset that does not exist would fail later; the --out error comes first.
+  r = run("partition --dataset " + (m_dir / "nothing").string() + " --out " + full.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+
+  // A parent that is a regular file.
+  { std::ofstream(m_dir / "file") << "x"; }
+  r = run("partition --synthetic-nodes 300 --out " + (m_dir / "file" / "sub" / "p").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(one_error_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find((m_dir / "file").string() + ": not a directory"), std::string::npos)
+      << r.err;
+
+  // Missing parents are fine: they are created, and nothing is left beside the output.
+  const fs::path deep = m_dir / "new" / "deeper" / "p";
+  r = run("partition --synthetic-nodes 300 --out " + deep.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::is_regular_file(deep / "meta.json"));
+  int siblings = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(deep.parent_path())) ++siblings;
+  EXPECT_EQ(siblings, 1);
 }
 
 TEST_F(PartitionCli, PartitionsCoraAndDescribesIt) {

@@ -1,9 +1,51 @@
 // --dataset and the generator flags: one definition for every subcommand that loads a dataset.
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include <halo/datasets/preprocess.hpp>
 #include <halo/datasets/registry.hpp>
+#include <halo/kernels/error.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/download_progress.hpp>
 
 namespace halo::cli {
+
+namespace {
+
+/// "0.001" rather than std::to_string's "0.001000".
+std::string shortest(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+}  // namespace
+
+CLI::Validator finite_range(double min, double max) {
+  const std::string range = "[" + shortest(min) + ", " + shortest(max) + "]";
+  return CLI::Validator(
+      [min, max, range](std::string& input) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(input, v) || !std::isfinite(v) || v < min || v > max)
+          return "expected a finite number in " + range + ", got '" + input + "'";
+        return {};
+      },
+      "FLOAT in " + range, "FiniteRange");
+}
+
+CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        std::uint64_t v = 0;
+        // CLI11 reads "-1" into an unsigned flag as 2^64 - 1.
+        if (input.empty() || input.find('-') != std::string::npos ||
+            !CLI::detail::lexical_cast(input, v))
+          return "expected a non-negative integer below 2^64, got '" + input + "'";
+        return {};
+      },
+      "UINT", "Seed");
+}
 
 void add_dataset_options(CLI::App* sub, DatasetOptions& o) {
   sub->add_option("--dataset", o.dataset,
@@ -13,6 +55,12 @@ void add_dataset_options(CLI::App* sub, DatasetOptions& o) {
       ->capture_default_str();
   sub->add_flag("--offline", o.offline,
                 "Never download: use registered datasets only from the data directory");
+  sub->add_option("--features", o.features,
+                  "Node features computed from the graph, replacing the dataset's own: 'degree' "
+                  "(one-hot in-degree, degrees >= 255 share the last column) or 'constant' (one "
+                  "column of ones). Needed for a dataset without features (an edge list). "
+                  "Default: the dataset's features")
+      ->check(CLI::IsMember({"degree", "constant"}));
   auto& s = o.synthetic;
   sub->add_option("--synthetic-nodes", s.num_nodes, "Synthetic dataset: nodes")
       ->check(CLI::Range(std::int64_t{10}, (std::int64_t{1} << 31) - 1))
@@ -24,37 +72,72 @@ void add_dataset_options(CLI::App* sub, DatasetOptions& o) {
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16))
       ->capture_default_str();
   sub->add_option("--synthetic-degree", s.avg_degree, "Synthetic dataset: average degree")
-      ->check(CLI::Range(0.0, 1000.0))
+      ->check(finite_range(0.0, 1000.0))
       ->capture_default_str();
   sub->add_option("--synthetic-homophily", s.homophily,
                   "Synthetic dataset: fraction of edges inside a class")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(finite_range(0.0, 1.0))
+      ->capture_default_str();
+  sub->add_option("--synthetic-seed", s.seed,
+                  "Synthetic dataset: seed of the generator (the dataset does not depend on "
+                  "--seed)")
+      ->check(seed_value())
       ->capture_default_str();
   auto& r = o.rmat;
   sub->add_option("--rmat-scale", r.scale, "R-MAT dataset: 2^scale nodes")
       ->check(CLI::Range(1, 30))
       ->capture_default_str();
   sub->add_option("--rmat-degree", r.avg_degree,
-                  "R-MAT dataset: edges drawn per node (directed entries after symmetrising)")
-      ->check(CLI::Range(0.0, 1000.0))
+                  "R-MAT dataset: edges drawn per node (directed entries after symmetrising); "
+                  "2^scale * degree must be below 2^31")
+      ->check(finite_range(0.0, 1000.0))
       ->capture_default_str();
   sub->add_option("--rmat-features", r.num_features, "R-MAT dataset: feature width")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16))
       ->capture_default_str();
+  sub->add_option("--rmat-seed", r.seed,
+                  "R-MAT dataset: seed of the generator (the dataset does not depend on --seed)")
+      ->check(seed_value())
+      ->capture_default_str();
 }
 
-datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptions& o,
-                               std::uint64_t seed) {
+void check_dataset_options(const DatasetOptions& o) {
+  // make_rmat's limit on the edges it draws (2^scale * degree entries of 32-bit ids).
+  const double entries = std::ldexp(o.rmat.avg_degree, o.rmat.scale);
+  if (o.dataset == "rmat" && entries > 2147483647.0)
+    throw CLI::ValidationError("--rmat-degree", "2^scale * degree = " + shortest(entries) +
+                                                    " directed entries; must be below 2^31 "
+                                                    "(lower --rmat-degree or --rmat-scale)");
+}
+
+datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptions& o) {
+  check_dataset_options(o);
   DownloadProgressBar bar;
   datasets::LoadOptions lo;
   lo.offline = o.offline;
   lo.download = datasets::download_options_from_env();
   lo.download->on_progress = bar.callback();
   lo.synthetic = o.synthetic;
-  lo.synthetic.seed = seed;
   lo.rmat = o.rmat;
-  lo.rmat.seed = seed;
-  return datasets::load_dataset(res, o.dataset, lo);
+  datasets::Dataset ds = datasets::load_dataset(res, o.dataset, lo);
+  if (!o.features.empty()) {
+    ds.features = datasets::structural_features(res, ds.graph,
+                                                o.features == "degree"
+                                                    ? datasets::StructuralFeatures::Degree
+                                                    : datasets::StructuralFeatures::Constant);
+  } else if (ds.num_features() == 0) {
+    const std::string which =
+        ds.name == o.dataset ? "'" + ds.name + "'" : "'" + ds.name + "' (" + o.dataset + ")";
+    throw IoError("dataset " + which +
+                  " has no node features; compute them from the graph with --features "
+                  "degree|constant");
+  }
+  return ds;
+}
+
+datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptions& o,
+                               std::uint64_t /*seed*/) {
+  return load_dataset(res, o);
 }
 
 }  // namespace halo::cli

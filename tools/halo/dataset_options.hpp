@@ -19,19 +19,45 @@ struct DatasetOptions {
   std::string dataset = "synthetic";
   /// Never download a registered dataset (also HALO_OFFLINE=1).
   bool offline = false;
+  /// --features: empty (the dataset's own features), "degree" or "constant" (computed from the
+  /// graph by datasets::structural_features, replacing the dataset's own).
+  std::string features;
+  /// The generators' parameters, their seeds (--synthetic-seed, --rmat-seed) included: a
+  /// generated dataset never depends on a run's or METIS's --seed.
   datasets::SyntheticConfig synthetic;
   datasets::RmatConfig rmat;
 };
 
-/// Registers --dataset, the --synthetic-* flags and the --rmat-* flags on `sub`, bound to `o`
-/// (which must outlive the parse).
+/// Registers --dataset, --offline, --features, the --synthetic-* flags and the --rmat-* flags on
+/// `sub`, bound to `o` (which must outlive the parse).
 void add_dataset_options(CLI::App* sub, DatasetOptions& o);
 
-/// The dataset `o` names: the stochastic block model for "synthetic", R-MAT for "rmat" (both
-/// drawn from `seed`), a registered dataset through datasets::load_dataset (downloaded and
-/// cached on first use, with a progress bar on a terminal), else the plain-format directory
-/// `o.dataset` (halo::IoError naming the file when it is missing or malformed).
+/// Checks across the dataset flags that CLI11's per-flag checks cannot express (R-MAT's
+/// 2^scale * degree below 2^31); throws CLI::ValidationError naming the flag. Call it from the
+/// subcommand's parse callback so the error is a usage error (exit code 2); load_dataset calls
+/// it too.
+void check_dataset_options(const DatasetOptions& o);
+
+/// The dataset `o` names: the stochastic block model for "synthetic", R-MAT for "rmat" (from
+/// `o.synthetic` / `o.rmat`, seeds included), a registered dataset through
+/// datasets::load_dataset (downloaded and cached on first use, with a progress bar on a
+/// terminal), else the plain-format directory `o.dataset` (halo::IoError naming the file when
+/// it is missing or malformed). With `o.features` set, the features are replaced by the
+/// structural ones it names; without it, a dataset with no feature columns is a halo::IoError
+/// naming the dataset and suggesting --features. Host only.
+datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptions& o);
+
+/// Deprecated: `load_dataset(res, o)`. `seed` is ignored (generated datasets take their seeds
+/// from `o`); kept until every caller has moved to the two-argument form.
 datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptions& o,
                                std::uint64_t seed);
+
+/// A CLI11 check for a floating-point flag: a finite number in [min, max]. CLI::Range alone
+/// lets "nan" through (every comparison with NaN is false), which then fails deep inside.
+CLI::Validator finite_range(double min, double max);
+
+/// A CLI11 check for a seed (std::uint64_t): a non-negative integer. CLI11 reads "-1" into an
+/// unsigned flag as 2^64 - 1 without complaint.
+CLI::Validator seed_value();
 
 }  // namespace halo::cli

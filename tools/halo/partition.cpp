@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include <halo/datasets/staged_directory.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/partition/partitioner.hpp>
 #include <halo/tools/halo/commands.hpp>
@@ -67,10 +68,12 @@ int run_info(const PartitionOptions& o) {
 
 int run_partition(const PartitionOptions& o) {
   if (!o.info.empty()) return run_info(o);
+  // Refuse an unusable --out before any work: partitioning a large graph takes minutes.
+  datasets::check_output_directory(o.out);
   const kernels::Resources res(kernels::Device::Cpu, o.threads);
   const ProgressLog progress;
   progress("loading dataset " + o.data.dataset);
-  const datasets::Dataset data = load_dataset(res, o.data, o.seed);
+  const datasets::Dataset data = load_dataset(res, o.data);
   partition::PartitionConfig config;
   config.num_parts = o.parts;
   config.method = partition::parse_method(o.method);
@@ -140,9 +143,12 @@ Command add_partition_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--imbalance", o->imbalance,
                   "Allowed imbalance per constraint: max part <= (1 + imbalance) * mean")
-      ->check(CLI::Range(0.001, 1.0))
+      ->check(finite_range(0.001, 1.0))
       ->capture_default_str();
-  sub->add_option("--seed", o->seed, "Seed of METIS, the random method and generated datasets")
+  sub->add_option("--seed", o->seed,
+                  "Seed of METIS and of the random method (not of a generated dataset: see "
+                  "--synthetic-seed, --rmat-seed)")
+      ->check(seed_value())
       ->capture_default_str();
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(1, 4096));
@@ -152,9 +158,14 @@ Command add_partition_command(CLI::App& app) {
       "--info", o->info, "Describe an existing partition directory and verify its checksums");
   out->excludes(info);
   info->excludes(out);
-  sub->parse_complete_callback([out, info] {
+  // Checks across flags, during parsing: usage errors (exit code 2).
+  sub->parse_complete_callback([o, out, info] {
     if (out->count() == 0 && info->count() == 0)
       throw CLI::RequiredError("--out DIR (or --info DIR)");
+    if (o->method == "metis-rb" && o->objective == "vol")
+      throw CLI::ValidationError("--objective", "'vol' needs --method metis (recursive bisection, "
+                                                "metis-rb, minimises the edge cut only)");
+    check_dataset_options(o->data);
   });
   return {sub, [o] { return run_partition(*o); }};
 }
