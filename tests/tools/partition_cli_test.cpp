@@ -157,6 +157,18 @@ TEST_F(PartitionCli, RandomSyntheticIsSeeded) {
   EXPECT_EQ(read_file(a / "part-2.bin"), read_file(b / "part-2.bin"));
 }
 
+TEST_F(PartitionCli, MorePartsThanNodesIsRefused) {
+  const Outcome r =
+      run("partition --synthetic-nodes 20 --parts 21 --out " + (m_dir / "p").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("halo: error: --parts 21: dataset 'synthetic' has 20 nodes"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("METIS"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("Cannot bisect"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(m_dir / "p"));
+}
+
 TEST_F(PartitionCli, DataErrorsExitOneWithOneLine) {
   Outcome r = run("partition --dataset " + (m_dir / "nothing").string() + " --out " +
                   (m_dir / "p").string());

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <halo/datasets/staged_directory.hpp>
+#include <halo/kernels/error.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/partition/partitioner.hpp>
 #include <halo/tools/halo/commands.hpp>
@@ -74,6 +75,11 @@ int run_partition(const PartitionOptions& o) {
   const ProgressLog progress;
   progress("loading dataset " + o.data.dataset);
   const datasets::Dataset data = load_dataset(res, o.data);
+  // METIS cannot make more parts than nodes (it prints "Cannot bisect a graph with 0 vertices"
+  // and returns empty parts), and an empty part is a rank with nothing to train.
+  if (o.parts > data.num_nodes())
+    throw IoError("--parts " + std::to_string(o.parts) + ": dataset '" + data.name + "' has " +
+                  std::to_string(data.num_nodes()) + " nodes; every part needs at least one");
   partition::PartitionConfig config;
   config.num_parts = o.parts;
   config.method = partition::parse_method(o.method);
