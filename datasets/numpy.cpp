@@ -515,8 +515,8 @@ Dataset read_reddit(const kernels::Resources& res, const fs::path& dir) {
                     " is not a valid class id");
     }
     if (label[v] + 1 > detail::max_inferred_classes(n)) {
-      throw IoError(where + ": label[" + std::to_string(v) + "]: " +
-                    detail::inferred_classes_error(label[v], n, "is the file corrupt?"));
+      throw IoError(where + ": label[" + std::to_string(v) +
+                    "]: " + detail::inferred_classes_error(label[v], n, "is the file corrupt?"));
     }
     ds.labels.data()[v] = static_cast<std::int32_t>(label[v]);
     max_label = std::max(max_label, label[v]);

@@ -74,8 +74,8 @@ void write_staged_directory(const fs::path& dir, const std::function<void(const 
   }
   static std::atomic<int> counter{0};
   const fs::path tmp =
-      parent_of(target) / (target.filename().string() + ".tmp-" + std::to_string(::getpid()) +
-                           "-" + std::to_string(counter++));
+      parent_of(target) / (target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(counter++));
   const auto remove_created_parents = [&] {
     if (created.empty()) return;
     // Deepest first, each only while empty (fs::remove refuses a non-empty directory), so a

@@ -377,7 +377,8 @@ TEST(Preprocess, RowNormalizeLargeMatchesReference) {
   EXPECT_EQ(k, got_sparse.size());
 }
 
-// ---- structural features --------------------------------------------------------------------------
+// ---- structural features
+// --------------------------------------------------------------------------
 
 /// The one-hot degree features, written out plainly: row r of the entries' graph has one 1 in
 /// column min(number of entries in row r, 255), over min(max degree, 255) + 1 columns.

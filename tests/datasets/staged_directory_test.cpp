@@ -77,8 +77,9 @@ TEST(StagedDirectory, CheckRefusesUnusableLocationsAndCreatesNothing) {
 
   fs::create_directory(tmp.path() / "full");
   write_text(tmp.path() / "full" / "f", "x");
-  EXPECT_NE(check_error(tmp.path() / "full").find("full: already exists and is not an empty "
-                                                  "directory"),
+  EXPECT_NE(check_error(tmp.path() / "full")
+                .find("full: already exists and is not an empty "
+                      "directory"),
             std::string::npos);
   write_text(tmp.path() / "file", "x");
   EXPECT_NE(check_error(tmp.path() / "file").find("already exists"), std::string::npos);
@@ -88,9 +89,9 @@ TEST(StagedDirectory, CheckRefusesUnusableLocationsAndCreatesNothing) {
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   // The writer refuses the same locations before calling fill.
   bool called = false;
-  EXPECT_THROW(write_staged_directory(tmp.path() / "file" / "out",
-                                      [&](const fs::path&) { called = true; }),
-               IoError);
+  EXPECT_THROW(
+      write_staged_directory(tmp.path() / "file" / "out", [&](const fs::path&) { called = true; }),
+      IoError);
   EXPECT_FALSE(called);
 }
 

@@ -45,9 +45,9 @@ class DatasetOptionsCli : public ::testing::Test {
   /// so it is directed as listed).
   fs::path converted_karate() const {
     const fs::path dir = m_dir / "karate-graph";
-    const Outcome r = run("datasets convert --from edgelist " +
-                          (shared_datasets() / "karate" / "edges.tsv").string() + " --out " +
-                          dir.string());
+    const Outcome r =
+        run("datasets convert --from edgelist " +
+            (shared_datasets() / "karate" / "edges.tsv").string() + " --out " + dir.string());
     EXPECT_EQ(r.code, 0) << r.err;
     return dir;
   }
@@ -87,8 +87,7 @@ TEST_F(DatasetOptionsCli, GeneratedDatasetsDependOnlyOnTheirOwnSeed) {
 
   // halo train with another run seed trains on the graph that partition wrote.
   const fs::path json = m_dir / "train.json";
-  const Outcome r =
-      run("train " + synthetic + " --seed 3 --epochs 1 --json " + json.string());
+  const Outcome r = run("train " + synthetic + " --seed 3 --epochs 1 --json " + json.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(read_file(json))["num_edges"], meta0["num_edges"]);
 }
@@ -136,8 +135,8 @@ TEST_F(DatasetOptionsCli, ConvertedEdgeListTrainsWithDegreeFeatures) {
   EXPECT_EQ(r.code, 0) << r.err;
 
   // halo partition stores the computed features in the parts.
-  const auto [degree, degree_part] = one_part("--dataset " + dir.string() + " --features degree",
-                                              "degree");
+  const auto [degree, degree_part] =
+      one_part("--dataset " + dir.string() + " --features degree", "degree");
   EXPECT_EQ(degree["num_features"], karate_degree_columns());
   EXPECT_EQ(degree["features"], "sparse");
   const auto [constant, constant_part] =
@@ -157,9 +156,9 @@ TEST_F(DatasetOptionsCli, FeaturesFlagReplacesTheDatasetsOwn) {
 }
 
 TEST_F(DatasetOptionsCli, TrainUsageErrorsExitTwo) {
-  for (const std::string& args :
-       std::vector<std::string>{"--features ones", "--synthetic-degree nan", "--synthetic-homophily nan",
-        "--synthetic-seed -1", "--rmat-degree nan", "--rmat-seed x"}) {
+  for (const std::string& args : std::vector<std::string>{
+           "--features ones", "--synthetic-degree nan", "--synthetic-homophily nan",
+           "--synthetic-seed -1", "--rmat-degree nan", "--rmat-seed x"}) {
     const Outcome r = run("train --epochs 1 " + args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
     EXPECT_NE(r.err.find(args.substr(0, args.find(' '))), std::string::npos) << r.err;

@@ -169,8 +169,9 @@ Command add_partition_command(CLI::App& app) {
     if (out->count() == 0 && info->count() == 0)
       throw CLI::RequiredError("--out DIR (or --info DIR)");
     if (o->method == "metis-rb" && o->objective == "vol")
-      throw CLI::ValidationError("--objective", "'vol' needs --method metis (recursive bisection, "
-                                                "metis-rb, minimises the edge cut only)");
+      throw CLI::ValidationError("--objective",
+                                 "'vol' needs --method metis (recursive bisection, "
+                                 "metis-rb, minimises the edge cut only)");
     check_dataset_options(o->data);
   });
   return {sub, [o] { return run_partition(*o); }};
