@@ -32,7 +32,8 @@ PartitionMetrics compute_metrics(const datasets::Dataset& ds, const datasets::Gr
                "compute_metrics: the assignment and the graphs must have one entry per node");
   const auto p = static_cast<std::size_t>(num_parts);
   const std::int64_t* rows = ds.graph.indptr.data();
-  const NodeId* cols = ds.graph.indices.data();
+  const std::int64_t* srows = symmetric.indptr.data();
+  const NodeId* scols = symmetric.indices.data();
 
   PartitionMetrics m;
   // Nodes grouped by part (counting sort), so each part's halo is counted with one marker array.
@@ -57,8 +58,8 @@ PartitionMetrics compute_metrics(const datasets::Dataset& ds, const datasets::Gr
     for (std::int64_t i = start[k]; i < start[k + 1]; ++i) {
       const NodeId v = by_part[static_cast<std::size_t>(i)];
       edges[k] += rows[v + 1] - rows[v];
-      for (std::int64_t e = rows[v]; e < rows[v + 1]; ++e) {
-        const auto c = static_cast<std::size_t>(cols[e]);
+      for (std::int64_t e = srows[v]; e < srows[v + 1]; ++e) {
+        const auto c = static_cast<std::size_t>(scols[e]);
         if (static_cast<std::size_t>(part[c]) != k && seen_by[c] != static_cast<std::int32_t>(k)) {
           seen_by[c] = static_cast<std::int32_t>(k);
           ++m.halo[k];
@@ -70,8 +71,6 @@ PartitionMetrics compute_metrics(const datasets::Dataset& ds, const datasets::Gr
     ++train[static_cast<std::size_t>(part[static_cast<std::size_t>(ds.train_idx.data()[i])])];
 
   std::int64_t cut_entries = 0;
-  const std::int64_t* srows = symmetric.indptr.data();
-  const NodeId* scols = symmetric.indices.data();
   for (std::int64_t v = 0; v < n; ++v)
     for (std::int64_t e = srows[v]; e < srows[v + 1]; ++e)
       if (part[static_cast<std::size_t>(scols[e])] != part[static_cast<std::size_t>(v)])

@@ -21,8 +21,9 @@ struct ConstraintLoad {
 struct PartitionMetrics {
   /// Undirected edges {u, v}, u != v, of the symmetrised graph whose ends lie in different parts.
   std::int64_t edge_cut = 0;
-  /// Sum over parts of the halo size: the distinct remote nodes whose rows a part's stored rows
-  /// reference (columns of its rows in the input graph owned elsewhere).
+  /// Sum over parts of the halo size: the distinct remote neighbours, in the training graph
+  /// S = A ∪ Aᵀ, of a part's nodes. Each halo row crosses once per direction of the halo
+  /// exchange, so a layer of width w sends comm_volume * w * 4 bytes forward (and as many back).
   std::int64_t comm_volume = 0;
   /// The largest halo of one part.
   std::int64_t max_halo = 0;
@@ -38,7 +39,9 @@ struct PartitionMetrics {
 };
 
 /// The metrics of `part` (original id -> part in [0, num_parts)) on dataset `ds` whose
-/// partitioning graph (see partitioning_graph) is `symmetric`. O(nodes + edges), serial.
+/// partitioning graph (see partitioning_graph: the training graph S) is `symmetric`: cut and
+/// halos on S, the edge load on the input's rows (what METIS balanced). O(nodes + edges),
+/// serial.
 PartitionMetrics compute_metrics(const datasets::Dataset& ds, const datasets::Graph& symmetric,
                                  std::span<const std::int32_t> part, std::int32_t num_parts);
 

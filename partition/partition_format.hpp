@@ -12,13 +12,15 @@
 #include <halo/kernels/features.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/partition/metrics.hpp>
+#include <halo/partition/id_map.hpp>
 #include <halo/partition/partition_book.hpp>
 #include <halo/partition/partitioner.hpp>
 
 namespace halo::partition {
 
-/// The version written to meta.json; readers refuse any other.
-constexpr std::int32_t kPartitionFormatVersion = 2;
+/// The version written to meta.json; readers refuse any other. Version 3 stores the training
+/// graph and the exchange lists, so a rank starts without collectives (docs/formats.md).
+constexpr std::int32_t kPartitionFormatVersion = 3;
 
 /// Size of the header at the start of every part file (docs/formats.md).
 constexpr std::int64_t kPartFileHeaderBytes = 32;
@@ -30,6 +32,7 @@ std::uint64_t fnv1a64(const void* data, std::size_t bytes,
 
 /// One array of a part file as meta.json describes it.
 struct ArrayEntry {
+  std::string name;
   std::string dtype;  ///< "int32", "int64" or "float32"
   std::int64_t rows = 0;
   std::int64_t cols = 1;
@@ -44,11 +47,15 @@ struct ArrayEntry {
 struct PartInfo {
   std::int64_t num_owned = 0;
   std::int64_t num_halo = 0;
+  /// Entries of the part's training-graph rows.
   std::int64_t num_edges = 0;
+  std::int64_t num_train = 0;
   /// Size of part-<k>.bin in bytes.
   std::int64_t file_bytes = 0;
-  /// Array name ("indptr", ...) -> its entry.
-  std::map<std::string, ArrayEntry> arrays;
+  /// The arrays in file order (zero-length arrays included: they share the next one's offset).
+  std::vector<ArrayEntry> arrays;
+  /// The entry named `name`, or nullptr.
+  const ArrayEntry* find(const std::string& name) const;
 };
 
 /// The contents of meta.json.
@@ -56,9 +63,15 @@ struct PartitionMeta {
   std::int32_t format_version = kPartitionFormatVersion;
   std::string dataset;
   std::int64_t num_nodes = 0;
+  /// Stored entries of the input graph.
   std::int64_t num_edges = 0;
+  /// Entries of the training graph (A ∪ Aᵀ without self-loops or duplicates, both directions)
+  /// and its largest row: what a sampler plans its envelope from.
+  std::int64_t training_edges = 0;
+  std::int64_t max_degree = 0;
   std::int64_t num_features = 0;
   std::int32_t num_classes = 0;
+  std::int64_t num_train = 0;
   bool sparse_features = false;
   bool weighted = false;
   PartitionConfig config;
@@ -66,28 +79,35 @@ struct PartitionMeta {
   PartitionMetrics metrics;
   PartitionTimings timings;
   std::vector<PartInfo> parts;
+  /// FNV-1a of meta.json's bytes: ranks compare it to check that they opened the same partition.
+  std::uint64_t checksum = 0;
 };
 
-/// One part loaded from disk. Local ids: rows (and the first num_owned columns) are the owned
-/// nodes in new-id order (local i = new id book.begin(rank) + i); columns num_owned.. are the
-/// halo nodes in ascending new id, hence grouped by owner.
+/// One part: what a rank needs to train, in memory. Read from disk (read_part) or built for
+/// a whole dataset in one process (make_local_part).
+///
+/// The training graph S is A ∪ Aᵀ of the input's structure without self-loops or duplicate
+/// entries (every model trains on it: GCN adds its own self-loops and weights, SAGE takes the
+/// mean over S's rows); edge values of a weighted input are not used. `graph` holds the owned
+/// rows of S: num_owned x num_local, local column ids (IdMap), unweighted, each row listing
+/// the neighbours in ascending *original* id: the order one process stores, so a neighbour
+/// sampler keyed by original ids draws the same neighbours from any partition.
 struct Part {
-  std::int32_t rank = 0;
-  PartitionBook book;
+  IdMap ids;
   std::int32_t num_classes = 0;
-  /// Original (input) id of every owned node.
-  kernels::Tensor<NodeId> original_ids;
-  /// num_owned x (num_owned + num_halo): the input graph's rows of the owned nodes, columns
-  /// sorted within each row, values kept when the input is weighted.
   datasets::Graph graph;
-  /// New global id of every local column (num_owned + num_halo).
-  kernels::Tensor<NodeId> column_ids;
-  /// halo_offsets[j] .. halo_offsets[j + 1]: the halo nodes owned by part j, as positions in
-  /// the halo (local column num_owned + position). P + 1 entries; the own block is empty.
-  std::vector<std::int64_t> halo_offsets;
-  /// Global degree of every local column (rows first): the number of stored entries in that
-  /// node's row of the whole input graph (its in-degree, self-loops included).
+  /// S-degree (row length in S) of every local node: what GCN's normalisation and the
+  /// mini-batch GCN weights read, for halo nodes too.
   kernels::Tensor<std::int64_t> degrees;
+  /// The halo exchange's lists, P + 1 offsets each. This part sends the rows
+  /// send_rows[send_offsets[j] .. send_offsets[j + 1]) (owned local ids, ascending) to part j,
+  /// and receives from part j the halo nodes num_owned + recv_offsets[j] ..
+  /// num_owned + recv_offsets[j + 1] (in the same order: ascending partition id). Own blocks
+  /// are empty. Every halo row crosses once per direction: sum of the receive lists over the
+  /// parts is the partition's communication volume.
+  std::vector<std::int64_t> send_offsets;
+  kernels::Tensor<NodeId> send_rows;
+  std::vector<std::int64_t> recv_offsets;
   /// num_owned x num_features, dense or sparse like the input.
   kernels::FeatureMatrix<float> features;
   kernels::Tensor<std::int32_t> labels;
@@ -95,10 +115,26 @@ struct Part {
   kernels::Tensor<NodeId> train_idx;
   kernels::Tensor<NodeId> val_idx;
   kernels::Tensor<NodeId> test_idx;
+  /// Every training node of the whole graph (all parts): partition ids (ascending) and their
+  /// original ids. A mini-batch epoch shuffles them as one process does and each rank takes
+  /// the seeds it owns. O(training nodes), the one array every part repeats.
+  kernels::Tensor<NodeId> all_train;
+  kernels::Tensor<NodeId> all_train_original;
+  /// Of the whole training graph: nodes (book().num_nodes()), entries and the largest row.
+  std::int64_t training_edges = 0;
+  std::int64_t max_degree = 0;
 
-  std::int64_t num_owned() const { return graph.num_rows(); }
-  std::int64_t num_halo() const { return graph.num_cols - graph.num_rows(); }
+  std::int32_t rank() const { return ids.rank(); }
+  const PartitionBook& book() const { return ids.book(); }
+  std::int64_t num_owned() const { return ids.num_owned(); }
+  std::int64_t num_halo() const { return ids.num_halo(); }
 };
+
+/// The one part of a one-part partition of `ds`, built in memory: what one process trains on
+/// (the same type and code path as one rank of a P-part partition). Takes the features,
+/// labels and splits out of `ds` (moved, not copied; the graph stays); ids are the identity.
+/// Host tensors.
+Part make_local_part(const kernels::Resources& res, datasets::Dataset&& ds);
 
 /// Writes the partition `r` of `ds` to `dir` (docs/formats.md, "Partition directory"): every
 /// part's arrays into part-<k>.bin, then meta.json with the checksums, all into a temporary sibling
@@ -116,8 +152,9 @@ PartitionMeta read_partition_meta(const std::filesystem::path& dir);
 /// Loads part `k` of `dir`, reading meta.json and part-<k>.bin only: the file's size and header,
 /// every array's FNV-1a checksum must match meta.json, the padding must be zero and the arrays
 /// well formed (halo::IoError naming the file and the array otherwise). The tensors are on the
-/// host.
-Part read_part(const kernels::Resources& res, const std::filesystem::path& dir, std::int32_t k);
+/// host. `meta`, when given, must be read_partition_meta(dir) (saves reading it again).
+Part read_part(const kernels::Resources& res, const std::filesystem::path& dir, std::int32_t k,
+               const PartitionMeta* meta = nullptr);
 
 /// Checks the size, header, padding and array checksums of every part file (halo::IoError on
 /// the first mismatch). Returns the number of part files checked.

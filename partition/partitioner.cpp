@@ -351,7 +351,8 @@ PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& 
   r.config = config;
   say("symmetrising the graph");
   auto t = Clock::now();
-  const Graph symmetric = partitioning_graph(res, ds.graph);
+  r.symmetric = partitioning_graph(res, ds.graph);
+  const Graph& symmetric = r.symmetric;
   r.timings.symmetrize_s = since(t);
   say(config.method == Method::Random
           ? "random assignment, " + std::to_string(config.num_parts) + " parts"

@@ -74,13 +74,17 @@ struct PartitionTimings {
 /// metrics.
 struct PartitionResult {
   PartitionConfig config;
+  /// The training graph S = partitioning_graph(ds.graph): what METIS partitioned and what the
+  /// parts store (write_partitions).
+  Graph symmetric;
   Assignment assignment;
   Relabelling relabelling;
   PartitionMetrics metrics;
   PartitionTimings timings;
 };
 
-/// partitioning_graph, assign_parts, relabel and compute_metrics in one go. Same errors.
+/// partitioning_graph, assign_parts, relabel and compute_metrics in one go (the metrics on S,
+/// the graph training exchanges). Same errors.
 PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& ds,
                                   const PartitionConfig& config, const Progress& progress = {});
 

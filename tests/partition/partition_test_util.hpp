@@ -64,9 +64,26 @@ inline std::int64_t ref_edge_cut(const Dataset& ds, const std::vector<std::int32
   return cut;
 }
 
-/// Reference halo sizes: distinct (part of row, remote column) pairs.
+/// Reference halo sizes on the training graph S = A ∪ Aᵀ without self-loops: distinct (part,
+/// remote neighbour) pairs over the undirected edges, both directions.
 inline std::vector<std::int64_t> ref_halo(const Dataset& ds, const std::vector<std::int32_t>& part,
                                           std::int32_t num_parts) {
+  std::set<std::pair<int, int>> needs;
+  for (const auto& [u, v] : undirected_edges(ds.graph))
+    if (part[u] != part[v]) {
+      needs.emplace(part[u], v);
+      needs.emplace(part[v], u);
+    }
+  std::vector<std::int64_t> halo(static_cast<std::size_t>(num_parts), 0);
+  for (const auto& [k, v] : needs) ++halo[static_cast<std::size_t>(k)];
+  return halo;
+}
+
+/// Halo sizes counted on the stored rows only (columns of a part's rows owned elsewhere): what
+/// format version 2 reported, about half of S's on a directed graph.
+inline std::vector<std::int64_t> ref_row_halo(const Dataset& ds,
+                                              const std::vector<std::int32_t>& part,
+                                              std::int32_t num_parts) {
   std::set<std::pair<int, int>> needs;
   const auto& g = ds.graph;
   for (std::int64_t r = 0; r < g.num_rows(); ++r)
