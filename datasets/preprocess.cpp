@@ -7,6 +7,7 @@
 
 #include <halo/datasets/detail/host.hpp>
 #include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/gcn_norm.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
@@ -219,7 +220,7 @@ kernels::CsrMatrix<NodeId, T> gcn_normalize(const kernels::Resources& res, const
     } else {
       for (std::int64_t e = ptr[r]; e < ptr[r + 1]; ++e) deg += val[e];
     }
-    inv_sqrt_deg[static_cast<std::size_t>(r)] = deg > 0.0 ? 1.0 / std::sqrt(deg) : 0.0;
+    inv_sqrt_deg[static_cast<std::size_t>(r)] = kernels::gcn_inv_sqrt(deg);
   });
   const std::int64_t m = looped.num_edges();
   kernels::CsrMatrix<NodeId, T> out{std::move(looped.indptr), std::move(looped.indices),
@@ -229,6 +230,7 @@ kernels::CsrMatrix<NodeId, T> gcn_normalize(const kernels::Resources& res, const
     const double dr = inv_sqrt_deg[static_cast<std::size_t>(r)];
     for (std::int64_t e = ptr[r]; e < ptr[r + 1]; ++e) {
       const double w = val == nullptr ? 1.0 : static_cast<double>(val[e]);
+      // gcn_weight's product, with the inverse square roots computed once per node.
       out_val[e] = static_cast<T>(w * dr * inv_sqrt_deg[static_cast<std::size_t>(idx[e])]);
     }
   });

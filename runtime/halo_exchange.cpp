@@ -1,9 +1,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <utility>
 
 #include <halo/kernels/gather.hpp>
+#include <halo/kernels/gcn_norm.hpp>
 #include <halo/kernels/spmm.hpp>
 #include <halo/runtime/halo_exchange.hpp>
 #include <halo/runtime/trainer.hpp>
@@ -22,34 +22,6 @@ double now() {
 // Row chunks of the owned block's product: between two chunks the requests are tested, which
 // is when MPI moves messages that are too large to go out at once.
 constexpr std::int64_t kChunks = 32;
-
-struct Entry {
-  std::int64_t row;  // owned local id
-  NodeId col;        // global (partition) id
-  float value;
-};
-
-// CSR of `entries` sorted by (row, col); columns mapped by `local_col`.
-template <class F>
-kernels::CsrMatrix<NodeId, float> to_csr(const kernels::Resources& res,
-                                         const std::vector<Entry>& entries, std::int64_t rows,
-                                         std::int64_t cols, F local_col) {
-  std::vector<std::int64_t> indptr(static_cast<std::size_t>(rows) + 1, 0);
-  std::vector<NodeId> indices;
-  std::vector<float> values;
-  indices.reserve(entries.size());
-  values.reserve(entries.size());
-  for (const Entry& e : entries) {
-    ++indptr[static_cast<std::size_t>(e.row) + 1];
-    indices.push_back(local_col(e.col));
-    values.push_back(e.value);
-  }
-  for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r) indptr[r + 1] += indptr[r];
-  const auto nnz = static_cast<std::int64_t>(indices.size());
-  return {Tensor<std::int64_t>::from_host(res, indptr),
-          Tensor<NodeId>::from_host(res, indices, nnz, 1),
-          Tensor<float>::from_host(res, values, nnz, 1), cols, false};
-}
 
 // The transpose (cols x rows), rows sorted.
 kernels::CsrMatrix<NodeId, float> transpose(const kernels::Resources& res,
@@ -76,144 +48,81 @@ kernels::CsrMatrix<NodeId, float> transpose(const kernels::Resources& res,
           Tensor<float>::from_host(res, values, nnz, 1), rows, false};
 }
 
+/// A CSR being built row by row on the host.
+struct Builder {
+  std::vector<std::int64_t> indptr{0};
+  std::vector<NodeId> indices;
+  std::vector<float> values;
+  void add(NodeId c, double w) {
+    indices.push_back(c);
+    values.push_back(static_cast<float>(w));
+  }
+  void end_row() { indptr.push_back(static_cast<std::int64_t>(indices.size())); }
+  kernels::CsrMatrix<NodeId, float> take(const kernels::Resources& res, std::int64_t cols) {
+    const auto nnz = static_cast<std::int64_t>(indices.size());
+    return {Tensor<std::int64_t>::from_host(res, indptr),
+            Tensor<NodeId>::from_host(res, indices, nnz, 1),
+            Tensor<float>::from_host(res, values, nnz, 1), cols, false};
+  }
+};
+
 }  // namespace
 
-std::vector<std::pair<std::int64_t, NodeId>> symmetric_owned_edges(Comm& comm,
-                                                                   const partition::Part& part) {
-  const auto p = static_cast<std::size_t>(comm.size());
-  const NodeId begin = static_cast<NodeId>(part.book.begin(part.rank));
-  const std::int64_t owned = part.num_owned();
-  auto is_owned = [&](NodeId g) { return g >= begin && g < begin + owned; };
-  // Every stored edge and its reverse; the reverse of an edge whose other end is remote goes to
-  // that end's owner.
-  std::vector<std::pair<std::int64_t, NodeId>> edges;  // (owned local row, global column)
-  std::vector<std::vector<NodeId>> reverse(p);         // (global row, global column) pairs
-  const std::int64_t* ip = part.graph.indptr.data();
-  const NodeId* ix = part.graph.indices.data();
-  const NodeId* col_ids = part.column_ids.data();
-  for (std::int64_t r = 0; r < owned; ++r) {
-    const auto g = static_cast<NodeId>(begin + r);
-    for (std::int64_t e = ip[r]; e < ip[r + 1]; ++e) {
-      const NodeId u = col_ids[ix[e]];
-      if (u == g) continue;  // self-loops: GCN adds its own, SAGE has none
-      edges.emplace_back(r, u);
-      if (is_owned(u)) {
-        edges.emplace_back(u - begin, g);
-      } else {
-        auto& to = reverse[static_cast<std::size_t>(part.book.owner(u))];
-        to.push_back(u);
-        to.push_back(g);
-      }
-    }
-  }
-  std::vector<std::int64_t> offsets;
-  const std::vector<NodeId> received = alltoallv_lists(comm, reverse, offsets);
-  for (std::size_t i = 0; i + 1 < received.size(); i += 2)
-    edges.emplace_back(received[i] - begin, received[i + 1]);
-  std::sort(edges.begin(), edges.end());
-  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-  return edges;
-}
-
-HaloExchange::HaloExchange(const kernels::Resources& res, Comm& comm, const partition::Part& part,
-                           nn::ModelKind kind, bool overlap, Comm* data_comm)
-    : m_comm(data_comm != nullptr ? *data_comm : comm), m_kind(kind), m_overlap(overlap) {
-  HALO_EXPECTS(comm.memory_device() == kernels::Device::Cpu,
-               "halo exchange: the set-up communicator must take host memory (MPI)");
-  HALO_EXPECTS(m_comm.size() == comm.size() && m_comm.rank() == comm.rank(),
-               "halo exchange: the data communicator must have the ranks of the set-up one");
+HaloExchange::HaloExchange(const kernels::Resources& res, const partition::Part& part,
+                           nn::ModelKind kind, bool overlap, Comm& comm)
+    : m_comm(comm),
+      m_kind(kind),
+      m_overlap(overlap),
+      m_recv_offsets(part.recv_offsets),
+      m_send_offsets(part.send_offsets) {
   HALO_EXPECTS(
       m_comm.memory_device() == kernels::Device::Cpu || m_comm.memory_device() == res.device(),
       "halo exchange: a device-memory communicator (NCCL) needs a CUDA Resources");
   m_staged = res.device() != m_comm.memory_device();
-  HALO_EXPECTS(part.book.num_parts() == comm.size() && part.rank == comm.rank(),
+  HALO_EXPECTS(part.ids.num_parts() == comm.size() && part.rank() == comm.rank(),
                "distributed training: rank " + std::to_string(comm.rank()) + " of " +
-                   std::to_string(comm.size()) + " got part " + std::to_string(part.rank) +
-                   " of a partition into " + std::to_string(part.book.num_parts()) +
+                   std::to_string(comm.size()) + " got part " + std::to_string(part.rank()) +
+                   " of a partition into " + std::to_string(part.ids.num_parts()) +
                    " parts (run one rank per part)");
-  const auto p = static_cast<std::size_t>(comm.size());
-  const NodeId begin = static_cast<NodeId>(part.book.begin(part.rank));
   const std::int64_t owned = part.num_owned();
-  const NodeId end = static_cast<NodeId>(begin + owned);
-  auto is_owned = [&](NodeId g) { return g >= begin && g < end; };
-
-  // 1. A ∪ Aᵀ on the owned rows.
-  const std::vector<std::pair<std::int64_t, NodeId>> edges = symmetric_owned_edges(comm, part);
-
-  // 2. Halo nodes (ascending global id = grouped by owner) and each rank's requests.
-  std::vector<NodeId> halo;
-  for (const auto& e : edges)
-    if (!is_owned(e.second)) halo.push_back(e.second);
-  std::sort(halo.begin(), halo.end());
-  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
-  std::vector<std::vector<NodeId>> requests(p);
-  m_halo_offsets.assign(p + 1, 0);
-  for (const NodeId u : halo) {
-    const auto j = static_cast<std::size_t>(part.book.owner(u));
-    requests[j].push_back(u);
-    ++m_halo_offsets[j + 1];
-  }
-  for (std::size_t j = 0; j < p; ++j) m_halo_offsets[j + 1] += m_halo_offsets[j];
-  const std::vector<NodeId> wanted = alltoallv_lists(comm, requests, m_send_offsets);
-  std::vector<NodeId> send_rows(wanted.size());
-  for (std::size_t i = 0; i < wanted.size(); ++i) {
-    HALO_ASSERT(is_owned(wanted[i]), 1);
-    send_rows[i] = wanted[i] - begin;
-  }
-  m_send_rows =
-      Tensor<NodeId>::from_host(res, send_rows, static_cast<std::int64_t>(send_rows.size()), 1);
-  // The blocks are built on the host (the loops below read them), then moved to res's device.
-  const kernels::Resources host = host_resources(res);
-  auto upload = [&](Csr& a) {
-    if (res.device() != kernels::Device::Cpu) a = a.copy_to(res, res.device());
-  };
-
-  // 3. Degrees of the owned rows in the training graph, then those of the halo from the owners.
-  std::vector<std::int64_t> degree(static_cast<std::size_t>(owned), kind == nn::ModelKind::Gcn);
-  for (const auto& e : edges) ++degree[static_cast<std::size_t>(e.first)];
-  std::vector<std::vector<std::int64_t>> replies(p);
-  for (std::size_t j = 0; j < p; ++j)
-    for (std::int64_t i = m_send_offsets[j]; i < m_send_offsets[j + 1]; ++i)
-      replies[j].push_back(
-          degree[static_cast<std::size_t>(send_rows[static_cast<std::size_t>(i)])]);
-  std::vector<std::int64_t> reply_offsets;
-  const std::vector<std::int64_t> halo_degree = alltoallv_lists(comm, replies, reply_offsets);
-  HALO_ASSERT(halo_degree.size() == halo.size(), 1);
-  auto degree_of = [&](NodeId g) {
-    if (is_owned(g)) return degree[static_cast<std::size_t>(g - begin)];
-    const auto it = std::lower_bound(halo.begin(), halo.end(), g);
-    return halo_degree[static_cast<std::size_t>(it - halo.begin())];
-  };
-
-  // 4. Weights, as datasets::gcn_normalize computes them (GCN) or 1 / degree (SAGE mean).
-  std::vector<Entry> own, remote;
   const bool gcn = kind == nn::ModelKind::Gcn;
-  auto inv_sqrt = [](std::int64_t d) { return 1.0 / std::sqrt(static_cast<double>(d)); };
-  std::size_t e = 0;
+  const std::int64_t* ip = part.graph.indptr.data();
+  const NodeId* ix = part.graph.indices.data();
+  const std::int64_t* degree = part.degrees.data();
+  // GCN: D̂^-1/2 (S + I) D̂^-1/2 with d̂ = degree + 1, the self-loop where a sorted row puts it;
+  // SAGE: 1 / degree. Owned columns are ascending within a row (owned local ids follow the
+  // original order the rows are stored in).
+  Builder own, remote;
   for (std::int64_t r = 0; r < owned; ++r) {
-    const auto g = static_cast<NodeId>(begin + r);
-    const std::int64_t d = degree[static_cast<std::size_t>(r)];
+    const auto d_r = static_cast<double>(degree[r] + (gcn ? 1 : 0));
     bool self_done = !gcn;
-    for (; e < edges.size() && edges[e].first == r; ++e) {
-      const NodeId u = edges[e].second;
-      if (!self_done && u > g) {
-        own.push_back({r, g, static_cast<float>(inv_sqrt(d) * inv_sqrt(d))});
+    for (std::int64_t e = ip[r]; e < ip[r + 1]; ++e) {
+      const NodeId c = ix[e];
+      if (c < owned && !self_done && c > r) {
+        own.add(static_cast<NodeId>(r), kernels::gcn_weight(d_r, d_r));
         self_done = true;
       }
-      const float w = gcn ? static_cast<float>(inv_sqrt(d) * inv_sqrt(degree_of(u)))
-                          : static_cast<float>(1.0 / static_cast<double>(d));
-      (is_owned(u) ? own : remote).push_back({r, u, w});
+      const double w = gcn ? kernels::gcn_weight(d_r, static_cast<double>(degree[c] + 1))
+                           : 1.0 / d_r;
+      if (c < owned)
+        own.add(c, w);
+      else
+        remote.add(static_cast<NodeId>(c - owned), w);
     }
-    if (!self_done) own.push_back({r, g, static_cast<float>(inv_sqrt(d) * inv_sqrt(d))});
+    if (!self_done) own.add(static_cast<NodeId>(r), kernels::gcn_weight(d_r, d_r));
+    own.end_row();
+    remote.end_row();
   }
-  m_own = to_csr(host, own, owned, owned, [&](NodeId g) { return g - begin; });
-  m_own.symmetric = gcn;  // D^-1/2 (A + I) D^-1/2 restricted to owned x owned is symmetric
+  // The blocks are built on the host, then moved to res's device.
+  const kernels::Resources host = host_resources(res);
+  m_own = own.take(host, owned);
+  m_own.symmetric = gcn;  // D̂^-1/2 (S + I) D̂^-1/2 restricted to owned x owned is symmetric
   if (!gcn) m_own_t = transpose(host, m_own);
-  m_halo = to_csr(host, remote, owned, static_cast<std::int64_t>(halo.size()), [&](NodeId g) {
-    return static_cast<NodeId>(std::lower_bound(halo.begin(), halo.end(), g) - halo.begin());
-  });
+  m_halo = remote.take(host, part.num_halo());
   m_halo_t = transpose(host, m_halo);
-  for (Csr* a : {&m_own, &m_own_t, &m_halo, &m_halo_t}) upload(*a);
+  m_send_rows = part.send_rows.copy_to(res, res.device());
+  for (Csr* a : {&m_own, &m_own_t, &m_halo, &m_halo_t})
+    if (res.device() != kernels::Device::Cpu) *a = a->copy_to(res, res.device());
 }
 
 kernels::MatrixView<float> HaloExchange::scratch(const kernels::Resources& res, Tensor<float>& t,
@@ -226,8 +135,8 @@ void HaloExchange::post(const kernels::Resources& res, Direction d, std::int64_t
                         const float* send, float* recv) {
   const int tag = d == Direction::Forward ? 1 : 2;
   // Forward: send the rows peers need (send lists), receive the halo. Backward: the reverse.
-  const auto& out = d == Direction::Forward ? m_send_offsets : m_halo_offsets;
-  const auto& in = d == Direction::Forward ? m_halo_offsets : m_send_offsets;
+  const auto& out = d == Direction::Forward ? m_send_offsets : m_recv_offsets;
+  const auto& in = d == Direction::Forward ? m_recv_offsets : m_send_offsets;
   const auto row_bytes = static_cast<std::size_t>(width) * sizeof(float);
   if (m_staged) {
     // Device rows -> page-locked host memory, complete before MPI reads it. The synchronisation

@@ -2,7 +2,6 @@
 // A rank's share of the training graph and the exchange of halo rows between ranks.
 
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include <halo/kernels/buffer.hpp>
@@ -23,25 +22,17 @@ struct ExchangeStats {
   double exposed_s = 0;
 };
 
-/// A ∪ Aᵀ restricted to the owned rows of `part` (this rank's part), without self-loops or
-/// duplicates: sorted (owned local row, global partition id of the neighbour) pairs. The
-/// reverse of an edge stored by another part arrives from that part (collective: every rank
-/// calls it with its part).
-std::vector<std::pair<std::int64_t, kernels::NodeId>> symmetric_owned_edges(
-    Comm& comm, const partition::Part& part);
-
-/// The aggregation of a partitioned graph for one rank, as an nn::Propagation over the rank's
-/// owned rows: the halo rows a layer needs are received from their owners while the edges
-/// whose source is owned are aggregated.
+/// The full-graph aggregation of one part, as an nn::Propagation over the part's owned rows:
+/// the halo rows a layer needs are received from their owners while the edges whose source is
+/// owned are aggregated. For a one-part partition (one process) there is nothing to exchange
+/// and it is the plain product.
 ///
-/// Construction (collective: every rank of `comm` constructs one, each with its own part)
-/// builds the graph the single-process trainer uses, restricted to the owned rows: A ∪ Aᵀ
-/// without duplicates (the reverse of an edge stored by another part is sent to the owner of its
-/// source), then for GCN D^-1/2 (A + I) D^-1/2 with the global degrees (each halo node's
-/// degree comes from its owner) and for SAGE A without self-loops and weights 1 / degree (the
-/// mean as a weighted sum). It is split into the owned block (columns = owned nodes) and the halo
-/// block (columns = halo nodes in ascending global id, hence grouped by owner); each rank learns
-/// from the others which of its rows they need (the send lists).
+/// Construction is local (no collective): the part's training graph (partition::Part::graph,
+/// S's owned rows) becomes, for GCN, D̂^-1/2 (S + I) D̂^-1/2 with the degrees the part stores
+/// for its halo too (kernels::gcn_weight), for SAGE S with weights 1 / degree (the mean as a
+/// weighted sum). It is split into the owned block (columns = owned nodes) and the halo block
+/// (columns = halo nodes, grouped by owner); the part's send and receive lists say which rows
+/// travel to and from whom.
 ///
 /// forward(x): packs the rows peers need, posts the receives and sends, aggregates the owned
 /// block in row chunks (testing the requests between chunks so that MPI makes progress), waits,
@@ -50,18 +41,18 @@ std::vector<std::pair<std::int64_t, kernels::NodeId>> symmetric_owned_edges(
 /// added to the rows it belongs to. With `overlap` false the same messages are sent, but the
 /// rank waits for them before computing.
 ///
-/// Devices: the blocks and send lists live on res's device and the layer's rows are
-/// gathered there (`part` stays on the host; it is read during construction only). `comm`
-/// (host memory, e.g. MpiComm) carries the set-up; the rows travel over `data_comm` (default:
-/// `comm`). When data_comm's memory_device() is res's device (CPU + MpiComm, CUDA + NcclComm)
-/// the rows go straight from and into the tensors; when res is CUDA and data_comm takes host
-/// memory, they are staged through page-locked host buffers (device -> host copy and a stream
-/// synchronisation before posting, host -> device copy on res's stream after the wait). A CPU
-/// res with a device-memory data_comm is refused (halo::LogicError).
+/// Devices: the blocks and send lists live on res's device and the layer's rows are gathered
+/// there (`part` stays on the host; it is read during construction only). The rows travel over
+/// `comm`. When comm.memory_device() is res's device (CPU + MpiComm, CUDA + NcclComm) they go
+/// straight from and into the tensors; when res is CUDA and comm takes host memory, they are
+/// staged through page-locked host buffers (device -> host copy and a stream synchronisation
+/// before posting, host -> device copy on res's stream after the wait). A CPU res with a
+/// device-memory comm is refused (halo::LogicError), as is a comm whose size and rank are not
+/// the part's.
 class HaloExchange final : public nn::Propagation<float> {
  public:
-  HaloExchange(const kernels::Resources& res, Comm& comm, const partition::Part& part,
-               nn::ModelKind kind, bool overlap, Comm* data_comm = nullptr);
+  HaloExchange(const kernels::Resources& res, const partition::Part& part, nn::ModelKind kind,
+               bool overlap, Comm& comm);
 
   void forward(const kernels::Resources& res, kernels::Aggregate aggregate,
                kernels::ConstMatrixView<float> x, kernels::MatrixView<float> out) override;
@@ -69,8 +60,9 @@ class HaloExchange final : public nn::Propagation<float> {
                 kernels::ConstMatrixView<float> dy, kernels::MatrixView<float> out) override;
 
   /// The layers' view of this graph: num_owned x num_owned, sources keyed by `source_ids` (the
-  /// owned nodes' original ids, for dropout masks equal to one process's).
-  nn::Adjacency<float> adjacency(kernels::Span<const kernels::NodeId> source_ids) {
+  /// owned nodes' original ids, for dropout masks equal to one process's; empty when they are
+  /// 0 .. num_owned - 1).
+  nn::Adjacency<float> adjacency(kernels::Span<const kernels::NodeId> source_ids = {}) {
     nn::Adjacency<float> a(num_owned(), num_owned(), *this);
     a.source_ids = source_ids;
     return a;
@@ -101,12 +93,12 @@ class HaloExchange final : public nn::Propagation<float> {
                                             kernels::Tensor<float>& t, std::int64_t rows,
                                             std::int64_t cols);
 
-  Comm& m_comm;           // carries the rows (data_comm)
+  Comm& m_comm;           // carries the rows
   bool m_staged = false;  // rows on a CUDA device, m_comm takes host memory
   nn::ModelKind m_kind;
   bool m_overlap;
   Csr m_own, m_own_t, m_halo, m_halo_t;  // m_own_t empty when m_own is symmetric (GCN)
-  std::vector<std::int64_t> m_halo_offsets;
+  std::vector<std::int64_t> m_recv_offsets;  // halo positions per owner (Part::recv_offsets)
   std::vector<std::int64_t> m_send_offsets;
   kernels::Tensor<kernels::NodeId> m_send_rows;    // owned local ids, concatenated per peer
   kernels::Tensor<float> m_send_buf, m_recv_buf;   // message buffers, grown to the widest layer

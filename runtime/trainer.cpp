@@ -2,20 +2,29 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 
 #include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/log.hpp>
 #include <halo/kernels/loss.hpp>
-#include <halo/runtime/detail/clock.hpp>
+#include <halo/runtime/batches.hpp>
+#include <halo/runtime/comm/nccl_comm.hpp>
+#include <halo/runtime/feature_store.hpp>
+#include <halo/runtime/halo_exchange.hpp>
 #include <halo/runtime/trainer.hpp>
 
 namespace halo::runtime {
-
-using detail::seconds_since;
 
 using kernels::NodeId;
 using kernels::Tensor;
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -24,69 +33,58 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-struct Split {
-  double loss = 0;
-  double accuracy = 0;
-};
-
-Split score(const kernels::Resources& res, const Tensor<float>& logits,
-            const Tensor<std::int32_t>& labels, const Tensor<NodeId>& rows) {
-  // rows.numel() is host metadata: an empty split costs no device round-trip.
-  if (rows.numel() == 0) return {};
-  const auto n = static_cast<double>(rows.numel());
-  return {
-      kernels::log_softmax_nll(res, logits.view(), labels.span(), rows.span()),
-      static_cast<double>(kernels::count_correct(res, logits.view(), labels.span(), rows.span())) /
-          n};
-}
+bool finite_positive(double x) { return std::isfinite(x) && x > 0; }
 
 }  // namespace
+
+std::string to_string(CachePolicy p) { return p == CachePolicy::Degree ? "degree" : "access"; }
+
+CachePolicy parse_cache_policy(const std::string& s) {
+  if (s == "degree") return CachePolicy::Degree;
+  if (s == "access") return CachePolicy::Access;
+  HALO_FAIL("cache policy '" + s + "': expected degree or access");
+}
+
+void check_config(const TrainConfig& c, int ranks) {
+  HALO_EXPECTS(c.epochs >= 1, "train: epochs must be >= 1, got " + std::to_string(c.epochs));
+  HALO_EXPECTS(finite_positive(c.lr), "train: the learning rate must be a finite number > 0");
+  HALO_EXPECTS(std::isfinite(c.weight_decay) && c.weight_decay >= 0,
+               "train: the weight decay must be a finite number >= 0");
+  HALO_EXPECTS(std::isfinite(c.model.dropout) && c.model.dropout >= 0 && c.model.dropout < 1,
+               "train: dropout must be in [0, 1)");
+  HALO_EXPECTS(c.model.num_layers >= 1 && c.model.hidden >= 1,
+               "train: layers and hidden width must be >= 1");
+  if (!c.mini_batch) return;
+  const MiniBatchConfig& mb = *c.mini_batch;
+  HALO_EXPECTS(mb.batch_size >= 1, "train: the batch size must be >= 1");
+  HALO_EXPECTS(static_cast<int>(mb.fanouts.size()) == c.model.num_layers,
+               "train: one fan-out per layer expected (" + std::to_string(c.model.num_layers) +
+                   " layers, " + std::to_string(mb.fanouts.size()) + " fan-outs)");
+  for (const int k : mb.fanouts) HALO_EXPECTS(k >= -1, "train: fan-outs must be -1 or >= 0");
+  HALO_EXPECTS(mb.prefetch >= 0 && mb.prefetch <= 16, "train: prefetch must be in [0, 16]");
+  HALO_EXPECTS(std::isfinite(mb.cache_mb) && mb.cache_mb >= 0,
+               "train: the cache size must be a finite number >= 0");
+  HALO_EXPECTS(mb.cache_mb == 0 || ranks > 1,
+               "train: the feature cache holds remote rows: it needs a partition (several ranks)");
+  HALO_EXPECTS(c.overlap, "train: overlap applies to full-graph training");
+}
 
 kernels::Resources host_resources(const kernels::Resources& res) {
   return kernels::Resources(kernels::Device::Cpu, res.cpu_exec().num_threads);
 }
 
-kernels::FeatureMatrix<float> features_to(const kernels::Resources& res,
-                                          const kernels::FeatureMatrix<float>& x) {
-  return std::visit(
-      [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.copy_to(res, res.device()); },
-      x);
-}
-
-Targets upload_targets(const kernels::Resources& res, const datasets::Dataset& data) {
-  return {data.labels.copy_to(res, res.device()), data.train_idx.copy_to(res, res.device()),
-          data.val_idx.copy_to(res, res.device()), data.test_idx.copy_to(res, res.device())};
-}
-
-FullGraphInputs prepare_full_graph(const kernels::Resources& res, const datasets::Dataset& data,
-                                   nn::ModelKind kind, bool normalize_features) {
-  if (res.device() != kernels::Device::Cpu) {
-    // datasets:: functions are host code: prepare on the host, then upload once.
-    const kernels::Resources host = host_resources(res);
-    const FullGraphInputs in = prepare_full_graph(host, data, kind, normalize_features);
-    return {in.graph.copy_to(res, res.device()), features_to(res, in.features)};
-  }
-  datasets::Graph sym = datasets::deduplicate(res, datasets::symmetrize(res, data.graph));
-  FullGraphInputs in;
-  in.graph = kind == nn::ModelKind::Gcn ? datasets::gcn_normalize<float>(res, sym)
-                                        : datasets::remove_self_loops(res, sym);
-  in.graph.symmetric = true;  // built from A ∪ A^T; both normalisations keep the symmetry
-  in.features = prepare_features(res, data.features, normalize_features);
-  return in;
-}
-
 kernels::FeatureMatrix<float> prepare_features(const kernels::Resources& res,
                                                const kernels::FeatureMatrix<float>& features,
                                                bool normalize) {
-  if (res.device() != kernels::Device::Cpu) {
-    const kernels::Resources host = host_resources(res);
-    return features_to(res, prepare_features(host, features, normalize));
-  }
-  auto f = std::visit([&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(res); },
+  const kernels::Resources host = host_resources(res);
+  auto f = std::visit([&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(host); },
                       features);
   if (normalize && std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(f))
-    datasets::row_normalize(res, f);
-  return f;
+    datasets::row_normalize(host, f);
+  if (res.device() == kernels::Device::Cpu) return f;
+  return std::visit(
+      [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.copy_to(res, res.device()); },
+      f);
 }
 
 nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_features,
@@ -97,170 +95,358 @@ nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_featu
   return nn::Model<float>(res, mc, config.seed);
 }
 
-nn::Model<float> make_model(const kernels::Resources& res, const datasets::Dataset& data,
-                            const TrainConfig& config) {
-  return make_model(res, data.num_features(), data.num_classes, config);
+// ---- shards ------------------------------------------------------------------------------------
+
+Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds) {
+  Shard s;
+  s.dataset = ds.name;
+  if (!ds.graph.values.empty())
+    HALO_LOG_WARN("train: '" + ds.name + "' has edge weights; the models train on its structure");
+  s.num_features = ds.num_features();
+  s.part = partition::make_local_part(host_resources(res), std::move(ds));
+  s.own_comm = std::make_unique<SelfComm>();
+  s.comm = s.own_comm.get();
+  return s;
 }
 
-namespace {
-FullGraphInputs prepare_timed(const kernels::Resources& res, const datasets::Dataset& data,
-                              const TrainConfig& config, nn::ModelKind kind, double& seconds) {
-  const auto start = std::chrono::steady_clock::now();
-  FullGraphInputs in = prepare_full_graph(res, data, kind, config.normalize_features);
-  seconds = seconds_since(start);
-  return in;
+Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir) {
+  const partition::PartitionMeta meta = partition::read_partition_meta(dir);
+  if (meta.book.num_parts() != comm.size())
+    throw IoError((dir / "meta.json").string() + ": the partition has " +
+                  std::to_string(meta.book.num_parts()) + " parts but " +
+                  std::to_string(comm.size()) + " ranks run; start one rank per part (mpiexec -n " +
+                  std::to_string(meta.book.num_parts()) + ")");
+  // The one collective of the start-up: every rank read the same meta.json.
+  const auto mine = static_cast<std::int64_t>(meta.checksum >> 1);
+  std::vector<std::int64_t> v = {mine, -mine};
+  comm.allreduce(kernels::Span<std::int64_t>(v.data(), 2), ReduceOp::Max);
+  if (v[0] != mine || -v[1] != mine)
+    throw IoError((dir / "meta.json").string() +
+                  ": the ranks opened different partitions (meta.json differs between ranks)");
+  Shard s;
+  s.dataset = meta.dataset;
+  s.part = partition::read_part(host_resources(res), dir, comm.rank(), &meta);
+  s.num_features = meta.num_features;
+  s.comm = &comm;
+  return s;
 }
 
-}  // namespace
+// ---- the trainer ---------------------------------------------------------------------------------
 
-void check_model(const kernels::Resources& res, nn::Model<float>& model,
-                 const datasets::Dataset& data) {
-  HALO_EXPECTS(model.config().in_features == data.num_features() &&
-                   model.config().num_classes == data.num_classes,
-               "train: the model was not built for this dataset");
-  for (const auto* p : model.parameters())
-    HALO_EXPECTS(p->value.device() == res.device(),
-                 "train: the model's parameters live on another device than the Resources");
-}
+/// The task's data on res's device: node classification's labels and splits, and the global
+/// sizes of the splits.
+struct Trainer::Targets {
+  Tensor<std::int32_t> labels;
+  Tensor<NodeId> train_idx, val_idx, test_idx;
+  std::int64_t num_train = 0;
+  Tensor<float> loss_total;  // a device epoch's summed loss (one process on a GPU)
+};
 
-kernels::AdamConfig adam_config(const TrainConfig& config) {
-  kernels::AdamConfig c;
-  c.lr = config.lr;
-  c.weight_decay = config.weight_decay;
-  return c;
-}
-
-FullGraphTrainer::FullGraphTrainer(const kernels::Resources& res, const datasets::Dataset& data,
-                                   const TrainConfig& config, nn::Model<float>& model)
+Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
+                 nn::Model<float>& model)
     : m_res(res),
+      m_shard(shard),
       m_config(config),
       m_model(model),
-      m_inputs(prepare_timed(res, data, config, model.config().kind, m_preprocess_time_s)),
-      m_targets(upload_targets(res, data)),
-      m_optimizer(res, model.parameters(), adam_config(config)) {
-  HALO_EXPECTS(data.train_idx.numel() > 0, "train: the dataset has no training nodes");
-  check_model(res, model, data);
+      m_params(model.parameters()),
+      m_optimizer(res, m_params, [&] {
+        kernels::AdamConfig c;
+        c.lr = config.lr;
+        c.weight_decay = config.weight_decay;
+        return c;
+      }()) {
+  Comm& comm = *shard.comm;
+  partition::Part& part = shard.part;
+  check_config(config, comm.size());
+  HALO_EXPECTS(model.config().in_features == shard.num_features &&
+                   model.config().num_classes == part.num_classes,
+               "train: the model was not built for this dataset");
+  for (const auto* p : m_params)
+    HALO_EXPECTS(p->value.device() == res.device(),
+                 "train: the model's parameters live on another device than the Resources");
+  HALO_EXPECTS(part.all_train.numel() > 0, "train: the dataset has no training nodes");
+  const auto start = Clock::now();
+  // GPU ranks move halo rows and gradients device to device over NCCL when the build has it.
+  m_data_comm = &comm;
+  if (res.device() == kernels::Device::Cuda && comm.size() > 1) {
+    if (nccl_available()) {
+      m_nccl = make_nccl_comm(comm, res);
+      m_data_comm = m_nccl.get();
+    } else {
+      HALO_LOG_WARN("train: built without NCCL: GPU ranks exchange through host memory over MPI");
+    }
+  }
+  const nn::ModelKind kind = model.config().kind;
+  m_graph = std::make_unique<HaloExchange>(res, part, kind, config.overlap, *m_data_comm);
+  m_features = std::make_unique<FeatureStore>(res, part, config.normalize_features);
+  m_targets = std::make_unique<Targets>(Targets{
+      part.labels.copy_to(res, res.device()), part.train_idx.copy_to(res, res.device()),
+      part.val_idx.copy_to(res, res.device()), part.test_idx.copy_to(res, res.device()),
+      part.all_train.numel(), {}});
+  if (config.mini_batch) {
+    m_batches = std::make_unique<SampledBatches>(res, part, comm, *m_features,
+                                                 m_targets->labels.span(), *config.mini_batch,
+                                                 kind, config.seed);
+    if (res.device() != kernels::Device::Cpu && comm.size() == 1)
+      m_targets->loss_total = Tensor<float>(res, 1);
+  } else {
+    // One process keys dropout by row (original = local ids); a part by its original ids.
+    const kernels::Span<const NodeId> keys =
+        part.ids.identity() ? kernels::Span<const NodeId>{}
+                            : kernels::Span<const NodeId>{part.ids.original_ids().data,
+                                                          part.num_owned()};
+    m_batches = std::make_unique<FullGraphBatches>(
+        m_graph->adjacency(keys), m_features->owned(), m_targets->labels.span(),
+        m_targets->train_idx.span(), m_targets->num_train);
+  }
+  m_preprocess_time_s = seconds_since(start);
 }
 
-double FullGraphTrainer::train_epoch(std::uint64_t epoch) {
-  const nn::Context ctx{&m_res, /*training=*/true, m_config.seed, epoch, 0};
-  const auto graph = m_inputs.graph.view();
-  const Tensor<float>& logits = m_model.forward(ctx, graph, m_inputs.features);
-  kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
-  // The loss is the one value read back inside an epoch (log_softmax_nll synchronises).
-  const Targets& t = m_targets;
-  const double loss =
-      kernels::log_softmax_nll(m_res, logits.view(), t.labels.span(), t.train_idx.span());
-  kernels::log_softmax_nll_backward(m_res, logits.view(), t.labels.span(), t.train_idx.span(),
-                                    m_dlogits.view());
-  m_model.backward(ctx, graph, m_dlogits);
-  m_optimizer.step(m_res);
-  m_res.synchronize();
-  return loss;
-}
+Trainer::~Trainer() = default;
+
+std::int64_t Trainer::batches_per_epoch() const { return m_batches->batches_per_epoch(); }
 
 namespace {
-EpochTrainer::Evaluation score_all(const kernels::Resources& res, const Tensor<float>& logits,
-                                   const Tensor<std::int32_t>& labels, const Tensor<NodeId>& train,
-                                   const Tensor<NodeId>& val, const Tensor<NodeId>& test) {
-  const Split v = score(res, logits, labels, val);
-  return {score(res, logits, labels, train).accuracy, v.loss, v.accuracy,
-          score(res, logits, labels, test).accuracy};
+
+/// Sums every parameter's gradient and `loss` over the ranks of `comm` in one all-reduce
+/// through `flat` (device) / `host` (host-memory comm with device gradients), allocated once.
+double allreduce_gradients(const kernels::Resources& res, Comm& comm,
+                           const std::vector<nn::Parameter<float>*>& params, double loss,
+                           Tensor<float>& flat, std::vector<float>& host) {
+  const kernels::Device dev = res.device();
+  std::int64_t n = 1;
+  for (const auto* p : params) n += p->grad.numel();
+  kernels::ensure_shape(res, flat, n, 1);  // allocates on the first call only
+  float* f = flat.data();
+  std::int64_t at = 0;
+  for (const auto* p : params) {
+    kernels::copy_bytes_async(res, f + at, dev, p->grad.data(), dev, p->grad.bytes());
+    at += p->grad.numel();
+  }
+  float total = static_cast<float>(loss);
+  kernels::copy_bytes(res, f + at, dev, &total, kernels::Device::Cpu, sizeof total);
+  if (comm.memory_device() == dev) {
+    comm.allreduce(kernels::Span<float>(f, n), ReduceOp::Sum);  // in stream order on a device
+  } else {
+    host.resize(static_cast<std::size_t>(n));
+    kernels::copy_bytes(res, host.data(), kernels::Device::Cpu, f, dev, flat.bytes());
+    comm.allreduce(kernels::Span<float>(host.data(), n), ReduceOp::Sum);
+    kernels::copy_bytes(res, f, dev, host.data(), kernels::Device::Cpu, flat.bytes());
+  }
+  at = 0;
+  for (auto* p : params) {
+    kernels::copy_bytes_async(res, p->grad.data(), dev, f + at, dev, p->grad.bytes());
+    at += p->grad.numel();
+  }
+  kernels::copy_bytes(res, &total, kernels::Device::Cpu, f + at, dev, sizeof total);
+  return total;
 }
+
+void expect_finite(double loss, std::uint64_t epoch, std::int64_t batch) {
+  if (std::isfinite(loss)) return;
+  throw Error("train: the loss became " + std::string(std::isnan(loss) ? "nan" : "infinite") +
+              " in epoch " + std::to_string(epoch) + ", batch " + std::to_string(batch + 1) +
+              ": the run diverged (try a lower --lr)");
+}
+
 }  // namespace
 
-EpochTrainer::Evaluation score_splits(const kernels::Resources& res, const Tensor<float>& logits,
-                                      const Targets& targets) {
-  return score_all(res, logits, targets.labels, targets.train_idx, targets.val_idx,
-                   targets.test_idx);
+void Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step) {
+  Comm& comm = *m_shard.comm;
+  const bool distributed = comm.size() > 1;
+  const bool device_sum = m_targets->loss_total.numel() > 0;  // one process on a GPU
+  m_graph->reset_stats();
+  const auto start = Clock::now();
+  m_batches->begin_epoch(epoch);
+  if (device_sum)
+    kernels::zero_bytes(m_res, m_targets->loss_total.data(), m_res.device(), sizeof(float));
+  double loss_sum = 0, allreduce_s = 0;
+  std::int64_t loss_rows = 0;
+  const std::int64_t batches = m_batches->batches_per_epoch();
+  for (std::int64_t b = 0; b < batches; ++b) {
+    const Batch& batch = m_batches->next();
+    const nn::Context ctx{&m_res, /*training=*/true, m_config.seed, batch.dropout_key, 0};
+    const Tensor<float>& logits = m_model.forward(ctx, batch.graphs, *batch.x);
+    kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
+    double loss = 0;  // this rank's share of the step's mean loss
+    if (device_sum)
+      kernels::log_softmax_nll_accumulate(m_res, logits.view(), batch.labels, batch.rows,
+                                          m_targets->loss_total.span());
+    else
+      loss = kernels::log_softmax_nll(m_res, logits.view(), batch.labels, batch.rows,
+                                      batch.loss_rows);
+    kernels::log_softmax_nll_backward(m_res, logits.view(), batch.labels, batch.rows,
+                                      m_dlogits.view(), batch.loss_rows);
+    m_model.backward(ctx, batch.graphs, m_dlogits);
+    if (distributed) {
+      m_res.synchronize();  // the backward pass belongs to compute, not to the all-reduce
+      const auto t = Clock::now();
+      loss = allreduce_gradients(m_res, *m_data_comm, m_params, loss, m_grad_flat, m_grad_host);
+      allreduce_s += seconds_since(t);
+    }
+    if (!device_sum) expect_finite(loss, epoch, b);
+    m_optimizer.step(m_res);
+    loss_sum += loss * static_cast<double>(batch.loss_rows);
+    loss_rows += batch.loss_rows;
+    if (on_step) on_step(b);
+  }
+  m_batches->end_epoch(s);
+  if (device_sum) loss_sum = m_targets->loss_total.to_vector(m_res)[0];  // one read an epoch
+  m_res.synchronize();
+  s.epoch_time_s = seconds_since(start);
+  s.train_loss = loss_sum / static_cast<double>(loss_rows);
+  if (device_sum) expect_finite(s.train_loss, epoch, batches - 1);
+  const ExchangeStats& x = m_graph->stats();
+  s.exchange_bytes = x.bytes_sent;
+  s.exchange_time_s = x.exchange_s;
+  s.exchange_exposed_s = x.exposed_s;
+  s.allreduce_time_s = allreduce_s;
+  if (!distributed) return;
+  // Bytes summed over the ranks, times averaged.
+  std::vector<double> v = {static_cast<double>(s.exchange_bytes), s.exchange_time_s,
+                           s.exchange_exposed_s, s.allreduce_time_s,
+                           static_cast<double>(s.sampling_bytes),
+                           static_cast<double>(s.feature_bytes), static_cast<double>(s.remote_rows),
+                           static_cast<double>(s.cache_hits), s.fetch_time_s, s.batch_wait_s};
+  comm.allreduce(kernels::Span<double>(v.data(), static_cast<std::int64_t>(v.size())),
+                 ReduceOp::Sum);
+  const double p = comm.size();
+  s.exchange_bytes = static_cast<std::int64_t>(v[0]);
+  s.exchange_time_s = v[1] / p;
+  s.exchange_exposed_s = v[2] / p;
+  s.allreduce_time_s = v[3] / p;
+  s.sampling_bytes = static_cast<std::int64_t>(v[4]);
+  s.feature_bytes = static_cast<std::int64_t>(v[5]);
+  s.remote_rows = static_cast<std::int64_t>(v[6]);
+  s.cache_hits = static_cast<std::int64_t>(v[7]);
+  s.fetch_time_s = v[8] / p;
+  s.batch_wait_s = v[9] / p;
 }
 
-EpochTrainer::Evaluation score_splits(const kernels::Resources& res, const Tensor<float>& logits,
-                                      const datasets::Dataset& data) {
-  HALO_EXPECTS(res.device() == kernels::Device::Cpu && logits.device() == kernels::Device::Cpu,
-               "score_splits: the dataset's tensors are host data; use upload_targets for a "
-               "device run");
-  return score_all(res, logits, data.labels, data.train_idx, data.val_idx, data.test_idx);
-}
-
-FullGraphTrainer::Evaluation FullGraphTrainer::evaluate() {
+Trainer::Evaluation Trainer::evaluate() {
+  const Targets& t = *m_targets;
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
-  return score_splits(m_res, m_model.forward(ctx, m_inputs.graph.view(), m_inputs.features),
-                      m_targets);
+  const partition::Part& part = m_shard.part;
+  const kernels::Span<const NodeId> keys =
+      part.ids.identity()
+          ? kernels::Span<const NodeId>{}
+          : kernels::Span<const NodeId>{part.ids.original_ids().data, part.num_owned()};
+  const Tensor<float>& logits = m_model.forward(ctx, m_graph->adjacency(keys), m_features->owned());
+  auto correct = [&](const Tensor<NodeId>& rows) {
+    return rows.numel() == 0 ? 0.0
+                             : static_cast<double>(kernels::count_correct(
+                                   m_res, logits.view(), t.labels.span(), rows.span()));
+  };
+  // Sums over the ranks: correct counts, the validation loss's sum and the split sizes.
+  std::vector<double> v = {correct(t.train_idx),
+                           correct(t.val_idx),
+                           correct(t.test_idx),
+                           t.val_idx.numel() == 0
+                               ? 0.0
+                               : static_cast<double>(kernels::log_softmax_nll(
+                                     m_res, logits.view(), t.labels.span(), t.val_idx.span(), 1)),
+                           static_cast<double>(t.val_idx.numel()),
+                           static_cast<double>(t.test_idx.numel())};
+  m_shard.comm->allreduce(kernels::Span<double>(v.data(), 6), ReduceOp::Sum);
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  return {ratio(v[0], static_cast<double>(t.num_train)), v[4] > 0 ? v[3] / v[4] : nan,
+          v[4] > 0 ? v[1] / v[4] : nan, ratio(v[2], v[5])};
 }
 
-TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int epochs,
-                       nn::Model<float>& model, const EpochCallback& on_epoch) {
-  HALO_EXPECTS(epochs >= 1, "train: epochs must be >= 1");
+TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_step) {
   TrainResult result;
-  const auto params = model.parameters();
   // Parameter values of the best epoch so far, on the parameters' device: snapshots are
   // stream-ordered device copies, never a trip through the host.
   std::vector<Tensor<float>> best;
-  for (const auto* p : params) best.push_back(p->value.clone(res));
+  for (const auto* p : m_params) best.push_back(p->value.clone(m_res));
   double best_val_loss = 0;
-  std::vector<double> epoch_times, exchange, exposed, allreduce, compute;
-  std::vector<std::int64_t> bytes;
+  std::vector<double> times, exchange, exposed, allreduce, compute, fetch, wait;
+  std::vector<std::int64_t> bytes, sampling, features;
   double exchange_total = 0, exposed_total = 0;
-
-  const auto start = std::chrono::steady_clock::now();
+  std::int64_t remote = 0, hits = 0, syncs = 0;
+  const int epochs = m_config.epochs;
+  const auto start = Clock::now();
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     EpochStats s;
     s.epoch = epoch;
     s.epochs = epochs;
-    const auto t0 = std::chrono::steady_clock::now();
-    s.train_loss = trainer.train_epoch(static_cast<std::uint64_t>(epoch));
-    s.epoch_time_s = seconds_since(t0);
-    trainer.add_comm_stats(s);
-    epoch_times.push_back(s.epoch_time_s);
+    train_epoch(static_cast<std::uint64_t>(epoch), s, on_step);
+    times.push_back(s.epoch_time_s);
     exchange.push_back(s.exchange_time_s);
     exposed.push_back(s.exchange_exposed_s);
     allreduce.push_back(s.allreduce_time_s);
     compute.push_back(s.epoch_time_s - s.exchange_exposed_s - s.allreduce_time_s);
+    fetch.push_back(s.fetch_time_s);
+    wait.push_back(s.batch_wait_s);
     bytes.push_back(s.exchange_bytes);
+    sampling.push_back(s.sampling_bytes);
+    features.push_back(s.feature_bytes);
     exchange_total += s.exchange_time_s;
     exposed_total += s.exchange_exposed_s;
-    const auto e = trainer.evaluate();
+    remote += s.remote_rows;
+    hits += s.cache_hits;
+    syncs += s.host_syncs;
+    const Evaluation e = evaluate();
     s.train_accuracy = e.train_accuracy;
     s.val_loss = e.val_loss;
     s.val_accuracy = e.val_accuracy;
     s.test_accuracy = e.test_accuracy;
-    if (result.best_epoch == 0 || e.val_accuracy > result.val_accuracy ||
+    // Without validation nodes there is nothing to select by: the last epoch is kept.
+    const bool no_val = std::isnan(e.val_accuracy);
+    if (result.best_epoch == 0 || no_val || e.val_accuracy > result.val_accuracy ||
         (e.val_accuracy == result.val_accuracy && e.val_loss < best_val_loss)) {
       result.best_epoch = epoch;
       result.val_accuracy = e.val_accuracy;
       result.test_accuracy = e.test_accuracy;
       best_val_loss = e.val_loss;
-      for (std::size_t i = 0; i < params.size(); ++i)
-        kernels::copy_async(res, best[i], params[i]->value);
+      for (std::size_t i = 0; i < m_params.size(); ++i)
+        kernels::copy_async(m_res, best[i], m_params[i]->value);
     }
     result.final_train_loss = s.train_loss;
     result.history.push_back(s);
     if (on_epoch) on_epoch(s);
   }
   result.train_time_s = seconds_since(start);
-  result.preprocess_time_s = trainer.preprocess_time_s();
-  result.epoch_time_median_s = median(epoch_times);
+  result.preprocess_time_s = m_preprocess_time_s;
+  result.world_size = m_shard.comm->size();
+  result.epoch_time_median_s = median(times);
   result.exchange_time_s = median(exchange);
   result.exchange_exposed_s = median(exposed);
   result.allreduce_time_s = median(allreduce);
   result.compute_time_s = median(compute);
-  std::sort(bytes.begin(), bytes.end());
-  result.exchange_bytes_per_epoch = bytes[bytes.size() / 2];
+  result.fetch_time_s = median(fetch);
+  result.batch_wait_s = median(wait);
+  auto median_int = [](std::vector<std::int64_t> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  result.exchange_bytes_per_epoch = median_int(bytes);
+  result.sampling_bytes_per_epoch = median_int(sampling);
+  result.feature_bytes_per_epoch = median_int(features);
   result.exchange_hidden_fraction =
       exchange_total > 0 ? std::max(0.0, 1.0 - exposed_total / exchange_total) : 0.0;
-  for (std::size_t i = 0; i < params.size(); ++i)
-    kernels::copy_async(res, params[i]->value, best[i]);
-  res.synchronize();  // the model is final when run_epochs returns
+  result.cache_hit_rate = remote > 0 ? static_cast<double>(hits) / static_cast<double>(remote) : 0;
+  result.batches_per_epoch = m_batches->batches_per_epoch();
+  result.host_syncs_per_batch =
+      static_cast<double>(syncs) / static_cast<double>(epochs * result.batches_per_epoch);
+  if (const auto* sampled = dynamic_cast<const SampledBatches*>(m_batches.get())) {
+    result.sampler_envelope_bytes = sampled->envelope_bytes();
+    result.sampler_peak_bytes = sampled->peak_bytes();
+  }
+  for (std::size_t i = 0; i < m_params.size(); ++i)
+    kernels::copy_async(m_res, m_params[i]->value, best[i]);
+  m_res.synchronize();  // the model is final when run returns
   return result;
 }
 
-TrainResult train_full_graph(const kernels::Resources& res, const datasets::Dataset& data,
-                             const TrainConfig& config, nn::Model<float>& model,
-                             const EpochCallback& on_epoch) {
-  HALO_EXPECTS(config.epochs >= 1, "train: epochs must be >= 1");
-  FullGraphTrainer trainer(res, data, config, model);
-  return run_epochs(res, trainer, config.epochs, model, on_epoch);
+TrainRun train(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
+               const EpochCallback& on_epoch, const Trainer::StepCallback& on_step) {
+  check_config(config, shard.comm->size());
+  TrainRun run{make_model(res, shard.num_features, shard.part.num_classes, config), {}};
+  Trainer trainer(res, shard, config, run.model);
+  run.result = trainer.run(on_epoch, on_step);
+  return run;
 }
 
 std::int64_t peak_host_memory_bytes() {

@@ -1,18 +1,56 @@
 #pragma once
-// Full-graph training in one process: epochs, evaluation, best-validation model selection.
+// The one Trainer: every mode (full graph or sampled mini-batches, one process or one rank per
+// part, CPU or GPU) is a choice of its parts, and runtime::train is its entry point.
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/nn/optimizer.hpp>
+#include <halo/partition/partition_format.hpp>
+#include <halo/runtime/comm/comm.hpp>
 
 namespace halo::runtime {
 
+/// Which remote rows a rank's feature cache keeps (mini-batch runs with several ranks). The
+/// candidates are the part's halo: the remote neighbours a batch is most likely to need.
+enum class CachePolicy {
+  Degree,  ///< the halo nodes of highest degree, fetched before the first epoch
+  Access,  ///< the halo nodes the first epoch fetched most often, fetched after it
+};
+
+/// "degree" / "access"; parse_cache_policy throws halo::LogicError naming the accepted values.
+std::string to_string(CachePolicy p);
+CachePolicy parse_cache_policy(const std::string& s);
+
+/// Mini-batch training: what a batch is and how batches are prepared.
+struct MiniBatchConfig {
+  /// Seeds (training nodes) per batch, over all ranks; the last batch of an epoch may be
+  /// smaller.
+  std::int64_t batch_size = 1024;
+  /// One fan-out per layer, input layer first (sampler::SamplerConfig); -1 takes every
+  /// neighbour.
+  std::vector<int> fanouts = {25, 10};
+  /// Sample neighbours with replacement.
+  bool replace = false;
+  /// Batches sampled and gathered ahead of the one being computed, by a producer thread (each
+  /// one its own sampler and buffers); 0 prepares each batch on the training thread. On a
+  /// device batches are prepared in stream order (0 is used).
+  int prefetch = 1;
+  /// MiB of remote feature rows each rank keeps (several ranks only; 0: none).
+  double cache_mb = 0;
+  CachePolicy cache_policy = CachePolicy::Degree;
+};
+
+/// Everything a run is, apart from its data: the model, the optimizer, the mode.
 struct TrainConfig {
-  nn::ModelConfig model;  // in_features and num_classes are taken from the dataset
+  nn::ModelConfig model;  // in_features and num_classes are taken from the data
   int epochs = 200;
   double lr = 0.01;
   double weight_decay = 5e-4;
@@ -20,10 +58,22 @@ struct TrainConfig {
   /// Divide each row of sparse (bag-of-words) features by its L1 norm, as Kipf & Welling do for
   /// Cora; dense features (embeddings, the synthetic generator's) are used as given.
   bool normalize_features = true;
+  /// Set: mini-batch training on sampled blocks; unset: full-graph training.
+  std::optional<MiniBatchConfig> mini_batch;
+  /// Full graph with several ranks: aggregate owned rows while the halo rows travel (false:
+  /// wait for them first, for comparison).
+  bool overlap = true;
 };
 
+/// halo::LogicError naming the field unless `config` is valid for a run of `ranks` ranks:
+/// epochs >= 1, finite positive lr, finite non-negative weight decay, dropout in [0, 1),
+/// batch size >= 1, one fan-out >= -1 per layer, prefetch in [0, 16], a finite cache size >= 0
+/// (and 0 with one rank, where no row is remote), overlap left on in mini-batch mode.
+void check_config(const TrainConfig& config, int ranks);
+
 /// What one epoch measured. Accuracies and losses come from an evaluation pass (no dropout)
-/// after the epoch's update, except train_loss, which is the loss the update was computed from.
+/// after the epoch's updates, except train_loss, which is the mean loss the updates were
+/// computed from.
 struct EpochStats {
   int epoch = 0;  // 1-based
   int epochs = 0;
@@ -32,24 +82,37 @@ struct EpochStats {
   double val_loss = 0;
   double val_accuracy = 0;
   double test_accuracy = 0;
-  double epoch_time_s = 0;  // forward + loss + backward + optimizer step
-  // Distributed runs (zero otherwise), over the training step of this epoch:
-  std::int64_t exchange_bytes = 0;  // halo rows sent by all ranks together
-  double exchange_time_s = 0;       // per rank (mean): packing until the messages completed
-  double exchange_exposed_s = 0;    // per rank (mean): the part not hidden behind computation
-  double allreduce_time_s = 0;      // per rank (mean): the gradient all-reduce
+  double epoch_time_s = 0;  // the training step(s): forward, loss, backward, optimizer
+  // Communication of several ranks (zero in one process). Bytes over all ranks, times the mean
+  // over ranks.
+  std::int64_t exchange_bytes = 0;  // full graph: halo rows sent
+  double exchange_time_s = 0;       // packing until the messages completed
+  double exchange_exposed_s = 0;    // the part of it not hidden behind computation
+  double allreduce_time_s = 0;      // the gradient all-reduce
+  // Mini-batch runs.
+  std::int64_t sampling_bytes = 0;      // frontier requests and sampled neighbours sent
+  std::int64_t feature_bytes = 0;       // remote feature rows received
+  std::int64_t remote_rows = 0;         // input rows owned by another rank
+  std::int64_t cache_hits = 0;          // of those, served by the cache
+  double fetch_time_s = 0;              // spent fetching remote rows (per rank, mean)
+  double batch_wait_s = 0;              // the training thread waiting for prepared batches
+  std::int64_t host_syncs = 0;          // device runs: times the host waited for the device
 };
 
+/// The result of a run.
 struct TrainResult {
-  int best_epoch = 0;        // highest validation accuracy (ties: lower validation loss)
-  double val_accuracy = 0;   // at best_epoch
-  double test_accuracy = 0;  // at best_epoch
+  /// The epoch whose parameters the model keeps: highest validation accuracy (ties: lower
+  /// validation loss); the last epoch when there are no validation nodes.
+  int best_epoch = 0;
+  /// At best_epoch; NaN when there are no validation nodes.
+  double val_accuracy = 0;
+  double test_accuracy = 0;
   double final_train_loss = 0;
-  double preprocess_time_s = 0;  // graph symmetrisation / normalisation, feature normalisation
+  double preprocess_time_s = 0;  // graph normalisation, feature preparation, set-up
   double train_time_s = 0;       // all epochs, evaluation included
   double epoch_time_median_s = 0;
   int world_size = 1;
-  // Medians over the epochs of the EpochStats fields of the same names (distributed runs).
+  /// Medians over the epochs of the EpochStats fields of the same names.
   std::int64_t exchange_bytes_per_epoch = 0;
   double exchange_time_s = 0;
   double exchange_exposed_s = 0;
@@ -59,124 +122,127 @@ struct TrainResult {
   /// aggregation of owned rows (0 without overlap or without exchange).
   double exchange_hidden_fraction = 0;
   double allreduce_time_s = 0;
+  /// Mini-batch runs.
+  std::int64_t batches_per_epoch = 0;
+  std::size_t sampler_envelope_bytes = 0;  // allocated once, every pipeline slot
+  std::size_t sampler_peak_bytes = 0;      // the most one batch used
+  double host_syncs_per_batch = 0;
+  std::int64_t sampling_bytes_per_epoch = 0;
+  std::int64_t feature_bytes_per_epoch = 0;
+  /// cache hits / remote rows over all epochs (0 without remote rows).
+  double cache_hit_rate = 0;
+  double fetch_time_s = 0;  // median per epoch
+  double batch_wait_s = 0;  // median per epoch: fetch and sampling time not hidden
   std::vector<EpochStats> history;
 };
 
 using EpochCallback = std::function<void(const EpochStats&)>;
 
-/// The inputs of a full-graph model: the graph prepared for its layers (GCN: symmetric
-/// D^-1/2 (A + I) D^-1/2; SAGE: symmetric, no self-loops, unweighted) and the features
-/// (prepare_features), on res's device. `data` is host data; the preparation always runs on
-/// the host (a CPU Resources with res's thread count), and for a CUDA `res` the result is then
-/// uploaded once (synchronously).
-struct FullGraphInputs {
-  kernels::CsrMatrix<kernels::NodeId, float> graph;
-  kernels::FeatureMatrix<float> features;
+/// One rank's part of the training graph and the communicator of the ranks: what a Trainer
+/// trains on. One process is the one-part case over a SelfComm.
+struct Shard {
+  /// The Trainer takes the part's features (FeatureStore): a shard trains once.
+  partition::Part part;
+  std::int64_t num_features = 0;
+  Comm* comm = nullptr;
+  std::unique_ptr<Comm> own_comm;  // when the shard made its communicator (local_shard)
+  std::string dataset;
 };
-FullGraphInputs prepare_full_graph(const kernels::Resources& res, const datasets::Dataset& data,
-                                   nn::ModelKind kind, bool normalize_features);
 
-/// A CPU Resources with res's thread count: where host-only steps (datasets::, preprocessing)
-/// of a run on res's device take place.
+/// The whole of `ds` as the one part of a one-part partition, over a SelfComm. Moves `ds`'s
+/// features, labels and splits (partition::make_local_part). Host tensors.
+Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds);
+
+/// Part comm.rank() of the partition in `dir`, checked against the other ranks: one all-reduce
+/// that fails on every rank unless all opened the same meta.json (its checksum). Collective.
+/// halo::IoError when the partition has not comm.size() parts or a part is missing or damaged.
+Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir);
+
+/// A CPU Resources with res's thread count: where host-only steps (datasets::, preprocessing,
+/// set-up) of a run on res's device take place.
 kernels::Resources host_resources(const kernels::Resources& res);
 
-/// A deep copy of `x` (dense or sparse) on res's device; synchronous.
-kernels::FeatureMatrix<float> features_to(const kernels::Resources& res,
-                                          const kernels::FeatureMatrix<float>& x);
-
-/// A dataset's labels and split node ids on one device: what the losses and the accuracies
-/// read. Uploaded once per run.
-struct Targets {
-  kernels::Tensor<std::int32_t> labels;
-  kernels::Tensor<kernels::NodeId> train_idx, val_idx, test_idx;
-};
-/// Copies `data`'s labels and splits (host tensors) to res's device; synchronous.
-Targets upload_targets(const kernels::Resources& res, const datasets::Dataset& data);
-
-/// A copy of `features`, sparse rows divided by their L1 norm when `normalize` (dense ones are
-/// used as given): what every trainer feeds its first layer.
+/// A copy of `features` on res's device, sparse rows divided by their L1 norm when `normalize`
+/// (dense ones are used as given): what the first layer reads.
 kernels::FeatureMatrix<float> prepare_features(const kernels::Resources& res,
                                                const kernels::FeatureMatrix<float>& features,
                                                bool normalize);
 
-/// halo::LogicError unless `model` was built for `data` (features, classes) on res's device.
-void check_model(const kernels::Resources& res, nn::Model<float>& model,
-                 const datasets::Dataset& data);
+/// The model `config.model` describes for data of `in_features` and `num_classes`.
+nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_features,
+                            std::int32_t num_classes, const TrainConfig& config);
 
-/// Adam with the config's learning rate and weight decay (PyTorch defaults otherwise).
-kernels::AdamConfig adam_config(const TrainConfig& config);
+class BatchSource;
+class FeatureStore;
+class HaloExchange;
 
-/// A training set-up that run_epochs drives: one process (FullGraphTrainer) or one rank of
-/// several (DistributedTrainer, runtime/distributed.hpp).
-class EpochTrainer {
+/// Trains `model` on `shard` with the parts `config` chooses:
+///   - graph: the shard's HaloExchange (a local product in one process);
+///   - batches: the full graph, or sampled blocks (FullGraphBatches / SampledBatches);
+///   - features: a FeatureStore of the owned rows (and remote ones, cached or fetched);
+///   - task: node classification (mean NLL over the batch's seeds, accuracy per split);
+///   - sync: none in one process, the gradients summed over the ranks otherwise;
+///   - optimizer: Adam (PyTorch semantics).
+/// Every rank computes what one process computes on the whole graph, up to the order of
+/// floating-point sums: the loss of a step is divided by its seeds over all ranks, dropout and
+/// sampling are keyed by original node ids. Collective over shard.comm for P > 1. Keeps
+/// references to its arguments. On a CUDA `res` (model built on it) the data are uploaded once
+/// and the steps run on the device; the gradients travel over NCCL when the build has it.
+class Trainer {
  public:
-  virtual ~EpochTrainer() = default;
-  /// Forward (dropout on), loss on the training nodes, backward, one optimizer step. Returns
-  /// the loss (over every rank's training nodes).
-  virtual double train_epoch(std::uint64_t epoch) = 0;
+  Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
+          nn::Model<float>& model);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Called after every optimizer step with the 0-based batch index of the epoch.
+  using StepCallback = std::function<void(std::int64_t batch)>;
+  /// One epoch of steps; fills s's loss, time and communication fields. halo::Error when the
+  /// loss stops being finite (the run diverged).
+  void train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step = {});
   struct Evaluation {
     double train_accuracy = 0, val_loss = 0, val_accuracy = 0, test_accuracy = 0;
   };
-  /// A forward pass without dropout, scored on every split.
-  virtual Evaluation evaluate() = 0;
-  /// Adds the communication counters of the last train_epoch to `s` (nothing in one process).
-  virtual void add_comm_stats(EpochStats& s) { (void)s; }
-  /// Seconds the set-up spent preparing the graph and features (TrainResult::preprocess_time_s).
-  virtual double preprocess_time_s() const { return 0; }
-};
+  /// A full-graph forward pass without dropout, scored on every split (collective).
+  Evaluation evaluate();
+  /// config.epochs epochs, each followed by evaluate(); leaves the best epoch's parameters in
+  /// the model (see TrainResult::best_epoch).
+  TrainResult run(const EpochCallback& on_epoch = {}, const StepCallback& on_step = {});
 
-/// Accuracy on every split and the validation loss of full-graph logits (one row per node).
-/// logits and `targets` live on res's device; reads four scalars back (synchronises).
-EpochTrainer::Evaluation score_splits(const kernels::Resources& res,
-                                      const kernels::Tensor<float>& logits, const Targets& targets);
-/// The same with the dataset's own (host) tensors: for a CPU `res` only.
-EpochTrainer::Evaluation score_splits(const kernels::Resources& res,
-                                      const kernels::Tensor<float>& logits,
-                                      const datasets::Dataset& data);
-
-/// Runs `epochs` epochs of `trainer` (each: train_epoch timed, then evaluate), calling
-/// `on_epoch` after every epoch, and leaves the parameters of the best validation epoch in
-/// `model`. The best parameters are kept on the model's device (stream-ordered copies on res's
-/// stream, no host round-trip); `res` is the Resources the model's parameters live on.
-TrainResult run_epochs(const kernels::Resources& res, EpochTrainer& trainer, int epochs,
-                       nn::Model<float>& model, const EpochCallback& on_epoch = {});
-
-/// One full-graph training set-up: prepared inputs, model, Adam. `train_full_graph` drives it;
-/// benchmarks and embedding programs can call the steps directly. Keeps a reference to `model`,
-/// which must outlive it (what it needs of `data` it copies). On a CUDA `res` (`model` built on
-/// it): the graph, features, labels and splits are prepared on the host and uploaded once; an epoch
-/// then runs on the device and reads back only the loss (train_epoch) or the four scores
-/// (evaluate).
-class FullGraphTrainer final : public EpochTrainer {
- public:
-  FullGraphTrainer(const kernels::Resources& res, const datasets::Dataset& data,
-                   const TrainConfig& config, nn::Model<float>& model);
-  double train_epoch(std::uint64_t epoch) override;
-  Evaluation evaluate() override;
-  double preprocess_time_s() const override { return m_preprocess_time_s; }
+  std::int64_t batches_per_epoch() const;
+  double preprocess_time_s() const { return m_preprocess_time_s; }
 
  private:
   const kernels::Resources& m_res;
+  Shard& m_shard;
   TrainConfig m_config;
   nn::Model<float>& m_model;
-  double m_preprocess_time_s = 0;  // set while m_inputs is built: declared before it
-  FullGraphInputs m_inputs;
-  Targets m_targets;
+  std::vector<nn::Parameter<float>*> m_params;
+  double m_preprocess_time_s = 0;
+  std::unique_ptr<Comm> m_nccl;  // GPU ranks: gradients and halo rows device to device
+  Comm* m_data_comm = nullptr;
+  std::unique_ptr<HaloExchange> m_graph;
+  std::unique_ptr<FeatureStore> m_features;
+  std::unique_ptr<BatchSource> m_batches;
+  struct Targets;
+  std::unique_ptr<Targets> m_targets;
   nn::Adam<float> m_optimizer;
   kernels::Tensor<float> m_dlogits;
+  kernels::Tensor<float> m_grad_flat;  // the gradient all-reduce's flat buffer
+  std::vector<float> m_grad_host;
 };
 
-/// Trains `model` (built for `data`) for config.epochs with Adam, calling `on_epoch` after every
-/// epoch, and leaves the parameters of the best validation epoch in the model.
-TrainResult train_full_graph(const kernels::Resources& res, const datasets::Dataset& data,
-                             const TrainConfig& config, nn::Model<float>& model,
-                             const EpochCallback& on_epoch = {});
+/// A trained model and what its run measured.
+struct TrainRun {
+  nn::Model<float> model;
+  TrainResult result;
+};
 
-/// Builds the model `config.model` describes for `data` (in_features, num_classes filled in).
-nn::Model<float> make_model(const kernels::Resources& res, const datasets::Dataset& data,
-                            const TrainConfig& config);
-nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_features,
-                            std::int32_t num_classes, const TrainConfig& config);
+/// Builds the model for `shard`, trains it with a Trainer and returns it with the parameters
+/// of the best epoch. Collective over shard.comm.
+TrainRun train(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
+               const EpochCallback& on_epoch = {}, const Trainer::StepCallback& on_step = {});
 
 /// The process's peak resident set size so far, in bytes.
 std::int64_t peak_host_memory_bytes();

@@ -10,6 +10,7 @@
 #include <halo/kernels/rng.hpp>
 #include <halo/kernels/scan.hpp>
 #include <halo/sampler/detail/device_sizes_body.hpp>
+#include <halo/sampler/detail/run.hpp>
 #include <halo/sampler/detail/sampler_cuda.hpp>
 #include <halo/sampler/envelope.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
@@ -23,19 +24,7 @@ using kernels::NodeId;
 using kernels::Span;
 namespace rng = kernels::rng;
 
-/// Below this many indices a loop runs on the calling thread: a parallel region costs
-/// microseconds, far more on an oversubscribed machine, than a few thousand ids take.
-constexpr std::int64_t kMinParallel = 4096;
-
-/// kernels::launch, except that short CPU loops skip the parallel region.
-template <class Body>
-void run(const kernels::Resources& res, std::int64_t n, const Body& body) {
-  if (res.device() == kernels::Device::Cpu && n < kMinParallel) {
-    for (std::int64_t i = 0; i < n; ++i) body(i);
-    return;
-  }
-  kernels::launch(res, n, body);
-}
+using detail::run;
 
 void check_graph(const datasets::Graph& g) {
   HALO_EXPECTS(g.device() == kernels::Device::Cpu,
@@ -107,9 +96,30 @@ NeighborSampler::NeighborSampler(const kernels::Resources& res, const datasets::
 #endif
   check_graph(graph);
   m_graph = graph.view();
-  const DegreeStats stats = degree_stats(m_graph);
+  m_local = std::make_unique<LocalNeighbors>(m_graph);
+  m_source = m_local.get();
+  allocate(res, m_local->stats(), batch_size);
+  if (m_device == kernels::Device::Cpu) return;
+  m_pipeline->graph = graph.copy_to(res, m_device);
+  m_graph = m_pipeline->graph.view();
+  init_pipeline(res);
+}
+
+NeighborSampler::NeighborSampler(const kernels::Resources& res, NeighborSource& source,
+                                 std::int64_t batch_size, SamplerConfig config)
+    : m_device(res.device()), m_source(&source), m_config(std::move(config)) {
+  HALO_EXPECTS(m_device == kernels::Device::Cpu,
+               "NeighborSampler: a sampler over a NeighborSource runs on the CPU");
+  allocate(res, source.stats(), batch_size);
+}
+
+void NeighborSampler::allocate(const kernels::Resources& res, const DegreeStats& stats,
+                               std::int64_t batch_size) {
+  HALO_EXPECTS(stats.num_nodes <= std::numeric_limits<NodeId>::max(),
+               "NeighborSampler: too many nodes");
   HALO_EXPECTS(stats.max_degree <= std::numeric_limits<NodeId>::max(),
                "NeighborSampler: a row has 2^31 or more entries");
+  m_num_nodes = stats.num_nodes;
   m_envelope = plan_envelope(stats, batch_size, m_config.fanouts, m_config.replace);
   for (const LayerEnvelope& l : m_envelope.layers) {
     // Positions (destinations + edges) are stored as NodeId (see detail::FirstOccurrenceBody).
@@ -144,13 +154,8 @@ NeighborSampler::NeighborSampler(const kernels::Resources& res, const datasets::
   m_scratch = kernels::Tensor<std::int64_t>(res, dev, m_envelope.scratch);
   m_scan = kernels::Tensor<std::int64_t>(res, dev, m_envelope.scan_blocks);
   m_batch.blocks.resize(m_layers.size());
-  if (dev == kernels::Device::Cpu) {
+  if (dev == kernels::Device::Cpu)
     std::fill_n(m_table.data(), m_table.numel(), detail::HashTable::kEmpty);
-    return;
-  }
-  m_pipeline->graph = graph.copy_to(res, dev);
-  m_graph = m_pipeline->graph.view();
-  init_pipeline(res);
 }
 
 void NeighborSampler::init_pipeline(const kernels::Resources& res) {
@@ -173,8 +178,8 @@ void NeighborSampler::init_pipeline(const kernels::Resources& res) {
 }
 
 void detail::use_device_pipeline_on_host(const kernels::Resources& res, NeighborSampler& s) {
-  HALO_EXPECTS(s.m_device == kernels::Device::Cpu && !s.m_pipeline,
-               "use_device_pipeline_on_host: needs a CPU sampler");
+  HALO_EXPECTS(s.m_device == kernels::Device::Cpu && !s.m_pipeline && s.m_local,
+               "use_device_pipeline_on_host: needs a CPU sampler over a graph");
   s.m_pipeline = std::make_unique<NeighborSampler::DevicePipeline>();
   // The host scan's block sums must cover the bounds, which they do: scan_blocks is sized
   // from the largest layer bound.
@@ -202,7 +207,7 @@ const MiniBatch& NeighborSampler::sample(const kernels::Resources& res, Span<con
   }
   m_host_syncs = 0;
   for (std::int64_t i = 0; i < seeds.size; ++i)
-    HALO_EXPECTS(seeds[i] >= 0 && seeds[i] < m_graph.num_rows,
+    HALO_EXPECTS(seeds[i] >= 0 && seeds[i] < m_num_nodes,
                  "NeighborSampler::sample: seed " + std::to_string(seeds[i]) + " out of range");
   // memmove: the seeds may be views of this sampler's own buffers (a previous batch's ids).
   if (seeds.size > 0)
@@ -237,16 +242,16 @@ void NeighborSampler::sample_hop(const kernels::Resources& res, Span<const NodeI
   // count -> scan -> fill
   std::int64_t* indptr = buf.indptr.data();
   indptr[0] = 0;
-  run(res, num_dst, detail::CountBody{m_graph, dst, fanout, replace, indptr + 1});
+  m_source->count(res, dst, fanout, replace, indptr + 1);
   kernels::inclusive_scan(res, indptr + 1, num_dst, m_scan.data(), detail::kScanBlock);
   const std::int64_t num_edges = indptr[num_dst];
   HALO_ASSERT(num_edges <= bound.num_edges, 1);  // before anything writes the edges
   NodeId* sampled = buf.indices.data();
-  run(res, num_dst, detail::FillBody{m_graph, dst, fanout, replace, hop_key, indptr, sampled});
+  m_source->fill(res, dst, fanout, replace, hop_key, indptr, sampled);
 
   // unique + relabel: first positions in the table, first occurrences scanned into local ids
   const std::int64_t slots =
-      detail::table_slots_for(std::min(m_graph.num_rows, num_dst + num_edges));
+      detail::table_slots_for(std::min(m_num_nodes, num_dst + num_edges));
   HALO_ASSERT(slots <= m_table.numel(), 1);
   m_used.table_slots = std::max(m_used.table_slots, slots);
   const detail::HashTable table{m_table.data(), static_cast<std::uint64_t>(slots - 1)};

@@ -10,6 +10,7 @@
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/tensor.hpp>
 #include <halo/kernels/views.hpp>
+#include <halo/sampler/neighbor_source.hpp>
 #include <halo/sampler/sampler_types.hpp>
 
 namespace halo::sampler {
@@ -70,6 +71,13 @@ class NeighborSampler {
   /// (see plan_envelope), or a layer's bound of destinations + edges reaches 2^31.
   NeighborSampler(const kernels::Resources& res, const datasets::Graph& graph,
                   std::int64_t batch_size, SamplerConfig config);
+  /// A CPU sampler whose hops read `source` (which must outlive it): the same count -> scan ->
+  /// fill -> relabel pipeline and envelope (planned from source.stats()), the rows coming from
+  /// wherever the source keeps them (another rank's, for runtime::RemoteNeighbors). When the
+  /// source is collective, so is sample(). halo::LogicError on a CUDA `res` (the device
+  /// pipeline reads a local graph) and as for the graph constructor.
+  NeighborSampler(const kernels::Resources& res, NeighborSource& source, std::int64_t batch_size,
+                  SamplerConfig config);
   ~NeighborSampler();
   NeighborSampler(NeighborSampler&&) noexcept;
   NeighborSampler& operator=(NeighborSampler&&) noexcept;
@@ -136,9 +144,17 @@ class NeighborSampler {
   void sample_hop_device(const kernels::Resources& res, const kernels::NodeId* dst,
                          std::uint64_t hop_key, std::size_t l);
 
+  /// Plans the envelope from `stats` and allocates every buffer (both constructors).
+  void allocate(const kernels::Resources& res, const DegreeStats& stats, std::int64_t batch_size);
+
   kernels::Device m_device = kernels::Device::Cpu;
-  /// The host graph on the CPU; the sampler's device copy on CUDA.
+  /// The host graph of the graph constructor (the sampler's device copy on CUDA); empty with a
+  /// NeighborSource.
   kernels::CsrView<kernels::NodeId, float> m_graph;
+  std::int64_t m_num_nodes = 0;
+  /// Where the CPU pipeline's hops read rows: m_local (the graph constructor) or the caller's.
+  std::unique_ptr<LocalNeighbors> m_local;
+  NeighborSource* m_source = nullptr;
   SamplerConfig m_config;
   SamplerEnvelope m_envelope;
   SamplerEnvelope m_used;  // this batch's sizes; preallocated like everything else

@@ -53,8 +53,8 @@ struct CountBody {
 /// Writes the global ids of the neighbours destination dst[i] draws to out[offsets[i] ..
 /// offsets[i + 1]). Every draw of node v is keyed by (hop_key, v) only, so a node samples the
 /// same neighbours wherever it sits in the batch and whichever thread runs it. When the rows
-/// are a part of a graph (a rank's owned rows, dst[i] a local row), key_ids[i] is the node's
-/// global id that keys its draws.
+/// are a part of a graph (a rank's owned rows, dst[i] a local row), row_keys[dst[i]] is the
+/// node's global (original) id that keys its draws.
 struct FillBody {
   kernels::CsrView<NodeId, float> graph;
   kernels::Span<const NodeId> dst;
@@ -63,7 +63,7 @@ struct FillBody {
   std::uint64_t hop_key;
   const std::int64_t* offsets;
   NodeId* out;
-  const NodeId* key_ids = nullptr;
+  const NodeId* row_keys = nullptr;
   const std::int64_t* sizes = nullptr;  // see CountBody
   HALO_HD void operator()(std::int64_t i) const {
     if (sizes != nullptr && i >= sizes[0]) return;
@@ -72,7 +72,7 @@ struct FillBody {
     const std::int64_t d = graph.degree(v);
     const std::int64_t k = offsets[i + 1] - offsets[i];
     NodeId* o = out + offsets[i];
-    const NodeId id = key_ids != nullptr ? key_ids[i] : v;
+    const NodeId id = row_keys != nullptr ? row_keys[v] : v;
     const std::uint64_t key = kernels::rng::key(hop_key, static_cast<std::uint64_t>(id));
     if (fanout >= 0 && replace) {
       for (std::int64_t j = 0; j < k; ++j) o[j] = row[below_keyed(key, j, d)];

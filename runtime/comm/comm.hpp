@@ -20,9 +20,11 @@ struct Request {
   bool active = false;
 };
 
-/// A group of processes (ranks 0 .. size-1) that exchange bytes. All calls are made by one
-/// thread per process; collectives must be called by every rank in the same order. Failures
-/// throw halo::CommError naming the call and the reason.
+/// A group of processes (ranks 0 .. size-1) that exchange bytes. All calls on one communicator
+/// are made by one thread at a time; collectives must be called by every rank in the same
+/// order. Messages of any size (above 2 GiB too) are allowed; calls on host memory allocate
+/// nothing after the first call with as many peers. Failures throw halo::CommError naming the
+/// call and the reason.
 class Comm {
  public:
   virtual ~Comm() = default;
@@ -46,8 +48,23 @@ class Comm {
   /// vectors have size() entries; recv_counts must be what the peers send (see alltoall).
   virtual void alltoallv(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
                          const std::vector<std::size_t>& recv_counts) = 0;
-  /// One value to each rank: recv[j] = what rank j passed as its send[rank()].
-  virtual std::vector<std::int64_t> alltoall(const std::vector<std::int64_t>& send) = 0;
+  /// One value to each rank: recv[j] = what rank j passed as its send[rank()]. Both spans have
+  /// size() entries (host memory, whatever memory_device() says); allocates nothing.
+  virtual void alltoall(kernels::Span<const std::int64_t> send, kernels::Span<std::int64_t> recv) = 0;
+  /// The same, returning a new vector.
+  std::vector<std::int64_t> alltoall(const std::vector<std::int64_t>& send) {
+    std::vector<std::int64_t> recv(send.size());
+    alltoall(kernels::Span<const std::int64_t>(send.data(), static_cast<std::int64_t>(send.size())),
+             kernels::Span<std::int64_t>(recv.data(), static_cast<std::int64_t>(recv.size())));
+    return recv;
+  }
+  /// A communicator over the same ranks whose messages never match this one's: for a second
+  /// thread of control (the mini-batch producer), which may then call it concurrently with
+  /// this one where the implementation allows it (MpiComm: MPI_THREAD_MULTIPLE). Collective.
+  /// halo::LogicError where unsupported (NcclComm).
+  virtual std::unique_ptr<Comm> duplicate() = 0;
+  /// Whether duplicate()'s result may be used by another thread at the same time as this one.
+  virtual bool concurrent_duplicates() const = 0;
   /// Non-blocking transfers of `bytes` bytes to / from `peer` with a matching `tag`. The buffer
   /// must stay valid and unchanged (send) or untouched (receive) until the request completes.
   virtual Request isend(const void* data, std::size_t bytes, int peer, int tag) = 0;
@@ -81,7 +98,10 @@ class SelfComm final : public Comm {
                                     std::vector<std::size_t>& counts) override;
   void alltoallv(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
                  const std::vector<std::size_t>& recv_counts) override;
-  std::vector<std::int64_t> alltoall(const std::vector<std::int64_t>& send) override;
+  void alltoall(kernels::Span<const std::int64_t> send, kernels::Span<std::int64_t> recv) override;
+  using Comm::alltoall;
+  std::unique_ptr<Comm> duplicate() override { return std::make_unique<SelfComm>(); }
+  bool concurrent_duplicates() const override { return true; }
   Request isend(const void* data, std::size_t bytes, int peer, int tag) override;
   Request irecv(void* data, std::size_t bytes, int peer, int tag) override;
   void wait_all(std::vector<Request>& requests) override;
@@ -114,11 +134,21 @@ std::vector<T> alltoallv_lists(Comm& comm, const std::vector<std::vector<T>>& li
   return recv;
 }
 
+/// Options of make_world_comm.
+struct MpiOptions {
+  /// The largest message MPI is given as one count of bytes: MPI takes `int` counts, so larger
+  /// transfers go as one message of a derived datatype (point-to-point, broadcast), in pieces
+  /// (all-reduce), or point to point (all-to-all, all-gather). Tests lower it to exercise
+  /// those paths with small buffers.
+  std::size_t max_message_bytes = 2147483647;
+};
+
 /// The communicator of the processes mpiexec started: initialises MPI on first use
-/// (MPI_Init_thread, MPI_THREAD_FUNNELED: only the calling thread communicates) and returns an
-/// MpiComm over a duplicate of MPI_COMM_WORLD whose errors are returned, not fatal, so that they
-/// become halo::CommError. MPI is finalised at exit. Throws halo::LogicError without MPI.
-std::unique_ptr<Comm> make_world_comm();
+/// (MPI_Init_thread asking for MPI_THREAD_MULTIPLE, so that duplicates can serve a second
+/// thread) and returns an MpiComm over a duplicate of MPI_COMM_WORLD whose errors are
+/// returned, not fatal, so that they become halo::CommError. MPI is finalised at exit. Throws
+/// halo::LogicError without MPI.
+std::unique_ptr<Comm> make_world_comm(const MpiOptions& options = {});
 
 /// The number of processes of the job an MPI launcher (mpiexec) started this process in, 0
 /// when no launcher did; read from the launcher's environment (PMI_SIZE for MPICH's Hydra,

@@ -23,13 +23,6 @@ void check(int rc, const char* call) {
       (std::string(call) + " failed: " + std::string(text, len)).c_str(), "", __FILE__, __LINE__));
 }
 
-int to_int(std::size_t n, const char* call) {
-  if (n > static_cast<std::size_t>(INT_MAX))
-    throw CommError(std::string(call) + ": " + std::to_string(n) +
-                    " bytes in one message, more than MPI's int count allows (2^31 - 1)");
-  return static_cast<int>(n);
-}
-
 MPI_Request to_mpi(const Request& r) {
   MPI_Request m;
   std::memcpy(&m, &r.handle, sizeof m);
@@ -52,13 +45,56 @@ void finalize_at_exit() {
   if (!finalized) MPI_Finalize();
 }
 
+/// `bytes` bytes as MPI sees them: `count` elements of `type`. Up to the limit that is bytes x
+/// MPI_BYTE; above it, one element of a derived type (q chunks of `limit` bytes, then the
+/// remainder), which MPI's int counts can describe whatever the size. The type is freed when
+/// the object dies; MPI keeps it alive for the operations already started with it.
+class Bytes {
+ public:
+  Bytes(std::size_t bytes, std::size_t limit) {
+    if (bytes <= limit) {
+      m_count = static_cast<int>(bytes);
+      return;
+    }
+    const std::size_t q = bytes / limit, r = bytes % limit;
+    if (q > static_cast<std::size_t>(INT_MAX))
+      throw CommError("message of " + std::to_string(bytes) + " bytes: too large for MPI");
+    MPI_Datatype chunk = MPI_DATATYPE_NULL;
+    check(MPI_Type_contiguous(static_cast<int>(limit), MPI_BYTE, &chunk), "MPI_Type_contiguous");
+    int lengths[2] = {static_cast<int>(q), static_cast<int>(r)};
+    MPI_Aint displacements[2] = {0, static_cast<MPI_Aint>(q * limit)};
+    MPI_Datatype types[2] = {chunk, MPI_BYTE};
+    check(MPI_Type_create_struct(r > 0 ? 2 : 1, lengths, displacements, types, &m_type),
+          "MPI_Type_create_struct");
+    check(MPI_Type_commit(&m_type), "MPI_Type_commit");
+    MPI_Type_free(&chunk);
+    m_count = 1;
+  }
+  ~Bytes() {
+    if (m_type != MPI_BYTE) MPI_Type_free(&m_type);
+  }
+  Bytes(const Bytes&) = delete;
+  Bytes& operator=(const Bytes&) = delete;
+  int count() const { return m_count; }
+  MPI_Datatype type() const { return m_type; }
+
+ private:
+  int m_count = 0;
+  MPI_Datatype m_type = MPI_BYTE;
+};
+
 class MpiComm final : public Comm {
  public:
-  MpiComm() {
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &m_comm), "MPI_Comm_dup");
+  MpiComm(MPI_Comm parent, std::size_t max_message_bytes) : m_limit(max_message_bytes) {
+    HALO_EXPECTS(m_limit >= 8 && m_limit <= static_cast<std::size_t>(INT_MAX),
+                 "MpiComm: max_message_bytes must be in [8, 2^31 - 1]");
+    check(MPI_Comm_dup(parent, &m_comm), "MPI_Comm_dup");
     check(MPI_Comm_set_errhandler(m_comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(m_comm, &m_rank), "MPI_Comm_rank");
     check(MPI_Comm_size(m_comm, &m_size), "MPI_Comm_size");
+    const auto p = static_cast<std::size_t>(m_size);
+    for (auto* v : {&m_sc, &m_sd, &m_rc, &m_rd}) v->resize(p);
+    m_peer_requests.reserve(2 * p);
   }
   ~MpiComm() override {
     int finalized = 0;
@@ -73,16 +109,17 @@ class MpiComm final : public Comm {
   kernels::Device memory_device() const override { return kernels::Device::Cpu; }
   void barrier() override { check(MPI_Barrier(m_comm), "MPI_Barrier"); }
   void broadcast(void* data, std::size_t bytes, int root) override {
-    check(MPI_Bcast(data, to_int(bytes, "MPI_Bcast"), MPI_BYTE, root, m_comm), "MPI_Bcast");
+    const Bytes b(bytes, m_limit);
+    check(MPI_Bcast(data, b.count(), b.type(), root, m_comm), "MPI_Bcast");
   }
   void allreduce(kernels::Span<double> d, ReduceOp op) override {
-    reduce(d.data, d.size, MPI_DOUBLE, op);
+    reduce(d.data, d.size, sizeof(double), MPI_DOUBLE, op);
   }
   void allreduce(kernels::Span<float> d, ReduceOp op) override {
-    reduce(d.data, d.size, MPI_FLOAT, op);
+    reduce(d.data, d.size, sizeof(float), MPI_FLOAT, op);
   }
   void allreduce(kernels::Span<std::int64_t> d, ReduceOp op) override {
-    reduce(d.data, d.size, MPI_INT64_T, op);
+    reduce(d.data, d.size, sizeof(std::int64_t), MPI_INT64_T, op);
   }
 
   std::vector<std::byte> allgatherv(const void* data, std::size_t bytes,
@@ -92,12 +129,23 @@ class MpiComm final : public Comm {
     check(MPI_Allgather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, m_comm),
           "MPI_Allgather");
     counts.assign(all.begin(), all.end());
-    std::vector<int> c, displs;
-    counts_and_displacements(counts, c, displs, "MPI_Allgatherv");
     std::vector<std::byte> out(std::accumulate(counts.begin(), counts.end(), std::size_t{0}));
-    check(MPI_Allgatherv(data, to_int(bytes, "MPI_Allgatherv"), MPI_BYTE, out.data(), c.data(),
-                         displs.data(), MPI_BYTE, m_comm),
-          "MPI_Allgatherv");
+    if (fits(counts)) {
+      displacements(counts, m_rc, m_rd);
+      check(MPI_Allgatherv(data, static_cast<int>(bytes), MPI_BYTE, out.data(), m_rc.data(),
+                           m_rd.data(), MPI_BYTE, m_comm),
+            "MPI_Allgatherv");
+      return out;
+    }
+    // Past MPI's int counts: every rank's block from its owner, point to point.
+    std::size_t at = 0;
+    m_peer_requests.clear();
+    for (int j = 0; j < m_size; ++j) {
+      post_recv(out.data() + at, counts[static_cast<std::size_t>(j)], j);
+      at += counts[static_cast<std::size_t>(j)];
+    }
+    for (int j = 0; j < m_size; ++j) post_send(data, bytes, j);
+    finish_peers("MPI_Allgatherv");
     return out;
   }
 
@@ -106,95 +154,170 @@ class MpiComm final : public Comm {
     HALO_EXPECTS(send_counts.size() == static_cast<std::size_t>(m_size) &&
                      recv_counts.size() == static_cast<std::size_t>(m_size),
                  "alltoallv: one count per rank expected");
-    std::vector<int> sc, sd, rc, rd;
-    counts_and_displacements(send_counts, sc, sd, "MPI_Alltoallv");
-    counts_and_displacements(recv_counts, rc, rd, "MPI_Alltoallv");
-    check(MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE,
-                        m_comm),
-          "MPI_Alltoallv");
+    if (fits(send_counts) && fits(recv_counts)) {
+      displacements(send_counts, m_sc, m_sd);
+      displacements(recv_counts, m_rc, m_rd);
+      check(MPI_Alltoallv(send, m_sc.data(), m_sd.data(), MPI_BYTE, recv, m_rc.data(),
+                          m_rd.data(), MPI_BYTE, m_comm),
+            "MPI_Alltoallv");
+      return;
+    }
+    // Past MPI's int counts or displacements: one message per pair, of any size.
+    m_peer_requests.clear();
+    std::size_t at = 0;
+    for (int j = 0; j < m_size; ++j) {
+      post_recv(static_cast<std::byte*>(recv) + at, recv_counts[static_cast<std::size_t>(j)], j);
+      at += recv_counts[static_cast<std::size_t>(j)];
+    }
+    at = 0;
+    for (int j = 0; j < m_size; ++j) {
+      post_send(static_cast<const std::byte*>(send) + at, send_counts[static_cast<std::size_t>(j)],
+                j);
+      at += send_counts[static_cast<std::size_t>(j)];
+    }
+    finish_peers("MPI_Alltoallv");
   }
 
-  std::vector<std::int64_t> alltoall(const std::vector<std::int64_t>& send) override {
-    HALO_EXPECTS(send.size() == static_cast<std::size_t>(m_size),
+  void alltoall(kernels::Span<const std::int64_t> send, kernels::Span<std::int64_t> recv) override {
+    HALO_EXPECTS(send.size == m_size && recv.size == m_size,
                  "alltoall: one value per rank expected");
-    std::vector<std::int64_t> recv(send.size());
-    check(MPI_Alltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, m_comm),
+    check(MPI_Alltoall(send.data, 1, MPI_INT64_T, recv.data, 1, MPI_INT64_T, m_comm),
           "MPI_Alltoall");
-    return recv;
+  }
+  using Comm::alltoall;
+
+  std::unique_ptr<Comm> duplicate() override { return std::make_unique<MpiComm>(m_comm, m_limit); }
+  bool concurrent_duplicates() const override {
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    return level == MPI_THREAD_MULTIPLE;
   }
 
   Request isend(const void* data, std::size_t bytes, int peer, int tag) override {
+    const Bytes b(bytes, m_limit);
     MPI_Request r;
-    check(MPI_Isend(data, to_int(bytes, "MPI_Isend"), MPI_BYTE, peer, tag, m_comm, &r),
-          "MPI_Isend");
+    check(MPI_Isend(data, b.count(), b.type(), peer, tag, m_comm, &r), "MPI_Isend");
     return from_mpi(r);
   }
   Request irecv(void* data, std::size_t bytes, int peer, int tag) override {
+    const Bytes b(bytes, m_limit);
     MPI_Request r;
-    check(MPI_Irecv(data, to_int(bytes, "MPI_Irecv"), MPI_BYTE, peer, tag, m_comm, &r),
-          "MPI_Irecv");
+    check(MPI_Irecv(data, b.count(), b.type(), peer, tag, m_comm, &r), "MPI_Irecv");
     return from_mpi(r);
   }
   void wait_all(std::vector<Request>& requests) override {
-    std::vector<MPI_Request> m = pending(requests);
-    if (!m.empty())
-      check(MPI_Waitall(static_cast<int>(m.size()), m.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    pending(requests);
+    if (!m_pending.empty())
+      check(MPI_Waitall(static_cast<int>(m_pending.size()), m_pending.data(), MPI_STATUSES_IGNORE),
+            "MPI_Waitall");
     for (Request& r : requests) r.active = false;
   }
   bool test_all(std::vector<Request>& requests) override {
-    std::vector<MPI_Request> m = pending(requests);
+    pending(requests);
     int done = 1;
-    if (!m.empty())
-      check(MPI_Testall(static_cast<int>(m.size()), m.data(), &done, MPI_STATUSES_IGNORE),
+    if (!m_pending.empty())
+      check(MPI_Testall(static_cast<int>(m_pending.size()), m_pending.data(), &done,
+                        MPI_STATUSES_IGNORE),
             "MPI_Testall");
-    if (!done) return false;
+    if (!done) {
+      // MPI_Testall leaves the requests unchanged when not all have completed.
+      return false;
+    }
     for (Request& r : requests) r.active = false;
     return true;
   }
 
  private:
-  void reduce(void* data, std::int64_t n, MPI_Datatype type, ReduceOp op) {
-    check(MPI_Allreduce(MPI_IN_PLACE, data, to_int(static_cast<std::size_t>(n), "MPI_Allreduce"),
-                        type, to_mpi(op), m_comm),
-          "MPI_Allreduce");
-  }
-  static void counts_and_displacements(const std::vector<std::size_t>& counts, std::vector<int>& c,
-                                       std::vector<int>& d, const char* call) {
-    std::size_t offset = 0;
-    for (const std::size_t n : counts) {
-      c.push_back(to_int(n, call));
-      d.push_back(to_int(offset, call));
-      offset += n;
+  /// All-reduce in pieces of at most m_limit bytes (MPI counts elements in an int).
+  void reduce(void* data, std::int64_t n, std::size_t size, MPI_Datatype type, ReduceOp op) {
+    const auto per_piece = static_cast<std::int64_t>(m_limit / size);
+    auto* p = static_cast<std::byte*>(data);
+    for (std::int64_t done = 0; done < n;) {
+      const std::int64_t k = std::min(per_piece, n - done);
+      check(MPI_Allreduce(MPI_IN_PLACE, p + done * static_cast<std::int64_t>(size),
+                          static_cast<int>(k), type, to_mpi(op), m_comm),
+            "MPI_Allreduce");
+      done += k;
     }
   }
-  // MPI_Testall needs the requests in one array; a completed MPI request becomes
-  // MPI_REQUEST_NULL, which is how the handles are kept between calls.
-  static std::vector<MPI_Request> pending(std::vector<Request>& requests) {
-    std::vector<MPI_Request> m;
-    m.reserve(requests.size());
-    for (const Request& r : requests) m.push_back(r.active ? to_mpi(r) : MPI_REQUEST_NULL);
-    return m;
+  /// Whether every count and displacement fits MPI_BYTE x int within the limit.
+  bool fits(const std::vector<std::size_t>& counts) const {
+    std::size_t offset = 0;
+    for (const std::size_t n : counts) {
+      if (n > m_limit || offset > m_limit) return false;
+      offset += n;
+    }
+    return offset <= m_limit;
   }
+  static void displacements(const std::vector<std::size_t>& counts, std::vector<int>& c,
+                            std::vector<int>& d) {
+    std::size_t offset = 0;
+    for (std::size_t j = 0; j < counts.size(); ++j) {
+      c[j] = static_cast<int>(counts[j]);
+      d[j] = static_cast<int>(offset);
+      offset += counts[j];
+    }
+  }
+  void post_recv(void* data, std::size_t bytes, int peer) {
+    if (bytes == 0) return;
+    const Bytes b(bytes, m_limit);
+    m_peer_requests.emplace_back();
+    check(MPI_Irecv(data, b.count(), b.type(), peer, kCollectiveTag, m_comm,
+                    &m_peer_requests.back()),
+          "MPI_Irecv");
+  }
+  void post_send(const void* data, std::size_t bytes, int peer) {
+    if (bytes == 0) return;
+    const Bytes b(bytes, m_limit);
+    m_peer_requests.emplace_back();
+    check(MPI_Isend(data, b.count(), b.type(), peer, kCollectiveTag, m_comm,
+                    &m_peer_requests.back()),
+          "MPI_Isend");
+  }
+  void finish_peers(const char* call) {
+    if (!m_peer_requests.empty())
+      check(MPI_Waitall(static_cast<int>(m_peer_requests.size()), m_peer_requests.data(),
+                        MPI_STATUSES_IGNORE),
+            call);
+    m_peer_requests.clear();
+  }
+  // MPI_Testall needs the requests in one array; a completed MPI request becomes
+  // MPI_REQUEST_NULL, which is how the handles are kept between calls. The array is a member,
+  // so waiting allocates only when a call has more requests than any before.
+  void pending(const std::vector<Request>& requests) {
+    m_pending.clear();
+    for (const Request& r : requests) m_pending.push_back(r.active ? to_mpi(r) : MPI_REQUEST_NULL);
+  }
+
+  /// The tag of the point-to-point fallback of the collectives: user tags are small, and a
+  /// collective's messages cannot meet a user's (receives name their tag).
+  static constexpr int kCollectiveTag = 32000;
 
   MPI_Comm m_comm = MPI_COMM_NULL;
   int m_rank = 0;
   int m_size = 1;
+  std::size_t m_limit;
+  std::vector<int> m_sc, m_sd, m_rc, m_rd;  // counts and displacements, one per rank
+  std::vector<MPI_Request> m_pending, m_peer_requests;
 };
 
 }  // namespace
 
-std::unique_ptr<Comm> make_world_comm() {
+std::unique_ptr<Comm> make_world_comm(const MpiOptions& options) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    // MULTIPLE lets a duplicate serve the mini-batch producer thread beside the training
+    // thread; with less, Comm::concurrent_duplicates() says no and the trainer prepares
+    // batches on its own thread.
     int provided = 0;
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
     if (provided < MPI_THREAD_FUNNELED)
       throw CommError("MPI_Init_thread: this MPI provides thread level " +
                       std::to_string(provided) + ", below MPI_THREAD_FUNNELED");
     std::atexit(finalize_at_exit);
   }
-  return std::make_unique<MpiComm>();
+  return std::make_unique<MpiComm>(MPI_COMM_WORLD, options.max_message_bytes);
 }
 
 void abort_world(int exit_code) {

@@ -4,7 +4,7 @@
 
 namespace halo::runtime {
 
-std::unique_ptr<Comm> make_world_comm() {
+std::unique_ptr<Comm> make_world_comm(const MpiOptions&) {
   HALO_FAIL("this Halo was built without MPI (HALO_WITH_MPI=OFF): distributed runs need it");
 }
 

@@ -137,7 +137,7 @@ std::vector<std::byte> NcclComm::allgatherv(const void* data, std::size_t bytes,
   const auto p = static_cast<std::size_t>(m_size);
   // Sizes first (every rank's count to every rank), then the bytes as grouped sends/receives.
   const std::vector<std::int64_t> sizes =
-      alltoall(std::vector<std::int64_t>(p, static_cast<std::int64_t>(bytes)));
+      Comm::alltoall(std::vector<std::int64_t>(p, static_cast<std::int64_t>(bytes)));
   counts.assign(sizes.begin(), sizes.end());
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
   std::vector<std::byte> out(total);
@@ -202,20 +202,23 @@ void NcclComm::alltoallv(const void* send, const std::vector<std::size_t>& send_
   HALO_NCCL_CHECK(ncclGroupEnd());
 }
 
-std::vector<std::int64_t> NcclComm::alltoall(const std::vector<std::int64_t>& send) {
+void NcclComm::alltoall(kernels::Span<const std::int64_t> send, kernels::Span<std::int64_t> recv) {
   const auto p = static_cast<std::size_t>(m_size);
-  HALO_EXPECTS(send.size() == p, "alltoall: one value per rank expected");
+  HALO_EXPECTS(send.size == m_size && recv.size == m_size,
+               "alltoall: one value per rank expected");
   use_device();
   const std::size_t bytes = p * sizeof(std::int64_t);
   kernels::Buffer staged(m_res, kernels::Device::Cuda, 2 * bytes);
   auto* s = static_cast<std::int64_t*>(staged.data());
   std::int64_t* r = s + p;
-  kernels::copy_bytes(m_res, s, kernels::Device::Cuda, send.data(), kernels::Device::Cpu, bytes);
+  kernels::copy_bytes(m_res, s, kernels::Device::Cuda, send.data, kernels::Device::Cpu, bytes);
   alltoallv(s, std::vector<std::size_t>(p, sizeof(std::int64_t)), r,
             std::vector<std::size_t>(p, sizeof(std::int64_t)));
-  std::vector<std::int64_t> out(p);
-  kernels::copy_bytes(m_res, out.data(), kernels::Device::Cpu, r, kernels::Device::Cuda, bytes);
-  return out;
+  kernels::copy_bytes(m_res, recv.data, kernels::Device::Cpu, r, kernels::Device::Cuda, bytes);
+}
+
+std::unique_ptr<Comm> NcclComm::duplicate() {
+  HALO_FAIL("NcclComm::duplicate: not supported (host threads communicate over MPI)");
 }
 
 Request NcclComm::isend(const void* data, std::size_t bytes, int peer, int) {

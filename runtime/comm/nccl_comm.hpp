@@ -65,7 +65,11 @@ class NcclComm final : public Comm {
   void alltoallv(const void* send, const std::vector<std::size_t>& send_counts, void* recv,
                  const std::vector<std::size_t>& recv_counts) override;
   /// Host values in and out, staged through a few bytes of device memory.
-  std::vector<std::int64_t> alltoall(const std::vector<std::int64_t>& send) override;
+  void alltoall(kernels::Span<const std::int64_t> send, kernels::Span<std::int64_t> recv) override;
+  using Comm::alltoall;
+  /// Unsupported (halo::LogicError): host-side threads communicate over MPI.
+  std::unique_ptr<Comm> duplicate() override;
+  bool concurrent_duplicates() const override { return false; }
   Request isend(const void* data, std::size_t bytes, int peer, int tag) override;
   Request irecv(void* data, std::size_t bytes, int peer, int tag) override;
   void wait_all(std::vector<Request>& requests) override;

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,14 +15,14 @@
 
 #include <halo/kernels/log.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/distributed.hpp>
-#include <halo/runtime/minibatch.hpp>
 #include <halo/runtime/trainer.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 
 namespace halo::cli {
 namespace {
+
+namespace fs = std::filesystem;
 
 struct TrainOptions {
   DatasetOptions data;
@@ -41,21 +42,45 @@ struct TrainOptions {
   std::string partitions;
   bool no_overlap = false;
   std::string mode = "full-graph";
-  std::int64_t batch_size = 1024;
-  std::vector<int> fanouts = {25, 10};
-  int prefetch = 1;
-  bool replace = false;
-  double cache_mb = 0;
+  runtime::MiniBatchConfig mb;
+  std::string cache_policy = "degree";
 };
 
-/// Writes `text` to `path` through a temporary name and a rename: never half-written.
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
+/// A usage error found after parsing (it needs the data or the launcher): exit code 2.
+struct UsageError : Error {
+  using Error::Error;
+};
+
+/// Refuses, before any work, an output path that cannot be written: a directory, a missing
+/// parent, a place where a file cannot be created (probed with a file of this process's own).
+void check_output(const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  const fs::path p(path);
+  if (fs::is_directory(p)) throw UsageError(std::string(flag) + ": '" + path + "' is a directory");
+  const fs::path probe = path + ".probe-" + std::to_string(::getpid());
+  std::ofstream out(probe);
+  const bool ok = static_cast<bool>(out);
+  out.close();
+  std::error_code ec;
+  fs::remove(probe, ec);
+  if (!ok) throw UsageError(std::string(flag) + ": cannot create '" + path + "'");
+}
+
+/// Writes `text` to `path` through a temporary name and a rename: never half-written; the
+/// temporary is removed when writing fails (a full disk).
+void write_atomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp-" + std::to_string(::getpid());
+  bool ok = false;
   {
     std::ofstream out(tmp, std::ios::trunc);
-    if (!out || !(out << text) || !out.flush()) throw IoError(tmp.string() + ": cannot write");
+    ok = out && (out << text) && out.flush();
   }
-  std::filesystem::rename(tmp, path);
+  std::error_code ec;
+  if (ok) fs::rename(tmp, path, ec);
+  if (!ok || ec) {
+    fs::remove(tmp, ec);
+    throw IoError(path.string() + ": cannot write");
+  }
 }
 
 /// Progress: one line rewritten in place on a terminal, a plain line every 10 epochs otherwise.
@@ -81,42 +106,49 @@ runtime::TrainConfig train_config(const TrainOptions& o) {
   config.weight_decay = o.weight_decay;
   config.seed = o.seed;
   config.normalize_features = !o.no_normalize;
+  config.overlap = !o.no_overlap;
+  if (o.mode == "mini-batch") {
+    config.mini_batch = o.mb;
+    config.mini_batch->cache_policy = runtime::parse_cache_policy(o.cache_policy);
+  }
   return config;
 }
 
-runtime::MiniBatchConfig mini_batch_config(const TrainOptions& o) {
-  runtime::MiniBatchConfig mb;
-  mb.batch_size = o.batch_size;
-  mb.fanouts = o.fanouts;
-  mb.prefetch = o.prefetch;
-  mb.replace = o.replace;
-  mb.cache_mb = o.cache_mb;
-  return mb;
-}
-
-void print_summary(const runtime::TrainResult& r) {
-  std::printf(
-      "best epoch %d: val accuracy %.4f, test accuracy %.4f; median epoch %.3f ms; "
-      "trained in %.2f s\n",
-      r.best_epoch, r.val_accuracy, r.test_accuracy, r.epoch_time_median_s * 1e3, r.train_time_s);
+/// Threads per rank: --threads, else OMP_NUM_THREADS, else the cores shared by the ranks the
+/// launcher started on this host.
+int rank_threads(int requested) {
+  if (requested > 0) return requested;
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) return 0;  // the OpenMP runtime's choice
+  const int local = std::max(1, runtime::launcher_local_size());
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
 }
 
 /// The Resources of `--device`: the CPU, or a CUDA device (device 0 in one process, the rank's
-/// local GPU when `distributed`; the CPU thread count still applies to the host-side
-/// preprocessing). A clear error when no CUDA device is usable
-/// (no GPU, no driver, a CPU-only build).
-kernels::Resources make_resources(const TrainOptions& o, int threads, bool distributed) {
+/// local GPU with several ranks; the CPU thread count still applies to the host-side work). A
+/// clear error when no CUDA device is usable (no GPU, no driver, a CPU-only build).
+kernels::Resources make_resources(const TrainOptions& o, int ranks) {
+  const int threads = rank_threads(o.threads);
   if (o.device == "cpu") return kernels::Resources(kernels::Device::Cpu, threads);
   if (kernels::cuda_device_count() == 0) throw LogicError("--device cuda: no usable CUDA device");
-  // One process: device 0. Distributed: one GPU per rank, by local rank.
-  const int id = distributed ? runtime::local_cuda_device() : 0;
-  return kernels::Resources(kernels::Device::Cuda, threads, id);
+  return kernels::Resources(kernels::Device::Cuda, threads,
+                            ranks > 1 ? runtime::local_cuda_device() : 0);
 }
 
-nlohmann::json result_json(const TrainOptions& o, const runtime::TrainResult& r,
-                           const kernels::Resources& res) {
+std::string device_name(const kernels::Resources& res) {
+  return res.device() == kernels::Device::Cuda ? "cuda:" + std::to_string(res.cuda_exec().device_id)
+                                               : std::string("cpu");
+}
+
+/// null for NaN (no validation nodes), the value otherwise.
+nlohmann::json number(double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); }
+
+nlohmann::json result_json(const TrainOptions& o, const runtime::Shard& shard,
+                           const runtime::TrainResult& r, const kernels::Resources& res) {
   const bool cuda = res.device() == kernels::Device::Cuda;
-  return {
+  nlohmann::json j = {
+      {"dataset", shard.dataset},
+      {"num_nodes", shard.part.book().num_nodes()},
+      {"training_edges", shard.part.training_edges},
       {"model", o.model},
       {"mode", o.mode},
       {"device", cuda ? "cuda" : "cpu"},
@@ -131,162 +163,113 @@ nlohmann::json result_json(const TrainOptions& o, const runtime::TrainResult& r,
       {"lr", o.lr},
       {"weight_decay", o.weight_decay},
       {"test_accuracy", r.test_accuracy},
-      {"val_accuracy", r.val_accuracy},
+      {"val_accuracy", number(r.val_accuracy)},
       {"best_epoch", r.best_epoch},
       {"final_train_loss", r.final_train_loss},
       {"epoch_time_median_s", r.epoch_time_median_s},
       {"preprocess_time_s", r.preprocess_time_s},
       {"train_time_s", r.train_time_s},
       {"peak_host_memory_bytes", runtime::peak_host_memory_bytes()},
+      {"allreduce_time_s", r.allreduce_time_s},
   };
+  if (!o.partitions.empty()) j["partitions"] = o.partitions;
+  if (o.mode == "mini-batch") {
+    const runtime::MiniBatchConfig& mb = o.mb;
+    j.update({{"batch_size", mb.batch_size},
+              {"fanouts", mb.fanouts},
+              {"replace", mb.replace},
+              {"prefetch", res.device() == kernels::Device::Cpu ? mb.prefetch : 0},
+              {"cache_mb", mb.cache_mb},
+              {"cache_policy", o.cache_policy},
+              {"batches_per_epoch", r.batches_per_epoch},
+              {"sampler_envelope_bytes", r.sampler_envelope_bytes},
+              {"sampler_peak_bytes", r.sampler_peak_bytes},
+              {"host_syncs_per_batch", r.host_syncs_per_batch},
+              {"sampling_bytes_per_epoch", r.sampling_bytes_per_epoch},
+              {"feature_bytes_per_epoch", r.feature_bytes_per_epoch},
+              {"cache_hit_rate", r.cache_hit_rate},
+              {"fetch_time_s", r.fetch_time_s},
+              {"batch_wait_s", r.batch_wait_s}});
+  } else {
+    j.update({{"overlap", !o.no_overlap},
+              {"exchange_bytes_per_epoch", r.exchange_bytes_per_epoch},
+              {"exchange_time_s", r.exchange_time_s},
+              {"exchange_exposed_s", r.exchange_exposed_s},
+              {"compute_time_s", r.compute_time_s},
+              {"exchange_hidden_fraction", r.exchange_hidden_fraction}});
+  }
+  return j;
 }
 
-/// "cpu" or "cuda:ID": for the progress header.
-std::string device_name(const kernels::Resources& res) {
-  return res.device() == kernels::Device::Cuda ? "cuda:" + std::to_string(res.cuda_exec().device_id)
-                                               : std::string("cpu");
+void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
+  std::printf(
+      "best epoch %d: val accuracy %.4f, test accuracy %.4f; median epoch %.3f ms; "
+      "trained in %.2f s\n",
+      r.best_epoch, r.val_accuracy, r.test_accuracy, r.epoch_time_median_s * 1e3, r.train_time_s);
+  if (o.mode == "mini-batch")
+    std::printf(
+        "sampler: envelope %.1f MB allocated once, peak batch %.1f MB; remote rows: %.1f KB "
+        "fetched per epoch, cache hit rate %.0f%%, %.3f ms not hidden\n",
+        static_cast<double>(r.sampler_envelope_bytes) / 1e6,
+        static_cast<double>(r.sampler_peak_bytes) / 1e6,
+        static_cast<double>(r.feature_bytes_per_epoch) / 1e3, r.cache_hit_rate * 100,
+        r.batch_wait_s * 1e3);
+  else if (r.world_size > 1)
+    std::printf(
+        "exchange: %.1f KB per epoch, %.3f ms per rank, %.0f%% hidden; all-reduce %.3f ms\n",
+        static_cast<double>(r.exchange_bytes_per_epoch) / 1e3, r.exchange_time_s * 1e3,
+        r.exchange_hidden_fraction * 100, r.allreduce_time_s * 1e3);
 }
 
 int run_train(const TrainOptions& o) {
-  const kernels::Resources res = make_resources(o, o.threads, /*distributed=*/false);
-  // Datasets are read and generated on the host; the trainers upload what they need.
-  const kernels::Resources host(kernels::Device::Cpu, o.threads);
-  const datasets::Dataset data = load_dataset(host, o.data, o.seed);
+  // The ranks the launcher started (one without a launcher): one per part of --partitions.
+  std::unique_ptr<runtime::Comm> world = std::make_unique<runtime::SelfComm>();
+  if (runtime::launcher_world_size() > 1) {
+    if (o.partitions.empty())
+      throw UsageError(
+          "--partitions: " + std::to_string(runtime::launcher_world_size()) +
+          " ranks were started, which train one part each of a partition (halo partition "
+          "--parts P, then mpiexec -n P halo train --partitions DIR); without it every rank "
+          "would run the same training");
+    world = runtime::make_world_comm();
+    detail::set_error_rank(world->rank());
+    set_log_rank(world->rank());
+  }
+  check_output(o.json, "--json");
+  check_output(o.save_model, "--save-model");
+  const kernels::Resources res = make_resources(o, world->size());
   const runtime::TrainConfig config = train_config(o);
-
-  std::fprintf(
-      stderr,
-      "halo train: %s (%lld nodes, %lld edges, %lld features, %d classes), %s, %s, %d threads\n",
-      data.name.c_str(), static_cast<long long>(data.num_nodes()),
-      static_cast<long long>(data.graph.num_edges()), static_cast<long long>(data.num_features()),
-      data.num_classes, o.model.c_str(), device_name(res).c_str(), res.cpu_exec().num_threads);
-  nn::Model<float> model = runtime::make_model(res, data, config);
-  const bool tty = isatty(fileno(stderr)) != 0;
-  const runtime::EpochCallback progress = [tty](const runtime::EpochStats& s) {
-    print_progress(s, tty);
-  };
-  nlohmann::json extra;
-  runtime::TrainResult r;
-  if (o.mode == "mini-batch") {
-    runtime::MiniBatchTrainer trainer(res, data, config, mini_batch_config(o), model);
-    r = runtime::run_epochs(res, trainer, config.epochs, model, progress);
-    // On a GPU batches are prepared in stream order: one sampler, no prefetching thread.
-    const int prefetch = res.device() == kernels::Device::Cpu ? o.prefetch : 0;
-    extra = {{"batch_size", o.batch_size},
-             {"fanouts", o.fanouts},
-             {"prefetch", prefetch},
-             {"replace", o.replace},
-             {"batches_per_epoch", trainer.batches_per_epoch()},
-             {"sampler_envelope_bytes", trainer.sampler_envelope_bytes()},
-             {"sampler_peak_bytes", trainer.sampler_peak_bytes()},
-             {"host_syncs_per_batch", trainer.host_syncs_per_batch()}};
-    std::printf("sampler: envelope %.1f MB allocated once (%d slots), peak batch %.1f MB\n",
-                static_cast<double>(trainer.sampler_envelope_bytes()) / 1e6, prefetch + 1,
-                static_cast<double>(trainer.sampler_peak_bytes()) / 1e6);
-  } else {
-    r = runtime::train_full_graph(res, data, config, model, progress);
-  }
-
-  print_summary(r);
-  if (!o.save_model.empty()) model.save(res, o.save_model);
-  if (!o.json.empty()) {
-    nlohmann::json j = result_json(o, r, res);
-    j["dataset"] = data.name;
-    j["num_nodes"] = data.num_nodes();
-    j["num_edges"] = data.graph.num_edges();
-    for (const auto& [k, v] : extra.items()) j[k] = v;
-    write_atomically(o.json, j.dump(2) + "\n");
-  }
-  return 0;
-}
-
-/// Threads per rank: --threads, else OMP_NUM_THREADS, else the cores shared by the ranks the
-/// launcher started on this host.
-int rank_threads(int requested) {
-  if (requested > 0) return requested;
-  if (std::getenv("OMP_NUM_THREADS") != nullptr) return 0;  // the OpenMP runtime's choice
-  const int local = std::max(1, runtime::launcher_local_size());
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
-}
-
-/// `--partitions DIR`: one rank per part, under mpiexec (or alone for a one-part partition).
-int run_distributed(const TrainOptions& o) {
-  std::unique_ptr<runtime::Comm> comm;
-  if (runtime::launcher_world_size() > 0)
-    comm = runtime::make_world_comm();
-  else
-    comm = std::make_unique<runtime::SelfComm>();
-  const int rank = comm->rank();
-  if (comm->size() > 1) {
-    detail::set_error_rank(rank);
-    set_log_rank(rank);
-  }
-  const kernels::Resources res = make_resources(o, rank_threads(o.threads), /*distributed=*/true);
-  const runtime::TrainConfig config = train_config(o);
-  const partition::PartitionMeta meta = partition::read_partition_meta(o.partitions);
+  // The data: a dataset in one process, or this rank's part of a partition.
+  runtime::Shard shard =
+      o.partitions.empty()
+          ? runtime::local_shard(res, load_dataset(runtime::host_resources(res), o.data))
+          : runtime::open_shard(res, *world, o.partitions);
+  if (shard.part.all_train.numel() == 0)
+    throw UsageError("dataset '" + shard.dataset + "' has no training nodes (its train split is "
+                     "empty): nothing to train on");
+  const int rank = shard.comm->rank();
   if (rank == 0)
     std::fprintf(stderr,
-                 "halo train: %s partitioned into %d parts (%s), %d ranks, %s, %s, %d threads "
-                 "per rank, overlap %s\n",
-                 meta.dataset.c_str(), meta.book.num_parts(),
-                 std::string(partition::to_string(meta.config.method)).c_str(), comm->size(),
-                 o.model.c_str(), device_name(res).c_str(), res.cpu_exec().num_threads,
-                 o.no_overlap ? "off" : "on");
+                 "halo train: %s (%lld nodes, %lld training edges, %lld features, %d classes), "
+                 "%s, %s, %s, %d rank%s, %d threads\n",
+                 shard.dataset.c_str(), static_cast<long long>(shard.part.book().num_nodes()),
+                 static_cast<long long>(shard.part.training_edges),
+                 static_cast<long long>(shard.num_features), shard.part.num_classes,
+                 o.model.c_str(), o.mode.c_str(), device_name(res).c_str(), shard.comm->size(),
+                 shard.comm->size() > 1 ? "s" : "", res.cpu_exec().num_threads);
   const bool tty = isatty(fileno(stderr)) != 0;
   runtime::EpochCallback progress;
   if (rank == 0) progress = [tty](const runtime::EpochStats& s) { print_progress(s, tty); };
-  runtime::DistributedOptions options;
-  options.overlap = !o.no_overlap;
-  if (o.mode == "mini-batch") options.mini_batch = mini_batch_config(o);
-  runtime::DistributedRun run =
-      runtime::train_distributed(res, *comm, o.partitions, config, options, progress);
+  runtime::TrainRun run = runtime::train(res, shard, config, progress);
   if (rank == 0) {
-    const runtime::TrainResult& r = run.result;
-    print_summary(r);
-    if (o.mode == "mini-batch")  // sampling and feature traffic; overlap is not measured there
-      std::printf("exchange: %.1f KB per epoch\n",
-                  static_cast<double>(r.exchange_bytes_per_epoch) / 1e3);
-    else
-      std::printf(
-          "exchange: %.1f KB per epoch, %.3f ms per rank, %.0f%% hidden; all-reduce %.3f ms\n",
-          static_cast<double>(r.exchange_bytes_per_epoch) / 1e3, r.exchange_time_s * 1e3,
-          r.exchange_hidden_fraction * 100, r.allreduce_time_s * 1e3);
+    print_summary(o, run.result);
     if (!o.save_model.empty()) run.model.save(res, o.save_model);
-    if (!o.json.empty()) {
-      nlohmann::json j = result_json(o, r, res);
-      j["dataset"] = meta.dataset;
-      j["num_nodes"] = meta.num_nodes;
-      j["num_edges"] = meta.num_edges;
-      j["partitions"] = o.partitions;
-      j["partition_method"] = partition::to_string(meta.config.method);
-      j["overlap"] = !o.no_overlap;
-      if (o.mode == "mini-batch") {
-        j["batch_size"] = o.batch_size;
-        j["fanouts"] = o.fanouts;
-        j["cache_mb"] = o.cache_mb;
-      }
-      j["exchange_bytes_per_epoch"] = r.exchange_bytes_per_epoch;
-      j["exchange_time_s"] = r.exchange_time_s;
-      j["exchange_exposed_s"] = r.exchange_exposed_s;
-      j["compute_time_s"] = r.compute_time_s;
-      j["exchange_hidden_fraction"] = r.exchange_hidden_fraction;
-      j["allreduce_time_s"] = r.allreduce_time_s;
-      write_atomically(o.json, j.dump(2) + "\n");
-    }
+    if (!o.json.empty())
+      write_atomically(o.json, result_json(o, shard, run.result, res).dump(2) + "\n");
   }
-  comm->barrier();  // no rank exits (finalising MPI) before rank 0 has written its results
+  shard.comm->barrier();  // no rank exits (finalising MPI) before rank 0 has written its results
   return 0;
 }
-
-/// Rejects a path whose directory does not exist, before any training time is spent.
-const CLI::Validator kWritablePath(
-    [](std::string& path) -> std::string {
-      const auto dir = std::filesystem::path(path).parent_path();
-      if (!dir.empty() && !std::filesystem::is_directory(dir))
-        return "directory '" + dir.string() + "' does not exist";
-      return {};
-    },
-    "PATH", "WritablePath");
 
 }  // namespace
 
@@ -295,7 +278,7 @@ Command add_train_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "train",
       "Train a GNN on a dataset (full graph or mini-batches; CPU or GPU; one process, or one rank "
-      "per partition)");
+      "per part of a partition)");
   add_dataset_options(sub, o->data);
   sub->add_option("--model", o->model, "Model kind")
       ->check(CLI::IsMember({"gcn", "sage"}))
@@ -307,20 +290,23 @@ Command add_train_command(CLI::App& app) {
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
       ->capture_default_str();
   sub->add_option("--dropout", o->dropout, "Dropout probability in [0, 1)")
-      ->check(CLI::Range(0.0f, 0.999f))
+      ->check(finite_range(0.0, 0.999))
       ->capture_default_str();
-  sub->add_option("--lr", o->lr, "Adam learning rate")
-      ->check(CLI::PositiveNumber)
+  sub->add_option("--lr", o->lr, "Adam learning rate (a finite number > 0)")
+      ->check(finite_range(1e-12, 1e6))
       ->capture_default_str();
   sub->add_option("--weight-decay", o->weight_decay, "L2 weight decay (added to the gradient)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_range(0.0, 1e6))
       ->capture_default_str();
   sub->add_option("--epochs", o->epochs, "Training epochs")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  sub->add_option("--seed", o->seed, "Seed of every random choice (init, dropout, synthetic data)")
+  sub->add_option("--seed", o->seed, "Seed of the run's random choices (initialisation, dropout, "
+                                     "sampling, batch order); datasets have their own seeds")
+      ->check(seed_value())
       ->capture_default_str();
-  sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")
+  sub->add_option("--threads", o->threads,
+                  "CPU threads (default: all cores, shared by the ranks started on one host)")
       ->check(CLI::Range(1, 4096));
   sub->add_option("--device", o->device,
                   "cpu, or cuda: train on a GPU (device 0; with --partitions one GPU per rank, "
@@ -329,55 +315,80 @@ Command add_train_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--no-normalize-features", o->no_normalize,
                 "Keep sparse features raw (default: divide each row by its L1 norm)");
-  sub->add_option("--json", o->json, "Write the results as one JSON object to FILE")
-      ->check(kWritablePath);
-  sub->add_option("--save-model", o->save_model, "Save the best model's parameters to FILE")
-      ->check(kWritablePath);
-  sub->add_option("--mode", o->mode,
-                  "full-graph, or mini-batch (sampled blocks; with --partitions: --model sage)")
-      ->check(CLI::IsMember({"full-graph", "mini-batch"}))
-      ->capture_default_str();
-  sub->add_option("--batch-size", o->batch_size, "Mini-batch: training nodes per batch")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
-      ->capture_default_str();
-  sub->add_option("--fanouts", o->fanouts,
-                  "Mini-batch: neighbours sampled per node and layer, input layer first, one per "
-                  "layer (-1 = all), e.g. 25,10")
-      ->delimiter(',')
-      ->check(CLI::Range(-1, 1 << 20))
-      ->capture_default_str();
-  sub->add_option("--prefetch", o->prefetch,
-                  "Mini-batch: batches sampled ahead on a background thread (0 = none)")
-      ->check(CLI::Range(0, 16))
-      ->capture_default_str();
-  sub->add_flag("--replace", o->replace, "Mini-batch: sample neighbours with replacement");
-  sub->add_option("--cache-mb", o->cache_mb,
-                  "Distributed mini-batch: MiB per rank of feature rows of the highest-degree "
-                  "remote nodes, fetched once")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
+  sub->add_option("--json", o->json, "Write the results as one JSON object to FILE");
+  sub->add_option("--save-model", o->save_model, "Save the best model's parameters to FILE");
+  auto* mode = sub->add_option("--mode", o->mode,
+                               "full-graph, or mini-batch (sampled blocks, docs/sampler.md)")
+                   ->check(CLI::IsMember({"full-graph", "mini-batch"}))
+                   ->capture_default_str();
+  (void)mode;
+  runtime::MiniBatchConfig& mb = o->mb;
+  std::vector<CLI::Option*> mini_batch_only = {
+      sub->add_option("--batch-size", mb.batch_size,
+                      "Mini-batch: training nodes per batch (over all ranks)")
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+          ->capture_default_str(),
+      sub->add_option("--fanouts", mb.fanouts,
+                      "Mini-batch: neighbours sampled per node and layer, input layer first, "
+                      "one per layer (-1 = all), e.g. 25,10")
+          ->delimiter(',')
+          ->check(CLI::Range(-1, 1 << 20))
+          ->capture_default_str(),
+      sub->add_option("--prefetch", mb.prefetch,
+                      "Mini-batch: batches prepared ahead by a producer thread (0 = none)")
+          ->check(CLI::Range(0, 16))
+          ->capture_default_str(),
+      sub->add_flag("--replace", mb.replace, "Mini-batch: sample neighbours with replacement"),
+      sub->add_option("--cache-mb", mb.cache_mb,
+                      "Mini-batch with --partitions: MiB per rank of remote feature rows kept "
+                      "(halo nodes, chosen by --cache-policy)")
+          ->check(finite_range(0.0, 1e6))
+          ->capture_default_str(),
+      sub->add_option("--cache-policy", o->cache_policy,
+                      "Mini-batch with --partitions: degree (highest-degree halo nodes, fetched "
+                      "before training) or access (most fetched in epoch 1, fetched after it)")
+          ->check(CLI::IsMember({"degree", "access"}))
+          ->capture_default_str()};
   auto* partitions =
       sub->add_option("--partitions", o->partitions,
                       "Train on the partition directory DIR written by `halo partition`, one rank "
                       "per part: mpiexec -n P halo train --partitions DIR (docs/distributed.md)")
           ->check(CLI::ExistingDirectory);
   partitions->excludes(sub->get_option("--dataset"));
-  sub->add_flag("--no-overlap", o->no_overlap,
-                "With --partitions: wait for the halo exchange before aggregating (for "
-                "comparison; default: overlap it with the owned rows' aggregation)")
-      ->needs(partitions);
-  // Checks across flags, during parsing: usage errors (exit code 2).
-  sub->callback([o] {
-    if (o->mode != "mini-batch") return;
-    if (!o->partitions.empty() && o->model != "sage")
-      throw CLI::ValidationError(
-          "--mode", "distributed mini-batch training (--partitions) needs --model sage");
-    if (static_cast<int>(o->fanouts.size()) != o->layers)
+  auto* no_overlap = sub->add_flag(
+      "--no-overlap", o->no_overlap,
+      "Full graph with --partitions: wait for the halo exchange before aggregating (for "
+      "comparison; default: overlap it with the owned rows' aggregation)");
+  // Checks across flags, during parsing: usage errors (exit code 2). A flag of one mode is
+  // refused in the other.
+  sub->callback([o, sub, mini_batch_only, no_overlap, partitions] {
+    check_dataset_options(o->data);
+    const bool mini = o->mode == "mini-batch";
+    for (CLI::Option* opt : mini_batch_only)
+      if (!mini && opt->count() > 0)
+        throw CLI::ValidationError(opt->get_name(), "applies to --mode mini-batch only");
+    if (mini && no_overlap->count() > 0)
+      throw CLI::ValidationError("--no-overlap", "applies to full-graph training only");
+    if (no_overlap->count() > 0 && partitions->count() == 0)
+      throw CLI::ValidationError("--no-overlap", "needs --partitions (one process exchanges "
+                                                 "nothing)");
+    for (const char* flag : {"--cache-mb", "--cache-policy"})
+      if (sub->get_option(flag)->count() > 0 && partitions->count() == 0)
+        throw CLI::ValidationError(flag, "needs --partitions (one process has no remote rows)");
+    if (mini && static_cast<int>(o->mb.fanouts.size()) != o->layers)
       throw CLI::ValidationError("--fanouts", "one fan-out per layer expected (" +
                                                   std::to_string(o->layers) + " layers, " +
-                                                  std::to_string(o->fanouts.size()) + " given)");
+                                                  std::to_string(o->mb.fanouts.size()) +
+                                                  " given)");
   });
-  return {sub, [o] { return o->partitions.empty() ? run_train(*o) : run_distributed(*o); }};
+  return {sub, [o] {
+            try {
+              return run_train(*o);
+            } catch (const UsageError& e) {
+              std::fprintf(stderr, "halo train: %s\n", e.what());
+              return 2;
+            }
+          }};
 }
 
 }  // namespace halo::cli

@@ -1,0 +1,360 @@
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include <halo/kernels/buffer.hpp>
+#include <halo/kernels/log.hpp>
+#include <halo/kernels/rng.hpp>
+#include <halo/runtime/batches.hpp>
+#include <halo/runtime/feature_store.hpp>
+#include <halo/runtime/remote_neighbors.hpp>
+#include <halo/sampler/batch.hpp>
+#include <halo/sampler/neighbor_sampler.hpp>
+
+namespace halo::runtime {
+
+using kernels::NodeId;
+using kernels::Tensor;
+
+FullGraphBatches::FullGraphBatches(nn::Adjacency<float> graph,
+                                   const kernels::FeatureMatrix<float>& x,
+                                   kernels::Span<const std::int32_t> labels,
+                                   kernels::Span<const NodeId> train_rows, std::int64_t num_train)
+    : m_graph(graph) {
+  m_batch.graphs = std::span<const nn::Adjacency<float>>(&m_graph, 1);
+  m_batch.x = &x;
+  m_batch.labels = labels;
+  m_batch.rows = train_rows;
+  m_batch.loss_rows = num_train;
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// A hand-over of slot indices between two threads in a fixed ring (no allocation); -1 means
+/// "stop". Holds at most `capacity` entries, which the slots bound.
+class Channel {
+ public:
+  explicit Channel(std::size_t capacity) : m_items(capacity) {}
+  void push(int v) {
+    {
+      const std::lock_guard lock(m_mutex);
+      m_items[(m_head + m_size++) % m_items.size()] = v;
+    }
+    m_cv.notify_one();
+  }
+  int pop() {
+    std::unique_lock lock(m_mutex);
+    m_cv.wait(lock, [&] { return m_size > 0; });
+    const int v = m_items[m_head];
+    m_head = (m_head + 1) % m_items.size();
+    --m_size;
+    return v;
+  }
+
+ private:
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  std::vector<int> m_items;
+  std::size_t m_head = 0, m_size = 0;
+};
+
+}  // namespace
+
+/// One batch in preparation or in use: its sampler (whose buffers hold the blocks) and its
+/// gathered inputs, all sized once from the sampler's envelope.
+struct SampledBatches::Slot {
+  sampler::NeighborSampler sampler;
+  BatchInputs inputs;
+  Tensor<std::int32_t> labels;
+  kernels::PinnedBuffer label_stage;  // device runs sampling on the host
+  /// Device copies of the blocks (device runs sampling on the host): indptr, indices per layer.
+  std::vector<Tensor<std::int64_t>> indptr;
+  std::vector<Tensor<NodeId>> indices;
+  /// GCN: each block with a self-loop per destination and its weights.
+  std::vector<kernels::CsrMatrix<NodeId, float>> gcn;
+  std::vector<nn::Adjacency<float>> graphs;
+  Batch batch;
+  FetchStats fetch;
+  std::int64_t host_syncs = 0;
+};
+
+/// The producer thread of an epoch and its two channels (free slots, prepared slots).
+class SampledBatches::Pipeline {
+ public:
+  Pipeline(SampledBatches& owner, std::int64_t batches)
+      : m_free(owner.m_slots.size() + 1), m_ready(owner.m_slots.size() + 1) {
+    for (int i = 0; i < static_cast<int>(owner.m_slots.size()); ++i) m_free.push(i);
+    m_thread = std::thread([this, &owner, batches] {
+      try {
+        for (std::int64_t b = 0; b < batches; ++b) {
+          const int s = m_free.pop();
+          if (s < 0) return;  // the consumer stopped
+          owner.prepare(*owner.m_slots[static_cast<std::size_t>(s)], b);
+          m_ready.push(s);
+        }
+      } catch (...) {
+        m_error = std::current_exception();
+        m_ready.push(-1);
+      }
+    });
+  }
+  ~Pipeline() {
+    if (m_thread.joinable()) {
+      m_free.push(-1);
+      m_thread.join();
+    }
+  }
+  /// The next prepared slot (rethrows the producer's error); `previous`, when >= 0, is free
+  /// again.
+  int take(int previous) {
+    if (previous >= 0) m_free.push(previous);
+    const int s = m_ready.pop();
+    if (s < 0) {
+      m_thread.join();
+      std::rethrow_exception(m_error);
+    }
+    return s;
+  }
+  void finish() {
+    m_thread.join();
+    if (m_error) std::rethrow_exception(m_error);
+  }
+
+ private:
+  Channel m_free, m_ready;
+  std::exception_ptr m_error;
+  std::thread m_thread;
+};
+
+SampledBatches::SampledBatches(const kernels::Resources& res, const partition::Part& part,
+                               Comm& comm, FeatureStore& features,
+                               kernels::Span<const std::int32_t> labels,
+                               const MiniBatchConfig& config, nn::ModelKind kind, std::uint64_t seed)
+    : m_res(res),
+      m_producer_res(kernels::Device::Cpu,
+                     res.device() == kernels::Device::Cpu && config.prefetch > 0
+                         ? 1
+                         : res.cpu_exec().num_threads),
+      m_part(part),
+      m_comm(comm),
+      m_features(features),
+      m_labels(labels),
+      m_config(config),
+      m_kind(kind),
+      m_seed(seed) {
+  const std::int64_t num_train = part.all_train.numel();
+  HALO_EXPECTS(num_train > 0, "train: the dataset has no training nodes");
+  const bool on_device = res.device() != kernels::Device::Cpu;
+  const bool one_part = part.ids.identity();
+  m_sample_on_host = on_device && !one_part;
+  m_prefetch = on_device ? 0 : config.prefetch;
+  if (m_prefetch > 0 && !one_part) {
+    if (comm.concurrent_duplicates()) {
+      m_producer_comm = comm.duplicate();
+    } else {
+      HALO_LOG_WARN("train: MPI gives no MPI_THREAD_MULTIPLE: batches are prepared on the "
+                    "training thread (--prefetch 0)");
+      m_prefetch = 0;
+    }
+  }
+  m_batch_size = std::min(config.batch_size, num_train);
+  m_batches = (num_train + m_batch_size - 1) / m_batch_size;
+  const sampler::SamplerConfig sc{config.fanouts, config.replace, seed};
+  const kernels::Resources& sampling = on_device && one_part ? res : m_producer_res;
+  if (!one_part)
+    m_source = std::make_unique<RemoteNeighbors>(part, m_producer_comm ? *m_producer_comm : comm);
+  const kernels::Resources& batch_res = on_device ? res : m_producer_res;
+  for (int i = 0; i <= m_prefetch; ++i) {
+    auto slot = std::make_unique<Slot>(Slot{
+        one_part ? sampler::NeighborSampler(sampling, part.graph, m_batch_size, sc)
+                 : sampler::NeighborSampler(sampling, *m_source, m_batch_size, sc),
+        {}, Tensor<std::int32_t>(batch_res, m_batch_size), {}, {}, {}, {}, {}, {}, {}, 0});
+    if (i == 0) {
+      const sampler::SamplerEnvelope& e = slot->sampler.envelope();
+      if (m_source)
+        m_source->reserve(e, config.fanouts, config.replace);
+      features.enable_batches(comm, e.layers.front().num_src,
+                              static_cast<std::int64_t>(config.cache_mb * 1024 * 1024),
+                              config.cache_policy);
+    }
+    slot->inputs = features.make_inputs(batch_res);
+    if (m_sample_on_host)
+      slot->label_stage = kernels::PinnedBuffer(res, static_cast<std::size_t>(m_batch_size) * 4);
+    for (const sampler::LayerEnvelope& l : slot->sampler.envelope().layers) {
+      if (m_sample_on_host) {
+        slot->indptr.emplace_back(res, l.num_dst + 1);
+        slot->indices.emplace_back(res, l.num_edges);
+      }
+      if (kind == nn::ModelKind::Gcn) {
+        const std::int64_t entries = l.num_edges + l.num_dst;
+        slot->gcn.push_back({Tensor<std::int64_t>(batch_res, l.num_dst + 1),
+                             Tensor<NodeId>(batch_res, entries), Tensor<float>(batch_res, entries),
+                             0, false});
+      }
+    }
+    slot->graphs.reserve(config.fanouts.size());
+    m_slots.push_back(std::move(slot));
+  }
+  std::vector<NodeId> iota(static_cast<std::size_t>(m_batch_size));
+  std::iota(iota.begin(), iota.end(), NodeId{0});
+  m_iota = Tensor<NodeId>::from_host(batch_res, iota);
+  m_keys.resize(static_cast<std::size_t>(num_train));
+  m_order.resize(static_cast<std::size_t>(num_train));
+  m_mine.reserve(static_cast<std::size_t>(num_train));
+  m_mine_at.reserve(static_cast<std::size_t>(m_batches) + 1);
+  if (on_device && one_part) m_mine_d = Tensor<NodeId>(res, num_train);
+}
+
+SampledBatches::~SampledBatches() = default;
+
+std::size_t SampledBatches::envelope_bytes() const {
+  std::size_t total = 0;
+  for (const auto& s : m_slots) total += s->sampler.envelope_bytes();
+  return total;
+}
+
+std::size_t SampledBatches::peak_bytes() const {
+  std::size_t peak = 0;
+  for (const auto& s : m_slots) peak = std::max(peak, s->sampler.peak_bytes());
+  return peak;
+}
+
+void SampledBatches::begin_epoch(std::uint64_t epoch) {
+  m_epoch = epoch;
+  m_next = 0;
+  m_stats = {};
+  for (auto& s : m_slots) {
+    s->fetch = {};
+    s->host_syncs = 0;
+  }
+  if (m_source) m_source->reset_bytes();
+  // Every rank orders the whole graph's training nodes the same way, by a key of their
+  // original ids, and keeps its own.
+  const std::uint64_t key = kernels::rng::key(
+      m_seed, kernels::rng::stream_id(kernels::rng::kStreamShuffle, epoch, 0x5eed));
+  const NodeId* original = m_part.all_train_original.data();
+  const NodeId* train = m_part.all_train.data();
+  for (std::size_t i = 0; i < m_keys.size(); ++i)
+    m_keys[i] = kernels::rng::draw_keyed(key, static_cast<std::uint64_t>(original[i]));
+  std::iota(m_order.begin(), m_order.end(), std::int64_t{0});
+  std::sort(m_order.begin(), m_order.end(), [&](std::int64_t a, std::int64_t b) {
+    const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
+    return m_keys[ua] != m_keys[ub] ? m_keys[ua] < m_keys[ub] : original[ua] < original[ub];
+  });
+  m_mine.clear();
+  m_mine_at.assign(1, 0);
+  const auto n = static_cast<std::int64_t>(m_order.size());
+  for (std::int64_t b = 0; b < m_batches; ++b) {
+    for (std::int64_t i = b * m_batch_size; i < std::min(n, (b + 1) * m_batch_size); ++i) {
+      const NodeId v = train[m_order[static_cast<std::size_t>(i)]];
+      if (m_part.ids.owns(v)) m_mine.push_back(v);
+    }
+    m_mine_at.push_back(static_cast<std::int64_t>(m_mine.size()));
+  }
+  if (m_mine_d.numel() > 0)  // one upload of the epoch's seeds
+    kernels::copy_bytes(m_res, m_mine_d.data(), m_res.device(), m_mine.data(),
+                        kernels::Device::Cpu, m_mine.size() * sizeof(NodeId));
+  if (m_prefetch > 0) m_pipeline = std::make_unique<Pipeline>(*this, m_batches);
+}
+
+void SampledBatches::prepare(Slot& slot, std::int64_t b) {
+  const bool on_device = m_res.device() != kernels::Device::Cpu;
+  const kernels::Resources& work = on_device ? m_res : m_producer_res;  // the batch's tensors
+  const kernels::Resources& sampling = on_device && !m_sample_on_host ? m_res : m_producer_res;
+  Comm& comm = m_producer_comm ? *m_producer_comm : m_comm;
+  const std::int64_t begin = m_mine_at[static_cast<std::size_t>(b)];
+  const std::int64_t count = m_mine_at[static_cast<std::size_t>(b) + 1] - begin;
+  const bool device_seeds = m_mine_d.numel() > 0;
+  const kernels::Span<const NodeId> seeds{(device_seeds ? m_mine_d.data() : m_mine.data()) + begin,
+                                          count};
+  const sampler::MiniBatch& mb =
+      slot.sampler.sample(sampling, seeds, m_epoch, static_cast<std::uint64_t>(b),
+                          device_seeds ? m_res.device() : kernels::Device::Cpu);
+  slot.host_syncs += slot.sampler.host_syncs_last_batch();
+  m_features.gather(work, comm, mb.input_nodes, slot.inputs, slot.fetch, slot.host_syncs);
+
+  // The seeds' labels (owned nodes: local id = partition id - first owned).
+  slot.labels.reshape_within(count, 1);
+  const NodeId first = m_part.ids.first_owned();
+  if (m_sample_on_host) {
+    auto* staged = static_cast<std::int32_t*>(slot.label_stage.data());
+    sampler::gather_values(m_producer_res, m_part.labels.data(), seeds, first, staged);
+    kernels::copy_bytes_async(m_res, slot.labels.data(), m_res.device(), staged,
+                              kernels::Device::Cpu, static_cast<std::size_t>(count) * 4);
+  } else {
+    sampler::gather_values(work, m_labels.data, seeds, first, slot.labels.data());
+  }
+
+  slot.graphs.clear();  // capacity kept: one entry per layer
+  for (std::size_t l = 0; l < mb.blocks.size(); ++l) {
+    sampler::Block block = mb.blocks[l];
+    if (m_sample_on_host) {  // the host sampler's block, copied to the device
+      const std::int64_t edges = block.csr.num_entries;
+      slot.indptr[l].reshape_within(block.num_dst() + 1, 1);
+      slot.indices[l].reshape_within(edges, 1);
+      kernels::copy_bytes_async(m_res, slot.indptr[l].data(), m_res.device(), block.csr.indptr,
+                                kernels::Device::Cpu, slot.indptr[l].bytes());
+      kernels::copy_bytes_async(m_res, slot.indices[l].data(), m_res.device(), block.csr.indices,
+                                kernels::Device::Cpu, slot.indices[l].bytes());
+      block.csr.indptr = slot.indptr[l].data();
+      block.csr.indices = slot.indices[l].data();
+    }
+    nn::Adjacency<float> a(block.csr);
+    if (m_kind == nn::ModelKind::Gcn) {
+      sampler::gcn_block_weights(work, block, slot.inputs.degrees.data(), slot.gcn[l]);
+      a = nn::Adjacency<float>(slot.gcn[l].view());
+    }
+    // A block's sources are a prefix of the input nodes: their original ids key the dropout.
+    a.source_ids = {slot.inputs.original.data, block.num_src()};
+    slot.graphs.push_back(a);
+  }
+  const auto n = static_cast<std::int64_t>(m_order.size());
+  slot.batch.graphs = slot.graphs;
+  slot.batch.x = &slot.inputs.x;
+  slot.batch.labels = {slot.labels.data(), count};
+  slot.batch.rows = {m_iota.data(), count};
+  slot.batch.loss_rows = std::min(m_batch_size, n - b * m_batch_size);
+  slot.batch.dropout_key = m_epoch << 32 | static_cast<std::uint64_t>(b);
+}
+
+const Batch& SampledBatches::next() {
+  HALO_EXPECTS(m_next < m_batches, "SampledBatches::next: past the epoch's last batch");
+  const std::int64_t b = m_next++;
+  if (!m_pipeline) {
+    prepare(*m_slots.front(), b);
+    return m_slots.front()->batch;
+  }
+  // The slot computed last is free again once the next one is asked for.
+  const auto start = std::chrono::steady_clock::now();
+  const int s = m_pipeline->take(b > 0 ? m_in_use : -1);
+  m_stats.batch_wait_s += seconds_since(start);
+  m_in_use = s;
+  return m_slots[static_cast<std::size_t>(s)]->batch;
+}
+
+void SampledBatches::end_epoch(EpochStats& s) {
+  if (m_pipeline) {
+    m_pipeline->finish();
+    m_pipeline.reset();
+  }
+  for (const auto& slot : m_slots) {
+    s.remote_rows += slot->fetch.remote_rows;
+    s.cache_hits += slot->fetch.cache_hits;
+    s.feature_bytes += slot->fetch.bytes;
+    s.fetch_time_s += slot->fetch.seconds;
+    s.host_syncs += slot->host_syncs;
+  }
+  s.batch_wait_s += m_stats.batch_wait_s;
+  if (m_source) s.sampling_bytes += m_source->bytes_sent();
+  m_features.end_epoch(m_comm, m_epoch);
+}
+
+}  // namespace halo::runtime
