@@ -133,4 +133,18 @@ void validate(const Dataset& ds) {
   }
 }
 
+Dataset Dataset::clone(const kernels::Resources& res) const {
+  Dataset c;
+  c.name = name;
+  c.graph = graph.clone(res);
+  c.features = std::visit(
+      [&](const auto& x) -> kernels::FeatureMatrix<float> { return x.clone(res); }, features);
+  c.labels = labels.clone(res);
+  c.train_idx = train_idx.clone(res);
+  c.val_idx = val_idx.clone(res);
+  c.test_idx = test_idx.clone(res);
+  c.num_classes = num_classes;
+  return c;
+}
+
 }  // namespace halo::datasets

@@ -35,6 +35,9 @@ struct Dataset {
   std::int64_t num_nodes() const { return graph.num_rows(); }
   /// The number of feature columns.
   std::int64_t num_features() const { return kernels::num_cols(features); }
+  /// A deep copy (host tensors): for consumers that take a dataset by value
+  /// (runtime::local_shard) while the caller keeps its own.
+  Dataset clone(const kernels::Resources& res) const;
 };
 
 /// Checks that `ds` is consistent: every tensor on the host; `graph` square with a well-formed

@@ -116,11 +116,16 @@ void copy_bytes(const Resources& res, void* dst, Device dst_device, const void* 
 }
 
 void zero_bytes(const Resources& res, void* dst, Device device, std::size_t bytes) {
+  fill_bytes(res, dst, device, 0, bytes);
+}
+
+void fill_bytes(const Resources& res, void* dst, Device device, unsigned char value,
+                std::size_t bytes) {
   if (bytes == 0) return;
   if (device == Device::Cpu) {
-    std::memset(dst, 0, bytes);
+    std::memset(dst, value, bytes);
   } else {
-    detail::cuda_memset(dst, 0, bytes, res.cuda_exec().stream);
+    detail::cuda_memset(dst, value, bytes, res.cuda_exec().stream);
   }
 }
 

@@ -66,5 +66,8 @@ void copy_bytes_async(const Resources& res, void* dst, Device dst_device, const 
                       Device src_device, std::size_t bytes);
 /// Sets `bytes` to zero; asynchronous on res's stream for CUDA.
 void zero_bytes(const Resources& res, void* dst, Device device, std::size_t bytes);
+/// Sets every one of `bytes` bytes to `value`; asynchronous on res's stream for CUDA.
+void fill_bytes(const Resources& res, void* dst, Device device, unsigned char value,
+                std::size_t bytes);
 
 }  // namespace halo::kernels

@@ -6,6 +6,7 @@
 #include <halo/kernels/loss.hpp>
 #include <halo/kernels/loss_body.hpp>
 #include <halo/kernels/reduce.hpp>
+#include <halo/kernels/reduce_body.hpp>
 #include <halo/kernels/tensor.hpp>
 
 namespace halo::kernels {
@@ -36,9 +37,14 @@ void log_softmax_nll_accumulate(const Resources& res, MatrixView<const T> logits
   check_inputs(res, logits, labels, rows, "log_softmax_nll_accumulate");
   HALO_EXPECTS(total.size == 1, "log_softmax_nll_accumulate: total must hold one element");
   if (rows.size == 0) return;
-  Tensor<T> loss(res, rows.size);
-  launch(res, rows.size, detail::NllForwardBody<Idx, T>{logits, labels, rows, loss.span()});
-  column_sum(res, MatrixView<const T>{loss.data(), rows.size, 1}, total, /*accumulate=*/true);
+  // Per-block sums in the Resources' scratch (as many blocks as column_sum uses), then their
+  // total: no temporary per call.
+  const std::int64_t max_blocks = res.device() == Device::Cuda ? 2048 : 256;
+  const std::int64_t per_block = (rows.size + max_blocks - 1) / max_blocks;
+  const std::int64_t blocks = (rows.size + per_block - 1) / per_block;
+  T* partial = static_cast<T*>(res.scratch(0, static_cast<std::size_t>(max_blocks) * sizeof(T)));
+  launch(res, blocks, detail::NllPartialBody<Idx, T>{logits, labels, rows, per_block, partial});
+  launch(res, 1, detail::ColumnCombineBody<T>{{partial, blocks, 1}, total, /*accumulate=*/true});
 }
 
 template <class Idx, class T>
@@ -49,9 +55,12 @@ T log_softmax_nll(const Resources& res, MatrixView<const T> logits, Span<const s
     check_inputs(res, logits, labels, rows, "log_softmax_nll");
     return T(0);
   }
-  auto total = Tensor<T>::zeros(res, 1);
-  log_softmax_nll_accumulate(res, logits, labels, rows, total.span());
-  return total.to_vector(res)[0] / static_cast<T>(normalizer > 0 ? normalizer : rows.size);
+  T* total = static_cast<T*>(res.scratch(1, sizeof(T)));
+  zero_bytes(res, total, res.device(), sizeof(T));
+  log_softmax_nll_accumulate(res, logits, labels, rows, Span<T>(total, 1));
+  T host = T(0);
+  copy_bytes(res, &host, Device::Cpu, total, res.device(), sizeof(T));
+  return host / static_cast<T>(normalizer > 0 ? normalizer : rows.size);
 }
 
 template <class Idx, class T>

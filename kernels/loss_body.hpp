@@ -32,6 +32,26 @@ struct NllForwardBody {
   }
 };
 
+/// partial[b] = the sum of the losses of rows[b * rows_per_block .. (b + 1) * rows_per_block).
+template <class Idx, class T>
+struct NllPartialBody {
+  MatrixView<const T> logits;
+  Span<const std::int32_t> labels;
+  Span<const Idx> rows;
+  std::int64_t rows_per_block;
+  T* partial;
+  HALO_HD void operator()(std::int64_t b) const {
+    const std::int64_t end =
+        (b + 1) * rows_per_block < rows.size ? (b + 1) * rows_per_block : rows.size;
+    T acc = T(0);
+    for (std::int64_t i = b * rows_per_block; i < end; ++i) {
+      const T* x = logits.row(rows[i]);
+      acc += row_logsumexp(x, logits.cols) - x[labels[rows[i]]];
+    }
+    partial[b] = acc;
+  }
+};
+
 /// dlogits(rows[i], :) = (softmax(logits(rows[i], :)) - onehot(label)) * scale. Rows not
 /// selected keep the zeros written beforehand; `rows` holds distinct rows.
 template <class Idx, class T>

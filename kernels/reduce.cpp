@@ -17,11 +17,15 @@ void column_sum(const Resources& res, ConstMatrixView<T> x, Span<T> out, bool ac
   const std::int64_t rows_per_block =
       std::max<std::int64_t>(1, (x.rows + max_blocks - 1) / max_blocks);
   const std::int64_t blocks = x.rows == 0 ? 0 : (x.rows + rows_per_block - 1) / rows_per_block;
-  Tensor<T> partial(res, blocks, x.cols);
-  launch_by_device(res, blocks, detail::ColumnPartialSumBody<T>{x, rows_per_block, partial.view()},
+  // The partial sums live in the Resources' scratch, sized for the most blocks whatever the
+  // rows: after the first call with as many columns, a reduction allocates nothing.
+  const MatrixView<T> partial{
+      static_cast<T*>(res.scratch(0, static_cast<std::size_t>(max_blocks * x.cols) * sizeof(T))),
+      blocks, x.cols};
+  launch_by_device(res, blocks, detail::ColumnPartialSumBody<T>{x, rows_per_block, partial},
                    blocks * x.cols,
-                   detail::ColumnPartialSumByColumnBody<T>{x, rows_per_block, partial.view()});
-  launch(res, x.cols, detail::ColumnCombineBody<T>{partial.view(), out, accumulate});
+                   detail::ColumnPartialSumByColumnBody<T>{x, rows_per_block, partial});
+  launch(res, x.cols, detail::ColumnCombineBody<T>{partial, out, accumulate});
 }
 
 template <class T>

@@ -1,5 +1,8 @@
 #include <omp.h>
 
+#include <array>
+
+#include <halo/kernels/buffer.hpp>
 #include <halo/kernels/detail/cuda_runtime.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/resources.hpp>
@@ -22,7 +25,12 @@ struct Resources::CudaState {
   }
 };
 
-Resources::Resources(Device device, int num_threads, int cuda_device_id) : m_device(device) {
+struct Resources::Scratch {
+  std::array<Buffer, Resources::kScratchSlots> blocks;
+};
+
+Resources::Resources(Device device, int num_threads, int cuda_device_id)
+    : m_device(device), m_scratch(std::make_unique<Scratch>()) {
   m_cpu.num_threads = num_threads > 0 ? num_threads : omp_get_max_threads();
   if (device == Device::Cuda) {
     const int count = cuda_device_count();
@@ -64,6 +72,13 @@ void* Resources::workspace(std::size_t bytes) const {
     m_cuda->workspace_bytes = bytes;
   }
   return m_cuda->workspace;
+}
+
+void* Resources::scratch(int slot, std::size_t bytes) const {
+  HALO_EXPECTS(slot >= 0 && slot < kScratchSlots, "Resources::scratch: no slot " + std::to_string(slot));
+  Buffer& b = m_scratch->blocks[static_cast<std::size_t>(slot)];
+  if (b.bytes() < bytes) b = Buffer(*this, m_device, bytes);
+  return b.data();
 }
 
 void* Resources::cublas_handle() const {

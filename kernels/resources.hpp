@@ -62,12 +62,20 @@ class Resources {
   /// use (opaque here so public headers need no CUDA). CUDA only.
   void* cublas_handle() const;
   void* cusparse_handle() const;
+  /// Scratch of at least `bytes` on this Resources' device for an op's temporaries, one block
+  /// per `slot` (0 .. kScratchSlots - 1, so that an op using one can call an op using another),
+  /// valid until the next call with that slot. Grow-only: after the largest request, ops
+  /// allocate nothing (what a training step's reductions and losses rely on).
+  static constexpr int kScratchSlots = 2;
+  void* scratch(int slot, std::size_t bytes) const;
 
  private:
   struct CudaState;
+  struct Scratch;
   Device m_device;
   CpuExec m_cpu;
   std::unique_ptr<CudaState> m_cuda;
+  std::unique_ptr<Scratch> m_scratch;  // after m_cuda: freed on its stream before it goes
 };
 
 }  // namespace halo::kernels

@@ -125,6 +125,17 @@ void copy_async(const Resources& res, Tensor<T>& dst, const Tensor<T>& src) {
 /// Makes `t` a rows x cols tensor on res's device (contents unspecified), reallocating only when
 /// its storage is too small or on another device. Layers use it to keep their outputs across
 /// epochs and mini-batches (whose sizes vary) without allocating again.
+/// Gives `t` storage for at least `elements` elements on res's device (reallocating, contents
+/// lost, only when it has less), so that later ensure_shape calls within it allocate nothing.
+template <class T>
+void reserve(const Resources& res, Tensor<T>& t, std::int64_t elements) {
+  HALO_EXPECTS(elements >= 0, "reserve: negative size");
+  if (t.device() == res.device() &&
+      static_cast<std::size_t>(elements) * sizeof(T) <= t.capacity_bytes())
+    return;
+  t = Tensor<T>(res, elements, 1);
+}
+
 template <class T>
 void ensure_shape(const Resources& res, Tensor<T>& t, std::int64_t rows, std::int64_t cols) {
   if (t.rows() == rows && t.cols() == cols && t.device() == res.device()) return;

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/gemm.hpp>
 #include <halo/nn/aggregate_transform.hpp>
@@ -80,6 +82,17 @@ void AggregateTransform<T>::backward(const kernels::Resources& res, Adjacency<T>
     kernels::gemm(res, Trans::No, Trans::Yes, T(1), m_tmp.view(), w.view(),
                   accumulate_dx ? T(1) : T(0), dx.view());
   }
+}
+
+template <class T>
+void AggregateTransform<T>::reserve(const kernels::Resources& res, std::int64_t src_rows,
+                                    std::int64_t dst_rows, std::int64_t in, std::int64_t out) {
+  // Either order of aggregate and transform may be chosen per pass.
+  const std::int64_t either = std::max(dst_rows * in, src_rows * out);
+  kernels::reserve(res, m_cached, either);
+  kernels::reserve(res, m_tmp, either);
+  kernels::reserve(res, m_tmp_dx, src_rows * in);
+  kernels::reserve(res, m_tmp_out, dst_rows * out);
 }
 
 template class AggregateTransform<float>;

@@ -23,6 +23,9 @@ class AggregateTransform {
                 const kernels::Tensor<T>& w, const kernels::Tensor<T>& dy,
                 kernels::Tensor<T>& grad_w, kernels::Tensor<T>& dx, bool need_dx,
                 bool accumulate_dx);
+  /// Storage for passes over at most src_rows x in inputs and dst_rows x out outputs.
+  void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
+               std::int64_t in, std::int64_t out);
 
  private:
   kernels::Aggregate m_aggregate;

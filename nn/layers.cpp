@@ -237,6 +237,68 @@ const Tensor<T>& Dropout<T>::backward(const Context& ctx, Adjacency<T> graph, co
   return m_dx;
 }
 
+// ---- reserve: the buffers of passes within a mini-batch envelope ---------------------------
+
+namespace {
+/// Storage for a dense module output of rows x cols.
+template <class T>
+void reserve_output(const kernels::Resources& res, Features<T>& out, std::int64_t rows,
+                    std::int64_t cols) {
+  if (!std::holds_alternative<Tensor<T>>(out)) return;  // sparse outputs follow their input
+  kernels::reserve(res, std::get<Tensor<T>>(out), rows * cols);
+}
+}  // namespace
+
+template <class T>
+void Linear<T>::reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t,
+                        std::int64_t, std::int64_t) {
+  reserve_output(res, m_output, src_rows, m_weight.value.cols());
+  kernels::reserve(res, m_dx, src_rows * m_weight.value.rows());
+}
+
+template <class T>
+void GCNConv<T>::reserve(const kernels::Resources& res, std::int64_t src_rows,
+                         std::int64_t dst_rows, std::int64_t, std::int64_t) {
+  const std::int64_t in = m_weight.value.rows(), out = m_weight.value.cols();
+  reserve_output(res, m_output, dst_rows, out);
+  kernels::reserve(res, m_dx, src_rows * in);
+  m_agg.reserve(res, src_rows, dst_rows, in, out);
+}
+
+template <class T>
+void SAGEConv<T>::reserve(const kernels::Resources& res, std::int64_t src_rows,
+                          std::int64_t dst_rows, std::int64_t, std::int64_t) {
+  const std::int64_t in = m_weight_root.value.rows(), out = m_weight_root.value.cols();
+  reserve_output(res, m_output, dst_rows, out);
+  kernels::reserve(res, m_dx, src_rows * in);
+  m_agg.reserve(res, src_rows, dst_rows, in, out);
+}
+
+template <class T>
+void ReLU<T>::reserve(const kernels::Resources& res, std::int64_t, std::int64_t dst_rows,
+                      std::int64_t in_width, std::int64_t) {
+  // After a convolution: one row per destination.
+  reserve_output(res, m_output, dst_rows, in_width);
+  kernels::reserve(res, m_dx, dst_rows * in_width);
+}
+
+template <class T>
+void Dropout<T>::reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t,
+                         std::int64_t in_width, std::int64_t in_entries) {
+  // Before a convolution: one row per source; a sparse input's structure is copied.
+  if (in_entries > 0) {
+    if (!std::holds_alternative<kernels::CsrMatrix<std::int32_t, T>>(m_output))
+      m_output = kernels::CsrMatrix<std::int32_t, T>();
+    auto& out = std::get<kernels::CsrMatrix<std::int32_t, T>>(m_output);
+    kernels::reserve(res, out.indptr, src_rows + 1);
+    kernels::reserve(res, out.indices, in_entries);
+    kernels::reserve(res, out.values, in_entries);
+  } else {
+    reserve_output(res, m_output, src_rows, in_width);
+  }
+  kernels::reserve(res, m_dx, src_rows * in_width);
+}
+
 template class Linear<float>;
 template class Linear<double>;
 template class GCNConv<float>;

@@ -22,6 +22,9 @@ class Linear final : public Module<T> {
                                      const kernels::Tensor<T>& dy, bool need_input_grad) override;
   std::vector<Parameter<T>*> parameters() override { return {&m_weight, &m_bias}; }
   std::string name() const override { return "linear"; }
+  void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
+               std::int64_t in_width, std::int64_t in_entries) override;
+
 
  private:
   Parameter<T> m_weight, m_bias;
@@ -42,6 +45,9 @@ class GCNConv final : public Module<T> {
                                      const kernels::Tensor<T>& dy, bool need_input_grad) override;
   std::vector<Parameter<T>*> parameters() override { return {&m_weight, &m_bias}; }
   std::string name() const override { return "gcn_conv"; }
+  void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
+               std::int64_t in_width, std::int64_t in_entries) override;
+
 
  private:
   Parameter<T> m_weight, m_bias;
@@ -66,6 +72,9 @@ class SAGEConv final : public Module<T> {
     return {&m_weight_root, &m_weight_neigh, &m_bias};
   }
   std::string name() const override { return "sage_conv"; }
+  void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
+               std::int64_t in_width, std::int64_t in_entries) override;
+
 
  private:
   Parameter<T> m_weight_root, m_weight_neigh, m_bias;
@@ -83,6 +92,9 @@ class ReLU final : public Module<T> {
   const kernels::Tensor<T>& backward(const Context& ctx, Adjacency<T> graph,
                                      const kernels::Tensor<T>& dy, bool need_input_grad) override;
   std::string name() const override { return "relu"; }
+  void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
+               std::int64_t in_width, std::int64_t in_entries) override;
+
 
  private:
   Features<T> m_output;
@@ -102,6 +114,9 @@ class Dropout final : public Module<T> {
   const kernels::Tensor<T>& backward(const Context& ctx, Adjacency<T> graph,
                                      const kernels::Tensor<T>& dy, bool need_input_grad) override;
   std::string name() const override { return "dropout"; }
+  void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
+               std::int64_t in_width, std::int64_t in_entries) override;
+
 
  private:
   kernels::DropoutKey key(const Context& ctx, const Adjacency<T>& graph) const;

@@ -90,6 +90,26 @@ void Model<T>::backward(const Context& ctx, std::span<const Adjacency<T>> graphs
 }
 
 template <class T>
+void Model<T>::reserve(const kernels::Resources& res,
+                       std::span<const std::pair<std::int64_t, std::int64_t>> bounds,
+                       std::int64_t input_entries) {
+  HALO_EXPECTS(bounds.size() == static_cast<std::size_t>(m_config.num_layers),
+               "model: one bound per layer expected");
+  // Module widths: the input's until the first convolution, then each convolution's output.
+  // The input is sparse until the first module with weights.
+  std::int64_t width = m_config.in_features, entries = input_entries;
+  for (std::size_t i = 0; i < m_modules.size(); ++i) {
+    const auto& [src, dst] = bounds[static_cast<std::size_t>(m_layer_of_module[i] - 1)];
+    m_modules[i]->reserve(res, src, dst, width, entries);
+    const auto params = m_modules[i]->parameters();
+    if (!params.empty()) {
+      width = params.front()->value.cols();
+      entries = 0;
+    }
+  }
+}
+
+template <class T>
 std::vector<Parameter<T>*> Model<T>::parameters() {
   std::vector<Parameter<T>*> out;
   for (auto& m : m_modules)

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <halo/nn/module.hpp>
@@ -46,6 +47,14 @@ class Model {
                                     const Features<T>& x);
   void backward(const Context& ctx, std::span<const Adjacency<T>> graphs,
                 const kernels::Tensor<T>& dlogits);
+
+  /// Sizes every module's buffers for graphs within `bounds` ((sources, destinations) per
+  /// convolution, input layer first: a mini-batch envelope's) and inputs of at most
+  /// `input_entries` stored entries (sparse; 0: dense), so that later passes within them
+  /// allocate nothing.
+  void reserve(const kernels::Resources& res,
+               std::span<const std::pair<std::int64_t, std::int64_t>> bounds,
+               std::int64_t input_entries = 0);
 
   std::vector<Parameter<T>*> parameters();
   const ModelConfig& config() const { return m_config; }

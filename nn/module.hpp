@@ -87,6 +87,14 @@ class Module {
                                              const kernels::Tensor<T>& dy,
                                              bool need_input_grad) = 0;
   virtual std::vector<Parameter<T>*> parameters() { return {}; }
+  /// Sizes the buffers of later passes for graphs of at most `src_rows` sources and `dst_rows`
+  /// destinations and inputs `in_width` wide (sparse with at most `in_entries` stored entries
+  /// when in_entries > 0, dense otherwise), so that those passes allocate nothing (the bounds of
+  /// a mini-batch's envelope). Modules without buffers do nothing.
+  virtual void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
+                       std::int64_t in_width, std::int64_t in_entries) {
+    (void)res, (void)src_rows, (void)dst_rows, (void)in_width, (void)in_entries;
+  }
   virtual std::string name() const = 0;
 };
 

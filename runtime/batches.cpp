@@ -215,6 +215,13 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
 
 SampledBatches::~SampledBatches() = default;
 
+std::vector<std::pair<std::int64_t, std::int64_t>> SampledBatches::layer_bounds() const {
+  std::vector<std::pair<std::int64_t, std::int64_t>> b;
+  for (const sampler::LayerEnvelope& l : m_slots.front()->sampler.envelope().layers)
+    b.emplace_back(l.num_src, l.num_dst);
+  return b;
+}
+
 std::size_t SampledBatches::envelope_bytes() const {
   std::size_t total = 0;
   for (const auto& s : m_slots) total += s->sampler.envelope_bytes();

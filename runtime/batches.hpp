@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include <halo/kernels/features.hpp>
@@ -85,6 +86,9 @@ class SampledBatches final : public BatchSource {
   const Batch& next() override;
   void end_epoch(EpochStats& s) override;
 
+  /// (sources, destinations) bounds of every layer's block, input layer first: what the model
+  /// reserves its buffers for (nn::Model::reserve).
+  std::vector<std::pair<std::int64_t, std::int64_t>> layer_bounds() const;
   /// Bytes every sampler allocated up front, summed; the most one batch used.
   std::size_t envelope_bytes() const;
   std::size_t peak_bytes() const;

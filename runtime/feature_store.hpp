@@ -65,6 +65,11 @@ class FeatureStore {
   /// first epoch's counts.
   void end_epoch(Comm& comm, std::uint64_t epoch);
 
+  /// Stored entries a batch's input can hold when gathers keep sparse features (one part),
+  /// else 0 (dense batches).
+  std::int64_t max_input_entries() const {
+    return m_part.ids.identity() ? m_max_entries : 0;
+  }
   /// Rows the cache holds.
   std::int64_t cached_rows() const { return m_cached; }
 

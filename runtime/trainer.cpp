@@ -103,6 +103,7 @@ Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds) {
   if (!ds.graph.values.empty())
     HALO_LOG_WARN("train: '" + ds.name + "' has edge weights; the models train on its structure");
   s.num_features = ds.num_features();
+  s.num_edges = ds.graph.num_edges();
   s.part = partition::make_local_part(host_resources(res), std::move(ds));
   s.own_comm = std::make_unique<SelfComm>();
   s.comm = s.own_comm.get();
@@ -127,6 +128,7 @@ Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesyste
   s.dataset = meta.dataset;
   s.part = partition::read_part(host_resources(res), dir, comm.rank(), &meta);
   s.num_features = meta.num_features;
+  s.num_edges = meta.num_edges;
   s.comm = &comm;
   return s;
 }
@@ -189,6 +191,10 @@ Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig&
                                                  kind, config.seed);
     if (res.device() != kernels::Device::Cpu && comm.size() == 1)
       m_targets->loss_total = Tensor<float>(res, 1);
+    // Every buffer of a step sized for the envelope: no batch allocates.
+    const auto bounds = static_cast<const SampledBatches&>(*m_batches).layer_bounds();
+    model.reserve(res, bounds, m_features->max_input_entries());
+    kernels::reserve(res, m_dlogits, bounds.back().second * model.config().num_classes);
   } else {
     // One process keys dropout by row (original = local ids); a part by its original ids.
     const kernels::Span<const NodeId> keys =

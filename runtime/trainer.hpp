@@ -144,6 +144,7 @@ struct Shard {
   /// The Trainer takes the part's features (FeatureStore): a shard trains once.
   partition::Part part;
   std::int64_t num_features = 0;
+  std::int64_t num_edges = 0;  // stored entries of the input graph (before symmetrisation)
   Comm* comm = nullptr;
   std::unique_ptr<Comm> own_comm;  // when the shard made its communicator (local_shard)
   std::string dataset;

@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-#include <halo/kernels/detail/cuda_runtime.hpp>
+#include <halo/kernels/buffer.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/rng.hpp>
@@ -62,14 +62,17 @@ struct NeighborSampler::DevicePipeline {
   kernels::PinnedBuffer seed_staging, readback;
   std::size_t scan_temp_bytes = 0;  // of m_scan (CUDA)
 
-  void copy(void* dst, const void* src, std::size_t bytes) const {
+  /// Stream-ordered on CUDA (host memory must be pinned); a memmove in the host emulation.
+  void copy(const kernels::Resources& res, void* dst, kernels::Device dst_device, const void* src,
+            kernels::Device src_device, std::size_t bytes) const {
     if (bytes == 0) return;
-    if (on_cuda) return kernels::detail::cuda_memcpy(dst, src, bytes, stream, /*sync=*/false);
+    if (on_cuda) return kernels::copy_bytes_async(res, dst, dst_device, src, src_device, bytes);
     std::memmove(dst, src, bytes);
   }
-  void fill(void* dst, unsigned char value, std::size_t bytes) const {
-    if (on_cuda) return kernels::detail::cuda_memset(dst, value, bytes, stream);
-    std::memset(dst, value, bytes);
+  void fill(const kernels::Resources& res, void* dst, unsigned char value,
+            std::size_t bytes) const {
+    kernels::fill_bytes(res, dst, on_cuda ? kernels::Device::Cuda : kernels::Device::Cpu, value,
+                        bytes);
   }
   /// Inclusive scan of a[0, n) with `temp` (m_scan) as the scratch.
   void scan(const kernels::Resources& res, std::int64_t* a, std::int64_t n,
@@ -169,8 +172,8 @@ void NeighborSampler::init_pipeline(const kernels::Resources& res) {
       res, static_cast<std::size_t>(W::readback(num_layers)) * sizeof(std::int64_t));
   // The table starts empty (kEmpty is all ones), and indptr[0] is 0 for good: the hops write
   // indptr from entry 1 on.
-  p.fill(m_table.data(), 0xFF, m_table.bytes());
-  for (LayerBuffers& b : m_layers) p.fill(b.indptr.data(), 0, sizeof(std::int64_t));
+  p.fill(res, m_table.data(), 0xFF, m_table.bytes());
+  for (LayerBuffers& b : m_layers) p.fill(res, b.indptr.data(), 0, sizeof(std::int64_t));
   std::vector<std::int64_t> words(static_cast<std::size_t>(W::total(num_layers)), 0);
   words[static_cast<std::size_t>(3 * num_layers + W::kFirstBad)] = W::kNone;
   words[static_cast<std::size_t>(3 * num_layers + W::kFirstRepeat)] = W::kNone;
@@ -296,7 +299,8 @@ void NeighborSampler::sample_device(const kernels::Resources& res, Span<const No
     // nothing to copy
   } else if (seeds_device == kernels::Device::Cpu) {
     std::memcpy(p.seed_staging.data(), seeds.data, seed_bytes);
-    p.copy(dev_seeds, p.seed_staging.data(), seed_bytes);
+    p.copy(res, dev_seeds, kernels::Device::Cuda, p.seed_staging.data(), kernels::Device::Cpu,
+           seed_bytes);
   } else if (seeds.data != dev_seeds) {
     // A device-to-device copy must not overlap: a part of the seed buffer itself goes through
     // the scratch, which holds at least min(batch_size, N) ids (a previous batch's seeds).
@@ -305,10 +309,12 @@ void NeighborSampler::sample_device(const kernels::Resources& res, Span<const No
     if (lo < buf + m_seeds.bytes() && buf < lo + seed_bytes) {
       HALO_EXPECTS(seed_bytes <= m_scratch.bytes(),
                    "NeighborSampler::sample: seeds overlap the sampler's seed buffer");
-      p.copy(m_scratch.data(), seeds.data, seed_bytes);
-      p.copy(dev_seeds, m_scratch.data(), seed_bytes);
+      p.copy(res, m_scratch.data(), kernels::Device::Cuda, seeds.data, kernels::Device::Cuda,
+             seed_bytes);
+      p.copy(res, dev_seeds, kernels::Device::Cuda, m_scratch.data(), kernels::Device::Cuda,
+             seed_bytes);
     } else {
-      p.copy(dev_seeds, seeds.data, seed_bytes);
+      p.copy(res, dev_seeds, kernels::Device::Cuda, seeds.data, kernels::Device::Cuda, seed_bytes);
     }
   }
 
@@ -333,13 +339,13 @@ void NeighborSampler::sample_device(const kernels::Resources& res, Span<const No
 
   // The batch's one synchronisation: every size and the seed check's verdict in one copy.
   const auto* got = static_cast<const std::int64_t*>(p.readback.data());
-  p.copy(p.readback.data(), words,
+  p.copy(res, p.readback.data(), kernels::Device::Cpu, words, kernels::Device::Cuda,
          static_cast<std::size_t>(W::readback(nl)) * sizeof(std::int64_t));
   res.synchronize();
   if (p.on_cuda) ++m_host_syncs;
   if (const std::int64_t kind = got[3 * nl + W::kErrorKind]; kind != 0) {
     // The seeds' table entries stay behind (the hops did nothing): empty the whole table.
-    p.fill(m_table.data(), 0xFF, m_table.bytes());
+    p.fill(res, m_table.data(), 0xFF, m_table.bytes());
     const std::string seed = std::to_string(got[3 * nl + W::kErrorSeed]);
     HALO_EXPECTS(kind != 1, "NeighborSampler::sample: seed " + seed + " out of range");
     HALO_FAIL("NeighborSampler::sample: seed " + seed + " is repeated");

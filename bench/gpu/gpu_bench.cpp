@@ -228,11 +228,15 @@ BENCHMARK(BM_GemmLayer)
 /// products shape takes far longer than its epochs) and warmed up by one epoch.
 struct EpochSetup {
   EpochSetup(const kernels::Resources& res, const datasets::Dataset& d, runtime::TrainConfig c)
-      : model(runtime::make_model(res, d, c)), trainer(res, d, c, model) {
-    trainer.train_epoch(++epoch);
+      : shard(runtime::local_shard(res, d.clone(runtime::host_resources(res)))),
+        model(runtime::make_model(res, shard.num_features, shard.part.num_classes, c)),
+        trainer(res, shard, c, model) {
+    trainer.train_epoch(++epoch, stats);
   }
+  runtime::Shard shard;
   nn::Model<float> model;
-  runtime::FullGraphTrainer trainer;  // refers to model: the setup never moves (unique_ptr)
+  runtime::Trainer trainer;  // refers to shard and model: the setup never moves (unique_ptr)
+  runtime::EpochStats stats;
   std::uint64_t epoch = 0;
 };
 
@@ -251,7 +255,7 @@ void run_epochs(benchmark::State& state, const kernels::Resources& res, const da
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     // train_epoch ends with a synchronisation.
-    benchmark::DoNotOptimize(setup->trainer.train_epoch(++setup->epoch));
+    setup->trainer.train_epoch(++setup->epoch, setup->stats);
     state.SetIterationTime(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }

@@ -1,40 +1,26 @@
-// Full-graph training end to end: published Cora accuracy, determinism, model selection.
-#include <filesystem>
+// The Trainer in one process, full graph: published Cora accuracy, determinism, model selection,
+// the evaluator against a plain reference, and bad configurations.
+#include <cmath>
 #include <gtest/gtest.h>
 #include <string>
 #include <vector>
 
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/synthetic.hpp>
-#include <halo/kernels/loss.hpp>
+#include <halo/datasets/preprocess.hpp>
 #include <halo/runtime/trainer.hpp>
 
-namespace halo::runtime {
+#include "runtime/runtime_test_util.hpp"
+
+namespace halo::runtime::test {
 namespace {
-
-std::filesystem::path cora_dir() {
-  return std::filesystem::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "planetoid" /
-         "cora";
-}
-
-const datasets::Dataset& cora() {
-  static const kernels::Resources res;
-  static const datasets::Dataset d = datasets::read_directory(res, cora_dir());
-  return d;
-}
 
 /// Mean test accuracy over `seeds` seeds with Kipf & Welling's set-up (2 layers, 16 hidden,
 /// dropout 0.5, lr 0.01, weight decay 5e-4, 200 epochs).
 double mean_cora_accuracy(nn::ModelKind kind, int seeds) {
   const kernels::Resources res;
   double sum = 0;
-  for (int seed = 0; seed < seeds; ++seed) {
-    TrainConfig config;
-    config.model.kind = kind;
-    config.seed = static_cast<std::uint64_t>(seed);
-    nn::Model<float> model = make_model(res, cora(), config);
-    sum += train_full_graph(res, cora(), config, model).test_accuracy;
-  }
+  for (int seed = 0; seed < seeds; ++seed)
+    sum += train_local(res, cora(), config_for(kind, static_cast<std::uint64_t>(seed), 200))
+               .result.test_accuracy;
   return sum / seeds;
 }
 
@@ -47,34 +33,12 @@ TEST(FullGraphTraining, SageOnCoraReachesSeventyNinePercent) {
   EXPECT_GE(mean_cora_accuracy(nn::ModelKind::Sage, 3), 0.79);
 }
 
-datasets::Dataset small_synthetic(std::uint64_t seed) {
-  datasets::SyntheticConfig c;
-  c.num_nodes = 600;
-  c.num_classes = 4;
-  c.num_features = 16;
-  c.feature_signal = 0.5;  // small graph: a clearer signal than the default keeps the test short
-  c.seed = seed;
-  return datasets::make_synthetic(kernels::Resources(), c);
-}
-
-TrainResult train(const datasets::Dataset& data, nn::ModelKind kind, std::uint64_t seed, int epochs,
-                  nn::Model<float>* out_model = nullptr) {
-  const kernels::Resources res;
-  TrainConfig config;
-  config.model.kind = kind;
-  config.epochs = epochs;
-  config.seed = seed;
-  nn::Model<float> model = make_model(res, data, config);
-  TrainResult r = train_full_graph(res, data, config, model);
-  if (out_model != nullptr) *out_model = std::move(model);
-  return r;
-}
-
 TEST(FullGraphTraining, SameSeedReplaysExactly) {
   const auto data = small_synthetic(3);
+  const kernels::Resources res;
   for (auto kind : {nn::ModelKind::Gcn, nn::ModelKind::Sage}) {
-    const TrainResult a = train(data, kind, 11, 15);
-    const TrainResult b = train(data, kind, 11, 15);
+    const TrainResult a = train_local(res, data, config_for(kind, 11, 15)).result;
+    const TrainResult b = train_local(res, data, config_for(kind, 11, 15)).result;
     ASSERT_EQ(a.history.size(), b.history.size());
     for (std::size_t i = 0; i < a.history.size(); ++i) {
       EXPECT_EQ(a.history[i].train_loss, b.history[i].train_loss) << "epoch " << i + 1;
@@ -85,15 +49,17 @@ TEST(FullGraphTraining, SameSeedReplaysExactly) {
 
 TEST(FullGraphTraining, OtherSeedGivesOtherRun) {
   const auto data = small_synthetic(3);
-  const TrainResult a = train(data, nn::ModelKind::Gcn, 1, 5);
-  const TrainResult b = train(data, nn::ModelKind::Gcn, 2, 5);
+  const kernels::Resources res;
+  const auto a = train_local(res, data, config_for(nn::ModelKind::Gcn, 1, 5)).result;
+  const auto b = train_local(res, data, config_for(nn::ModelKind::Gcn, 2, 5)).result;
   EXPECT_NE(a.history[0].train_loss, b.history[0].train_loss);
 }
 
 TEST(FullGraphTraining, LossFallsAndSyntheticLabelsAreLearned) {
   const auto data = small_synthetic(5);
+  const kernels::Resources res;
   for (auto kind : {nn::ModelKind::Gcn, nn::ModelKind::Sage}) {
-    const TrainResult r = train(data, kind, 0, 100);
+    const TrainResult r = train_local(res, data, config_for(kind, 0, 100)).result;
     EXPECT_LT(r.history.back().train_loss, 0.5 * r.history.front().train_loss);
     EXPECT_GT(r.test_accuracy, 0.6) << "chance is 0.25";
   }
@@ -102,12 +68,12 @@ TEST(FullGraphTraining, LossFallsAndSyntheticLabelsAreLearned) {
 TEST(FullGraphTraining, ReportsAndKeepsTheBestValidationEpoch) {
   const auto data = small_synthetic(7);
   const kernels::Resources res;
-  TrainConfig config;
-  config.epochs = 30;
-  nn::Model<float> model = make_model(res, data, config);
+  const TrainConfig config = config_for(nn::ModelKind::Gcn, 0, 30);
+  Shard shard = local_shard(res, halo::testing::copy_dataset(host(), data));
   int calls = 0;
-  const TrainResult r = train_full_graph(res, data, config, model,
-                                         [&](const EpochStats& s) { EXPECT_EQ(s.epoch, ++calls); });
+  TrainRun run =
+      train(res, shard, config, [&](const EpochStats& s) { EXPECT_EQ(s.epoch, ++calls); });
+  const TrainResult& r = run.result;
   EXPECT_EQ(calls, 30);
   double best = 0;
   for (const auto& s : r.history) best = std::max(best, s.val_accuracy);
@@ -117,31 +83,78 @@ TEST(FullGraphTraining, ReportsAndKeepsTheBestValidationEpoch) {
   EXPECT_EQ(r.val_accuracy, at_best.val_accuracy);
   EXPECT_GT(r.epoch_time_median_s, 0);
   // The model holds the best epoch's parameters: evaluating it again gives that epoch's scores.
-  FullGraphTrainer again(res, data, config, model);
-  const auto e = again.evaluate();
+  Shard again = local_shard(res, halo::testing::copy_dataset(host(), data));
+  Trainer trainer(res, again, config, run.model);
+  const auto e = trainer.evaluate();
   EXPECT_DOUBLE_EQ(e.val_accuracy, r.val_accuracy);
   EXPECT_DOUBLE_EQ(e.test_accuracy, r.test_accuracy);
 }
 
-// The device-neutral scoring: Targets copied to the CPU score exactly like the dataset itself.
-TEST(FullGraphTraining, ScoresFromUploadedTargetsEqualTheDatasets) {
+/// Fraction of `rows` whose logits' arg-max is the label: the plain reference of accuracy.
+double ref_accuracy(const kernels::Tensor<float>& logits, const datasets::Dataset& data,
+                    const kernels::Tensor<kernels::NodeId>& rows) {
+  std::int64_t correct = 0;
+  for (std::int64_t i = 0; i < rows.numel(); ++i) {
+    const auto r = rows.data()[i];
+    std::int64_t best = 0;
+    for (std::int64_t c = 1; c < logits.cols(); ++c)
+      if (logits(r, c) > logits(r, best)) best = c;
+    correct += best == data.labels(r);
+  }
+  return static_cast<double>(correct) / static_cast<double>(rows.numel());
+}
+
+// The evaluator against a plain path: the model run on gcn_normalize(A ∪ Aᵀ) and the row-
+// normalised features, scored by arg-max.
+TEST(FullGraphTraining, EvaluationEqualsAPlainReference) {
   const auto data = small_synthetic(2);
   const kernels::Resources res;
-  TrainConfig config;
-  nn::Model<float> model = make_model(res, data, config);
-  FullGraphTrainer trainer(res, data, config, model);
-  trainer.train_epoch(1);
-  const FullGraphInputs in = prepare_full_graph(res, data, config.model.kind, true);
-  const nn::Context ctx{&res, false, 0, 0, 0};
-  const kernels::Tensor<float>& logits = model.forward(ctx, in.graph.view(), in.features);
-  const auto a = score_splits(res, logits, data);
-  const auto b = score_splits(res, logits, upload_targets(res, data));
-  EXPECT_EQ(a.train_accuracy, b.train_accuracy);
-  EXPECT_EQ(a.val_loss, b.val_loss);
-  EXPECT_EQ(a.val_accuracy, b.val_accuracy);
-  EXPECT_EQ(a.test_accuracy, b.test_accuracy);
+  const TrainConfig config = config_for(nn::ModelKind::Gcn, 0, 3);
+  Shard shard = local_shard(res, halo::testing::copy_dataset(host(), data));
+  TrainRun run = train(res, shard, config);
+  Shard again = local_shard(res, halo::testing::copy_dataset(host(), data));
+  Trainer trainer(res, again, config, run.model);
   const auto e = trainer.evaluate();
-  EXPECT_EQ(e.val_loss, a.val_loss);
+  const auto a_hat = datasets::gcn_normalize<float>(
+      res, datasets::deduplicate(res, datasets::symmetrize(res, data.graph)));
+  const kernels::FeatureMatrix<float> x = prepare_features(res, data.features, true);
+  const nn::Context ctx{&res, false, 0, 0, 0};
+  const kernels::Tensor<float> logits = run.model.forward(ctx, a_hat.view(), x).clone(res);
+  EXPECT_NEAR(e.train_accuracy, ref_accuracy(logits, data, data.train_idx), 1e-12);
+  EXPECT_NEAR(e.val_accuracy, ref_accuracy(logits, data, data.val_idx), 1e-12);
+  EXPECT_NEAR(e.test_accuracy, ref_accuracy(logits, data, data.test_idx), 1e-12);
+}
+
+// Defect: with an empty validation split every epoch scored 0 and the model of epoch 1 was kept
+// (Cora without val_idx reported test 0.23 while the last epoch reached 0.81). Without
+// validation nodes the last epoch is kept and the validation accuracy is NaN (JSON null).
+TEST(FullGraphTraining, WithoutValidationNodesTheLastEpochIsKept) {
+  datasets::Dataset data = halo::testing::copy_dataset(host(), cora());
+  data.val_idx = kernels::Tensor<kernels::NodeId>(host(), kernels::Device::Cpu, 0, 1);
+  const kernels::Resources res;
+  const TrainResult r = train_local(res, data, config_for(nn::ModelKind::Gcn, 0, 100)).result;
+  EXPECT_EQ(r.best_epoch, 100);
+  EXPECT_TRUE(std::isnan(r.val_accuracy));
+  EXPECT_EQ(r.test_accuracy, r.history.back().test_accuracy);
+  EXPECT_GT(r.test_accuracy, 0.75);
+}
+
+// Defect: a diverging run (loss nan or inf) ran to the end and exited 0 with
+// final_train_loss null. It stops at the first non-finite loss with a clear error.
+TEST(FullGraphTraining, ADivergingRunStopsWithAClearError) {
+  const kernels::Resources res;
+  for (const bool mini : {false, true}) {
+    TrainConfig config = config_for(nn::ModelKind::Gcn, 0, 50);
+    config.lr = 1e30;
+    if (mini) config.mini_batch = batches(32, {5, 5});
+    try {
+      train_local(res, cora(), config);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("diverged"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("epoch"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(FullGraphTraining, RejectsAModelBuiltForOtherData) {
@@ -151,25 +164,44 @@ TEST(FullGraphTraining, RejectsAModelBuiltForOtherData) {
   config.model.in_features = data.num_features() + 1;
   config.model.num_classes = data.num_classes;
   nn::Model<float> model(res, config.model, 0);
-  EXPECT_THROW(train_full_graph(res, data, config, model), LogicError);
+  Shard shard = local_shard(res, halo::testing::copy_dataset(host(), data));
+  EXPECT_THROW(Trainer(res, shard, config, model), LogicError);
+}
+
+// Fields of one mode are refused in the other; NaNs are refused by name.
+TEST(TrainConfigCheck, RefusesInvalidAndOutOfModeFields) {
+  auto expect_refused = [](const TrainConfig& c, int ranks, const std::string& what) {
+    try {
+      check_config(c, ranks);
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const LogicError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  TrainConfig c;
+  EXPECT_NO_THROW(check_config(c, 1));
+  c.lr = std::nan("");
+  expect_refused(c, 1, "learning rate");
+  c = {};
+  c.weight_decay = std::nan("");
+  expect_refused(c, 1, "weight decay");
+  c = {};
+  c.model.dropout = std::nanf("");
+  expect_refused(c, 1, "dropout");
+  c = {};
+  c.mini_batch = batches(32, {5, 5});
+  EXPECT_NO_THROW(check_config(c, 1));
+  c.overlap = false;
+  expect_refused(c, 2, "overlap");
+  c.overlap = true;
+  c.mini_batch->cache_mb = 1;
+  expect_refused(c, 1, "cache");
+  EXPECT_NO_THROW(check_config(c, 2));
+  c.mini_batch->fanouts = {5};
+  expect_refused(c, 2, "fan-out");
 }
 
 // ---- CUDA (skipped without a device) ---------------------------------------------------------
-
-/// Every epoch's training loss of `epochs` epochs of Cora on `res` (seed 1, the default model).
-std::vector<double> cora_losses(const kernels::Resources& res, nn::ModelKind kind, int epochs,
-                                TrainResult* out = nullptr) {
-  TrainConfig config;
-  config.model.kind = kind;
-  config.epochs = epochs;
-  config.seed = 1;
-  nn::Model<float> model = make_model(res, cora(), config);
-  TrainResult r = train_full_graph(res, cora(), config, model);
-  std::vector<double> losses;
-  for (const EpochStats& s : r.history) losses.push_back(s.train_loss);
-  if (out != nullptr) *out = std::move(r);
-  return losses;
-}
 
 // The same initialisation and dropout masks (counter-based) on both devices: only rounding
 // differs (cuBLAS/cuSPARSE order, fused multiply-adds), so every epoch's loss agrees closely.
@@ -179,9 +211,9 @@ TEST(FullGraphTrainingCuda, CoraLossesMatchTheCpu) {
   const kernels::Resources gpu(kernels::Device::Cuda);
   for (const nn::ModelKind kind : {nn::ModelKind::Gcn, nn::ModelKind::Sage}) {
     SCOPED_TRACE(nn::to_string(kind));
-    TrainResult on_cpu, on_gpu;
-    const std::vector<double> expected = cora_losses(cpu, kind, 20, &on_cpu);
-    const std::vector<double> got = cora_losses(gpu, kind, 20, &on_gpu);
+    const TrainResult on_cpu = train_local(cpu, cora(), config_for(kind, 1, 20)).result;
+    const TrainResult on_gpu = train_local(gpu, cora(), config_for(kind, 1, 20)).result;
+    const std::vector<double> expected = losses(on_cpu), got = losses(on_gpu);
     ASSERT_EQ(got.size(), expected.size());
     for (std::size_t e = 0; e < got.size(); ++e)
       EXPECT_NEAR(got[e], expected[e], 1e-3 * expected[e]) << "epoch " << e + 1;
@@ -194,16 +226,15 @@ TEST(FullGraphTrainingCuda, CoraLossesMatchTheCpu) {
 TEST(FullGraphTrainingCuda, KeepsTheBestValidationEpochOnTheDevice) {
   if (kernels::cuda_device_count() == 0) GTEST_SKIP() << "no usable CUDA device";
   const kernels::Resources gpu(kernels::Device::Cuda);
-  TrainConfig config;
-  config.epochs = 15;
-  nn::Model<float> model = make_model(gpu, cora(), config);
-  for (const auto* p : model.parameters()) EXPECT_EQ(p->value.device(), kernels::Device::Cuda);
-  const TrainResult r = train_full_graph(gpu, cora(), config, model);
-  FullGraphTrainer again(gpu, cora(), config, model);
-  const auto e = again.evaluate();
-  EXPECT_DOUBLE_EQ(e.val_accuracy, r.val_accuracy);
-  EXPECT_DOUBLE_EQ(e.test_accuracy, r.test_accuracy);
+  const TrainConfig config = config_for(nn::ModelKind::Gcn, 0, 15);
+  TrainRun run = train_local(gpu, cora(), config);
+  for (const auto* p : run.model.parameters()) EXPECT_EQ(p->value.device(), kernels::Device::Cuda);
+  Shard again = local_shard(gpu, halo::testing::copy_dataset(host(), cora()));
+  Trainer trainer(gpu, again, config, run.model);
+  const auto e = trainer.evaluate();
+  EXPECT_DOUBLE_EQ(e.val_accuracy, run.result.val_accuracy);
+  EXPECT_DOUBLE_EQ(e.test_accuracy, run.result.test_accuracy);
 }
 
 }  // namespace
-}  // namespace halo::runtime
+}  // namespace halo::runtime::test

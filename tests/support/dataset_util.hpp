@@ -2,7 +2,6 @@
 // Test helpers on whole datasets: deep copies and the directed variant of a graph.
 
 #include <cstdint>
-#include <variant>
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
@@ -11,17 +10,7 @@ namespace halo::testing {
 
 /// A deep copy of `ds` (host tensors).
 inline datasets::Dataset copy_dataset(const kernels::Resources& res, const datasets::Dataset& ds) {
-  datasets::Dataset c;
-  c.name = ds.name;
-  c.graph = ds.graph.clone(res);
-  c.features = std::visit(
-      [&](const auto& x) -> kernels::FeatureMatrix<float> { return x.clone(res); }, ds.features);
-  c.labels = ds.labels.clone(res);
-  c.train_idx = ds.train_idx.clone(res);
-  c.val_idx = ds.val_idx.clone(res);
-  c.test_idx = ds.test_idx.clone(res);
-  c.num_classes = ds.num_classes;
-  return c;
+  return ds.clone(res);
 }
 
 /// `ds` keeping only the entries (r, c) with c < r: a directed graph (no entry has its

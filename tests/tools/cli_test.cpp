@@ -66,11 +66,62 @@ TEST_F(Cli, UsageErrorsExitTwoWithOneClearLine) {
                         Case{"train --hidden 0", "--hidden"}, Case{"train --layers 0", "--layers"},
                         Case{"train --dropout 1", "--dropout"}, Case{"train --lr -1", "--lr"},
                         Case{"train --epochs x", "--epochs"}, Case{"train --model gat", "--model"},
-                        Case{"train --json /no/such/dir/out.json", "/no/such/dir"}}) {
+                        Case{"train --json /no/such/dir/out.json", "/no/such/dir"},
+                        // NaNs and infinities name their flag (they used to fail deep inside).
+                        Case{"train --lr nan", "--lr"}, Case{"train --lr inf", "--lr"},
+                        Case{"train --dropout nan", "--dropout"},
+                        Case{"train --weight-decay nan", "--weight-decay"},
+                        // A flag of the other mode is refused, not silently ignored.
+                        Case{"train --fanouts 5,5", "--fanouts"},
+                        Case{"train --batch-size 8", "--batch-size"},
+                        Case{"train --prefetch 0", "--prefetch"},
+                        Case{"train --mode mini-batch --cache-mb 1", "--cache-mb"},
+                        Case{"train --mode mini-batch --fanouts 5", "--fanouts"},
+                        Case{"train --json .", "--json"}}) {
     const Outcome r = run(c.args);
     EXPECT_EQ(r.code, 2) << c.args;
     EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_EQ(r.err.find("failed:"), std::string::npos) << "no assertion text: " << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
   }
+}
+
+// A dataset without training nodes is a usage error named in one line, before any training.
+TEST_F(Cli, EmptyTrainingSplitIsAUsageError) {
+  const fs::path d = write_dataset();
+  std::ofstream(d / "train_idx.txt", std::ios::trunc) << "";
+  const Outcome r = run("train --epochs 2 --dataset " + d.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("no training nodes"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("failed:"), std::string::npos) << r.err;
+}
+
+// --json is checked before the work starts, and a failed write leaves no temporary behind: a
+// file-size limit of 0 (bash's ulimit -f, SIGXFSZ ignored so that writes fail with EFBIG)
+// stands in for a full disk.
+TEST_F(Cli, JsonThatCannotBeWrittenFailsCleanly) {
+  const fs::path d = write_dataset();
+  fs::create_directories(m_dir / "adir");
+  Outcome r = run("train --epochs 2 --dataset " + d.string() + " --json " +
+                  (m_dir / "adir").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("epoch"), std::string::npos) << "refused before training: " << r.err;
+  const fs::path json = m_dir / "full" / "out.json";
+  fs::create_directories(json.parent_path());
+  // Only halo's files are limited: its output goes through a pipe to an unlimited `cat`.
+  r = halo::testing::run_command("bash -c \"set -o pipefail; trap '' XFSZ; (ulimit -f 0; exec " +
+                                     m_binary + " train --epochs 2 --dataset " + d.string() +
+                                     " --json " + json.string() + ") 2>&1 | cat >&2\"",
+                                 m_dir);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot write"), std::string::npos) << r.err;
+  std::int64_t left = 0;
+  for (const auto& e : fs::directory_iterator(json.parent_path())) {
+    ADD_FAILURE() << "left behind: " << e.path();
+    ++left;
+  }
+  EXPECT_EQ(left, 0);
 }
 
 TEST_F(Cli, MissingDatasetExitsOne) {
@@ -117,8 +168,8 @@ TEST_F(Cli, TrainsAndWritesJsonAndModel) {
   EXPECT_LE(j["test_accuracy"].get<double>(), 1.0);
   EXPECT_GT(j["peak_host_memory_bytes"].get<double>(), 0.0);
   EXPECT_TRUE(fs::exists(model));
-  EXPECT_FALSE(fs::exists(json.string() + ".tmp"));
-  EXPECT_FALSE(fs::exists(model.string() + ".tmp"));
+  for (const auto& e : fs::directory_iterator(m_dir))
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << "left behind: " << e.path();
 }
 
 // Without a usable GPU (no device, no driver, or a CPU-only build) `--device cuda` is a runtime

@@ -65,6 +65,35 @@ TEST_F(DistributedTrainCli, WrongRankCountIsNamed) {
   EXPECT_NE(r.err.find("mpiexec -n 2"), std::string::npos) << r.err;
 }
 
+// Defect: `mpiexec -n 2 halo train --dataset cora` ran two independent copies that wrote the
+// same JSON file. Several ranks without --partitions are a usage error, on every rank.
+TEST_F(DistributedTrainCli, SeveralRanksWithoutPartitionsAreRefused) {
+  const fs::path json = m_dir / "r.json";
+  const Outcome r =
+      mpiexec(2, " train --dataset " + cora() + " --epochs 2 --json " + json.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--partitions"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(json));
+}
+
+// Mini-batch across ranks reports its traffic: sampling, feature rows, the cache.
+TEST_F(DistributedTrainCli, MiniBatchReportsItsTraffic) {
+  const fs::path json = m_dir / "mb.json";
+  const Outcome r = mpiexec(2, " train --partitions " + parts().string() +
+                                   " --model sage --mode mini-batch --batch-size 32 --fanouts 5,5"
+                                   " --epochs 2 --cache-mb 0.2 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(halo::testing::read_file(json));
+  EXPECT_EQ(j["world_size"], 2);
+  EXPECT_GT(j["sampling_bytes_per_epoch"].get<std::int64_t>(), 0);
+  EXPECT_GT(j["feature_bytes_per_epoch"].get<std::int64_t>(), 0);
+  EXPECT_GT(j["cache_hit_rate"].get<double>(), 0.0);
+  EXPECT_LE(j["cache_hit_rate"].get<double>(), 1.0);
+  for (const char* key : {"fetch_time_s", "batch_wait_s", "allreduce_time_s"})
+    EXPECT_GE(j[key].get<double>(), 0.0) << key;
+  EXPECT_FALSE(j.contains("exchange_hidden_fraction")) << "a full-graph key";
+}
+
 TEST_F(DistributedTrainCli, NoOverlapNeedsPartitions) {
   EXPECT_EQ(halo(" train --no-overlap --epochs 1").code, 2);
   EXPECT_EQ(halo(" train --partitions " + parts().string() + " --dataset cora").code, 2);

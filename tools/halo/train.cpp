@@ -148,6 +148,7 @@ nlohmann::json result_json(const TrainOptions& o, const runtime::Shard& shard,
   nlohmann::json j = {
       {"dataset", shard.dataset},
       {"num_nodes", shard.part.book().num_nodes()},
+      {"num_edges", shard.num_edges},
       {"training_edges", shard.part.training_edges},
       {"model", o.model},
       {"mode", o.mode},

@@ -1,0 +1,73 @@
+#pragma once
+// Helpers of the runtime tests: Cora, small synthetic graphs, one-process training runs.
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/synthetic.hpp>
+#include <halo/runtime/trainer.hpp>
+
+#include "support/dataset_util.hpp"
+
+namespace halo::runtime::test {
+
+inline const kernels::Resources& host() {
+  static const kernels::Resources res(kernels::Device::Cpu, 1);
+  return res;
+}
+
+inline const datasets::Dataset& cora() {
+  static const datasets::Dataset d = datasets::read_directory(
+      host(), std::filesystem::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" /
+                  "planetoid" / "cora");
+  return d;
+}
+
+/// Cora keeping only the entries (r, c) with c < r: a directed graph whose A ∪ Aᵀ is Cora's.
+inline const datasets::Dataset& directed_cora() {
+  static const datasets::Dataset d = halo::testing::directed_copy(host(), cora());
+  return d;
+}
+
+inline datasets::Dataset small_synthetic(std::uint64_t seed, std::int64_t nodes = 600) {
+  datasets::SyntheticConfig c;
+  c.num_nodes = nodes;
+  c.num_classes = 4;
+  c.num_features = 16;
+  c.feature_signal = 0.5;  // small graph: a clearer signal than the default keeps tests short
+  c.seed = seed;
+  return datasets::make_synthetic(host(), c);
+}
+
+inline TrainConfig config_for(nn::ModelKind kind, std::uint64_t seed, int epochs) {
+  TrainConfig c;
+  c.model.kind = kind;
+  c.seed = seed;
+  c.epochs = epochs;
+  return c;
+}
+
+inline MiniBatchConfig batches(std::int64_t size, std::vector<int> fanouts, int prefetch = 0) {
+  MiniBatchConfig mb;
+  mb.batch_size = size;
+  mb.fanouts = std::move(fanouts);
+  mb.prefetch = prefetch;
+  return mb;
+}
+
+/// One process: `data` (copied) as the one-part shard, trained with `config`.
+inline TrainRun train_local(const kernels::Resources& res, const datasets::Dataset& data,
+                            const TrainConfig& config) {
+  Shard shard = local_shard(res, halo::testing::copy_dataset(host(), data));
+  return train(res, shard, config);
+}
+
+inline std::vector<double> losses(const TrainResult& r) {
+  std::vector<double> v;
+  for (const EpochStats& s : r.history) v.push_back(s.train_loss);
+  return v;
+}
+
+}  // namespace halo::runtime::test
