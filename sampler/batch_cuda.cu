@@ -2,12 +2,8 @@
 #include <halo/kernels/exec_cuda.cuh>
 #include <halo/sampler/batch_body.hpp>
 
-namespace halo::kernels::detail {
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::GcnBlockNormBody&);
-template void launch_cuda(CudaExec, std::int64_t,
-                          const sampler::detail::GatherValuesBody<std::int32_t>&);
-template void launch_cuda(CudaExec, std::int64_t,
-                          const sampler::detail::GatherValuesBody<std::int64_t>&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::SparseRowLengthBody&);
-template void launch_cuda(CudaExec, std::int64_t, const sampler::detail::SparseRowCopyBody&);
-}  // namespace halo::kernels::detail
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::GcnBlockNormBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::GatherValuesBody<std::int32_t>);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::GatherValuesBody<std::int64_t>);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::SparseRowLengthBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::SparseRowCopyBody);
