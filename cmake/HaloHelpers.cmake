@@ -10,7 +10,9 @@ function(halo_add_component name)
   set_target_properties(halo_${name} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME halo_${name})
   target_include_directories(halo_${name} PUBLIC $<BUILD_INTERFACE:${HALO_GENERATED_INCLUDE_DIR}>
                                                  $<INSTALL_INTERFACE:include>)
-  target_link_libraries(halo_${name} PUBLIC halo::options ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  # halo_options is exported; halo_build_flags (warnings, -march, sanitizers) is build-tree only.
+  target_link_libraries(halo_${name} PUBLIC halo_options $<BUILD_INTERFACE:halo_build_flags>
+                                            ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   install(TARGETS halo_${name} EXPORT haloTargets ARCHIVE DESTINATION lib LIBRARY DESTINATION lib)
   install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/ DESTINATION include/halo/${name}
           FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE)

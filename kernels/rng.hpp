@@ -48,11 +48,17 @@ HALO_HD inline double uniform_double(std::uint64_t seed, std::uint64_t stream,
   return static_cast<double>(draw(seed, stream, index) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/// The high 64 bits of the 128-bit product a * b. `__extension__` keeps the GNU `__int128` type
+/// accepted under -Wpedantic in code that includes this header (g++, clang and nvcc take it).
+HALO_HD inline std::uint64_t mul_hi64(std::uint64_t a, std::uint64_t b) {
+  __extension__ using Uint128 = unsigned __int128;
+  return static_cast<std::uint64_t>((static_cast<Uint128>(a) * b) >> 64);
+}
+
 /// Uniform integer in [0, n) for n >= 1 (Lemire's multiply-shift; bias below 2^-32 for n < 2^32).
 HALO_HD inline std::uint64_t below(std::uint64_t seed, std::uint64_t stream, std::uint64_t index,
                                    std::uint64_t n) {
-  return static_cast<std::uint64_t>(
-      (static_cast<unsigned __int128>(draw(seed, stream, index)) * n) >> 64);
+  return mul_hi64(draw(seed, stream, index), n);
 }
 
 /// Stream ids name what a draw is for, so unrelated uses never share numbers.
