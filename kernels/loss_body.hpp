@@ -19,20 +19,8 @@ HALO_HD T row_logsumexp(const T* x, std::int64_t n) {
   return m + hd::log(s);
 }
 
-/// loss[i] = -log_softmax(logits(rows[i], :))[labels[rows[i]]].
-template <class Idx, class T>
-struct NllForwardBody {
-  MatrixView<const T> logits;
-  Span<const std::int32_t> labels;
-  Span<const Idx> rows;
-  Span<T> loss;
-  HALO_HD void operator()(std::int64_t i) const {
-    const T* x = logits.row(rows[i]);
-    loss[i] = row_logsumexp(x, logits.cols) - x[labels[rows[i]]];
-  }
-};
-
-/// partial[b] = the sum of the losses of rows[b * rows_per_block .. (b + 1) * rows_per_block).
+/// partial[b] = the sum over rows[b * rows_per_block .. (b + 1) * rows_per_block) of
+/// -log_softmax(logits(r, :))[labels[r]]: a block's share of the loss.
 template <class Idx, class T>
 struct NllPartialBody {
   MatrixView<const T> logits;

@@ -4,7 +4,7 @@
 #include <halo/kernels/loss_body.hpp>
 
 #define HALO_INSTANTIATE(Idx, T)                                                \
-  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::NllForwardBody<Idx, T>);  \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::NllPartialBody<Idx, T>);  \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::NllBackwardBody<Idx, T>); \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::CorrectBody<Idx, T>);
 HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)

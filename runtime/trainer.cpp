@@ -142,7 +142,12 @@ struct Trainer::Targets {
   Tensor<NodeId> train_idx, val_idx, test_idx;
   std::int64_t num_train = 0;
   Tensor<float> loss_total;  // a device epoch's summed loss (one process on a GPU)
+  Tensor<NodeId> dropout_keys;  // the owned nodes' original ids (empty in one process)
 };
+
+kernels::Span<const NodeId> Trainer::dropout_keys() const {
+  return m_targets->dropout_keys.span();
+}
 
 Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
                  nn::Model<float>& model)
@@ -181,10 +186,16 @@ Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig&
   const nn::ModelKind kind = model.config().kind;
   m_graph = std::make_unique<HaloExchange>(res, part, kind, config.overlap, *m_data_comm);
   m_features = std::make_unique<FeatureStore>(res, part, config.normalize_features);
+  // One process keys dropout by row (original = local ids); a part by its original ids.
+  Tensor<NodeId> keys;
+  if (!part.ids.identity())
+    keys = Tensor<NodeId>::from_host(
+        res, std::vector<NodeId>(part.ids.original_ids().data,
+                                 part.ids.original_ids().data + part.num_owned()));
   m_targets = std::make_unique<Targets>(Targets{
       part.labels.copy_to(res, res.device()), part.train_idx.copy_to(res, res.device()),
       part.val_idx.copy_to(res, res.device()), part.test_idx.copy_to(res, res.device()),
-      part.all_train.numel(), {}});
+      part.all_train.numel(), {}, std::move(keys)});
   if (config.mini_batch) {
     m_batches = std::make_unique<SampledBatches>(res, part, comm, *m_features,
                                                  m_targets->labels.span(), *config.mini_batch,
@@ -196,13 +207,8 @@ Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig&
     model.reserve(res, bounds, m_features->max_input_entries());
     kernels::reserve(res, m_dlogits, bounds.back().second * model.config().num_classes);
   } else {
-    // One process keys dropout by row (original = local ids); a part by its original ids.
-    const kernels::Span<const NodeId> keys =
-        part.ids.identity() ? kernels::Span<const NodeId>{}
-                            : kernels::Span<const NodeId>{part.ids.original_ids().data,
-                                                          part.num_owned()};
     m_batches = std::make_unique<FullGraphBatches>(
-        m_graph->adjacency(keys), m_features->owned(), m_targets->labels.span(),
+        m_graph->adjacency(dropout_keys()), m_features->owned(), m_targets->labels.span(),
         m_targets->train_idx.span(), m_targets->num_train);
   }
   m_preprocess_time_s = seconds_since(start);
@@ -332,12 +338,8 @@ void Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback
 Trainer::Evaluation Trainer::evaluate() {
   const Targets& t = *m_targets;
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
-  const partition::Part& part = m_shard.part;
-  const kernels::Span<const NodeId> keys =
-      part.ids.identity()
-          ? kernels::Span<const NodeId>{}
-          : kernels::Span<const NodeId>{part.ids.original_ids().data, part.num_owned()};
-  const Tensor<float>& logits = m_model.forward(ctx, m_graph->adjacency(keys), m_features->owned());
+  const Tensor<float>& logits =
+      m_model.forward(ctx, m_graph->adjacency(dropout_keys()), m_features->owned());
   auto correct = [&](const Tensor<NodeId>& rows) {
     return rows.numel() == 0 ? 0.0
                              : static_cast<double>(kernels::count_correct(

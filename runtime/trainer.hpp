@@ -215,6 +215,9 @@ class Trainer {
   double preprocess_time_s() const { return m_preprocess_time_s; }
 
  private:
+  /// Original ids of the owned nodes on res's device (dropout keys), empty in one process.
+  kernels::Span<const kernels::NodeId> dropout_keys() const;
+
   const kernels::Resources& m_res;
   Shard& m_shard;
   TrainConfig m_config;

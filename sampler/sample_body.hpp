@@ -15,9 +15,7 @@ using kernels::NodeId;
 /// Uniform integer in [0, n), n >= 1, from a keyed draw (Lemire's multiply-shift).
 HALO_HD inline std::int64_t below_keyed(std::uint64_t key, std::uint64_t index, std::int64_t n) {
   return static_cast<std::int64_t>(
-      (static_cast<unsigned __int128>(kernels::rng::draw_keyed(key, index)) *
-       static_cast<std::uint64_t>(n)) >>
-      64);
+      kernels::rng::mul_hi64(kernels::rng::draw_keyed(key, index), static_cast<std::uint64_t>(n)));
 }
 
 /// How many neighbours a destination of degree d draws.

@@ -25,8 +25,8 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 
 data=(--dataset synthetic --synthetic-nodes "$nodes" --synthetic-classes 40
-      --synthetic-features 128 --synthetic-degree 13.7 --seed 1)
-model=(--model gcn --layers 2 --hidden 256 --epochs "$epochs")
+      --synthetic-features 128 --synthetic-degree 13.7 --synthetic-seed 1)
+model=(--model gcn --layers 2 --hidden 256 --epochs "$epochs" --seed 1)
 fail() { cat "$work"/*.log >&2; echo "scaling: $1 failed" >&2; exit 1; }
 for p in 1 2; do
   "$halo" partition "${data[@]}" --parts "$p" --out "$work/p$p" > "$work/partition-$p.log" 2>&1 ||
@@ -55,7 +55,7 @@ for r in $(seq 1 "$repeats"); do
     else
       # shellcheck disable=SC2086
       OMP_WAIT_POLICY=passive mpiexec -n "$ranks" "$halo" train "${model[@]}" $flags \
-        --seed 1 --threads "$threads" --json "$json" > /dev/null 2>> "$work/train.log" ||
+        --threads "$threads" --json "$json" > /dev/null 2>> "$work/train.log" ||
         fail "$name"
     fi
     "$py" - "$json" "$name" "$r" "$ranks" "$threads" >> "$csv.tmp" <<'PY'

@@ -258,22 +258,20 @@ class MpiComm final : public Comm {
       offset += counts[j];
     }
   }
-  void post_recv(void* data, std::size_t bytes, int peer) {
+  /// One transfer of the point-to-point fallback of a collective, its request kept.
+  void post(bool send, const void* data, std::size_t bytes, int peer) {
     if (bytes == 0) return;
     const Bytes b(bytes, m_limit);
     m_peer_requests.emplace_back();
-    check(MPI_Irecv(data, b.count(), b.type(), peer, kCollectiveTag, m_comm,
-                    &m_peer_requests.back()),
-          "MPI_Irecv");
+    MPI_Request* r = &m_peer_requests.back();
+    if (send)
+      check(MPI_Isend(data, b.count(), b.type(), peer, kCollectiveTag, m_comm, r), "MPI_Isend");
+    else
+      check(MPI_Irecv(const_cast<void*>(data), b.count(), b.type(), peer, kCollectiveTag, m_comm, r),
+            "MPI_Irecv");
   }
-  void post_send(const void* data, std::size_t bytes, int peer) {
-    if (bytes == 0) return;
-    const Bytes b(bytes, m_limit);
-    m_peer_requests.emplace_back();
-    check(MPI_Isend(data, b.count(), b.type(), peer, kCollectiveTag, m_comm,
-                    &m_peer_requests.back()),
-          "MPI_Isend");
-  }
+  void post_recv(void* data, std::size_t bytes, int peer) { post(false, data, bytes, peer); }
+  void post_send(const void* data, std::size_t bytes, int peer) { post(true, data, bytes, peer); }
   void finish_peers(const char* call) {
     if (!m_peer_requests.empty())
       check(MPI_Waitall(static_cast<int>(m_peer_requests.size()), m_peer_requests.data(),

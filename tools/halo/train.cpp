@@ -262,11 +262,21 @@ int run_train(const TrainOptions& o) {
   runtime::EpochCallback progress;
   if (rank == 0) progress = [tty](const runtime::EpochStats& s) { print_progress(s, tty); };
   runtime::TrainRun run = runtime::train(res, shard, config, progress);
+  // Every rank's peak resident set, for rank 0's report.
+  std::vector<std::int64_t> peaks(static_cast<std::size_t>(shard.comm->size()), 0);
+  peaks[static_cast<std::size_t>(rank)] = runtime::peak_host_memory_bytes();
+  shard.comm->allreduce(
+      kernels::Span<std::int64_t>(peaks.data(), static_cast<std::int64_t>(peaks.size())),
+      runtime::ReduceOp::Sum);
   if (rank == 0) {
     print_summary(o, run.result);
     if (!o.save_model.empty()) run.model.save(res, o.save_model);
-    if (!o.json.empty())
-      write_atomically(o.json, result_json(o, shard, run.result, res).dump(2) + "\n");
+    if (!o.json.empty()) {
+      nlohmann::json j = result_json(o, shard, run.result, res);
+      j["peak_host_memory_bytes_per_rank"] = peaks;
+      j["peak_host_memory_bytes_max"] = *std::max_element(peaks.begin(), peaks.end());
+      write_atomically(o.json, j.dump(2) + "\n");
+    }
   }
   shard.comm->barrier();  // no rank exits (finalising MPI) before rank 0 has written its results
   return 0;
