@@ -7,8 +7,8 @@
 
 #include <halo/datasets/detail/host.hpp>
 #include <halo/datasets/preprocess.hpp>
-#include <halo/kernels/gcn_norm.hpp>
 #include <halo/kernels/error.hpp>
+#include <halo/kernels/gcn_norm.hpp>
 
 namespace halo::datasets {
 namespace {

@@ -1,6 +1,5 @@
-#include <omp.h>
-
 #include <array>
+#include <omp.h>
 
 #include <halo/kernels/buffer.hpp>
 #include <halo/kernels/detail/cuda_runtime.hpp>
@@ -75,7 +74,8 @@ void* Resources::workspace(std::size_t bytes) const {
 }
 
 void* Resources::scratch(int slot, std::size_t bytes) const {
-  HALO_EXPECTS(slot >= 0 && slot < kScratchSlots, "Resources::scratch: no slot " + std::to_string(slot));
+  HALO_EXPECTS(slot >= 0 && slot < kScratchSlots,
+               "Resources::scratch: no slot " + std::to_string(slot));
   Buffer& b = m_scratch->blocks[static_cast<std::size_t>(slot)];
   if (b.bytes() < bytes) b = Buffer(*this, m_device, bytes);
   return b.data();

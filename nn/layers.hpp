@@ -25,7 +25,6 @@ class Linear final : public Module<T> {
   void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
                std::int64_t in_width, std::int64_t in_entries) override;
 
-
  private:
   Parameter<T> m_weight, m_bias;
   const Features<T>* m_input = nullptr;
@@ -47,7 +46,6 @@ class GCNConv final : public Module<T> {
   std::string name() const override { return "gcn_conv"; }
   void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
                std::int64_t in_width, std::int64_t in_entries) override;
-
 
  private:
   Parameter<T> m_weight, m_bias;
@@ -75,7 +73,6 @@ class SAGEConv final : public Module<T> {
   void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
                std::int64_t in_width, std::int64_t in_entries) override;
 
-
  private:
   Parameter<T> m_weight_root, m_weight_neigh, m_bias;
   AggregateTransform<T> m_agg{kernels::Aggregate::Mean};
@@ -94,7 +91,6 @@ class ReLU final : public Module<T> {
   std::string name() const override { return "relu"; }
   void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
                std::int64_t in_width, std::int64_t in_entries) override;
-
 
  private:
   Features<T> m_output;
@@ -116,7 +112,6 @@ class Dropout final : public Module<T> {
   std::string name() const override { return "dropout"; }
   void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
                std::int64_t in_width, std::int64_t in_entries) override;
-
 
  private:
   kernels::DropoutKey key(const Context& ctx, const Adjacency<T>& graph) const;

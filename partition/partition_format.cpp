@@ -6,8 +6,8 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
-#include <numeric>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <sstream>
 #include <type_traits>
 #include <variant>
@@ -142,12 +142,13 @@ struct Shared {
 };
 
 Shared make_shared(const datasets::Dataset& ds, const datasets::Graph& s, const Relabelling& rl) {
-  Shared sh{ds, s, rl, std::vector<std::uint8_t>(static_cast<std::size_t>(ds.num_nodes()), 0), {},
-            {}, 0};
+  Shared sh{ds, s,  rl, std::vector<std::uint8_t>(static_cast<std::size_t>(ds.num_nodes()), 0),
+            {}, {}, 0};
   const kernels::Tensor<NodeId>* splits[] = {&ds.train_idx, &ds.val_idx, &ds.test_idx};
   for (std::uint8_t k = 0; k < 3; ++k)
     for (std::int64_t i = 0; i < splits[k]->numel(); ++i)
-      sh.split_of[static_cast<std::size_t>(splits[k]->data()[i])] = static_cast<std::uint8_t>(k + 1);
+      sh.split_of[static_cast<std::size_t>(splits[k]->data()[i])] =
+          static_cast<std::uint8_t>(k + 1);
   for (std::int64_t i = 0; i < ds.train_idx.numel(); ++i)
     sh.all_train.push_back(rl.old_to_new[static_cast<std::size_t>(ds.train_idx.data()[i])]);
   std::sort(sh.all_train.begin(), sh.all_train.end());
@@ -234,7 +235,8 @@ Part build_part(const kernels::Resources& res, const Shared& sh, std::int32_t k,
   for (std::int32_t j = 0; j < p; ++j) {
     send_rows.insert(send_rows.end(), send[static_cast<std::size_t>(j)].begin(),
                      send[static_cast<std::size_t>(j)].end());
-    part.send_offsets[static_cast<std::size_t>(j) + 1] = static_cast<std::int64_t>(send_rows.size());
+    part.send_offsets[static_cast<std::size_t>(j) + 1] =
+        static_cast<std::int64_t>(send_rows.size());
   }
   part.send_rows = host_tensor(res, send_rows);
   part.recv_offsets.assign(static_cast<std::size_t>(p) + 1, 0);
@@ -545,8 +547,8 @@ void check_csr(const kernels::Tensor<std::int64_t>& indptr, const kernels::Tenso
 /// Checks P + 1 offsets running from 0 to `total`, non-decreasing.
 void check_offsets(const std::vector<std::int64_t>& o, std::int32_t p, std::int64_t total,
                    const fs::path& file, const std::string& array) {
-  expect_data(static_cast<std::int64_t>(o.size()) == p + 1 && o.front() == 0 &&
-                  o.back() == total && std::is_sorted(o.begin(), o.end()),
+  expect_data(static_cast<std::int64_t>(o.size()) == p + 1 && o.front() == 0 && o.back() == total &&
+                  std::is_sorted(o.begin(), o.end()),
               file, array,
               "expected " + std::to_string(p + 1) + " non-decreasing offsets from 0 to " +
                   std::to_string(total));
@@ -782,9 +784,8 @@ PartitionMeta read_partition_meta(const fs::path& dir) {
       e.cols = shape[1];
       e.fnv1a64 = std::stoull(sum, nullptr, 16);
       if (e.offset != (end + 7) / 8 * 8)
-        throw IoError(file.string() + ": array '" + e.name + "' of " + pname +
-                      " starts at byte " + std::to_string(e.offset) + ", expected " +
-                      std::to_string((end + 7) / 8 * 8));
+        throw IoError(file.string() + ": array '" + e.name + "' of " + pname + " starts at byte " +
+                      std::to_string(e.offset) + ", expected " + std::to_string((end + 7) / 8 * 8));
       end = e.offset + e.bytes();
       info.arrays.push_back(std::move(e));
     }
@@ -865,17 +866,18 @@ Part read_part(const kernels::Resources& res, const fs::path& dir, std::int32_t 
   for (const char* split : {"train_idx", "val_idx", "test_idx"}) {
     auto t = take<NodeId>(arrays, pdir, split);
     check_ids(t, 0, owned, true, pdir, split);
-    (split[1] == 'r' ? part.train_idx : split[0] == 'v' ? part.val_idx : part.test_idx) =
-        std::move(t);
+    (split[1] == 'r'   ? part.train_idx
+     : split[0] == 'v' ? part.val_idx
+                       : part.test_idx) = std::move(t);
   }
   expect_data(part.train_idx.numel() == info.num_train, pdir, "train_idx",
               "expected " + std::to_string(info.num_train) + " nodes");
   part.all_train = take<NodeId>(arrays, pdir, "all_train");
   check_ids(part.all_train, 0, n, true, pdir, "all_train");
   part.all_train_original = take<NodeId>(arrays, pdir, "all_train_original");
-  expect_data(part.all_train.numel() == m.num_train &&
-                  part.all_train_original.numel() == m.num_train,
-              pdir, "all_train", "expected " + std::to_string(m.num_train) + " training nodes");
+  expect_data(
+      part.all_train.numel() == m.num_train && part.all_train_original.numel() == m.num_train, pdir,
+      "all_train", "expected " + std::to_string(m.num_train) + " training nodes");
   check_ids(part.all_train_original, 0, n, false, pdir, "all_train_original");
   return part;
 }

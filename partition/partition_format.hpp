@@ -11,8 +11,8 @@
 #include <halo/datasets/dataset.hpp>
 #include <halo/kernels/features.hpp>
 #include <halo/kernels/resources.hpp>
-#include <halo/partition/metrics.hpp>
 #include <halo/partition/id_map.hpp>
+#include <halo/partition/metrics.hpp>
 #include <halo/partition/partition_book.hpp>
 #include <halo/partition/partitioner.hpp>
 

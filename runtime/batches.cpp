@@ -137,7 +137,8 @@ class SampledBatches::Pipeline {
 SampledBatches::SampledBatches(const kernels::Resources& res, const partition::Part& part,
                                Comm& comm, FeatureStore& features,
                                kernels::Span<const std::int32_t> labels,
-                               const MiniBatchConfig& config, nn::ModelKind kind, std::uint64_t seed)
+                               const MiniBatchConfig& config, nn::ModelKind kind,
+                               std::uint64_t seed)
     : m_res(res),
       m_producer_res(kernels::Device::Cpu,
                      res.device() == kernels::Device::Cpu && config.prefetch > 0
@@ -160,8 +161,9 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
     if (comm.concurrent_duplicates()) {
       m_producer_comm = comm.duplicate();
     } else {
-      HALO_LOG_WARN("train: MPI gives no MPI_THREAD_MULTIPLE: batches are prepared on the "
-                    "training thread (--prefetch 0)");
+      HALO_LOG_WARN(
+          "train: MPI gives no MPI_THREAD_MULTIPLE: batches are prepared on the "
+          "training thread (--prefetch 0)");
       m_prefetch = 0;
     }
   }
@@ -173,14 +175,22 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
     m_source = std::make_unique<RemoteNeighbors>(part, m_producer_comm ? *m_producer_comm : comm);
   const kernels::Resources& batch_res = on_device ? res : m_producer_res;
   for (int i = 0; i <= m_prefetch; ++i) {
-    auto slot = std::make_unique<Slot>(Slot{
-        one_part ? sampler::NeighborSampler(sampling, part.graph, m_batch_size, sc)
-                 : sampler::NeighborSampler(sampling, *m_source, m_batch_size, sc),
-        {}, Tensor<std::int32_t>(batch_res, m_batch_size), {}, {}, {}, {}, {}, {}, {}, 0});
+    auto slot = std::make_unique<Slot>(
+        Slot{one_part ? sampler::NeighborSampler(sampling, part.graph, m_batch_size, sc)
+                      : sampler::NeighborSampler(sampling, *m_source, m_batch_size, sc),
+             {},
+             Tensor<std::int32_t>(batch_res, m_batch_size),
+             {},
+             {},
+             {},
+             {},
+             {},
+             {},
+             {},
+             0});
     if (i == 0) {
       const sampler::SamplerEnvelope& e = slot->sampler.envelope();
-      if (m_source)
-        m_source->reserve(e, config.fanouts, config.replace);
+      if (m_source) m_source->reserve(e, config.fanouts, config.replace);
       features.enable_batches(comm, e.layers.front().num_src,
                               static_cast<std::int64_t>(config.cache_mb * 1024 * 1024),
                               config.cache_policy);
@@ -267,8 +277,8 @@ void SampledBatches::begin_epoch(std::uint64_t epoch) {
     m_mine_at.push_back(static_cast<std::int64_t>(m_mine.size()));
   }
   if (m_mine_d.numel() > 0)  // one upload of the epoch's seeds
-    kernels::copy_bytes(m_res, m_mine_d.data(), m_res.device(), m_mine.data(),
-                        kernels::Device::Cpu, m_mine.size() * sizeof(NodeId));
+    kernels::copy_bytes(m_res, m_mine_d.data(), m_res.device(), m_mine.data(), kernels::Device::Cpu,
+                        m_mine.size() * sizeof(NodeId));
   if (m_prefetch > 0) m_pipeline = std::make_unique<Pipeline>(*this, m_batches);
 }
 

@@ -79,8 +79,9 @@ BatchInputs FeatureStore::make_inputs(const kernels::Resources& res) const {
   BatchInputs in;
   const std::int64_t n = std::max<std::int64_t>(m_max_rows, 1);
   if (m_part.ids.identity() && std::holds_alternative<SparseFeatures>(m_owned)) {
-    in.x = SparseFeatures{Tensor<std::int64_t>(res, n + 1), Tensor<std::int32_t>(res, m_max_entries),
-                          Tensor<float>(res, m_max_entries), m_width, false};
+    in.x =
+        SparseFeatures{Tensor<std::int64_t>(res, n + 1), Tensor<std::int32_t>(res, m_max_entries),
+                       Tensor<float>(res, m_max_entries), m_width, false};
     in.scan_sums = Tensor<std::int64_t>(
         res, std::max<std::int64_t>(1, kernels::scan_blocks(n, sampler::detail::kGatherScanBlock)));
   } else {
@@ -92,7 +93,7 @@ BatchInputs FeatureStore::make_inputs(const kernels::Resources& res) const {
     if (res.device() != kernels::Device::Cpu)
       in.stage = kernels::PinnedBuffer(
           res, static_cast<std::size_t>(n) * (static_cast<std::size_t>(m_width) * sizeof(float) +
-                                               sizeof(NodeId) + sizeof(std::int64_t)));
+                                              sizeof(NodeId) + sizeof(std::int64_t)));
   }
   return in;
 }
@@ -132,8 +133,8 @@ void FeatureStore::gather(const kernels::Resources& res, Comm& comm,
   auto* original = staged ? reinterpret_cast<NodeId*>(rows + n * m_width) : out.original_ids.data();
   auto* degrees = staged ? reinterpret_cast<std::int64_t*>(
                                static_cast<char*>(out.stage.data()) +
-                               static_cast<std::size_t>(n) * (static_cast<std::size_t>(m_width) * 4 +
-                                                              sizeof(NodeId)))
+                               static_cast<std::size_t>(n) *
+                                   (static_cast<std::size_t>(m_width) * 4 + sizeof(NodeId)))
                          : out.degrees.data();
   const partition::IdMap& ids = m_part.ids;
   const std::int64_t owned = ids.num_owned();
@@ -184,8 +185,7 @@ void FeatureStore::gather(const kernels::Resources& res, Comm& comm,
     kernels::copy_bytes_async(res, x.data(), res.device(), rows, kernels::Device::Cpu, x.bytes());
     kernels::copy_bytes_async(res, out.original_ids.data(), res.device(), original,
                               kernels::Device::Cpu, static_cast<std::size_t>(n) * sizeof(NodeId));
-    kernels::copy_bytes_async(res, out.degrees.data(), res.device(), degrees,
-                              kernels::Device::Cpu,
+    kernels::copy_bytes_async(res, out.degrees.data(), res.device(), degrees, kernels::Device::Cpu,
                               static_cast<std::size_t>(n) * sizeof(std::int64_t));
   }
 }

@@ -35,14 +35,15 @@ struct FetchStats {
 };
 
 /// Contract: owned() is the part's feature matrix as the first layer reads it (prepared:
-/// sparse rows L1-normalised when asked), on res's device (and, on a device, a host copy); a full-graph pass reads it directly.
-/// gather() fills a batch's inputs: owned rows from owned(), remote rows from the cache or from
-/// their owners. With one part nothing is remote and a gather keeps the features' kind (dense
-/// or sparse) on res's device; with several, batch features are dense, assembled on the host
-/// and copied once to res's device. The cache holds up to cache_bytes of rows of halo nodes
-/// (the remote neighbours of owned nodes): by degree, fetched by enable_batches, or by the
-/// accesses of the first epoch, fetched by end_epoch(1). Remote fetches are collective: every
-/// rank gathers its share of the same batch at the same time. A gather allocates nothing.
+/// sparse rows L1-normalised when asked), on res's device (and, on a device, a host copy); a
+/// full-graph pass reads it directly. gather() fills a batch's inputs: owned rows from owned(),
+/// remote rows from the cache or from their owners. With one part nothing is remote and a gather
+/// keeps the features' kind (dense or sparse) on res's device; with several, batch features are
+/// dense, assembled on the host and copied once to res's device. The cache holds up to cache_bytes
+/// of rows of halo nodes (the remote neighbours of owned nodes): by degree, fetched by
+/// enable_batches, or by the accesses of the first epoch, fetched by end_epoch(1). Remote fetches
+/// are collective: every rank gathers its share of the same batch at the same time. A gather
+/// allocates nothing.
 class FeatureStore {
  public:
   /// Takes `part`'s features (part.features is left empty) and keeps a reference to `part`.
@@ -67,9 +68,7 @@ class FeatureStore {
 
   /// Stored entries a batch's input can hold when gathers keep sparse features (one part),
   /// else 0 (dense batches).
-  std::int64_t max_input_entries() const {
-    return m_part.ids.identity() ? m_max_entries : 0;
-  }
+  std::int64_t max_input_entries() const { return m_part.ids.identity() ? m_max_entries : 0; }
   /// Rows the cache holds.
   std::int64_t cached_rows() const { return m_cached; }
 
@@ -86,7 +85,7 @@ class FeatureStore {
   kernels::FeatureMatrix<float> m_owned;       // on res's device
   kernels::FeatureMatrix<float> m_owned_host;  // a host copy for assembling rows (device, P > 1)
   bool m_host_copy = false;
-  kernels::Tensor<std::int64_t> m_degrees;     // the part's degrees on res's device (P = 1)
+  kernels::Tensor<std::int64_t> m_degrees;  // the part's degrees on res's device (P = 1)
   std::int64_t m_max_rows = 0, m_max_entries = 0;
   // The cache: a row per halo node chosen, cache_slot[h] its row or -1.
   std::int64_t m_capacity = 0, m_cached = 0;

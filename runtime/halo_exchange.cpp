@@ -102,8 +102,8 @@ HaloExchange::HaloExchange(const kernels::Resources& res, const partition::Part&
         own.add(static_cast<NodeId>(r), kernels::gcn_weight(d_r, d_r));
         self_done = true;
       }
-      const double w = gcn ? kernels::gcn_weight(d_r, static_cast<double>(degree[c] + 1))
-                           : 1.0 / d_r;
+      const double w =
+          gcn ? kernels::gcn_weight(d_r, static_cast<double>(degree[c] + 1)) : 1.0 / d_r;
       if (c < owned)
         own.add(c, w);
       else

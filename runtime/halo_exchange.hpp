@@ -97,7 +97,7 @@ class HaloExchange final : public nn::Propagation<float> {
   bool m_staged = false;  // rows on a CUDA device, m_comm takes host memory
   nn::ModelKind m_kind;
   bool m_overlap;
-  Csr m_own, m_own_t, m_halo, m_halo_t;  // m_own_t empty when m_own is symmetric (GCN)
+  Csr m_own, m_own_t, m_halo, m_halo_t;      // m_own_t empty when m_own is symmetric (GCN)
   std::vector<std::int64_t> m_recv_offsets;  // halo positions per owner (Part::recv_offsets)
   std::vector<std::int64_t> m_send_offsets;
   kernels::Tensor<kernels::NodeId> m_send_rows;    // owned local ids, concatenated per peer

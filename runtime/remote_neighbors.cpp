@@ -35,8 +35,8 @@ void RemoteNeighbors::reserve(const sampler::SamplerEnvelope& envelope,
     // Each peer asks at most its bound of distinct destinations, and at most the owned ones.
     const std::int64_t requests = static_cast<std::int64_t>(p) * std::min(b.num_dst, owned);
     const int k = fanouts[l];
-    const std::int64_t per = k < 0 ? m_part.max_degree
-                                   : (replace ? k : std::min<std::int64_t>(k, m_part.max_degree));
+    const std::int64_t per =
+        k < 0 ? m_part.max_degree : (replace ? k : std::min<std::int64_t>(k, m_part.max_degree));
     std::int64_t draws = requests * per;
     if (k < 0 || !replace) draws = std::min(draws, static_cast<std::int64_t>(p) * owned_edges);
     served = std::max(served, requests);
@@ -64,7 +64,8 @@ void RemoteNeighbors::count(const kernels::Resources& res, Span<const NodeId> ds
   const partition::IdMap& ids = m_part.ids;
   // The destinations, grouped by owner (in rank order, each group in frontier order).
   std::fill(m_count_out.begin(), m_count_out.end(), 0);
-  for (std::int64_t i = 0; i < dst.size; ++i) ++m_count_out[static_cast<std::size_t>(ids.owner(dst[i])) + 1];
+  for (std::int64_t i = 0; i < dst.size; ++i)
+    ++m_count_out[static_cast<std::size_t>(ids.owner(dst[i])) + 1];
   std::partial_sum(m_count_out.begin(), m_count_out.end(), m_cursor.begin());
   m_slot.resize(static_cast<std::size_t>(dst.size));  // within the reserved capacity
   m_ask.resize(static_cast<std::size_t>(dst.size));
@@ -127,10 +128,10 @@ void RemoteNeighbors::fill(const kernels::Resources& res, Span<const NodeId> dst
   std::int64_t served_at = 0, got_at = 0;
   for (std::size_t j = 0; j < p; ++j) {
     const std::int64_t served_end = served_at + m_count_in[j], got_end = got_at + m_count_out[j];
-    m_bytes_out[j] = static_cast<std::size_t>(
-                         m_served_offsets[static_cast<std::size_t>(served_end)] -
-                         m_served_offsets[static_cast<std::size_t>(served_at)]) *
-                     sizeof(NodeId);
+    m_bytes_out[j] =
+        static_cast<std::size_t>(m_served_offsets[static_cast<std::size_t>(served_end)] -
+                                 m_served_offsets[static_cast<std::size_t>(served_at)]) *
+        sizeof(NodeId);
     m_bytes_in[j] = static_cast<std::size_t>(m_got_offsets[static_cast<std::size_t>(got_end)] -
                                              m_got_offsets[static_cast<std::size_t>(got_at)]) *
                     sizeof(NodeId);

@@ -133,7 +133,8 @@ Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesyste
   return s;
 }
 
-// ---- the trainer ---------------------------------------------------------------------------------
+// ---- the trainer
+// ---------------------------------------------------------------------------------
 
 /// The task's data on res's device: node classification's labels and splits, and the global
 /// sizes of the splits.
@@ -141,13 +142,11 @@ struct Trainer::Targets {
   Tensor<std::int32_t> labels;
   Tensor<NodeId> train_idx, val_idx, test_idx;
   std::int64_t num_train = 0;
-  Tensor<float> loss_total;  // a device epoch's summed loss (one process on a GPU)
+  Tensor<float> loss_total;     // a device epoch's summed loss (one process on a GPU)
   Tensor<NodeId> dropout_keys;  // the owned nodes' original ids (empty in one process)
 };
 
-kernels::Span<const NodeId> Trainer::dropout_keys() const {
-  return m_targets->dropout_keys.span();
-}
+kernels::Span<const NodeId> Trainer::dropout_keys() const { return m_targets->dropout_keys.span(); }
 
 Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
                  nn::Model<float>& model)
@@ -192,14 +191,17 @@ Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig&
     keys = Tensor<NodeId>::from_host(
         res, std::vector<NodeId>(part.ids.original_ids().data,
                                  part.ids.original_ids().data + part.num_owned()));
-  m_targets = std::make_unique<Targets>(Targets{
-      part.labels.copy_to(res, res.device()), part.train_idx.copy_to(res, res.device()),
-      part.val_idx.copy_to(res, res.device()), part.test_idx.copy_to(res, res.device()),
-      part.all_train.numel(), {}, std::move(keys)});
+  m_targets = std::make_unique<Targets>(Targets{part.labels.copy_to(res, res.device()),
+                                                part.train_idx.copy_to(res, res.device()),
+                                                part.val_idx.copy_to(res, res.device()),
+                                                part.test_idx.copy_to(res, res.device()),
+                                                part.all_train.numel(),
+                                                {},
+                                                std::move(keys)});
   if (config.mini_batch) {
-    m_batches = std::make_unique<SampledBatches>(res, part, comm, *m_features,
-                                                 m_targets->labels.span(), *config.mini_batch,
-                                                 kind, config.seed);
+    m_batches =
+        std::make_unique<SampledBatches>(res, part, comm, *m_features, m_targets->labels.span(),
+                                         *config.mini_batch, kind, config.seed);
     if (res.device() != kernels::Device::Cpu && comm.size() == 1)
       m_targets->loss_total = Tensor<float>(res, 1);
     // Every buffer of a step sized for the envelope: no batch allocates.
@@ -285,8 +287,8 @@ void Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback
       kernels::log_softmax_nll_accumulate(m_res, logits.view(), batch.labels, batch.rows,
                                           m_targets->loss_total.span());
     else
-      loss = kernels::log_softmax_nll(m_res, logits.view(), batch.labels, batch.rows,
-                                      batch.loss_rows);
+      loss =
+          kernels::log_softmax_nll(m_res, logits.view(), batch.labels, batch.rows, batch.loss_rows);
     kernels::log_softmax_nll_backward(m_res, logits.view(), batch.labels, batch.rows,
                                       m_dlogits.view(), batch.loss_rows);
     m_model.backward(ctx, batch.graphs, m_dlogits);
@@ -315,11 +317,16 @@ void Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback
   s.allreduce_time_s = allreduce_s;
   if (!distributed) return;
   // Bytes summed over the ranks, times averaged.
-  std::vector<double> v = {static_cast<double>(s.exchange_bytes), s.exchange_time_s,
-                           s.exchange_exposed_s, s.allreduce_time_s,
+  std::vector<double> v = {static_cast<double>(s.exchange_bytes),
+                           s.exchange_time_s,
+                           s.exchange_exposed_s,
+                           s.allreduce_time_s,
                            static_cast<double>(s.sampling_bytes),
-                           static_cast<double>(s.feature_bytes), static_cast<double>(s.remote_rows),
-                           static_cast<double>(s.cache_hits), s.fetch_time_s, s.batch_wait_s};
+                           static_cast<double>(s.feature_bytes),
+                           static_cast<double>(s.remote_rows),
+                           static_cast<double>(s.cache_hits),
+                           s.fetch_time_s,
+                           s.batch_wait_s};
   comm.allreduce(kernels::Span<double>(v.data(), static_cast<std::int64_t>(v.size())),
                  ReduceOp::Sum);
   const double p = comm.size();

@@ -90,13 +90,13 @@ struct EpochStats {
   double exchange_exposed_s = 0;    // the part of it not hidden behind computation
   double allreduce_time_s = 0;      // the gradient all-reduce
   // Mini-batch runs.
-  std::int64_t sampling_bytes = 0;      // frontier requests and sampled neighbours sent
-  std::int64_t feature_bytes = 0;       // remote feature rows received
-  std::int64_t remote_rows = 0;         // input rows owned by another rank
-  std::int64_t cache_hits = 0;          // of those, served by the cache
-  double fetch_time_s = 0;              // spent fetching remote rows (per rank, mean)
-  double batch_wait_s = 0;              // the training thread waiting for prepared batches
-  std::int64_t host_syncs = 0;          // device runs: times the host waited for the device
+  std::int64_t sampling_bytes = 0;  // frontier requests and sampled neighbours sent
+  std::int64_t feature_bytes = 0;   // remote feature rows received
+  std::int64_t remote_rows = 0;     // input rows owned by another rank
+  std::int64_t cache_hits = 0;      // of those, served by the cache
+  double fetch_time_s = 0;          // spent fetching remote rows (per rank, mean)
+  double batch_wait_s = 0;          // the training thread waiting for prepared batches
+  std::int64_t host_syncs = 0;      // device runs: times the host waited for the device
 };
 
 /// The result of a run.

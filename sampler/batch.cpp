@@ -46,7 +46,8 @@ void gather_feature_rows(const kernels::Resources& res, const kernels::FeatureMa
     auto& o = std::get<SparseFeatures>(out);
     o.indptr.reshape_within(ids.size + 1, 1);
     std::int64_t* indptr = o.indptr.data();
-    kernels::launch(res, ids.size, detail::SparseRowLengthBody{all->indptr.data(), ids.data, indptr});
+    kernels::launch(res, ids.size,
+                    detail::SparseRowLengthBody{all->indptr.data(), ids.data, indptr});
     kernels::inclusive_scan(res, indptr + 1, ids.size, scan_sums.data(), detail::kGatherScanBlock);
     // The entry count shapes the gathered matrix (the sparse dropout checks it): one scalar
     // read back per batch on a device.
@@ -56,10 +57,10 @@ void gather_feature_rows(const kernels::Resources& res, const kernels::FeatureMa
                         sizeof entries);
     o.indices.reshape_within(entries, 1);
     o.values.reshape_within(entries, 1);
-    kernels::launch(res, ids.size,
-                    detail::SparseRowCopyBody{all->indptr.data(), all->indices.data(),
-                                              all->values.data(), ids.data, indptr,
-                                              o.indices.data(), o.values.data()});
+    kernels::launch(
+        res, ids.size,
+        detail::SparseRowCopyBody{all->indptr.data(), all->indices.data(), all->values.data(),
+                                  ids.data, indptr, o.indices.data(), o.values.data()});
     return;
   }
   auto& dense = std::get<kernels::Tensor<float>>(out);

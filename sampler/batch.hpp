@@ -19,12 +19,13 @@ namespace halo::sampler {
 /// graph. Every view and `out` on res's device; the block's entry count must be known on the
 /// host (block.csr.num_entries, as the sampler sets it).
 void gcn_block_weights(const kernels::Resources& res, const Block& block,
-                       const std::int64_t* src_degrees, kernels::CsrMatrix<kernels::NodeId, float>& out);
+                       const std::int64_t* src_degrees,
+                       kernels::CsrMatrix<kernels::NodeId, float>& out);
 
 /// out[i] = in[ids[i] - offset] for i < ids.size (out must hold as many). On res's device.
 template <class T>
-void gather_values(const kernels::Resources& res, const T* in, kernels::Span<const kernels::NodeId> ids,
-                   kernels::NodeId offset, T* out);
+void gather_values(const kernels::Resources& res, const T* in,
+                   kernels::Span<const kernels::NodeId> ids, kernels::NodeId offset, T* out);
 
 /// Rows ids[i] of `x` (dense or sparse, on res's device) into `out`, which has the
 /// same kind and was sized for at most as many rows and (sparse) entries: it is reshaped within
@@ -32,8 +33,9 @@ void gather_values(const kernels::Resources& res, const T* in, kernels::Span<con
 /// entries. A sparse gather reads back its entry count (one synchronisation on a device, counted
 /// in `host_syncs`).
 void gather_feature_rows(const kernels::Resources& res, const kernels::FeatureMatrix<float>& x,
-                         kernels::Span<const kernels::NodeId> ids, kernels::FeatureMatrix<float>& out, kernels::Tensor<std::int64_t>& scan_sums,
-                         std::int64_t& host_syncs);
+                         kernels::Span<const kernels::NodeId> ids,
+                         kernels::FeatureMatrix<float>& out,
+                         kernels::Tensor<std::int64_t>& scan_sums, std::int64_t& host_syncs);
 
 /// The most stored entries any `rows` rows of the host matrix `x` hold: the capacity a sparse
 /// gather of that many rows needs.

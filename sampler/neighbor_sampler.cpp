@@ -253,8 +253,7 @@ void NeighborSampler::sample_hop(const kernels::Resources& res, Span<const NodeI
   m_source->fill(res, dst, fanout, replace, hop_key, indptr, sampled);
 
   // unique + relabel: first positions in the table, first occurrences scanned into local ids
-  const std::int64_t slots =
-      detail::table_slots_for(std::min(m_num_nodes, num_dst + num_edges));
+  const std::int64_t slots = detail::table_slots_for(std::min(m_num_nodes, num_dst + num_edges));
   HALO_ASSERT(slots <= m_table.numel(), 1);
   m_used.table_slots = std::max(m_used.table_slots, slots);
   const detail::HashTable table{m_table.data(), static_cast<std::uint64_t>(slots - 1)};

@@ -50,7 +50,8 @@ class Comm {
                          const std::vector<std::size_t>& recv_counts) = 0;
   /// One value to each rank: recv[j] = what rank j passed as its send[rank()]. Both spans have
   /// size() entries (host memory, whatever memory_device() says); allocates nothing.
-  virtual void alltoall(kernels::Span<const std::int64_t> send, kernels::Span<std::int64_t> recv) = 0;
+  virtual void alltoall(kernels::Span<const std::int64_t> send,
+                        kernels::Span<std::int64_t> recv) = 0;
   /// The same, returning a new vector.
   std::vector<std::int64_t> alltoall(const std::vector<std::int64_t>& send) {
     std::vector<std::int64_t> recv(send.size());

@@ -157,8 +157,8 @@ class MpiComm final : public Comm {
     if (fits(send_counts) && fits(recv_counts)) {
       displacements(send_counts, m_sc, m_sd);
       displacements(recv_counts, m_rc, m_rd);
-      check(MPI_Alltoallv(send, m_sc.data(), m_sd.data(), MPI_BYTE, recv, m_rc.data(),
-                          m_rd.data(), MPI_BYTE, m_comm),
+      check(MPI_Alltoallv(send, m_sc.data(), m_sd.data(), MPI_BYTE, recv, m_rc.data(), m_rd.data(),
+                          MPI_BYTE, m_comm),
             "MPI_Alltoallv");
       return;
     }
@@ -267,8 +267,9 @@ class MpiComm final : public Comm {
     if (send)
       check(MPI_Isend(data, b.count(), b.type(), peer, kCollectiveTag, m_comm, r), "MPI_Isend");
     else
-      check(MPI_Irecv(const_cast<void*>(data), b.count(), b.type(), peer, kCollectiveTag, m_comm, r),
-            "MPI_Irecv");
+      check(
+          MPI_Irecv(const_cast<void*>(data), b.count(), b.type(), peer, kCollectiveTag, m_comm, r),
+          "MPI_Irecv");
   }
   void post_recv(void* data, std::size_t bytes, int peer) { post(false, data, bytes, peer); }
   void post_send(const void* data, std::size_t bytes, int peer) { post(true, data, bytes, peer); }

@@ -204,8 +204,7 @@ void NcclComm::alltoallv(const void* send, const std::vector<std::size_t>& send_
 
 void NcclComm::alltoall(kernels::Span<const std::int64_t> send, kernels::Span<std::int64_t> recv) {
   const auto p = static_cast<std::size_t>(m_size);
-  HALO_EXPECTS(send.size == m_size && recv.size == m_size,
-               "alltoall: one value per rank expected");
+  HALO_EXPECTS(send.size == m_size && recv.size == m_size, "alltoall: one value per rank expected");
   use_device();
   const std::size_t bytes = p * sizeof(std::int64_t);
   kernels::Buffer staged(m_res, kernels::Device::Cuda, 2 * bytes);

@@ -52,8 +52,7 @@ void expect_parts_reassemble(const Dataset& ds, const PartitionResult& r, const 
   // partition id -> original id, from the parts alone; every node owned exactly once.
   std::vector<NodeId> original;
   for (const Part& part : parts)
-    for (std::int64_t i = 0; i < part.num_owned(); ++i)
-      original.push_back(part.ids.to_original(i));
+    for (std::int64_t i = 0; i < part.num_owned(); ++i) original.push_back(part.ids.to_original(i));
   ASSERT_EQ(static_cast<std::int64_t>(original.size()), ds.num_nodes());
   std::vector<int> owned_times(static_cast<std::size_t>(ds.num_nodes()), 0);
   for (NodeId v : original) ++owned_times[static_cast<std::size_t>(v)];

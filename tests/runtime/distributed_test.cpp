@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <memory>
@@ -71,7 +71,9 @@ class SharedPartition {
   const std::filesystem::path& dir() const { return m_dir; }
   const partition::PartitionMeta& meta() const { return m_meta; }
   /// Original id of partition id v.
-  NodeId original(NodeId v) const { return m_result.relabelling.new_to_old[static_cast<std::size_t>(v)]; }
+  NodeId original(NodeId v) const {
+    return m_result.relabelling.new_to_old[static_cast<std::size_t>(v)];
+  }
 
  private:
   std::filesystem::path m_dir;
@@ -158,12 +160,14 @@ TEST(Comm, MessagesPastTheCountLimitArriveIntact) {
   EXPECT_TRUE(std::all_of(b.begin(), b.end(), [](std::int32_t x) { return x == 7; }));
   // All-to-all: rank r sends 50 * (j + 1) values 1000 r + j to rank j.
   std::vector<std::vector<std::int32_t>> lists(static_cast<std::size_t>(p));
-  for (int j = 0; j < p; ++j) lists[static_cast<std::size_t>(j)].assign(50u * (j + 1), 1000 * r + j);
+  for (int j = 0; j < p; ++j)
+    lists[static_cast<std::size_t>(j)].assign(50u * (j + 1), 1000 * r + j);
   std::vector<std::int64_t> offsets;
   const std::vector<std::int32_t> got = alltoallv_lists(c, lists, offsets);
   ASSERT_EQ(got.size(), static_cast<std::size_t>(50 * (r + 1) * p));
   for (int j = 0; j < p; ++j)
-    for (std::int64_t i = offsets[static_cast<std::size_t>(j)]; i < offsets[static_cast<std::size_t>(j) + 1]; ++i)
+    for (std::int64_t i = offsets[static_cast<std::size_t>(j)];
+         i < offsets[static_cast<std::size_t>(j) + 1]; ++i)
       ASSERT_EQ(got[static_cast<std::size_t>(i)], 1000 * j + r);
   std::vector<std::size_t> counts;
   const std::vector<std::int32_t> mine(100u * (r + 1), r);
@@ -285,9 +289,9 @@ TEST_P(Equivalence, LossesEqualOneProcess) {
   const Case c = GetParam();
   const TrainConfig config = config_of(c);
   const TrainResult single = test::train_local(res(), graph(c.directed), config).result;
-  const SharedPartition shared(graph(c.directed), c.method,
-                               "eq-" + std::string(partition::to_string(c.method)) +
-                                   graph_name(c.directed));
+  const SharedPartition shared(
+      graph(c.directed), c.method,
+      "eq-" + std::string(partition::to_string(c.method)) + graph_name(c.directed));
   const TrainResult run = train_partition(res(), shared, config).result;
   ASSERT_EQ(run.history.size(), single.history.size());
   for (std::size_t e = 0; e < single.history.size(); ++e) {
@@ -324,8 +328,7 @@ TEST(DistributedTraining, ExchangedBytesFollowTheCommunicationVolume) {
     SCOPED_TRACE(graph_name(directed));
     const SharedPartition shared(graph(directed), partition::Method::MetisKway,
                                  "bytes" + graph_name(directed));
-    const TrainRun run =
-        train_partition(res(), shared, test::config_for(nn::ModelKind::Gcn, 0, 3));
+    const TrainRun run = train_partition(res(), shared, test::config_for(nn::ModelKind::Gcn, 0, 3));
     const std::int64_t expected = shared.meta().metrics.comm_volume * (16 + 16 + 7 + 7) * 4;
     for (const EpochStats& s : run.result.history) EXPECT_EQ(s.exchange_bytes, expected);
     if (comm().size() > 1) {
@@ -357,8 +360,12 @@ TEST(DistributedMiniBatch, RemoteSamplingEqualsOneProcessSampler) {
         seeds.push_back(part.ids.to_partition(part.train_idx.data()[i]));
         seeds_original.push_back(part.ids.to_original(part.train_idx.data()[i]));
       }
-      const auto& got = distributed.sample(res(), {seeds.data(), static_cast<std::int64_t>(seeds.size())}, 2, static_cast<std::uint64_t>(batch));
-      const auto& ref = one.sample(res(), {seeds_original.data(), static_cast<std::int64_t>(seeds.size())}, 2, static_cast<std::uint64_t>(batch));
+      const auto& got =
+          distributed.sample(res(), {seeds.data(), static_cast<std::int64_t>(seeds.size())}, 2,
+                             static_cast<std::uint64_t>(batch));
+      const auto& ref =
+          one.sample(res(), {seeds_original.data(), static_cast<std::int64_t>(seeds.size())}, 2,
+                     static_cast<std::uint64_t>(batch));
       ASSERT_EQ(got.blocks.size(), ref.blocks.size());
       for (std::size_t l = 0; l < got.blocks.size(); ++l) {
         const sampler::Block &a = got.blocks[l], &b = ref.blocks[l];
@@ -409,8 +416,8 @@ TEST(DistributedMiniBatch, TheCacheCutsTrafficAndKeepsTheLosses) {
 // producer thread, for SAGE and GCN.
 TEST(DistributedMiniBatch, NothingIsAllocatedPerBatchAfterTheFirst) {
   const SharedPartition shared(cora(), partition::Method::MetisKway, "mb-alloc");
-  for (const auto& [kind, prefetch] : {std::pair{nn::ModelKind::Sage, 1},
-                                        std::pair{nn::ModelKind::Gcn, 0}}) {
+  for (const auto& [kind, prefetch] :
+       {std::pair{nn::ModelKind::Sage, 1}, std::pair{nn::ModelKind::Gcn, 0}}) {
     SCOPED_TRACE(nn::to_string(kind) + " prefetch " + std::to_string(prefetch));
     TrainConfig config = test::config_for(kind, 3, 3);
     config.mini_batch = test::batches(16, {10, 5}, prefetch);
@@ -683,8 +690,8 @@ TEST(DistributedTrainingCuda, LossesEqualOneCpuProcess) {
   HALO_SKIP_WITHOUT_GPU(false);
   for (const bool mini : {false, true}) {
     SCOPED_TRACE(mini ? "mini-batch" : "full graph");
-    TrainConfig config = test::config_for(mini ? nn::ModelKind::Sage : nn::ModelKind::Gcn, 3,
-                                          mini ? 3 : 20);
+    TrainConfig config =
+        test::config_for(mini ? nn::ModelKind::Sage : nn::ModelKind::Gcn, 3, mini ? 3 : 20);
     if (mini) config.mini_batch = test::batches(32, {10, 5});
     const TrainResult single = test::train_local(res(), cora(), config).result;
     const SharedPartition shared(cora(), partition::Method::MetisKway, "cora-cuda");

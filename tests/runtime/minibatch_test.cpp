@@ -16,8 +16,8 @@ TrainConfig sage_config(std::uint64_t seed, int epochs) {
   return config_for(nn::ModelKind::Sage, seed, epochs);
 }
 
-TrainResult train(const kernels::Resources& res, const datasets::Dataset& data,
-                  TrainConfig config, const MiniBatchConfig& mb) {
+TrainResult train(const kernels::Resources& res, const datasets::Dataset& data, TrainConfig config,
+                  const MiniBatchConfig& mb) {
   config.mini_batch = mb;
   return train_local(res, data, config).result;
 }

@@ -19,9 +19,9 @@ inline const kernels::Resources& host() {
 }
 
 inline const datasets::Dataset& cora() {
-  static const datasets::Dataset d = datasets::read_directory(
-      host(), std::filesystem::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" /
-                  "planetoid" / "cora");
+  static const datasets::Dataset d =
+      datasets::read_directory(host(), std::filesystem::path(HALO_TEST_SOURCE_DIR) / ".." /
+                                           "shared" / "datasets" / "planetoid" / "cora");
   return d;
 }
 

@@ -15,8 +15,7 @@ inline datasets::Dataset copy_dataset(const kernels::Resources& res, const datas
 
 /// `ds` keeping only the entries (r, c) with c < r: a directed graph (no entry has its
 /// reverse) whose A ∪ Aᵀ is the symmetric part of the original. Values are dropped.
-inline datasets::Dataset directed_copy(const kernels::Resources& res,
-                                       const datasets::Dataset& ds) {
+inline datasets::Dataset directed_copy(const kernels::Resources& res, const datasets::Dataset& ds) {
   datasets::Dataset d = copy_dataset(res, ds);
   std::vector<std::int64_t> indptr{0};
   std::vector<kernels::NodeId> indices;

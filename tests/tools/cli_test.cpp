@@ -62,22 +62,22 @@ TEST_F(Cli, UsageErrorsExitTwoWithOneClearLine) {
     const char* args;
     const char* names;
   };
-  for (const Case& c : {Case{"", "subcommand"}, Case{"train --bogus", "--bogus"},
-                        Case{"train --hidden 0", "--hidden"}, Case{"train --layers 0", "--layers"},
-                        Case{"train --dropout 1", "--dropout"}, Case{"train --lr -1", "--lr"},
-                        Case{"train --epochs x", "--epochs"}, Case{"train --model gat", "--model"},
-                        Case{"train --json /no/such/dir/out.json", "/no/such/dir"},
-                        // NaNs and infinities name their flag (they used to fail deep inside).
-                        Case{"train --lr nan", "--lr"}, Case{"train --lr inf", "--lr"},
-                        Case{"train --dropout nan", "--dropout"},
-                        Case{"train --weight-decay nan", "--weight-decay"},
-                        // A flag of the other mode is refused, not silently ignored.
-                        Case{"train --fanouts 5,5", "--fanouts"},
-                        Case{"train --batch-size 8", "--batch-size"},
-                        Case{"train --prefetch 0", "--prefetch"},
-                        Case{"train --mode mini-batch --cache-mb 1", "--cache-mb"},
-                        Case{"train --mode mini-batch --fanouts 5", "--fanouts"},
-                        Case{"train --json .", "--json"}}) {
+  for (const Case& c :
+       {Case{"", "subcommand"}, Case{"train --bogus", "--bogus"},
+        Case{"train --hidden 0", "--hidden"}, Case{"train --layers 0", "--layers"},
+        Case{"train --dropout 1", "--dropout"}, Case{"train --lr -1", "--lr"},
+        Case{"train --epochs x", "--epochs"}, Case{"train --model gat", "--model"},
+        Case{"train --json /no/such/dir/out.json", "/no/such/dir"},
+        // NaNs and infinities name their flag (they used to fail deep inside).
+        Case{"train --lr nan", "--lr"}, Case{"train --lr inf", "--lr"},
+        Case{"train --dropout nan", "--dropout"},
+        Case{"train --weight-decay nan", "--weight-decay"},
+        // A flag of the other mode is refused, not silently ignored.
+        Case{"train --fanouts 5,5", "--fanouts"}, Case{"train --batch-size 8", "--batch-size"},
+        Case{"train --prefetch 0", "--prefetch"},
+        Case{"train --mode mini-batch --cache-mb 1", "--cache-mb"},
+        Case{"train --mode mini-batch --fanouts 5", "--fanouts"},
+        Case{"train --json .", "--json"}}) {
     const Outcome r = run(c.args);
     EXPECT_EQ(r.code, 2) << c.args;
     EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << ": " << r.err;
@@ -102,8 +102,8 @@ TEST_F(Cli, EmptyTrainingSplitIsAUsageError) {
 TEST_F(Cli, JsonThatCannotBeWrittenFailsCleanly) {
   const fs::path d = write_dataset();
   fs::create_directories(m_dir / "adir");
-  Outcome r = run("train --epochs 2 --dataset " + d.string() + " --json " +
-                  (m_dir / "adir").string());
+  Outcome r =
+      run("train --epochs 2 --dataset " + d.string() + " --json " + (m_dir / "adir").string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("epoch"), std::string::npos) << "refused before training: " << r.err;

@@ -81,7 +81,8 @@ TEST_F(DistributedTrainCli, MiniBatchReportsItsTraffic) {
   const fs::path json = m_dir / "mb.json";
   const Outcome r = mpiexec(2, " train --partitions " + parts().string() +
                                    " --model sage --mode mini-batch --batch-size 32 --fanouts 5,5"
-                                   " --epochs 2 --cache-mb 0.2 --json " + json.string());
+                                   " --epochs 2 --cache-mb 0.2 --json " +
+                                   json.string());
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(halo::testing::read_file(json));
   EXPECT_EQ(j["world_size"], 2);

@@ -246,7 +246,8 @@ int run_train(const TrainOptions& o) {
           ? runtime::local_shard(res, load_dataset(runtime::host_resources(res), o.data))
           : runtime::open_shard(res, *world, o.partitions);
   if (shard.part.all_train.numel() == 0)
-    throw UsageError("dataset '" + shard.dataset + "' has no training nodes (its train split is "
+    throw UsageError("dataset '" + shard.dataset +
+                     "' has no training nodes (its train split is "
                      "empty): nothing to train on");
   const int rank = shard.comm->rank();
   if (rank == 0)
@@ -312,8 +313,9 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--epochs", o->epochs, "Training epochs")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  sub->add_option("--seed", o->seed, "Seed of the run's random choices (initialisation, dropout, "
-                                     "sampling, batch order); datasets have their own seeds")
+  sub->add_option("--seed", o->seed,
+                  "Seed of the run's random choices (initialisation, dropout, "
+                  "sampling, batch order); datasets have their own seeds")
       ->check(seed_value())
       ->capture_default_str();
   sub->add_option("--threads", o->threads,
@@ -381,16 +383,16 @@ Command add_train_command(CLI::App& app) {
     if (mini && no_overlap->count() > 0)
       throw CLI::ValidationError("--no-overlap", "applies to full-graph training only");
     if (no_overlap->count() > 0 && partitions->count() == 0)
-      throw CLI::ValidationError("--no-overlap", "needs --partitions (one process exchanges "
-                                                 "nothing)");
+      throw CLI::ValidationError("--no-overlap",
+                                 "needs --partitions (one process exchanges "
+                                 "nothing)");
     for (const char* flag : {"--cache-mb", "--cache-policy"})
       if (sub->get_option(flag)->count() > 0 && partitions->count() == 0)
         throw CLI::ValidationError(flag, "needs --partitions (one process has no remote rows)");
     if (mini && static_cast<int>(o->mb.fanouts.size()) != o->layers)
       throw CLI::ValidationError("--fanouts", "one fan-out per layer expected (" +
                                                   std::to_string(o->layers) + " layers, " +
-                                                  std::to_string(o->mb.fanouts.size()) +
-                                                  " given)");
+                                                  std::to_string(o->mb.fanouts.size()) + " given)");
   });
   return {sub, [o] {
             try {
