@@ -164,15 +164,15 @@ void BM_Spmm(benchmark::State& state) {
   if (res == nullptr) return;
   const int shape = static_cast<int>(state.range(0));
   const std::int64_t cols = state.range(1);
-  const auto algorithm = state.range(2) == 0 ? kernels::detail::SpmmAlgorithm::Cusparse
-                                             : kernels::detail::SpmmAlgorithm::RowGroup;
   const Graph& g = graph(*res, shape);
   const std::int64_t n = g.normal.num_rows();
+#if HALO_WITH_CUDA  // gpu() returned a device, so this is a CUDA build; the guard is for the linker
+  const auto algorithm = state.range(2) == 0 ? kernels::detail::SpmmAlgorithm::Cusparse
+                                             : kernels::detail::SpmmAlgorithm::RowGroup;
   const auto& x = random_device_matrix(*res, n, cols, 3);
   Tensor<float> out(*res, n, cols);
   const kernels::detail::SpmmRowBody<kernels::NodeId, float> body{g.normal.view(), x.view(),
                                                                   out.view(), false};
-#if HALO_WITH_CUDA  // gpu() returned a device, so this is a CUDA build; the guard is for the linker
   time_on(state, *res, [&] { kernels::detail::spmm_rows_cuda(*res, body, algorithm); });
 #endif
   const double m = static_cast<double>(g.normal.num_edges());
