@@ -82,8 +82,8 @@ BatchInputs FeatureStore::make_inputs(const kernels::Resources& res) const {
     in.x =
         SparseFeatures{Tensor<std::int64_t>(res, n + 1), Tensor<std::int32_t>(res, m_max_entries),
                        Tensor<float>(res, m_max_entries), m_width, false};
-    in.scan_sums = Tensor<std::int64_t>(
-        res, std::max<std::int64_t>(1, kernels::scan_blocks(n, sampler::detail::kGatherScanBlock)));
+    in.scan_sums =
+        Tensor<std::int64_t>(res, std::max<std::int64_t>(1, sampler::gather_scan_sums_size(n)));
   } else {
     in.x = Tensor<float>(res, n, m_width);
   }

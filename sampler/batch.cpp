@@ -69,6 +69,10 @@ void gather_feature_rows(const kernels::Resources& res, const kernels::FeatureMa
                                       dense.view());
 }
 
+std::int64_t gather_scan_sums_size(std::int64_t rows) {
+  return kernels::scan_blocks(rows, detail::kGatherScanBlock);
+}
+
 std::int64_t max_entries(const SparseFeatures& x, std::int64_t rows) {
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(x.num_rows()));
   for (std::int64_t r = 0; r < x.num_rows(); ++r)

@@ -29,13 +29,15 @@ void gather_values(const kernels::Resources& res, const T* in,
 
 /// Rows ids[i] of `x` (dense or sparse, on res's device) into `out`, which has the
 /// same kind and was sized for at most as many rows and (sparse) entries: it is reshaped within
-/// its storage. `scan_sums` holds kernels::scan_blocks(ids.size, detail::kGatherScanBlock)
-/// entries. A sparse gather reads back its entry count (one synchronisation on a device, counted
-/// in `host_syncs`).
+/// its storage. `scan_sums` holds gather_scan_sums_size(ids.size) entries. A sparse gather reads
+/// back its entry count (one synchronisation on a device, counted in `host_syncs`).
 void gather_feature_rows(const kernels::Resources& res, const kernels::FeatureMatrix<float>& x,
                          kernels::Span<const kernels::NodeId> ids,
                          kernels::FeatureMatrix<float>& out,
                          kernels::Tensor<std::int64_t>& scan_sums, std::int64_t& host_syncs);
+
+/// The entries gather_feature_rows' `scan_sums` needs for a gather of up to `rows` rows.
+std::int64_t gather_scan_sums_size(std::int64_t rows);
 
 /// The most stored entries any `rows` rows of the host matrix `x` hold: the capacity a sparse
 /// gather of that many rows needs.

@@ -3,9 +3,9 @@
 #
 #   bash tools/setup.sh run    # install, build (CPU, Release), train on the built-in dataset
 #   bash tools/setup.sh test   # install, then the whole suite: CPU build under ASan+UBSan, the
-#                              # cpu-release and bench presets (built; the release install is
-#                              # checked by tests/install), and, when nvcc exists, a CUDA build
-#                              # whose GPU cases skip without a GPU
+#                              # bench preset (Release, built; its install is checked by
+#                              # tests/install), and, when nvcc exists, a CUDA build whose GPU
+#                              # cases skip without a GPU
 #   bash tools/setup.sh deps   # install only
 #
 # Idempotent: packages already installed are not fetched again; builds are incremental.
@@ -63,16 +63,13 @@ run_tests() {
   ctest --test-dir build/cpu-debug -L "cpu|mpi" --output-on-failure --parallel "$(jobs)"
   echo "== fuzzers (clang, libFuzzer, ASan + UBSan): replay the saved corpus =="
   bash tests/fuzz/run.sh replay
-  # Every preset the README and bench/ document must build (-Werror differs with CUDA off and
-  # at -O3); only built here, their code is tested above. The release install is then used as
-  # a user's project would use it (find_package, every public header, no flags leaking).
-  echo "== CPU release build (preset cpu-release) and the install check =="
-  cmake --preset cpu-release >/dev/null
-  cmake --build build/cpu-release --parallel "$(jobs)"
-  bash tests/install/run.sh build/cpu-release
-  echo "== benchmark build (preset bench) =="
+  # The Release build without CUDA, benchmarks included (preset bench = cpu-release plus bench/;
+  # -Werror differs with CUDA off and at -O3); its code is tested above. Its install is then
+  # used as a user's project would use it (find_package, every public header, no flags leaking).
+  echo "== CPU release build with the benchmarks (preset bench) and the install check =="
   cmake --preset bench >/dev/null
   cmake --build build/bench --parallel "$(jobs)"
+  bash tests/install/run.sh build/bench
 
   local nvcc
   nvcc=$(find_nvcc)

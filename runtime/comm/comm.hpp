@@ -55,8 +55,8 @@ class Comm {
   /// The same, returning a new vector.
   std::vector<std::int64_t> alltoall(const std::vector<std::int64_t>& send) {
     std::vector<std::int64_t> recv(send.size());
-    alltoall(kernels::Span<const std::int64_t>(send.data(), static_cast<std::int64_t>(send.size())),
-             kernels::Span<std::int64_t>(recv.data(), static_cast<std::int64_t>(recv.size())));
+    alltoall(kernels::Span<const std::int64_t>{send.data(), static_cast<std::int64_t>(send.size())},
+             kernels::Span<std::int64_t>{recv.data(), static_cast<std::int64_t>(recv.size())});
     return recv;
   }
   /// A communicator over the same ranks whose messages never match this one's: for a second
@@ -78,7 +78,7 @@ class Comm {
   /// Sums a scalar over all ranks.
   template <class T>
   T sum(T value) {
-    allreduce(kernels::Span<T>(&value, 1), ReduceOp::Sum);
+    allreduce(kernels::Span<T>{&value, 1}, ReduceOp::Sum);
     return value;
   }
 };
