@@ -1,12 +1,17 @@
 // `mpiexec -n P halo train --partitions DIR` as a user runs it: results on rank 0 only, the JSON
 // keys of a distributed run, and a failing rank that ends the whole job quickly with its message.
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include <halo/nn/model_file.hpp>
 
 #include "support/testing.hpp"
 
@@ -57,6 +62,48 @@ TEST_F(DistributedTrainCli, TwoRanksWriteOneResult) {
   for (const char* key : {"exchange_time_s", "exchange_hidden_fraction", "allreduce_time_s"})
     EXPECT_GE(j[key].get<double>(), 0.0) << key;
   EXPECT_GT(j["test_accuracy"].get<double>(), 0.5);
+}
+
+std::vector<float> floats_of(const std::string& bytes) {
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+// The ranks hold the same parameters and rank 0 writes them: the model a 2-rank run saves is
+// the one-process model (up to the order of floating-point sums), and `halo predict` under
+// mpiexec on the partition reproduces the run's test accuracy.
+TEST_F(DistributedTrainCli, TwoRankModelEqualsTheOneProcessModel) {
+  const fs::path one = m_dir / "one.halo", two = m_dir / "two.halo", json = m_dir / "two.json";
+  Outcome r =
+      halo(" train --dataset " + cora() + " --epochs 20 --threads 1 --save-model " + one.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = mpiexec(2, " train --partitions " + parts().string() + " --epochs 20 --save-model " +
+                     two.string() + " --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const halo::nn::ModelFile a = halo::nn::read_model_file(one);
+  const halo::nn::ModelFile b = halo::nn::read_model_file(two);
+  EXPECT_EQ(nlohmann::json::parse(b.info.training)["world_size"], 2);
+  EXPECT_EQ(nlohmann::json::parse(a.info.training)["world_size"], 1);
+  ASSERT_EQ(a.arrays.size(), b.arrays.size());
+  double max_diff = 0;
+  for (std::size_t i = 0; i < a.arrays.size(); ++i) {
+    EXPECT_EQ(a.arrays[i].name, b.arrays[i].name);
+    const auto va = floats_of(a.arrays[i].bytes), vb = floats_of(b.arrays[i].bytes);
+    ASSERT_EQ(va.size(), vb.size()) << a.arrays[i].name;
+    for (std::size_t k = 0; k < va.size(); ++k)
+      max_diff = std::max(max_diff, static_cast<double>(std::abs(va[k] - vb[k])));
+  }
+  EXPECT_LE(max_diff, 1e-6);
+  const fs::path predicted = m_dir / "predict.json";
+  r = mpiexec(2, " predict --partitions " + parts().string() + " --model " + two.string() +
+                     " --out " + (m_dir / "p.npy").string() + " --json " + predicted.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("accuracy"), r.out.rfind("accuracy")) << "rank 0 prints: " << r.out;
+  const auto trained = nlohmann::json::parse(halo::testing::read_file(json));
+  EXPECT_EQ(nlohmann::json::parse(halo::testing::read_file(predicted))["accuracy"],
+            trained["test_accuracy"]);
+  EXPECT_EQ(nlohmann::json::parse(halo::testing::read_file(predicted))["world_size"], 2);
 }
 
 TEST_F(DistributedTrainCli, WrongRankCountIsNamed) {
