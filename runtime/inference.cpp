@@ -1,7 +1,11 @@
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
+#include <utility>
 
+#include <halo/runtime/batches.hpp>
 #include <halo/runtime/feature_store.hpp>
 #include <halo/runtime/halo_exchange.hpp>
 #include <halo/runtime/inference.hpp>
@@ -31,60 +35,142 @@ const kernels::Tensor<float>& Inference::run(nn::Model<float>& model, int layer)
   return model.embed(ctx, m_graph->adjacency(), m_features->owned(), layer);
 }
 
-GatheredNodes gather_nodes(const kernels::Resources& res, const Shard& shard,
-                           const kernels::Tensor<float>& owned) {
-  const partition::Part& part = shard.part;
-  const std::int64_t n = part.ids.num_owned();
-  HALO_EXPECTS(owned.rows() == n, "gather_nodes: one row per owned node expected");
-  const std::int64_t cols = owned.cols();
-  // One record per owned node: original id, label, split, then the row.
-  const std::size_t record = sizeof(NodeId) + 4 + 4 + static_cast<std::size_t>(cols) * 4;
-  const std::vector<float> values = owned.to_vector(res);
-  const kernels::Resources host = host_resources(res);
-  std::vector<std::int32_t> split(static_cast<std::size_t>(n), 0);
+namespace {
+
+/// Split of every owned node (local id).
+std::vector<std::int32_t> owned_splits(const kernels::Resources& host,
+                                       const partition::Part& part) {
+  std::vector<std::int32_t> split(static_cast<std::size_t>(part.ids.num_owned()), 0);
   const auto mark = [&](const kernels::Tensor<NodeId>& idx, Split s) {
-    const std::vector<NodeId> v = idx.to_vector(host);
-    for (const NodeId i : v) split[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(s);
+    for (const NodeId i : idx.to_vector(host))
+      split[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(s);
   };
   mark(part.train_idx, Split::Train);
   mark(part.val_idx, Split::Val);
   mark(part.test_idx, Split::Test);
+  return split;
+}
+
+}  // namespace
+
+GatheredNodes gather_nodes(const Shard& shard, const std::vector<std::int64_t>& local,
+                           const std::vector<float>& rows, std::int64_t cols) {
+  const partition::Part& part = shard.part;
+  const kernels::Resources host(kernels::Device::Cpu, 1);
+  HALO_EXPECTS(rows.size() == local.size() * static_cast<std::size_t>(cols),
+               "gather_nodes: one row per node expected");
+  // One record per node: original id, label, split, then the row.
+  const auto c = static_cast<std::size_t>(cols);
+  const std::size_t record = sizeof(NodeId) + 4 + 4 + c * 4;
+  const std::vector<std::int32_t> split = owned_splits(host, part);
   const std::vector<std::int32_t> labels = part.labels.to_vector(host);
-  std::vector<std::byte> mine(record * static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::byte* r = mine.data() + record * static_cast<std::size_t>(i);
-    const NodeId id = part.ids.to_original(i);
-    const auto u = static_cast<std::size_t>(i);
+  std::vector<std::byte> mine(record * local.size());
+  for (std::size_t i = 0; i < local.size(); ++i) {
+    HALO_EXPECTS(local[i] >= 0 && local[i] < part.ids.num_owned(),
+                 "gather_nodes: not an owned node");
+    std::byte* r = mine.data() + record * i;
+    const NodeId id = part.ids.to_original(local[i]);
+    const auto u = static_cast<std::size_t>(local[i]);
     std::memcpy(r, &id, sizeof id);
     std::memcpy(r + sizeof id, &labels[u], 4);
     std::memcpy(r + sizeof id + 4, &split[u], 4);
-    std::memcpy(r + sizeof id + 8, values.data() + u * static_cast<std::size_t>(cols),
-                static_cast<std::size_t>(cols) * 4);
+    std::memcpy(r + sizeof id + 8, rows.data() + i * c, c * 4);
   }
   std::vector<std::size_t> counts;
   const std::vector<std::byte> all = shard.comm->allgatherv(mine.data(), mine.size(), counts);
+  const std::size_t n = all.size() / record;
   GatheredNodes g;
   g.num_nodes = part.book().num_nodes();
   g.cols = cols;
-  HALO_EXPECTS(all.size() == record * static_cast<std::size_t>(g.num_nodes),
-               "gather_nodes: the ranks' owned nodes do not cover the graph");
-  g.rows.resize(static_cast<std::size_t>(g.num_nodes * cols));
-  g.labels.assign(static_cast<std::size_t>(g.num_nodes), -1);
-  g.split.assign(static_cast<std::size_t>(g.num_nodes), Split::None);
-  for (std::int64_t i = 0; i < g.num_nodes; ++i) {
-    const std::byte* r = all.data() + record * static_cast<std::size_t>(i);
-    NodeId id = 0;
+  std::vector<std::pair<NodeId, std::size_t>> order(n);  // (original id, record)
+  for (std::size_t i = 0; i < n; ++i) {
+    std::memcpy(&order[i].first, all.data() + record * i, sizeof(NodeId));
+    HALO_EXPECTS(order[i].first >= 0 && order[i].first < g.num_nodes,
+                 "gather_nodes: an original id out of range");
+    order[i].second = i;
+  }
+  std::sort(order.begin(), order.end());
+  g.ids.resize(n);
+  g.rows.resize(n * c);
+  g.labels.resize(n);
+  g.split.resize(n);
+  g.position.assign(static_cast<std::size_t>(g.num_nodes), -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::byte* r = all.data() + record * order[i].second;
     std::int32_t s = 0;
-    std::memcpy(&id, r, sizeof id);
-    HALO_EXPECTS(id >= 0 && id < g.num_nodes, "gather_nodes: an original id out of range");
-    const auto u = static_cast<std::size_t>(id);
-    std::memcpy(&g.labels[u], r + sizeof id, 4);
-    std::memcpy(&s, r + sizeof id + 4, 4);
-    g.split[u] = static_cast<Split>(s);
-    std::memcpy(g.rows.data() + u * static_cast<std::size_t>(cols), r + sizeof id + 8,
-                static_cast<std::size_t>(cols) * 4);
+    g.ids[i] = order[i].first;
+    std::memcpy(&g.labels[i], r + sizeof(NodeId), 4);
+    std::memcpy(&s, r + sizeof(NodeId) + 4, 4);
+    g.split[i] = static_cast<Split>(s);
+    std::memcpy(g.rows.data() + i * c, r + sizeof(NodeId) + 8, c * 4);
+    g.position[static_cast<std::size_t>(g.ids[i])] = static_cast<std::int64_t>(i);
   }
   return g;
+}
+
+GatheredNodes gather_nodes(const kernels::Resources& res, const Shard& shard,
+                           const kernels::Tensor<float>& owned) {
+  HALO_EXPECTS(owned.rows() == shard.part.ids.num_owned(),
+               "gather_nodes: one row per owned node expected");
+  std::vector<std::int64_t> local(static_cast<std::size_t>(owned.rows()));
+  std::iota(local.begin(), local.end(), std::int64_t{0});
+  return gather_nodes(shard, local, owned.to_vector(res), owned.cols());
+}
+
+Inference::SampledRows Inference::run_sampled(nn::Model<float>& model, std::vector<NodeId> seeds,
+                                              const MiniBatchConfig& mb, std::uint64_t seed) {
+  const nn::ModelConfig& c = model.config();
+  HALO_EXPECTS(c.kind == m_kind && c.in_features == m_features->num_features(),
+               "inference: the model does not fit the prepared data");
+  HALO_EXPECTS(static_cast<int>(mb.fanouts.size()) == c.num_layers,
+               "inference: one fan-out per layer expected (" + std::to_string(c.num_layers) +
+                   " layers, " + std::to_string(mb.fanouts.size()) + " fan-outs)");
+  MiniBatchConfig config = mb;
+  config.prefetch = 0;  // batches are prepared on this thread
+  config.cache_mb = 0;
+  const partition::Part& part = m_shard.part;
+  const kernels::Tensor<std::int32_t> labels = part.labels.copy_to(m_res, m_res.device());
+  SampledBatches batches(m_res, part, *m_shard.comm, *m_features, labels.span(), config, m_kind,
+                         seed, std::move(seeds));
+  SampledRows out;
+  out.cols = c.num_classes;
+  const nn::Context ctx{&m_res, /*training=*/false, seed, 0, 0};
+  batches.begin_epoch(0);
+  for (std::int64_t b = 0; b < batches.batches_per_epoch(); ++b) {
+    const Batch& batch = batches.next();
+    const kernels::Span<const NodeId> mine = batches.seeds_of(b);
+    const kernels::Tensor<float>& logits = model.forward(ctx, batch.graphs, *batch.x);
+    HALO_ASSERT(logits.rows() == mine.size, 1);
+    const std::vector<float> rows = logits.to_vector(m_res);
+    out.rows.insert(out.rows.end(), rows.begin(), rows.end());
+    for (std::int64_t i = 0; i < mine.size; ++i)
+      out.local.push_back(mine.data[i] - part.ids.first_owned());
+  }
+  EpochStats ignored;
+  batches.end_epoch(ignored);
+  return out;
+}
+
+std::vector<NodeId> Inference::split_nodes(Split split) const {
+  const partition::Part& part = m_shard.part;
+  std::vector<NodeId> mine;
+  if (split == Split::None) {
+    for (std::int64_t i = 0; i < part.ids.num_owned(); ++i)
+      mine.push_back(part.ids.first_owned() + i);
+  } else {
+    const kernels::Resources host(kernels::Device::Cpu, 1);
+    const std::vector<std::int32_t> s = owned_splits(host, part);
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (s[i] == static_cast<std::int32_t>(split))
+        mine.push_back(part.ids.first_owned() + static_cast<NodeId>(i));
+  }
+  std::vector<std::size_t> counts;
+  const std::vector<std::byte> all =
+      m_shard.comm->allgatherv(mine.data(), mine.size() * sizeof(NodeId), counts);
+  std::vector<NodeId> nodes(all.size() / sizeof(NodeId));
+  std::memcpy(nodes.data(), all.data(), all.size());
+  std::sort(nodes.begin(), nodes.end());  // the parts' ranges come in rank order already
+  return nodes;
 }
 
 std::vector<std::int32_t> argmax_rows(const std::vector<float>& m, std::int64_t cols) {

@@ -14,6 +14,9 @@ namespace halo::runtime {
 class FeatureStore;
 class HaloExchange;
 
+/// Which split a node is in.
+enum class Split : std::int8_t { None = 0, Train = 1, Val = 2, Test = 3 };
+
 /// The forward pass Trainer::evaluate runs, without the training: the same graph (GCN
 /// normalisation or SAGE mean, HaloExchange with several ranks), the same prepared features
 /// (row normalisation when `normalize_features`), evaluation mode (no dropout). So the logits
@@ -34,6 +37,23 @@ class Inference {
   /// (kind, feature width) or the layer is out of range.
   const kernels::Tensor<float>& run(nn::Model<float>& model, int layer);
 
+  /// The logits of `seeds` on sampled neighbourhoods instead of the full graph: blocks as
+  /// mini-batch training samples them (`mb`'s fan-outs, one per layer, -1: all neighbours;
+  /// batch size; replacement), keyed by `seed`, evaluation mode. `seeds` are partition ids of
+  /// the whole graph, the same list on every rank, without repeats. Returns this rank's owned
+  /// seeds (local ids) and their logits (host, row-major), in batch order. Collective.
+  struct SampledRows {
+    std::vector<std::int64_t> local;
+    std::vector<float> rows;
+    std::int64_t cols = 0;
+  };
+  SampledRows run_sampled(nn::Model<float>& model, std::vector<kernels::NodeId> seeds,
+                          const MiniBatchConfig& mb, std::uint64_t seed);
+
+  /// The nodes of `split` over all ranks (every node for Split::None), as partition ids,
+  /// ascending: the same list on every rank. Collective.
+  std::vector<kernels::NodeId> split_nodes(Split split) const;
+
  private:
   const kernels::Resources& m_res;
   Shard& m_shard;
@@ -42,22 +62,26 @@ class Inference {
   std::unique_ptr<FeatureStore> m_features;
 };
 
-/// Which split a node is in.
-enum class Split : std::int8_t { None = 0, Train = 1, Val = 2, Test = 3 };
-
-/// Every node of the graph in original id order: what each rank holds for its owned nodes,
-/// gathered.
+/// Rows of nodes gathered from every rank, in ascending original id.
 struct GatheredNodes {
-  std::int64_t num_nodes = 0;
+  std::int64_t num_nodes = 0;  // of the whole graph
   std::int64_t cols = 0;
-  std::vector<float> rows;           // num_nodes x cols, row-major
-  std::vector<std::int32_t> labels;  // num_nodes
-  std::vector<Split> split;          // num_nodes
+  std::vector<kernels::NodeId> ids;  // original ids of the rows, ascending
+  std::vector<float> rows;           // ids.size() x cols, row-major
+  std::vector<std::int32_t> labels;  // per row
+  std::vector<Split> split;          // per row
+  /// num_nodes entries: the row of original id v, -1 when v was not gathered.
+  std::vector<std::int64_t> position;
 };
 
-/// Gathers `owned` (num_owned x cols, on res's device: a pass of Inference) with the labels and
-/// splits of the shard's owned nodes into one GatheredNodes, on every rank (an allgatherv:
-/// every rank holds the whole result for a moment). Collective over shard.comm.
+/// Gathers `rows` (host, rows of the owned nodes `local`, local ids, cols wide) with their
+/// labels and splits from every rank (an allgatherv: every rank holds the result for a moment).
+/// Collective over shard.comm.
+GatheredNodes gather_nodes(const Shard& shard, const std::vector<std::int64_t>& local,
+                           const std::vector<float>& rows, std::int64_t cols);
+
+/// The same for every owned node: `owned` is num_owned x cols on res's device (a pass of
+/// Inference::run); the result holds every node of the graph, so rows are in node id order.
 GatheredNodes gather_nodes(const kernels::Resources& res, const Shard& shard,
                            const kernels::Tensor<float>& owned);
 

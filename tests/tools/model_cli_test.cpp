@@ -137,6 +137,28 @@ TEST_F(ModelCli, PredictReproducesAMiniBatchSageRunAndWritesLabels) {
   EXPECT_EQ(p, (std::vector<std::int64_t>{every[5], every[0], every[2707]}));
 }
 
+// Sampled neighbourhoods: with every neighbour taken (-1) the blocks are the full graph's rows,
+// so the probabilities are the full-graph pass's; with small fan-outs they are an estimate.
+TEST_F(ModelCli, PredictOnSampledNeighbourhoods) {
+  const fs::path full = dir() / "full.npy", all = dir() / "all_neighbours.npy",
+                 sampled = dir() / "sampled.npy", json = dir() / "sampled.json";
+  const std::string m = " --model " + model().string() + " --dataset " + cora();
+  ASSERT_EQ(halo("predict" + m + " --out " + full.string()).code, 0);
+  Outcome r = halo("predict" + m + " --fanouts -1,-1 --batch-size 300 --out " + all.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("sampled"), std::string::npos) << r.out;
+  const auto a = floats_of(halo::datasets::read_npy(full));
+  const auto b = floats_of(halo::datasets::read_npy(all));
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5) << i;
+  r = halo("predict" + m + " --fanouts 5,5 --seed 4 --out " + sampled.string() + " --json " +
+           json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(j["fanouts"], nlohmann::json::array({5, 5}));
+  EXPECT_GT(j["accuracy"].get<double>(), 0.6);
+}
+
 TEST_F(ModelCli, EmbedEqualsTheCppApi) {
   const halo::kernels::Resources res(halo::kernels::Device::Cpu, 1);
   halo::nn::ModelFileInfo info;
@@ -230,7 +252,10 @@ TEST_F(ModelCli, UsageErrorsExitTwoWithOneLine) {
                         Case{"predict --bogus --out p.npy" + m, "--bogus"},
                         Case{"predict --out " + dir().string() + m, "is a directory"},
                         Case{"predict --out p.npy --json /no/such/dir/p.json" + m, "--json"},
-                        Case{"predict --out p.npy --dataset cora", "--model"}}) {
+                        Case{"predict --out p.npy --dataset cora", "--model"},
+                        Case{"predict --fanouts 5 --out p.npy" + m, "--fanouts"},
+                        Case{"predict --seed 1 --out p.npy" + m, "--seed"},
+                        Case{"predict --batch-size 8 --out p.npy" + m, "--batch-size"}}) {
     SCOPED_TRACE(c.args);
     const Outcome r = halo(c.args);
     EXPECT_EQ(r.code, 2);
@@ -242,8 +267,9 @@ TEST_F(ModelCli, UsageErrorsExitTwoWithOneLine) {
 TEST_F(ModelCli, HelpListsEveryFlag) {
   Outcome r = halo("predict --help");
   EXPECT_EQ(r.code, 0);
-  for (const char* flag : {"--model", "--dataset", "--nodes", "--split", "--labels", "--out",
-                           "--json", "--partitions", "--threads", "--device"})
+  for (const char* flag :
+       {"--model", "--dataset", "--nodes", "--split", "--labels", "--out", "--json", "--partitions",
+        "--threads", "--device", "--fanouts", "--batch-size", "--seed"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   r = halo("embed --help");
   EXPECT_EQ(r.code, 0);

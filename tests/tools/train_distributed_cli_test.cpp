@@ -104,6 +104,13 @@ TEST_F(DistributedTrainCli, TwoRankModelEqualsTheOneProcessModel) {
   EXPECT_EQ(nlohmann::json::parse(halo::testing::read_file(predicted))["accuracy"],
             trained["test_accuracy"]);
   EXPECT_EQ(nlohmann::json::parse(halo::testing::read_file(predicted))["world_size"], 2);
+  // Sampled neighbourhoods across the ranks, every neighbour taken: the same accuracy.
+  r = mpiexec(2, " predict --partitions " + parts().string() + " --model " + two.string() +
+                     " --fanouts -1,-1 --batch-size 256 --out " + (m_dir / "s.npy").string() +
+                     " --json " + predicted.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(halo::testing::read_file(predicted))["accuracy"],
+            trained["test_accuracy"]);
 }
 
 TEST_F(DistributedTrainCli, WrongRankCountIsNamed) {

@@ -27,6 +27,8 @@ struct PredictOptions {
   bool labels = false;
   std::string out;
   std::string json;
+  runtime::MiniBatchConfig mb{.batch_size = 1024, .fanouts = {}};  // fan-outs set: sampled
+  std::uint64_t seed = 0;
 };
 
 /// Node ids (original ids, whitespace-separated integers) from `path`; IoError naming the file
@@ -58,21 +60,54 @@ std::vector<std::int64_t> read_nodes(const std::string& path, std::int64_t num_n
 
 nlohmann::json number(double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); }
 
+runtime::Split split_of(const std::string& name) {
+  if (name == "train") return runtime::Split::Train;
+  if (name == "val") return runtime::Split::Val;
+  if (name == "test") return runtime::Split::Test;
+  return runtime::Split::None;  // all
+}
+
+/// The chosen nodes' logits from every rank: the full-graph pass, or sampled neighbourhoods of
+/// just those nodes with --fanouts.
+runtime::GatheredNodes predicted_rows(ModelData& md, const PredictOptions& o,
+                                      const std::vector<std::int64_t>& nodes) {
+  const int layers = md.model.config().num_layers;
+  if (o.mb.fanouts.empty())
+    return runtime::gather_nodes(md.res, md.shard, md.inference->run(md.model, layers));
+  std::vector<kernels::NodeId> seeds;
+  if (o.nodes.empty()) {
+    seeds = md.inference->split_nodes(split_of(o.split));
+  } else {  // one process (checked when parsing): partition ids are the node ids
+    seeds.assign(nodes.begin(), nodes.end());
+    std::sort(seeds.begin(), seeds.end());
+    seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
+  }
+  if (seeds.empty()) throw UsageError("--split " + o.split + ": the split has no nodes");
+  const runtime::Inference::SampledRows r =
+      md.inference->run_sampled(md.model, std::move(seeds), o.mb, o.seed);
+  return runtime::gather_nodes(md.shard, r.local, r.rows, r.cols);
+}
+
 int run_predict(const PredictOptions& o) {
-  ModelData md(o.in, "predict", {o.out, o.json}, {"--out", "--json"});
+  ModelData md(o.in, "predict", {o.out, o.json}, {"--out", "--json"},
+               [&](const nn::ModelConfig& c) {
+                 if (!o.mb.fanouts.empty() && static_cast<int>(o.mb.fanouts.size()) != c.num_layers)
+                   throw UsageError("--fanouts: one fan-out per layer expected (the model has " +
+                                    std::to_string(c.num_layers) + " layers, " +
+                                    std::to_string(o.mb.fanouts.size()) + " given)");
+               });
   const nn::ModelConfig& c = md.model.config();
-  const runtime::GatheredNodes g =
-      runtime::gather_nodes(md.res, md.shard, md.inference->run(md.model, c.num_layers));
+  const std::int64_t num_nodes = md.shard.part.book().num_nodes();
+  const std::vector<std::int64_t> nodes =
+      o.nodes.empty() ? std::vector<std::int64_t>{} : read_nodes(o.nodes, num_nodes);
+  const runtime::GatheredNodes g = predicted_rows(md, o, nodes);
   if (md.shard.comm->rank() == 0) {
-    std::vector<std::int64_t> ids;
-    if (!o.nodes.empty()) {
-      ids = read_nodes(o.nodes, g.num_nodes);
-    } else {
-      const runtime::Split want = o.split == "train" ? runtime::Split::Train
-                                  : o.split == "val" ? runtime::Split::Val
-                                                     : runtime::Split::Test;
-      for (std::int64_t v = 0; v < g.num_nodes; ++v)
-        if (o.split == "all" || g.split[static_cast<std::size_t>(v)] == want) ids.push_back(v);
+    // The output rows: the file's nodes in its order, or the split's in ascending id.
+    std::vector<std::int64_t> ids = nodes;
+    if (o.nodes.empty()) {
+      const runtime::Split want = split_of(o.split);
+      for (std::size_t i = 0; i < g.ids.size(); ++i)
+        if (o.split == "all" || g.split[i] == want) ids.push_back(g.ids[i]);
     }
     // The chosen rows' logits; predictions from the logits (as training scored them), then
     // probabilities.
@@ -80,10 +115,12 @@ int run_predict(const PredictOptions& o) {
     std::vector<float> rows(ids.size() * cols);
     std::vector<std::int32_t> labels(ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      const auto v = static_cast<std::size_t>(ids[i]);
-      std::copy_n(g.rows.begin() + static_cast<std::ptrdiff_t>(v * cols), cols,
+      const std::int64_t at = g.position[static_cast<std::size_t>(ids[i])];
+      HALO_EXPECTS(at >= 0, "predict: node " + std::to_string(ids[i]) + " was not computed");
+      const auto p = static_cast<std::size_t>(at);
+      std::copy_n(g.rows.begin() + static_cast<std::ptrdiff_t>(p * cols), cols,
                   rows.begin() + static_cast<std::ptrdiff_t>(i * cols));
-      labels[i] = g.labels[v];
+      labels[i] = g.labels[p];
     }
     const std::vector<std::int32_t> predicted = runtime::argmax_rows(rows, g.cols);
     const runtime::Scores s =
@@ -102,12 +139,14 @@ int run_predict(const PredictOptions& o) {
     }
     datasets::write_npy(o.out, a);
     const std::string chosen = o.nodes.empty() ? "split " + o.split : o.nodes;
+    const std::string how = o.mb.fanouts.empty() ? "full graph" : "sampled neighbourhoods";
     if (s.labelled > 0)
-      std::printf("predicted %zu nodes (%s): accuracy %.4f, macro-F1 %.4f over %lld labelled\n",
-                  ids.size(), chosen.c_str(), s.accuracy, s.macro_f1,
+      std::printf("predicted %zu nodes (%s, %s): accuracy %.4f, macro-F1 %.4f over %lld labelled\n",
+                  ids.size(), chosen.c_str(), how.c_str(), s.accuracy, s.macro_f1,
                   static_cast<long long>(s.labelled));
     else
-      std::printf("predicted %zu nodes (%s): none labelled\n", ids.size(), chosen.c_str());
+      std::printf("predicted %zu nodes (%s, %s): none labelled\n", ids.size(), chosen.c_str(),
+                  how.c_str());
     if (!o.json.empty()) {
       nlohmann::json j = {{"model", o.in.model},
                           {"dataset", md.shard.dataset},
@@ -122,6 +161,8 @@ int run_predict(const PredictOptions& o) {
         j["split"] = o.split;
       else
         j["nodes"] = o.nodes;
+      if (!o.mb.fanouts.empty())
+        j.update({{"fanouts", o.mb.fanouts}, {"batch_size", o.mb.batch_size}, {"seed", o.seed}});
       kernels::write_file_atomically(o.json, j.dump(2) + "\n");
     }
   }
@@ -153,7 +194,29 @@ Command add_predict_command(CLI::App& app) {
   sub->add_option("--out", o->out, "The predictions, a NumPy .npy file")->required();
   sub->add_option("--json", o->json,
                   "Write the result (accuracy, macro_f1, ...) as one JSON object to FILE");
-  sub->callback([o] { check_dataset_options(o->in.data); });
+  auto* fanouts =
+      sub->add_option("--fanouts", o->mb.fanouts,
+                      "Predict on sampled neighbourhoods instead of the full graph: neighbours "
+                      "sampled per node and layer, input layer first, one per layer (-1 = all), "
+                      "e.g. 25,10")
+          ->delimiter(',')
+          ->check(CLI::Range(-1, 1 << 20));
+  auto* batch = sub->add_option("--batch-size", o->mb.batch_size,
+                                "With --fanouts: nodes per sampled batch (over all ranks)")
+                    ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+                    ->capture_default_str();
+  auto* seed = sub->add_option("--seed", o->seed, "With --fanouts: the sampling seed")
+                   ->check(seed_value())
+                   ->capture_default_str();
+  sub->callback([o, sub, fanouts, batch, seed, nodes] {
+    check_dataset_options(o->in.data);
+    for (CLI::Option* opt : {batch, seed})
+      if (opt->count() > 0 && fanouts->count() == 0)
+        throw CLI::ValidationError(opt->get_name(), "applies with --fanouts only");
+    if (fanouts->count() > 0 && nodes->count() > 0 && sub->get_option("--partitions")->count() > 0)
+      throw CLI::ValidationError("--nodes",
+                                 "with --fanouts and --partitions, choose the nodes by --split");
+  });
   return {sub, [o] {
             try {
               return run_predict(*o);
