@@ -49,7 +49,8 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 "$ex/custom_model" "$cora" 30
 "$ex/embed_nodes" "$tmp/gcn.halo" "$cora" 1 "$tmp/embedding.npy"
 "$ex/gcn_embed"
-"$tmp/prefix/bin/halo" partition --dataset "$cora" --parts 2 --out "$tmp/parts" >/dev/null
+"$tmp/prefix/bin/halo" partition --dataset "$cora" --parts 2 --out "$tmp/parts" >"$tmp/partition.log" 2>&1 ||
+  { cat "$tmp/partition.log"; exit 1; }
 mpiexec -n 2 "$ex/train_gcn" --partitions "$tmp/parts" "$tmp/gcn2.halo" 30
 # The model the two ranks saved is a model file like any other.
 "$tmp/prefix/bin/halo" predict --model "$tmp/gcn2.halo" --dataset "$cora" --out "$tmp/p.npy"

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <halo/datasets/numpy.hpp>
 #include <halo/nn/model_file.hpp>
 
 #include "support/testing.hpp"
@@ -111,6 +112,20 @@ TEST_F(DistributedTrainCli, TwoRankModelEqualsTheOneProcessModel) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(halo::testing::read_file(predicted))["accuracy"],
             trained["test_accuracy"]);
+  // Embeddings across the ranks, gathered in node id order: those of one process.
+  const fs::path e1 = m_dir / "e1.npy", e2 = m_dir / "e2.npy";
+  r = halo(" embed --dataset " + cora() + " --model " + two.string() + " --layer 1 --out " +
+           e1.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = mpiexec(2, " embed --partitions " + parts().string() + " --model " + two.string() +
+                     " --layer 1 --out " + e2.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const halo::datasets::NpyArray a1 = halo::datasets::read_npy(e1);
+  const halo::datasets::NpyArray a2 = halo::datasets::read_npy(e2);
+  ASSERT_EQ(a1.shape, (std::vector<std::int64_t>{2708, 16}));
+  ASSERT_EQ(a2.shape, a1.shape);
+  const auto v1 = floats_of(a1.bytes), v2 = floats_of(a2.bytes);
+  for (std::size_t i = 0; i < v1.size(); ++i) ASSERT_NEAR(v1[i], v2[i], 1e-5) << i;
 }
 
 TEST_F(DistributedTrainCli, WrongRankCountIsNamed) {
