@@ -237,6 +237,21 @@ TEST_F(ModelCli, DamagedModelFilesAreOneLineErrors) {
   EXPECT_FALSE(fs::exists(dir() / "p.npy")) << "no output on failure";
 }
 
+// A bad --nodes entry is a data error naming the file and line.
+TEST_F(ModelCli, BadNodesFileIsNamedWithItsLine) {
+  const fs::path nodes = dir() / "bad_nodes.txt";
+  for (const char* content : {"3\n7 x\n", "1\n2708\n", "-1\n"}) {
+    SCOPED_TRACE(content);
+    std::ofstream(nodes, std::ios::trunc) << content;
+    const Outcome r = halo("predict --model " + model().string() + " --dataset " + cora() +
+                           " --nodes " + nodes.string() + " --out " + (dir() / "n.npy").string());
+    EXPECT_EQ(r.code, 1);
+    EXPECT_TRUE(one_line(r.err));
+    EXPECT_NE(r.err.find(nodes.string() + ":"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("not a node id in [0, 2708)"), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(ModelCli, UsageErrorsExitTwoWithOneLine) {
   const std::string m = " --model " + model().string() + " --dataset " + cora();
   struct Case {
