@@ -10,6 +10,7 @@
 #include <halo/datasets/detail/text.hpp>
 #include <halo/datasets/numpy.hpp>
 #include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
@@ -281,6 +282,33 @@ std::vector<std::int64_t> to_int64s(const NpyArray& a, const std::string& what) 
     }
   });
   return out;
+}
+
+std::string npy_bytes(const NpyArray& a) {
+  check_npy(a, "npy_bytes");
+  std::string shape = "(";
+  for (const std::int64_t d : a.shape) shape += std::to_string(d) + ", ";
+  if (a.shape.size() > 1) shape.resize(shape.size() - 2);  // (n,) keeps its comma
+  if (a.shape.size() == 1) shape.resize(shape.size() - 1);
+  shape += ")";
+  std::string header =
+      "{'descr': '" + a.dtype + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  // Version 1.0: magic, 2 version bytes, a u16 header length; the data start 64-byte aligned
+  // and the header ends in a newline.
+  const std::size_t prefix = 10;
+  header.append(63 - (prefix + header.size()) % 64, ' ');
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  const auto len = static_cast<std::uint16_t>(header.size());
+  out += static_cast<char>(len & 0xff);
+  out += static_cast<char>(len >> 8);
+  return out + header + a.bytes;
+}
+
+void write_npy(const std::filesystem::path& path, const NpyArray& a) {
+  kernels::write_file_atomically(path, npy_bytes(a));
 }
 
 NpyArray parse_npy(std::string_view data, const std::string& source) {

@@ -45,6 +45,14 @@ NpyArray parse_npy(std::string_view data, const std::string& source);
 /// Reads one .npy file (whole-file read; halo::IoError naming it on any problem).
 NpyArray read_npy(const std::filesystem::path& path);
 
+/// The bytes of a .npy file (format version 1.0, C order) holding `a`, which check_npy must
+/// accept: what numpy.load reads back with the same dtype and shape.
+std::string npy_bytes(const NpyArray& a);
+
+/// Writes `a` to `path` as a .npy file, atomically (kernels::write_file_atomically).
+/// halo::IoError naming the path when it cannot be written.
+void write_npy(const std::filesystem::path& path, const NpyArray& a);
+
 /// Every array of a .npz archive (a zip of .npy files, compressed or not), keyed by name
 /// without the ".npy" suffix. Entries are read with read_zip_entry, limited to `max_bytes`
 /// each.

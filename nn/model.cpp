@@ -1,6 +1,4 @@
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include <halo/kernels/log.hpp>
 #include <halo/nn/layers.hpp>
@@ -67,15 +65,37 @@ const Adjacency<T>& Model<T>::graph_of(std::span<const Adjacency<T>> graphs, std
 }
 
 template <class T>
-const Tensor<T>& Model<T>::forward(const Context& ctx, std::span<const Adjacency<T>> graphs,
-                                   const Features<T>& x) {
+const Tensor<T>& Model<T>::run(const Context& ctx, std::span<const Adjacency<T>> graphs,
+                               const Features<T>& x, std::size_t end) {
   HALO_EXPECTS(kernels::num_cols(x) == m_config.in_features,
                "model: input has " + std::to_string(kernels::num_cols(x)) +
                    " features, the model " + std::to_string(m_config.in_features));
   const Features<T>* h = &x;
-  for (std::size_t i = 0; i < m_modules.size(); ++i)
-    h = &m_modules[i]->forward(ctx, graph_of(graphs, i), *h);
+  for (std::size_t i = 0; i < end; ++i) h = &m_modules[i]->forward(ctx, graph_of(graphs, i), *h);
   return std::get<Tensor<T>>(*h);
+}
+
+template <class T>
+const Tensor<T>& Model<T>::forward(const Context& ctx, std::span<const Adjacency<T>> graphs,
+                                   const Features<T>& x) {
+  return run(ctx, graphs, x, m_modules.size());
+}
+
+template <class T>
+const Tensor<T>& Model<T>::embed(const Context& ctx, Adjacency<T> graph, const Features<T>& x,
+                                 int layer) {
+  HALO_EXPECTS(layer >= 1 && layer <= m_config.num_layers, "model: layer " + std::to_string(layer) +
+                                                               " out of range 1.." +
+                                                               std::to_string(m_config.num_layers));
+  std::size_t end = 0;  // one past the last module of convolution `layer`
+  while (end < m_modules.size() && m_layer_of_module[end] <= layer) ++end;
+  return run(ctx, std::span<const Adjacency<T>>(&graph, 1), x, end);
+}
+
+template <class T>
+std::int64_t Model<T>::width(int layer) const {
+  HALO_EXPECTS(layer >= 1 && layer <= m_config.num_layers, "model: layer out of range");
+  return layer == m_config.num_layers ? m_config.num_classes : m_config.hidden;
 }
 
 template <class T>
@@ -126,111 +146,97 @@ std::vector<std::string> Model<T>::parameter_names() {
   return names;
 }
 
-// File layout (little-endian): magic "HALOPRM1", u32 element size, u32 count, then per
-// parameter: u32 name length, name bytes, i64 rows, i64 cols, rows * cols elements.
 namespace {
-constexpr char kMagic[8] = {'H', 'A', 'L', 'O', 'P', 'R', 'M', '1'};
-
-template <class V>
-void put(std::ofstream& out, const V& v) {
-  out.write(reinterpret_cast<const char*>(&v), sizeof(V));
-}
-template <class V>
-bool get(std::ifstream& in, V& v) {
-  return static_cast<bool>(in.read(reinterpret_cast<char*>(&v), sizeof(V)));
+template <class T>
+std::string dtype_of() {
+  return sizeof(T) == 4 ? "<f4" : "<f8";
 }
 }  // namespace
 
 template <class T>
-void Model<T>::save(const std::filesystem::path& path) {
+void Model<T>::save(const std::filesystem::path& path, const ModelFileInfo& info) {
   const kernels::Resources host;
   for (auto* p : parameters())
     HALO_EXPECTS(p->value.device() == kernels::Device::Cpu,
                  "model: save(path) needs host parameters; pass the device's Resources");
-  save(host, path);
+  save(host, path, info);
 }
 
 template <class T>
-void Model<T>::save(const kernels::Resources& res, const std::filesystem::path& path) {
+void Model<T>::save(const kernels::Resources& res, const std::filesystem::path& path,
+                    const ModelFileInfo& info) {
+  ModelFile file{info, dtype_of<T>(), {}};
+  file.info.config = m_config;
   const auto params = parameters();
   const auto names = parameter_names();
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError(tmp.string() + ": cannot open for writing");
-    out.write(kMagic, sizeof(kMagic));
-    put(out, static_cast<std::uint32_t>(sizeof(T)));
-    put(out, static_cast<std::uint32_t>(params.size()));
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      put(out, static_cast<std::uint32_t>(names[i].size()));
-      out.write(names[i].data(), static_cast<std::streamsize>(names[i].size()));
-      put(out, params[i]->value.rows());
-      put(out, params[i]->value.cols());
-      const auto values = params[i]->value.to_vector(res);  // device -> host, synchronous
-      out.write(reinterpret_cast<const char*>(values.data()),
-                static_cast<std::streamsize>(values.size() * sizeof(T)));
-    }
-    if (!out.flush()) {
-      out.close();
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw IoError(tmp.string() + ": write failed");
-    }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto values = params[i]->value.to_vector(res);  // device -> host, synchronous
+    file.arrays.push_back(
+        {names[i], params[i]->value.rows(), params[i]->value.cols(),
+         std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T))});
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw IoError(path.string() + ": cannot replace it with " + tmp.string() + " (" + ec.message() +
-                  ")");
-  }
+  write_model_file(path, file);
 }
 
 template <class T>
 void Model<T>::load(const kernels::Resources& res, const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path.string() + ": cannot open parameter file");
+  const ModelFile file = read_model_file(path);
   const auto fail = [&](const std::string& what) { throw IoError(path.string() + ": " + what); };
-  char magic[8];
-  std::uint32_t elem = 0, count = 0;
-  if (!in.read(magic, sizeof(magic)) || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0)
-    fail("not a Halo parameter file (bad magic)");
-  if (!get(in, elem) || elem != sizeof(T))
-    fail("element size " + std::to_string(elem) + ", this model uses " + std::to_string(sizeof(T)));
+  if (file.dtype != dtype_of<T>())
+    fail("holds " + file.dtype + " parameters, this model uses " + dtype_of<T>());
+  const ModelConfig& c = file.info.config;
+  const auto describe = [](const ModelConfig& m) {
+    return to_string(m.kind) + ", " + std::to_string(m.num_layers) + " layers, " +
+           std::to_string(m.in_features) + " -> " + std::to_string(m.hidden) + " -> " +
+           std::to_string(m.num_classes);
+  };
+  if (c.kind != m_config.kind || c.num_layers != m_config.num_layers ||
+      c.hidden != m_config.hidden || c.in_features != m_config.in_features ||
+      c.num_classes != m_config.num_classes)
+    fail("describes a model (" + describe(c) + ") other than this one (" + describe(m_config) +
+         ")");
   const auto params = parameters();
   const auto names = parameter_names();
-  if (!get(in, count) || count != params.size())
-    fail("holds " + std::to_string(count) + " parameters, the model has " +
+  if (file.arrays.size() != params.size())
+    fail("holds " + std::to_string(file.arrays.size()) + " parameters, the model has " +
          std::to_string(params.size()));
-  // Everything is read and checked before any parameter changes: a bad file leaves the model as
-  // it was.
-  std::vector<std::vector<T>> loaded(params.size());
   for (std::size_t i = 0; i < params.size(); ++i) {
-    std::uint32_t len = 0;
-    if (!get(in, len) || len > 4096) fail("truncated or corrupt at parameter " + std::to_string(i));
-    std::string name(len, '\0');
-    std::int64_t rows = 0, cols = 0;
-    if (!in.read(name.data(), len) || !get(in, rows) || !get(in, cols))
-      fail("truncated at parameter " + std::to_string(i));
-    auto& value = params[i]->value;
-    if (name != names[i] || rows != value.rows() || cols != value.cols())
-      fail("parameter " + std::to_string(i) + " is '" + name + "' " + std::to_string(rows) + "x" +
-           std::to_string(cols) + ", the model expects '" + names[i] + "' " +
+    const ModelFileArray& a = file.arrays[i];
+    const auto& value = params[i]->value;
+    if (a.name != names[i] || a.rows != value.rows() || a.cols != value.cols())
+      fail("parameter " + std::to_string(i) + " is '" + a.name + "' " + std::to_string(a.rows) +
+           "x" + std::to_string(a.cols) + ", the model expects '" + names[i] + "' " +
            std::to_string(value.rows()) + "x" + std::to_string(value.cols()));
-    std::vector<T>& values = loaded[i];
-    values.resize(static_cast<std::size_t>(rows * cols));
-    if (!in.read(reinterpret_cast<char*>(values.data()),
-                 static_cast<std::streamsize>(values.size() * sizeof(T))))
-      fail("truncated in the values of '" + name + "'");
   }
-  if (in.peek() != std::ifstream::traits_type::eof())
-    fail("trailing bytes after the last parameter");
+  // Everything was checked before any parameter changes: a bad file leaves the model as it was.
   for (std::size_t i = 0; i < params.size(); ++i) {
+    const ModelFileArray& a = file.arrays[i];
+    std::vector<T> values(static_cast<std::size_t>(a.rows * a.cols));
+    std::memcpy(values.data(), a.bytes.data(), a.bytes.size());
     auto& value = params[i]->value;
-    value = Tensor<T>::from_host(res, loaded[i], value.rows(), value.cols());
+    value = Tensor<T>::from_host(res, values, a.rows, a.cols);
   }
 }
+
+template <class T>
+Model<T> load_model(const kernels::Resources& res, const std::filesystem::path& path,
+                    ModelFileInfo* info) {
+  const ModelFile file = read_model_file(path);
+  ModelConfig c = file.info.config;
+  try {
+    Model<T> model(res, c, /*seed=*/0);
+    model.load(res, path);
+    if (info != nullptr) *info = file.info;
+    return model;
+  } catch (const LogicError& e) {  // an architecture the constructor refuses
+    throw IoError(path.string() + ": " + e.what());
+  }
+}
+
+template Model<float> load_model(const kernels::Resources&, const std::filesystem::path&,
+                                 ModelFileInfo*);
+template Model<double> load_model(const kernels::Resources&, const std::filesystem::path&,
+                                  ModelFileInfo*);
 
 template class Model<float>;
 template class Model<double>;

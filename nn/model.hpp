@@ -9,30 +9,18 @@
 #include <utility>
 #include <vector>
 
+#include <halo/nn/model_file.hpp>
+#include <halo/nn/model_types.hpp>
 #include <halo/nn/module.hpp>
+#include <halo/nn/network.hpp>
 
 namespace halo::nn {
-
-enum class ModelKind { Gcn, Sage };
-
-/// Parses "gcn" / "sage"; throws LogicError naming the accepted values otherwise.
-ModelKind parse_model_kind(const std::string& name);
-std::string to_string(ModelKind kind);
-
-struct ModelConfig {
-  ModelKind kind = ModelKind::Gcn;
-  int num_layers = 2;        // graph convolutions
-  std::int64_t hidden = 16;  // width of every hidden layer
-  float dropout = 0.5f;      // before every convolution, the input's included
-  std::int64_t in_features = 0;
-  std::int64_t num_classes = 0;
-};
 
 /// A GNN: for each of num_layers convolutions, Dropout -> Conv (-> ReLU between convolutions).
 /// The last layer outputs num_classes logits per node. Parameters are Glorot-initialised from
 /// the counter-based RNG keyed by (seed, parameter id), so every process builds the same model.
 template <class T>
-class Model {
+class Model final : public Network<T> {
  public:
   Model(const kernels::Resources& res, const ModelConfig& config, std::uint64_t seed);
 
@@ -44,9 +32,16 @@ class Model {
   /// (layer l's destinations are layer l + 1's sources; x has one row per source of the first).
   /// The logits are those of the last block's destinations.
   const kernels::Tensor<T>& forward(const Context& ctx, std::span<const Adjacency<T>> graphs,
-                                    const Features<T>& x);
+                                    const Features<T>& x) override;
   void backward(const Context& ctx, std::span<const Adjacency<T>> graphs,
-                const kernels::Tensor<T>& dlogits);
+                const kernels::Tensor<T>& dlogits) override;
+  /// The node representations after convolution `layer` (1-based, its ReLU included below the
+  /// last layer; the last layer's are the logits): n x width(layer), owned by the model, valid
+  /// until the next pass. forward() is embed(..., num_layers).
+  const kernels::Tensor<T>& embed(const Context& ctx, Adjacency<T> graph, const Features<T>& x,
+                                  int layer);
+  /// Output width of convolution `layer` (1-based): hidden below the last, num_classes there.
+  std::int64_t width(int layer) const;
 
   /// Sizes every module's buffers for graphs within `bounds` ((sources, destinations) per
   /// convolution, input layer first: a mini-batch envelope's) and inputs of at most
@@ -54,21 +49,27 @@ class Model {
   /// allocate nothing.
   void reserve(const kernels::Resources& res,
                std::span<const std::pair<std::int64_t, std::int64_t>> bounds,
-               std::int64_t input_entries = 0);
+               std::int64_t input_entries = 0) override;
 
-  std::vector<Parameter<T>*> parameters();
+  std::vector<Parameter<T>*> parameters() override;
   const ModelConfig& config() const { return m_config; }
+  NetworkShape shape() const override {
+    return {m_config.kind, m_config.num_layers, m_config.in_features, m_config.num_classes};
+  }
   /// Names like "layer1.weight": stable across runs, used by save/load.
   std::vector<std::string> parameter_names();
 
-  /// Writes all parameters to `path` (temporary file, then rename: never half-written). The
-  /// parameters may live on any device: they are copied to the host through `res` (the
-  /// Resources of their device), which synchronises.
-  void save(const kernels::Resources& res, const std::filesystem::path& path);
+  /// Writes the model file (nn/model_file.hpp): the architecture, `info`'s dataset,
+  /// preprocessing and training record (its config is replaced by this model's), and the
+  /// parameters; atomically (never half-written). The parameters may live on any device: they
+  /// are copied to the host through `res` (the Resources of their device), which synchronises.
+  void save(const kernels::Resources& res, const std::filesystem::path& path,
+            const ModelFileInfo& info = {});
   /// The same for a model on the CPU (LogicError for device parameters: use the overload above).
-  void save(const std::filesystem::path& path);
-  /// Loads parameters written by `save` onto res's device; throws IoError naming the file and
-  /// the parameter when names, shapes or the element type do not match this model.
+  void save(const std::filesystem::path& path, const ModelFileInfo& info = {});
+  /// Loads the parameters of a model file onto res's device. halo::IoError naming the file when
+  /// it is damaged (read_model_file) or describes another architecture, element type,
+  /// parameter name or shape; the model is left unchanged then.
   void load(const kernels::Resources& res, const std::filesystem::path& path);
 
  private:
@@ -77,6 +78,15 @@ class Model {
   /// The graph module i runs on.
   const Adjacency<T>& graph_of(std::span<const Adjacency<T>> graphs, std::size_t i) const;
   std::vector<int> m_layer_of_module;  // 1-based convolution index: names, graph per layer
+  /// Runs modules [0, end) forward.
+  const kernels::Tensor<T>& run(const Context& ctx, std::span<const Adjacency<T>> graphs,
+                                const Features<T>& x, std::size_t end);
 };
+
+/// The model a file describes, built on res's device with the file's parameters; `info`, when
+/// given, receives the file's description. halo::IoError naming the file (read_model_file).
+template <class T>
+Model<T> load_model(const kernels::Resources& res, const std::filesystem::path& path,
+                    ModelFileInfo* info = nullptr);
 
 }  // namespace halo::nn

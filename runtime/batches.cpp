@@ -138,7 +138,7 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
                                Comm& comm, FeatureStore& features,
                                kernels::Span<const std::int32_t> labels,
                                const MiniBatchConfig& config, nn::ModelKind kind,
-                               std::uint64_t seed)
+                               std::uint64_t seed, std::vector<NodeId> seeds)
     : m_res(res),
       m_producer_res(kernels::Device::Cpu,
                      res.device() == kernels::Device::Cpu && config.prefetch > 0
@@ -150,8 +150,10 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
       m_labels(labels),
       m_config(config),
       m_kind(kind),
-      m_seed(seed) {
-  const std::int64_t num_train = part.all_train.numel();
+      m_seed(seed),
+      m_fixed(std::move(seeds)) {
+  const std::int64_t num_train =
+      m_fixed.empty() ? part.all_train.numel() : static_cast<std::int64_t>(m_fixed.size());
   HALO_EXPECTS(num_train > 0, "train: the dataset has no training nodes");
   const bool on_device = res.device() != kernels::Device::Cpu;
   const bool one_part = part.ids.identity();
@@ -258,14 +260,16 @@ void SampledBatches::begin_epoch(std::uint64_t epoch) {
   const std::uint64_t key = kernels::rng::key(
       m_seed, kernels::rng::stream_id(kernels::rng::kStreamShuffle, epoch, 0x5eed));
   const NodeId* original = m_part.all_train_original.data();
-  const NodeId* train = m_part.all_train.data();
-  for (std::size_t i = 0; i < m_keys.size(); ++i)
-    m_keys[i] = kernels::rng::draw_keyed(key, static_cast<std::uint64_t>(original[i]));
+  const NodeId* train = m_fixed.empty() ? m_part.all_train.data() : m_fixed.data();
   std::iota(m_order.begin(), m_order.end(), std::int64_t{0});
-  std::sort(m_order.begin(), m_order.end(), [&](std::int64_t a, std::int64_t b) {
-    const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
-    return m_keys[ua] != m_keys[ub] ? m_keys[ua] < m_keys[ub] : original[ua] < original[ub];
-  });
+  if (m_fixed.empty()) {  // given seeds keep their order
+    for (std::size_t i = 0; i < m_keys.size(); ++i)
+      m_keys[i] = kernels::rng::draw_keyed(key, static_cast<std::uint64_t>(original[i]));
+    std::sort(m_order.begin(), m_order.end(), [&](std::int64_t a, std::int64_t b) {
+      const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
+      return m_keys[ua] != m_keys[ub] ? m_keys[ua] < m_keys[ub] : original[ua] < original[ub];
+    });
+  }
   m_mine.clear();
   m_mine_at.assign(1, 0);
   const auto n = static_cast<std::int64_t>(m_order.size());

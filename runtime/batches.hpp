@@ -75,11 +75,21 @@ class FullGraphBatches final : public BatchSource {
 /// i + prefetch while batch i computes, each in its own slot (sampler and buffers sized once
 /// from the envelope); on a device batches are prepared in stream order on `res`, one slot.
 /// Nothing is allocated per batch.
+///
+/// With `seeds` (partition ids of the whole graph, the same list on every rank, no repeats) the
+/// batches cut that list in its order, every epoch the same (inference on sampled
+/// neighbourhoods, runtime::Inference); the training nodes are then not used.
 class SampledBatches final : public BatchSource {
  public:
   SampledBatches(const kernels::Resources& res, const partition::Part& part, Comm& comm,
                  FeatureStore& features, kernels::Span<const std::int32_t> labels,
-                 const MiniBatchConfig& config, nn::ModelKind kind, std::uint64_t seed);
+                 const MiniBatchConfig& config, nn::ModelKind kind, std::uint64_t seed,
+                 std::vector<kernels::NodeId> seeds = {});
+  /// This rank's seeds of batch b (partition ids), in the order of the batch's logit rows.
+  kernels::Span<const kernels::NodeId> seeds_of(std::int64_t b) const {
+    const auto at = m_mine_at[static_cast<std::size_t>(b)];
+    return {m_mine.data() + at, m_mine_at[static_cast<std::size_t>(b) + 1] - at};
+  }
   ~SampledBatches() override;
   std::int64_t batches_per_epoch() const override { return m_batches; }
   void begin_epoch(std::uint64_t epoch) override;
@@ -120,6 +130,7 @@ class SampledBatches final : public BatchSource {
   std::unique_ptr<Pipeline> m_pipeline;
   // This epoch's order: keys and the training nodes (partition ids) sorted by them; this
   // rank's seeds batch after batch (m_mine[m_mine_at[b] .. m_mine_at[b + 1]]).
+  std::vector<kernels::NodeId> m_fixed;  // the given seeds, or empty: the training nodes
   std::vector<std::uint64_t> m_keys;
   std::vector<std::int64_t> m_order;
   std::vector<kernels::NodeId> m_mine;

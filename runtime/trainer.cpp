@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/log.hpp>
@@ -148,11 +149,22 @@ struct Trainer::Targets {
 
 kernels::Span<const NodeId> Trainer::dropout_keys() const { return m_targets->dropout_keys.span(); }
 
+namespace {
+/// `config` with the model fields the network decides (a custom network has no ModelConfig).
+TrainConfig with_shape(TrainConfig config, const nn::NetworkShape& shape) {
+  config.model.kind = shape.aggregation;
+  config.model.num_layers = shape.num_layers;
+  config.model.in_features = shape.in_features;
+  config.model.num_classes = shape.num_classes;
+  return config;
+}
+}  // namespace
+
 Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
-                 nn::Model<float>& model)
+                 nn::Network<float>& model)
     : m_res(res),
       m_shard(shard),
-      m_config(config),
+      m_config(with_shape(config, model.shape())),
       m_model(model),
       m_params(model.parameters()),
       m_optimizer(res, m_params, [&] {
@@ -163,9 +175,9 @@ Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig&
       }()) {
   Comm& comm = *shard.comm;
   partition::Part& part = shard.part;
-  check_config(config, comm.size());
-  HALO_EXPECTS(model.config().in_features == shard.num_features &&
-                   model.config().num_classes == part.num_classes,
+  check_config(m_config, comm.size());
+  HALO_EXPECTS(m_config.model.in_features == shard.num_features &&
+                   m_config.model.num_classes == part.num_classes,
                "train: the model was not built for this dataset");
   for (const auto* p : m_params)
     HALO_EXPECTS(p->value.device() == res.device(),
@@ -182,7 +194,7 @@ Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig&
       HALO_LOG_WARN("train: built without NCCL: GPU ranks exchange through host memory over MPI");
     }
   }
-  const nn::ModelKind kind = model.config().kind;
+  const nn::ModelKind kind = m_config.model.kind;
   m_graph = std::make_unique<HaloExchange>(res, part, kind, config.overlap, *m_data_comm);
   m_features = std::make_unique<FeatureStore>(res, part, config.normalize_features);
   // One process keys dropout by row (original = local ids); a part by its original ids.
@@ -207,7 +219,7 @@ Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig&
     // Every buffer of a step sized for the envelope: no batch allocates.
     const auto bounds = static_cast<const SampledBatches&>(*m_batches).layer_bounds();
     model.reserve(res, bounds, m_features->max_input_entries());
-    kernels::reserve(res, m_dlogits, bounds.back().second * model.config().num_classes);
+    kernels::reserve(res, m_dlogits, bounds.back().second * m_config.model.num_classes);
   } else {
     m_batches = std::make_unique<FullGraphBatches>(
         m_graph->adjacency(dropout_keys()), m_features->owned(), m_targets->labels.span(),
@@ -345,8 +357,9 @@ void Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback
 Trainer::Evaluation Trainer::evaluate() {
   const Targets& t = *m_targets;
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
+  const nn::Adjacency<float> graph = m_graph->adjacency(dropout_keys());
   const Tensor<float>& logits =
-      m_model.forward(ctx, m_graph->adjacency(dropout_keys()), m_features->owned());
+      m_model.forward(ctx, std::span<const nn::Adjacency<float>>(&graph, 1), m_features->owned());
   auto correct = [&](const Tensor<NodeId>& rows) {
     return rows.numel() == 0 ? 0.0
                              : static_cast<double>(kernels::count_correct(
@@ -462,6 +475,34 @@ TrainRun train(const kernels::Resources& res, Shard& shard, const TrainConfig& c
   Trainer trainer(res, shard, config, run.model);
   run.result = trainer.run(on_epoch, on_step);
   return run;
+}
+
+nn::ModelFileInfo model_file_info(const TrainConfig& config, const TrainResult& result,
+                                  const std::string& dataset,
+                                  const std::string& structural_features) {
+  nn::ModelFileInfo info;
+  info.config = config.model;
+  info.dataset = dataset;
+  info.normalize_features = config.normalize_features;
+  info.structural_features = structural_features;
+  const auto number = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
+  nlohmann::json t = {{"mode", config.mini_batch ? "mini-batch" : "full-graph"},
+                      {"epochs", config.epochs},
+                      {"lr", config.lr},
+                      {"weight_decay", config.weight_decay},
+                      {"seed", config.seed},
+                      {"optimizer", "adam"},
+                      {"world_size", result.world_size},
+                      {"best_epoch", result.best_epoch},
+                      {"val_accuracy", number(result.val_accuracy)},
+                      {"test_accuracy", number(result.test_accuracy)},
+                      {"final_train_loss", number(result.final_train_loss)}};
+  if (config.mini_batch)
+    t.update({{"batch_size", config.mini_batch->batch_size},
+              {"fanouts", config.mini_batch->fanouts},
+              {"replace", config.mini_batch->replace}});
+  info.training = t.dump();
+  return info;
 }
 
 std::int64_t peak_host_memory_bytes() {

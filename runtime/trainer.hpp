@@ -189,10 +189,14 @@ class HaloExchange;
 /// sampling are keyed by original node ids. Collective over shard.comm for P > 1. Keeps
 /// references to its arguments. On a CUDA `res` (model built on it) the data are uploaded once
 /// and the steps run on the device; the gradients travel over NCCL when the build has it.
+///
+/// `model` is any nn::Network: the built-in nn::Model, or one composed from Halo's layers
+/// (examples/custom_model.cpp). Its shape() decides the graph (GCN-normalised or plain) and the
+/// layers a mini-batch samples; config.model's kind, layers and widths are then not used.
 class Trainer {
  public:
   Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
-          nn::Model<float>& model);
+          nn::Network<float>& model);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -221,7 +225,7 @@ class Trainer {
   const kernels::Resources& m_res;
   Shard& m_shard;
   TrainConfig m_config;
-  nn::Model<float>& m_model;
+  nn::Network<float>& m_model;
   std::vector<nn::Parameter<float>*> m_params;
   double m_preprocess_time_s = 0;
   std::unique_ptr<Comm> m_nccl;  // GPU ranks: gradients and halo rows device to device
@@ -247,6 +251,14 @@ struct TrainRun {
 /// of the best epoch. Collective over shard.comm.
 TrainRun train(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
                const EpochCallback& on_epoch = {}, const Trainer::StepCallback& on_step = {});
+
+/// What a model file records about a run (nn::ModelFileInfo): the dataset, the preprocessing
+/// (`config.normalize_features`; `structural_features` as the data were loaded) and, as one
+/// JSON object, the training configuration and `result`'s summary (best epoch, accuracies,
+/// final loss, ranks). Model::save stores it beside the architecture and parameters.
+nn::ModelFileInfo model_file_info(const TrainConfig& config, const TrainResult& result,
+                                  const std::string& dataset,
+                                  const std::string& structural_features = "");
 
 /// The process's peak resident set size so far, in bytes.
 std::int64_t peak_host_memory_bytes();

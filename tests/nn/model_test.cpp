@@ -487,33 +487,99 @@ TEST(Model, LoadRejectsWrongShape) {
   saved.save(file);
   nn::Model<double> wider(cpu(), config(ModelKind::Gcn, 2, 4, 6, 3), 1);
   EXPECT_TRUE(throws_io_error_containing([&] { wider.load(cpu(), file); },
-                                         {file.string(), "layer1.weight"}));
+                                         {file.string(), "4 -> 5 -> 3", "4 -> 6 -> 3"}));
   nn::Model<double> deeper(cpu(), config(ModelKind::Gcn, 3, 4, 5, 3), 1);
   EXPECT_TRUE(throws_io_error_containing([&] { deeper.load(cpu(), file); }, {file.string()}));
   nn::Model<double> sage(cpu(), config(ModelKind::Sage, 2, 4, 5, 3), 1);
   EXPECT_TRUE(throws_io_error_containing([&] { sage.load(cpu(), file); }, {file.string()}));
 }
 
-TEST(Model, LoadRejectsWrongParameterName) {
-  // Same shapes, one name changed in the file: "layer1.weight" (stored from byte 20, after the
-  // 16-byte header and the name length) becomes "layer1.wxight".
+/// Overwrites `bytes` at `offset` of `file`.
+void patch(const fs::path& file, std::streamoff offset, const std::string& bytes) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(offset);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// The file describes itself: architecture, data, preprocessing, training record, version.
+TEST(ModelFile, DescribesTheModelAndItsTraining) {
   const TempDir dir;
-  const auto c = config(ModelKind::Gcn, 2, 4, 5, 3);
-  nn::Model<double> saved(cpu(), c, 1);
-  const fs::path file = dir.path() / "model.bin";
-  saved.save(file);
-  {
-    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-    char name[13];
-    f.seekg(20);
-    f.read(name, sizeof(name));
-    ASSERT_EQ(std::string(name, sizeof(name)), "layer1.weight") << "unexpected file layout";
-    f.seekp(20 + 8);
-    f.write("x", 1);
+  const auto c = config(ModelKind::Sage, 3, 5, 6, 4, 0.25f);
+  nn::Model<float> saved(cpu(), c, 1);
+  perturb(saved, 2);
+  nn::ModelFileInfo info;
+  info.dataset = "toy";
+  info.normalize_features = false;
+  info.structural_features = "degree";
+  info.training = R"({"epochs":7,"test_accuracy":0.5})";
+  const fs::path file = dir.path() / "model.halo";
+  saved.save(file, info);
+  const nn::ModelFile f = nn::read_model_file(file);
+  EXPECT_EQ(f.dtype, "<f4");
+  EXPECT_EQ(f.info.config.kind, ModelKind::Sage);
+  EXPECT_EQ(f.info.config.num_layers, 3);
+  EXPECT_EQ(f.info.config.hidden, 6);
+  EXPECT_EQ(f.info.config.in_features, 5);
+  EXPECT_EQ(f.info.config.num_classes, 4);
+  EXPECT_EQ(f.info.config.dropout, 0.25f);
+  EXPECT_EQ(f.info.dataset, "toy");
+  EXPECT_FALSE(f.info.normalize_features);
+  EXPECT_EQ(f.info.structural_features, "degree");
+  EXPECT_EQ(f.info.training, R"({"epochs":7,"test_accuracy":0.5})");
+  EXPECT_EQ(f.info.halo_version, HALO_VERSION);
+  ASSERT_EQ(f.arrays.size(), saved.parameters().size());
+  EXPECT_EQ(f.arrays[0].name, "layer1.weight_root");
+  // The parameters are raw little-endian floats, as the model holds them.
+  const auto first = saved.parameters()[0]->value.to_vector(cpu());
+  EXPECT_EQ(f.arrays[0].bytes,
+            std::string(reinterpret_cast<const char*>(first.data()), first.size() * 4));
+  // load_model rebuilds the same model from the file alone.
+  nn::ModelFileInfo read;
+  nn::Model<float> loaded = nn::load_model<float>(cpu(), file, &read);
+  EXPECT_EQ(read.dataset, "toy");
+  EXPECT_EQ(parameter_values(loaded), parameter_values(saved));
+}
+
+TEST(ModelFile, CorruptedBytesFailTheChecksum) {
+  const TempDir dir;
+  nn::Model<double> saved(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 1);
+  const fs::path file = dir.path() / "model.halo";
+  const auto size = [&] {
+    saved.save(file);
+    return static_cast<std::streamoff>(fs::file_size(file));
+  };
+  // A byte of the last parameter, of the JSON header, and of the checksum itself.
+  for (const std::streamoff at : {size() - 12, std::streamoff{40}, size() - 1}) {
+    SCOPED_TRACE(at);
+    saved.save(file);
+    std::ifstream in(file, std::ios::binary);
+    in.seekg(at);
+    const char old = static_cast<char>(in.get());
+    in.close();
+    patch(file, at, std::string(1, static_cast<char>(old ^ 0x5a)));
+    nn::Model<double> model(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 2);
+    EXPECT_TRUE(
+        throws_io_error_containing([&] { model.load(cpu(), file); }, {file.string(), "corrupted"}));
   }
-  nn::Model<double> model(cpu(), c, 2);
-  EXPECT_TRUE(throws_io_error_containing([&] { model.load(cpu(), file); },
-                                         {file.string(), "layer1.wxight", "layer1.weight"}));
+}
+
+TEST(ModelFile, AnotherFormatVersionIsRefused) {
+  const TempDir dir;
+  nn::Model<double> saved(cpu(), config(ModelKind::Gcn, 2, 4, 5, 3), 1);
+  const fs::path file = dir.path() / "model.halo";
+  saved.save(file);
+  const std::uint32_t version = nn::kModelFileVersion + 1;
+  patch(file, 8, std::string(reinterpret_cast<const char*>(&version), 4));
+  EXPECT_TRUE(throws_io_error_containing([&] { nn::read_model_file(file); },
+                                         {file.string(), "format version 2", "reads version 1"}));
+}
+
+TEST(ModelFile, WrongInputWidthIsNamed) {
+  nn::ModelFileInfo info;
+  info.config = config(ModelKind::Gcn, 2, 4, 5, 3);
+  EXPECT_NO_THROW(nn::check_input_width("m.halo", info, 4));
+  EXPECT_TRUE(throws_io_error_containing([&] { nn::check_input_width("m.halo", info, 7); },
+                                         {"m.halo", "reads 4 input features", "has 7"}));
 }
 
 TEST(Model, LoadRejectsOtherElementType) {

@@ -1,12 +1,18 @@
 // `mpiexec -n P halo train --partitions DIR` as a user runs it: results on rank 0 only, the JSON
 // keys of a distributed run, and a failing rank that ends the whole job quickly with its message.
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include <halo/datasets/numpy.hpp>
+#include <halo/nn/model_file.hpp>
 
 #include "support/testing.hpp"
 
@@ -57,6 +63,69 @@ TEST_F(DistributedTrainCli, TwoRanksWriteOneResult) {
   for (const char* key : {"exchange_time_s", "exchange_hidden_fraction", "allreduce_time_s"})
     EXPECT_GE(j[key].get<double>(), 0.0) << key;
   EXPECT_GT(j["test_accuracy"].get<double>(), 0.5);
+}
+
+std::vector<float> floats_of(const std::string& bytes) {
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+// The ranks hold the same parameters and rank 0 writes them: the model a 2-rank run saves is
+// the one-process model (up to the order of floating-point sums), and `halo predict` under
+// mpiexec on the partition reproduces the run's test accuracy.
+TEST_F(DistributedTrainCli, TwoRankModelEqualsTheOneProcessModel) {
+  const fs::path one = m_dir / "one.halo", two = m_dir / "two.halo", json = m_dir / "two.json";
+  Outcome r =
+      halo(" train --dataset " + cora() + " --epochs 20 --threads 1 --save-model " + one.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = mpiexec(2, " train --partitions " + parts().string() + " --epochs 20 --save-model " +
+                     two.string() + " --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const halo::nn::ModelFile a = halo::nn::read_model_file(one);
+  const halo::nn::ModelFile b = halo::nn::read_model_file(two);
+  EXPECT_EQ(nlohmann::json::parse(b.info.training)["world_size"], 2);
+  EXPECT_EQ(nlohmann::json::parse(a.info.training)["world_size"], 1);
+  ASSERT_EQ(a.arrays.size(), b.arrays.size());
+  double max_diff = 0;
+  for (std::size_t i = 0; i < a.arrays.size(); ++i) {
+    EXPECT_EQ(a.arrays[i].name, b.arrays[i].name);
+    const auto va = floats_of(a.arrays[i].bytes), vb = floats_of(b.arrays[i].bytes);
+    ASSERT_EQ(va.size(), vb.size()) << a.arrays[i].name;
+    for (std::size_t k = 0; k < va.size(); ++k)
+      max_diff = std::max(max_diff, static_cast<double>(std::abs(va[k] - vb[k])));
+  }
+  EXPECT_LE(max_diff, 1e-6);
+  const fs::path predicted = m_dir / "predict.json";
+  r = mpiexec(2, " predict --partitions " + parts().string() + " --model " + two.string() +
+                     " --out " + (m_dir / "p.npy").string() + " --json " + predicted.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("accuracy"), r.out.rfind("accuracy")) << "rank 0 prints: " << r.out;
+  const auto trained = nlohmann::json::parse(halo::testing::read_file(json));
+  EXPECT_EQ(nlohmann::json::parse(halo::testing::read_file(predicted))["accuracy"],
+            trained["test_accuracy"]);
+  EXPECT_EQ(nlohmann::json::parse(halo::testing::read_file(predicted))["world_size"], 2);
+  // Sampled neighbourhoods across the ranks, every neighbour taken: the same accuracy.
+  r = mpiexec(2, " predict --partitions " + parts().string() + " --model " + two.string() +
+                     " --fanouts -1,-1 --batch-size 256 --out " + (m_dir / "s.npy").string() +
+                     " --json " + predicted.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(halo::testing::read_file(predicted))["accuracy"],
+            trained["test_accuracy"]);
+  // Embeddings across the ranks, gathered in node id order: those of one process.
+  const fs::path e1 = m_dir / "e1.npy", e2 = m_dir / "e2.npy";
+  r = halo(" embed --dataset " + cora() + " --model " + two.string() + " --layer 1 --out " +
+           e1.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = mpiexec(2, " embed --partitions " + parts().string() + " --model " + two.string() +
+                     " --layer 1 --out " + e2.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const halo::datasets::NpyArray a1 = halo::datasets::read_npy(e1);
+  const halo::datasets::NpyArray a2 = halo::datasets::read_npy(e2);
+  ASSERT_EQ(a1.shape, (std::vector<std::int64_t>{2708, 16}));
+  ASSERT_EQ(a2.shape, a1.shape);
+  const auto v1 = floats_of(a1.bytes), v2 = floats_of(a2.bytes);
+  for (std::size_t i = 0; i < v1.size(); ++i) ASSERT_NEAR(v1[i], v2[i], 1e-5) << i;
 }
 
 TEST_F(DistributedTrainCli, WrongRankCountIsNamed) {

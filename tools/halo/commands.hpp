@@ -22,4 +22,10 @@ Command add_datasets_command(CLI::App& app);
 /// `halo partition`: split a dataset into P parts on disk (METIS or random), or describe one.
 Command add_partition_command(CLI::App& app);
 
+/// `halo predict`: class probabilities or labels of a saved model for chosen nodes; scores.
+Command add_predict_command(CLI::App& app);
+
+/// `halo embed`: the node representations after one layer of a saved model, as .npy.
+Command add_embed_command(CLI::App& app);
+
 }  // namespace halo::cli

@@ -6,18 +6,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/trainer.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
+#include <halo/tools/halo/run_support.hpp>
 
 namespace halo::cli {
 namespace {
@@ -45,43 +45,6 @@ struct TrainOptions {
   runtime::MiniBatchConfig mb;
   std::string cache_policy = "degree";
 };
-
-/// A usage error found after parsing (it needs the data or the launcher): exit code 2.
-struct UsageError : Error {
-  using Error::Error;
-};
-
-/// Refuses, before any work, an output path that cannot be written: a directory, a missing
-/// parent, a place where a file cannot be created (probed with a file of this process's own).
-void check_output(const std::string& path, const char* flag) {
-  if (path.empty()) return;
-  const fs::path p(path);
-  if (fs::is_directory(p)) throw UsageError(std::string(flag) + ": '" + path + "' is a directory");
-  const fs::path probe = path + ".probe-" + std::to_string(::getpid());
-  std::ofstream out(probe);
-  const bool ok = static_cast<bool>(out);
-  out.close();
-  std::error_code ec;
-  fs::remove(probe, ec);
-  if (!ok) throw UsageError(std::string(flag) + ": cannot create '" + path + "'");
-}
-
-/// Writes `text` to `path` through a temporary name and a rename: never half-written; the
-/// temporary is removed when writing fails (a full disk).
-void write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp-" + std::to_string(::getpid());
-  bool ok = false;
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    ok = out && (out << text) && out.flush();
-  }
-  std::error_code ec;
-  if (ok) fs::rename(tmp, path, ec);
-  if (!ok || ec) {
-    fs::remove(tmp, ec);
-    throw IoError(path.string() + ": cannot write");
-  }
-}
 
 /// Progress: one line rewritten in place on a terminal, a plain line every 10 epochs otherwise.
 void print_progress(const runtime::EpochStats& s, bool tty) {
@@ -112,26 +75,6 @@ runtime::TrainConfig train_config(const TrainOptions& o) {
     config.mini_batch->cache_policy = runtime::parse_cache_policy(o.cache_policy);
   }
   return config;
-}
-
-/// Threads per rank: --threads, else OMP_NUM_THREADS, else the cores shared by the ranks the
-/// launcher started on this host.
-int rank_threads(int requested) {
-  if (requested > 0) return requested;
-  if (std::getenv("OMP_NUM_THREADS") != nullptr) return 0;  // the OpenMP runtime's choice
-  const int local = std::max(1, runtime::launcher_local_size());
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
-}
-
-/// The Resources of `--device`: the CPU, or a CUDA device (device 0 in one process, the rank's
-/// local GPU with several ranks; the CPU thread count still applies to the host-side work). A
-/// clear error when no CUDA device is usable (no GPU, no driver, a CPU-only build).
-kernels::Resources make_resources(const TrainOptions& o, int ranks) {
-  const int threads = rank_threads(o.threads);
-  if (o.device == "cpu") return kernels::Resources(kernels::Device::Cpu, threads);
-  if (kernels::cuda_device_count() == 0) throw LogicError("--device cuda: no usable CUDA device");
-  return kernels::Resources(kernels::Device::Cuda, threads,
-                            ranks > 1 ? runtime::local_cuda_device() : 0);
 }
 
 std::string device_name(const kernels::Resources& res) {
@@ -224,27 +167,13 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
 
 int run_train(const TrainOptions& o) {
   // The ranks the launcher started (one without a launcher): one per part of --partitions.
-  std::unique_ptr<runtime::Comm> world = std::make_unique<runtime::SelfComm>();
-  if (runtime::launcher_world_size() > 1) {
-    if (o.partitions.empty())
-      throw UsageError(
-          "--partitions: " + std::to_string(runtime::launcher_world_size()) +
-          " ranks were started, which train one part each of a partition (halo partition "
-          "--parts P, then mpiexec -n P halo train --partitions DIR); without it every rank "
-          "would run the same training");
-    world = runtime::make_world_comm();
-    detail::set_error_rank(world->rank());
-    set_log_rank(world->rank());
-  }
+  const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train");
   check_output(o.json, "--json");
   check_output(o.save_model, "--save-model");
-  const kernels::Resources res = make_resources(o, world->size());
+  const kernels::Resources res = make_resources(o.device, o.threads, world->size());
   const runtime::TrainConfig config = train_config(o);
   // The data: a dataset in one process, or this rank's part of a partition.
-  runtime::Shard shard =
-      o.partitions.empty()
-          ? runtime::local_shard(res, load_dataset(runtime::host_resources(res), o.data))
-          : runtime::open_shard(res, *world, o.partitions);
+  runtime::Shard shard = open_data(res, *world, o.data, o.partitions);
   if (shard.part.all_train.numel() == 0)
     throw UsageError("dataset '" + shard.dataset +
                      "' has no training nodes (its train split is "
@@ -271,12 +200,16 @@ int run_train(const TrainOptions& o) {
       runtime::ReduceOp::Sum);
   if (rank == 0) {
     print_summary(o, run.result);
-    if (!o.save_model.empty()) run.model.save(res, o.save_model);
+    // The ranks hold the same parameters (the gradients are summed before every step).
+    if (!o.save_model.empty())
+      run.model.save(res, o.save_model,
+                     runtime::model_file_info(config, run.result, shard.dataset,
+                                              o.partitions.empty() ? o.data.features : ""));
     if (!o.json.empty()) {
       nlohmann::json j = result_json(o, shard, run.result, res);
       j["peak_host_memory_bytes_per_rank"] = peaks;
       j["peak_host_memory_bytes_max"] = *std::max_element(peaks.begin(), peaks.end());
-      write_atomically(o.json, j.dump(2) + "\n");
+      kernels::write_file_atomically(o.json, j.dump(2) + "\n");
     }
   }
   shard.comm->barrier();  // no rank exits (finalising MPI) before rank 0 has written its results
@@ -329,7 +262,9 @@ Command add_train_command(CLI::App& app) {
   sub->add_flag("--no-normalize-features", o->no_normalize,
                 "Keep sparse features raw (default: divide each row by its L1 norm)");
   sub->add_option("--json", o->json, "Write the results as one JSON object to FILE");
-  sub->add_option("--save-model", o->save_model, "Save the best model's parameters to FILE");
+  sub->add_option("--save-model", o->save_model,
+                  "Save the kept epoch's model to FILE (a self-describing model file: "
+                  "architecture, preprocessing, training record, parameters; docs/formats.md)");
   auto* mode = sub->add_option("--mode", o->mode,
                                "full-graph, or mini-batch (sampled blocks, docs/sampler.md)")
                    ->check(CLI::IsMember({"full-graph", "mini-batch"}))

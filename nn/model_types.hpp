@@ -1,0 +1,43 @@
+#pragma once
+// Plain structs of the models: the built-in kinds, their configuration, what a model file records.
+
+#include <cstdint>
+#include <string>
+
+namespace halo::nn {
+
+enum class ModelKind { Gcn, Sage };
+
+/// Parses "gcn" / "sage"; throws LogicError naming the accepted values otherwise.
+ModelKind parse_model_kind(const std::string& name);
+std::string to_string(ModelKind kind);
+
+struct ModelConfig {
+  ModelKind kind = ModelKind::Gcn;
+  int num_layers = 2;        // graph convolutions
+  std::int64_t hidden = 16;  // width of every hidden layer
+  float dropout = 0.5f;      // before every convolution, the input's included
+  std::int64_t in_features = 0;
+  std::int64_t num_classes = 0;
+};
+
+/// What a model file (nn/model_file.hpp, docs/formats.md) says about its model besides the
+/// parameters: enough to rebuild it and to feed it data prepared as in training.
+struct ModelFileInfo {
+  /// The architecture: kind, layers, widths, dropout, input features, classes.
+  ModelConfig config;
+  /// The dataset trained on (its name; informational).
+  std::string dataset;
+  /// Preprocessing: sparse feature rows divided by their L1 norm (runtime::prepare_features).
+  bool normalize_features = true;
+  /// Preprocessing: structural features computed from the graph instead of the dataset's own
+  /// ("degree", "constant"), empty for the dataset's features.
+  std::string structural_features;
+  /// The training configuration and result, one JSON object as text (written by the trainer;
+  /// "{}" when the model was not trained by it).
+  std::string training = "{}";
+  /// The Halo version that wrote the file (set on writing; HALO_VERSION).
+  std::string halo_version;
+};
+
+}  // namespace halo::nn

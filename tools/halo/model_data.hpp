@@ -1,0 +1,54 @@
+#pragma once
+// What `halo predict` and `halo embed` share: a saved model, the data it is applied to (a dataset
+// in one process or one rank per part of a partition), and the inference pass over them.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <halo/kernels/resources.hpp>
+#include <halo/nn/model.hpp>
+#include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/inference.hpp>
+#include <halo/runtime/trainer.hpp>
+#include <halo/tools/halo/dataset_options.hpp>
+
+namespace halo::cli {
+
+struct ModelDataOptions {
+  std::string model;  // --model FILE
+  DatasetOptions data;
+  std::string partitions;
+  int threads = 0;
+  std::string device = "cpu";
+};
+
+/// Registers --model, the dataset options, --partitions, --threads and --device on `sub`.
+void add_model_data_options(CLI::App* sub, ModelDataOptions& o);
+
+/// The opened model and data, in the order they are needed: the ranks, the Resources, the model
+/// file, the data (with the model's structural features when --features was not given), and
+/// the inference pass (prepared as in training). Not movable: the pass keeps references.
+class ModelData {
+ public:
+  /// Checks `outputs` (paths, each named by its flag in `flags`) before any work; reads the
+  /// model file (halo::IoError naming it: damaged, another format version), calls `check_model`
+  /// (usage errors that need the model, e.g. embed's --layer), then the data, and refuses a
+  /// feature width other than the model's (IoError naming the model file).
+  ModelData(const ModelDataOptions& o, const char* command, const std::vector<std::string>& outputs,
+            const std::vector<const char*>& flags,
+            const std::function<void(const nn::ModelConfig&)>& check_model = {});
+  ModelData(const ModelData&) = delete;
+  ModelData& operator=(const ModelData&) = delete;
+
+  std::unique_ptr<runtime::Comm> world;
+  kernels::Resources res;
+  nn::ModelFileInfo info;
+  nn::Model<float> model;
+  runtime::Shard shard;
+  std::unique_ptr<runtime::Inference> inference;
+};
+
+}  // namespace halo::cli

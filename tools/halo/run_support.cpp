@@ -1,0 +1,65 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <halo/kernels/log.hpp>
+#include <halo/tools/halo/run_support.hpp>
+
+namespace halo::cli {
+
+namespace fs = std::filesystem;
+
+void check_output(const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  const fs::path p(path);
+  if (fs::is_directory(p)) throw UsageError(std::string(flag) + ": '" + path + "' is a directory");
+  const fs::path probe = path + ".probe-" + std::to_string(::getpid());
+  std::ofstream out(probe);
+  const bool ok = static_cast<bool>(out);
+  out.close();
+  std::error_code ec;
+  fs::remove(probe, ec);
+  if (!ok) throw UsageError(std::string(flag) + ": cannot create '" + path + "'");
+}
+
+std::unique_ptr<runtime::Comm> world_comm(const std::string& partitions, const char* command) {
+  if (runtime::launcher_world_size() <= 1) return std::make_unique<runtime::SelfComm>();
+  if (partitions.empty())
+    throw UsageError("--partitions: " + std::to_string(runtime::launcher_world_size()) +
+                     " ranks were started, which work on one part each of a partition (halo "
+                     "partition --parts P, then mpiexec -n P halo " +
+                     command + " --partitions DIR); without it every rank would do the same work");
+  std::unique_ptr<runtime::Comm> world = runtime::make_world_comm();
+  detail::set_error_rank(world->rank());
+  set_log_rank(world->rank());
+  return world;
+}
+
+namespace {
+int rank_threads(int requested) {
+  if (requested > 0) return requested;
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) return 0;  // the OpenMP runtime's choice
+  const int local = std::max(1, runtime::launcher_local_size());
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
+}
+}  // namespace
+
+kernels::Resources make_resources(const std::string& device, int threads, int ranks) {
+  const int n = rank_threads(threads);
+  if (device == "cpu") return kernels::Resources(kernels::Device::Cpu, n);
+  if (kernels::cuda_device_count() == 0) throw LogicError("--device cuda: no usable CUDA device");
+  return kernels::Resources(kernels::Device::Cuda, n, ranks > 1 ? runtime::local_cuda_device() : 0);
+}
+
+runtime::Shard open_data(const kernels::Resources& res, runtime::Comm& world,
+                         const DatasetOptions& data, const std::string& partitions) {
+  return partitions.empty()
+             ? runtime::local_shard(res, load_dataset(runtime::host_resources(res), data))
+             : runtime::open_shard(res, world, partitions);
+}
+
+}  // namespace halo::cli

@@ -1,0 +1,44 @@
+#pragma once
+// What the subcommands that run work share: usage errors found after parsing, output checks,
+// the ranks a launcher started, the Resources of --device and --threads, and the data a
+// command reads (a dataset in one process, or this rank's part of a partition).
+
+#include <memory>
+#include <string>
+
+#include <halo/kernels/error.hpp>
+#include <halo/kernels/resources.hpp>
+#include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/trainer.hpp>
+#include <halo/tools/halo/dataset_options.hpp>
+
+namespace halo::cli {
+
+/// A usage error found after parsing (it needs the data, the model file or the launcher): the
+/// command prints it as "halo <command>: <what>" and exits with code 2.
+struct UsageError : Error {
+  using Error::Error;
+};
+
+/// Refuses, before any work, an output path that cannot be written: a directory, a missing
+/// parent, a place where a file cannot be created (probed with a file of this process's own).
+/// UsageError naming `flag` and the path. An empty path is not checked.
+void check_output(const std::string& path, const char* flag);
+
+/// The communicator of the ranks the launcher started: a SelfComm without a launcher, else
+/// the world (error messages and log lines then name the rank). Several ranks need a partition:
+/// without `partitions` it is a UsageError naming --partitions (every rank would do the same
+/// work and write the same files); `command` names the subcommand in the message.
+std::unique_ptr<runtime::Comm> world_comm(const std::string& partitions, const char* command);
+
+/// The Resources of `device` ("cpu" or "cuda") and `threads` (0: --threads not given; then
+/// OMP_NUM_THREADS, else the cores shared by the ranks started on this host). CUDA: device 0 in
+/// one process, the rank's local GPU with several; LogicError when no CUDA device is usable.
+kernels::Resources make_resources(const std::string& device, int threads, int ranks);
+
+/// The data of a run: the dataset `data` names in one process, or with `partitions` set this
+/// rank's part of the partition (collective over `world`).
+runtime::Shard open_data(const kernels::Resources& res, runtime::Comm& world,
+                         const DatasetOptions& data, const std::string& partitions);
+
+}  // namespace halo::cli
