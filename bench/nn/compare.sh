@@ -5,6 +5,7 @@
 # of the per-pair ratio new / old.
 #
 #   bash bench/nn/compare.sh OLD_HALO NEW_HALO [REPEATS]
+#   WORKLOADS="arxiv-sage-mb" selects workloads (default: all three).
 #
 # Workloads (2 threads, OpenMP wait policy fixed for both: GOMP_SPINCOUNT as libgomp's default):
 #   cora-gcn       GCN full graph on Cora, 200 epochs
@@ -34,7 +35,7 @@ declare -A workloads=(
   [arxiv-gcn]="$arxiv --hidden 256 --epochs 10 SEED"
   [arxiv-sage-mb]="$arxiv --model sage --hidden 256 --mode mini-batch --batch-size 1024 --fanouts 10,5 --epochs 2 SEED"
 )
-order=(cora-gcn arxiv-gcn arxiv-sage-mb)
+read -r -a order <<< "${WORKLOADS:-cora-gcn arxiv-gcn arxiv-sage-mb}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export GOMP_SPINCOUNT=300000
