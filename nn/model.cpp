@@ -178,9 +178,14 @@ void Model<T>::save(const kernels::Resources& res, const std::filesystem::path& 
   write_model_file(path, file);
 }
 
+namespace {
+
+/// Model::load's work on a file already read and checked (read_model_file), so that load_model
+/// reads and checksums the file once.
 template <class T>
-void Model<T>::load(const kernels::Resources& res, const std::filesystem::path& path) {
-  const ModelFile file = read_model_file(path);
+void load_parameters(Model<T>& model, const kernels::Resources& res,
+                     const std::filesystem::path& path, const ModelFile& file) {
+  const ModelConfig& want = model.config();
   const auto fail = [&](const std::string& what) { throw IoError(path.string() + ": " + what); };
   if (file.dtype != dtype_of<T>())
     fail("holds " + file.dtype + " parameters, this model uses " + dtype_of<T>());
@@ -190,13 +195,11 @@ void Model<T>::load(const kernels::Resources& res, const std::filesystem::path& 
            std::to_string(m.in_features) + " -> " + std::to_string(m.hidden) + " -> " +
            std::to_string(m.num_classes);
   };
-  if (c.kind != m_config.kind || c.num_layers != m_config.num_layers ||
-      c.hidden != m_config.hidden || c.in_features != m_config.in_features ||
-      c.num_classes != m_config.num_classes)
-    fail("describes a model (" + describe(c) + ") other than this one (" + describe(m_config) +
-         ")");
-  const auto params = parameters();
-  const auto names = parameter_names();
+  if (c.kind != want.kind || c.num_layers != want.num_layers || c.hidden != want.hidden ||
+      c.in_features != want.in_features || c.num_classes != want.num_classes)
+    fail("describes a model (" + describe(c) + ") other than this one (" + describe(want) + ")");
+  const auto params = model.parameters();
+  const auto names = model.parameter_names();
   if (file.arrays.size() != params.size())
     fail("holds " + std::to_string(file.arrays.size()) + " parameters, the model has " +
          std::to_string(params.size()));
@@ -218,6 +221,13 @@ void Model<T>::load(const kernels::Resources& res, const std::filesystem::path& 
   }
 }
 
+}  // namespace
+
+template <class T>
+void Model<T>::load(const kernels::Resources& res, const std::filesystem::path& path) {
+  load_parameters(*this, res, path, read_model_file(path));
+}
+
 template <class T>
 Model<T> load_model(const kernels::Resources& res, const std::filesystem::path& path,
                     ModelFileInfo* info) {
@@ -225,7 +235,7 @@ Model<T> load_model(const kernels::Resources& res, const std::filesystem::path& 
   ModelConfig c = file.info.config;
   try {
     Model<T> model(res, c, /*seed=*/0);
-    model.load(res, path);
+    load_parameters(model, res, path, file);
     if (info != nullptr) *info = file.info;
     return model;
   } catch (const LogicError& e) {  // an architecture the constructor refuses

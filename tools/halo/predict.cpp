@@ -58,8 +58,6 @@ std::vector<std::int64_t> read_nodes(const std::string& path, std::int64_t num_n
   return ids;
 }
 
-nlohmann::json number(double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); }
-
 runtime::Split split_of(const std::string& name) {
   if (name == "train") return runtime::Split::Train;
   if (name == "val") return runtime::Split::Val;
@@ -155,8 +153,8 @@ int run_predict(const PredictOptions& o) {
                           {"num_classes", c.num_classes},
                           {"output", o.labels ? "labels" : "probabilities"},
                           {"labelled", s.labelled},
-                          {"accuracy", number(s.accuracy)},
-                          {"macro_f1", number(s.macro_f1)}};
+                          {"accuracy", json_number(s.accuracy)},
+                          {"macro_f1", json_number(s.macro_f1)}};
       if (o.nodes.empty())
         j["split"] = o.split;
       else

@@ -3,7 +3,9 @@
 // the ranks a launcher started, the Resources of --device and --threads, and the data a
 // command reads (a dataset in one process, or this rank's part of a partition).
 
+#include <cmath>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include <halo/kernels/error.hpp>
@@ -40,5 +42,10 @@ kernels::Resources make_resources(const std::string& device, int threads, int ra
 /// rank's part of the partition (collective over `world`).
 runtime::Shard open_data(const kernels::Resources& res, runtime::Comm& world,
                          const DatasetOptions& data, const std::string& partitions);
+
+/// A result number for --json: null when it is NaN (nothing was measured), which JSON cannot hold.
+inline nlohmann::json json_number(double v) {
+  return std::isnan(v) ? nlohmann::json() : nlohmann::json(v);
+}
 
 }  // namespace halo::cli

@@ -82,9 +82,6 @@ std::string device_name(const kernels::Resources& res) {
                                                : std::string("cpu");
 }
 
-/// null for NaN (no validation nodes), the value otherwise.
-nlohmann::json number(double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); }
-
 nlohmann::json result_json(const TrainOptions& o, const runtime::Shard& shard,
                            const runtime::TrainResult& r, const kernels::Resources& res) {
   const bool cuda = res.device() == kernels::Device::Cuda;
@@ -107,7 +104,7 @@ nlohmann::json result_json(const TrainOptions& o, const runtime::Shard& shard,
       {"lr", o.lr},
       {"weight_decay", o.weight_decay},
       {"test_accuracy", r.test_accuracy},
-      {"val_accuracy", number(r.val_accuracy)},
+      {"val_accuracy", json_number(r.val_accuracy)},
       {"best_epoch", r.best_epoch},
       {"final_train_loss", r.final_train_loss},
       {"epoch_time_median_s", r.epoch_time_median_s},
