@@ -18,7 +18,8 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git clang-format
   libgtest-dev libgmock-dev libbenchmark-dev
   mpich libmpich-dev libmetis-dev
   zlib1g-dev libzip-dev clang libclang-rt-14-dev libomp-dev
-  libcurl4-openssl-dev libssl-dev python3 python3-matplotlib python3-numpy)
+  libcurl4-openssl-dev libssl-dev python3 python3-matplotlib python3-numpy
+  libscotch-dev slurm-wlm munge prometheus)
 
 install_deps() {
   local missing=()

@@ -1,0 +1,79 @@
+#pragma once
+// The heterogeneous layer interface: node types, typed relations, one input and one output
+// tensor per node type. R-GCN and HGT layers implement HeteroModule; the heterogeneous
+// node-classification task composes them.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <halo/kernels/tensor.hpp>
+#include <halo/kernels/types.hpp>
+#include <halo/kernels/views.hpp>
+#include <halo/nn/module.hpp>
+
+namespace halo::nn {
+
+/// One relation (edge type) as a layer aggregates over it: rows are destination nodes of
+/// `dst_type` (the first num_dst[dst_type] input rows of that type), columns are input rows of
+/// `src_type`. Every incoming edge of a destination row is stored (a partition keeps all
+/// in-edges of its owned rows), so row degrees are the relation's true in-degrees. Values are
+/// not read: the layers weight edges themselves (R-GCN: 1 / in-degree; HGT: attention).
+template <class T>
+struct HeteroRelation {
+  std::string name;
+  std::int32_t src_type = 0;
+  std::int32_t dst_type = 0;
+  kernels::CsrView<kernels::NodeId, T> adj = {};
+};
+
+/// The graph of one heterogeneous layer. Per node type t: num_src[t] input rows and
+/// num_dst[t] <= num_src[t] output rows, the destinations being the first num_dst[t] inputs
+/// (full graph in one process: num_src == num_dst; a partition: owned rows then halo rows; a
+/// sampled block: destinations then the other sources).
+template <class T>
+struct HeteroGraphView {
+  std::vector<std::int64_t> num_src;
+  std::vector<std::int64_t> num_dst;
+  std::vector<HeteroRelation<T>> relations;
+  /// Per node type, the global (homogenised) id of every input row, keying dropout masks so
+  /// that every process and batch drops the same entries of a node; empty: row r of type t is
+  /// id type_offset[t] + r.
+  std::vector<kernels::Span<const kernels::NodeId>> source_ids;
+  /// Per node type, the global id of its first node (the homogenised id ranges).
+  std::vector<std::int64_t> type_offset;
+
+  std::int32_t num_types() const { return static_cast<std::int32_t>(num_src.size()); }
+};
+
+/// Contract, as Module's, per node type: `forward` takes one tensor per node type
+/// (num_src[t] x in_width(t); a type with no input rows may pass an empty tensor), caches what
+/// `backward` needs (it may keep pointers into `x`, which must stay alive and unchanged until
+/// `backward`), and returns one output per node type (num_dst[t] rows), owned by the module and
+/// valid until its next forward. `backward` takes dL/d(output) per type, overwrites the
+/// gradients of its parameters and returns dL/d(input) per type (empty tensors when
+/// `need_input_grad` is false). Not thread-safe.
+template <class T>
+class HeteroModule {
+ public:
+  virtual ~HeteroModule() = default;
+  virtual const std::vector<kernels::Tensor<T>>& forward(const Context& ctx,
+                                                         const HeteroGraphView<T>& graph,
+                                                         std::span<const kernels::Tensor<T>> x) = 0;
+  virtual const std::vector<kernels::Tensor<T>>& backward(const Context& ctx,
+                                                          const HeteroGraphView<T>& graph,
+                                                          std::span<const kernels::Tensor<T>> dy,
+                                                          bool need_input_grad) = 0;
+  virtual std::vector<Parameter<T>*> parameters() = 0;
+  virtual std::string name() const = 0;
+
+ protected:
+  HeteroModule() = default;
+  HeteroModule(const HeteroModule&) = default;
+  HeteroModule(HeteroModule&&) noexcept = default;
+  HeteroModule& operator=(const HeteroModule&) = default;
+  HeteroModule& operator=(HeteroModule&&) noexcept = default;
+};
+
+}  // namespace halo::nn
