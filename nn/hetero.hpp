@@ -28,6 +28,18 @@ struct HeteroRelation {
   kernels::CsrView<kernels::NodeId, T> adj = {};
 };
 
+/// Seconds spent in the stages of a heterogeneous layer, as "Characterizing and Understanding
+/// HGNNs on GPUs" (Yan et al., IEEE CAL 2022) names them. The task adds the subgraph build
+/// (sampling, per-relation adjacency); layers add the other three: feature projection (the
+/// per-type or per-relation dense transforms), neighbour aggregation (per relation: messages,
+/// attention, the sparse products) and semantic aggregation (combining the relations at a node).
+struct HeteroStageTimes {
+  double subgraph_build_s = 0;
+  double feature_projection_s = 0;
+  double neighbor_aggregation_s = 0;
+  double semantic_aggregation_s = 0;
+};
+
 /// The graph of one heterogeneous layer. Per node type t: num_src[t] input rows and
 /// num_dst[t] <= num_src[t] output rows, the destinations being the first num_dst[t] inputs
 /// (full graph in one process: num_src == num_dst; a partition: owned rows then halo rows; a
@@ -43,6 +55,9 @@ struct HeteroGraphView {
   std::vector<kernels::Span<const kernels::NodeId>> source_ids;
   /// Per node type, the global id of its first node (the homogenised id ranges).
   std::vector<std::int64_t> type_offset;
+  /// When set, the layers add the time of their stages to it (host wall time around each
+  /// stage; on a device the caller synchronises, see the task).
+  HeteroStageTimes* times = nullptr;
 
   std::int32_t num_types() const { return static_cast<std::int32_t>(num_src.size()); }
 };
