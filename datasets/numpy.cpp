@@ -1,3 +1,6 @@
+#include <unistd.h>
+#include <zip.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -369,6 +372,55 @@ std::map<std::string, NpyArray> read_npz(const fs::path& path, std::size_t max_b
     out[entry.substr(0, entry.size() - 4)] = parse_npy(data, path.string() + ": " + entry);
   }
   return out;
+}
+
+void write_npz(const fs::path& path, const std::map<std::string, NpyArray>& arrays) {
+  // Serialise (and check) every array before the archive exists: a bad array leaves no file.
+  std::vector<std::pair<std::string, std::string>> entries;
+  entries.reserve(arrays.size());
+  for (const auto& [name, a] : arrays) {
+    if (name.empty() || name.find('/') != std::string::npos) {
+      throw LogicError("write_npz: invalid array name '" + name + "'");
+    }
+    try {
+      entries.emplace_back(name + ".npy", npy_bytes(a));
+    } catch (const IoError& e) {
+      throw LogicError("write_npz: array '" + name + "': " + e.what());
+    }
+  }
+  const fs::path tmp = path.string() + ".tmp-" + std::to_string(::getpid());
+  const auto fail = [&](zip_t* z, const std::string& why) {
+    if (z != nullptr) zip_discard(z);
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw IoError(path.string() + ": cannot write (" + why + ")");
+  };
+  int code = 0;
+  zip_t* z = zip_open(tmp.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &code);
+  if (z == nullptr) {
+    zip_error_t err;
+    zip_error_init_with_code(&err, code);
+    const std::string msg = zip_error_strerror(&err);
+    zip_error_fini(&err);
+    fail(nullptr, msg);
+  }
+  for (const auto& [name, bytes] : entries) {
+    // The buffers stay alive until zip_close, which reads them.
+    zip_source_t* src = zip_source_buffer(z, bytes.data(), bytes.size(), 0);
+    if (src == nullptr) fail(z, zip_strerror(z));
+    const zip_int64_t index = zip_file_add(z, name.c_str(), src, ZIP_FL_ENC_UTF_8);
+    if (index < 0) {
+      zip_source_free(src);
+      fail(z, zip_strerror(z));
+    }
+    if (zip_set_file_compression(z, static_cast<zip_uint64_t>(index), ZIP_CM_STORE, 0) != 0) {
+      fail(z, zip_strerror(z));
+    }
+  }
+  if (zip_close(z) != 0) fail(z, zip_strerror(z));
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) fail(nullptr, ec.message());
 }
 
 namespace {

@@ -59,6 +59,13 @@ void write_npy(const std::filesystem::path& path, const NpyArray& a);
 std::map<std::string, NpyArray> read_npz(const std::filesystem::path& path,
                                          std::size_t max_bytes = std::size_t{1} << 36);
 
+/// Writes `arrays` to `path` as an uncompressed .npz archive (entry `<name>.npy` per array, in
+/// key order; ZIP64 where an entry needs it), through a temporary sibling and a rename, so that
+/// a reader never sees half an archive. What numpy.load reads back. halo::IoError naming the
+/// path on failure (the temporary is removed); halo::LogicError for an array check_npy refuses
+/// or an empty or '/'-containing name.
+void write_npz(const std::filesystem::path& path, const std::map<std::string, NpyArray>& arrays);
+
 /// A SciPy sparse matrix saved with scipy.sparse.save_npz (keys `format`, `shape`, `indptr`,
 /// `indices`, `data`, or `row`/`col`/`data` for COO) as a host CSR with sorted rows; `data` may
 /// be absent (values then all 1). Formats "csr" and "coo" are supported; duplicates are kept;

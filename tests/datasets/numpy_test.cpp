@@ -2,6 +2,7 @@
 // the tests write byte by byte.
 
 #include <cstring>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -150,6 +151,45 @@ TEST(Npz, RejectsInconsistentSparse) {
     FAIL() << "expected an IoError";
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("column 5 of entry 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Npz, WriteReadsBackEveryArray) {
+  TempDir tmp;
+  const fs::path z = tmp.path() / "out.npz";
+  std::map<std::string, NpyArray> arrays;
+  arrays["ints"] = {"<i8", {3}, raw<std::int64_t>({-1, 0, 7})};
+  arrays["mat"] = {"<f4", {2, 2}, raw<float>({1.5f, -2, 0, 3})};
+  arrays["empty"] = {"<i4", {0}, ""};
+  arrays["scalar"] = {"<i8", {}, raw<std::int64_t>({42})};
+  write_npz(z, arrays);
+  const auto back = read_npz(z);
+  ASSERT_EQ(back.size(), arrays.size());
+  for (const auto& [name, a] : arrays) {
+    EXPECT_EQ(back.at(name).dtype, a.dtype) << name;
+    EXPECT_EQ(back.at(name).shape, a.shape) << name;
+    EXPECT_EQ(back.at(name).bytes, a.bytes) << name;
+  }
+  // Written over: the new archive replaces the old whole, and no temporary is left behind.
+  write_npz(z, {{"only", arrays["ints"]}});
+  EXPECT_EQ(read_npz(z).size(), 1u);
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(tmp.path())) ++files;
+  EXPECT_EQ(files, 1u);
+}
+
+TEST(Npz, WriteRefusesBadArraysAndLeavesNoFile) {
+  TempDir tmp;
+  const fs::path z = tmp.path() / "bad.npz";
+  EXPECT_THROW(write_npz(z, {{"x", NpyArray{"<f4", {3}, "ab"}}}), LogicError);
+  EXPECT_THROW(write_npz(z, {{"a/b", NpyArray{"<i8", {0}, ""}}}), LogicError);
+  EXPECT_THROW(write_npz(z, {{"", NpyArray{"<i8", {0}, ""}}}), LogicError);
+  EXPECT_FALSE(fs::exists(z));
+  try {
+    write_npz(tmp.path() / "no-such-dir" / "x.npz", {{"x", NpyArray{"<i8", {0}, ""}}});
+    FAIL() << "expected an IoError";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such-dir"), std::string::npos) << e.what();
   }
 }
 

@@ -45,7 +45,7 @@ class DatasetsCli : public ::testing::Test {
 TEST_F(DatasetsCli, HelpListsSubcommands) {
   const Outcome r = run("datasets --help");
   EXPECT_EQ(r.code, 0);
-  for (const char* s : {"list", "info", "fetch", "convert"})
+  for (const char* s : {"list", "info", "fetch", "convert", "export"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
   EXPECT_EQ(run("datasets").code, 2);
 }
@@ -144,6 +144,75 @@ TEST_F(DatasetsCli, ConvertGraphOnlyFormats) {
           (m_dir / "again").string());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(read_file(snap / "edges.tsv"), read_file(m_dir / "again" / "edges.tsv"));
+}
+
+/// Loads an exported .npz with NumPy (what bench/peers/ does) and checks it against what the
+/// dataset is: the training graph symmetric without self-loops, features as the first layer
+/// reads them, labels and splits. Prints "ok" and facts, or fails with the first broken one.
+constexpr const char* kCheckExport = R"PY(
+import sys, numpy as np
+d = np.load(sys.argv[1])
+n = d['indptr'].shape[0] - 1
+ip, ix = d['indptr'], d['indices']
+assert ip[0] == 0 and ip[-1] == ix.shape[0] and np.all(np.diff(ip) >= 0)
+rows = np.repeat(np.arange(n), np.diff(ip))
+edges = set(zip(rows.tolist(), ix.tolist()))
+assert all((c, r) in edges for r, c in edges), 'training graph not symmetric'
+assert not np.any(rows == ix), 'self-loop in the training graph'
+assert d['y'].shape == (n,) and d['y'].min() >= 0 and d['y'].max() < int(d['num_classes'])
+splits = [set(d[k].tolist()) for k in ('train_idx', 'val_idx', 'test_idx')]
+assert not (splits[0] & splits[1]) and not (splits[0] & splits[2]) and not (splits[1] & splits[2])
+if 'x' in d.files:
+    assert d['x'].shape[0] == n
+    print('dense', d['x'].shape[1])
+else:
+    xp, xd = d['x_indptr'], d['x_data']
+    assert tuple(d['x_shape']) [0] == n
+    sums = np.add.reduceat(np.abs(xd), xp[:-1])[np.diff(xp) > 0]
+    err = float(np.max(np.abs(sums - 1)))
+    print('sparse', int(d['x_shape'][1]), 'rows L1-normalised' if err < 1e-5 else 'rows as stored')
+print('ok', n, 'nodes', ix.shape[0], 'entries', len(splits[0]), 'train')
+)PY";
+
+TEST_F(DatasetsCli, ExportWritesWhatTheTrainingRunReads) {
+  const fs::path script = m_dir / "check.py";
+  std::ofstream(script) << kCheckExport;
+  const fs::path cora = m_dir / "cora.npz";
+  Outcome r = run("datasets export --dataset " +
+                  (shared_datasets() / "planetoid" / "cora").string() + " --out " + cora.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = halo::testing::run_command("/usr/bin/python3 " + script.string() + " " + cora.string(),
+                                 m_dir);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  // Cora (PROVENANCE.md): 2708 nodes, 5278 undirected edges = 10556 entries, 140 training
+  // nodes; 1433 bag-of-words columns, each row divided by its L1 norm.
+  EXPECT_NE(r.out.find("ok 2708 nodes 10556 entries 140 train"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sparse 1433 rows L1-normalised"), std::string::npos) << r.out;
+  // A generated dataset has dense features; --raw-features keeps a sparse one's as stored.
+  const fs::path syn = m_dir / "syn.npz";
+  r = run(
+      "datasets export --dataset synthetic --synthetic-nodes 300 --synthetic-features 8 --out " +
+      syn.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = halo::testing::run_command("/usr/bin/python3 " + script.string() + " " + syn.string(), m_dir);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("dense 8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok 300 nodes"), std::string::npos) << r.out;
+  const fs::path raw = m_dir / "raw.npz";
+  r = run("datasets export --raw-features --dataset " +
+          (shared_datasets() / "planetoid" / "cora").string() + " --out " + raw.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = halo::testing::run_command("/usr/bin/python3 " + script.string() + " " + raw.string(), m_dir);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("sparse 1433 rows as stored"), std::string::npos) << r.out;
+}
+
+TEST_F(DatasetsCli, ExportRefusesBadOutputBeforeLoading) {
+  Outcome r = run("datasets export --dataset synthetic --out " + (m_dir / "no" / "x.npz").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(m_dir / "no"));
+  EXPECT_EQ(run("datasets export --dataset synthetic").code, 2) << "--out is required";
 }
 
 TEST_F(DatasetsCli, TrainByNameThroughMirrorMatchesPlainDirectory) {

@@ -1,8 +1,12 @@
-// `halo datasets`: list, describe, fetch and convert the registered public datasets.
+// `halo datasets`: list, describe, fetch, convert and export datasets.
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include <halo/datasets/edge_list.hpp>
 #include <halo/datasets/numpy.hpp>
@@ -11,7 +15,10 @@
 #include <halo/datasets/planetoid.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/error.hpp>
+#include <halo/partition/partitioner.hpp>
+#include <halo/runtime/trainer.hpp>
 #include <halo/tools/halo/commands.hpp>
+#include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/download_progress.hpp>
 
 namespace halo::cli {
@@ -26,6 +33,8 @@ struct DatasetsOptions {
   std::string path;
   std::string out;
   std::string planetoid_name;
+  DatasetOptions data;  // export
+  bool raw_features = false;
 };
 
 const char* state_name(datasets::LocalState s) {
@@ -200,6 +209,65 @@ int run_convert(const DatasetsOptions& opts) {
   return 0;
 }
 
+template <class T>
+datasets::NpyArray npy_array(const char* dtype, std::vector<std::int64_t> shape, const T* data,
+                             std::int64_t n) {
+  datasets::NpyArray a{dtype, std::move(shape),
+                       std::string(static_cast<std::size_t>(n) * sizeof(T), '\0')};
+  if (n > 0) std::memcpy(a.bytes.data(), data, a.bytes.size());
+  return a;
+}
+
+template <class T>
+datasets::NpyArray npy_vector(const char* dtype, const kernels::Tensor<T>& t) {
+  return npy_array(dtype, {t.numel()}, t.data(), t.numel());
+}
+
+/// `halo datasets export`: the graph, features, labels and splits a run trains on, as one .npz
+/// (docs/formats.md, "Exported datasets"): what bench/peers/ gives PyG and DGL.
+int run_export(const DatasetsOptions& opts) {
+  const fs::path out = opts.out;
+  // Checked before the (possibly long) load: an output that cannot be written fails first.
+  if (out.has_parent_path() && !fs::is_directory(out.parent_path())) {
+    throw IoError(out.string() + ": directory " + out.parent_path().string() + " does not exist");
+  }
+  const kernels::Resources res(kernels::Device::Cpu, 0);
+  datasets::Dataset ds = load_dataset(res, opts.data);
+  const datasets::Graph s = partition::partitioning_graph(res, ds.graph);
+  const std::int64_t n = ds.num_nodes();
+  std::map<std::string, datasets::NpyArray> arrays;
+  arrays["indptr"] = npy_vector("<i8", s.indptr);
+  arrays["indices"] = npy_vector("<i4", s.indices);
+  arrays["y"] = npy_vector("<i4", ds.labels);
+  arrays["train_idx"] = npy_vector("<i4", ds.train_idx);
+  arrays["val_idx"] = npy_vector("<i4", ds.val_idx);
+  arrays["test_idx"] = npy_vector("<i4", ds.test_idx);
+  const std::int64_t classes = ds.num_classes;
+  arrays["num_classes"] = npy_array("<i8", {}, &classes, 1);
+  const kernels::FeatureMatrix<float> x =
+      opts.raw_features ? std::move(ds.features)
+                        : runtime::prepare_features(res, ds.features, /*normalize=*/true);
+  if (std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(x)) {
+    const auto& m = std::get<kernels::CsrMatrix<std::int32_t, float>>(x);
+    arrays["x_indptr"] = npy_vector("<i8", m.indptr);
+    arrays["x_indices"] = npy_vector("<i4", m.indices);
+    arrays["x_data"] = npy_vector("<f4", m.values);
+    const std::int64_t shape[2] = {n, m.num_cols};
+    arrays["x_shape"] = npy_array("<i8", {2}, shape, 2);
+  } else {
+    const auto& t = std::get<kernels::Tensor<float>>(x);
+    arrays["x"] = npy_array("<f4", {n, kernels::num_cols(x)}, t.data(), t.numel());
+  }
+  datasets::write_npz(out, arrays);
+  std::printf(
+      "%s: %lld nodes, %lld training-graph edges, %lld %s features, %d classes written to %s\n",
+      ds.name.c_str(), static_cast<long long>(n), static_cast<long long>(s.num_edges()),
+      static_cast<long long>(kernels::num_cols(x)),
+      std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(x) ? "sparse" : "dense",
+      ds.num_classes, out.c_str());
+  return 0;
+}
+
 /// Accepts only registered dataset names (a usage error otherwise, exit code 2).
 CLI::Validator registered_name() {
   return CLI::Validator(
@@ -239,8 +307,19 @@ Command add_datasets_command(CLI::App& app) {
   convert->add_option("--name", o->planetoid_name,
                       "planetoid: the <name> of ind.<name>.* (default: the only one in PATH)");
 
-  return {sub, [o, list, info, fetch, convert]() -> int {
+  CLI::App* exp = sub->add_subcommand(
+      "export",
+      "Write the training graph, input features, labels and splits of a dataset as one .npz");
+  add_dataset_options(exp, o->data);
+  exp->add_option("--out", o->out, "Output .npz file (replaced atomically)")->required();
+  exp->add_flag("--raw-features", o->raw_features,
+                "The dataset's features as stored (default: as the first layer reads them, sparse "
+                "rows divided by their L1 norm)");
+  exp->parse_complete_callback([o] { check_dataset_options(o->data); });
+
+  return {sub, [o, list, info, fetch, convert, exp]() -> int {
             if (list->parsed()) return run_list();
+            if (exp->parsed()) return run_export(*o);
             if (info->parsed()) return run_info(*o);
             if (fetch->parsed()) return run_fetch(*o);
             if (convert->parsed()) return run_convert(*o);
