@@ -21,6 +21,16 @@ if ! log=$(HALO_SCALING_NODES=3000 bash "$(dirname "$0")/scaling/run.sh" "$build
 fi
 rm -rf "$scaling_out"
 echo "bench smoke: scaling/run.sh ok"
+# The peer comparison's Halo side on its small graphs (the peers need a multi-GB virtualenv).
+peers_out=$(mktemp -d)
+if ! log=$(bash "$(dirname "$0")/peers/run.sh" --quick --halo-only --out "$peers_out" "$build" 2>&1) ||
+    [ ! -s "$peers_out/peers.md" ]; then
+  echo "$log"
+  echo "bench smoke: peers/run.sh FAILED"
+  exit 1
+fi
+rm -rf "$peers_out"
+echo "bench smoke: peers/run.sh --quick --halo-only ok"
 # The GPU check's script end to end (without a GPU every CUDA case and GPU benchmark skips).
 gpu_out=$(mktemp -d)
 if ! log=$(bash "$(dirname "$0")/gpu/run.sh" "$gpu_out" "$build" 2>&1) || [ ! -s "$gpu_out/gpu.md" ]; then

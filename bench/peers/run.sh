@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Halo against PyTorch Geometric and DGL, side by side on the identical graphs.
+#
+#   bash bench/peers/run.sh [--quick] [--halo-only] [--reps N] [--out DIR] [BUILD_DIR]
+#
+# BUILD_DIR (default build/bench) holds a `bench`-preset build (tools/halo/halo and
+# bench/halo_ops). Every graph is generated or read by Halo and exported with
+# `halo datasets export` to an .npz that the peers' script (bench/peers/peer.py) loads, so all
+# three systems train on the same graph, features, labels and splits. Each repetition runs every
+# system once per workload, the order of the systems rotated from one repetition to the next;
+# 2 threads each (HALO_PEERS_THREADS). Results: DIR/peers.md, peers.csv, peers.png and the raw
+# records peers.jsonl (DIR: bench/results, or build/peers-quick with --quick).
+#
+# The peers run in a virtualenv outside the source tree, build/peers-venv, created on first use
+# from bench/peers/requirements.txt (pinned CPU-usable builds from PyPI: several GB to
+# download). --halo-only skips them (what CI runs, with --quick). --quick: small graphs, one
+# repetition, a few epochs: checks that the scripts work, measures nothing.
+#
+# Workloads (docs/performance.md, "Against PyG and DGL"):
+#   cora-gcn        GCN full graph on Cora, Kipf & Welling's set-up (200 epochs), sparse inputs
+#   arxiv-gcn       GCN full graph on the ogbn-arxiv shape (169,343 nodes, 128 -> 256 -> 40)
+#   arxiv-sage-10-5 GraphSAGE mini-batch on the arxiv shape, batch 1024, fan-outs 10,5
+#   arxiv-sage-15-10-5  the same with fan-outs 15,10,5 (three layers)
+#   rmat-sample     neighbour sampling alone, R-MAT 2^20 nodes, fan-outs 15,10,5, batch 1024
+#   arxiv-spmm      SpMM A_hat X with 256 columns on the arxiv shape
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+quick=0 halo_only=0 reps="" out="" build=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --halo-only) halo_only=1 ;;
+    --reps) reps=${2:?--reps needs a value}; shift ;;
+    --out) out=${2:?--out needs a value}; shift ;;
+    -h|--help) sed -n 2,27p "$0"; exit 0 ;;
+    -*) echo "bench/peers/run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) build=$1 ;;
+  esac
+  shift
+done
+build=$(cd "${build:-$root/build/bench}" 2>/dev/null && pwd) ||
+  { echo "bench/peers/run.sh: build directory ${build:-build/bench} not found (cmake --preset bench)" >&2; exit 2; }
+halo=$build/tools/halo/halo ops=$build/bench/halo_ops
+for b in "$halo" "$ops"; do
+  [ -x "$b" ] || { echo "bench/peers/run.sh: $b missing (cmake --build $build)" >&2; exit 2; }
+done
+[ -n "$reps" ] || reps=$([ $quick = 1 ] && echo 1 || echo 5)
+[ -n "$out" ] || out=$([ $quick = 1 ] && echo "$root/build/peers-quick" || echo "$root/bench/results")
+mkdir -p "$out"
+threads=${HALO_PEERS_THREADS:-2}
+export OMP_NUM_THREADS=$threads GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-100}
+shared=$root/../shared/datasets
+work=$root/build/peers-work
+mkdir -p "$work"
+
+venv=$root/build/peers-venv
+py=$venv/bin/python
+if [ $halo_only = 0 ]; then
+  if ! "$py" -c "import torch, torch_geometric, dgl" 2>/dev/null; then
+    echo "== peers: creating $venv (bench/peers/requirements.txt)"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --no-deps -r "$here/requirements.txt"
+  fi
+  "$py" -c "import torch, torch_geometric, dgl; print('peers: torch', torch.__version__, \
+'torch_geometric', torch_geometric.__version__, 'dgl', dgl.__version__)"
+fi
+
+# Graphs: what each workload trains on, exported anew (seconds) so they follow the build.
+if [ $quick = 1 ]; then
+  arxiv="--dataset synthetic --synthetic-nodes 4000 --synthetic-classes 40 --synthetic-features 128 --synthetic-degree 13.7"
+  rmat="--dataset rmat --rmat-scale 12 --rmat-degree 8 --rmat-features 1 --rmat-seed 1"
+  gcn_epochs=5 arxiv_epochs=2 sage_epochs=1
+else
+  arxiv="--dataset synthetic --synthetic-nodes 169343 --synthetic-classes 40 --synthetic-features 128 --synthetic-degree 13.7"
+  rmat="--dataset rmat --rmat-scale 20 --rmat-degree 8 --rmat-features 1 --rmat-seed 1"
+  gcn_epochs=200 arxiv_epochs=10 sage_epochs=3
+fi
+cora="--dataset $shared/planetoid/cora"
+suffix=$([ $quick = 1 ] && echo -quick || echo "")
+for g in cora arxiv rmat; do
+  f=$work/$g$suffix.npz
+  "$halo" datasets export ${!g} --out "$f" >/dev/null
+done
+
+# One workload: its Halo command and its peers' arguments.
+declare -A halo_cmd peer_args graph
+halo_cmd[cora-gcn]="train $cora --epochs $gcn_epochs"
+peer_args[cora-gcn]="--workload gcn --epochs $gcn_epochs"
+graph[cora-gcn]=cora
+halo_cmd[arxiv-gcn]="train $arxiv --hidden 256 --epochs $arxiv_epochs"
+peer_args[arxiv-gcn]="--workload gcn --hidden 256 --epochs $arxiv_epochs"
+graph[arxiv-gcn]=arxiv
+halo_cmd[arxiv-sage-10-5]="train $arxiv --model sage --hidden 256 --mode mini-batch --batch-size 1024 --fanouts 10,5 --epochs $sage_epochs"
+peer_args[arxiv-sage-10-5]="--workload sage --hidden 256 --batch 1024 --fanouts 10,5 --epochs $sage_epochs"
+graph[arxiv-sage-10-5]=arxiv
+halo_cmd[arxiv-sage-15-10-5]="train $arxiv --model sage --layers 3 --hidden 256 --mode mini-batch --batch-size 1024 --fanouts 15,10,5 --epochs $sage_epochs"
+peer_args[arxiv-sage-15-10-5]="--workload sage --hidden 256 --batch 1024 --fanouts 15,10,5 --epochs $sage_epochs"
+graph[arxiv-sage-15-10-5]=arxiv
+halo_cmd[rmat-sample]="ops sample --fanouts 15,10,5 --batch 1024 --reps 3"
+peer_args[rmat-sample]="--workload sample --fanouts 15,10,5 --batch 1024 --reps 3"
+graph[rmat-sample]=rmat
+halo_cmd[arxiv-spmm]="ops spmm --cols 256 --reps 5"
+peer_args[arxiv-spmm]="--workload spmm --cols 256 --reps 5"
+graph[arxiv-spmm]=arxiv
+read -r -a workloads <<< "${HALO_PEERS_WORKLOADS:-cora-gcn arxiv-gcn arxiv-sage-10-5 arxiv-sage-15-10-5 rmat-sample arxiv-spmm}"
+systems=(halo pyg dgl)
+[ $halo_only = 1 ] && systems=(halo)
+
+records=$out/peers.jsonl
+: > "$records.tmp"
+# Runs one system on one workload; appends its summary (plus workload, system, rep) as one line.
+run_one() {
+  local w=$1 sys=$2 rep=$3 f=$work/${graph[$w]}$suffix.npz line
+  local log=$work/last-$sys.log
+  if [ "$sys" = halo ]; then
+    read -r -a c <<< "${halo_cmd[$w]}"
+    if [ "${c[0]}" = train ]; then
+      "$halo" "${c[@]}" --seed "$rep" --threads "$threads" --json "$work/halo.json" >"$log" 2>&1 ||
+        { cat "$log" >&2; echo "peers: halo failed on $w" >&2; return 1; }
+      line=$(cat "$work/halo.json")
+    else
+      "$ops" "${c[1]}" "$f" "${c[@]:2}" --threads "$threads" >"$log" 2>&1 ||
+        { cat "$log" >&2; echo "peers: halo_ops failed on $w" >&2; return 1; }
+      line=$(/usr/bin/python3 "$here/report.py" --summarize-ops "$log")
+    fi
+  else
+    read -r -a a <<< "${peer_args[$w]}"
+    "$py" "$here/peer.py" --system "$sys" --graph "$f" --threads "$threads" --seed "$rep" "${a[@]}" \
+      >"$log" 2>&1 || { tail -3 "$log" >&2; echo "peers: $sys failed on $w (recorded as failed)" >&2
+                        line=$(tail -1 "$log" | /usr/bin/python3 -c 'import json,sys; print(json.dumps({"failed": True, "error": sys.stdin.read().strip()[:120]}))'); }
+    [ -n "${line:-}" ] || line=$(grep '"summary": true' "$log" | tail -1)
+  fi
+  /usr/bin/python3 -c 'import json,sys; d={k: v for k, v in json.loads(sys.argv[1]).items() if not isinstance(v, (list, dict))}; d.update(workload=sys.argv[2], system=sys.argv[3], rep=int(sys.argv[4])); print(json.dumps(d))' \
+    "$line" "$w" "$sys" "$rep" >> "$records.tmp"
+  line=""
+}
+
+echo "== peers: ${workloads[*]} x ${systems[*]}, $reps repetition(s), $threads threads, load $(cut -d' ' -f1-3 /proc/loadavg)"
+start=$(date +%s)
+for w in "${workloads[@]}"; do
+  [ -n "${halo_cmd[$w]:-}" ] || { echo "bench/peers/run.sh: unknown workload $w" >&2; exit 2; }
+  for ((r = 0; r < reps; r++)); do
+    for ((k = 0; k < ${#systems[@]}; k++)); do
+      sys=${systems[$(((k + r) % ${#systems[@]}))]}
+      run_one "$w" "$sys" "$r"
+    done
+  done
+  echo "peers: $w done ($(($(date +%s) - start)) s)"
+done
+mv "$records.tmp" "$records"
+versions=$([ $halo_only = 1 ] && echo "halo only" || "$py" -c "import torch, torch_geometric, dgl; print(f'torch {torch.__version__}, torch_geometric {torch_geometric.__version__}, dgl {dgl.__version__}')")
+/usr/bin/python3 "$here/report.py" "$records" --out "$out" --versions "$versions" \
+  --commit "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+  --threads "$threads" --load "$(cut -d' ' -f1-3 /proc/loadavg)" $([ $quick = 1 ] && echo --quick)
+echo "peers: $out/peers.md"
