@@ -32,6 +32,17 @@ install_deps() {
     apt-get update -q
     apt-get install -y -q --no-install-recommends "${missing[@]}"
   fi
+  use_mpich
+}
+
+# libscotch-dev depends on mpi-default-dev, which is Open MPI on Debian, and Debian then points
+# the mpicc/mpicxx/mpiexec alternatives at Open MPI. Halo is built and tested with MPICH (the
+# build asks for MPICH's wrappers by name too, CMakeLists.txt): point the alternatives back, so
+# that a plain `mpiexec` in the scripts and the installed package's consumers find MPICH.
+use_mpich() {
+  [ -x /usr/bin/mpicc.mpich ] || return 0
+  update-alternatives --set mpi /usr/bin/mpicc.mpich >/dev/null
+  update-alternatives --set mpirun /usr/bin/mpirun.mpich >/dev/null
 }
 
 find_nvcc() {
