@@ -31,6 +31,18 @@ if ! log=$(bash "$(dirname "$0")/peers/run.sh" --quick --halo-only --out "$peers
 fi
 rm -rf "$peers_out"
 echo "bench smoke: peers/run.sh --quick --halo-only ok"
+# The emulated-cluster study end to end on one link profile (needs root: network namespaces).
+if [ "$(id -u)" = 0 ]; then
+  cluster_out=$(mktemp -d)
+  if ! log=$(bash "$(dirname "$0")/cluster/run.sh" --quick --profiles 1gbit --out "$cluster_out" "$build" 2>&1) ||
+      [ ! -s "$cluster_out/cluster.md" ]; then
+    echo "$log"
+    echo "bench smoke: cluster/run.sh FAILED"
+    exit 1
+  fi
+  rm -rf "$cluster_out"
+  echo "bench smoke: cluster/run.sh --quick ok"
+fi
 # The GPU check's script end to end (without a GPU every CUDA case and GPU benchmark skips).
 gpu_out=$(mktemp -d)
 if ! log=$(bash "$(dirname "$0")/gpu/run.sh" "$gpu_out" "$build" 2>&1) || [ ! -s "$gpu_out/gpu.md" ]; then
