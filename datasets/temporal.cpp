@@ -60,9 +60,7 @@ std::vector<TemporalEdge> distinct_pairs(const TemporalGraph& g, std::int64_t be
 TemporalGraph read_temporal_events(const fs::path& path, TemporalLayout layout) {
   const std::string text = detail::read_whole_file(path);
   const std::string where = path.string();
-  struct Raw {
-    std::int64_t src, dst, time, weight;
-  };
+  using Raw = RawTemporalEvent;
   std::vector<Raw> raw;
   std::size_t want = layout == TemporalLayout::SrcDstTime         ? 3
                      : layout == TemporalLayout::SrcDstWeightTime ? 4
@@ -96,19 +94,26 @@ TemporalGraph read_temporal_events(const fs::path& path, TemporalLayout layout) 
       detail::fail_expected(where, lines.number(), "non-negative node ids", line);
     raw.push_back(r);
   }
-  std::stable_sort(raw.begin(), raw.end(),
-                   [](const Raw& a, const Raw& b) { return a.time < b.time; });
-
-  TemporalGraph g;
+  TemporalGraph g = make_temporal_graph(std::move(raw), want == 4, where);
   g.name = path.parent_path().filename().string();
+  return g;
+}
+
+TemporalGraph make_temporal_graph(std::vector<RawTemporalEvent> raw, bool weighted,
+                                  const std::string& where) {
+  std::stable_sort(
+      raw.begin(), raw.end(),
+      [](const RawTemporalEvent& a, const RawTemporalEvent& b) { return a.time < b.time; });
+  TemporalGraph g;
   const std::size_t m = raw.size();
   g.src.resize(m);
   g.dst.resize(m);
   g.time.resize(m);
-  if (want == 4) g.weight.resize(m);
+  if (weighted) g.weight.resize(m);
   std::unordered_map<std::int64_t, NodeId> dense;
   dense.reserve(m);
   auto id_of = [&](std::int64_t original) {
+    if (original < 0) throw IoError(where + ": negative node id " + std::to_string(original));
     const auto [it, fresh] = dense.try_emplace(original, static_cast<NodeId>(dense.size()));
     if (fresh) {
       if (g.original_ids.size() >= static_cast<std::size_t>(std::numeric_limits<NodeId>::max()))
@@ -121,7 +126,7 @@ TemporalGraph read_temporal_events(const fs::path& path, TemporalLayout layout) 
     g.src[e] = id_of(raw[e].src);
     g.dst[e] = id_of(raw[e].dst);
     g.time[e] = raw[e].time;
-    if (want == 4) g.weight[e] = raw[e].weight;
+    if (weighted) g.weight[e] = raw[e].weight;
   }
   return g;
 }

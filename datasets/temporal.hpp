@@ -39,6 +39,20 @@ struct TemporalGraph {
   std::int64_t num_events() const { return static_cast<std::int64_t>(time.size()); }
 };
 
+/// One event as a source gives it: ids as in the source, in any order.
+struct RawTemporalEvent {
+  std::int64_t src = 0;
+  std::int64_t dst = 0;
+  std::int64_t time = 0;
+  std::int64_t weight = 0;
+};
+
+/// The temporal graph of `events`: sorted by time (stable) and renumbered as TemporalGraph
+/// describes; the weights kept when `weighted`. halo::IoError naming `where` for negative ids
+/// or more than 2^31 - 1 distinct ids. Host.
+TemporalGraph make_temporal_graph(std::vector<RawTemporalEvent> events, bool weighted,
+                                  const std::string& where);
+
 /// Reads an event list: one event per line, fields separated by blanks (spaces, tabs) or
 /// commas; `#` and `%` lines and blank lines skipped; every field a decimal integer; ids
 /// non-negative; times any int64 (Unix seconds in SNAP's files); all data lines with the same

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <halo/datasets/registry.hpp>
+#include <halo/datasets/rmat.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>
@@ -248,6 +249,38 @@ TEST(Snapshots, GraphFollowsEdgeListConvention) {
   ASSERT_EQ(rows[1].size(), 1u);
   EXPECT_EQ(rows[1][0].first, 0);
   ASSERT_EQ(rows[2].size(), 2u);
+}
+
+TEST(Snapshots, GrownRmatArrivesNodeByNode) {
+  RmatConfig c;
+  c.scale = 8;
+  c.avg_degree = 6;
+  c.seed = 4;
+  const Dataset ds = make_rmat(cpu(), c);
+  const TemporalGraph g = grow_rmat(cpu(), c, 10);
+  const std::int64_t n = ds.num_nodes();
+  // One event per undirected edge, at the arrival step of its later end.
+  ASSERT_EQ(g.num_events() * 2, ds.graph.num_edges());
+  std::set<std::pair<std::int64_t, std::int64_t>> edges;
+  for (std::int64_t e = 0; e < g.num_events(); ++e) {
+    const auto k = static_cast<std::size_t>(e);
+    const std::int64_t u = g.original_ids[static_cast<std::size_t>(g.src[k])];
+    const std::int64_t v = g.original_ids[static_cast<std::size_t>(g.dst[k])];
+    EXPECT_LT(u, v);
+    EXPECT_EQ(g.time[k], std::max(u * 10 / n, v * 10 / n));
+    edges.emplace(u, v);
+  }
+  EXPECT_EQ(static_cast<std::int64_t>(edges.size()), g.num_events());
+  std::int64_t connected = 0;
+  for (std::int64_t v = 0; v < n; ++v) connected += ds.graph.indptr(v + 1) > ds.graph.indptr(v);
+  EXPECT_EQ(g.num_nodes(), connected);
+  SnapshotConfig sc;
+  sc.num_snapshots = 10;
+  const auto s = make_snapshots(g, sc);
+  ASSERT_EQ(s.size(), 10u);
+  for (std::size_t t = 1; t < s.size(); ++t) EXPECT_GE(s[t].num_nodes, s[t - 1].num_nodes);
+  EXPECT_EQ(static_cast<std::int64_t>(s.back().edges.size()), g.num_events());
+  EXPECT_THROW(grow_rmat(cpu(), c, 0), LogicError);
 }
 
 }  // namespace
