@@ -48,6 +48,13 @@ struct ScotchGraph {
   ScotchGraph(const ScotchGraph&) = delete;
   ScotchGraph& operator=(const ScotchGraph&) = delete;
 };
+struct ScotchContext {
+  SCOTCH_Context c;
+  ScotchContext() { HALO_EXPECTS(SCOTCH_contextInit(&c) == 0, "Scotch: contextInit failed"); }
+  ~ScotchContext() { SCOTCH_contextExit(&c); }
+  ScotchContext(const ScotchContext&) = delete;
+  ScotchContext& operator=(const ScotchContext&) = delete;
+};
 struct ScotchStrat {
   SCOTCH_Strat s;
   ScotchStrat() { HALO_EXPECTS(SCOTCH_stratInit(&s) == 0, "Scotch: stratInit failed"); }
@@ -81,10 +88,20 @@ std::vector<std::int32_t> scotch_repart(const datasets::Graph& symmetric,
   std::fill(migration_cost.begin(), migration_cost.begin() + num_old, SCOTCH_Num{1});
   std::vector<SCOTCH_Num> parotab(old.begin(), old.end());
   std::vector<SCOTCH_Num> parttab(static_cast<std::size_t>(n), 0);
-  // Scotch's generator is global: seed and reset it so that every call is reproducible.
-  SCOTCH_randomSeed(static_cast<SCOTCH_Num>(kernels::rng::mix(c.seed) & 0x3fffffff));
-  SCOTCH_randomReset();
-  if (SCOTCH_graphRepart(&graph.g, static_cast<SCOTCH_Num>(c.num_parts), parotab.data(),
+  // Reproducible runs: a context with one thread, deterministic algorithms and its own
+  // generator seeded from the config (Scotch's default context is multi-threaded and gave
+  // different assignments from run to run).
+  ScotchContext context;
+  SCOTCH_contextRandomSeed(&context.c,
+                           static_cast<SCOTCH_Num>(kernels::rng::mix(c.seed) & 0x3fffffff));
+  if (SCOTCH_contextOptionSetNum(&context.c, SCOTCH_OPTIONNUMDETERMINISTIC, 1) != 0 ||
+      SCOTCH_contextOptionSetNum(&context.c, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1) != 0 ||
+      SCOTCH_contextThreadSpawn(&context.c, 1, nullptr) != 0)
+    throw Error("partition: cannot set up a deterministic one-thread Scotch context");
+  ScotchGraph bound;
+  if (SCOTCH_contextBindGraph(&context.c, &graph.g, &bound.g) != 0)
+    throw Error("partition: SCOTCH_contextBindGraph failed");
+  if (SCOTCH_graphRepart(&bound.g, static_cast<SCOTCH_Num>(c.num_parts), parotab.data(),
                          c.migration_weight, migration_cost.data(), &strat.s, parttab.data()) != 0)
     throw Error("partition: SCOTCH_graphRepart failed on " + std::to_string(n) + " nodes, " +
                 std::to_string(c.num_parts) + " parts");

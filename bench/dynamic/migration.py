@@ -82,6 +82,21 @@ for name in datasets:
     lines += ["", f"Moving only the deltas sends {totals['delta_pairs']} pairs over the series "
               f"(added + removed); resending every snapshot would send {totals['snapshot_pairs']} "
               f"({totals['snapshot_pairs'] / max(1, totals['delta_pairs']):.1f}x).", ""]
+sweep = sorted((float(d[len("sweep-"):]), d) for d in os.listdir(work)
+               if d.startswith("sweep-") and not d.endswith(".log"))
+if sweep:
+    base = summary(runs[("rmat", 8, "scratch")])
+    lines += ["## `--migration-weight` on R-MAT, P = 8", "",
+              "| weight (ParMETIS itr = 1 / weight) | nodes migrated | vs scratch | "
+              "mean comm volume | vs scratch | worst node balance |",
+              "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for weight, d in sweep:
+        with open(os.path.join(work, d, "meta.json")) as f:
+            s = summary(json.load(f))
+        lines.append(f"| {weight:g} | {s['migrated']} | {s['migrated'] / base['migrated']:.3f} | "
+                     f"{s['volume']:.1f} | {s['volume'] / base['volume']:.3f} | "
+                     f"{s['balance']:.3f} |")
+    lines.append("")
 with open(os.path.join(out, "migration.md"), "w") as f:
     f.write("\n".join(lines))
 

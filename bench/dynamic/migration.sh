@@ -6,6 +6,7 @@
 #   - CollegeMsg, cumulative snapshots at EvolveGCN's UC Irvine steps (--snapshot-window 190080:
 #     89 snapshots), and
 #   - an R-MAT graph (scale SCALE, default 14: 16,384 nodes, degree 8) grown in 10 steps.
+# Then R-MAT at P = 8 under --method migration for --migration-weight 0.25 .. 64 (the trade-off).
 # Writes OUT/migration.csv, OUT/migration.md and OUT/migration.png.
 #
 #   bash bench/dynamic/migration.sh BUILD_DIR [OUT_DIR] [SCALE] [MIGRATION_WEIGHT]
@@ -43,5 +44,14 @@ for parts in 4 8; do
     run collegemsg "$parts" "$method" --dataset "$shared/collegemsg" --snapshot-window 190080
     run rmat "$parts" "$method" --dataset rmat --rmat-scale "$scale" --snapshots 10
   done
+done
+# The trade-off --migration-weight sets: R-MAT, P = 8, Scotch at several weights.
+for w in 0.25 1 4 16 64; do
+  if ! "$halo" partition --dataset rmat --rmat-scale "$scale" --snapshots 10 --parts 8 \
+      --method migration --migration-weight "$w" --out "$work/sweep-$w" > "$work/sweep-$w.log" 2>&1; then
+    cat "$work/sweep-$w.log" >&2
+    echo "migration: sweep weight $w failed" >&2
+    exit 1
+  fi
 done
 "$py" "$(dirname "$0")/migration.py" "$work" "$out"

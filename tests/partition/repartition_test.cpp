@@ -227,6 +227,27 @@ TEST(Repartition, SnapshotMetricsMatchReference) {
   }
 }
 
+TEST(Repartition, SameConfigGivesSameAssignments) {
+  const TempDir dir;
+  const TemporalGraph g = growing_events(dir, 300, 4, 6);
+  SnapshotConfig sc;
+  sc.num_snapshots = 4;
+  for (auto method :
+       {RepartitionMethod::Scratch, RepartitionMethod::Streaming, RepartitionMethod::Migration}) {
+    RepartitionConfig c;
+    c.num_parts = 6;
+    c.method = method;
+    c.seed = 9;
+    std::vector<std::vector<std::int32_t>> first, second;
+    for (auto* out : {&first, &second})
+      partition_snapshots(
+          cpu(), g, sc, c,
+          [out](std::int64_t, const datasets::Snapshot&, const Dataset&, const PartitionResult& r,
+                const SnapshotRecord&) { out->push_back(r.assignment.part); });
+    EXPECT_EQ(first, second) << to_string(method);
+  }
+}
+
 TEST(Repartition, ScratchOnUnchangedSnapshotsMovesNothing) {
   // Every event but one falls in the first 200-second span; one late event on a pair already
   // present sets the horizon, so the cumulative snapshots 1.. all have snapshot 0's graph and
