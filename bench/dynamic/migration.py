@@ -57,7 +57,17 @@ lines = ["# Repartitioning that follows the graph: migration per snapshot", "",
          "<= 1.1x its comm volume. Worst node balance: max / mean part size over the snapshots with "
          "at least 20 nodes per part.", ""]
 m0 = runs[(datasets[0], parts[0], "migration")]
-lines.append(f"`--migration-weight` {m0['migration_weight']:g}.")
+met = []
+for name in datasets:
+    for p in parts:
+        base, mig = summary(runs[(name, p, "scratch")]), summary(runs[(name, p, "migration")])
+        met.append(mig["migrated"] <= 0.25 * base["migrated"] and mig["volume"] <= 1.1 * base["volume"])
+lines.append(f"`--migration-weight` {m0['migration_weight']:g} (the default). The target holds "
+             f"in {sum(met)} of {len(met)} configurations. `streaming` never moves a node but its "
+             "comm volume drifts up as the graph grows away from the first cut; `scratch` keeps "
+             "METIS's quality and moves a large share of the nodes at every snapshot even after "
+             "the exact relabelling. Halo's partition files are written for every run; the "
+             "numbers are counts, independent of the machine.")
 lines.append("")
 for name in datasets:
     first = summary(runs[(name, parts[0], "scratch")])
