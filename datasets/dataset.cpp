@@ -147,4 +147,23 @@ Dataset Dataset::clone(const kernels::Resources& res) const {
   return c;
 }
 
+Dataset graph_only_dataset(const kernels::Resources& res, Graph graph) {
+  const std::int64_t n = graph.num_rows();
+  Dataset ds;
+  graph.values = kernels::Tensor<float>::from_host(res, std::vector<float>{});
+  ds.graph = std::move(graph);
+  ds.features = kernels::CsrMatrix<std::int32_t, float>{
+      kernels::Tensor<std::int64_t>::from_host(
+          res, std::vector<std::int64_t>(static_cast<std::size_t>(n) + 1, 0)),
+      kernels::Tensor<std::int32_t>::from_host(res, std::vector<std::int32_t>{}),
+      kernels::Tensor<float>::from_host(res, std::vector<float>{}), 0};
+  ds.labels = kernels::Tensor<std::int32_t>::from_host(
+      res, std::vector<std::int32_t>(static_cast<std::size_t>(n), 0));
+  ds.train_idx = kernels::Tensor<NodeId>::from_host(res, std::vector<NodeId>{});
+  ds.val_idx = kernels::Tensor<NodeId>::from_host(res, std::vector<NodeId>{});
+  ds.test_idx = kernels::Tensor<NodeId>::from_host(res, std::vector<NodeId>{});
+  ds.num_classes = 1;
+  return ds;
+}
+
 }  // namespace halo::datasets

@@ -49,4 +49,10 @@ struct Dataset {
 /// (plus a row sort for a graph flagged symmetric), read-only, thread-safe.
 void validate(const Dataset& ds);
 
+/// A dataset holding only `graph` (its values dropped): zero feature columns (sparse, empty),
+/// every node in class 0 of 1, empty splits. What graph-only readers (edge lists, Matrix
+/// Market, temporal events, snapshots) give; `--features degree|constant` then computes
+/// features. Host.
+Dataset graph_only_dataset(const kernels::Resources& res, Graph graph);
+
 }  // namespace halo::datasets

@@ -493,8 +493,36 @@ Dataset read_registered(const kernels::Resources& res, const DatasetInfo& info,
   return ds;
 }
 
+std::optional<fs::path> temporal_events_file(const std::string& name_or_path) {
+  std::error_code ec;
+  const fs::path dir(name_or_path);
+  if (is_registered(name_or_path) || !fs::is_directory(dir, ec) || fs::exists(dir / "meta.tsv"))
+    return std::nullopt;
+  for (const char* file : {"events.tsv", "events.csv"})
+    if (fs::is_regular_file(dir / file, ec)) return dir / file;
+  return std::nullopt;
+}
+
+TemporalGraph load_temporal_dataset(const std::string& name_or_path) {
+  const auto file = temporal_events_file(name_or_path);
+  if (!file)
+    throw IoError(name_or_path +
+                  ": not a temporal dataset (a directory holding events.tsv or events.csv)");
+  TemporalGraph g = read_temporal_events(*file);
+  g.name = fs::path(name_or_path).lexically_normal().filename().string();
+  if (g.name.empty())
+    g.name = fs::path(name_or_path).lexically_normal().parent_path().filename().string();
+  return g;
+}
+
 Dataset load_dataset(const kernels::Resources& res, const std::string& name_or_path,
                      const LoadOptions& options) {
+  if (const auto events = temporal_events_file(name_or_path)) {
+    const TemporalGraph g = load_temporal_dataset(name_or_path);
+    Dataset ds = graph_only_dataset(res, aggregate_graph(res, g));
+    ds.name = g.name;
+    return ds;
+  }
   if (!is_registered(name_or_path)) {
     if (name_or_path.find('/') == std::string::npos && !fs::exists(name_or_path))
       throw IoError("unknown dataset \"" + name_or_path + "\": neither a registered name (" +

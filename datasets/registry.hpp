@@ -11,6 +11,7 @@
 #include <halo/datasets/download.hpp>
 #include <halo/datasets/rmat.hpp>
 #include <halo/datasets/synthetic.hpp>
+#include <halo/datasets/temporal.hpp>
 #include <halo/kernels/resources.hpp>
 
 namespace halo::datasets {
@@ -133,11 +134,22 @@ std::vector<std::filesystem::path> fetch_dataset(const DatasetInfo& info,
 ///   it is valid for the files' checksums, else `fetch_dataset`, the format's reader, and a new
 ///   binary cache;
 /// - `synthetic` / `rmat`: `make_synthetic(options.synthetic)` / `make_rmat(options.rmat)`;
+/// - a temporal directory (see `temporal_events_file`): every distinct (src, dst) pair of its
+///   events as one static graph (`aggregate_graph`) in `graph_only_dataset`;
 /// - anything else: a directory in the plain format (`read_directory`). A registered name
 ///   wins over a directory of the same name; write `./cora` to mean the directory.
 /// Throws halo::IoError for missing, corrupt or unverifiable data and download failures.
 Dataset load_dataset(const kernels::Resources& res, const std::string& name_or_path,
                      const LoadOptions& options = {});
+
+/// The event list of a temporal dataset directory: `<dir>/events.tsv` or `<dir>/events.csv`
+/// (read_temporal_events; e.g. shared/datasets/collegemsg), when `name_or_path` is a directory
+/// holding one and no plain-format `meta.tsv`; nullopt otherwise.
+std::optional<std::filesystem::path> temporal_events_file(const std::string& name_or_path);
+
+/// The temporal graph of the directory `name_or_path` (temporal_events_file), named after the
+/// directory. halo::IoError when it is not a temporal directory or the file is malformed.
+TemporalGraph load_temporal_dataset(const std::string& name_or_path);
 
 /// Parses the files of a fetched registered dataset with its format's reader (no cache).
 Dataset read_registered(const kernels::Resources& res, const DatasetInfo& info,

@@ -129,4 +129,27 @@ Dataset make_rmat(const kernels::Resources& res, const RmatConfig& config) {
   return ds;
 }
 
+TemporalGraph grow_rmat(const kernels::Resources& res, const RmatConfig& config,
+                        std::int64_t steps) {
+  HALO_EXPECTS(steps >= 1 && steps <= (std::int64_t{1} << 24),
+               "grow_rmat: steps must be in [1, 2^24], got " + std::to_string(steps));
+  RmatConfig c = config;
+  c.num_features = 1;  // the features are not used
+  const Dataset ds = make_rmat(res, c);
+  const std::int64_t n = ds.num_nodes();
+  auto step = [&](std::int64_t v) {
+    return static_cast<std::int64_t>(static_cast<__int128>(v) * steps / n);
+  };
+  std::vector<RawTemporalEvent> events;
+  events.reserve(static_cast<std::size_t>(ds.graph.num_edges() / 2));
+  for (std::int64_t r = 0; r < n; ++r)
+    for (std::int64_t e = ds.graph.indptr.data()[r]; e < ds.graph.indptr.data()[r + 1]; ++e) {
+      const std::int64_t u = ds.graph.indices.data()[e];
+      if (u < r) events.push_back({u, r, std::max(step(u), step(r)), 0});
+    }
+  TemporalGraph g = make_temporal_graph(std::move(events), false, ds.name);
+  g.name = ds.name;
+  return g;
+}
+
 }  // namespace halo::datasets

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include <halo/datasets/dataset.hpp>
+#include <halo/datasets/temporal.hpp>
 #include <halo/kernels/resources.hpp>
 
 namespace halo::datasets {
@@ -41,5 +42,14 @@ struct RmatConfig {
 /// kernels::rng under rng::kStreamSynthetic. halo::LogicError on an invalid config. Host only;
 /// runs on res's OpenMP threads. Scale 20, degree 8 (1M nodes, ~8M entries) takes a few seconds.
 Dataset make_rmat(const kernels::Resources& res, const RmatConfig& config);
+
+/// make_rmat's graph grown in `steps` steps, as events: node v of the generated graph (whose
+/// ids are already scrambled) arrives at step floor(v * steps / n), and each undirected edge
+/// {u, v}, u < v, is one event u -> v at time max(step(u), step(v)), the step of its later end.
+/// Isolated nodes never appear. `--snapshots steps` then gives one snapshot per step (cumulative
+/// by default). Named "rmat-<scale>"; ids in the result follow TemporalGraph's rules, original
+/// ids are make_rmat's. Deterministic from config.seed. steps in [1, 2^24] (halo::LogicError).
+TemporalGraph grow_rmat(const kernels::Resources& res, const RmatConfig& config,
+                        std::int64_t steps);
 
 }  // namespace halo::datasets

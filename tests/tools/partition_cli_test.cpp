@@ -201,3 +201,77 @@ TEST_F(PartitionCli, DataErrorsExitOneWithOneLine) {
 }
 
 }  // namespace
+
+namespace {
+
+/// A temporal directory: 6 events on 5 sparse ids, two of them late (so the span between is
+/// empty).
+fs::path write_temporal(const fs::path& dir) {
+  fs::create_directories(dir / "events");
+  std::ofstream(dir / "events" / "events.tsv")
+      << "# src dst t\n50\t7\t100\n7\t9\t101\n9\t11\t102\n11\t50\t103\n7\t13\t400\n13\t9\t401\n";
+  return dir / "events";
+}
+
+}  // namespace
+
+TEST_F(PartitionCli, SnapshotUsageErrorsExitTwo) {
+  const std::string events = " --dataset " + write_temporal(m_dir).string();
+  const std::string out = " --out " + (m_dir / "s").string();
+  for (const auto& [args, flag] : std::vector<std::pair<std::string, std::string>>{
+           {"partition --method scratch" + out, "--method"},
+           {"partition --snapshots 3 --method metis" + events + out, "--method"},
+           {"partition --snapshots 3 --balance nodes" + events + out, "--balance"},
+           {"partition --window-snapshots 2" + events + out, "--window-snapshots"},
+           {"partition --snapshots 2 --snapshot-window 5" + events + out, "--snapshot"},
+           {"partition --snapshots 0" + events + out, "--snapshots"},
+           {"partition --snapshots 2 --migration-weight 3" + events + out, "--migration-weight"},
+           {"partition --snapshots 2 --method migration --migration-weight nan" + events + out,
+            "--migration-weight"},
+           {"partition --snapshots 2 --repartition-every 2" + events + out,
+            "--repartition-every"}}) {
+    const Outcome r = run(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_NE(r.err.find(flag), std::string::npos) << args << ": " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(m_dir / "s"));
+  // Not a temporal dataset: a data error.
+  const Outcome r = run("partition --snapshots 2 --dataset " + cora() + out);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("not a temporal dataset"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(m_dir / "s"));
+}
+
+TEST_F(PartitionCli, SnapshotSeriesWithMorePartsThanEarlyNodes) {
+  const fs::path events = write_temporal(m_dir);
+  const fs::path out = m_dir / "series";
+  // Sliding windows of one span over 3 spans of about 100 s: 4 nodes, then no edges, then 2
+  // edges and one new node; 6 parts, more than any snapshot's nodes (empty parts).
+  const Outcome r =
+      run("partition --dataset " + events.string() +
+          " --snapshots 3 --window-snapshots 1 --parts 6 --method migration --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("3 snapshots of events"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("total:"), std::string::npos) << r.out;
+  const auto meta = nlohmann::json::parse(read_file(out / "meta.json"));
+  EXPECT_EQ(meta["dataset"]["num_nodes"], 5);
+  EXPECT_EQ(meta["dataset"]["num_events"], 6);
+  ASSERT_EQ(meta["snapshots"].size(), 3u);
+  EXPECT_EQ(meta["snapshots"][0]["num_nodes"], 4);
+  EXPECT_EQ(meta["snapshots"][1]["num_pairs"], 0);
+  EXPECT_EQ(meta["snapshots"][1]["pairs_removed"], 4);
+  EXPECT_EQ(meta["snapshots"][2]["new_nodes"], 1);
+  EXPECT_EQ(meta["snapshots"][2]["migration"], "migration-2.tsv");
+  EXPECT_EQ(read_file(out / "node_ids.txt"), "50\n7\n9\n11\n13\n");
+  EXPECT_TRUE(fs::exists(out / "migration-1.tsv"));
+  // Every snapshot is a partition directory that --info verifies.
+  for (int t = 0; t < 3; ++t) {
+    const Outcome info =
+        run("partition --info " + (out / ("snapshot-" + std::to_string(t))).string());
+    EXPECT_EQ(info.code, 0) << info.err;
+  }
+  EXPECT_EQ(
+      run("partition --dataset " + events.string() + " --snapshots 3 --out " + out.string()).code,
+      1)
+      << "refuses to overwrite";
+}

@@ -101,6 +101,33 @@ void add_dataset_options(CLI::App* sub, DatasetOptions& o) {
       ->capture_default_str();
 }
 
+void add_snapshot_options(CLI::App* sub, datasets::SnapshotConfig& o) {
+  CLI::Option* n =
+      sub->add_option("--snapshots", o.num_snapshots,
+                      "Temporal dataset: cut the events into N snapshots of equal time spans")
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
+  CLI::Option* w = sub->add_option("--snapshot-window", o.window_seconds,
+                                   "Temporal dataset: snapshots of this many seconds each, from "
+                                   "the first event (EvolveGCN's UC Irvine steps: 190080)")
+                       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 62));
+  n->excludes(w);
+  w->excludes(n);
+  sub->add_option("--window-snapshots", o.window_snapshots,
+                  "Snapshot t holds the events of spans t-W+1..t (sliding window); 0: every event "
+                  "so far (cumulative)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24))
+      ->capture_default_str();
+}
+
+bool wants_snapshots(const datasets::SnapshotConfig& o) {
+  return o.num_snapshots > 0 || o.window_seconds > 0;
+}
+
+void check_snapshot_options(const datasets::SnapshotConfig& o) {
+  if (o.window_snapshots > 0 && !wants_snapshots(o))
+    throw CLI::ValidationError("--window-snapshots", "needs --snapshots or --snapshot-window");
+}
+
 void check_dataset_options(const DatasetOptions& o) {
   // make_rmat's limit on the edges it draws (2^scale * degree entries of 32-bit ids).
   const double entries = std::ldexp(o.rmat.avg_degree, o.rmat.scale);

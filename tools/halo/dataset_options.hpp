@@ -8,6 +8,7 @@
 #include <halo/datasets/dataset.hpp>
 #include <halo/datasets/rmat.hpp>
 #include <halo/datasets/synthetic.hpp>
+#include <halo/datasets/temporal.hpp>
 #include <halo/kernels/resources.hpp>
 
 namespace halo::cli {
@@ -51,6 +52,17 @@ datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptio
 /// from `o`); kept until every caller has moved to the two-argument form.
 datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptions& o,
                                std::uint64_t seed);
+
+/// Registers --snapshots, --snapshot-window and --window-snapshots on `sub`, bound to `o`
+/// (datasets::SnapshotConfig; all 0 when not given). The first two exclude each other.
+void add_snapshot_options(CLI::App* sub, datasets::SnapshotConfig& o);
+
+/// Whether --snapshots or --snapshot-window was given.
+bool wants_snapshots(const datasets::SnapshotConfig& o);
+
+/// CLI::ValidationError (a usage error) for --window-snapshots without --snapshots or
+/// --snapshot-window; call it from the subcommand's parse callback.
+void check_snapshot_options(const datasets::SnapshotConfig& o);
 
 /// A CLI11 check for a floating-point flag: a finite number in [min, max]. CLI::Range alone
 /// lets "nan" through (every comparison with NaN is false), which then fails deep inside.

@@ -160,27 +160,6 @@ std::string planetoid_name_in(const fs::path& dir) {
   return found;
 }
 
-/// A dataset holding only `graph`: no feature columns (sparse n x 0), every node in class 0 of
-/// one, empty splits. Weights are dropped (the plain format has no weight column).
-datasets::Dataset graph_only(const kernels::Resources& res, datasets::Graph graph) {
-  const std::int64_t n = graph.num_rows();
-  datasets::Dataset ds;
-  graph.values = kernels::Tensor<float>::from_host(res, std::vector<float>{});
-  ds.graph = std::move(graph);
-  ds.features = kernels::CsrMatrix<std::int32_t, float>{
-      kernels::Tensor<std::int64_t>::from_host(
-          res, std::vector<std::int64_t>(static_cast<std::size_t>(n) + 1, 0)),
-      kernels::Tensor<std::int32_t>::from_host(res, std::vector<std::int32_t>{}),
-      kernels::Tensor<float>::from_host(res, std::vector<float>{}), 0};
-  ds.labels = kernels::Tensor<std::int32_t>::from_host(
-      res, std::vector<std::int32_t>(static_cast<std::size_t>(n), 0));
-  ds.train_idx = kernels::Tensor<datasets::NodeId>::from_host(res, std::vector<datasets::NodeId>{});
-  ds.val_idx = kernels::Tensor<datasets::NodeId>::from_host(res, std::vector<datasets::NodeId>{});
-  ds.test_idx = kernels::Tensor<datasets::NodeId>::from_host(res, std::vector<datasets::NodeId>{});
-  ds.num_classes = 1;
-  return ds;
-}
-
 int run_convert(const DatasetsOptions& opts) {
   const kernels::Resources res(kernels::Device::Cpu, 0);
   const fs::path in = opts.path;
@@ -195,8 +174,9 @@ int run_convert(const DatasetsOptions& opts) {
   } else if (opts.from == "npz-reddit") {
     ds = datasets::read_reddit(res, in);
   } else if (opts.from == "edgelist" || opts.from == "mtx") {
-    ds = graph_only(res, opts.from == "mtx" ? datasets::read_matrix_market(res, in)
-                                            : datasets::read_edge_list(res, in));
+    ds =
+        datasets::graph_only_dataset(res, opts.from == "mtx" ? datasets::read_matrix_market(res, in)
+                                                             : datasets::read_edge_list(res, in));
     ds.name = in.stem().string();
   } else {
     ds = datasets::read_directory(res, in);

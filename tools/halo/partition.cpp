@@ -5,10 +5,13 @@
 #include <memory>
 #include <string>
 
+#include <halo/datasets/registry.hpp>
+#include <halo/datasets/rmat.hpp>
 #include <halo/datasets/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/partition/partitioner.hpp>
+#include <halo/partition/snapshot_format.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 
@@ -26,6 +29,9 @@ struct PartitionOptions {
   int threads = 0;
   std::string out;
   std::string info;
+  datasets::SnapshotConfig snapshots;
+  double migration_weight = partition::kDefaultMigrationWeight;
+  std::int64_t repartition_every = 0;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -67,8 +73,59 @@ int run_info(const PartitionOptions& o) {
   return 0;
 }
 
+/// --snapshots / --snapshot-window: one partition per snapshot and the migration plans.
+int run_snapshots(const PartitionOptions& o) {
+  datasets::check_output_directory(o.out);
+  const kernels::Resources res(kernels::Device::Cpu, o.threads);
+  const ProgressLog progress;
+  progress("loading temporal dataset " + o.data.dataset);
+  // R-MAT grows in kRmatGrowthSteps steps (datasets::grow_rmat); other datasets must be
+  // temporal directories.
+  constexpr std::int64_t kRmatGrowthSteps = 10;
+  if (o.data.dataset != "rmat" && !datasets::temporal_events_file(o.data.dataset))
+    throw IoError("--snapshots: '" + o.data.dataset +
+                  "' is not a temporal dataset (a directory holding events.tsv or events.csv, "
+                  "or rmat)");
+  const datasets::TemporalGraph g = o.data.dataset == "rmat"
+                                        ? datasets::grow_rmat(res, o.data.rmat, kRmatGrowthSteps)
+                                        : datasets::load_temporal_dataset(o.data.dataset);
+  progress("dataset " + g.name + ": " + std::to_string(g.num_nodes()) + " nodes, " +
+           std::to_string(g.num_events()) + " events");
+  partition::RepartitionConfig c;
+  c.num_parts = o.parts;
+  c.method = partition::parse_repartition_method(o.method);
+  c.objective = partition::parse_objective(o.objective);
+  c.imbalance = o.imbalance;
+  c.seed = o.seed;
+  c.migration_weight = o.migration_weight;
+  c.repartition_every = o.repartition_every;
+  const auto records =
+      partition::write_snapshot_partitions(res, g, o.snapshots, c, o.out, progress);
+  progress("done");
+  std::printf("wrote %s: %zu snapshots of %s (%lld nodes, %lld events), %d parts, method %s\n",
+              o.out.c_str(), records.size(), g.name.c_str(), static_cast<long long>(g.num_nodes()),
+              static_cast<long long>(g.num_events()), o.parts, o.method.c_str());
+  std::printf("%8s %9s %9s %9s %9s %8s %9s %11s %8s %9s\n", "snapshot", "nodes", "pairs", "+pairs",
+              "-pairs", "new", "migrated", "comm_volume", "cut", "balance");
+  long long migrated = 0, volume = 0;
+  for (const auto& r : records) {
+    std::printf("%8lld %9lld %9lld %9lld %9lld %8lld %9lld %11lld %8lld %9.4f\n",
+                static_cast<long long>(r.index), static_cast<long long>(r.num_nodes),
+                static_cast<long long>(r.num_pairs), static_cast<long long>(r.pairs_added),
+                static_cast<long long>(r.pairs_removed), static_cast<long long>(r.new_nodes),
+                static_cast<long long>(r.migrated), static_cast<long long>(r.comm_volume),
+                static_cast<long long>(r.edge_cut), r.balance);
+    migrated += r.migrated;
+    volume += r.comm_volume;
+  }
+  std::printf("total: %lld nodes migrated, comm volume %lld (summed over snapshots)\n", migrated,
+              volume);
+  return 0;
+}
+
 int run_partition(const PartitionOptions& o) {
   if (!o.info.empty()) return run_info(o);
+  if (wants_snapshots(o.snapshots)) return run_snapshots(o);
   // Refuse an unusable --out before any work: partitioning a large graph takes minutes.
   datasets::check_output_directory(o.out);
   const kernels::Resources res(kernels::Device::Cpu, o.threads);
@@ -136,10 +193,14 @@ Command add_partition_command(CLI::App& app) {
   sub->add_option("--parts", o->parts, "Number of parts P")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  sub->add_option("--method", o->method,
-                  "metis (k-way), metis-rb (recursive bisection) or random (hash baseline)")
-      ->check(CLI::IsMember({"metis", "metis-rb", "random"}))
-      ->capture_default_str();
+  CLI::Option* method =
+      sub->add_option("--method", o->method,
+                      "metis (k-way), metis-rb (recursive bisection) or random (hash baseline); "
+                      "with --snapshots: scratch (METIS per snapshot, relabelled), streaming "
+                      "(LDG for new nodes) or migration (Scotch repartitioning; default scratch)")
+          ->check(
+              CLI::IsMember({"metis", "metis-rb", "random", "scratch", "streaming", "migration"}))
+          ->capture_default_str();
   sub->add_option("--balance", o->balance,
                   "Constraints METIS balances: a comma-separated subset of nodes, train, edges")
       ->check(kBalanceList)
@@ -156,6 +217,20 @@ Command add_partition_command(CLI::App& app) {
                   "--synthetic-seed, --rmat-seed)")
       ->check(seed_value())
       ->capture_default_str();
+  add_snapshot_options(sub, o->snapshots);
+  CLI::Option* weight =
+      sub->add_option("--migration-weight", o->migration_weight,
+                      "--method migration: cost of moving one node in cut edges (Scotch's "
+                      "emraval; ParMETIS's itr = 1 / weight)")
+          ->check(finite_range(0.0, 1e6))
+          ->capture_default_str();
+  CLI::Option* every =
+      sub->add_option("--repartition-every", o->repartition_every,
+                      "--method streaming: repartition from scratch every K snapshots (0: only "
+                      "the first)")
+          ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24))
+          ->capture_default_str();
+  CLI::Option* balance_opt = sub->get_option("--balance");
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(1, 4096));
   CLI::Option* out = sub->add_option(
@@ -165,9 +240,27 @@ Command add_partition_command(CLI::App& app) {
   out->excludes(info);
   info->excludes(out);
   // Checks across flags, during parsing: usage errors (exit code 2).
-  sub->parse_complete_callback([o, out, info] {
+  sub->parse_complete_callback([o, out, info, method, weight, every, balance_opt] {
     if (out->count() == 0 && info->count() == 0)
       throw CLI::RequiredError("--out DIR (or --info DIR)");
+    check_snapshot_options(o->snapshots);
+    const bool dynamic =
+        o->method == "scratch" || o->method == "streaming" || o->method == "migration";
+    if (wants_snapshots(o->snapshots)) {
+      if (method->count() == 0) o->method = "scratch";
+      if (!(o->method == "scratch" || o->method == "streaming" || o->method == "migration"))
+        throw CLI::ValidationError("--method", "with --snapshots: scratch, streaming or migration");
+      if (balance_opt->count() > 0)
+        throw CLI::ValidationError("--balance",
+                                   "snapshot partitions balance node counts only (no --balance)");
+    } else if (dynamic) {
+      throw CLI::ValidationError("--method",
+                                 "'" + o->method + "' needs --snapshots or --snapshot-window");
+    }
+    if (weight->count() > 0 && o->method != "migration")
+      throw CLI::ValidationError("--migration-weight", "needs --method migration");
+    if (every->count() > 0 && o->method != "streaming")
+      throw CLI::ValidationError("--repartition-every", "needs --method streaming");
     if (o->method == "metis-rb" && o->objective == "vol")
       throw CLI::ValidationError("--objective",
                                  "'vol' needs --method metis (recursive bisection, "
