@@ -1,0 +1,302 @@
+#pragma once
+// Single-source bodies of the multi-head graph-attention ops: SDDMM, segment softmax over the
+// union of several relations' edges, per-edge-per-head weighted aggregation and its adjoint,
+// block-diagonal head weights, and the sigmoid skip gate.
+//
+// Layout: H heads of width d share one row: column h * d + c of a node matrix is component c
+// of head h; per-edge values are E x H (edge e of a CSR, head h).
+
+#include <cstdint>
+
+#include <halo/kernels/hd.hpp>
+#include <halo/kernels/hd_math.hpp>
+#include <halo/kernels/views.hpp>
+
+namespace halo::kernels::detail {
+
+/// out(e, h) = sum_c a(r, h*d + c) * b(col(e), h*d + c) for the edges e of row r (d = a.cols /
+/// heads). One index = one (row, head): indices write disjoint edges.
+template <class Idx, class T>
+struct SddmmBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> a;
+  MatrixView<const T> b;
+  MatrixView<T> out;
+  std::int64_t heads;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t r = k / heads;
+    const std::int64_t h = k - r * heads;
+    const std::int64_t d = a.cols / heads;
+    const T* ar = a.row(r) + h * d;
+    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e) {
+      const T* br = b.row(static_cast<std::int64_t>(g.indices[e])) + h * d;
+      T acc = T(0);
+      for (std::int64_t c = 0; c < d; ++c) acc += ar[c] * br[c];
+      out(e, h) = acc;
+    }
+  }
+};
+
+/// out(r, h*d + c) (+)= sum_e w(e, h) * x(col(e), h*d + c). One index = one row (the CPU's
+/// decomposition: the row's columns vectorise).
+template <class Idx, class T>
+struct WeightedAggregateRowBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> w;
+  MatrixView<const T> x;
+  MatrixView<T> out;
+  bool accumulate;
+  HALO_HD void operator()(std::int64_t r) const {
+    const std::int64_t width = out.cols;
+    const std::int64_t heads = w.cols;
+    const std::int64_t d = width / heads;
+    T* o = out.row(r);
+    if (!accumulate)
+      for (std::int64_t j = 0; j < width; ++j) o[j] = T(0);
+    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e) {
+      const T* xr = x.row(static_cast<std::int64_t>(g.indices[e]));
+      const T* we = w.row(e);
+      for (std::int64_t h = 0; h < heads; ++h) {
+        const T weight = we[h];
+        for (std::int64_t c = h * d; c < (h + 1) * d; ++c) o[c] += weight * xr[c];
+      }
+    }
+  }
+};
+
+/// The GPU's decomposition of WeightedAggregateRowBody: one index = one output element (row
+/// k / cols, column k % cols), so neighbouring threads read neighbouring columns.
+template <class Idx, class T>
+struct WeightedAggregateElementsBody {
+  WeightedAggregateRowBody<Idx, T> p;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t width = p.out.cols;
+    const std::int64_t r = k / width;
+    const std::int64_t j = k - r * width;
+    const std::int64_t h = j / (width / p.w.cols);
+    T acc = T(0);
+    for (std::int64_t e = p.g.indptr[r]; e < p.g.indptr[r + 1]; ++e)
+      acc += p.w(e, h) * p.x(static_cast<std::int64_t>(p.g.indices[e]), j);
+    p.out.data[k] = p.accumulate ? p.out.data[k] + acc : acc;
+  }
+};
+
+/// The adjoint out(col(e), h*d + c) += w(e, h) * y(r, h*d + c) (out zeroed beforehand unless
+/// accumulating). One index = one block of kColumnBlock output columns: each block walks all
+/// edges and owns its columns, so no two indices write the same element (no atomics).
+template <class Idx, class T>
+struct WeightedAggregateTransposedBlockBody {
+  static constexpr std::int64_t kColumnBlock = 16;
+  CsrView<Idx, T> g;
+  MatrixView<const T> w;
+  MatrixView<const T> y;
+  MatrixView<T> out;
+  HALO_HD void operator()(std::int64_t block) const {
+    const std::int64_t width = out.cols;
+    const std::int64_t d = width / w.cols;
+    const std::int64_t j0 = block * kColumnBlock;
+    const std::int64_t j1 = j0 + kColumnBlock < width ? j0 + kColumnBlock : width;
+    for (std::int64_t r = 0; r < g.num_rows; ++r) {
+      const T* yr = y.row(r);
+      for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e) {
+        T* o = out.row(static_cast<std::int64_t>(g.indices[e]));
+        const T* we = w.row(e);
+        for (std::int64_t j = j0; j < j1; ++j) o[j] += we[j / d] * yr[j];
+      }
+    }
+  }
+};
+
+/// The GPU's adjoint: one index = one element (r, j) of y, added to the rows of its edges'
+/// columns with atomics (several rows reach the same column).
+template <class Idx, class T>
+struct WeightedAggregateTransposedAtomicBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> w;
+  MatrixView<const T> y;
+  MatrixView<T> out;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t width = y.cols;
+    const std::int64_t r = k / width;
+    const std::int64_t j = k - r * width;
+    const std::int64_t h = j / (width / w.cols);
+    const T v = y.data[k];
+    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e)
+      atomic_add(&out(static_cast<std::int64_t>(g.indices[e]), j), w(e, h) * v);
+  }
+};
+
+/// One relation's contribution to the per-(row, head) softmax statistics: row_max becomes the
+/// maximum over the relations seen so far, row_sum the sum of exp(score - row_max) over them
+/// (rescaled when the maximum grows: the online softmax). Rows without edges in this relation
+/// keep their statistics. One index = one (row, head).
+template <class Idx, class T>
+struct SegmentSoftmaxStatsBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> scores;
+  MatrixView<T> row_max;
+  MatrixView<T> row_sum;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t heads = scores.cols;
+    const std::int64_t r = k / heads;
+    const std::int64_t h = k - r * heads;
+    const std::int64_t begin = g.indptr[r];
+    const std::int64_t end = g.indptr[r + 1];
+    if (begin == end) return;
+    const T old_max = row_max(r, h);
+    T m = old_max;
+    for (std::int64_t e = begin; e < end; ++e) m = hd::max(m, scores(e, h));
+    // old_max is -inf before the first relation with edges: exp(-inf) = 0 and row_sum is 0.
+    T s = row_sum(r, h) * hd::exp(old_max - m);
+    for (std::int64_t e = begin; e < end; ++e) s += hd::exp(scores(e, h) - m);
+    row_max(r, h) = m;
+    row_sum(r, h) = s;
+  }
+};
+
+/// alpha(e, h) = exp(score(e, h) - row_max(r, h)) / row_sum(r, h). alpha may alias scores.
+template <class Idx, class T>
+struct SegmentSoftmaxNormalizeBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> scores;
+  MatrixView<const T> row_max;
+  MatrixView<const T> row_sum;
+  MatrixView<T> alpha;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t heads = scores.cols;
+    const std::int64_t r = k / heads;
+    const std::int64_t h = k - r * heads;
+    const T m = row_max(r, h);
+    const T inv = T(1) / row_sum(r, h);
+    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e)
+      alpha(e, h) = hd::exp(scores(e, h) - m) * inv;
+  }
+};
+
+/// row_dot(r, h) += sum_e alpha(e, h) * dalpha(e, h) over one relation's edges of row r.
+template <class Idx, class T>
+struct SegmentSoftmaxDotBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> alpha;
+  MatrixView<const T> dalpha;
+  MatrixView<T> row_dot;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t heads = alpha.cols;
+    const std::int64_t r = k / heads;
+    const std::int64_t h = k - r * heads;
+    T acc = T(0);
+    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e) acc += alpha(e, h) * dalpha(e, h);
+    row_dot(r, h) += acc;
+  }
+};
+
+/// dscores(e, h) = alpha(e, h) * (dalpha(e, h) - row_dot(r, h)), the softmax's adjoint given
+/// the dot over the whole union of the row's edges. dscores may alias dalpha.
+template <class Idx, class T>
+struct SegmentSoftmaxBackwardBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> alpha;
+  MatrixView<const T> dalpha;
+  MatrixView<const T> row_dot;
+  MatrixView<T> dscores;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t heads = alpha.cols;
+    const std::int64_t r = k / heads;
+    const std::int64_t h = k - r * heads;
+    const T dot = row_dot(r, h);
+    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e)
+      dscores(e, h) = alpha(e, h) * (dalpha(e, h) - dot);
+  }
+};
+
+/// out (H*d x H*d) = the block-diagonal matrix whose block h is factor * scale[h] * w[h], w[h]
+/// being row h of w read as a d x d row-major matrix (scale empty: 1). One index = one element.
+template <class T>
+struct BlockDiagonalBody {
+  MatrixView<const T> w;
+  Span<const T> scale;
+  T factor;
+  MatrixView<T> out;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t n = out.cols;
+    const std::int64_t i = k / n;
+    const std::int64_t j = k - i * n;
+    const std::int64_t d = n / w.rows;
+    const std::int64_t h = i / d;
+    if (j / d != h) {
+      out.data[k] = T(0);
+      return;
+    }
+    const T s = scale.size > 0 ? scale[h] * factor : factor;
+    out.data[k] = s * w(h, (i - h * d) * d + (j - h * d));
+  }
+};
+
+/// The gradients of BlockDiagonalBody given G = dL/d(out): dw[h] = factor * scale[h] * G's
+/// block h, and dscale[h] = factor * <G's block h, w[h]> when dscale is not empty. One index =
+/// one head.
+template <class T>
+struct BlockDiagonalBackwardBody {
+  MatrixView<const T> w;
+  Span<const T> scale;
+  T factor;
+  MatrixView<const T> grad_out;
+  MatrixView<T> dw;
+  Span<T> dscale;
+  HALO_HD void operator()(std::int64_t h) const {
+    const std::int64_t d = grad_out.cols / w.rows;
+    const T s = scale.size > 0 ? scale[h] * factor : factor;
+    T dot = T(0);
+    for (std::int64_t a = 0; a < d; ++a) {
+      for (std::int64_t b = 0; b < d; ++b) {
+        const T gv = grad_out(h * d + a, h * d + b);
+        dw(h, a * d + b) = s * gv;
+        dot += gv * w(h, a * d + b);
+      }
+    }
+    if (dscale.size > 0) dscale[h] = factor * dot;
+  }
+};
+
+template <class T>
+HALO_HD inline T sigmoid(T x) {
+  return T(1) / (T(1) + hd::exp(-x));
+}
+
+/// out[i] = s * y[i] + (1 - s) * x[i] with s = sigmoid(gate[0]), the gate read on the device.
+/// out may alias y or x.
+template <class T>
+struct SigmoidGateBody {
+  Span<const T> gate;
+  Span<const T> y;
+  Span<const T> x;
+  Span<T> out;
+  HALO_HD void operator()(std::int64_t i) const {
+    const T s = sigmoid(gate[0]);
+    out[i] = s * y[i] + (T(1) - s) * x[i];
+  }
+};
+
+/// The gate's adjoint, element i of each: dy[i] = s * dout[i], dx[i] (+)= (1 - s) * dout[i],
+/// and the gate's per-element terms term[i] = s (1 - s) dout[i] (y[i] - x[i]) that sum to
+/// dL/d(gate). dy may alias dout.
+template <class T>
+struct SigmoidGateBackwardBody {
+  Span<const T> gate;
+  Span<const T> y;
+  Span<const T> x;
+  Span<const T> dout;
+  Span<T> dy;
+  Span<T> dx;
+  Span<T> term;
+  bool accumulate_dx;
+  HALO_HD void operator()(std::int64_t i) const {
+    const T s = sigmoid(gate[0]);
+    const T g = dout[i];
+    term[i] = s * (T(1) - s) * g * (y[i] - x[i]);
+    if (dx.size > 0) dx[i] = accumulate_dx ? dx[i] + (T(1) - s) * g : (T(1) - s) * g;
+    dy[i] = s * g;
+  }
+};
+
+}  // namespace halo::kernels::detail
