@@ -340,7 +340,7 @@ const std::vector<Tensor<T>>& HGTConv<T>::backward(const Context& ctx,
     TypeState& ts = m_types[t];
     const std::int64_t rows = graph.num_dst[t], in = m_config.in_widths[t];
     if (need_input_grad) {
-      kernels::ensure_shape(res, m_dx[t], graph.num_src[t], in);
+      kernels::ensure_shape(res, m_dx[t], graph.num_src[t], x[t].cols());  // the input's shape
       kernels::fill(res, m_dx[t].span(), T(0));
     }
     kernels::ensure_shape(res, ts.d_lin, rows, width);

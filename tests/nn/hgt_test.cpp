@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <halo/kernels/error.hpp>
@@ -32,7 +33,9 @@ struct TypedGraph {
   std::vector<CsrMatrix<NodeId, T>> adj;
   std::vector<NodeId> ids;  // explicit global ids (type offsets 0, 8, 14), when used
 
-  explicit TypedGraph(std::uint64_t seed) {
+  explicit TypedGraph(std::uint64_t seed, std::vector<std::int64_t> src = {8, 6, 5},
+                      std::vector<std::int64_t> dst = {6, 4, 3})
+      : num_src(std::move(src)), num_dst(std::move(dst)) {
     for (std::size_t r = 0; r < relations.size(); ++r) {
       const auto [src, dst] = relations[r];
       adj.push_back(random_graph<T>(num_dst[dst], num_src[src], 0.45, seed + r, false));
@@ -272,6 +275,24 @@ TEST(HgtConv, GradientMatchesFiniteDifferences) {
       check_hetero_gradients(layer, train_context(), g.view(), x, 500);
     }
   }
+}
+
+// Type 2 has no rows at all (an empty input tensor; relation 2 -> 0 has no columns) and type 1
+// no destinations (relation 0 -> 1 has no rows): outputs and gradients stay right.
+TEST(HgtConv, HandlesTypesWithoutRows) {
+  TypedGraph<double> g(23, {8, 6, 0}, {6, 0, 0});
+  const auto c = config(2, 0.3f);
+  nn::HGTConv<double> layer(cpu(), c, 3, 0);
+  randomize_parameters(layer, 1000);
+  auto x = random_inputs(g, c, 1100);
+  x[2] = Tensor<double>();
+  const auto expected = reference_forward(layer, g, c, x);
+  const auto& y = layer.forward(eval_context(), g.view(), x);
+  for (std::size_t t = 0; t < 3; ++t) {
+    EXPECT_EQ(y[t].rows(), g.num_dst[t]);
+    EXPECT_TRUE(testing::all_close(y[t], expected[t], 1e-10, 1e-12)) << "node type " << t;
+  }
+  check_hetero_gradients(layer, train_context(), g.view(), x, 1200);
 }
 
 TEST(HgtConv, DropoutIsKeyedByGlobalIds) {
