@@ -340,6 +340,46 @@ TEST(HgtConv, RecordsStageTimesAndReusesBuffers) {
   EXPECT_TRUE(layer.backward(train_context(), view, dy, false)[0].empty());
 }
 
+/// Element-wise |got - expected| <= 1e-4 (1 + |expected|) for every tensor of two lists.
+void expect_near(const Resources& res, const std::vector<Tensor<float>>& got,
+                 const std::vector<Tensor<float>>& expected, const char* what) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t t = 0; t < got.size(); ++t)
+    EXPECT_TRUE(testing::all_close(got[t].to_vector(res), expected[t].to_vector(cpu()), 1e-4, 1e-4))
+        << what << " " << t;
+}
+
+// The same layer on a GPU: outputs, every parameter gradient and dL/dx match the CPU's.
+TEST(HgtConvCuda, MatchesTheCpuLayer) {
+  if (kernels::cuda_device_count() == 0) GTEST_SKIP() << "no usable CUDA device";
+  const Resources gpu(kernels::Device::Cuda);
+  TypedGraph<float> g(29);
+  const auto c = config(2, 0.3f);
+  nn::HGTConv<float> host(cpu(), c, 7, 0), device(gpu, c, 7, 0);
+  const auto x = random_inputs(g, c, 1300);
+  std::vector<Tensor<float>> x_d, dy, dy_d;
+  for (std::size_t t = 0; t < 3; ++t) {
+    x_d.push_back(x[t].copy_to(gpu, kernels::Device::Cuda));
+    dy.push_back(testing::random_matrix<float>(g.num_dst[t], 4, 1400 + t));
+    dy_d.push_back(dy.back().copy_to(gpu, kernels::Device::Cuda));
+  }
+  std::vector<CsrMatrix<NodeId, float>> adj_d;
+  for (const auto& a : g.adj) adj_d.push_back(a.copy_to(gpu, kernels::Device::Cuda));
+  auto view_d = g.view();
+  for (std::size_t r = 0; r < adj_d.size(); ++r) view_d.relations[r].adj = adj_d[r].view();
+  const nn::Context on_gpu{&gpu, /*training=*/true, 1234, 0, 0};
+  expect_near(gpu, device.forward(on_gpu, view_d, x_d), host.forward(train_context(), g.view(), x),
+              "output of node type");
+  expect_near(gpu, device.backward(on_gpu, view_d, dy_d, true),
+              host.backward(train_context(), g.view(), dy, true), "dL/dx of node type");
+  const auto hp = host.parameters(), dp = device.parameters();
+  ASSERT_EQ(hp.size(), dp.size());
+  for (std::size_t k = 0; k < hp.size(); ++k)
+    EXPECT_TRUE(
+        testing::all_close(dp[k]->grad.to_vector(gpu), hp[k]->grad.to_vector(cpu()), 1e-4, 1e-4))
+        << hp[k]->name;
+}
+
 TEST(HgtConv, RejectsMismatchedGraphsAndInputs) {
   EXPECT_THROW(nn::HGTConv<double>(cpu(), config(3, 0.f), 1, 0), LogicError)
       << "4 columns do not split into 3 heads";
