@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -41,7 +42,8 @@ void sddmm(const Resources& res, CsrView<Idx, T> g, ConstMatrixView<T> a, ConstM
   expect_edges<Idx, T>(g, out, heads, "sddmm");
   HALO_EXPECTS(a.rows == g.num_rows && b.rows == g.num_cols && b.cols == a.cols,
                "sddmm: a needs one row per destination, b one per source, both as wide");
-  launch(res, g.num_rows * heads, detail::SddmmBody<Idx, T>{g, a, b, out, heads});
+  const detail::SddmmBody<Idx, T> body{g, a, b, out, heads};
+  launch_by_device(res, g.num_rows, detail::SddmmRowBody<Idx, T>{body}, g.num_rows * heads, body);
 }
 
 template <class Idx, class T>
@@ -72,10 +74,14 @@ void weighted_aggregate_transposed(const Resources& res, CsrView<Idx, T> g, Cons
   HALO_EXPECTS(y.rows == g.num_rows && out.rows == g.num_cols && out.cols == y.cols,
                "weighted_aggregate_transposed: shape mismatch");
   if (!accumulate) zero(res, out);
-  using Block = detail::WeightedAggregateTransposedBlockBody<Idx, T>;
-  const std::int64_t blocks = (out.cols + Block::kColumnBlock - 1) / Block::kColumnBlock;
-  launch_by_device(res, g.num_rows == 0 ? 0 : blocks, Block{g, w, y, out}, y.size(),
-                   detail::WeightedAggregateTransposedAtomicBody<Idx, T>{g, w, y, out});
+  // CPU column blocks: one per thread (every block reads the whole CSR), of whole cache lines.
+  const std::int64_t threads = std::max(1, res.cpu_exec().num_threads);
+  const std::int64_t block =
+      std::max<std::int64_t>(16, (out.cols + threads - 1) / threads + 15) / 16 * 16;
+  const std::int64_t blocks = (out.cols + block - 1) / block;
+  launch_by_device(res, g.num_rows == 0 ? 0 : blocks,
+                   detail::WeightedAggregateTransposedBlockBody<Idx, T>{g, w, y, out, block},
+                   y.size(), detail::WeightedAggregateTransposedAtomicBody<Idx, T>{g, w, y, out});
 }
 
 template <class Idx, class T>

@@ -15,7 +15,7 @@
 namespace halo::kernels::detail {
 
 /// out(e, h) = sum_c a(r, h*d + c) * b(col(e), h*d + c) for the edges e of row r (d = a.cols /
-/// heads). One index = one (row, head): indices write disjoint edges.
+/// heads). One index = one (row, head), the GPU's decomposition: indices write disjoint edges.
 template <class Idx, class T>
 struct SddmmBody {
   CsrView<Idx, T> g;
@@ -31,8 +31,37 @@ struct SddmmBody {
     for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e) {
       const T* br = b.row(static_cast<std::int64_t>(g.indices[e])) + h * d;
       T acc = T(0);
+      // The CPU may reorder the sum into vector lanes (a strict left-to-right chain of
+      // dependent additions runs several times slower); nvcc's device pass skips the pragma.
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+#pragma omp simd reduction(+ : acc)
+#endif
       for (std::int64_t c = 0; c < d; ++c) acc += ar[c] * br[c];
       out(e, h) = acc;
+    }
+  }
+};
+
+/// The CPU's decomposition of SddmmBody: one index = one row, all heads, so each neighbour's
+/// row of b is read once, whole.
+template <class Idx, class T>
+struct SddmmRowBody {
+  SddmmBody<Idx, T> p;
+  HALO_HD void operator()(std::int64_t r) const {
+    const std::int64_t heads = p.heads;
+    const std::int64_t d = p.a.cols / heads;
+    const T* ar = p.a.row(r);
+    for (std::int64_t e = p.g.indptr[r]; e < p.g.indptr[r + 1]; ++e) {
+      const T* br = p.b.row(static_cast<std::int64_t>(p.g.indices[e]));
+      T* o = p.out.row(e);
+      for (std::int64_t h = 0; h < heads; ++h) {
+        T acc = T(0);
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+#pragma omp simd reduction(+ : acc)
+#endif
+        for (std::int64_t c = h * d; c < (h + 1) * d; ++c) acc += ar[c] * br[c];
+        o[h] = acc;
+      }
     }
   }
 };
@@ -82,26 +111,34 @@ struct WeightedAggregateElementsBody {
 };
 
 /// The adjoint out(col(e), h*d + c) += w(e, h) * y(r, h*d + c) (out zeroed beforehand unless
-/// accumulating). One index = one block of kColumnBlock output columns: each block walks all
-/// edges and owns its columns, so no two indices write the same element (no atomics).
+/// accumulating). One index = one block of `block` output columns: each block walks all edges
+/// and owns its columns, so no two indices write the same element (no atomics). Every block
+/// re-reads the whole CSR, so the launcher makes blocks as wide as its thread count allows.
 template <class Idx, class T>
 struct WeightedAggregateTransposedBlockBody {
-  static constexpr std::int64_t kColumnBlock = 16;
   CsrView<Idx, T> g;
   MatrixView<const T> w;
   MatrixView<const T> y;
   MatrixView<T> out;
-  HALO_HD void operator()(std::int64_t block) const {
+  std::int64_t block;
+  HALO_HD void operator()(std::int64_t b) const {
     const std::int64_t width = out.cols;
     const std::int64_t d = width / w.cols;
-    const std::int64_t j0 = block * kColumnBlock;
-    const std::int64_t j1 = j0 + kColumnBlock < width ? j0 + kColumnBlock : width;
+    const std::int64_t j0 = b * block;
+    const std::int64_t j1 = j0 + block < width ? j0 + block : width;
+    const std::int64_t h0 = j0 / d;
+    const std::int64_t h1 = (j1 + d - 1) / d;  // the heads overlapping [j0, j1)
     for (std::int64_t r = 0; r < g.num_rows; ++r) {
       const T* yr = y.row(r);
       for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e) {
         T* o = out.row(static_cast<std::int64_t>(g.indices[e]));
         const T* we = w.row(e);
-        for (std::int64_t j = j0; j < j1; ++j) o[j] += we[j / d] * yr[j];
+        for (std::int64_t h = h0; h < h1; ++h) {
+          const T weight = we[h];
+          const std::int64_t c0 = h * d > j0 ? h * d : j0;
+          const std::int64_t c1 = (h + 1) * d < j1 ? (h + 1) * d : j1;
+          for (std::int64_t j = c0; j < c1; ++j) o[j] += weight * yr[j];
+        }
       }
     }
   }

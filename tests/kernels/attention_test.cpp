@@ -114,8 +114,8 @@ TYPED_TEST(Attention, WeightedAggregateAndAdjointMatchReference) {
   });
 }
 
-// The GPU decompositions (one element per index, atomics in the adjoint), run by the CPU
-// launcher with 3 threads, against the references.
+// The GPU decompositions (SDDMM per (row, head); aggregation per element, atomics in the
+// adjoint), run by the CPU launcher with 3 threads, against the references.
 TEST(Attention, GpuBodiesMatchReferenceOnTheCpu) {
   const Resources res(Device::Cpu, 3);
   testing::for_each_index_and_value_type([&](auto idx, auto value) {
@@ -125,6 +125,11 @@ TEST(Attention, GpuBodiesMatchReferenceOnTheCpu) {
     const auto w = testing::random_matrix<T>(g.num_edges(), 3, 22);
     const auto x = testing::random_matrix<T>(61, 12, 23);
     const auto y = testing::random_matrix<T>(97, 12, 24);
+    Tensor<T> scores(res, g.num_edges(), 3);
+    for_each_index(res.cpu_exec(), 97 * 3,
+                   detail::SddmmBody<Idx, T>{g.view(), y.view(), x.view(), scores.view(), 3});
+    EXPECT_TRUE(testing::all_close(scores.to_vector(res), ref::sddmm(g, y, x, 3),
+                                   testing::rtol<T>(), testing::atol<T>()));
     Tensor<T> out(res, 97, 12);
     const detail::WeightedAggregateRowBody<Idx, T> p{g.view(), w.view(), x.view(), out.view(),
                                                      false};
