@@ -48,7 +48,11 @@ struct HgtConfig {
 /// feature projection = K/Q/V and output projections with gelu, dropout and gate; neighbour
 /// aggregation = per-relation transforms, SDDMM scores and the weighted sums of messages;
 /// semantic aggregation = the softmax across relations. Buffers are kept across passes
-/// (reallocated only when a pass is larger than all before).
+/// (reallocated only when a pass is larger than all before). Parameters, in parameters()'s
+/// order: per node type t `k_weight.t<t>` (in_t x out), `k_bias.t<t>` (out), likewise `q_*`,
+/// `v_*`, `a_weight.t<t>` (out x out), `a_bias.t<t>`, `skip.t<t>` (1 x 1, gated types only);
+/// then per relation r `att.r<r>`, `msg.r<r>` (H x d*d: head h's d x d matrix row-major in
+/// row h) and `prior.r<r>` (H).
 template <class T>
 class HGTConv final : public HeteroModule<T> {
  public:
