@@ -27,6 +27,13 @@ void expect_heads(std::int64_t width, std::int64_t heads, const char* op) {
                    std::to_string(width) + " columns, " + std::to_string(heads) + " heads)");
 }
 
+/// A segment-softmax body in the GPU's decomposition (one index per row and head).
+template <class Body>
+Body with_per_head(Body body) {
+  body.per_head = true;
+  return body;
+}
+
 template <class T>
 void zero(const Resources& res, MatrixView<T> m) {
   zero_bytes(res, m.data, res.device(), static_cast<std::size_t>(m.size()) * sizeof(T));
@@ -104,13 +111,22 @@ void segment_softmax(const Resources& res, std::span<const SoftmaxSegments<Idx, 
   }
   fill(res, row_max.span(), -std::numeric_limits<T>::infinity());
   fill(res, row_sum.span(), T(0));
-  const std::int64_t n = row_max.size();
-  for (const auto& p : parts)
-    launch(res, n, detail::SegmentSoftmaxStatsBody<Idx, T>{p.graph, p.values, row_max, row_sum});
-  for (const auto& p : parts)
-    launch(
-        res, n,
-        detail::SegmentSoftmaxNormalizeBody<Idx, T>{p.graph, p.values, row_max, row_sum, p.values});
+  // Three passes over every part: the union's maximum, exp(score - maximum) and its sum, the
+  // division. One exp per edge and head (the costly part on the CPU).
+  const std::int64_t rows = row_max.rows, n = row_max.size();
+  for (const auto& p : parts) {
+    const detail::SegmentSoftmaxMaxBody<Idx, T> body{p.graph, p.values, row_max, false};
+    launch_by_device(res, rows, body, n, with_per_head(body));
+  }
+  for (const auto& p : parts) {
+    const detail::SegmentSoftmaxExpBody<Idx, T> body{p.graph, p.values, row_max,
+                                                     row_sum, p.values, false};
+    launch_by_device(res, rows, body, n, with_per_head(body));
+  }
+  for (const auto& p : parts) {
+    const detail::SegmentSoftmaxScaleBody<Idx, T> body{p.graph, row_sum, p.values, false};
+    launch_by_device(res, rows, body, n, with_per_head(body));
+  }
 }
 
 template <class Idx, class T>
@@ -126,15 +142,17 @@ void segment_softmax_backward(const Resources& res, std::span<const SoftmaxSegme
     expect_edges<Idx, T>(alpha[k].graph, alpha[k].values, row_dot.cols, "segment_softmax_backward");
   }
   zero(res, row_dot);
-  const std::int64_t n = row_dot.size();
-  for (std::size_t k = 0; k < alpha.size(); ++k)
-    launch(res, n,
-           detail::SegmentSoftmaxDotBody<Idx, T>{alpha[k].graph, alpha[k].values,
-                                                 gradients[k].values, row_dot});
-  for (std::size_t k = 0; k < alpha.size(); ++k)
-    launch(res, n,
-           detail::SegmentSoftmaxBackwardBody<Idx, T>{
-               alpha[k].graph, alpha[k].values, gradients[k].values, row_dot, gradients[k].values});
+  const std::int64_t rows = row_dot.rows, n = row_dot.size();
+  for (std::size_t k = 0; k < alpha.size(); ++k) {
+    const detail::SegmentSoftmaxDotBody<Idx, T> body{alpha[k].graph, alpha[k].values,
+                                                     gradients[k].values, row_dot, false};
+    launch_by_device(res, rows, body, n, with_per_head(body));
+  }
+  for (std::size_t k = 0; k < alpha.size(); ++k) {
+    const detail::SegmentSoftmaxBackwardBody<Idx, T> body{
+        alpha[k].graph, alpha[k].values, gradients[k].values, row_dot, gradients[k].values, false};
+    launch_by_device(res, rows, body, n, with_per_head(body));
+  }
 }
 
 template <class T>

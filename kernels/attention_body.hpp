@@ -163,72 +163,89 @@ struct WeightedAggregateTransposedAtomicBody {
   }
 };
 
-/// One relation's contribution to the per-(row, head) softmax statistics: row_max becomes the
-/// maximum over the relations seen so far, row_sum the sum of exp(score - row_max) over them
-/// (rescaled when the maximum grows: the online softmax). Rows without edges in this relation
-/// keep their statistics. One index = one (row, head).
+/// The (row, heads) an index of a segment-softmax body covers: with `per_head` (the GPU's
+/// decomposition) index k is row k / heads and head k % heads; otherwise (the CPU's) row k and
+/// every head, which walks the row's per-edge values contiguously.
+struct SegmentRange {
+  std::int64_t row, h0, h1;
+};
+HALO_HD inline SegmentRange segment_range(std::int64_t k, std::int64_t heads, bool per_head) {
+  if (!per_head) return {k, 0, heads};
+  const std::int64_t r = k / heads;
+  return {r, k - r * heads, k - r * heads + 1};
+}
+
+/// Pass 1 of the segment softmax, once per relation: row_max(r, h) = max(row_max(r, h), the
+/// maximum score of the row's edges in this relation).
 template <class Idx, class T>
-struct SegmentSoftmaxStatsBody {
+struct SegmentSoftmaxMaxBody {
   CsrView<Idx, T> g;
   MatrixView<const T> scores;
   MatrixView<T> row_max;
-  MatrixView<T> row_sum;
+  bool per_head;
   HALO_HD void operator()(std::int64_t k) const {
-    const std::int64_t heads = scores.cols;
-    const std::int64_t r = k / heads;
-    const std::int64_t h = k - r * heads;
-    const std::int64_t begin = g.indptr[r];
-    const std::int64_t end = g.indptr[r + 1];
-    if (begin == end) return;
-    const T old_max = row_max(r, h);
-    T m = old_max;
-    for (std::int64_t e = begin; e < end; ++e) m = hd::max(m, scores(e, h));
-    // old_max is -inf before the first relation with edges: exp(-inf) = 0 and row_sum is 0.
-    T s = row_sum(r, h) * hd::exp(old_max - m);
-    for (std::int64_t e = begin; e < end; ++e) s += hd::exp(scores(e, h) - m);
-    row_max(r, h) = m;
-    row_sum(r, h) = s;
+    const SegmentRange s = segment_range(k, scores.cols, per_head);
+    for (std::int64_t e = g.indptr[s.row]; e < g.indptr[s.row + 1]; ++e)
+      for (std::int64_t h = s.h0; h < s.h1; ++h)
+        row_max(s.row, h) = hd::max(row_max(s.row, h), scores(e, h));
   }
 };
 
-/// alpha(e, h) = exp(score(e, h) - row_max(r, h)) / row_sum(r, h). alpha may alias scores.
+/// Pass 2, once per relation: alpha(e, h) = exp(score(e, h) - row_max(r, h)) and row_sum(r, h)
+/// += those terms. Only rows with edges are touched, so the maximum read is finite. alpha may
+/// alias scores.
 template <class Idx, class T>
-struct SegmentSoftmaxNormalizeBody {
+struct SegmentSoftmaxExpBody {
   CsrView<Idx, T> g;
   MatrixView<const T> scores;
   MatrixView<const T> row_max;
-  MatrixView<const T> row_sum;
+  MatrixView<T> row_sum;
   MatrixView<T> alpha;
+  bool per_head;
   HALO_HD void operator()(std::int64_t k) const {
-    const std::int64_t heads = scores.cols;
-    const std::int64_t r = k / heads;
-    const std::int64_t h = k - r * heads;
-    const T m = row_max(r, h);
-    const T inv = T(1) / row_sum(r, h);
-    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e)
-      alpha(e, h) = hd::exp(scores(e, h) - m) * inv;
+    const SegmentRange s = segment_range(k, scores.cols, per_head);
+    for (std::int64_t e = g.indptr[s.row]; e < g.indptr[s.row + 1]; ++e) {
+      for (std::int64_t h = s.h0; h < s.h1; ++h) {
+        const T v = hd::exp(scores(e, h) - row_max(s.row, h));
+        alpha(e, h) = v;
+        row_sum(s.row, h) += v;
+      }
+    }
   }
 };
 
-/// row_dot(r, h) += sum_e alpha(e, h) * dalpha(e, h) over one relation's edges of row r.
+/// Pass 3, once per relation: alpha(e, h) /= row_sum(r, h).
+template <class Idx, class T>
+struct SegmentSoftmaxScaleBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> row_sum;
+  MatrixView<T> alpha;
+  bool per_head;
+  HALO_HD void operator()(std::int64_t k) const {
+    const SegmentRange s = segment_range(k, alpha.cols, per_head);
+    for (std::int64_t e = g.indptr[s.row]; e < g.indptr[s.row + 1]; ++e)
+      for (std::int64_t h = s.h0; h < s.h1; ++h) alpha(e, h) /= row_sum(s.row, h);
+  }
+};
+
+/// Backward pass 1, once per relation: row_dot(r, h) += sum over the row's edges of alpha(e, h)
+/// * dalpha(e, h).
 template <class Idx, class T>
 struct SegmentSoftmaxDotBody {
   CsrView<Idx, T> g;
   MatrixView<const T> alpha;
   MatrixView<const T> dalpha;
   MatrixView<T> row_dot;
+  bool per_head;
   HALO_HD void operator()(std::int64_t k) const {
-    const std::int64_t heads = alpha.cols;
-    const std::int64_t r = k / heads;
-    const std::int64_t h = k - r * heads;
-    T acc = T(0);
-    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e) acc += alpha(e, h) * dalpha(e, h);
-    row_dot(r, h) += acc;
+    const SegmentRange s = segment_range(k, alpha.cols, per_head);
+    for (std::int64_t e = g.indptr[s.row]; e < g.indptr[s.row + 1]; ++e)
+      for (std::int64_t h = s.h0; h < s.h1; ++h) row_dot(s.row, h) += alpha(e, h) * dalpha(e, h);
   }
 };
 
-/// dscores(e, h) = alpha(e, h) * (dalpha(e, h) - row_dot(r, h)), the softmax's adjoint given
-/// the dot over the whole union of the row's edges. dscores may alias dalpha.
+/// Backward pass 2: dscores(e, h) = alpha(e, h) * (dalpha(e, h) - row_dot(r, h)), the softmax's
+/// adjoint given the dot over the whole union of the row's edges. dscores may alias dalpha.
 template <class Idx, class T>
 struct SegmentSoftmaxBackwardBody {
   CsrView<Idx, T> g;
@@ -236,13 +253,12 @@ struct SegmentSoftmaxBackwardBody {
   MatrixView<const T> dalpha;
   MatrixView<const T> row_dot;
   MatrixView<T> dscores;
+  bool per_head;
   HALO_HD void operator()(std::int64_t k) const {
-    const std::int64_t heads = alpha.cols;
-    const std::int64_t r = k / heads;
-    const std::int64_t h = k - r * heads;
-    const T dot = row_dot(r, h);
-    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e)
-      dscores(e, h) = alpha(e, h) * (dalpha(e, h) - dot);
+    const SegmentRange s = segment_range(k, alpha.cols, per_head);
+    for (std::int64_t e = g.indptr[s.row]; e < g.indptr[s.row + 1]; ++e)
+      for (std::int64_t h = s.h0; h < s.h1; ++h)
+        dscores(e, h) = alpha(e, h) * (dalpha(e, h) - row_dot(s.row, h));
   }
 };
 

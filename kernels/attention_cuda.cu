@@ -9,8 +9,9 @@
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::WeightedAggregateElementsBody<Idx, T>); \
   HALO_INSTANTIATE_CUDA_LAUNCH(                                                               \
       halo::kernels::detail::WeightedAggregateTransposedAtomicBody<Idx, T>);                  \
-  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SegmentSoftmaxStatsBody<Idx, T>);       \
-  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SegmentSoftmaxNormalizeBody<Idx, T>);   \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SegmentSoftmaxMaxBody<Idx, T>);         \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SegmentSoftmaxExpBody<Idx, T>);         \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SegmentSoftmaxScaleBody<Idx, T>);       \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SegmentSoftmaxDotBody<Idx, T>);         \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SegmentSoftmaxBackwardBody<Idx, T>);
 HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)

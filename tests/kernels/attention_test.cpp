@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <limits>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <halo/kernels/attention.hpp>
@@ -143,6 +144,60 @@ TEST(Attention, GpuBodiesMatchReferenceOnTheCpu) {
     EXPECT_TRUE(testing::all_close(adj.to_vector(res), ref::weighted_aggregate_transposed(g, w, y),
                                    testing::rtol<T>(), testing::atol<T>()));
   });
+}
+
+// The GPU's decomposition of the segment softmax (one index per row and head), forward and
+// backward, run by the CPU launcher over two relations: the forward against the reference, the
+// backward against the CPU's decomposition (checked by finite differences below).
+TEST(Attention, GpuSoftmaxBodiesMatchOnTheCpu) {
+  const Resources res(Device::Cpu, 3);
+  using Csr = CsrMatrix<NodeId, double>;
+  const std::int64_t rows = 37, heads = 3, n = rows * heads;
+  const Csr a = testing::random_csr<NodeId, double>(rows, 20, 2.0, 25);
+  const Csr b = testing::random_csr<NodeId, double>(rows, 30, 0.7, 26);
+  const Tensor<double> sa = testing::random_matrix<double>(a.num_edges(), heads, 27);
+  const Tensor<double> sb = testing::random_matrix<double>(b.num_edges(), heads, 28);
+  Tensor<double> alpha_a = sa.clone(res), alpha_b = sb.clone(res);
+  Tensor<double> row_max(res, rows, heads), row_sum = Tensor<double>::zeros(res, rows, heads);
+  fill(res, row_max.span(), -std::numeric_limits<double>::infinity());
+  const std::pair<const Csr*, Tensor<double>*> parts[] = {{&a, &alpha_a}, {&b, &alpha_b}};
+  for (const auto& [g, v] : parts)
+    for_each_index(
+        res.cpu_exec(), n,
+        detail::SegmentSoftmaxMaxBody<NodeId, double>{g->view(), v->view(), row_max.view(), true});
+  for (const auto& [g, v] : parts)
+    for_each_index(res.cpu_exec(), n,
+                   detail::SegmentSoftmaxExpBody<NodeId, double>{
+                       g->view(), v->view(), row_max.view(), row_sum.view(), v->view(), true});
+  for (const auto& [g, v] : parts)
+    for_each_index(res.cpu_exec(), n,
+                   detail::SegmentSoftmaxScaleBody<NodeId, double>{g->view(), row_sum.view(),
+                                                                   v->view(), true});
+  const auto expected = ref::segment_softmax<NodeId, double>({&a, &b}, {&sa, &sb}, rows, heads);
+  EXPECT_TRUE(testing::all_close(alpha_a.to_vector(res), expected[0], 1e-12, 1e-14));
+  EXPECT_TRUE(testing::all_close(alpha_b.to_vector(res), expected[1], 1e-12, 1e-14));
+
+  const Tensor<double> da = testing::random_matrix<double>(a.num_edges(), heads, 29);
+  const Tensor<double> db = testing::random_matrix<double>(b.num_edges(), heads, 30);
+  Tensor<double> ga = da.clone(res), gb = db.clone(res), row_dot(res, rows, heads);
+  const SoftmaxSegments<NodeId, double> alpha[] = {{a.view(), alpha_a.view()},
+                                                   {b.view(), alpha_b.view()}};
+  const SoftmaxSegments<NodeId, double> grads[] = {{a.view(), ga.view()}, {b.view(), gb.view()}};
+  segment_softmax_backward<NodeId, double>(res, alpha, grads, row_dot.view());
+  Tensor<double> pa = da.clone(res), pb = db.clone(res);
+  auto dot = Tensor<double>::zeros(res, rows, heads);
+  const std::pair<const SoftmaxSegments<NodeId, double>*, Tensor<double>*> backward[] = {
+      {&alpha[0], &pa}, {&alpha[1], &pb}};
+  for (const auto& [al, g] : backward)
+    for_each_index(res.cpu_exec(), n,
+                   detail::SegmentSoftmaxDotBody<NodeId, double>{al->graph, al->values, g->view(),
+                                                                 dot.view(), true});
+  for (const auto& [al, g] : backward)
+    for_each_index(res.cpu_exec(), n,
+                   detail::SegmentSoftmaxBackwardBody<NodeId, double>{
+                       al->graph, al->values, g->view(), dot.view(), g->view(), true});
+  EXPECT_TRUE(testing::all_close(pa.to_vector(res), ga.to_vector(res), 1e-12, 1e-14));
+  EXPECT_TRUE(testing::all_close(pb.to_vector(res), gb.to_vector(res), 1e-12, 1e-14));
 }
 
 /// Runs segment_softmax on res over `graphs` with the given scores, returning each part's alpha.
