@@ -2,9 +2,9 @@
 // The Heterogeneous Graph Transformer layer (Hu et al., "Heterogeneous Graph Transformer",
 // WWW 2020) on the heterogeneous layer interface. Instantiated for float and double.
 
-#include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <halo/kernels/attention.hpp>
@@ -18,7 +18,7 @@ struct HgtConfig {
   /// Input width of each node type (the number of types is its size).
   std::vector<std::int64_t> in_widths;
   /// (source type, destination type) of each relation.
-  std::vector<std::array<std::int32_t, 2>> relations;
+  std::vector<std::pair<std::int32_t, std::int32_t>> relations;
   /// Output width of every node type, heads * head width.
   std::int64_t out_width = 64;
   std::int64_t heads = 4;

@@ -2,7 +2,6 @@
 // parameter's and input's gradient against finite differences, dropout keyed by global ids,
 // stage times, and the checks of its graph.
 
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <gtest/gtest.h>
@@ -29,7 +28,7 @@ template <class T>
 struct TypedGraph {
   std::vector<std::int64_t> num_src{8, 6, 5};
   std::vector<std::int64_t> num_dst{6, 4, 3};
-  std::vector<std::array<std::int32_t, 2>> relations{{1, 0}, {0, 1}, {2, 0}, {0, 0}};
+  std::vector<std::pair<std::int32_t, std::int32_t>> relations{{1, 0}, {0, 1}, {2, 0}, {0, 0}};
   std::vector<CsrMatrix<NodeId, T>> adj;
   std::vector<NodeId> ids;  // explicit global ids (type offsets 0, 8, 14), when used
 
@@ -48,7 +47,7 @@ struct TypedGraph {
     g.type_offset = {0, 8, 14};
     for (std::size_t r = 0; r < relations.size(); ++r)
       g.relations.push_back(
-          {"rel" + std::to_string(r), relations[r][0], relations[r][1], adj[r].view()});
+          {"rel" + std::to_string(r), relations[r].first, relations[r].second, adj[r].view()});
     if (explicit_ids) {
       ids.clear();
       for (std::size_t t = 0; t < 3; ++t)
