@@ -4,7 +4,7 @@
 set -euo pipefail
 build=${1:?usage: bench/smoke.sh BUILD_DIR}
 export HALO_BENCH_SMOKE=1
-for b in spmm_bench gemm_bench elementwise_bench gcn_epoch_bench load_bench partition_bench sampler_bench gpu_bench; do
+for b in spmm_bench gemm_bench elementwise_bench attention_bench gcn_epoch_bench load_bench partition_bench sampler_bench gpu_bench; do
   if ! log=$("$build/bench/$b" --benchmark_min_time=0.001 --benchmark_repetitions=1 2>&1); then
     echo "$log"
     echo "bench smoke: $b FAILED"

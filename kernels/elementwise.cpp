@@ -41,6 +41,18 @@ void relu_backward(const Resources& res, ConstSpan<T> y, ConstSpan<T> dy, Span<T
 }
 
 template <class T>
+void gelu(const Resources& res, ConstSpan<T> x, Span<T> y) {
+  HALO_EXPECTS(x.size == y.size, "gelu: size mismatch");
+  launch(res, y.size, detail::GeluBody<T>{x, y});
+}
+
+template <class T>
+void gelu_backward(const Resources& res, ConstSpan<T> x, ConstSpan<T> dy, Span<T> dx) {
+  HALO_EXPECTS(x.size == dy.size && dy.size == dx.size, "gelu_backward: size mismatch");
+  launch(res, dx.size, detail::GeluBackwardBody<T>{x, dy, dx});
+}
+
+template <class T>
 void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
              MatrixView<T> y) {
   HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
@@ -79,6 +91,8 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
   template void add_bias<T>(const Resources&, MatrixView<T>, Span<const T>);                \
   template void relu<T>(const Resources&, Span<const T>, Span<T>);                          \
   template void relu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>);  \
+  template void gelu<T>(const Resources&, Span<const T>, Span<T>);                          \
+  template void gelu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>);  \
   template void dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>, \
                            MatrixView<T>);                                                  \
   template void dropout<std::int32_t, T>(const Resources&, const DropoutKey&, float,        \

@@ -28,6 +28,15 @@ void relu(const Resources& res, ConstSpan<T> x, Span<T> y);
 template <class T>
 void relu_backward(const Resources& res, ConstSpan<T> y, ConstSpan<T> dy, Span<T> dx);
 
+/// y = gelu(x), the tanh approximation x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). y may
+/// alias x.
+template <class T>
+void gelu(const Resources& res, ConstSpan<T> x, Span<T> y);
+
+/// dx = gelu'(x) * dy, given GELU's input x. dx may alias dy.
+template <class T>
+void gelu_backward(const Resources& res, ConstSpan<T> x, ConstSpan<T> dy, Span<T> dx);
+
 /// Inverted dropout: y = x / (1 - p) where the mask keyed by `key` keeps, else 0; 0 <= p < 1.
 /// The mask is a pure function of the key, so the backward pass is this same op applied to dy.
 /// y may alias x.

@@ -1,10 +1,11 @@
 #pragma once
-// Single-source bodies of the element-wise ops: fill, axpy, bias, ReLU, dropout.
+// Single-source bodies of the element-wise ops: fill, axpy, bias, ReLU, GELU, dropout.
 
 #include <cmath>
 #include <cstdint>
 
 #include <halo/kernels/hd.hpp>
+#include <halo/kernels/hd_math.hpp>
 #include <halo/kernels/rng.hpp>
 #include <halo/kernels/types.hpp>
 #include <halo/kernels/views.hpp>
@@ -88,6 +89,39 @@ struct ReluBackwardBody {  // dx = dy where the output was positive
   Span<const T> dy;
   Span<T> dx;
   HALO_HD void operator()(std::int64_t i) const { dx[i] = y[i] > T(0) ? dy[i] : T(0); }
+};
+
+/// GELU with the tanh approximation (Hendrycks & Gimpel): y = x/2 (1 + tanh(u)),
+/// u = sqrt(2/pi) (x + 0.044715 x^3); tanh(u) = 1 - 2 / (exp(2u) + 1), which saturates to +-1
+/// instead of overflowing.
+template <class T>
+HALO_HD inline T gelu_tanh(T u) {
+  return T(1) - T(2) / (hd::exp(T(2) * u) + T(1));
+}
+constexpr double kGeluC = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kGeluA = 0.044715;
+
+template <class T>
+struct GeluBody {  // y = gelu(x); y may alias x
+  Span<const T> x;
+  Span<T> y;
+  HALO_HD void operator()(std::int64_t i) const {
+    const T v = x[i];
+    y[i] = T(0.5) * v * (T(1) + gelu_tanh(T(kGeluC) * (v + T(kGeluA) * v * v * v)));
+  }
+};
+
+template <class T>
+struct GeluBackwardBody {  // dx = gelu'(x) dy, given GELU's input x; dx may alias dy
+  Span<const T> x;
+  Span<const T> dy;
+  Span<T> dx;
+  HALO_HD void operator()(std::int64_t i) const {
+    const T v = x[i];
+    const T t = gelu_tanh(T(kGeluC) * (v + T(kGeluA) * v * v * v));
+    const T du = T(kGeluC) * (T(1) + T(3 * kGeluA) * v * v);
+    dx[i] = dy[i] * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * du);
+  }
 };
 
 template <class T>

@@ -1,0 +1,355 @@
+#pragma once
+// Single-source bodies of the multi-head graph-attention ops: SDDMM, segment softmax over the
+// union of several relations' edges, per-edge-per-head weighted aggregation and its adjoint,
+// block-diagonal head weights, and the sigmoid skip gate.
+//
+// Layout: H heads of width d share one row: column h * d + c of a node matrix is component c
+// of head h; per-edge values are E x H (edge e of a CSR, head h).
+
+#include <cstdint>
+
+#include <halo/kernels/hd.hpp>
+#include <halo/kernels/hd_math.hpp>
+#include <halo/kernels/views.hpp>
+
+namespace halo::kernels::detail {
+
+/// out(e, h) = sum_c a(r, h*d + c) * b(col(e), h*d + c) for the edges e of row r (d = a.cols /
+/// heads). One index = one (row, head), the GPU's decomposition: indices write disjoint edges.
+template <class Idx, class T>
+struct SddmmBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> a;
+  MatrixView<const T> b;
+  MatrixView<T> out;
+  std::int64_t heads;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t r = k / heads;
+    const std::int64_t h = k - r * heads;
+    const std::int64_t d = a.cols / heads;
+    const T* ar = a.row(r) + h * d;
+    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e) {
+      const T* br = b.row(static_cast<std::int64_t>(g.indices[e])) + h * d;
+      T acc = T(0);
+      // The CPU may reorder the sum into vector lanes (a strict left-to-right chain of
+      // dependent additions runs several times slower); nvcc's device pass skips the pragma.
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+#pragma omp simd reduction(+ : acc)
+#endif
+      for (std::int64_t c = 0; c < d; ++c) acc += ar[c] * br[c];
+      out(e, h) = acc;
+    }
+  }
+};
+
+/// The CPU's decomposition of SddmmBody: one index = one row, all heads, so each neighbour's
+/// row of b is read once, whole.
+template <class Idx, class T>
+struct SddmmRowBody {
+  SddmmBody<Idx, T> p;
+  HALO_HD void operator()(std::int64_t r) const {
+    const std::int64_t heads = p.heads;
+    const std::int64_t d = p.a.cols / heads;
+    const T* ar = p.a.row(r);
+    for (std::int64_t e = p.g.indptr[r]; e < p.g.indptr[r + 1]; ++e) {
+      const T* br = p.b.row(static_cast<std::int64_t>(p.g.indices[e]));
+      T* o = p.out.row(e);
+      for (std::int64_t h = 0; h < heads; ++h) {
+        T acc = T(0);
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+#pragma omp simd reduction(+ : acc)
+#endif
+        for (std::int64_t c = h * d; c < (h + 1) * d; ++c) acc += ar[c] * br[c];
+        o[h] = acc;
+      }
+    }
+  }
+};
+
+/// out(r, h*d + c) (+)= sum_e w(e, h) * x(col(e), h*d + c). One index = one row (the CPU's
+/// decomposition: the row's columns vectorise).
+template <class Idx, class T>
+struct WeightedAggregateRowBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> w;
+  MatrixView<const T> x;
+  MatrixView<T> out;
+  bool accumulate;
+  HALO_HD void operator()(std::int64_t r) const {
+    const std::int64_t width = out.cols;
+    const std::int64_t heads = w.cols;
+    const std::int64_t d = width / heads;
+    T* o = out.row(r);
+    if (!accumulate)
+      for (std::int64_t j = 0; j < width; ++j) o[j] = T(0);
+    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e) {
+      const T* xr = x.row(static_cast<std::int64_t>(g.indices[e]));
+      const T* we = w.row(e);
+      for (std::int64_t h = 0; h < heads; ++h) {
+        const T weight = we[h];
+        for (std::int64_t c = h * d; c < (h + 1) * d; ++c) o[c] += weight * xr[c];
+      }
+    }
+  }
+};
+
+/// The GPU's decomposition of WeightedAggregateRowBody: one index = one output element (row
+/// k / cols, column k % cols), so neighbouring threads read neighbouring columns.
+template <class Idx, class T>
+struct WeightedAggregateElementsBody {
+  WeightedAggregateRowBody<Idx, T> p;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t width = p.out.cols;
+    const std::int64_t r = k / width;
+    const std::int64_t j = k - r * width;
+    const std::int64_t h = j / (width / p.w.cols);
+    T acc = T(0);
+    for (std::int64_t e = p.g.indptr[r]; e < p.g.indptr[r + 1]; ++e)
+      acc += p.w(e, h) * p.x(static_cast<std::int64_t>(p.g.indices[e]), j);
+    p.out.data[k] = p.accumulate ? p.out.data[k] + acc : acc;
+  }
+};
+
+/// The adjoint out(col(e), h*d + c) += w(e, h) * y(r, h*d + c) (out zeroed beforehand unless
+/// accumulating). One index = one block of `block` output columns: each block walks all edges
+/// and owns its columns, so no two indices write the same element (no atomics). Every block
+/// re-reads the whole CSR, so the launcher makes blocks as wide as its thread count allows.
+template <class Idx, class T>
+struct WeightedAggregateTransposedBlockBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> w;
+  MatrixView<const T> y;
+  MatrixView<T> out;
+  std::int64_t block;
+  HALO_HD void operator()(std::int64_t b) const {
+    const std::int64_t width = out.cols;
+    const std::int64_t d = width / w.cols;
+    const std::int64_t j0 = b * block;
+    const std::int64_t j1 = j0 + block < width ? j0 + block : width;
+    const std::int64_t h0 = j0 / d;
+    const std::int64_t h1 = (j1 + d - 1) / d;  // the heads overlapping [j0, j1)
+    for (std::int64_t r = 0; r < g.num_rows; ++r) {
+      const T* yr = y.row(r);
+      for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e) {
+        T* o = out.row(static_cast<std::int64_t>(g.indices[e]));
+        const T* we = w.row(e);
+        for (std::int64_t h = h0; h < h1; ++h) {
+          const T weight = we[h];
+          const std::int64_t c0 = h * d > j0 ? h * d : j0;
+          const std::int64_t c1 = (h + 1) * d < j1 ? (h + 1) * d : j1;
+          for (std::int64_t j = c0; j < c1; ++j) o[j] += weight * yr[j];
+        }
+      }
+    }
+  }
+};
+
+/// The GPU's adjoint: one index = one element (r, j) of y, added to the rows of its edges'
+/// columns with atomics (several rows reach the same column).
+template <class Idx, class T>
+struct WeightedAggregateTransposedAtomicBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> w;
+  MatrixView<const T> y;
+  MatrixView<T> out;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t width = y.cols;
+    const std::int64_t r = k / width;
+    const std::int64_t j = k - r * width;
+    const std::int64_t h = j / (width / w.cols);
+    const T v = y.data[k];
+    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e)
+      atomic_add(&out(static_cast<std::int64_t>(g.indices[e]), j), w(e, h) * v);
+  }
+};
+
+/// The (row, heads) an index of a segment-softmax body covers: with `per_head` (the GPU's
+/// decomposition) index k is row k / heads and head k % heads; otherwise (the CPU's) row k and
+/// every head, which walks the row's per-edge values contiguously.
+struct SegmentRange {
+  std::int64_t row, h0, h1;
+};
+HALO_HD inline SegmentRange segment_range(std::int64_t k, std::int64_t heads, bool per_head) {
+  if (!per_head) return {k, 0, heads};
+  const std::int64_t r = k / heads;
+  return {r, k - r * heads, k - r * heads + 1};
+}
+
+/// Pass 1 of the segment softmax, once per relation: row_max(r, h) = max(row_max(r, h), the
+/// maximum score of the row's edges in this relation).
+template <class Idx, class T>
+struct SegmentSoftmaxMaxBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> scores;
+  MatrixView<T> row_max;
+  bool per_head;
+  HALO_HD void operator()(std::int64_t k) const {
+    const SegmentRange s = segment_range(k, scores.cols, per_head);
+    for (std::int64_t e = g.indptr[s.row]; e < g.indptr[s.row + 1]; ++e)
+      for (std::int64_t h = s.h0; h < s.h1; ++h)
+        row_max(s.row, h) = hd::max(row_max(s.row, h), scores(e, h));
+  }
+};
+
+/// Pass 2, once per relation: alpha(e, h) = exp(score(e, h) - row_max(r, h)) and row_sum(r, h)
+/// += those terms. Only rows with edges are touched, so the maximum read is finite. alpha may
+/// alias scores.
+template <class Idx, class T>
+struct SegmentSoftmaxExpBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> scores;
+  MatrixView<const T> row_max;
+  MatrixView<T> row_sum;
+  MatrixView<T> alpha;
+  bool per_head;
+  HALO_HD void operator()(std::int64_t k) const {
+    const SegmentRange s = segment_range(k, scores.cols, per_head);
+    for (std::int64_t e = g.indptr[s.row]; e < g.indptr[s.row + 1]; ++e) {
+      for (std::int64_t h = s.h0; h < s.h1; ++h) {
+        const T v = hd::exp(scores(e, h) - row_max(s.row, h));
+        alpha(e, h) = v;
+        row_sum(s.row, h) += v;
+      }
+    }
+  }
+};
+
+/// Pass 3, once per relation: alpha(e, h) /= row_sum(r, h).
+template <class Idx, class T>
+struct SegmentSoftmaxScaleBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> row_sum;
+  MatrixView<T> alpha;
+  bool per_head;
+  HALO_HD void operator()(std::int64_t k) const {
+    const SegmentRange s = segment_range(k, alpha.cols, per_head);
+    for (std::int64_t e = g.indptr[s.row]; e < g.indptr[s.row + 1]; ++e)
+      for (std::int64_t h = s.h0; h < s.h1; ++h) alpha(e, h) /= row_sum(s.row, h);
+  }
+};
+
+/// Backward pass 1, once per relation: row_dot(r, h) += sum over the row's edges of alpha(e, h)
+/// * dalpha(e, h).
+template <class Idx, class T>
+struct SegmentSoftmaxDotBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> alpha;
+  MatrixView<const T> dalpha;
+  MatrixView<T> row_dot;
+  bool per_head;
+  HALO_HD void operator()(std::int64_t k) const {
+    const SegmentRange s = segment_range(k, alpha.cols, per_head);
+    for (std::int64_t e = g.indptr[s.row]; e < g.indptr[s.row + 1]; ++e)
+      for (std::int64_t h = s.h0; h < s.h1; ++h) row_dot(s.row, h) += alpha(e, h) * dalpha(e, h);
+  }
+};
+
+/// Backward pass 2: dscores(e, h) = alpha(e, h) * (dalpha(e, h) - row_dot(r, h)), the softmax's
+/// adjoint given the dot over the whole union of the row's edges. dscores may alias dalpha.
+template <class Idx, class T>
+struct SegmentSoftmaxBackwardBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> alpha;
+  MatrixView<const T> dalpha;
+  MatrixView<const T> row_dot;
+  MatrixView<T> dscores;
+  bool per_head;
+  HALO_HD void operator()(std::int64_t k) const {
+    const SegmentRange s = segment_range(k, alpha.cols, per_head);
+    for (std::int64_t e = g.indptr[s.row]; e < g.indptr[s.row + 1]; ++e)
+      for (std::int64_t h = s.h0; h < s.h1; ++h)
+        dscores(e, h) = alpha(e, h) * (dalpha(e, h) - row_dot(s.row, h));
+  }
+};
+
+/// out (H*d x H*d) = the block-diagonal matrix whose block h is factor * scale[h] * w[h], w[h]
+/// being row h of w read as a d x d row-major matrix (scale empty: 1). One index = one element.
+template <class T>
+struct BlockDiagonalBody {
+  MatrixView<const T> w;
+  Span<const T> scale;
+  T factor;
+  MatrixView<T> out;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t n = out.cols;
+    const std::int64_t i = k / n;
+    const std::int64_t j = k - i * n;
+    const std::int64_t d = n / w.rows;
+    const std::int64_t h = i / d;
+    if (j / d != h) {
+      out.data[k] = T(0);
+      return;
+    }
+    const T s = scale.size > 0 ? scale[h] * factor : factor;
+    out.data[k] = s * w(h, (i - h * d) * d + (j - h * d));
+  }
+};
+
+/// The gradients of BlockDiagonalBody given G = dL/d(out): dw[h] = factor * scale[h] * G's
+/// block h, and dscale[h] = factor * <G's block h, w[h]> when dscale is not empty. One index =
+/// one head.
+template <class T>
+struct BlockDiagonalBackwardBody {
+  MatrixView<const T> w;
+  Span<const T> scale;
+  T factor;
+  MatrixView<const T> grad_out;
+  MatrixView<T> dw;
+  Span<T> dscale;
+  HALO_HD void operator()(std::int64_t h) const {
+    const std::int64_t d = grad_out.cols / w.rows;
+    const T s = scale.size > 0 ? scale[h] * factor : factor;
+    T dot = T(0);
+    for (std::int64_t a = 0; a < d; ++a) {
+      for (std::int64_t b = 0; b < d; ++b) {
+        const T gv = grad_out(h * d + a, h * d + b);
+        dw(h, a * d + b) = s * gv;
+        dot += gv * w(h, a * d + b);
+      }
+    }
+    if (dscale.size > 0) dscale[h] = factor * dot;
+  }
+};
+
+template <class T>
+HALO_HD inline T sigmoid(T x) {
+  return T(1) / (T(1) + hd::exp(-x));
+}
+
+/// out[i] = s * y[i] + (1 - s) * x[i] with s = sigmoid(gate[0]), the gate read on the device.
+/// out may alias y or x.
+template <class T>
+struct SigmoidGateBody {
+  Span<const T> gate;
+  Span<const T> y;
+  Span<const T> x;
+  Span<T> out;
+  HALO_HD void operator()(std::int64_t i) const {
+    const T s = sigmoid(gate[0]);
+    out[i] = s * y[i] + (T(1) - s) * x[i];
+  }
+};
+
+/// The gate's adjoint, element i of each: dy[i] = s * dout[i], dx[i] (+)= (1 - s) * dout[i],
+/// and the gate's per-element terms term[i] = s (1 - s) dout[i] (y[i] - x[i]) that sum to
+/// dL/d(gate). dy may alias dout.
+template <class T>
+struct SigmoidGateBackwardBody {
+  Span<const T> gate;
+  Span<const T> y;
+  Span<const T> x;
+  Span<const T> dout;
+  Span<T> dy;
+  Span<T> dx;
+  Span<T> term;
+  bool accumulate_dx;
+  HALO_HD void operator()(std::int64_t i) const {
+    const T s = sigmoid(gate[0]);
+    const T g = dout[i];
+    term[i] = s * (T(1) - s) * g * (y[i] - x[i]);
+    if (dx.size > 0) dx[i] = accumulate_dx ? dx[i] + (T(1) - s) * g : (T(1) - s) * g;
+    dy[i] = s * g;
+  }
+};
+
+}  // namespace halo::kernels::detail
