@@ -138,7 +138,10 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
         {"s_per_byte", m.spmm_s_per_byte}}},
       {"elementwise", {{"s_per_byte", m.elementwise_s_per_byte}}},
       {"sampler", {{"alpha_s", m.sampler_alpha_s}, {"s_per_edge", m.sampler_s_per_edge}}},
-      {"link", {{"alpha_s", m.link_alpha_s}, {"s_per_byte", m.link_s_per_byte}}},
+      {"link",
+       {{"alpha_s", m.link_alpha_s},
+        {"s_per_byte", m.link_s_per_byte},
+        {"measured", m.link_calibrated}}},
       {"disk", {{"s_per_byte", m.disk_s_per_byte}}},
       {"memory",
        {{"process_base_bytes", m.process_base_bytes},
@@ -180,6 +183,7 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   m.mpi_rank_extra_bytes = static_cast<std::int64_t>(num("memory", "mpi_rank_extra_bytes"));
   m.threads = j.value("threads", 0);
   m.host = j.value("host", std::string());
+  m.link_calibrated = j["link"].value("measured", false);
   m.calibrated = true;
   return m;
 }
@@ -276,6 +280,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
   plan.parameters = count_parameters(config, g.num_features, g.num_classes);
   plan.parts_estimated = in.parts_estimated;
   plan.calibrated = m.calibrated;
+  plan.link_calibrated = m.link_calibrated;
   plan.checkpoint_bytes = checkpoint_bytes(plan.parameters);
   plan.checkpoint_seconds = m.disk_s_per_byte * static_cast<double>(plan.checkpoint_bytes);
   const double param_bytes = static_cast<double>(plan.parameters) * kF;

@@ -46,6 +46,8 @@ struct CostModel {
   int threads = 0;
   std::string host;
   bool calibrated = false;
+  /// Whether the link terms were measured (`mpiexec -n 2 halo calibrate`), not defaults.
+  bool link_calibrated = false;
 };
 
 /// The calibration file's default place: $HALO_CALIBRATION, else <data dir>/calibration.json
@@ -169,6 +171,7 @@ struct Plan {
   double checkpoint_seconds = 0;
   bool parts_estimated = false;
   bool calibrated = false;
+  bool link_calibrated = false;
 };
 
 /// Bytes of a checkpoint of `parameters` floats: the parameters, Adam's two moments, the best

@@ -198,8 +198,11 @@ json plan_json(const runtime::Plan& p, const PlanOptions& o) {
             {"checkpoint_bytes", p.checkpoint_bytes},
             {"checkpoint_seconds", p.checkpoint_seconds},
             {"checkpoint_fits_grace_period", p.checkpoint_seconds <= runtime::kGracePeriodSeconds},
-            {"parts", p.parts_estimated ? "estimated" : "partition"},
+            {"parts", !o.partitions.empty() ? "partition"
+                      : p.parts_estimated   ? "estimated"
+                                            : "whole graph"},
             {"calibrated", p.calibrated},
+            {"link_calibrated", p.link_calibrated},
             {"per_rank", ranks}};
   if (!o.partitions.empty()) j["partitions"] = o.partitions;
   if (o.memory_limit > 0) j["memory_per_rank_bytes"] = o.memory_limit;
