@@ -343,8 +343,18 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     if (cuda) gpu.push_back({"features", features});
     // The propagation matrix the layers read (GCN: normalised, with self-loops; SAGE: S's
     // rows), local columns.
-    const std::int64_t adj_entries = p.num_edges + (sage ? 0 : n_o);
-    data.push_back({"adjacency", kI * (n_o + 1) + (kF + kF) * adj_entries});
+    // HaloExchange keeps the owned block, the halo block and the halo block's transpose (the
+    // backward product), and for SAGE the owned block's transpose too (GCN's is symmetric).
+    const std::int64_t halo_entries =
+        n_l > 0 ? as_bytes(static_cast<double>(p.num_edges) * static_cast<double>(p.num_halo) /
+                           static_cast<double>(n_l))
+                : 0;
+    const std::int64_t own_entries = p.num_edges - halo_entries + (sage ? 0 : n_o);
+    const std::int64_t adjacency =
+        kI * (n_o + 1) * (sage ? 2 : 1) + (kF + kF) * own_entries * (sage ? 2 : 1) +
+        (p.num_halo > 0 ? kI * (n_o + 1) + kI * (p.num_halo + 1) + 2 * (kF + kF) * halo_entries
+                        : 0);
+    data.push_back({"adjacency", adjacency});
     // Halo exchange buffers (full graph) or the feature cache and fetch buffers (mini-batch).
     const std::vector<std::int64_t> w = layer_widths(config, g.num_features, g.num_classes);
     const std::int64_t widest = *std::max_element(w.begin() + 1, w.end());
@@ -382,7 +392,20 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       input_nnz = static_cast<double>(nnz_o);
     }
     const StepCost step = step_cost(m, config, g, blocks, input_nnz);
-    data.push_back({"activations", step.activation_bytes});
+    std::int64_t activations = step.activation_bytes;
+    if (mini) {
+      // Every epoch ends with a full-graph forward pass (Trainer::evaluate), which grows the
+      // layers' forward buffers (cached product, output) to the part's rows.
+      const std::vector<std::int64_t> w = layer_widths(config, g.num_features, g.num_classes);
+      for (std::size_t l = 0; l + 1 < w.size(); ++l) {
+        const bool sparse_in = l == 0 && g.sparse_features;
+        const bool agg_first = !sparse_in && w[l] < w[l + 1];
+        const std::int64_t agg_cols = agg_first ? w[l] : w[l + 1];
+        activations += kF * ((agg_first ? n_o : n_l) * agg_cols + 2 * n_o * w[l + 1]);
+      }
+      activations += kF * n_o * g.num_classes;
+    }
+    data.push_back({"activations", activations});
     // Workspace: the gathered input rows of a batch (mini-batch) or the prepared copy of a
     // feature matrix a device run keeps on the host; BLAS/OpenMP scratch is in `process`.
     std::int64_t workspace = 0;
@@ -405,9 +428,15 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     }
     std::int64_t steady = 0;
     for (const MemoryItem& i : host) steady += i.bytes;
+    // Setting up: the adjacency is built in growing vectors and copied into tensors (a second
+    // copy for a moment), before any activation exists.
+    std::int64_t activation_host = 0;
+    for (const MemoryItem& i : host)
+      if (i.name == "activations") activation_host = i.bytes;
+    const std::int64_t setup = steady - activation_host + (cuda ? 0 : adjacency);
     const std::int64_t loading = m.process_base_bytes + (ranks > 1 ? m.mpi_rank_extra_bytes : 0) +
                                  rp.dataset_bytes + rp.scratch_bytes;
-    rp.peak_host_bytes = std::max(steady, loading);
+    rp.peak_host_bytes = std::max({steady, loading, setup});
     for (const MemoryItem& i : gpu) rp.peak_gpu_bytes += i.bytes;
 
     // Time of one epoch.
