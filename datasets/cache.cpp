@@ -15,6 +15,7 @@
 
 #include <halo/datasets/cache.hpp>
 #include <halo/datasets/detail/host.hpp>
+#include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
 
@@ -103,6 +104,33 @@ kernels::Tensor<T> read_array(const kernels::Resources& res, const fs::path& dir
   return t;
 }
 
+/// Entries and largest row of S = A ∪ Aᵀ without self-loops (built once, when the entry is
+/// written).
+std::pair<std::int64_t, std::int64_t> training_graph_stats(const kernels::Resources& res,
+                                                           const Graph& a) {
+  const Graph structure{a.indptr.clone(res), a.indices.clone(res), {}, a.num_cols, a.symmetric};
+  const Graph s = remove_self_loops(res, symmetrize(res, structure));
+  std::int64_t max_degree = 0;
+  for (std::int64_t v = 0; v < s.num_rows(); ++v)
+    max_degree = std::max(max_degree, s.indptr.data()[v + 1] - s.indptr.data()[v]);
+  return {s.num_edges(), max_degree};
+}
+
+json read_meta(const fs::path& meta_path) {
+  try {
+    std::FILE* f = std::fopen(meta_path.c_str(), "rb");
+    if (f == nullptr) throw IoError(meta_path.string() + ": cannot open: " + std::strerror(errno));
+    std::string text;
+    char buf[4096];
+    std::size_t got = 0;
+    while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, got);
+    std::fclose(f);
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw IoError(meta_path.string() + ": corrupt cache entry: " + e.what());
+  }
+}
+
 fs::path sibling(const fs::path& target, const char* tag) {
   static std::atomic<int> counter{0};
   return target.parent_path() / (target.filename().string() + tag + std::to_string(::getpid()) +
@@ -113,8 +141,8 @@ fs::path sibling(const fs::path& target, const char* tag) {
 
 void write_cache(const kernels::Resources& res, const Dataset& ds, const fs::path& dir,
                  const std::string& source_checksum) {
-  (void)res;
   validate(ds);
+  const auto [training_edges, max_degree] = training_graph_stats(res, ds.graph);
   fs::path target = dir.lexically_normal();
   if (target.filename().empty()) target = target.parent_path();
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
@@ -152,6 +180,12 @@ void write_cache(const kernels::Resources& res, const Dataset& ds, const fs::pat
                        {"num_nodes", ds.num_nodes()},
                        {"num_edges", ds.graph.num_edges()},
                        {"symmetric", ds.graph.symmetric},
+                       {"weighted", !ds.graph.values.empty()},
+                       {"training_edges", training_edges},
+                       {"max_degree", max_degree},
+                       {"num_train", ds.train_idx.numel()},
+                       {"num_val", ds.val_idx.numel()},
+                       {"num_test", ds.test_idx.numel()},
                        {"num_features", ds.num_features()},
                        {"features", features_kind},
                        {"feature_nnz", feature_nnz},
@@ -183,6 +217,35 @@ void write_cache(const kernels::Resources& res, const Dataset& ds, const fs::pat
   }
 }
 
+std::optional<CacheCounts> read_cache_counts(const fs::path& dir) {
+  const fs::path meta_path = dir / "meta.json";
+  if (!fs::is_regular_file(meta_path)) return std::nullopt;
+  const json meta = read_meta(meta_path);
+  try {
+    if (meta.at("format_version").get<int>() != kCacheFormatVersion) return std::nullopt;
+    CacheCounts c;
+    c.name = meta.at("name").get<std::string>();
+    c.num_nodes = meta.at("num_nodes").get<std::int64_t>();
+    c.num_edges = meta.at("num_edges").get<std::int64_t>();
+    c.weighted = meta.at("weighted").get<bool>();
+    c.training_edges = meta.at("training_edges").get<std::int64_t>();
+    c.max_degree = meta.at("max_degree").get<std::int64_t>();
+    c.num_features = meta.at("num_features").get<std::int64_t>();
+    c.sparse_features = meta.at("features").get<std::string>() == "sparse";
+    c.feature_nnz = meta.at("feature_nnz").get<std::int64_t>();
+    c.num_classes = meta.at("num_classes").get<std::int32_t>();
+    c.num_train = meta.at("num_train").get<std::int64_t>();
+    c.num_val = meta.at("num_val").get<std::int64_t>();
+    c.num_test = meta.at("num_test").get<std::int64_t>();
+    if (c.num_nodes < 0 || c.training_edges < 0 || c.max_degree < 0 ||
+        c.max_degree > c.training_edges || c.num_train < 0 || c.num_val < 0 || c.num_test < 0)
+      throw IoError(meta_path.string() + ": corrupt cache entry: negative or inconsistent counts");
+    return c;
+  } catch (const json::exception& e) {
+    throw IoError(meta_path.string() + ": corrupt cache entry: " + e.what());
+  }
+}
+
 std::optional<Dataset> read_cache(const kernels::Resources& res, const fs::path& dir,
                                   const std::string& expected_source_checksum) {
   const fs::path meta_path = dir / "meta.json";
@@ -190,19 +253,7 @@ std::optional<Dataset> read_cache(const kernels::Resources& res, const fs::path&
     HALO_LOG_DEBUG("dataset cache: no entry at " << dir.string());
     return std::nullopt;
   }
-  json meta;
-  try {
-    std::FILE* f = std::fopen(meta_path.c_str(), "rb");
-    if (f == nullptr) throw IoError(meta_path.string() + ": cannot open: " + std::strerror(errno));
-    std::string text;
-    char buf[4096];
-    std::size_t got = 0;
-    while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, got);
-    std::fclose(f);
-    meta = json::parse(text);
-  } catch (const json::exception& e) {
-    throw IoError(meta_path.string() + ": corrupt cache entry: " + e.what());
-  }
+  const json meta = read_meta(meta_path);
   try {
     const int version = meta.at("format_version").get<int>();
     if (version != kCacheFormatVersion) {

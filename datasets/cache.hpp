@@ -10,13 +10,32 @@
 
 namespace halo::datasets {
 
-/// The cache format version stored in meta.json; entries with another version are ignored.
-inline constexpr int kCacheFormatVersion = 1;
+/// The cache format version stored in meta.json; entries with another version are ignored (and
+/// rebuilt by the next load). Version 2 added the training graph's statistics (CacheCounts).
+inline constexpr int kCacheFormatVersion = 2;
+
+/// The counts meta.json records, readable without loading any array (read_cache_counts): what
+/// `halo plan` needs. The training graph S is A ∪ Aᵀ of the stored structure without self-loops
+/// or duplicates (what every model trains on, partition::partitioning_graph).
+struct CacheCounts {
+  std::string name;
+  std::int64_t num_nodes = 0;
+  std::int64_t num_edges = 0;  ///< stored entries of the input graph
+  bool weighted = false;
+  std::int64_t training_edges = 0;  ///< entries of S
+  std::int64_t max_degree = 0;      ///< largest row of S
+  std::int64_t num_features = 0;
+  bool sparse_features = false;
+  std::int64_t feature_nnz = 0;
+  std::int32_t num_classes = 0;
+  std::int64_t num_train = 0, num_val = 0, num_test = 0;
+};
 
 /// Stores `ds` (validated first) in `dir`: one raw little-endian file per array
 /// (graph.indptr.bin, graph.indices.bin, graph.values.bin, features*.bin, labels.bin,
 /// train_idx.bin, val_idx.bin, test_idx.bin) and `meta.json` with the format version, name,
-/// counts, dtypes, byte sizes and `source_checksum` (for instance the SHA-256 of the files the
+/// counts (CacheCounts: the training graph's entries and largest row included), dtypes, byte
+/// sizes and `source_checksum` (for instance the SHA-256 of the files the
 /// dataset was parsed from). Everything is written to a temporary sibling directory that then
 /// replaces `dir` (an existing entry is moved aside and removed), so readers never see a
 /// half-written entry. Missing parents are created. halo::IoError on write failures.
@@ -31,6 +50,11 @@ void write_cache(const kernels::Resources& res, const Dataset& ds, const std::fi
 /// entry is corrupt: unreadable meta.json, a missing array file, sizes that disagree with
 /// meta.json or with each other, or arrays that fail `validate` (run with the graph's
 /// `symmetric` flag taken on trust, to keep the load linear).
+/// The counts in `dir`/meta.json, reading no array. std::nullopt when there is no entry or its
+/// format version is not kCacheFormatVersion (an older entry has no training-graph statistics;
+/// loading the dataset once rebuilds it); halo::IoError naming the file when meta.json is corrupt.
+std::optional<CacheCounts> read_cache_counts(const std::filesystem::path& dir);
+
 std::optional<Dataset> read_cache(const kernels::Resources& res, const std::filesystem::path& dir,
                                   const std::string& expected_source_checksum);
 

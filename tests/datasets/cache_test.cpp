@@ -1,7 +1,11 @@
 // The binary cache: round trips, invalidation (missing, version, checksum) and corrupt entries.
 
+#include <algorithm>
+#include <set>
 #include <string>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include <halo/datasets/cache.hpp>
 #include <halo/datasets/planetoid.hpp>
@@ -99,6 +103,46 @@ TEST(Cache, MissingVersionOrChecksumChangeGivesNothing) {
   replace_in_file(dir / "meta.json", "\"format_version\": " + std::to_string(kCacheFormatVersion),
                   "\"format_version\": 999");
   EXPECT_FALSE(read_cache(cpu(), dir, "abc").has_value());
+}
+
+// halo plan's counts: the training graph S = A ∪ Aᵀ without self-loops, counted by brute force
+// here, and read back from meta.json alone (the arrays are removed first).
+TEST(Cache, CountsOfTheTrainingGraphComeFromMetaAlone) {
+  TempDir tmp;
+  Dataset ds = tiny_dataset();
+  const std::vector<std::pair<int, int>> entries = {{0, 1}, {2, 1}, {3, 3}, {4, 2}, {1, 0}, {4, 1}};
+  ds.graph = make_graph(5, entries, {});
+  std::set<std::pair<int, int>> s;
+  for (const auto& [r, c] : entries)
+    if (r != c) {
+      s.insert({r, c});
+      s.insert({c, r});
+    }
+  std::vector<std::int64_t> degree(5, 0);
+  for (const auto& e : s) ++degree[static_cast<std::size_t>(e.first)];
+  const fs::path dir = tmp.path() / "d";
+  write_cache(cpu(), ds, dir, "abc");
+  for (const char* f : {"graph.indptr.bin", "graph.indices.bin", "labels.bin"}) fs::remove(dir / f);
+  const auto c = read_cache_counts(dir);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->name, ds.name);
+  EXPECT_EQ(c->num_nodes, 5);
+  EXPECT_EQ(c->num_edges, static_cast<std::int64_t>(entries.size()));
+  EXPECT_EQ(c->training_edges, static_cast<std::int64_t>(s.size()));
+  EXPECT_EQ(c->max_degree, *std::max_element(degree.begin(), degree.end()));
+  EXPECT_EQ(c->num_features, ds.num_features());
+  EXPECT_EQ(c->num_classes, ds.num_classes);
+  EXPECT_EQ(c->num_train, ds.train_idx.numel());
+  EXPECT_EQ(c->num_val, ds.val_idx.numel());
+  EXPECT_EQ(c->num_test, ds.test_idx.numel());
+  EXPECT_FALSE(c->weighted);
+  // An entry of another format version has no counts (loading rebuilds it); none, neither.
+  replace_in_file(dir / "meta.json", "\"format_version\": " + std::to_string(kCacheFormatVersion),
+                  "\"format_version\": 1");
+  EXPECT_FALSE(read_cache_counts(dir).has_value());
+  EXPECT_FALSE(read_cache_counts(tmp.path() / "none").has_value());
+  write_text(dir / "meta.json", "{");
+  EXPECT_THROW(read_cache_counts(dir), IoError);
 }
 
 TEST(Cache, CorruptEntriesAreErrors) {

@@ -28,4 +28,10 @@ Command add_predict_command(CLI::App& app);
 /// `halo embed`: the node representations after one layer of a saved model, as .npy.
 Command add_embed_command(CLI::App& app);
 
+/// `halo plan`: the resources a `halo train` command line needs, predicted without training.
+Command add_plan_command(CLI::App& app);
+
+/// `halo calibrate`: measures the cost model's coefficients on this machine.
+Command add_calibrate_command(CLI::App& app);
+
 }  // namespace halo::cli

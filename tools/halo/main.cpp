@@ -43,9 +43,10 @@ int main(int argc, char** argv) {
     return "halo: usage error: " + std::string(e.what()) + " (see --help)\n";
   });
   const std::vector<halo::cli::Command> commands = {
-      halo::cli::add_train_command(app), halo::cli::add_datasets_command(app),
+      halo::cli::add_train_command(app),     halo::cli::add_datasets_command(app),
       halo::cli::add_partition_command(app), halo::cli::add_predict_command(app),
-      halo::cli::add_embed_command(app)};
+      halo::cli::add_embed_command(app),     halo::cli::add_plan_command(app),
+      halo::cli::add_calibrate_command(app)};
 
   // Exit codes: 0 success, 1 data or runtime error, 2 usage error (CLI11 validates every flag).
   try {

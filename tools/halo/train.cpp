@@ -17,33 +17,20 @@
 #include <halo/runtime/trainer.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
+#include <halo/tools/halo/metrics_options.hpp>
 #include <halo/tools/halo/run_support.hpp>
+#include <halo/tools/halo/train_options.hpp>
 
 namespace halo::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TrainOptions {
-  DatasetOptions data;
-  std::string model = "gcn";
-  int layers = 2;
-  std::int64_t hidden = 16;
-  float dropout = 0.5f;
-  double lr = 0.01;
-  double weight_decay = 5e-4;
-  int epochs = 200;
-  std::uint64_t seed = 0;
-  int threads = 0;
-  std::string device = "cpu";
-  bool no_normalize = false;
+/// `halo train`'s options: the run (shared with `halo plan`) and its outputs.
+struct TrainCommandOptions : TrainOptions {
   std::string json;
   std::string save_model;
-  std::string partitions;
-  bool no_overlap = false;
-  std::string mode = "full-graph";
-  runtime::MiniBatchConfig mb;
-  std::string cache_policy = "degree";
+  MetricsOptions metrics;
 };
 
 /// Progress: one line rewritten in place on a terminal, a plain line every 10 epochs otherwise.
@@ -58,31 +45,12 @@ void print_progress(const runtime::EpochStats& s, bool tty) {
   std::fflush(stderr);
 }
 
-runtime::TrainConfig train_config(const TrainOptions& o) {
-  runtime::TrainConfig config;
-  config.model.kind = nn::parse_model_kind(o.model);
-  config.model.num_layers = o.layers;
-  config.model.hidden = o.hidden;
-  config.model.dropout = o.dropout;
-  config.epochs = o.epochs;
-  config.lr = o.lr;
-  config.weight_decay = o.weight_decay;
-  config.seed = o.seed;
-  config.normalize_features = !o.no_normalize;
-  config.overlap = !o.no_overlap;
-  if (o.mode == "mini-batch") {
-    config.mini_batch = o.mb;
-    config.mini_batch->cache_policy = runtime::parse_cache_policy(o.cache_policy);
-  }
-  return config;
-}
-
 std::string device_name(const kernels::Resources& res) {
   return res.device() == kernels::Device::Cuda ? "cuda:" + std::to_string(res.cuda_exec().device_id)
                                                : std::string("cpu");
 }
 
-nlohmann::json result_json(const TrainOptions& o, const runtime::Shard& shard,
+nlohmann::json result_json(const TrainCommandOptions& o, const runtime::Shard& shard,
                            const runtime::TrainResult& r, const kernels::Resources& res) {
   const bool cuda = res.device() == kernels::Device::Cuda;
   nlohmann::json j = {
@@ -162,7 +130,7 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
         r.exchange_hidden_fraction * 100, r.allreduce_time_s * 1e3);
 }
 
-int run_train(const TrainOptions& o) {
+int run_train(const TrainCommandOptions& o) {
   // The ranks the launcher started (one without a launcher): one per part of --partitions.
   const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train");
   check_output(o.json, "--json");
@@ -186,9 +154,16 @@ int run_train(const TrainOptions& o) {
                  o.model.c_str(), o.mode.c_str(), device_name(res).c_str(), shard.comm->size(),
                  shard.comm->size() > 1 ? "s" : "", res.cpu_exec().num_threads);
   const bool tty = isatty(fileno(stderr)) != 0;
-  runtime::EpochCallback progress;
-  if (rank == 0) progress = [tty](const runtime::EpochStats& s) { print_progress(s, tty); };
-  runtime::TrainRun run = runtime::train(res, shard, config, progress);
+  // Live metrics (--metrics-file, --metrics-port): each rank publishes its own.
+  const std::unique_ptr<TrainMetrics> metrics = start_metrics(o.metrics, shard, config, res);
+  runtime::EpochCallback on_epoch = [&](const runtime::EpochStats& s) {
+    if (rank == 0) print_progress(s, tty);
+    if (metrics) metrics->on_epoch(s);
+  };
+  runtime::Trainer::StepCallback on_step;
+  if (metrics) on_step = [&metrics](std::int64_t) { metrics->on_step(); };
+  runtime::TrainRun run = runtime::train(res, shard, config, on_epoch, on_step);
+  if (metrics) metrics->finish();
   // Every rank's peak resident set, for rank 0's report.
   std::vector<std::int64_t> peaks(static_cast<std::size_t>(shard.comm->size()), 0);
   peaks[static_cast<std::size_t>(rank)] = runtime::peak_host_memory_bytes();
@@ -216,116 +191,18 @@ int run_train(const TrainOptions& o) {
 }  // namespace
 
 Command add_train_command(CLI::App& app) {
-  auto o = std::make_shared<TrainOptions>();
+  auto o = std::make_shared<TrainCommandOptions>();
   CLI::App* sub = app.add_subcommand(
       "train",
       "Train a GNN on a dataset (full graph or mini-batches; CPU or GPU; one process, or one rank "
       "per part of a partition)");
-  add_dataset_options(sub, o->data);
-  sub->add_option("--model", o->model, "Model kind")
-      ->check(CLI::IsMember({"gcn", "sage"}))
-      ->capture_default_str();
-  sub->add_option("--layers", o->layers, "Number of graph convolutions")
-      ->check(CLI::Range(1, 16))
-      ->capture_default_str();
-  sub->add_option("--hidden", o->hidden, "Hidden layer width")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
-      ->capture_default_str();
-  sub->add_option("--dropout", o->dropout, "Dropout probability in [0, 1)")
-      ->check(finite_range(0.0, 0.999))
-      ->capture_default_str();
-  sub->add_option("--lr", o->lr, "Adam learning rate (a finite number > 0)")
-      ->check(finite_range(1e-12, 1e6))
-      ->capture_default_str();
-  sub->add_option("--weight-decay", o->weight_decay, "L2 weight decay (added to the gradient)")
-      ->check(finite_range(0.0, 1e6))
-      ->capture_default_str();
-  sub->add_option("--epochs", o->epochs, "Training epochs")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  sub->add_option("--seed", o->seed,
-                  "Seed of the run's random choices (initialisation, dropout, "
-                  "sampling, batch order); datasets have their own seeds")
-      ->check(seed_value())
-      ->capture_default_str();
-  sub->add_option("--threads", o->threads,
-                  "CPU threads (default: all cores, shared by the ranks started on one host)")
-      ->check(CLI::Range(1, 4096));
-  sub->add_option("--device", o->device,
-                  "cpu, or cuda: train on a GPU (device 0; with --partitions one GPU per rank, "
-                  "by local rank)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  sub->add_flag("--no-normalize-features", o->no_normalize,
-                "Keep sparse features raw (default: divide each row by its L1 norm)");
+  const std::function<void()> check_run = add_train_options(sub, *o);
   sub->add_option("--json", o->json, "Write the results as one JSON object to FILE");
   sub->add_option("--save-model", o->save_model,
                   "Save the kept epoch's model to FILE (a self-describing model file: "
                   "architecture, preprocessing, training record, parameters; docs/formats.md)");
-  auto* mode = sub->add_option("--mode", o->mode,
-                               "full-graph, or mini-batch (sampled blocks, docs/sampler.md)")
-                   ->check(CLI::IsMember({"full-graph", "mini-batch"}))
-                   ->capture_default_str();
-  (void)mode;
-  runtime::MiniBatchConfig& mb = o->mb;
-  std::vector<CLI::Option*> mini_batch_only = {
-      sub->add_option("--batch-size", mb.batch_size,
-                      "Mini-batch: training nodes per batch (over all ranks)")
-          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
-          ->capture_default_str(),
-      sub->add_option("--fanouts", mb.fanouts,
-                      "Mini-batch: neighbours sampled per node and layer, input layer first, "
-                      "one per layer (-1 = all), e.g. 25,10")
-          ->delimiter(',')
-          ->check(CLI::Range(-1, 1 << 20))
-          ->capture_default_str(),
-      sub->add_option("--prefetch", mb.prefetch,
-                      "Mini-batch: batches prepared ahead by a producer thread (0 = none)")
-          ->check(CLI::Range(0, 16))
-          ->capture_default_str(),
-      sub->add_flag("--replace", mb.replace, "Mini-batch: sample neighbours with replacement"),
-      sub->add_option("--cache-mb", mb.cache_mb,
-                      "Mini-batch with --partitions: MiB per rank of remote feature rows kept "
-                      "(halo nodes, chosen by --cache-policy)")
-          ->check(finite_range(0.0, 1e6))
-          ->capture_default_str(),
-      sub->add_option("--cache-policy", o->cache_policy,
-                      "Mini-batch with --partitions: degree (highest-degree halo nodes, fetched "
-                      "before training) or access (most fetched in epoch 1, fetched after it)")
-          ->check(CLI::IsMember({"degree", "access"}))
-          ->capture_default_str()};
-  auto* partitions =
-      sub->add_option("--partitions", o->partitions,
-                      "Train on the partition directory DIR written by `halo partition`, one rank "
-                      "per part: mpiexec -n P halo train --partitions DIR (docs/distributed.md)")
-          ->check(CLI::ExistingDirectory);
-  partitions->excludes(sub->get_option("--dataset"));
-  auto* no_overlap = sub->add_flag(
-      "--no-overlap", o->no_overlap,
-      "Full graph with --partitions: wait for the halo exchange before aggregating (for "
-      "comparison; default: overlap it with the owned rows' aggregation)");
-  // Checks across flags, during parsing: usage errors (exit code 2). A flag of one mode is
-  // refused in the other.
-  sub->callback([o, sub, mini_batch_only, no_overlap, partitions] {
-    check_dataset_options(o->data);
-    const bool mini = o->mode == "mini-batch";
-    for (CLI::Option* opt : mini_batch_only)
-      if (!mini && opt->count() > 0)
-        throw CLI::ValidationError(opt->get_name(), "applies to --mode mini-batch only");
-    if (mini && no_overlap->count() > 0)
-      throw CLI::ValidationError("--no-overlap", "applies to full-graph training only");
-    if (no_overlap->count() > 0 && partitions->count() == 0)
-      throw CLI::ValidationError("--no-overlap",
-                                 "needs --partitions (one process exchanges "
-                                 "nothing)");
-    for (const char* flag : {"--cache-mb", "--cache-policy"})
-      if (sub->get_option(flag)->count() > 0 && partitions->count() == 0)
-        throw CLI::ValidationError(flag, "needs --partitions (one process has no remote rows)");
-    if (mini && static_cast<int>(o->mb.fanouts.size()) != o->layers)
-      throw CLI::ValidationError("--fanouts", "one fan-out per layer expected (" +
-                                                  std::to_string(o->layers) + " layers, " +
-                                                  std::to_string(o->mb.fanouts.size()) + " given)");
-  });
+  add_metrics_options(sub, o->metrics);
+  sub->callback([check_run] { check_run(); });
   return {sub, [o] {
             try {
               return run_train(*o);

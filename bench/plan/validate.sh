@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# `halo plan` against measurement: predicted peak host memory and epoch time of 8 runs (full graph
+# and mini-batch, P = 1 and 2, on Cora and an R-MAT graph) beside what `halo train --json`
+# measures (peak RSS of the largest rank, median epoch time). Targets: memory within 15 %, epoch
+# time within 25 % (issue 15). Writes OUT/plan.md and OUT/plan.csv.
+#
+#   bash bench/plan/validate.sh BUILD_DIR [OUT_DIR] [RMAT_SCALE]
+#
+# BUILD_DIR holds tools/halo/halo (a Release build with MPI, e.g. the `bench` preset). The
+# machine is calibrated first (`halo calibrate`, then `mpiexec -n 2 halo calibrate` for the
+# link) into a scratch file that every plan reads. One thread per rank. Cora comes from
+# ../shared/datasets: as the registered dataset `cora` (its binary cache, built by a first
+# load through a file:// mirror of the shared raw files) for P = 1, and as a METIS partition of
+# the plain directory for P = 2; R-MAT (scale RMAT_SCALE, default 17) as 1- and 2-part
+# partitions.
+set -euo pipefail
+build=${1:?usage: bench/plan/validate.sh BUILD_DIR [OUT_DIR] [RMAT_SCALE]}
+out=${2:-bench/results}
+scale=${3:-17}
+halo="$(cd "$build" && pwd)/tools/halo/halo"
+cd "$(dirname "$0")/../.."
+py=/usr/bin/python3
+shared=${HALO_SHARED_DATASETS:-../shared/datasets}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out" "$work/mirror/cora"
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+# Open MPI (when it is the mpiexec) refuses root and more ranks than cores without these.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export HALO_DATA_DIR="$work/data" HALO_DATASET_MIRROR="file://$work/mirror"
+export HALO_CALIBRATION="$work/calibration.json"
+for f in "$shared"/planetoid/raw/ind.cora.*; do ln -s "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")" "$work/mirror/cora/"; done
+fail() { cat "$work"/*.log >&2 2>/dev/null; echo "validate: $1 failed" >&2; exit 1; }
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+"$halo" calibrate --threads 1 > "$work/calibrate.log" 2>&1 || fail "calibrate"
+mpiexec -n 2 "$halo" calibrate --threads 1 >> "$work/calibrate.log" 2>&1 || fail "calibrate (link)"
+"$halo" train --dataset cora --epochs 1 --threads 1 > /dev/null 2> "$work/cache.log" || fail "cora cache"
+"$halo" partition --dataset "$shared/planetoid/cora" --parts 2 --out "$work/cora-p2" > "$work/partition.log" 2>&1 ||
+  fail "partition cora"
+for p in 1 2; do
+  "$halo" partition --dataset rmat --rmat-scale "$scale" --parts "$p" --out "$work/rmat-p$p" >> "$work/partition.log" 2>&1 ||
+    fail "partition rmat $p"
+done
+
+full="--model gcn --hidden 16"
+mini_cora="--model sage --hidden 16 --mode mini-batch --batch-size 32 --fanouts 10,5"
+mini_rmat="--model sage --hidden 16 --mode mini-batch --batch-size 1024 --fanouts 10,5"
+# name | ranks | data flags | model flags | epochs
+configs=(
+  "cora full-graph|1|--dataset cora|$full|100"
+  "cora full-graph|2|--partitions $work/cora-p2|$full|100"
+  "cora mini-batch|1|--dataset cora|$mini_cora|30"
+  "cora mini-batch|2|--partitions $work/cora-p2|$mini_cora|30"
+  "rmat-$scale full-graph|1|--partitions $work/rmat-p1|$full|10"
+  "rmat-$scale full-graph|2|--partitions $work/rmat-p2|$full|10"
+  "rmat-$scale mini-batch|1|--partitions $work/rmat-p1|$mini_rmat|3"
+  "rmat-$scale mini-batch|2|--partitions $work/rmat-p2|$mini_rmat|3"
+)
+csv="$out/plan.csv"
+echo "config,ranks,predicted_peak_bytes,measured_peak_bytes,predicted_epoch_s,measured_epoch_s" > "$csv.tmp"
+i=0
+for c in "${configs[@]}"; do
+  IFS='|' read -r name ranks data model epochs <<< "$c"
+  i=$((i + 1))
+  # shellcheck disable=SC2086
+  "$halo" plan $data $model --epochs "$epochs" --threads 1 --output "$work/plan-$i.json" 2>> "$work/plan.log" ||
+    fail "plan $name P=$ranks"
+  launch=()
+  [ "$ranks" -gt 1 ] && launch=(mpiexec -n "$ranks")
+  # shellcheck disable=SC2086
+  "${launch[@]}" "$halo" train $data $model --epochs "$epochs" --threads 1 --json "$work/run-$i.json" \
+    > /dev/null 2>> "$work/train.log" || fail "train $name P=$ranks"
+  "$py" - "$work/plan-$i.json" "$work/run-$i.json" "$name" "$ranks" >> "$csv.tmp" <<'PY'
+import json, sys
+p, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print(",".join([sys.argv[3], sys.argv[4], str(p["peak_host_bytes_per_rank"]),
+                str(r["peak_host_memory_bytes_max"]), repr(p["epoch_seconds"]),
+                repr(r["epoch_time_median_s"])]))
+PY
+  echo "validate: $name P=$ranks done" >&2
+done
+mv "$csv.tmp" "$csv"
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+"$py" - "$csv" "$out/plan.md" "$scale" "$load_before" "$load_after" "$work/calibrate.log" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+cal = open(sys.argv[6]).read().strip().splitlines()
+with open(sys.argv[2], "w") as f:
+    f.write("# `halo plan` against measurement\n\n")
+    f.write("Predicted (`halo plan`, calibrated by `halo calibrate` on the same machine just before) "
+            "against measured (`halo train --json`: `peak_host_memory_bytes_max`, the largest "
+            "rank's peak RSS; `epoch_time_median_s`). One thread per rank. Cora: the registered "
+            "dataset's cache (P = 1) or a METIS partition (P = 2); R-MAT scale "
+            f"{sys.argv[3]} (degree 8, 16 features): METIS partitions. Full graph: GCN, hidden 16; "
+            "mini-batch: SAGE, hidden 16, fan-outs 10,5, batch 32 (Cora) / 1024 (R-MAT).\n"
+            f"Reproduce: `bash bench/plan/validate.sh build/bench bench/results {sys.argv[3]}`. "
+            f"Load average (1, 5, 15 min) before: {sys.argv[4]}; after: {sys.argv[5]}.\n\n")
+    f.write("Calibration:\n\n```\n" + "\n".join(l for l in cal if l.startswith("halo calibrate:")) + "\n```\n\n")
+    f.write("| config | ranks | peak memory predicted (MiB) | measured (MiB) | ratio | within 15 % | "
+            "epoch predicted (ms) | measured (ms) | ratio | within 25 % |\n")
+    f.write("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+    for r in rows:
+        pm, mm = int(r["predicted_peak_bytes"]), int(r["measured_peak_bytes"])
+        pt, mt = float(r["predicted_epoch_s"]), float(r["measured_epoch_s"])
+        rm, rt = pm / mm, pt / mt
+        f.write(f"| {r['config']} | {r['ranks']} | {pm / 2**20:.1f} | {mm / 2**20:.1f} | {rm:.2f} | "
+                f"{'yes' if abs(rm - 1) <= 0.15 else 'no'} | {pt * 1e3:.2f} | {mt * 1e3:.2f} | "
+                f"{rt:.2f} | {'yes' if abs(rt - 1) <= 0.25 else 'no'} |\n")
+PY
+echo "validate: wrote $csv and $out/plan.md"

@@ -1,0 +1,227 @@
+// `halo calibrate`'s measurements: the coefficients of the cost model on this machine.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <halo/datasets/rmat.hpp>
+#include <halo/kernels/elementwise.hpp>
+#include <halo/kernels/error.hpp>
+#include <halo/kernels/gemm.hpp>
+#include <halo/kernels/spmm.hpp>
+#include <halo/runtime/calibrate.hpp>
+#include <halo/sampler/neighbor_sampler.hpp>
+
+namespace halo::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kernels::Tensor;
+
+/// Median seconds of `repeats` calls of `f` after one untimed warm-up call.
+double median_seconds(int repeats, const std::function<void()>& f) {
+  f();
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = Clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// alpha + beta x work through (w1, t1) and (w2, t2), w2 > w1; both clamped at >= 0.
+std::pair<double, double> fit(double w1, double t1, double w2, double t2) {
+  const double beta = std::max(0.0, (t2 - t1) / (w2 - w1));
+  return {std::max(0.0, t1 - beta * w1), beta};
+}
+
+Tensor<float> filled(const kernels::Resources& res, std::int64_t rows, std::int64_t cols, float v) {
+  Tensor<float> t(res, rows, cols);
+  kernels::fill(res, t.span(), v);
+  return t;
+}
+
+}  // namespace
+
+std::int64_t current_host_memory_bytes() {
+  std::ifstream in("/proc/self/statm");
+  std::int64_t pages_total = 0, pages_resident = 0;
+  in >> pages_total >> pages_resident;
+  return pages_resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig& c,
+                            const std::filesystem::path& scratch_dir, CostModel m) {
+  HALO_EXPECTS(res.device() == kernels::Device::Cpu, "calibrate: the CPU is measured");
+  HALO_EXPECTS(c.repeats >= 1 && c.rmat_scale >= 4 && c.rmat_scale <= 22,
+               "calibrate: repeats >= 1 and an R-MAT scale in [4, 22] expected");
+  const int r = c.repeats;
+  // The process's own footprint, measured first: libraries, OpenMP threads and BLAS buffers
+  // exist after a tiny product; the arrays alive here are a few KiB.
+  {
+    Tensor<float> a = filled(res, 64, 64, 1.f), b = filled(res, 64, 64, 1.f), o(res, 64, 64);
+    kernels::gemm<float>(res, kernels::Trans::No, kernels::Trans::No, 1.f, a.view(), b.view(), 0.f,
+                         o.view());
+    m.process_base_bytes = current_host_memory_bytes();
+  }
+  // GEMM.
+  {
+    auto run = [&](std::int64_t rows, std::int64_t k, std::int64_t n) {
+      Tensor<float> a = filled(res, rows, k, 0.5f), b = filled(res, k, n, 0.25f), o(res, rows, n);
+      const double s = median_seconds(r, [&] {
+        kernels::gemm<float>(res, kernels::Trans::No, kernels::Trans::No, 1.f, a.view(), b.view(),
+                             0.f, o.view());
+      });
+      return std::pair<double, double>{2.0 * rows * k * n, s};
+    };
+    const auto [f1, t1] = run(16, 16, 16);
+    const auto [f2, t2] = run(16384, 128, 64);
+    std::tie(m.gemm_alpha_s, m.gemm_s_per_flop) = fit(f1, t1, f2, t2);
+  }
+  // The R-MAT graph of the SpMM and sampler terms.
+  datasets::RmatConfig rc;
+  rc.scale = c.rmat_scale;
+  rc.avg_degree = 8;
+  rc.num_features = 1;
+  datasets::Dataset ds = datasets::make_rmat(res, rc);
+  const std::int64_t n = ds.num_nodes();
+  const auto e = static_cast<double>(ds.graph.num_edges());
+  {
+    kernels::CsrMatrix<kernels::NodeId, float> a{
+        ds.graph.indptr.clone(res), ds.graph.indices.clone(res),
+        filled(res, ds.graph.num_edges(), 1, 1.f), n, false};
+    auto run = [&](std::int64_t cols) {
+      Tensor<float> x = filled(res, n, cols, 1.f), o(res, n, cols);
+      return median_seconds(
+          r, [&] { kernels::spmm<kernels::NodeId, float>(res, a.view(), x.view(), o.view()); });
+    };
+    const double t1 = run(1), t64 = run(64);
+    // 16 rows of one entry each: the call's fixed cost.
+    kernels::CsrMatrix<kernels::NodeId, float> tiny{
+        Tensor<std::int64_t>::from_host(res,
+                                        [] {
+                                          std::vector<std::int64_t> p(17);
+                                          std::iota(p.begin(), p.end(), 0);
+                                          return p;
+                                        }()),
+        Tensor<kernels::NodeId>::from_host(res, std::vector<kernels::NodeId>(16, 0)),
+        filled(res, 16, 1, 1.f), 16, false};
+    Tensor<float> tx = filled(res, 16, 1, 1.f), to(res, 16, 1);
+    m.spmm_alpha_s = median_seconds(
+        r, [&] { kernels::spmm<kernels::NodeId, float>(res, tiny.view(), tx.view(), to.view()); });
+    m.spmm_s_per_byte = std::max(0.0, (t64 - t1) / (e * 63 * 4));
+    m.spmm_s_per_edge = std::max(0.0, (t1 - m.spmm_alpha_s) / e - 4 * m.spmm_s_per_byte);
+  }
+  // Element-wise passes.
+  {
+    const std::int64_t count = std::int64_t{1} << 24;
+    Tensor<float> x = filled(res, count, 1, -0.5f), y(res, count, 1);
+    const double s = median_seconds(r, [&] { kernels::relu<float>(res, x.span(), y.span()); });
+    m.elementwise_s_per_byte = s / (8.0 * static_cast<double>(count));
+  }
+  // The sampler.
+  {
+    const std::int64_t batch = std::min<std::int64_t>(1024, n);
+    sampler::SamplerConfig sc;
+    sc.fanouts = {10, 5};
+    sampler::NeighborSampler s(res, ds.graph, batch, sc);
+    std::vector<kernels::NodeId> seeds(static_cast<std::size_t>(batch));
+    std::uint64_t b = 0;
+    double edges = 0;
+    auto one = [&] {
+      for (std::int64_t i = 0; i < batch; ++i)
+        seeds[static_cast<std::size_t>(i)] =
+            static_cast<kernels::NodeId>((static_cast<std::uint64_t>(i) * 2654435761u + b * 7919) %
+                                         static_cast<std::uint64_t>(n));
+      std::sort(seeds.begin(), seeds.end());
+      seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
+      const sampler::MiniBatch& mb =
+          s.sample(res, {seeds.data(), static_cast<std::int64_t>(seeds.size())}, 0, b++);
+      edges = 0;
+      for (const sampler::Block& blk : mb.blocks) edges += static_cast<double>(blk.csr.num_edges());
+      seeds.resize(static_cast<std::size_t>(batch));
+    };
+    const double t = median_seconds(r, one);
+    // The per-edge cost carries the batch's work; a 1-seed batch gives the fixed part.
+    std::vector<kernels::NodeId> one_seed = {0};
+    const double t0 = median_seconds(r, [&] { s.sample(res, {one_seed.data(), 1}, 0, b++); });
+    m.sampler_alpha_s = t0;
+    m.sampler_s_per_edge = edges > 0 ? std::max(0.0, t - t0) / edges : m.sampler_s_per_edge;
+  }
+  // Disk: a checkpoint-sized write, fsynced.
+  {
+    const std::filesystem::path path =
+        scratch_dir / (".halo-calibrate-" + std::to_string(::getpid()));
+    const std::vector<char> block(std::size_t{1} << 20, 'x');
+    const int blocks = 32;
+    const auto start = Clock::now();
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) throw IoError(path.string() + ": cannot create: " + std::strerror(errno));
+    bool ok = true;
+    for (int i = 0; i < blocks && ok; ++i)
+      ok = ::write(fd, block.data(), block.size()) == static_cast<ssize_t>(block.size());
+    ok = ok && ::fsync(fd) == 0;
+    ::close(fd);
+    std::filesystem::remove(path);
+    if (!ok) throw IoError(path.string() + ": write error");
+    const double s = std::chrono::duration<double>(Clock::now() - start).count();
+    m.disk_s_per_byte = s / (static_cast<double>(blocks) * static_cast<double>(block.size()));
+  }
+  m.threads = res.cpu_exec().num_threads;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  m.host = host;
+  m.calibrated = true;
+  return m;
+}
+
+CostModel calibrate_link(Comm& comm, const CalibrateConfig& c, CostModel m) {
+  HALO_EXPECTS(comm.size() >= 2, "calibrate: the link needs two ranks (mpiexec -n 2)");
+  const int rank = comm.rank();
+  auto pingpong = [&](std::size_t bytes) {
+    std::vector<char> buf(bytes, 'x');
+    auto round = [&] {
+      if (rank > 1) return;
+      std::vector<Request> req;
+      if (rank == 0) {
+        req.push_back(comm.isend(buf.data(), bytes, 1, 7));
+        comm.wait_all(req);
+        req.clear();
+        req.push_back(comm.irecv(buf.data(), bytes, 1, 8));
+        comm.wait_all(req);
+      } else {
+        req.push_back(comm.irecv(buf.data(), bytes, 0, 7));
+        comm.wait_all(req);
+        req.clear();
+        req.push_back(comm.isend(buf.data(), bytes, 0, 8));
+        comm.wait_all(req);
+      }
+    };
+    comm.barrier();
+    double s = median_seconds(std::max(c.repeats, 21), round);
+    // Rank 0's measurement for everyone.
+    std::vector<double> v = {rank == 0 ? s : 0.0};
+    comm.allreduce(kernels::Span<double>(v.data(), 1), ReduceOp::Sum);
+    return v[0] / 2;  // one way
+  };
+  const std::size_t big = std::size_t{1} << 20;
+  const double t_small = pingpong(8), t_big = pingpong(big);
+  m.link_alpha_s = t_small;
+  m.link_s_per_byte = std::max(0.0, (t_big - t_small) / static_cast<double>(big - 8));
+  m.mpi_rank_extra_bytes =
+      std::max<std::int64_t>(0, current_host_memory_bytes() - m.process_base_bytes);
+  return m;
+}
+
+}  // namespace halo::runtime

@@ -1,0 +1,42 @@
+#pragma once
+// Measures the cost model's coefficients (runtime::CostModel) on this machine: `halo calibrate`.
+
+#include <halo/kernels/resources.hpp>
+#include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/plan.hpp>
+
+namespace halo::runtime {
+
+/// How long and how large the measurements are.
+struct CalibrateConfig {
+  /// Timed repetitions of each kernel; the median is kept (the model predicts median epochs).
+  int repeats = 7;
+  /// R-MAT scale of the graph the SpMM and sampler terms are measured on (2^scale nodes,
+  /// degree 8).
+  int rmat_scale = 15;
+};
+
+/// The compute terms, measured on res's CPU threads, with two points per alpha + beta fit:
+///   gemm:   a 16 x 16 x 16 product (alpha) and a 16384 x 128 x 64 one (beta);
+///   spmm:   an R-MAT graph at 1 and 64 columns (per entry and per byte), a 16-row graph (alpha);
+///   elementwise: ReLU over 16 Mi floats (8 bytes moved per float);
+///   sampler: batches of 1024 seeds, fan-outs 10,5, on the R-MAT graph (per sampled edge, and
+///            the per-batch remainder as alpha);
+///   disk: 32 MiB written and fsynced in `scratch_dir`;
+///   memory: the resident set after the above's warm-up (libraries, threads, BLAS buffers),
+///           minus the live arrays of the measurement.
+/// The link and MPI terms keep `base`'s values. Host only.
+CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig& config,
+                            const std::filesystem::path& scratch_dir, CostModel base = {});
+
+/// The link terms between ranks 0 and 1 of `comm` (collective; at least 2 ranks): ping-pong of
+/// 8-byte and 1 MiB messages, alpha = half the small round trip, beta = the large one's extra
+/// half round trip per byte. Also what an MPI rank adds to the resident set
+/// (mpi_rank_extra_bytes: this process's resident set minus base.process_base_bytes, which
+/// must come from a one-process calibration). Returns `base` with those terms replaced.
+CostModel calibrate_link(Comm& comm, const CalibrateConfig& config, CostModel base);
+
+/// The resident set of this process now (VmRSS), in bytes.
+std::int64_t current_host_memory_bytes();
+
+}  // namespace halo::runtime

@@ -1,0 +1,503 @@
+// The resource plan: the memory and cost model of a run (docs/scheduler.md, "The model").
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include <halo/datasets/registry.hpp>
+#include <halo/kernels/atomic_file.hpp>
+#include <halo/kernels/error.hpp>
+#include <halo/runtime/plan.hpp>
+#include <halo/sampler/envelope.hpp>
+
+namespace halo::runtime {
+
+namespace {
+
+using nlohmann::json;
+constexpr std::int64_t kF = 4;  // bytes of a float, of a 32-bit id
+constexpr std::int64_t kI = 8;  // bytes of a 64-bit offset
+
+std::int64_t as_bytes(double v) { return static_cast<std::int64_t>(std::ceil(v)); }
+
+/// Expected distinct ids among `draws` uniform draws from `n` (balls into bins).
+double expected_distinct(double n, double draws) {
+  if (n <= 0) return 0;
+  return n * -std::expm1(-draws / n);
+}
+
+/// Bytes of sparse features with `rows` rows and `nnz` entries (CSR: int64 offsets, int32
+/// columns, float values), or of dense ones.
+std::int64_t feature_bytes(const GraphCounts& g, std::int64_t rows, std::int64_t nnz) {
+  return g.sparse_features ? kI * (rows + 1) + (kF + kF) * nnz : kF * rows * g.num_features;
+}
+
+/// The widths of the layers: in_features, hidden..., classes.
+std::vector<std::int64_t> layer_widths(const TrainConfig& c, std::int64_t in, std::int64_t out) {
+  std::vector<std::int64_t> w = {in};
+  for (int l = 0; l + 1 < c.model.num_layers; ++l) w.push_back(c.model.hidden);
+  w.push_back(out);
+  return w;
+}
+
+/// One block of a step: dst rows computed from src rows over `edges` entries.
+struct Block {
+  double dst = 0, src = 0, edges = 0;
+};
+
+/// Seconds and bytes of one forward + backward pass over `blocks` (input layer first).
+struct StepCost {
+  double compute_s = 0;
+  double aggregation_s = 0;  // the SpMMs (what overlaps the halo exchange)
+  std::int64_t activation_bytes = 0;
+  std::int64_t exchanged_floats = 0;  // columns x rows of the aggregated matrices (per halo row)
+};
+
+double gemm_s(const CostModel& m, double rows, double k, double n) {
+  return m.gemm_alpha_s + m.gemm_s_per_flop * 2 * rows * k * n;
+}
+double spmm_s(const CostModel& m, double entries, double cols) {
+  return m.spmm_alpha_s + m.spmm_s_per_edge * entries + m.spmm_s_per_byte * entries * cols * kF;
+}
+double ew_s(const CostModel& m, double bytes) { return m.elementwise_s_per_byte * bytes; }
+
+/// The layers' work as nn::AggregateTransform does it: the narrower side of the product is
+/// aggregated (sparse inputs transform first); forward = dropout, transform, aggregate, bias,
+/// ReLU; backward = ReLU', transposed aggregation, dW, dX (not for the input layer).
+StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& g,
+                   const std::vector<Block>& blocks, double input_nnz) {
+  StepCost s;
+  const std::vector<std::int64_t> w = layer_widths(c, g.num_features, g.num_classes);
+  const bool sage = c.model.kind == nn::ModelKind::Sage;
+  for (std::size_t l = 0; l < blocks.size(); ++l) {
+    const Block& b = blocks[l];
+    const double wi = static_cast<double>(w[l]), wo = static_cast<double>(w[l + 1]);
+    const bool sparse_in = l == 0 && g.sparse_features;
+    const bool agg_first = !sparse_in && wi < wo;
+    const double agg_cols = agg_first ? wi : wo;
+    const double entries = b.edges + (sage ? 0 : b.dst);  // GCN adds a self-loop per row
+    // SAGE also transforms the root rows (a second product over the dst rows).
+    const double transforms = sage ? 2 : 1;
+    double t = 0;
+    // Dropout of the input (forward, and its mask applied backward).
+    const double in_bytes = sparse_in ? input_nnz * kF : b.src * wi * kF;
+    t += ew_s(m, 2 * in_bytes) + (l > 0 ? ew_s(m, 2 * in_bytes) : 0);
+    // Transform and its two backward products.
+    const double rows_t = agg_first ? b.dst : b.src;
+    if (sparse_in) {
+      t += spmm_s(m, input_nnz, wo) * 2;  // X W and Xᵀ dY
+    } else {
+      t += transforms * (gemm_s(m, rows_t, wi, wo) * 2);       // forward, dW
+      if (l > 0) t += transforms * gemm_s(m, rows_t, wi, wo);  // dX
+    }
+    // Aggregation forward and transposed backward.
+    const double agg = 2 * spmm_s(m, entries, agg_cols);
+    s.aggregation_s += agg;
+    t += agg;
+    // Bias, ReLU and their backward: a few passes over the output.
+    t += ew_s(m, 6 * b.dst * wo * kF);
+    s.compute_s += t;
+    s.exchanged_floats += static_cast<std::int64_t>(agg_cols);
+    // Cached activations: the dropout output (dense), the cached product, the output, the
+    // backward temporaries and dX.
+    const double act = (sparse_in ? input_nnz * 2 : b.src * wi * 2) + rows_t * agg_cols +
+                       b.dst * wo * 3 + (l > 0 ? b.src * wi : 0);
+    s.activation_bytes += as_bytes(act * kF);
+  }
+  // Loss and its gradient over the output rows.
+  const double out_rows = blocks.back().dst;
+  s.compute_s += ew_s(m, 4 * out_rows * static_cast<double>(g.num_classes) * kF);
+  s.activation_bytes += as_bytes(out_rows * static_cast<double>(g.num_classes) * kF);
+  return s;
+}
+
+/// Ring all-reduce of `bytes` over `p` ranks: 2 (P - 1) messages of bytes / P each.
+double allreduce_s(const CostModel& m, double bytes, int p) {
+  if (p <= 1) return 0;
+  return 2.0 * (p - 1) * (m.link_alpha_s + m.link_s_per_byte * bytes / p);
+}
+
+}  // namespace
+
+std::filesystem::path default_calibration_path() {
+  if (const char* env = std::getenv("HALO_CALIBRATION"); env != nullptr && *env != '\0') return env;
+  return datasets::default_data_dir() / "calibration.json";
+}
+
+void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
+  const json j = {
+      {"format", "halo-calibration"},
+      {"version", 1},
+      {"host", m.host},
+      {"threads", m.threads},
+      {"gemm", {{"alpha_s", m.gemm_alpha_s}, {"s_per_flop", m.gemm_s_per_flop}}},
+      {"spmm",
+       {{"alpha_s", m.spmm_alpha_s},
+        {"s_per_edge", m.spmm_s_per_edge},
+        {"s_per_byte", m.spmm_s_per_byte}}},
+      {"elementwise", {{"s_per_byte", m.elementwise_s_per_byte}}},
+      {"sampler", {{"alpha_s", m.sampler_alpha_s}, {"s_per_edge", m.sampler_s_per_edge}}},
+      {"link",
+       {{"alpha_s", m.link_alpha_s},
+        {"s_per_byte", m.link_s_per_byte},
+        {"measured", m.link_calibrated}}},
+      {"disk", {{"s_per_byte", m.disk_s_per_byte}}},
+      {"memory",
+       {{"process_base_bytes", m.process_base_bytes},
+        {"mpi_rank_extra_bytes", m.mpi_rank_extra_bytes}}}};
+  kernels::write_file_atomically(path, j.dump(2) + "\n");
+}
+
+CostModel read_cost_model(const std::filesystem::path& path) {
+  const std::string where = path.string();
+  json j;
+  try {
+    j = json::parse(kernels::read_file_bytes(path));
+  } catch (const json::exception& e) {
+    throw IoError(where + ": not a calibration file (invalid JSON: " + e.what() + ")");
+  }
+  auto num = [&](const char* group, const char* key) -> double {
+    if (!j.contains(group) || !j[group].contains(key) || !j[group][key].is_number())
+      throw IoError(where + ": expected a number at " + group + "." + key);
+    const double v = j[group][key].get<double>();
+    if (!std::isfinite(v) || v < 0)
+      throw IoError(where + ": " + group + "." + key + " must be a finite number >= 0");
+    return v;
+  };
+  if (j.value("format", std::string()) != "halo-calibration" || j.value("version", 0) != 1)
+    throw IoError(where + ": expected \"format\": \"halo-calibration\", \"version\": 1");
+  CostModel m;
+  m.gemm_alpha_s = num("gemm", "alpha_s");
+  m.gemm_s_per_flop = num("gemm", "s_per_flop");
+  m.spmm_alpha_s = num("spmm", "alpha_s");
+  m.spmm_s_per_edge = num("spmm", "s_per_edge");
+  m.spmm_s_per_byte = num("spmm", "s_per_byte");
+  m.elementwise_s_per_byte = num("elementwise", "s_per_byte");
+  m.sampler_alpha_s = num("sampler", "alpha_s");
+  m.sampler_s_per_edge = num("sampler", "s_per_edge");
+  m.link_alpha_s = num("link", "alpha_s");
+  m.link_s_per_byte = num("link", "s_per_byte");
+  m.disk_s_per_byte = num("disk", "s_per_byte");
+  m.process_base_bytes = static_cast<std::int64_t>(num("memory", "process_base_bytes"));
+  m.mpi_rank_extra_bytes = static_cast<std::int64_t>(num("memory", "mpi_rank_extra_bytes"));
+  m.threads = j.value("threads", 0);
+  m.host = j.value("host", std::string());
+  m.link_calibrated = j["link"].value("measured", false);
+  m.calibrated = true;
+  return m;
+}
+
+std::vector<PartCounts> estimate_parts(const GraphCounts& g, int parts) {
+  HALO_EXPECTS(parts >= 1, "plan: the number of parts must be >= 1");
+  const std::int64_t n = g.num_nodes;
+  std::vector<PartCounts> out(static_cast<std::size_t>(parts));
+  const double d = n > 0 ? static_cast<double>(g.training_edges) / static_cast<double>(n) : 0;
+  std::int64_t left = n;
+  for (int k = 0; k < parts; ++k) {
+    PartCounts& p = out[static_cast<std::size_t>(k)];
+    p.num_owned = std::min(left, (n + parts - 1) / parts);
+    left -= p.num_owned;
+    const double share = n > 0 ? static_cast<double>(p.num_owned) / static_cast<double>(n) : 0;
+    p.num_edges = as_bytes(share * static_cast<double>(g.training_edges));
+    p.num_train = as_bytes(share * static_cast<double>(g.num_train));
+    p.feature_nnz = as_bytes(share * static_cast<double>(g.feature_nnz));
+    if (parts > 1) {
+      // A remote node is in this part's halo when one of its d neighbours is owned here.
+      const double reach = -std::expm1(d * std::log1p(-1.0 / parts));
+      p.num_halo = as_bytes(static_cast<double>(n - p.num_owned) * reach);
+      // An owned node is sent to a peer when one of its neighbours lives there; summed over
+      // the peers this is the halo the other parts see of this one.
+      p.num_send = as_bytes(static_cast<double>(p.num_owned) * (parts - 1) * reach);
+    }
+  }
+  return out;
+}
+
+PlanInput shard_plan_input(const Shard& shard) {
+  const partition::Part& part = shard.part;
+  const int ranks = shard.comm != nullptr ? shard.comm->size() : 1;
+  PlanInput in;
+  in.from_partition = ranks > 1 || !part.ids.identity();
+  GraphCounts& g = in.graph;
+  g.dataset = shard.dataset;
+  g.num_nodes = part.book().num_nodes();
+  g.training_edges = part.training_edges;
+  g.max_degree = part.max_degree;
+  g.input_edges = shard.num_edges;
+  g.num_features = shard.num_features;
+  g.num_classes = part.num_classes;
+  g.num_train = part.all_train.numel();
+  PartCounts p;
+  p.num_owned = part.num_owned();
+  p.num_halo = part.num_halo();
+  p.num_edges = part.graph.num_edges();
+  p.num_train = part.train_idx.numel();
+  p.num_send = part.send_rows.numel();
+  if (const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&part.features)) {
+    g.sparse_features = true;
+    p.feature_nnz = sparse->num_edges();
+  }
+  g.feature_nnz = p.feature_nnz * ranks;
+  g.num_val = part.val_idx.numel() * ranks;
+  g.num_test = part.test_idx.numel() * ranks;
+  in.parts.assign(static_cast<std::size_t>(ranks), p);
+  return in;
+}
+
+std::int64_t checkpoint_bytes(std::int64_t parameters) { return 16 * parameters + 4096; }
+
+std::int64_t count_parameters(const TrainConfig& config, std::int64_t in_features,
+                              std::int32_t classes) {
+  const std::vector<std::int64_t> w = layer_widths(config, in_features, classes);
+  const std::int64_t mats = config.model.kind == nn::ModelKind::Sage ? 2 : 1;
+  std::int64_t total = 0;
+  for (std::size_t l = 0; l + 1 < w.size(); ++l) total += mats * w[l] * w[l + 1] + w[l + 1];
+  return total;
+}
+
+Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& m,
+               const std::string& device, int threads) {
+  const GraphCounts& g = in.graph;
+  const int ranks = static_cast<int>(in.parts.size());
+  HALO_EXPECTS(ranks >= 1, "plan: no parts");
+  check_config(config, ranks);
+  HALO_EXPECTS(
+      g.num_nodes >= 0 && g.training_edges >= 0 && g.num_features >= 1 && g.num_classes >= 1,
+      "plan: the counts need nodes, features and classes");
+  HALO_EXPECTS(device == "cpu" || device == "cuda", "plan: device must be cpu or cuda");
+  const bool cuda = device == "cuda";
+  const bool mini = config.mini_batch.has_value();
+  const bool sage = config.model.kind == nn::ModelKind::Sage;
+
+  Plan plan;
+  plan.dataset = g.dataset;
+  plan.mode = mini ? "mini-batch" : "full-graph";
+  plan.device = device;
+  plan.ranks = ranks;
+  plan.threads = threads;
+  plan.epochs = config.epochs;
+  plan.parameters = count_parameters(config, g.num_features, g.num_classes);
+  plan.parts_estimated = in.parts_estimated;
+  plan.calibrated = m.calibrated;
+  plan.link_calibrated = m.link_calibrated;
+  plan.checkpoint_bytes = checkpoint_bytes(plan.parameters);
+  plan.checkpoint_seconds = m.disk_s_per_byte * static_cast<double>(plan.checkpoint_bytes);
+  const double param_bytes = static_cast<double>(plan.parameters) * kF;
+
+  // Mini-batch: batches and the sampler's envelope (the sampler's own bound, from the whole
+  // graph's degree statistics, as the Trainer plans it) and expected block sizes.
+  sampler::SamplerEnvelope envelope;
+  std::vector<Block> batch_blocks;
+  double sampled_edges = 0;
+  if (mini) {
+    const MiniBatchConfig& mb = *config.mini_batch;
+    plan.batches_per_epoch =
+        std::max<std::int64_t>(1, (g.num_train + mb.batch_size - 1) / mb.batch_size);
+    envelope = sampler::plan_envelope({g.num_nodes, g.training_edges, g.max_degree}, mb.batch_size,
+                                      mb.fanouts, mb.replace);
+    const std::int64_t slots = cuda ? 1 : 1 + mb.prefetch;
+    plan.sampler_envelope_bytes = static_cast<std::int64_t>(envelope.bytes()) * slots;
+    // Expected sizes: a destination draws min(fanout, mean degree) neighbours; the sources of
+    // a block are the distinct ids among its destinations and draws.
+    const double n = static_cast<double>(g.num_nodes);
+    const double dbar = n > 0 ? static_cast<double>(g.training_edges) / n : 0;
+    const double seeds = std::min(static_cast<double>(mb.batch_size),
+                                  static_cast<double>(g.num_train) / plan.batches_per_epoch * 1.0);
+    batch_blocks.resize(mb.fanouts.size());
+    double dst = seeds;
+    for (std::size_t h = 0; h < mb.fanouts.size(); ++h) {
+      const std::size_t l = mb.fanouts.size() - 1 - h;
+      const int k = mb.fanouts[l];
+      const double per = k < 0 ? dbar : std::min(static_cast<double>(k), dbar);
+      Block b;
+      b.dst = dst;
+      b.edges = dst * per;
+      b.src = std::min(n, dst + expected_distinct(n, b.edges) * (1 - dst / std::max(1.0, n)));
+      batch_blocks[l] = b;
+      sampled_edges += b.edges;
+      dst = b.src;
+    }
+  }
+
+  double input_nnz_total =
+      g.sparse_features ? static_cast<double>(g.feature_nnz) : 0;  // whole graph
+  for (int r = 0; r < ranks; ++r) {
+    const PartCounts& p = in.parts[static_cast<std::size_t>(r)];
+    RankPlan rp;
+    rp.rank = r;
+    const std::int64_t n_o = p.num_owned, n_l = p.num_owned + p.num_halo;
+    auto& host = rp.host;
+    auto& gpu = rp.gpu;
+    auto& data = cuda ? gpu : host;  // where the training data live
+    host.push_back({"process", m.process_base_bytes + (ranks > 1 ? m.mpi_rank_extra_bytes : 0)});
+    // The part: S's owned rows, degrees and ids of the local nodes, labels, splits, and the
+    // list of every training node (repeated on every part).
+    const std::int64_t part_bytes =
+        kI * (n_o + 1) + kF * p.num_edges + kI * n_l + (in.from_partition ? kF * n_l : 0) +
+        kF * n_o + kF * (p.num_train + (g.num_val + g.num_test) / ranks) + 2 * kF * g.num_train;
+    host.push_back({"part", part_bytes});
+    const std::int64_t nnz_o = g.sparse_features ? p.feature_nnz : 0;
+    const std::int64_t features = feature_bytes(g, n_o, nnz_o);
+    host.push_back({"features", features});
+    if (cuda) gpu.push_back({"features", features});
+    // The propagation matrix the layers read (GCN: normalised, with self-loops; SAGE: S's
+    // rows), local columns.
+    // HaloExchange keeps the owned block, the halo block and the halo block's transpose (the
+    // backward product), and for SAGE the owned block's transpose too (GCN's is symmetric).
+    const std::int64_t halo_entries =
+        n_l > 0 ? as_bytes(static_cast<double>(p.num_edges) * static_cast<double>(p.num_halo) /
+                           static_cast<double>(n_l))
+                : 0;
+    const std::int64_t own_entries = p.num_edges - halo_entries + (sage ? 0 : n_o);
+    const std::int64_t adjacency =
+        kI * (n_o + 1) * (sage ? 2 : 1) + (kF + kF) * own_entries * (sage ? 2 : 1) +
+        (p.num_halo > 0 ? kI * (n_o + 1) + kI * (p.num_halo + 1) + 2 * (kF + kF) * halo_entries
+                        : 0);
+    data.push_back({"adjacency", adjacency});
+    // Halo exchange buffers (full graph) or the feature cache and fetch buffers (mini-batch).
+    const std::vector<std::int64_t> w = layer_widths(config, g.num_features, g.num_classes);
+    const std::int64_t widest = *std::max_element(w.begin() + 1, w.end());
+    std::int64_t halo_bytes = 0;
+    if (ranks > 1 && !mini) halo_bytes = kF * (p.num_send + p.num_halo) * widest + kF * p.num_send;
+    data.push_back({"halo", halo_bytes});
+    std::int64_t cache_bytes = 0;
+    if (mini && ranks > 1) {
+      const double row = kF * (2.0 + static_cast<double>(g.num_features));
+      cache_bytes = std::min(as_bytes(config.mini_batch->cache_mb * 1048576.0),
+                             as_bytes(static_cast<double>(p.num_halo) * row));
+    }
+    data.push_back({"feature_cache", cache_bytes});
+    data.push_back({"sampler_envelope", mini ? plan.sampler_envelope_bytes : 0});
+    // Parameters, gradients, Adam's two moments, and the all-reduce's flat buffer.
+    data.push_back({"model_optimizer", as_bytes(param_bytes * (4 + (ranks > 1 ? 1 : 0)))});
+
+    // Activations and the step's time.
+    std::vector<Block> blocks;
+    double input_nnz = 0;
+    if (mini) {
+      blocks = batch_blocks;
+      for (Block& b : blocks) {  // this rank's share of the batch's seeds and their blocks
+        b.dst /= ranks;
+        b.src /= ranks;
+        b.edges /= ranks;
+      }
+      input_nnz = g.num_nodes > 0
+                      ? input_nnz_total * blocks.front().src / static_cast<double>(g.num_nodes)
+                      : 0;
+    } else {
+      for (int l = 0; l < config.model.num_layers; ++l)
+        blocks.push_back(
+            {static_cast<double>(n_o), static_cast<double>(n_l), static_cast<double>(p.num_edges)});
+      input_nnz = static_cast<double>(nnz_o);
+    }
+    const StepCost step = step_cost(m, config, g, blocks, input_nnz);
+    std::int64_t activations = step.activation_bytes;
+    if (mini) {
+      // Every epoch ends with a full-graph forward pass (Trainer::evaluate), which grows the
+      // layers' forward buffers (cached product, output) to the part's rows.
+      const std::vector<std::int64_t> w = layer_widths(config, g.num_features, g.num_classes);
+      for (std::size_t l = 0; l + 1 < w.size(); ++l) {
+        const bool sparse_in = l == 0 && g.sparse_features;
+        const bool agg_first = !sparse_in && w[l] < w[l + 1];
+        const std::int64_t agg_cols = agg_first ? w[l] : w[l + 1];
+        activations += kF * ((agg_first ? n_o : n_l) * agg_cols + 2 * n_o * w[l + 1]);
+      }
+      activations += kF * n_o * g.num_classes;
+    }
+    data.push_back({"activations", activations});
+    // Workspace: the gathered input rows of a batch (mini-batch) or the prepared copy of a
+    // feature matrix a device run keeps on the host; BLAS/OpenMP scratch is in `process`.
+    std::int64_t workspace = 0;
+    if (mini)
+      workspace = g.sparse_features
+                      ? as_bytes(kI * blocks.front().src + 8.0 * input_nnz)
+                      : as_bytes(blocks.front().src * static_cast<double>(g.num_features) * kF);
+    data.push_back({"workspace", workspace});
+
+    // Loading: the dataset's arrays (one process) or the part file (a rank), plus the graph S
+    // that one process builds from the dataset (symmetrisation: S and its transpose at once).
+    if (in.from_partition) {
+      rp.dataset_bytes = p.file_bytes > 0 ? p.file_bytes : part_bytes + features + kF * p.num_send;
+      rp.scratch_bytes = 0;
+    } else {
+      rp.dataset_bytes = kI * (g.num_nodes + 1) + kF * g.input_edges * (g.weighted ? 2 : 1) +
+                         feature_bytes(g, g.num_nodes, g.feature_nnz) + kF * g.num_nodes +
+                         kF * (g.num_train + g.num_val + g.num_test);
+      rp.scratch_bytes = kI * (g.num_nodes + 1) + 2 * kF * (g.input_edges + g.training_edges);
+    }
+    std::int64_t steady = 0;
+    for (const MemoryItem& i : host) steady += i.bytes;
+    // Setting up: the adjacency is built in growing vectors and copied into tensors (a second
+    // copy for a moment), before any activation exists.
+    std::int64_t activation_host = 0;
+    for (const MemoryItem& i : host)
+      if (i.name == "activations") activation_host = i.bytes;
+    const std::int64_t setup = steady - activation_host + (cuda ? 0 : adjacency);
+    const std::int64_t loading = m.process_base_bytes + (ranks > 1 ? m.mpi_rank_extra_bytes : 0) +
+                                 rp.dataset_bytes + rp.scratch_bytes;
+    rp.peak_host_bytes = std::max({steady, loading, setup});
+    for (const MemoryItem& i : gpu) rp.peak_gpu_bytes += i.bytes;
+
+    // Time of one epoch.
+    const double steps = static_cast<double>(plan.batches_per_epoch);
+    const double adam = ew_s(m, param_bytes * 7);  // read grad, m, v, w; write m, v, w
+    rp.compute_s = steps * (step.compute_s + adam);
+    if (mini) {
+      const double local_edges = sampled_edges / ranks;
+      rp.sampling_s = steps * (m.sampler_alpha_s + m.sampler_s_per_edge * local_edges);
+      // Gathering the input rows of every batch.
+      const double row_bytes = g.sparse_features
+                                   ? 8.0 * input_nnz / std::max(1.0, blocks.front().src)
+                                   : kF * static_cast<double>(g.num_features);
+      rp.sampling_s += steps * ew_s(m, 2 * blocks.front().src * row_bytes);
+      if (ranks > 1) {
+        // Remote input rows: the halo's share of the local nodes, less what the cache holds.
+        const double remote_share =
+            n_l > 0 ? static_cast<double>(p.num_halo) / static_cast<double>(n_l) : 0;
+        const double cached = p.num_halo > 0 ? std::min(1.0, static_cast<double>(cache_bytes) /
+                                                                 (static_cast<double>(p.num_halo) *
+                                                                  (kF * (2.0 + g.num_features))))
+                                             : 0;
+        const double rows = blocks.front().src * remote_share * (1 - cached);
+        rp.feature_fetch_bytes = as_bytes(steps * rows * kF * (2.0 + g.num_features));
+        // One all-to-all of requests and one of rows per batch, plus the sampler's per hop.
+        const double msgs = steps * (2.0 + 2.0 * config.model.num_layers) * (ranks - 1);
+        rp.exchange_s =
+            msgs * m.link_alpha_s + m.link_s_per_byte * static_cast<double>(rp.feature_fetch_bytes);
+        rp.exposed_exchange_s = rp.exchange_s;
+      }
+    } else if (ranks > 1) {
+      // Every layer sends its aggregated matrix's halo rows forward and their gradients back.
+      const double peers = std::min<double>(ranks - 1, static_cast<double>(p.num_send));
+      rp.halo_exchange_bytes = 2 * kF * p.num_send * step.exchanged_floats;
+      rp.exchange_s = 2.0 * config.model.num_layers * peers * m.link_alpha_s +
+                      m.link_s_per_byte * static_cast<double>(rp.halo_exchange_bytes);
+      // Overlap: the owned rows' aggregation runs while the rows travel.
+      const double inner = config.overlap ? step.aggregation_s : 0;
+      rp.exposed_exchange_s = std::max(0.0, rp.exchange_s - inner);
+    }
+    if (ranks > 1) {
+      rp.allreduce_bytes = as_bytes(steps * 2.0 * (ranks - 1) / ranks * (param_bytes + 8));
+      rp.allreduce_s = steps * allreduce_s(m, param_bytes + 8, ranks);
+    }
+    // AdaptDL's form: compute and network terms added; the exposed part of an overlapped
+    // exchange only. The sampler shares the cores with the step, so it adds too.
+    rp.epoch_s = rp.compute_s + rp.sampling_s + rp.exposed_exchange_s + rp.allreduce_s;
+    plan.per_rank.push_back(std::move(rp));
+  }
+  double eval_s = 0;
+  for (const RankPlan& rp : plan.per_rank) {
+    plan.peak_host_bytes_per_rank = std::max(plan.peak_host_bytes_per_rank, rp.peak_host_bytes);
+    plan.peak_gpu_bytes_per_rank = std::max(plan.peak_gpu_bytes_per_rank, rp.peak_gpu_bytes);
+    plan.comm_bytes_per_epoch +=
+        rp.halo_exchange_bytes + rp.feature_fetch_bytes + rp.allreduce_bytes;
+    plan.epoch_seconds = std::max(plan.epoch_seconds, rp.epoch_s);
+    eval_s = std::max(eval_s, rp.compute_s / (3.0 * static_cast<double>(plan.batches_per_epoch)));
+  }
+  // Each epoch is followed by a full-graph forward pass (about a third of a step).
+  plan.train_seconds = config.epochs * (plan.epoch_seconds + eval_s);
+  return plan;
+}
+
+}  // namespace halo::runtime

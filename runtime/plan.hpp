@@ -1,0 +1,195 @@
+#pragma once
+// The resource plan of a run: per-rank memory, communication, checkpoint size and epoch time,
+// predicted from counts (a dataset cache's or a partition's meta.json) and measured costs.
+//
+// This is the one performance model of the project (`halo plan` and the scaling studies use it):
+// every time is alpha + beta x work for a measured (alpha, beta) per kind of work
+// (docs/scheduler.md, "The model"). Nothing here builds or reads a graph.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <halo/runtime/trainer.hpp>
+
+namespace halo::runtime {
+
+/// The measured costs of this machine (`halo calibrate`, docs/scheduler.md). Every term is
+/// seconds = alpha + beta x work; the defaults are conservative guesses, used (and reported as
+/// "uncalibrated") when no calibration file exists.
+struct CostModel {
+  /// Dense products (BLAS sgemm): seconds per call and per floating-point operation (2 m n k).
+  double gemm_alpha_s = 5e-6;
+  double gemm_s_per_flop = 1.0 / 20e9;
+  /// CSR x dense products: per call, per stored entry and per byte of gathered rows
+  /// (entries x columns x 4 bytes).
+  double spmm_alpha_s = 5e-6;
+  double spmm_s_per_edge = 2e-9;
+  double spmm_s_per_byte = 1.0 / 4e9;
+  /// Element-wise passes (ReLU, dropout, bias, Adam): seconds per byte read or written.
+  double elementwise_s_per_byte = 1.0 / 8e9;
+  /// The neighbour sampler: seconds per batch and per sampled edge.
+  double sampler_alpha_s = 2e-5;
+  double sampler_s_per_edge = 5e-8;
+  /// The link between ranks: latency per message and seconds per byte (ping-pong).
+  double link_alpha_s = 2e-6;
+  double link_s_per_byte = 1.0 / 2e9;
+  /// Writing a checkpoint: seconds per byte written and fsynced.
+  double disk_s_per_byte = 1.0 / 200e6;
+  /// Resident set of a `halo` process before it loads data (libraries, thread stacks), and
+  /// what an MPI rank adds to it.
+  std::int64_t process_base_bytes = 48ll << 20;
+  std::int64_t mpi_rank_extra_bytes = 16ll << 20;
+  /// Where the figures come from: the calibrating machine's threads and host name, and
+  /// whether they were measured at all.
+  int threads = 0;
+  std::string host;
+  bool calibrated = false;
+  /// Whether the link terms were measured (`mpiexec -n 2 halo calibrate`), not defaults.
+  bool link_calibrated = false;
+};
+
+/// The calibration file's default place: $HALO_CALIBRATION, else <data dir>/calibration.json
+/// (the data directory of datasets::default_data_dir()).
+std::filesystem::path default_calibration_path();
+
+/// Reads a calibration file written by write_cost_model (halo::IoError naming the file and key).
+CostModel read_cost_model(const std::filesystem::path& path);
+/// Writes `m` as JSON (docs/scheduler.md, "Calibration file") atomically.
+void write_cost_model(const CostModel& m, const std::filesystem::path& path);
+
+/// What the plan needs to know about the whole graph.
+struct GraphCounts {
+  std::string dataset;
+  std::int64_t num_nodes = 0;
+  /// Entries of the training graph S (A ∪ Aᵀ without self-loops, both directions) and its
+  /// largest row (partition::PartitionMeta's fields of the same names).
+  std::int64_t training_edges = 0;
+  std::int64_t max_degree = 0;
+  /// Entries of the input graph as stored, and whether it has edge values.
+  std::int64_t input_edges = 0;
+  bool weighted = false;
+  std::int64_t num_features = 0;
+  /// Sparse features: stored entries (0 for dense features).
+  bool sparse_features = false;
+  std::int64_t feature_nnz = 0;
+  std::int32_t num_classes = 0;
+  std::int64_t num_train = 0;
+  std::int64_t num_val = 0;
+  std::int64_t num_test = 0;
+};
+
+/// One rank's part (partition::PartInfo plus its exchange list).
+struct PartCounts {
+  std::int64_t num_owned = 0;
+  std::int64_t num_halo = 0;
+  std::int64_t num_edges = 0;  // entries of the owned rows of S
+  std::int64_t num_train = 0;
+  std::int64_t num_send = 0;  // rows this part sends per exchange
+  /// Sparse features: stored entries of the owned rows.
+  std::int64_t feature_nnz = 0;
+  /// Bytes of the part file a rank reads (0 when estimated).
+  std::int64_t file_bytes = 0;
+};
+
+/// Where the counts come from.
+struct PlanInput {
+  GraphCounts graph;
+  /// One entry per rank: from a partition's meta.json (measured), or estimated by
+  /// estimate_parts.
+  std::vector<PartCounts> parts;
+  /// True when `parts` were estimated (no partition given); the plan says so.
+  bool parts_estimated = false;
+  /// A rank loads its part from a partition directory (else: the dataset, one process).
+  bool from_partition = false;
+};
+
+/// The counts of the run `shard` is one rank of, from the shard itself (before training: the
+/// Trainer takes its features): the whole graph's sizes, this rank's part, and every other
+/// rank's part taken to be like this one (a rank knows only its own). What `halo train`
+/// predicts its own epoch time and peak from (the predicted-vs-measured metrics).
+PlanInput shard_plan_input(const Shard& shard);
+
+/// Parts of a P-way split estimated without partitioning: owned = n / P (rounded up), edges
+/// and training nodes in proportion, and the halo of a random assignment, the upper bound a
+/// good partitioner stays below:
+///   halo = (n - owned) x (1 - (1 - 1/P)^d̄)...(see docs/scheduler.md) with d̄ = edges / n,
+/// i.e. a remote node is in the halo when one of its d̄ neighbours is owned here.
+/// P = 1 is the whole graph (no halo).
+std::vector<PartCounts> estimate_parts(const GraphCounts& g, int parts);
+
+/// Named byte counts of one rank.
+struct MemoryItem {
+  std::string name;
+  std::int64_t bytes = 0;
+};
+
+/// The plan of one rank.
+struct RankPlan {
+  int rank = 0;
+  /// Breakdown, host and device (see docs/scheduler.md for each term).
+  std::vector<MemoryItem> host;
+  std::vector<MemoryItem> gpu;
+  std::int64_t peak_host_bytes = 0;
+  std::int64_t peak_gpu_bytes = 0;
+  /// Bytes of the data this rank reads from disk, and temporary bytes while loading.
+  std::int64_t dataset_bytes = 0;
+  std::int64_t scratch_bytes = 0;
+  /// Communication this rank sends per epoch.
+  std::int64_t halo_exchange_bytes = 0;
+  std::int64_t feature_fetch_bytes = 0;
+  std::int64_t allreduce_bytes = 0;
+  /// Predicted seconds per epoch and its terms.
+  double compute_s = 0;
+  double sampling_s = 0;
+  double exchange_s = 0;  // transfer time of the halo exchange / feature fetches
+  double exposed_exchange_s = 0;
+  double allreduce_s = 0;
+  double epoch_s = 0;
+};
+
+/// The plan of a run.
+struct Plan {
+  std::string dataset;
+  std::string mode;  // "full-graph" or "mini-batch"
+  std::string device;
+  int ranks = 1;
+  int threads = 0;
+  int epochs = 0;
+  std::int64_t parameters = 0;
+  std::int64_t batches_per_epoch = 1;
+  std::int64_t sampler_envelope_bytes = 0;
+  std::vector<RankPlan> per_rank;
+  /// Maxima over the ranks (the scheduler's request) and totals.
+  std::int64_t peak_host_bytes_per_rank = 0;
+  std::int64_t peak_gpu_bytes_per_rank = 0;
+  std::int64_t comm_bytes_per_epoch = 0;  // sent by all ranks
+  double epoch_seconds = 0;               // the slowest rank's
+  double train_seconds = 0;               // epochs x epoch_seconds + evaluation
+  std::int64_t checkpoint_bytes = 0;
+  double checkpoint_seconds = 0;
+  bool parts_estimated = false;
+  bool calibrated = false;
+  bool link_calibrated = false;
+};
+
+/// Bytes of a checkpoint of `parameters` floats: the parameters, Adam's two moments, the best
+/// epoch's parameters (4 bytes each: 16 x parameters) plus 4 KiB of metadata (epoch, step, RNG
+/// keys, partition checksum, manifest).
+std::int64_t checkpoint_bytes(std::int64_t parameters);
+
+/// Kubernetes' default termination grace period: the time a preempted pod has to checkpoint.
+inline constexpr double kGracePeriodSeconds = 30;
+
+/// The plan of `config` on `in` over `in.parts.size()` ranks, `threads` threads per rank, on
+/// `device` ("cpu" or "cuda"). halo::LogicError on an invalid config (check_config) or counts.
+Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& costs,
+               const std::string& device, int threads);
+
+/// Parameters of the model `config.model` describes for `in_features` inputs and `classes`
+/// outputs (built on the CPU and counted, so the count cannot drift from the layers').
+std::int64_t count_parameters(const TrainConfig& config, std::int64_t in_features,
+                              std::int32_t classes);
+
+}  // namespace halo::runtime

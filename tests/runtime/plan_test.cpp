@@ -1,0 +1,192 @@
+// The resource plan against the code it predicts: the model's parameters, the sampler's own
+// envelope, the partition's exchange lists; the estimated split; the calibration file.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <string>
+#include <vector>
+
+#include <halo/kernels/error.hpp>
+#include <halo/runtime/plan.hpp>
+#include <halo/sampler/neighbor_sampler.hpp>
+
+#include "runtime/runtime_test_util.hpp"
+#include "support/testing.hpp"
+
+namespace halo::runtime::test {
+namespace {
+
+/// The counts of `shard` as halo plan reads them from a cache.
+PlanInput input_of(const Shard& shard) { return shard_plan_input(shard); }
+
+GraphCounts big_graph() {
+  GraphCounts g;
+  g.dataset = "big";
+  g.num_nodes = 1 << 20;
+  g.training_edges = std::int64_t{16} << 20;
+  g.max_degree = 5000;
+  g.input_edges = g.training_edges;
+  g.num_features = 128;
+  g.num_classes = 40;
+  g.num_train = 100000;
+  g.num_val = 20000;
+  g.num_test = 50000;
+  return g;
+}
+
+TEST(Plan, ParameterCountIsTheModels) {
+  for (auto kind : {nn::ModelKind::Gcn, nn::ModelKind::Sage})
+    for (int layers : {1, 2, 3}) {
+      TrainConfig c = config_for(kind, 0, 1);
+      c.model.num_layers = layers;
+      c.model.hidden = 7;
+      nn::Model<float> model = make_model(host(), 13, 5, c);
+      std::int64_t reference = 0;
+      for (const auto* p : model.parameters()) reference += p->value.numel();
+      EXPECT_EQ(count_parameters(c, 13, 5), reference)
+          << nn::to_string(kind) << " " << layers << " layers";
+    }
+}
+
+TEST(Plan, SamplerEnvelopeIsTheSamplersOwn) {
+  Shard shard = local_shard(host(), small_synthetic(3, 500));
+  for (int prefetch : {0, 2}) {
+    TrainConfig c = config_for(nn::ModelKind::Sage, 0, 1);
+    c.mini_batch = batches(64, {5, 3}, prefetch);
+    const Plan plan = make_plan(input_of(shard), c, CostModel{}, "cpu", 1);
+    sampler::SamplerConfig sc;
+    sc.fanouts = {5, 3};
+    const sampler::NeighborSampler s(host(), shard.part.graph, 64, sc);
+    EXPECT_EQ(plan.sampler_envelope_bytes,
+              static_cast<std::int64_t>(s.envelope_bytes()) * (1 + prefetch));
+    // Batches of an epoch: the training nodes over the batch size, rounded up.
+    const std::int64_t train = shard.part.all_train.numel();
+    EXPECT_EQ(plan.batches_per_epoch, (train + 63) / 64);
+  }
+}
+
+TEST(Plan, EstimatedPartsCoverTheGraph) {
+  const GraphCounts g = big_graph();
+  for (int p : {1, 2, 3, 8}) {
+    const std::vector<PartCounts> parts = estimate_parts(g, p);
+    ASSERT_EQ(static_cast<int>(parts.size()), p);
+    std::int64_t owned = 0;
+    double edges = 0;
+    for (const PartCounts& c : parts) {
+      owned += c.num_owned;
+      edges += static_cast<double>(c.num_edges);
+      if (p == 1) {
+        EXPECT_EQ(c.num_halo, 0);
+      }
+      EXPECT_LE(c.num_halo, g.num_nodes - c.num_owned);
+      // Every remote node is at most one halo row, and some are with d = 16 neighbours.
+      if (p > 1) {
+        EXPECT_GT(c.num_halo, 0);
+      }
+    }
+    EXPECT_EQ(owned, g.num_nodes);
+    EXPECT_NEAR(edges, static_cast<double>(g.training_edges), p);
+  }
+}
+
+TEST(Plan, MoreRanksNeedLessMemoryEachButCommunicateMore) {
+  const GraphCounts g = big_graph();
+  const TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
+  std::int64_t last_peak = 0, last_comm = -1;
+  for (int p : {1, 2, 4, 8}) {
+    PlanInput in;
+    in.graph = g;
+    in.parts = estimate_parts(g, p);
+    in.from_partition = p > 1;
+    const Plan plan = make_plan(in, c, CostModel{}, "cpu", 1);
+    if (last_peak > 0) {
+      EXPECT_LT(plan.peak_host_bytes_per_rank, last_peak) << p;
+    }
+    EXPECT_GT(plan.comm_bytes_per_epoch, last_comm) << p;
+    last_peak = plan.peak_host_bytes_per_rank;
+    last_comm = plan.comm_bytes_per_epoch;
+    // The peak is the breakdown's sum (or the loading phase's, if larger).
+    for (const RankPlan& r : plan.per_rank) {
+      std::int64_t sum = 0;
+      for (const MemoryItem& i : r.host) sum += i.bytes;
+      EXPECT_GE(r.peak_host_bytes, sum);
+    }
+  }
+}
+
+TEST(Plan, OverlapHidesPartOfTheExchange) {
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 4);
+  in.from_partition = true;
+  TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
+  CostModel slow_link;
+  slow_link.link_s_per_byte = 1.0 / 1e8;
+  const Plan on = make_plan(in, c, slow_link, "cpu", 1);
+  c.overlap = false;
+  const Plan off = make_plan(in, c, slow_link, "cpu", 1);
+  for (std::size_t r = 0; r < on.per_rank.size(); ++r) {
+    EXPECT_EQ(on.per_rank[r].exchange_s, off.per_rank[r].exchange_s);
+    EXPECT_EQ(off.per_rank[r].exposed_exchange_s, off.per_rank[r].exchange_s);
+    EXPECT_LT(on.per_rank[r].exposed_exchange_s, off.per_rank[r].exposed_exchange_s);
+  }
+  EXPECT_LT(on.epoch_seconds, off.epoch_seconds);
+}
+
+TEST(Plan, DevicePlansPutTheDataOnTheGpu) {
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 1);
+  const TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
+  const Plan cpu = make_plan(in, c, CostModel{}, "cpu", 1);
+  const Plan gpu = make_plan(in, c, CostModel{}, "cuda", 1);
+  EXPECT_EQ(cpu.peak_gpu_bytes_per_rank, 0);
+  EXPECT_GT(gpu.peak_gpu_bytes_per_rank, 0);
+  EXPECT_LT(gpu.per_rank[0].host.size(), cpu.per_rank[0].host.size());
+  EXPECT_THROW(make_plan(in, c, CostModel{}, "tpu", 1), LogicError);
+}
+
+TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
+  const halo::testing::TempDir dir;
+  CostModel m;
+  m.gemm_s_per_flop = 1.25e-11;
+  m.spmm_s_per_edge = 3.5e-9;
+  m.link_alpha_s = 7e-6;
+  m.process_base_bytes = 12345678;
+  m.threads = 3;
+  m.host = "h";
+  m.link_calibrated = true;
+  const auto path = dir.path() / "c.json";
+  write_cost_model(m, path);
+  const CostModel r = read_cost_model(path);
+  EXPECT_EQ(r.gemm_s_per_flop, m.gemm_s_per_flop);
+  EXPECT_EQ(r.spmm_s_per_edge, m.spmm_s_per_edge);
+  EXPECT_EQ(r.link_alpha_s, m.link_alpha_s);
+  EXPECT_EQ(r.process_base_bytes, m.process_base_bytes);
+  EXPECT_EQ(r.threads, 3);
+  EXPECT_TRUE(r.calibrated);
+  EXPECT_TRUE(r.link_calibrated);
+  std::ofstream(dir.path() / "bad.json") << "{\"format\": \"halo-calibration\", \"version\": 1}";
+  try {
+    read_cost_model(dir.path() / "bad.json");
+    FAIL() << "accepted a file without coefficients";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm.alpha_s"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir.path() / "junk.json") << "not json";
+  EXPECT_THROW(read_cost_model(dir.path() / "junk.json"), IoError);
+}
+
+TEST(Plan, CheckpointHoldsParametersAdamMomentsAndTheBestEpoch) {
+  const TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 1);
+  const Plan plan = make_plan(in, c, CostModel{}, "cpu", 1);
+  EXPECT_EQ(plan.parameters, count_parameters(c, 128, 40));
+  EXPECT_EQ(plan.checkpoint_bytes, 4 * 4 * plan.parameters + 4096);
+}
+
+}  // namespace
+}  // namespace halo::runtime::test

@@ -1,0 +1,288 @@
+// `halo plan` and `halo calibrate` as a user runs them: the documented JSON keys, the MPIJob
+// manifest against the v2beta1 schema, the inverse question (--memory-per-rank), usage errors;
+// `halo train --metrics-file` checked by promtool; and, under mpiexec, the predicted exchange
+// bytes against the ones a 2-rank run measures.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+
+#include "support/testing.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Outcome = halo::testing::CommandOutcome;
+
+/// The JSON-schema keywords tests/tools/mpijob_v2beta1.schema.json uses: type, enum, required,
+/// properties, additionalProperties (false or a schema), items, minItems, minimum, pattern, and
+/// $ref to "#/definitions/NAME". Appends one line per violation, naming the JSON path.
+void validate(const json& v, const json& schema, const json& root, const std::string& path,
+              std::vector<std::string>& errors) {
+  if (schema.contains("$ref")) {
+    const std::string ref = schema["$ref"];
+    const std::string prefix = "#/definitions/";
+    ASSERT_EQ(ref.rfind(prefix, 0), 0u) << ref;
+    validate(v, root["definitions"][ref.substr(prefix.size())], root, path, errors);
+    return;
+  }
+  if (schema.contains("type")) {
+    const std::string t = schema["type"];
+    const bool ok = (t == "object" && v.is_object()) || (t == "array" && v.is_array()) ||
+                    (t == "string" && v.is_string()) || (t == "integer" && v.is_number_integer()) ||
+                    (t == "boolean" && v.is_boolean()) || (t == "number" && v.is_number());
+    if (!ok) {
+      errors.push_back(path + ": expected " + t + ", got " + v.dump());
+      return;
+    }
+  }
+  if (schema.contains("enum") &&
+      std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
+    errors.push_back(path + ": " + v.dump() + " is not one of " + schema["enum"].dump());
+  if (schema.contains("minimum") && v.is_number() && v.get<double>() < schema["minimum"])
+    errors.push_back(path + ": below the minimum " + schema["minimum"].dump());
+  if (schema.contains("pattern") && v.is_string() &&
+      !std::regex_search(v.get<std::string>(), std::regex(schema["pattern"].get<std::string>())))
+    errors.push_back(path + ": " + v.dump() + " does not match " + schema["pattern"].dump());
+  if (v.is_object()) {
+    for (const auto& r : schema.value("required", json::array()))
+      if (!v.contains(r)) errors.push_back(path + ": missing required field " + r.dump());
+    const json props = schema.value("properties", json::object());
+    for (const auto& [key, value] : v.items()) {
+      const std::string p = path + "." + key;
+      if (props.contains(key)) {
+        validate(value, props[key], root, p, errors);
+      } else if (schema.contains("additionalProperties")) {
+        const json& extra = schema["additionalProperties"];
+        if (extra.is_boolean() && !extra.get<bool>())
+          errors.push_back(p + ": not a field of the schema");
+        else if (extra.is_object())
+          validate(value, extra, root, p, errors);
+      }
+    }
+  }
+  if (v.is_array()) {
+    if (schema.contains("minItems") && v.size() < schema["minItems"].get<std::size_t>())
+      errors.push_back(path + ": fewer than " + schema["minItems"].dump() + " items");
+    if (schema.contains("items"))
+      for (std::size_t i = 0; i < v.size(); ++i)
+        validate(v[i], schema["items"], root, path + "[" + std::to_string(i) + "]", errors);
+  }
+}
+
+std::vector<std::string> schema_errors(const json& v) {
+  const json schema = json::parse(halo::testing::read_file(
+      fs::path(HALO_TEST_SOURCE_DIR) / "tests" / "tools" / "mpijob_v2beta1.schema.json"));
+  std::vector<std::string> errors;
+  validate(v, schema, schema, "$", errors);
+  return errors;
+}
+
+class PlanCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // A private data directory: Cora "downloaded" from a file:// mirror of the shared raw
+    // files, so the binary cache plan reads is built by this test (no network).
+    fs::create_directories(m_dir / "mirror" / "cora");
+    for (const auto& e : fs::directory_iterator(shared() / "planetoid" / "raw"))
+      fs::create_symlink(e.path(), m_dir / "mirror" / "cora" / e.path().filename());
+  }
+  std::string env() const {
+    return "env HALO_DATA_DIR=" + (m_dir / "data").string() + " HALO_DATASET_MIRROR=file://" +
+           (m_dir / "mirror").string() + " HALO_CALIBRATION=" + (m_dir / "none.json").string() +
+           " ";
+  }
+  Outcome halo(const std::string& args) const {
+    return halo::testing::run_command(env() + HALO_TEST_BINARY + " " + args, m_dir);
+  }
+  static fs::path shared() { return fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets"; }
+  static std::string cora_dir() { return (shared() / "planetoid" / "cora").string(); }
+  /// A partition of Cora into `parts` parts.
+  fs::path partition(int parts) const {
+    const fs::path out = m_dir / ("p" + std::to_string(parts));
+    if (!fs::exists(out)) {
+      const Outcome r = halo("partition --dataset " + cora_dir() + " --parts " +
+                             std::to_string(parts) + " --out " + out.string());
+      EXPECT_EQ(r.code, 0) << r.err;
+    }
+    return out;
+  }
+  json plan(const std::string& args) const {
+    const Outcome r = halo("plan " + args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.code == 0 ? json::parse(r.out) : json();
+  }
+  const halo::testing::TempDir m_temp;
+  const fs::path m_dir = m_temp.path();
+};
+
+TEST_F(PlanCli, PlanOfAPartitionHasTheDocumentedKeys) {
+  const json j = plan("--partitions " + partition(2).string());
+  for (const char* key :
+       {"peak_host_bytes_per_rank", "peak_gpu_bytes_per_rank", "epoch_seconds",
+        "comm_bytes_per_epoch", "checkpoint_bytes", "checkpoint_seconds",
+        "checkpoint_fits_grace_period", "train_seconds", "parameters", "ranks", "per_rank"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["ranks"], 2);
+  EXPECT_EQ(j["parts"], "partition");
+  EXPECT_EQ(j["calibrated"], false);
+  ASSERT_EQ(j["per_rank"].size(), 2u);
+  std::int64_t peak = 0;
+  for (const json& r : j["per_rank"]) {
+    std::int64_t sum = 0;
+    for (const char* item : {"process", "part", "features", "halo", "feature_cache",
+                             "sampler_envelope", "model_optimizer", "activations", "workspace"}) {
+      ASSERT_TRUE(r["host_bytes"].contains(item)) << item;
+      sum += r["host_bytes"][item].get<std::int64_t>();
+    }
+    EXPECT_GE(r["peak_host_bytes"].get<std::int64_t>(), sum);
+    EXPECT_GT(r["comm_bytes_per_epoch"]["halo_exchange"].get<std::int64_t>(), 0);
+    peak = std::max(peak, r["peak_host_bytes"].get<std::int64_t>());
+  }
+  EXPECT_EQ(j["peak_host_bytes_per_rank"].get<std::int64_t>(), peak);
+}
+
+TEST_F(PlanCli, KubernetesManifestMatchesTheMpiJobSchema) {
+  const fs::path p = partition(2);
+  const json plan_j = plan("--partitions " + p.string() + " --threads 2");
+  const json m = plan("--partitions " + p.string() + " --threads 2 --emit k8s --epochs 50");
+  const std::vector<std::string> errors = schema_errors(m);
+  for (const std::string& e : errors) ADD_FAILURE() << e;
+  EXPECT_EQ(m["spec"]["mpiImplementation"], "MPICH");
+  EXPECT_EQ(m["spec"]["slotsPerWorker"], 1);
+  const json& worker = m["spec"]["mpiReplicaSpecs"]["Worker"];
+  EXPECT_EQ(worker["replicas"], 2);
+  EXPECT_EQ(m["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"], 3);  // + the launcher
+  const json& res = worker["template"]["spec"]["containers"][0]["resources"];
+  EXPECT_EQ(res["requests"]["cpu"], "2");
+  const std::string mem = res["requests"]["memory"];
+  EXPECT_GE(std::stoll(mem.substr(0, mem.size() - 2)) << 20,
+            plan_j["peak_host_bytes_per_rank"].get<std::int64_t>());
+  // The launcher runs the same training command line.
+  const json& cmd =
+      m["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"];
+  const std::string line = cmd.dump();
+  for (const char* part : {"\"mpirun\"", "\"train\"", "\"--partitions\"", "\"--epochs\",\"50\""})
+    EXPECT_NE(line.find(part), std::string::npos) << part << " in " << line;
+  EXPECT_EQ(line.find("--emit"), std::string::npos) << line;
+  // The validator catches what it should.
+  json bad = m;
+  bad["spec"]["mpiImplementation"] = "mpich";
+  bad["spec"]["slotPerWorker"] = 1;
+  EXPECT_EQ(schema_errors(bad).size(), 2u);
+}
+
+TEST_F(PlanCli, DatasetCacheAndTheSmallestFittingP) {
+  // Loading Cora once builds its binary cache; plan then reads only its meta.json.
+  Outcome r = halo("train --dataset cora --epochs 1 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json one = plan("--dataset cora");
+  EXPECT_EQ(one["ranks"], 1);
+  EXPECT_EQ(one["parts"], "whole graph");
+  EXPECT_EQ(plan("--dataset cora --parts 4")["parts"], "estimated");
+  // A machine whose processes cost nothing but their data, so that splitting pays on Cora.
+  const fs::path cal = m_dir / "lean.json";
+  std::ofstream(cal) << R"({"format": "halo-calibration", "version": 1,
+    "gemm": {"alpha_s": 0, "s_per_flop": 1e-10}, "spmm": {"alpha_s": 0, "s_per_edge": 1e-9,
+    "s_per_byte": 1e-10}, "elementwise": {"s_per_byte": 1e-10}, "sampler": {"alpha_s": 0,
+    "s_per_edge": 1e-8}, "link": {"alpha_s": 1e-6, "s_per_byte": 1e-9}, "disk":
+    {"s_per_byte": 1e-8}, "memory": {"process_base_bytes": 0, "mpi_rank_extra_bytes": 0}})";
+  const std::string lean = "--dataset cora --calibration " + cal.string();
+  std::vector<std::int64_t> peak(9);
+  for (int p = 1; p <= 8; ++p)
+    peak[p] = plan(lean + " --parts " + std::to_string(p))["peak_host_bytes_per_rank"];
+  ASSERT_LT(peak[8], peak[1]);
+  // The smallest P whose peak fits, found by scanning, is what --memory-per-rank answers.
+  const std::int64_t limit = (peak[1] + peak[8]) / 2;
+  int expected = 1;
+  while (peak[expected] > limit) ++expected;
+  ASSERT_GT(expected, 1);
+  const json fit = plan(lean + " --memory-per-rank " + std::to_string(limit));
+  EXPECT_EQ(fit["ranks"], expected);
+  EXPECT_EQ(fit["memory_per_rank_bytes"], limit);
+  EXPECT_EQ(plan(lean + " --memory-per-rank 1GiB")["ranks"], 1);
+  // Nothing fits in one byte.
+  r = halo("plan " + lean + " --memory-per-rank 1 --max-parts 8");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--memory-per-rank"), std::string::npos) << r.err;
+}
+
+TEST_F(PlanCli, CalibrateWritesWhatPlanReads) {
+  const fs::path cal = m_dir / "cal.json";
+  Outcome r =
+      halo("calibrate --output " + cal.string() + " --repeats 1 --rmat-scale 8 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json c = json::parse(halo::testing::read_file(cal));
+  for (const char* group : {"gemm", "spmm", "elementwise", "sampler", "link", "disk", "memory"})
+    EXPECT_TRUE(c.contains(group)) << group;
+  EXPECT_GT(c["gemm"]["s_per_flop"].get<double>(), 0);
+  EXPECT_EQ(c["link"]["measured"], false);  // one process measures no link
+  const json j = plan("--partitions " + partition(1).string() + " --calibration " + cal.string());
+  EXPECT_EQ(j["calibrated"], true);
+  EXPECT_GT(j["epoch_seconds"].get<double>(), 0);
+}
+
+TEST_F(PlanCli, UsageErrorsNameTheFlag) {
+  const std::string p = partition(1).string();
+  struct Case {
+    std::string args, names;
+    int code;
+  };
+  for (const Case& c :
+       {Case{"plan --partitions " + p + " --parts 2", "--parts", 2},
+        Case{"plan --dataset cora --memory-per-rank 12parsecs", "--memory-per-rank", 2},
+        Case{"plan --dataset cora --memory-per-rank lots", "--memory-per-rank", 2},
+        Case{"plan --partitions " + p + " --emit yaml", "--emit", 2},
+        Case{"plan --dataset synthetic", "--partitions", 2},
+        Case{"plan --dataset cora --calibration /no/such.json", "--calibration", 2},
+        Case{"plan --fanouts 5,5", "--fanouts", 2}}) {
+    const Outcome r = halo(c.args);
+    EXPECT_EQ(r.code, c.code) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << ": " << r.err;
+  }
+}
+
+TEST_F(PlanCli, TrainMetricsFilePassesPromtool) {
+  const fs::path prom = m_dir / "halo.prom";
+  const Outcome r = halo("train --dataset " + cora_dir() +
+                         " --epochs 3 --threads 1 --metrics-interval 0 --metrics-port 0 "
+                         "--metrics-file " +
+                         prom.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string text = halo::testing::read_file(prom);
+  EXPECT_NE(text.find("halo_epoch{rank=\"0\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("halo_steps_total{rank=\"0\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("halo_predicted_epoch_seconds"), std::string::npos) << text;
+  EXPECT_NE(r.err.find("serving http://127.0.0.1:"), std::string::npos) << r.err;
+  const Outcome check =
+      halo::testing::run_command("promtool check metrics < " + prom.string(), m_dir);
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
+}
+
+#ifdef HALO_TEST_MPIEXEC
+// The plan's halo exchange bytes are the trainer's: every rank sends its send list's rows of
+// every layer's aggregated matrix forward and their gradients back.
+TEST_F(PlanCli, PredictedExchangeBytesAreTheMeasuredOnes) {
+  const fs::path p = partition(2), out = m_dir / "r.json";
+  for (const char* model : {"gcn", "sage"}) {
+    const Outcome r = halo::testing::run_command(
+        env() + "OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 " + HALO_TEST_MPIEXEC + " -n 2 " +
+            HALO_TEST_BINARY + " train --partitions " + p.string() + " --epochs 2 --model " +
+            model + " --json " + out.string(),
+        m_dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json measured = json::parse(halo::testing::read_file(out));
+    const json j = plan("--partitions " + p.string() + " --model " + model);
+    std::int64_t predicted = 0;
+    for (const json& rank : j["per_rank"])
+      predicted += rank["comm_bytes_per_epoch"]["halo_exchange"].get<std::int64_t>();
+    EXPECT_EQ(predicted, measured["exchange_bytes_per_epoch"].get<std::int64_t>()) << model;
+  }
+}
+#endif
+
+}  // namespace

@@ -1,0 +1,112 @@
+// `halo calibrate`: measures the cost model's coefficients and writes them for `halo plan`.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <halo/kernels/gemm.hpp>
+#include <halo/runtime/calibrate.hpp>
+#include <halo/tools/halo/commands.hpp>
+#include <halo/tools/halo/dataset_options.hpp>
+#include <halo/tools/halo/run_support.hpp>
+
+namespace halo::cli {
+namespace {
+
+struct CalibrateOptions {
+  std::string output;
+  int threads = 0;
+  runtime::CalibrateConfig config;
+};
+
+void print_model(const runtime::CostModel& m, bool link) {
+  std::fprintf(stderr,
+               "halo calibrate: gemm %.1f GFLOP/s (+%.1f us/call); spmm %.2f ns/entry + %.2f GB/s "
+               "gathered (+%.1f us/call); element-wise %.2f GB/s; sampler %.1f ns/edge "
+               "(+%.1f us/batch); disk %.0f MB/s; process %.0f MiB\n",
+               1e-9 / m.gemm_s_per_flop, m.gemm_alpha_s * 1e6, m.spmm_s_per_edge * 1e9,
+               m.spmm_s_per_byte > 0 ? 1e-9 / m.spmm_s_per_byte : 0.0, m.spmm_alpha_s * 1e6,
+               1e-9 / m.elementwise_s_per_byte, m.sampler_s_per_edge * 1e9, m.sampler_alpha_s * 1e6,
+               1e-6 / m.disk_s_per_byte, static_cast<double>(m.process_base_bytes) / 1048576.0);
+  if (link)
+    std::fprintf(stderr, "halo calibrate: link %.2f us + %.2f GB/s; MPI rank +%.0f MiB\n",
+                 m.link_alpha_s * 1e6, m.link_s_per_byte > 0 ? 1e-9 / m.link_s_per_byte : 0.0,
+                 static_cast<double>(m.mpi_rank_extra_bytes) / 1048576.0);
+}
+
+int run_calibrate(const CalibrateOptions& o) {
+  const std::filesystem::path out =
+      o.output.empty() ? runtime::default_calibration_path() : std::filesystem::path(o.output);
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+  check_output(out.string(), "--output");
+  const int ranks = runtime::launcher_world_size();
+  if (ranks <= 1) {
+    const kernels::Resources res = make_resources("cpu", o.threads, 1);
+    const runtime::CostModel m =
+        runtime::calibrate_compute(res, o.config, out.has_parent_path() ? out.parent_path() : ".");
+    print_model(m, false);
+    runtime::write_cost_model(m, out);
+    std::printf("%s\n", out.string().c_str());
+    return 0;
+  }
+  // Several ranks: the link terms, merged into the one-process calibration of the same file.
+  std::unique_ptr<runtime::Comm> world = runtime::make_world_comm();
+  runtime::CostModel m;
+  if (std::filesystem::exists(out)) {
+    m = runtime::read_cost_model(out);
+  } else if (world->rank() == 0) {
+    std::fprintf(stderr,
+                 "halo calibrate: %s does not exist: run `halo calibrate` in one process first "
+                 "for the compute terms; writing the link terms beside the default ones\n",
+                 out.string().c_str());
+  }
+  {
+    // The same warm-up as the one-process footprint (BLAS buffers, OpenMP threads).
+    const kernels::Resources res = make_resources("cpu", o.threads, ranks);
+    kernels::Tensor<float> a(res, 64, 64), b(res, 64, 64), c(res, 64, 64);
+    kernels::gemm<float>(res, kernels::Trans::No, kernels::Trans::No, 1.f, a.view(), b.view(), 0.f,
+                         c.view());
+    const bool measured = m.calibrated;
+    m = runtime::calibrate_link(*world, o.config, m);
+    m.calibrated = measured || m.calibrated;
+  }
+  if (world->rank() == 0) {
+    print_model(m, true);
+    runtime::write_cost_model(m, out);
+    std::printf("%s\n", out.string().c_str());
+  }
+  world->barrier();
+  return 0;
+}
+
+}  // namespace
+
+Command add_calibrate_command(CLI::App& app) {
+  auto o = std::make_shared<CalibrateOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "calibrate",
+      "Measure this machine's costs for `halo plan` (compute in one process; the link between "
+      "ranks under mpiexec -n 2, merged into the same file)");
+  sub->add_option("--output", o->output,
+                  "Calibration file to write (default: $HALO_CALIBRATION, else <data "
+                  "dir>/calibration.json, which halo plan reads)");
+  sub->add_option("--threads", o->threads, "CPU threads (default: as halo train)")
+      ->check(CLI::Range(1, 4096));
+  sub->add_option("--repeats", o->config.repeats, "Timed repetitions per measurement (median)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  sub->add_option("--rmat-scale", o->config.rmat_scale,
+                  "R-MAT scale of the SpMM and sampler graph (2^scale nodes, degree 8)")
+      ->check(CLI::Range(4, 22))
+      ->capture_default_str();
+  return {sub, [o] {
+            try {
+              return run_calibrate(*o);
+            } catch (const UsageError& e) {
+              std::fprintf(stderr, "halo calibrate: %s\n", e.what());
+              return 2;
+            }
+          }};
+}
+
+}  // namespace halo::cli

@@ -1,0 +1,93 @@
+// `halo train`'s live metrics (docs/scheduler.md, "Live metrics").
+#include <filesystem>
+
+#include <halo/kernels/log.hpp>
+#include <halo/runtime/calibrate.hpp>
+#include <halo/runtime/plan.hpp>
+#include <halo/tools/halo/dataset_options.hpp>
+#include <halo/tools/halo/metrics_options.hpp>
+
+namespace halo::cli {
+
+void add_metrics_options(CLI::App* sub, MetricsOptions& o) {
+  sub->add_option("--metrics-file", o.file,
+                  "Write live metrics (Prometheus text format) to FILE, atomically, every "
+                  "--metrics-interval seconds; with several ranks each rank writes "
+                  "<stem>-rank<r><ext> beside it (docs/scheduler.md)");
+  sub->add_option("--metrics-interval", o.interval, "Seconds between metrics file writes")
+      ->check(finite_range(0.0, 86400.0))
+      ->capture_default_str();
+  sub->add_option("--metrics-port", o.port,
+                  "Serve the metrics on http://127.0.0.1:PORT/metrics while training (rank r "
+                  "serves PORT + r; 0: a free port, logged)")
+      ->check(CLI::Range(0, 65535));
+}
+
+namespace {
+runtime::MetricsConfig sink_config(const MetricsOptions& o, int rank, int ranks) {
+  runtime::MetricsConfig c;
+  if (!o.file.empty()) c.file = runtime::rank_metrics_file(o.file, rank, ranks);
+  c.interval_s = o.interval;
+  c.serve = o.port >= 0;
+  c.port = o.port > 0 ? o.port + rank : 0;
+  return c;
+}
+}  // namespace
+
+TrainMetrics::TrainMetrics(const MetricsOptions& o, const runtime::Shard& shard,
+                           const runtime::TrainConfig& config, const kernels::Resources& res)
+    : m_res(res), m_sink(sink_config(o, shard.comm->rank(), shard.comm->size())) {
+  m_snap.rank = shard.comm->rank();
+  m_snap.ranks = shard.comm->size();
+  m_snap.epochs = config.epochs;
+  if (m_sink.port() >= 0)
+    HALO_LOG_INFO("metrics: serving http://127.0.0.1:" << m_sink.port() << "/metrics");
+  // The plan of this very run, for the predicted-vs-measured gauges.
+  const std::filesystem::path cal = runtime::default_calibration_path();
+  const runtime::CostModel costs =
+      std::filesystem::exists(cal) ? runtime::read_cost_model(cal) : runtime::CostModel{};
+  const runtime::Plan plan = runtime::make_plan(
+      runtime::shard_plan_input(shard), config, costs,
+      res.device() == kernels::Device::Cuda ? "cuda" : "cpu", res.cpu_exec().num_threads);
+  m_snap.predicted_epoch_seconds = plan.epoch_seconds;
+  m_snap.predicted_peak_host_bytes = plan.peak_host_bytes_per_rank;
+  if (res.device() == kernels::Device::Cuda)
+    m_snap.predicted_peak_gpu_bytes = plan.peak_gpu_bytes_per_rank;
+  publish(true);
+}
+
+void TrainMetrics::publish(bool force) {
+  m_snap.host_resident_bytes = runtime::current_host_memory_bytes();
+  m_snap.host_peak_resident_bytes = runtime::peak_host_memory_bytes();
+  if (m_res.device() == kernels::Device::Cuda)
+    m_snap.gpu_memory_bytes = static_cast<std::int64_t>(m_res.device_memory().used_bytes);
+  m_sink.publish(m_snap, force);
+}
+
+void TrainMetrics::on_step() {
+  ++m_snap.steps;
+  publish(false);
+}
+
+void TrainMetrics::on_epoch(const runtime::EpochStats& s) {
+  m_snap.epoch = s.epoch;
+  m_snap.loss = s.train_loss;
+  m_snap.epoch_seconds = s.epoch_time_s;
+  m_snap.exchange_bytes += s.exchange_bytes + s.feature_bytes;
+  m_snap.exchange_exposed_seconds += s.exchange_exposed_s + s.batch_wait_s;
+  publish(false);
+}
+
+void TrainMetrics::finish() {
+  publish(true);
+  m_sink.stop();
+}
+
+std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o, const runtime::Shard& shard,
+                                            const runtime::TrainConfig& config,
+                                            const kernels::Resources& res) {
+  if (o.file.empty() && o.port < 0) return nullptr;
+  return std::make_unique<TrainMetrics>(o, shard, config, res);
+}
+
+}  // namespace halo::cli

@@ -1,0 +1,49 @@
+#pragma once
+// `halo train`'s live metrics: the --metrics-* flags and what a run publishes through them.
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include <halo/kernels/resources.hpp>
+#include <halo/runtime/metrics.hpp>
+#include <halo/runtime/trainer.hpp>
+
+namespace halo::cli {
+
+struct MetricsOptions {
+  std::string file;      // --metrics-file
+  double interval = 10;  // --metrics-interval
+  int port = -1;         // --metrics-port (-1: not served)
+};
+
+/// Registers --metrics-file, --metrics-interval and --metrics-port on `sub`, bound to `o`.
+void add_metrics_options(CLI::App* sub, MetricsOptions& o);
+
+/// What one rank of a run publishes: counters kept across epochs, the plan's predictions for
+/// this rank (runtime::make_plan on the shard's counts, with the default calibration file when
+/// there is one) beside the measured values.
+class TrainMetrics {
+ public:
+  /// Call before training (the plan reads the shard's features). `threads` as the run uses.
+  TrainMetrics(const MetricsOptions& o, const runtime::Shard& shard,
+               const runtime::TrainConfig& config, const kernels::Resources& res);
+  void on_step();
+  void on_epoch(const runtime::EpochStats& s);
+  /// The last write; stops the HTTP server.
+  void finish();
+  int port() const { return m_sink.port(); }
+
+ private:
+  void publish(bool force);
+  const kernels::Resources& m_res;
+  runtime::MetricsSnapshot m_snap;
+  runtime::MetricsSink m_sink;
+};
+
+/// A TrainMetrics when --metrics-file or --metrics-port was given, else null.
+std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o, const runtime::Shard& shard,
+                                            const runtime::TrainConfig& config,
+                                            const kernels::Resources& res);
+
+}  // namespace halo::cli

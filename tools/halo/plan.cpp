@@ -1,0 +1,407 @@
+// `halo plan`: the resources a `halo train` command line needs, before it runs (docs/scheduler.md).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <halo/datasets/cache.hpp>
+#include <halo/datasets/registry.hpp>
+#include <halo/kernels/atomic_file.hpp>
+#include <halo/partition/partition_format.hpp>
+#include <halo/runtime/plan.hpp>
+#include <halo/tools/halo/commands.hpp>
+#include <halo/tools/halo/run_support.hpp>
+#include <halo/tools/halo/train_options.hpp>
+
+namespace halo::cli {
+namespace {
+
+using nlohmann::json;
+
+struct PlanOptions : TrainOptions {
+  int parts = 0;                // --parts: ranks of an estimated split (no partition)
+  std::string memory_per_rank;  // --memory-per-rank: find the smallest P that fits
+  std::int64_t memory_limit = 0;
+  int max_parts = 1024;
+  std::string calibration;
+  std::string emit = "json";
+  std::string output;
+  std::string image = "halo:latest";
+  std::string job_name = "halo-train";
+  CLI::App* sub = nullptr;
+};
+
+/// "16GiB", "512MiB", "2G", "1e9": bytes. Units are binary (KiB, MiB, GiB, TiB, and K, M, G, T
+/// alike) or decimal (kB, MB, GB, TB); no unit is bytes.
+std::optional<std::int64_t> parse_bytes(const std::string& text) {
+  std::size_t end = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &end);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  std::string unit = text.substr(end);
+  unit.erase(
+      std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }),
+      unit.end());
+  double scale = 1;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "K" || unit == "KiB")
+    scale = 1024.0;
+  else if (unit == "M" || unit == "MiB")
+    scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TiB")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kB" || unit == "KB")
+    scale = 1e3;
+  else if (unit == "MB")
+    scale = 1e6;
+  else if (unit == "GB")
+    scale = 1e9;
+  else if (unit == "TB")
+    scale = 1e12;
+  else
+    return std::nullopt;
+  const double bytes = v * scale;
+  if (!std::isfinite(bytes) || bytes < 1 || bytes > 9.2e18) return std::nullopt;
+  return static_cast<std::int64_t>(bytes);
+}
+
+/// The counts of the partition in `dir`: measured parts.
+runtime::PlanInput partition_input(const std::string& dir) {
+  const partition::PartitionMeta meta = partition::read_partition_meta(dir);
+  runtime::PlanInput in;
+  in.from_partition = true;
+  runtime::GraphCounts& g = in.graph;
+  g.dataset = meta.dataset;
+  g.num_nodes = meta.num_nodes;
+  g.input_edges = meta.num_edges;
+  g.training_edges = meta.training_edges;
+  g.max_degree = meta.max_degree;
+  g.weighted = meta.weighted;
+  g.num_features = meta.num_features;
+  g.sparse_features = meta.sparse_features;
+  g.num_classes = meta.num_classes;
+  g.num_train = meta.num_train;
+  for (const partition::PartInfo& p : meta.parts) {
+    runtime::PartCounts c;
+    c.num_owned = p.num_owned;
+    c.num_halo = p.num_halo;
+    c.num_edges = p.num_edges;
+    c.num_train = p.num_train;
+    c.file_bytes = p.file_bytes;
+    auto rows = [&](const char* name) {
+      const partition::ArrayEntry* a = p.find(name);
+      return a != nullptr ? a->rows * a->cols : 0;
+    };
+    c.num_send = rows("send_rows");
+    c.feature_nnz = rows("features_indices");
+    g.feature_nnz += c.feature_nnz;
+    g.num_val += rows("val_idx");
+    g.num_test += rows("test_idx");
+    in.parts.push_back(c);
+  }
+  return in;
+}
+
+/// The counts of a registered dataset's binary cache (the whole graph).
+runtime::GraphCounts dataset_counts(const DatasetOptions& d) {
+  if (d.dataset == "synthetic" || d.dataset == "rmat" || !datasets::is_registered(d.dataset))
+    throw UsageError(
+        "--dataset " + d.dataset +
+        ": plan reads counts from a registered dataset's binary cache or from a partition's "
+        "meta.json, and never builds a graph; write it as a partition first (halo partition "
+        "--dataset " +
+        d.dataset + " --parts 1 --out DIR) and plan with --partitions DIR");
+  if (!d.features.empty())
+    throw UsageError(
+        "--features: plan reads the dataset's own features from its cache; plan "
+        "on a partition written with --features instead");
+  const datasets::DatasetInfo& info = datasets::find_dataset(d.dataset);
+  const std::filesystem::path cache = datasets::dataset_paths(info).cache;
+  const std::optional<datasets::CacheCounts> c = datasets::read_cache_counts(cache);
+  if (!c)
+    throw IoError((cache / "meta.json").string() + ": no binary cache of format version " +
+                  std::to_string(datasets::kCacheFormatVersion) + " for '" + d.dataset +
+                  "'; load the dataset once to build it (e.g. halo train --dataset " + d.dataset +
+                  " --epochs 1)");
+  runtime::GraphCounts g;
+  g.dataset = info.name;
+  g.num_nodes = c->num_nodes;
+  g.input_edges = c->num_edges;
+  g.weighted = c->weighted;
+  g.training_edges = c->training_edges;
+  g.max_degree = c->max_degree;
+  g.num_features = c->num_features;
+  g.sparse_features = c->sparse_features;
+  g.feature_nnz = c->feature_nnz;
+  g.num_classes = c->num_classes;
+  g.num_train = c->num_train;
+  g.num_val = c->num_val;
+  g.num_test = c->num_test;
+  return g;
+}
+
+json items_json(const std::vector<runtime::MemoryItem>& items) {
+  json j = json::object();
+  for (const auto& i : items) j[i.name] = i.bytes;
+  return j;
+}
+
+json plan_json(const runtime::Plan& p, const PlanOptions& o) {
+  json ranks = json::array();
+  for (const runtime::RankPlan& r : p.per_rank)
+    ranks.push_back({{"rank", r.rank},
+                     {"peak_host_bytes", r.peak_host_bytes},
+                     {"peak_gpu_bytes", r.peak_gpu_bytes},
+                     {"host_bytes", items_json(r.host)},
+                     {"gpu_bytes", items_json(r.gpu)},
+                     {"dataset_bytes", r.dataset_bytes},
+                     {"scratch_bytes", r.scratch_bytes},
+                     {"comm_bytes_per_epoch",
+                      {{"halo_exchange", r.halo_exchange_bytes},
+                       {"feature_fetch", r.feature_fetch_bytes},
+                       {"allreduce", r.allreduce_bytes}}},
+                     {"seconds_per_epoch",
+                      {{"compute", r.compute_s},
+                       {"sampling", r.sampling_s},
+                       {"exchange", r.exchange_s},
+                       {"exposed_exchange", r.exposed_exchange_s},
+                       {"allreduce", r.allreduce_s},
+                       {"epoch", r.epoch_s}}}});
+  json j = {{"format", "halo-plan"},
+            {"version", 1},
+            {"dataset", p.dataset},
+            {"mode", p.mode},
+            {"model", o.model},
+            {"device", p.device},
+            {"ranks", p.ranks},
+            {"threads_per_rank", p.threads},
+            {"epochs", p.epochs},
+            {"parameters", p.parameters},
+            {"batches_per_epoch", p.batches_per_epoch},
+            {"sampler_envelope_bytes", p.sampler_envelope_bytes},
+            {"peak_host_bytes_per_rank", p.peak_host_bytes_per_rank},
+            {"peak_gpu_bytes_per_rank", p.peak_gpu_bytes_per_rank},
+            {"epoch_seconds", p.epoch_seconds},
+            {"train_seconds", p.train_seconds},
+            {"comm_bytes_per_epoch", p.comm_bytes_per_epoch},
+            {"checkpoint_bytes", p.checkpoint_bytes},
+            {"checkpoint_seconds", p.checkpoint_seconds},
+            {"checkpoint_fits_grace_period", p.checkpoint_seconds <= runtime::kGracePeriodSeconds},
+            {"parts", !o.partitions.empty() ? "partition"
+                      : p.parts_estimated   ? "estimated"
+                                            : "whole graph"},
+            {"calibrated", p.calibrated},
+            {"link_calibrated", p.link_calibrated},
+            {"per_rank", ranks}};
+  if (!o.partitions.empty()) j["partitions"] = o.partitions;
+  if (o.memory_limit > 0) j["memory_per_rank_bytes"] = o.memory_limit;
+  return j;
+}
+
+/// The `halo train` arguments of this command line: every run flag given, plan's own left out.
+std::vector<std::string> train_arguments(const PlanOptions& o) {
+  static const std::vector<std::string> plan_only = {
+      "--parts",  "--memory-per-rank", "--max-parts", "--calibration", "--emit",
+      "--output", "--image",           "--job-name",  "--help"};
+  std::vector<std::string> args = {"halo", "train"};
+  for (const CLI::Option* opt : o.sub->get_options()) {
+    if (opt->count() == 0) continue;
+    const std::string name = opt->get_name();
+    if (std::find(plan_only.begin(), plan_only.end(), name) != plan_only.end()) continue;
+    if (opt->get_type_size() == 0) {
+      args.push_back(name);
+      continue;
+    }
+    std::string value;
+    for (const std::string& r : opt->results()) value += (value.empty() ? "" : ",") + r;
+    args.push_back(name);
+    args.push_back(value);
+  }
+  return args;
+}
+
+/// Kubernetes memory quantity: whole MiB, rounded up.
+std::string mebibytes(std::int64_t bytes) {
+  return std::to_string((bytes + (1 << 20) - 1) >> 20) + "Mi";
+}
+
+/// A Kubeflow MPIJob (kubeflow.org/v2beta1) running the plan's ranks, one per worker pod, as JSON
+/// (which `kubectl apply -f` reads like YAML). Memory requests are the predicted peak plus 10 %
+/// headroom; limits add another 10 %.
+json mpijob_manifest(const runtime::Plan& p, const PlanOptions& o) {
+  const std::int64_t request = p.peak_host_bytes_per_rank + p.peak_host_bytes_per_rank / 10;
+  const std::int64_t limit = request + request / 10;
+  const int cpus = std::max(1, p.threads);
+  std::vector<std::string> command = {"mpirun", "-n", std::to_string(p.ranks)};
+  for (const std::string& a : train_arguments(o)) command.push_back(a);
+  json worker_resources = {
+      {"requests", {{"cpu", std::to_string(cpus)}, {"memory", mebibytes(request)}}},
+      {"limits", {{"cpu", std::to_string(cpus)}, {"memory", mebibytes(limit)}}}};
+  if (p.device == "cuda") {
+    worker_resources["requests"]["nvidia.com/gpu"] = "1";
+    worker_resources["limits"]["nvidia.com/gpu"] = "1";
+  }
+  const json launcher = {{"replicas", 1},
+                         {"template",
+                          {{"spec",
+                            {{"containers",
+                              {{{"name", "launcher"},
+                                {"image", o.image},
+                                {"command", command},
+                                {"resources",
+                                 {{"requests", {{"cpu", "1"}, {"memory", "512Mi"}}},
+                                  {"limits", {{"cpu", "1"}, {"memory", "512Mi"}}}}}}}}}}}}};
+  const json worker = {
+      {"replicas", p.ranks},
+      {"template",
+       {{"spec",
+         {{"terminationGracePeriodSeconds", static_cast<int>(runtime::kGracePeriodSeconds)},
+          {"containers",
+           {{{"name", "worker"}, {"image", o.image}, {"resources", worker_resources}}}}}}}}};
+  return {
+      {"apiVersion", "kubeflow.org/v2beta1"},
+      {"kind", "MPIJob"},
+      {"metadata",
+       {{"name", o.job_name},
+        {"annotations",
+         {{"halo.dev/epoch-seconds", std::to_string(p.epoch_seconds)},
+          {"halo.dev/peak-host-bytes-per-rank", std::to_string(p.peak_host_bytes_per_rank)},
+          {"halo.dev/checkpoint-bytes", std::to_string(p.checkpoint_bytes)}}}}},
+      {"spec",
+       {{"slotsPerWorker", 1},
+        {"mpiImplementation", "MPICH"},
+        {"runPolicy",
+         {{"cleanPodPolicy", "Running"}, {"schedulingPolicy", {{"minAvailable", p.ranks + 1}}}}},
+        {"mpiReplicaSpecs", {{"Launcher", launcher}, {"Worker", worker}}}}}};
+}
+
+int run_plan(PlanOptions& o) {
+  runtime::CostModel costs;
+  const std::filesystem::path cal = o.calibration.empty() ? runtime::default_calibration_path()
+                                                          : std::filesystem::path(o.calibration);
+  if (!o.calibration.empty() || std::filesystem::exists(cal)) {
+    costs = runtime::read_cost_model(cal);
+  } else {
+    std::fprintf(stderr,
+                 "halo plan: no calibration at %s (run `halo calibrate`); using the built-in "
+                 "default costs, so the times are rough\n",
+                 cal.string().c_str());
+  }
+  check_output(o.output, "--output");
+  const runtime::TrainConfig config = train_config(o);
+  const int threads = o.threads > 0 ? o.threads : std::max(1, costs.threads);
+  runtime::PlanInput in;
+  if (!o.partitions.empty()) {
+    in = partition_input(o.partitions);
+  } else {
+    in.graph = dataset_counts(o.data);
+  }
+  runtime::Plan plan;
+  if (o.memory_limit > 0) {
+    // The smallest P whose every rank fits (with a partition, P is the partition's).
+    bool found = false;
+    const int first = in.from_partition ? static_cast<int>(in.parts.size()) : 1;
+    const int last = in.from_partition ? first : o.max_parts;
+    for (int p = first; p <= last && !found; ++p) {
+      if (!in.from_partition) {
+        in.parts = runtime::estimate_parts(in.graph, p);
+        in.parts_estimated = p > 1;
+      }
+      plan = runtime::make_plan(in, config, costs, o.device, threads);
+      const std::int64_t need =
+          o.device == "cuda" ? plan.peak_gpu_bytes_per_rank : plan.peak_host_bytes_per_rank;
+      found = need <= o.memory_limit;
+    }
+    if (!found)
+      throw IoError("--memory-per-rank " + o.memory_per_rank + ": no P" +
+                    (in.from_partition ? " (the partition's " + std::to_string(first) + " parts)"
+                                       : " up to --max-parts " + std::to_string(o.max_parts)) +
+                    " fits; the largest rank needs " +
+                    std::to_string(plan.peak_host_bytes_per_rank) + " bytes");
+  } else {
+    if (!in.from_partition) {
+      const int p = std::max(1, o.parts);
+      in.parts = runtime::estimate_parts(in.graph, p);
+      in.parts_estimated = p > 1;
+    }
+    plan = runtime::make_plan(in, config, costs, o.device, threads);
+  }
+  const json out = o.emit == "k8s" ? mpijob_manifest(plan, o) : plan_json(plan, o);
+  const std::string text = out.dump(2) + "\n";
+  if (o.output.empty())
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  else
+    kernels::write_file_atomically(o.output, text);
+  return 0;
+}
+
+}  // namespace
+
+Command add_plan_command(CLI::App& app) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "plan",
+      "Predict a training run's resources per rank (memory, communication, checkpoint, epoch "
+      "time) from the dataset's cache or a partition's meta.json, without training; as JSON or a "
+      "Kubernetes MPIJob (docs/scheduler.md)");
+  o->sub = sub;
+  const std::function<void()> check_run = add_train_options(sub, *o);
+  auto* parts = sub->add_option("--parts", o->parts,
+                                "Ranks of a split estimated without a partition (see "
+                                "docs/scheduler.md for the estimate); default 1")
+                    ->check(CLI::Range(1, 1024));
+  sub->add_option("--memory-per-rank", o->memory_per_rank,
+                  "Find the smallest P whose every rank fits in SIZE (e.g. 16GiB, 512MiB; GPU "
+                  "memory with --device cuda) and plan that run");
+  sub->add_option("--max-parts", o->max_parts, "Largest P --memory-per-rank tries")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--calibration", o->calibration,
+                  "Calibration file of `halo calibrate` (default: $HALO_CALIBRATION, else "
+                  "<data dir>/calibration.json)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--emit", o->emit,
+                  "json (the plan) or k8s (a Kubeflow MPIJob v2beta1 manifest, as JSON)")
+      ->check(CLI::IsMember({"json", "k8s"}))
+      ->capture_default_str();
+  sub->add_option("--output", o->output, "Write to FILE instead of standard output");
+  sub->add_option("--image", o->image, "k8s: the container image holding halo")
+      ->capture_default_str();
+  sub->add_option("--job-name", o->job_name, "k8s: the MPIJob's name")->capture_default_str();
+  sub->callback([o, check_run, parts, sub] {
+    check_run();
+    if (parts->count() > 0 && !o->partitions.empty())
+      throw CLI::ValidationError("--parts", "the partition fixes P; drop --parts");
+    if (parts->count() > 0 && sub->get_option("--memory-per-rank")->count() > 0)
+      throw CLI::ValidationError("--parts", "--memory-per-rank chooses P; drop --parts");
+    if (!o->memory_per_rank.empty()) {
+      const auto b = parse_bytes(o->memory_per_rank);
+      if (!b)
+        throw CLI::ValidationError(
+            "--memory-per-rank",
+            "expected a size such as 16GiB or 512MiB, got '" + o->memory_per_rank + "'");
+      o->memory_limit = *b;
+    }
+  });
+  return {sub, [o] {
+            try {
+              return run_plan(*o);
+            } catch (const UsageError& e) {
+              std::fprintf(stderr, "halo plan: %s\n", e.what());
+              return 2;
+            }
+          }};
+}
+
+}  // namespace halo::cli

@@ -1,0 +1,131 @@
+// The flags of a training run, shared by `halo train` and `halo plan`.
+#include <vector>
+
+#include <halo/tools/halo/train_options.hpp>
+
+namespace halo::cli {
+
+runtime::TrainConfig train_config(const TrainOptions& o) {
+  runtime::TrainConfig config;
+  config.model.kind = nn::parse_model_kind(o.model);
+  config.model.num_layers = o.layers;
+  config.model.hidden = o.hidden;
+  config.model.dropout = o.dropout;
+  config.epochs = o.epochs;
+  config.lr = o.lr;
+  config.weight_decay = o.weight_decay;
+  config.seed = o.seed;
+  config.normalize_features = !o.no_normalize;
+  config.overlap = !o.no_overlap;
+  if (o.mode == "mini-batch") {
+    config.mini_batch = o.mb;
+    config.mini_batch->cache_policy = runtime::parse_cache_policy(o.cache_policy);
+  }
+  return config;
+}
+
+std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
+  add_dataset_options(sub, o.data);
+  sub->add_option("--model", o.model, "Model kind")
+      ->check(CLI::IsMember({"gcn", "sage"}))
+      ->capture_default_str();
+  sub->add_option("--layers", o.layers, "Number of graph convolutions")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  sub->add_option("--hidden", o.hidden, "Hidden layer width")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+      ->capture_default_str();
+  sub->add_option("--dropout", o.dropout, "Dropout probability in [0, 1)")
+      ->check(finite_range(0.0, 0.999))
+      ->capture_default_str();
+  sub->add_option("--lr", o.lr, "Adam learning rate (a finite number > 0)")
+      ->check(finite_range(1e-12, 1e6))
+      ->capture_default_str();
+  sub->add_option("--weight-decay", o.weight_decay, "L2 weight decay (added to the gradient)")
+      ->check(finite_range(0.0, 1e6))
+      ->capture_default_str();
+  sub->add_option("--epochs", o.epochs, "Training epochs")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  sub->add_option("--seed", o.seed,
+                  "Seed of the run's random choices (initialisation, dropout, "
+                  "sampling, batch order); datasets have their own seeds")
+      ->check(seed_value())
+      ->capture_default_str();
+  sub->add_option("--threads", o.threads,
+                  "CPU threads (default: all cores, shared by the ranks started on one host)")
+      ->check(CLI::Range(1, 4096));
+  sub->add_option("--device", o.device,
+                  "cpu, or cuda: train on a GPU (device 0; with --partitions one GPU per rank, "
+                  "by local rank)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  sub->add_flag("--no-normalize-features", o.no_normalize,
+                "Keep sparse features raw (default: divide each row by its L1 norm)");
+  auto* mode = sub->add_option("--mode", o.mode,
+                               "full-graph, or mini-batch (sampled blocks, docs/sampler.md)")
+                   ->check(CLI::IsMember({"full-graph", "mini-batch"}))
+                   ->capture_default_str();
+  (void)mode;
+  runtime::MiniBatchConfig& mb = o.mb;
+  std::vector<CLI::Option*> mini_batch_only = {
+      sub->add_option("--batch-size", mb.batch_size,
+                      "Mini-batch: training nodes per batch (over all ranks)")
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+          ->capture_default_str(),
+      sub->add_option("--fanouts", mb.fanouts,
+                      "Mini-batch: neighbours sampled per node and layer, input layer first, "
+                      "one per layer (-1 = all), e.g. 25,10")
+          ->delimiter(',')
+          ->check(CLI::Range(-1, 1 << 20))
+          ->capture_default_str(),
+      sub->add_option("--prefetch", mb.prefetch,
+                      "Mini-batch: batches prepared ahead by a producer thread (0 = none)")
+          ->check(CLI::Range(0, 16))
+          ->capture_default_str(),
+      sub->add_flag("--replace", mb.replace, "Mini-batch: sample neighbours with replacement"),
+      sub->add_option("--cache-mb", mb.cache_mb,
+                      "Mini-batch with --partitions: MiB per rank of remote feature rows kept "
+                      "(halo nodes, chosen by --cache-policy)")
+          ->check(finite_range(0.0, 1e6))
+          ->capture_default_str(),
+      sub->add_option("--cache-policy", o.cache_policy,
+                      "Mini-batch with --partitions: degree (highest-degree halo nodes, fetched "
+                      "before training) or access (most fetched in epoch 1, fetched after it)")
+          ->check(CLI::IsMember({"degree", "access"}))
+          ->capture_default_str()};
+  auto* partitions =
+      sub->add_option("--partitions", o.partitions,
+                      "The partition directory DIR written by `halo partition`, one rank per part: "
+                      "mpiexec -n P halo train --partitions DIR (docs/distributed.md)")
+          ->check(CLI::ExistingDirectory);
+  partitions->excludes(sub->get_option("--dataset"));
+  auto* no_overlap = sub->add_flag(
+      "--no-overlap", o.no_overlap,
+      "Full graph with --partitions: wait for the halo exchange before aggregating (for "
+      "comparison; default: overlap it with the owned rows' aggregation)");
+  // Checks across flags, during parsing: usage errors (exit code 2). A flag of one mode is
+  // refused in the other.
+  return [&o, sub, mini_batch_only, no_overlap, partitions] {
+    check_dataset_options(o.data);
+    const bool mini = o.mode == "mini-batch";
+    for (CLI::Option* opt : mini_batch_only)
+      if (!mini && opt->count() > 0)
+        throw CLI::ValidationError(opt->get_name(), "applies to --mode mini-batch only");
+    if (mini && no_overlap->count() > 0)
+      throw CLI::ValidationError("--no-overlap", "applies to full-graph training only");
+    if (no_overlap->count() > 0 && partitions->count() == 0)
+      throw CLI::ValidationError("--no-overlap",
+                                 "needs --partitions (one process exchanges "
+                                 "nothing)");
+    for (const char* flag : {"--cache-mb", "--cache-policy"})
+      if (sub->get_option(flag)->count() > 0 && partitions->count() == 0)
+        throw CLI::ValidationError(flag, "needs --partitions (one process has no remote rows)");
+    if (mini && static_cast<int>(o.mb.fanouts.size()) != o.layers)
+      throw CLI::ValidationError("--fanouts", "one fan-out per layer expected (" +
+                                                  std::to_string(o.layers) + " layers, " +
+                                                  std::to_string(o.mb.fanouts.size()) + " given)");
+  };
+}
+
+}  // namespace halo::cli

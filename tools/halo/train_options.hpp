@@ -1,0 +1,46 @@
+#pragma once
+// The dataset, model and mode flags of a training run: one definition shared by `halo train`
+// and `halo plan`, so the plan of a command line is the plan of the same run.
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <halo/runtime/trainer.hpp>
+#include <halo/tools/halo/dataset_options.hpp>
+
+namespace halo::cli {
+
+/// What a `halo train` command line says about the run (its outputs apart).
+struct TrainOptions {
+  DatasetOptions data;
+  std::string model = "gcn";
+  int layers = 2;
+  std::int64_t hidden = 16;
+  float dropout = 0.5f;
+  double lr = 0.01;
+  double weight_decay = 5e-4;
+  int epochs = 200;
+  std::uint64_t seed = 0;
+  int threads = 0;
+  std::string device = "cpu";
+  bool no_normalize = false;
+  std::string partitions;
+  bool no_overlap = false;
+  std::string mode = "full-graph";
+  runtime::MiniBatchConfig mb;
+  std::string cache_policy = "degree";
+};
+
+/// Registers the run's flags on `sub`, bound to `o` (which must outlive the parse): the dataset
+/// flags, --model ... --seed, --threads, --device, --no-normalize-features, --mode and the
+/// mini-batch flags, --partitions, --no-overlap. Returns the checks across these flags (a flag
+/// of one mode refused in the other, ...) that throw CLI::ValidationError: call it from the
+/// subcommand's parse callback, so a violation is a usage error (exit code 2).
+std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o);
+
+/// The runtime::TrainConfig of `o`.
+runtime::TrainConfig train_config(const TrainOptions& o);
+
+}  // namespace halo::cli
