@@ -15,6 +15,7 @@
 #include <halo/kernels/log.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/trainer.hpp>
+#include <halo/tools/halo/checkpoint_options.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/run_support.hpp>
@@ -44,6 +45,7 @@ struct TrainOptions {
   std::string mode = "full-graph";
   runtime::MiniBatchConfig mb;
   std::string cache_policy = "degree";
+  CheckpointOptions checkpoint;
 };
 
 /// Progress: one line rewritten in place on a terminal, a plain line every 10 epochs otherwise.
@@ -70,6 +72,7 @@ runtime::TrainConfig train_config(const TrainOptions& o) {
   config.seed = o.seed;
   config.normalize_features = !o.no_normalize;
   config.overlap = !o.no_overlap;
+  config.checkpoint = checkpoint_config(o.checkpoint);
   if (o.mode == "mini-batch") {
     config.mini_batch = o.mb;
     config.mini_batch->cache_policy = runtime::parse_cache_policy(o.cache_policy);
@@ -114,6 +117,12 @@ nlohmann::json result_json(const TrainOptions& o, const runtime::Shard& shard,
       {"allreduce_time_s", r.allreduce_time_s},
   };
   if (!o.partitions.empty()) j["partitions"] = o.partitions;
+  if (!o.checkpoint.dir.empty())
+    j.update({{"checkpoint", r.checkpoint},
+              {"resumed_from",
+               r.resumed_from.empty() ? nlohmann::json() : nlohmann::json(r.resumed_from)},
+              {"preemption_checks", r.preemption_checks},
+              {"preemption_check_time_s", r.preemption_check_s}});
   if (o.mode == "mini-batch") {
     const runtime::MiniBatchConfig& mb = o.mb;
     j.update({{"batch_size", mb.batch_size},
@@ -165,6 +174,7 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
 int run_train(const TrainOptions& o) {
   // The ranks the launcher started (one without a launcher): one per part of --partitions.
   const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train");
+  prepare_checkpoints(o.checkpoint, world->rank());
   check_output(o.json, "--json");
   check_output(o.save_model, "--save-model");
   const kernels::Resources res = make_resources(o.device, o.threads, world->size());
@@ -189,6 +199,14 @@ int run_train(const TrainOptions& o) {
   runtime::EpochCallback progress;
   if (rank == 0) progress = [tty](const runtime::EpochStats& s) { print_progress(s, tty); };
   runtime::TrainRun run = runtime::train(res, shard, config, progress);
+  if (run.result.preempted) {  // the requeued run writes the results
+    if (rank == 0)
+      std::fprintf(stderr, "halo train: preempted after %zu epochs: checkpoint %s; exit code %d\n",
+                   run.result.history.size(), run.result.checkpoint.c_str(),
+                   runtime::kExitPreempted);
+    shard.comm->barrier();
+    return runtime::kExitPreempted;
+  }
   // Every rank's peak resident set, for rank 0's report.
   std::vector<std::int64_t> peaks(static_cast<std::size_t>(shard.comm->size()), 0);
   peaks[static_cast<std::size_t>(rank)] = runtime::peak_host_memory_bytes();
@@ -304,10 +322,12 @@ Command add_train_command(CLI::App& app) {
       "--no-overlap", o->no_overlap,
       "Full graph with --partitions: wait for the halo exchange before aggregating (for "
       "comparison; default: overlap it with the owned rows' aggregation)");
+  add_checkpoint_options(sub, o->checkpoint);
   // Checks across flags, during parsing: usage errors (exit code 2). A flag of one mode is
   // refused in the other.
   sub->callback([o, sub, mini_batch_only, no_overlap, partitions] {
     check_dataset_options(o->data);
+    check_checkpoint_options(sub);
     const bool mini = o->mode == "mini-batch";
     for (CLI::Option* opt : mini_batch_only)
       if (!mini && opt->count() > 0)
