@@ -36,7 +36,7 @@ class Writer {
     m_bytes.append(p, sizeof v);
   }
   void put_bytes(const void* data, std::size_t n) {
-    m_bytes.append(static_cast<const char*>(data), n);
+    if (n > 0) m_bytes.append(static_cast<const char*>(data), n);
   }
   std::string& bytes() { return m_bytes; }
 
@@ -180,8 +180,8 @@ TrainState decode_shard(std::string_view bytes, const fs::path& file, int rank, 
     if (a.rows < 0 || a.cols < 0 || (a.cols > 0 && a.rows > (std::int64_t{1} << 40) / a.cols))
       throw IoError(name + ": array '" + a.name + "' has an impossible shape");
     a.values.resize(static_cast<std::size_t>(a.rows * a.cols));
-    std::memcpy(a.values.data(), in.take(a.values.size() * sizeof(float)),
-                a.values.size() * sizeof(float));
+    const char* values = in.take(a.values.size() * sizeof(float));
+    if (!a.values.empty()) std::memcpy(a.values.data(), values, a.values.size() * sizeof(float));
     st.arrays.push_back(std::move(a));
   }
   if (!in.done()) throw IoError(name + ": trailing bytes");
