@@ -18,6 +18,11 @@ class Adam {
   /// One update of every parameter from its current gradient.
   void step(const kernels::Resources& res);
   std::int64_t steps() const { return m_step; }
+  /// The state a checkpoint saves and restores: parameter i's first and second moments (same
+  /// shape as the parameter) and the step count of the bias correction.
+  kernels::Tensor<T>& first_moment(std::size_t i) { return m_m[i]; }
+  kernels::Tensor<T>& second_moment(std::size_t i) { return m_v[i]; }
+  void set_steps(std::int64_t steps) { m_step = steps; }
 
  private:
   std::vector<Parameter<T>*> m_params;

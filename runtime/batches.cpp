@@ -89,12 +89,12 @@ struct SampledBatches::Slot {
 /// The producer thread of an epoch and its two channels (free slots, prepared slots).
 class SampledBatches::Pipeline {
  public:
-  Pipeline(SampledBatches& owner, std::int64_t batches)
+  Pipeline(SampledBatches& owner, std::int64_t first, std::int64_t batches)
       : m_free(owner.m_slots.size() + 1), m_ready(owner.m_slots.size() + 1) {
     for (int i = 0; i < static_cast<int>(owner.m_slots.size()); ++i) m_free.push(i);
-    m_thread = std::thread([this, &owner, batches] {
+    m_thread = std::thread([this, &owner, first, batches] {
       try {
-        for (std::int64_t b = 0; b < batches; ++b) {
+        for (std::int64_t b = first; b < batches; ++b) {
           const int s = m_free.pop();
           if (s < 0) return;  // the consumer stopped
           owner.prepare(*owner.m_slots[static_cast<std::size_t>(s)], b);
@@ -246,9 +246,12 @@ std::size_t SampledBatches::peak_bytes() const {
   return peak;
 }
 
-void SampledBatches::begin_epoch(std::uint64_t epoch) {
+void SampledBatches::begin_epoch(std::uint64_t epoch, std::int64_t first_batch) {
+  HALO_EXPECTS(first_batch >= 0 && first_batch < m_batches,
+               "SampledBatches::begin_epoch: no batch " + std::to_string(first_batch));
   m_epoch = epoch;
-  m_next = 0;
+  m_first = first_batch;
+  m_next = first_batch;
   m_stats = {};
   for (auto& s : m_slots) {
     s->fetch = {};
@@ -283,7 +286,7 @@ void SampledBatches::begin_epoch(std::uint64_t epoch) {
   if (m_mine_d.numel() > 0)  // one upload of the epoch's seeds
     kernels::copy_bytes(m_res, m_mine_d.data(), m_res.device(), m_mine.data(), kernels::Device::Cpu,
                         m_mine.size() * sizeof(NodeId));
-  if (m_prefetch > 0) m_pipeline = std::make_unique<Pipeline>(*this, m_batches);
+  if (m_prefetch > 0) m_pipeline = std::make_unique<Pipeline>(*this, m_first, m_batches);
 }
 
 void SampledBatches::prepare(Slot& slot, std::int64_t b) {
@@ -355,7 +358,7 @@ const Batch& SampledBatches::next() {
   }
   // The slot computed last is free again once the next one is asked for.
   const auto start = std::chrono::steady_clock::now();
-  const int s = m_pipeline->take(b > 0 ? m_in_use : -1);
+  const int s = m_pipeline->take(b > m_first ? m_in_use : -1);
   m_stats.batch_wait_s += seconds_since(start);
   m_in_use = s;
   return m_slots[static_cast<std::size_t>(s)]->batch;
@@ -363,7 +366,9 @@ const Batch& SampledBatches::next() {
 
 void SampledBatches::end_epoch(EpochStats& s) {
   if (m_pipeline) {
-    m_pipeline->finish();
+    // An epoch stopped early: the producer fills the free slots, then sees the stop (every
+    // rank's producer prepares the same batches, so their collectives match).
+    if (m_next == m_batches) m_pipeline->finish();
     m_pipeline.reset();
   }
   for (const auto& slot : m_slots) {

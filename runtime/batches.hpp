@@ -34,14 +34,15 @@ struct Batch {
   std::uint64_t dropout_key = 0;
 };
 
-/// Contract: begin_epoch(e), then batches_per_epoch() times next() (each batch valid until the
-/// following call), then end_epoch(). With several ranks every call is collective (ranks step
-/// through the same batches).
+/// Contract: begin_epoch(e, first), then next() for batches first .. batches_per_epoch() - 1
+/// (each batch valid until the following call; fewer when the epoch stops early, a checkpoint's
+/// resume continuing at the next one), then end_epoch(). With several ranks every call is
+/// collective (ranks step through the same batches).
 class BatchSource {
  public:
   virtual ~BatchSource() = default;
   virtual std::int64_t batches_per_epoch() const = 0;
-  virtual void begin_epoch(std::uint64_t epoch) = 0;
+  virtual void begin_epoch(std::uint64_t epoch, std::int64_t first_batch) = 0;
   virtual const Batch& next() = 0;
   /// Adds what the epoch's preparation measured to `s`.
   virtual void end_epoch(EpochStats& s) = 0;
@@ -55,7 +56,7 @@ class FullGraphBatches final : public BatchSource {
                    kernels::Span<const std::int32_t> labels,
                    kernels::Span<const kernels::NodeId> train_rows, std::int64_t num_train);
   std::int64_t batches_per_epoch() const override { return 1; }
-  void begin_epoch(std::uint64_t epoch) override { m_batch.dropout_key = epoch; }
+  void begin_epoch(std::uint64_t epoch, std::int64_t) override { m_batch.dropout_key = epoch; }
   const Batch& next() override { return m_batch; }
   void end_epoch(EpochStats&) override {}
 
@@ -92,7 +93,7 @@ class SampledBatches final : public BatchSource {
   }
   ~SampledBatches() override;
   std::int64_t batches_per_epoch() const override { return m_batches; }
-  void begin_epoch(std::uint64_t epoch) override;
+  void begin_epoch(std::uint64_t epoch, std::int64_t first_batch) override;
   const Batch& next() override;
   void end_epoch(EpochStats& s) override;
 
@@ -123,8 +124,9 @@ class SampledBatches final : public BatchSource {
   int m_prefetch = 0;
   std::int64_t m_batch_size = 0, m_batches = 0;
   std::uint64_t m_epoch = 0;
-  std::int64_t m_next = 0;  // the next batch next() returns
-  int m_in_use = -1;        // the slot of the batch being computed (with a producer)
+  std::int64_t m_first = 0;  // the epoch's first batch (a resumed epoch starts later)
+  std::int64_t m_next = 0;   // the next batch next() returns
+  int m_in_use = -1;         // the slot of the batch being computed (with a producer)
   std::unique_ptr<RemoteNeighbors> m_source;  // with several ranks
   std::vector<std::unique_ptr<Slot>> m_slots;
   std::unique_ptr<Pipeline> m_pipeline;

@@ -135,7 +135,7 @@ Inference::SampledRows Inference::run_sampled(nn::Model<float>& model, std::vect
   SampledRows out;
   out.cols = c.num_classes;
   const nn::Context ctx{&m_res, /*training=*/false, seed, 0, 0};
-  batches.begin_epoch(0);
+  batches.begin_epoch(0, 0);
   for (std::int64_t b = 0; b < batches.batches_per_epoch(); ++b) {
     const Batch& batch = batches.next();
     const kernels::Span<const NodeId> mine = batches.seeds_of(b);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +11,7 @@
 #include <halo/kernels/log.hpp>
 #include <halo/kernels/loss.hpp>
 #include <halo/runtime/batches.hpp>
+#include <halo/runtime/checkpoint.hpp>
 #include <halo/runtime/comm/nccl_comm.hpp>
 #include <halo/runtime/feature_store.hpp>
 #include <halo/runtime/halo_exchange.hpp>
@@ -55,6 +57,8 @@ void check_config(const TrainConfig& c, int ranks) {
                "train: dropout must be in [0, 1)");
   HALO_EXPECTS(c.model.num_layers >= 1 && c.model.hidden >= 1,
                "train: layers and hidden width must be >= 1");
+  HALO_EXPECTS(c.checkpoint.every >= 0 && c.checkpoint.keep >= 1,
+               "train: checkpoint every must be >= 0 and keep >= 1");
   if (!c.mini_batch) return;
   const MiniBatchConfig& mb = *c.mini_batch;
   HALO_EXPECTS(mb.batch_size >= 1, "train: the batch size must be >= 1");
@@ -106,6 +110,15 @@ Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds) {
   s.num_features = ds.num_features();
   s.num_edges = ds.graph.num_edges();
   s.part = partition::make_local_part(host_resources(res), std::move(ds));
+  // The dataset's identity for checkpoints: its name, structure, labels, splits and width.
+  const partition::Part& p = s.part;
+  std::uint64_t h = partition::fnv1a64(&s.num_features, sizeof s.num_features);
+  const auto mix = [&h](const auto& t) { h = partition::fnv1a64(t.data(), t.bytes(), h); };
+  mix(p.graph.indptr), mix(p.graph.indices), mix(p.labels);
+  mix(p.train_idx), mix(p.val_idx), mix(p.test_idx);
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(h));
+  s.identity = "dataset " + s.dataset + " fnv1a64 " + hex;
   s.own_comm = std::make_unique<SelfComm>();
   s.comm = s.own_comm.get();
   return s;
@@ -131,6 +144,9 @@ Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesyste
   s.num_features = meta.num_features;
   s.num_edges = meta.num_edges;
   s.comm = &comm;
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(meta.checksum));
+  s.identity = std::string("partition meta.json fnv1a64 ") + hex;
   return s;
 }
 
@@ -277,19 +293,35 @@ void expect_finite(double loss, std::uint64_t epoch, std::int64_t batch) {
 
 }  // namespace
 
-void Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step) {
+bool Trainer::stop_agreed() {
+  if (m_config.checkpoint.dir.empty()) return false;
+  const auto t = Clock::now();
+  const bool stop = m_shard.comm->sum<std::int64_t>(preemption_requested() ? 1 : 0) > 0;
+  m_stop_check_s += seconds_since(t);
+  ++m_stop_checks;
+  return stop;
+}
+
+bool Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step) {
   Comm& comm = *m_shard.comm;
   const bool distributed = comm.size() > 1;
   const bool device_sum = m_targets->loss_total.numel() > 0;  // one process on a GPU
   m_graph->reset_stats();
   const auto start = Clock::now();
-  m_batches->begin_epoch(epoch);
-  if (device_sum)
-    kernels::zero_bytes(m_res, m_targets->loss_total.data(), m_res.device(), sizeof(float));
-  double loss_sum = 0, allreduce_s = 0;
-  std::int64_t loss_rows = 0;
+  // A stopped epoch continues at its next step with its running sums.
+  const Partial from = m_partial.epoch == epoch ? m_partial : Partial{};
+  m_partial = {};
+  m_batches->begin_epoch(epoch, from.step);
+  double loss_sum = from.loss_sum, allreduce_s = from.allreduce_s;
+  std::int64_t loss_rows = from.loss_rows;
+  if (device_sum) {
+    const auto sum = static_cast<float>(loss_sum);  // a float sum: exact both ways
+    kernels::copy_bytes(m_res, m_targets->loss_total.data(), m_res.device(), &sum,
+                        kernels::Device::Cpu, sizeof sum);
+  }
   const std::int64_t batches = m_batches->batches_per_epoch();
-  for (std::int64_t b = 0; b < batches; ++b) {
+  bool stopped = false;
+  for (std::int64_t b = from.step; b < batches && !stopped; ++b) {
     const Batch& batch = m_batches->next();
     const nn::Context ctx{&m_res, /*training=*/true, m_config.seed, batch.dropout_key, 0};
     const Tensor<float>& logits = m_model.forward(ctx, batch.graphs, *batch.x);
@@ -315,9 +347,15 @@ void Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback
     loss_sum += loss * static_cast<double>(batch.loss_rows);
     loss_rows += batch.loss_rows;
     if (on_step) on_step(b);
+    // After the epoch's last step run() asks, after the evaluation.
+    if (b + 1 < batches && stop_agreed()) {
+      stopped = true;
+      m_partial = {epoch, b + 1, 0, loss_rows, allreduce_s};
+    }
   }
   m_batches->end_epoch(s);
   if (device_sum) loss_sum = m_targets->loss_total.to_vector(m_res)[0];  // one read an epoch
+  if (stopped) m_partial.loss_sum = loss_sum;
   m_res.synchronize();
   s.epoch_time_s = seconds_since(start);
   s.train_loss = loss_sum / static_cast<double>(loss_rows);
@@ -327,7 +365,7 @@ void Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback
   s.exchange_time_s = x.exchange_s;
   s.exchange_exposed_s = x.exposed_s;
   s.allreduce_time_s = allreduce_s;
-  if (!distributed) return;
+  if (!distributed) return !stopped;
   // Bytes summed over the ranks, times averaged.
   std::vector<double> v = {static_cast<double>(s.exchange_bytes),
                            s.exchange_time_s,
@@ -352,6 +390,7 @@ void Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback
   s.cache_hits = static_cast<std::int64_t>(v[7]);
   s.fetch_time_s = v[8] / p;
   s.batch_wait_s = v[9] / p;
+  return !stopped;
 }
 
 Trainer::Evaluation Trainer::evaluate() {
@@ -382,6 +421,72 @@ Trainer::Evaluation Trainer::evaluate() {
           v[4] > 0 ? v[1] / v[4] : nan, ratio(v[2], v[5])};
 }
 
+TrainState Trainer::capture(const TrainResult& result, const std::vector<Tensor<float>>& best,
+                            double best_val_loss, int epochs_done) {
+  TrainState st;
+  st.epoch = epochs_done;
+  if (m_partial.step > 0) {
+    st.step = m_partial.step;
+    st.loss_sum = m_partial.loss_sum;
+    st.loss_rows = m_partial.loss_rows;
+    st.allreduce_s = m_partial.allreduce_s;
+  }
+  st.optimizer_steps = m_optimizer.steps();
+  st.best_val_loss = best_val_loss;
+  st.result.best_epoch = result.best_epoch;
+  st.result.val_accuracy = result.val_accuracy;
+  st.result.test_accuracy = result.test_accuracy;
+  st.result.final_train_loss = result.final_train_loss;
+  st.result.history = result.history;
+  const auto add = [&](const std::string& name, const Tensor<float>& t) {
+    st.arrays.push_back({name, t.rows(), t.cols(), t.to_vector(m_res)});
+  };
+  for (std::size_t i = 0; i < m_params.size(); ++i) {
+    const std::string& name = m_params[i]->name;
+    add("param/" + name, m_params[i]->value);
+    add("adam.m/" + name, m_optimizer.first_moment(i));
+    add("adam.v/" + name, m_optimizer.second_moment(i));
+    add("best/" + name, best[i]);
+  }
+  return st;
+}
+
+void Trainer::restore(const TrainState& st, TrainResult& result, std::vector<Tensor<float>>& best,
+                      double& best_val_loss) {
+  HALO_EXPECTS(st.arrays.size() == 4 * m_params.size(),
+               "checkpoint: it holds " + std::to_string(st.arrays.size()) +
+                   " arrays, this model needs " + std::to_string(4 * m_params.size()));
+  std::size_t at = 0;
+  const auto load = [&](const std::string& name, Tensor<float>& t) {
+    const TrainState::Array& a = st.arrays[at++];
+    if (a.name != name || a.rows != t.rows() || a.cols != t.cols())
+      throw IoError("checkpoint: array " + a.name + " (" + std::to_string(a.rows) + " x " +
+                    std::to_string(a.cols) + ") where the model has " + name + " (" +
+                    std::to_string(t.rows()) + " x " + std::to_string(t.cols()) + ")");
+    kernels::copy_bytes(m_res, t.data(), t.device(), a.values.data(), kernels::Device::Cpu,
+                        t.bytes());
+  };
+  for (std::size_t i = 0; i < m_params.size(); ++i) {
+    const std::string& name = m_params[i]->name;
+    load("param/" + name, m_params[i]->value);
+    load("adam.m/" + name, m_optimizer.first_moment(i));
+    load("adam.v/" + name, m_optimizer.second_moment(i));
+    load("best/" + name, best[i]);
+  }
+  m_optimizer.set_steps(st.optimizer_steps);
+  best_val_loss = st.best_val_loss;
+  result.best_epoch = st.result.best_epoch;
+  result.val_accuracy = st.result.val_accuracy;
+  result.test_accuracy = st.result.test_accuracy;
+  result.final_train_loss = st.result.final_train_loss;
+  result.history = st.result.history;
+  for (EpochStats& s : result.history) s.epochs = m_config.epochs;
+  m_partial = {};
+  if (st.step > 0)
+    m_partial = {static_cast<std::uint64_t>(st.epoch) + 1, st.step, st.loss_sum, st.loss_rows,
+                 st.allreduce_s};
+}
+
 TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_step) {
   TrainResult result;
   // Parameter values of the best epoch so far, on the parameters' device: snapshots are
@@ -389,32 +494,46 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   std::vector<Tensor<float>> best;
   for (const auto* p : m_params) best.push_back(p->value.clone(m_res));
   double best_val_loss = 0;
-  std::vector<double> times, exchange, exposed, allreduce, compute, fetch, wait;
-  std::vector<std::int64_t> bytes, sampling, features;
-  double exchange_total = 0, exposed_total = 0;
-  std::int64_t remote = 0, hits = 0, syncs = 0;
   const int epochs = m_config.epochs;
+  Comm& comm = *m_shard.comm;
+  const CheckpointConfig& ck = m_config.checkpoint;
+  const bool checkpoints = !ck.dir.empty();
+  const CheckpointIdentity identity =
+      checkpoints ? checkpoint_identity(m_config, m_shard) : CheckpointIdentity{};
+  int done = 0;  // epochs completed
+  if (checkpoints && ck.resume) {
+    if (auto found = read_newest_checkpoint(comm, ck.dir, identity)) {
+      const TrainState& st = found->state;
+      if (st.epoch + (st.step > 0 ? 1 : 0) > epochs)
+        throw IoError(found->dir.string() + ": the checkpoint is at epoch " +
+                      std::to_string(st.epoch) + ", step " + std::to_string(st.step) +
+                      ", past the " + std::to_string(epochs) + " epochs of this run (--epochs)");
+      restore(found->state, result, best, best_val_loss);
+      done = found->state.epoch;
+      result.resumed_from = found->dir.string();
+      HALO_LOG_INFO(
+          "train: resuming from " + result.resumed_from + " (" + std::to_string(done) + " epochs" +
+          (m_partial.step > 0 ? " and " + std::to_string(m_partial.step) + " steps" : "") +
+          " completed)");
+    } else {
+      HALO_LOG_INFO("train: no complete checkpoint in " + ck.dir.string() + ": starting fresh");
+    }
+  }
+  const auto save = [&](int epochs_done) {
+    result.checkpoint =
+        write_checkpoint(comm, ck, identity, capture(result, best, best_val_loss, epochs_done))
+            .string();
+  };
   const auto start = Clock::now();
-  for (int epoch = 1; epoch <= epochs; ++epoch) {
+  for (int epoch = done + 1; epoch <= epochs; ++epoch) {
     EpochStats s;
     s.epoch = epoch;
     s.epochs = epochs;
-    train_epoch(static_cast<std::uint64_t>(epoch), s, on_step);
-    times.push_back(s.epoch_time_s);
-    exchange.push_back(s.exchange_time_s);
-    exposed.push_back(s.exchange_exposed_s);
-    allreduce.push_back(s.allreduce_time_s);
-    compute.push_back(s.epoch_time_s - s.exchange_exposed_s - s.allreduce_time_s);
-    fetch.push_back(s.fetch_time_s);
-    wait.push_back(s.batch_wait_s);
-    bytes.push_back(s.exchange_bytes);
-    sampling.push_back(s.sampling_bytes);
-    features.push_back(s.feature_bytes);
-    exchange_total += s.exchange_time_s;
-    exposed_total += s.exchange_exposed_s;
-    remote += s.remote_rows;
-    hits += s.cache_hits;
-    syncs += s.host_syncs;
+    if (!train_epoch(static_cast<std::uint64_t>(epoch), s, on_step)) {
+      save(epoch - 1);  // mid-epoch: the next step and the epoch's running sums
+      result.preempted = true;
+      break;
+    }
     const Evaluation e = evaluate();
     s.train_accuracy = e.train_accuracy;
     s.val_loss = e.val_loss;
@@ -434,10 +553,41 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
     result.final_train_loss = s.train_loss;
     result.history.push_back(s);
     if (on_epoch) on_epoch(s);
+    const bool stop = stop_agreed();
+    if (checkpoints && (stop || epoch == epochs || (ck.every > 0 && epoch % ck.every == 0)))
+      save(epoch);
+    if (stop) {
+      result.preempted = true;
+      break;
+    }
   }
   result.train_time_s = seconds_since(start);
   result.preprocess_time_s = m_preprocess_time_s;
-  result.world_size = m_shard.comm->size();
+  result.world_size = comm.size();
+  result.preemption_checks = m_stop_checks;
+  result.preemption_check_s = m_stop_check_s;
+  // The medians and totals over the epochs completed (those before a resume included).
+  std::vector<double> times, exchange, exposed, allreduce, compute, fetch, wait;
+  std::vector<std::int64_t> bytes, sampling, features;
+  double exchange_total = 0, exposed_total = 0;
+  std::int64_t remote = 0, hits = 0, syncs = 0;
+  for (const EpochStats& s : result.history) {
+    times.push_back(s.epoch_time_s);
+    exchange.push_back(s.exchange_time_s);
+    exposed.push_back(s.exchange_exposed_s);
+    allreduce.push_back(s.allreduce_time_s);
+    compute.push_back(s.epoch_time_s - s.exchange_exposed_s - s.allreduce_time_s);
+    fetch.push_back(s.fetch_time_s);
+    wait.push_back(s.batch_wait_s);
+    bytes.push_back(s.exchange_bytes);
+    sampling.push_back(s.sampling_bytes);
+    features.push_back(s.feature_bytes);
+    exchange_total += s.exchange_time_s;
+    exposed_total += s.exchange_exposed_s;
+    remote += s.remote_rows;
+    hits += s.cache_hits;
+    syncs += s.host_syncs;
+  }
   result.epoch_time_median_s = median(times);
   result.exchange_time_s = median(exchange);
   result.exchange_exposed_s = median(exposed);
@@ -447,7 +597,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   result.batch_wait_s = median(wait);
   auto median_int = [](std::vector<std::int64_t> v) {
     std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+    return v.empty() ? std::int64_t{0} : v[v.size() / 2];
   };
   result.exchange_bytes_per_epoch = median_int(bytes);
   result.sampling_bytes_per_epoch = median_int(sampling);
@@ -456,8 +606,9 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
       exchange_total > 0 ? std::max(0.0, 1.0 - exposed_total / exchange_total) : 0.0;
   result.cache_hit_rate = remote > 0 ? static_cast<double>(hits) / static_cast<double>(remote) : 0;
   result.batches_per_epoch = m_batches->batches_per_epoch();
+  const auto epochs_run = static_cast<double>(std::max<std::size_t>(1, result.history.size()));
   result.host_syncs_per_batch =
-      static_cast<double>(syncs) / static_cast<double>(epochs * result.batches_per_epoch);
+      static_cast<double>(syncs) / (epochs_run * static_cast<double>(result.batches_per_epoch));
   if (const auto* sampled = dynamic_cast<const SampledBatches*>(m_batches.get())) {
     result.sampler_envelope_bytes = sampled->envelope_bytes();
     result.sampler_peak_bytes = sampled->peak_bytes();

@@ -14,6 +14,7 @@
 #include <halo/nn/model.hpp>
 #include <halo/nn/optimizer.hpp>
 #include <halo/partition/partition_format.hpp>
+#include <halo/runtime/checkpoint_types.hpp>
 #include <halo/runtime/comm/comm.hpp>
 
 namespace halo::runtime {
@@ -63,12 +64,16 @@ struct TrainConfig {
   /// Full graph with several ranks: aggregate owned rows while the halo rows travel (false:
   /// wait for them first, for comparison).
   bool overlap = true;
+  /// Checkpoints, resume and preemption (runtime/checkpoint.hpp); off unless checkpoint.dir is
+  /// set.
+  CheckpointConfig checkpoint;
 };
 
 /// halo::LogicError naming the field unless `config` is valid for a run of `ranks` ranks:
-/// epochs >= 1, finite positive lr, finite non-negative weight decay, dropout in [0, 1),
-/// batch size >= 1, one fan-out >= -1 per layer, prefetch in [0, 16], a finite cache size >= 0
-/// (and 0 with one rank, where no row is remote), overlap left on in mini-batch mode.
+/// epochs >= 1, checkpoint.every >= 0 and checkpoint.keep >= 1, finite positive lr, finite
+/// non-negative weight decay, dropout in [0, 1), batch size >= 1, one fan-out >= -1 per layer,
+/// prefetch in [0, 16], a finite cache size >= 0 (and 0 with one rank, where no row is remote),
+/// overlap left on in mini-batch mode.
 void check_config(const TrainConfig& config, int ranks);
 
 /// What one epoch measured. Accuracies and losses come from an evaluation pass (no dropout)
@@ -133,7 +138,17 @@ struct TrainResult {
   double cache_hit_rate = 0;
   double fetch_time_s = 0;  // median per epoch
   double batch_wait_s = 0;  // median per epoch: fetch and sampling time not hidden
+  /// Every epoch completed, the ones before a resume included.
   std::vector<EpochStats> history;
+  /// Checkpoints (TrainConfig::checkpoint.dir set): the one the run resumed from (empty: a
+  /// fresh start), the last one it wrote, whether a signal stopped it (then it has not run all
+  /// its epochs and the model holds the best epoch so far), and the step-boundary reductions of
+  /// the preemption flag (count, total seconds on this rank).
+  std::string resumed_from;
+  std::string checkpoint;
+  bool preempted = false;
+  std::int64_t preemption_checks = 0;
+  double preemption_check_s = 0;
 };
 
 using EpochCallback = std::function<void(const EpochStats&)>;
@@ -148,6 +163,10 @@ struct Shard {
   Comm* comm = nullptr;
   std::unique_ptr<Comm> own_comm;  // when the shard made its communicator (local_shard)
   std::string dataset;
+  /// What a checkpoint of a run on this shard must match: "partition meta.json fnv1a64 0x..."
+  /// (open_shard), or "dataset NAME fnv1a64 0x..." over the graph, labels and splits and the
+  /// feature width (local_shard).
+  std::string identity;
 };
 
 /// The whole of `ds` as the one part of a one-part partition, over a SelfComm. Moves `ds`'s
@@ -176,6 +195,7 @@ nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_featu
 class BatchSource;
 class FeatureStore;
 class HaloExchange;
+struct TrainState;
 
 /// Trains `model` on `shard` with the parts `config` chooses:
 ///   - graph: the shard's HaloExchange (a local product in one process);
@@ -204,15 +224,22 @@ class Trainer {
   /// Called after every optimizer step with the 0-based batch index of the epoch.
   using StepCallback = std::function<void(std::int64_t batch)>;
   /// One epoch of steps; fills s's loss, time and communication fields. halo::Error when the
-  /// loss stops being finite (the run diverged).
-  void train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step = {});
+  /// loss stops being finite (the run diverged). With checkpoints on, the ranks agree after
+  /// every step but the last whether to stop (the preemption flag): false when they stopped
+  /// early; the next train_epoch of the same epoch, or a run() resumed from the checkpoint,
+  /// continues at the next step.
+  bool train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step = {});
   struct Evaluation {
     double train_accuracy = 0, val_loss = 0, val_accuracy = 0, test_accuracy = 0;
   };
   /// A full-graph forward pass without dropout, scored on every split (collective).
   Evaluation evaluate();
   /// config.epochs epochs, each followed by evaluate(); leaves the best epoch's parameters in
-  /// the model (see TrainResult::best_epoch).
+  /// the model (see TrainResult::best_epoch). With config.checkpoint.dir: resumes from the
+  /// newest complete checkpoint when asked (the epochs it completed are not run again), writes
+  /// a checkpoint every config.checkpoint.every epochs and when it ends, and stops early when
+  /// the ranks agree that a preemption signal arrived (TrainResult::preempted). A resumed run
+  /// computes what an uninterrupted one does (on the CPU, bit for bit).
   TrainResult run(const EpochCallback& on_epoch = {}, const StepCallback& on_step = {});
 
   std::int64_t batches_per_epoch() const;
@@ -221,6 +248,13 @@ class Trainer {
  private:
   /// Original ids of the owned nodes on res's device (dropout keys), empty in one process.
   kernels::Span<const kernels::NodeId> dropout_keys() const;
+  /// Whether the ranks stop here (checkpoints on): the preemption flag reduced over them.
+  bool stop_agreed();
+  /// The run so far as a checkpoint holds it, and back (best: the best epoch's parameters).
+  TrainState capture(const TrainResult& result, const std::vector<kernels::Tensor<float>>& best,
+                     double best_val_loss, int epochs_done);
+  void restore(const TrainState& state, TrainResult& result,
+               std::vector<kernels::Tensor<float>>& best, double& best_val_loss);
 
   const kernels::Resources& m_res;
   Shard& m_shard;
@@ -239,6 +273,17 @@ class Trainer {
   kernels::Tensor<float> m_dlogits;
   kernels::Tensor<float> m_grad_flat;  // the gradient all-reduce's flat buffer
   std::vector<float> m_grad_host;
+  /// An epoch stopped between two steps: where it continues and its running sums.
+  struct Partial {
+    std::uint64_t epoch = 0;
+    std::int64_t step = 0;
+    double loss_sum = 0;
+    std::int64_t loss_rows = 0;
+    double allreduce_s = 0;
+  };
+  Partial m_partial;
+  std::int64_t m_stop_checks = 0;
+  double m_stop_check_s = 0;
 };
 
 /// A trained model and what its run measured.

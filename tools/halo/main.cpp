@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
       halo::cli::add_embed_command(app),     halo::cli::add_plan_command(app),
       halo::cli::add_calibrate_command(app)};
 
-  // Exit codes: 0 success, 1 data or runtime error, 2 usage error (CLI11 validates every flag).
+  // Exit codes: 0 success, 1 data or runtime error, 2 usage error (CLI11 validates every flag),
+  // 75 `halo train` preempted with its checkpoint committed (runtime::kExitPreempted).
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -15,6 +15,7 @@
 #include <halo/kernels/log.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/trainer.hpp>
+#include <halo/tools/halo/checkpoint_options.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/metrics_options.hpp>
@@ -31,6 +32,7 @@ struct TrainCommandOptions : TrainOptions {
   std::string json;
   std::string save_model;
   MetricsOptions metrics;
+  CheckpointOptions checkpoint;
 };
 
 /// Progress: one line rewritten in place on a terminal, a plain line every 10 epochs otherwise.
@@ -82,6 +84,12 @@ nlohmann::json result_json(const TrainCommandOptions& o, const runtime::Shard& s
       {"allreduce_time_s", r.allreduce_time_s},
   };
   if (!o.partitions.empty()) j["partitions"] = o.partitions;
+  if (!o.checkpoint.dir.empty())
+    j.update({{"checkpoint", r.checkpoint},
+              {"resumed_from",
+               r.resumed_from.empty() ? nlohmann::json() : nlohmann::json(r.resumed_from)},
+              {"preemption_checks", r.preemption_checks},
+              {"preemption_check_time_s", r.preemption_check_s}});
   if (o.mode == "mini-batch") {
     const runtime::MiniBatchConfig& mb = o.mb;
     j.update({{"batch_size", mb.batch_size},
@@ -133,10 +141,12 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
 int run_train(const TrainCommandOptions& o) {
   // The ranks the launcher started (one without a launcher): one per part of --partitions.
   const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train");
+  prepare_checkpoints(o.checkpoint, world->rank());
   check_output(o.json, "--json");
   check_output(o.save_model, "--save-model");
   const kernels::Resources res = make_resources(o.device, o.threads, world->size());
-  const runtime::TrainConfig config = train_config(o);
+  runtime::TrainConfig config = train_config(o);
+  config.checkpoint = checkpoint_config(o.checkpoint);
   // The data: a dataset in one process, or this rank's part of a partition.
   runtime::Shard shard = open_data(res, *world, o.data, o.partitions);
   if (shard.part.all_train.numel() == 0)
@@ -164,6 +174,14 @@ int run_train(const TrainCommandOptions& o) {
   if (metrics) on_step = [&metrics](std::int64_t) { metrics->on_step(); };
   runtime::TrainRun run = runtime::train(res, shard, config, on_epoch, on_step);
   if (metrics) metrics->finish();
+  if (run.result.preempted) {  // the requeued run writes the results
+    if (rank == 0)
+      std::fprintf(stderr, "halo train: preempted after %zu epochs: checkpoint %s; exit code %d\n",
+                   run.result.history.size(), run.result.checkpoint.c_str(),
+                   runtime::kExitPreempted);
+    shard.comm->barrier();
+    return runtime::kExitPreempted;
+  }
   // Every rank's peak resident set, for rank 0's report.
   std::vector<std::int64_t> peaks(static_cast<std::size_t>(shard.comm->size()), 0);
   peaks[static_cast<std::size_t>(rank)] = runtime::peak_host_memory_bytes();
@@ -202,7 +220,11 @@ Command add_train_command(CLI::App& app) {
                   "Save the kept epoch's model to FILE (a self-describing model file: "
                   "architecture, preprocessing, training record, parameters; docs/formats.md)");
   add_metrics_options(sub, o->metrics);
-  sub->callback([check_run] { check_run(); });
+  add_checkpoint_options(sub, o->checkpoint);
+  sub->callback([check_run, sub] {
+    check_run();
+    check_checkpoint_options(sub);
+  });
   return {sub, [o] {
             try {
               return run_train(*o);
