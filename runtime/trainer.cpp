@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/log.hpp>
@@ -137,9 +138,25 @@ Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesyste
 // ---- the trainer
 // ---------------------------------------------------------------------------------
 
+/// The part a Trainer composes: one task with its graph, batches, features and optimizers.
+class Trainer::Task {
+ public:
+  virtual ~Task() = default;
+  virtual void train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step) = 0;
+  virtual Evaluation evaluate() = 0;
+  /// The tensors the best epoch's snapshot keeps (parameter values, embedding tables).
+  virtual std::vector<Tensor<float>*> state() = 0;
+  virtual std::int64_t batches_per_epoch() const = 0;
+  /// Adds what the task's parts measured over the run (the sampler's envelope) to `result`.
+  virtual void finish(TrainResult& result) const { (void)result; }
+  double preprocess_time_s = 0;
+};
+
+namespace {
+
 /// The task's data on res's device: node classification's labels and splits, and the global
 /// sizes of the splits.
-struct Trainer::Targets {
+struct Targets {
   Tensor<std::int32_t> labels;
   Tensor<NodeId> train_idx, val_idx, test_idx;
   std::int64_t num_train = 0;
@@ -147,9 +164,6 @@ struct Trainer::Targets {
   Tensor<NodeId> dropout_keys;  // the owned nodes' original ids (empty in one process)
 };
 
-kernels::Span<const NodeId> Trainer::dropout_keys() const { return m_targets->dropout_keys.span(); }
-
-namespace {
 /// `config` with the model fields the network decides (a custom network has no ModelConfig).
 TrainConfig with_shape(TrainConfig config, const nn::NetworkShape& shape) {
   config.model.kind = shape.aggregation;
@@ -158,13 +172,54 @@ TrainConfig with_shape(TrainConfig config, const nn::NetworkShape& shape) {
   config.model.num_classes = shape.num_classes;
   return config;
 }
-}  // namespace
 
-Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
-                 nn::Network<float>& model)
+/// Node classification on a Shard: mean NLL over the batch's seeds, accuracy per split.
+class NodeClassification final : public Trainer::Task {
+ public:
+  NodeClassification(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
+                     nn::Network<float>& model);
+  void train_epoch(std::uint64_t epoch, EpochStats& s,
+                   const Trainer::StepCallback& on_step) override;
+  Trainer::Evaluation evaluate() override;
+  std::vector<Tensor<float>*> state() override {
+    std::vector<Tensor<float>*> v;
+    for (auto* p : m_params) v.push_back(&p->value);
+    return v;
+  }
+  std::int64_t batches_per_epoch() const override { return m_batches->batches_per_epoch(); }
+  void finish(TrainResult& result) const override {
+    if (const auto* sampled = dynamic_cast<const SampledBatches*>(m_batches.get())) {
+      result.sampler_envelope_bytes = sampled->envelope_bytes();
+      result.sampler_peak_bytes = sampled->peak_bytes();
+    }
+  }
+
+ private:
+  /// Original ids of the owned nodes on res's device (dropout keys), empty in one process.
+  kernels::Span<const NodeId> dropout_keys() const { return m_targets->dropout_keys.span(); }
+
+  const kernels::Resources& m_res;
+  Shard& m_shard;
+  TrainConfig m_config;
+  nn::Network<float>& m_model;
+  std::vector<nn::Parameter<float>*> m_params;
+  std::unique_ptr<Comm> m_nccl;  // GPU ranks: gradients and halo rows device to device
+  Comm* m_data_comm = nullptr;
+  std::unique_ptr<HaloExchange> m_graph;
+  std::unique_ptr<FeatureStore> m_features;
+  std::unique_ptr<BatchSource> m_batches;
+  std::unique_ptr<Targets> m_targets;
+  nn::Adam<float> m_optimizer;
+  Tensor<float> m_dlogits;
+  Tensor<float> m_grad_flat;  // the gradient all-reduce's flat buffer
+  std::vector<float> m_grad_host;
+};
+
+NodeClassification::NodeClassification(const kernels::Resources& res, Shard& shard,
+                                       const TrainConfig& config, nn::Network<float>& model)
     : m_res(res),
       m_shard(shard),
-      m_config(with_shape(config, model.shape())),
+      m_config(config),
       m_model(model),
       m_params(model.parameters()),
       m_optimizer(res, m_params, [&] {
@@ -225,14 +280,8 @@ Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig&
         m_graph->adjacency(dropout_keys()), m_features->owned(), m_targets->labels.span(),
         m_targets->train_idx.span(), m_targets->num_train);
   }
-  m_preprocess_time_s = seconds_since(start);
+  preprocess_time_s = seconds_since(start);
 }
-
-Trainer::~Trainer() = default;
-
-std::int64_t Trainer::batches_per_epoch() const { return m_batches->batches_per_epoch(); }
-
-namespace {
 
 /// Sums every parameter's gradient and `loss` over the ranks of `comm` in one all-reduce
 /// through `flat` (device) / `host` (host-memory comm with device gradients), allocated once.
@@ -275,9 +324,8 @@ void expect_finite(double loss, std::uint64_t epoch, std::int64_t batch) {
               ": the run diverged (try a lower --lr)");
 }
 
-}  // namespace
-
-void Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step) {
+void NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
+                                     const Trainer::StepCallback& on_step) {
   Comm& comm = *m_shard.comm;
   const bool distributed = comm.size() > 1;
   const bool device_sum = m_targets->loss_total.numel() > 0;  // one process on a GPU
@@ -354,7 +402,7 @@ void Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback
   s.batch_wait_s = v[9] / p;
 }
 
-Trainer::Evaluation Trainer::evaluate() {
+Trainer::Evaluation NodeClassification::evaluate() {
   const Targets& t = *m_targets;
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
   const nn::Adjacency<float> graph = m_graph->adjacency(dropout_keys());
@@ -382,18 +430,260 @@ Trainer::Evaluation Trainer::evaluate() {
           v[4] > 0 ? v[1] / v[4] : nan, ratio(v[2], v[5])};
 }
 
+/// Heterogeneous node classification on a HeteroShard, full graph, one process.
+class HeteroNodeClassification final : public Trainer::Task {
+ public:
+  HeteroNodeClassification(const kernels::Resources& res, HeteroShard& shard,
+                           const TrainConfig& config, nn::HeteroModel<float>& model);
+  void train_epoch(std::uint64_t epoch, EpochStats& s,
+                   const Trainer::StepCallback& on_step) override;
+  Trainer::Evaluation evaluate() override;
+  std::vector<Tensor<float>*> state() override {
+    std::vector<Tensor<float>*> v;
+    for (auto* p : m_params) v.push_back(&p->value);
+    for (auto* e : m_model.embeddings()) v.push_back(&e->table());
+    return v;
+  }
+  std::int64_t batches_per_epoch() const override { return 1; }
+
+ private:
+  const kernels::Resources& m_res;
+  HeteroShard& m_shard;
+  TrainConfig m_config;
+  nn::HeteroModel<float>& m_model;
+  std::vector<nn::Parameter<float>*> m_params;
+  std::vector<kernels::FeatureMatrix<float>> m_features;  // per type, on res's device
+  std::vector<const kernels::FeatureMatrix<float>*> m_inputs;
+  std::vector<datasets::Graph> m_adj;  // per relation, on res's device
+  nn::HeteroGraphView<float> m_view;
+  Tensor<std::int32_t> m_labels;
+  Tensor<NodeId> m_train, m_val, m_test;
+  std::vector<std::int32_t> m_labels_host;
+  std::vector<NodeId> m_val_host, m_test_host;
+  nn::Adam<float> m_optimizer;
+  nn::SparseAdam<float> m_sparse;
+  Tensor<float> m_dlogits;
+};
+
+kernels::AdamConfig adam_config(const TrainConfig& c, bool weight_decay) {
+  kernels::AdamConfig a;
+  a.lr = c.lr;
+  a.weight_decay = weight_decay ? c.weight_decay : 0.0;
+  return a;
+}
+
+HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res,
+                                                   HeteroShard& shard, const TrainConfig& config,
+                                                   nn::HeteroModel<float>& model)
+    : m_res(res),
+      m_shard(shard),
+      m_config(config),
+      m_model(model),
+      m_params(model.parameters()),
+      m_optimizer(res, m_params, adam_config(config, true)),
+      m_sparse(res, model.embeddings(), adam_config(config, false)) {
+  const datasets::HeteroGraph& g = shard.graph;
+  check_config(config, shard.comm->size());
+  HALO_EXPECTS(shard.comm->size() == 1,
+               "train: the heterogeneous task trains in one process (no partitions yet)");
+  HALO_EXPECTS(!config.mini_batch, "train: the heterogeneous task trains on the full graph");
+  const nn::HeteroSchema want = hetero_schema(g);
+  const nn::HeteroSchema& have = model.schema();
+  HALO_EXPECTS(have.num_nodes == want.num_nodes && have.in_features == want.in_features &&
+                   have.relations == want.relations && have.target_type == want.target_type &&
+                   have.num_classes == want.num_classes,
+               "train: the heterogeneous model was not built for this dataset");
+  HALO_EXPECTS(g.train_idx.numel() > 0, "train: the dataset has no training nodes");
+  const auto start = Clock::now();
+  const std::vector<std::int64_t> offsets = g.type_offsets();
+  for (std::int32_t t = 0; t < g.num_types(); ++t) {
+    const datasets::NodeType& type = g.node_types[static_cast<std::size_t>(t)];
+    m_features.push_back(type.has_features()
+                             ? prepare_features(res, type.features, config.normalize_features)
+                             : kernels::FeatureMatrix<float>(Tensor<float>()));
+    m_view.num_src.push_back(type.num_nodes);
+    m_view.num_dst.push_back(type.num_nodes);
+    m_view.type_offset.push_back(offsets[static_cast<std::size_t>(t)]);
+  }
+  for (const auto& f : m_features) m_inputs.push_back(&f);
+  for (const datasets::Relation& r : g.relations) m_adj.push_back(r.adj.copy_to(res, res.device()));
+  for (std::size_t r = 0; r < g.relations.size(); ++r)
+    m_view.relations.push_back(
+        {g.relations[r].name, g.relations[r].src_type, g.relations[r].dst_type, m_adj[r].view()});
+  m_labels = g.labels.copy_to(res, res.device());
+  m_train = g.train_idx.copy_to(res, res.device());
+  m_val = g.val_idx.copy_to(res, res.device());
+  m_test = g.test_idx.copy_to(res, res.device());
+  m_labels_host = g.labels.to_vector(res);
+  m_val_host = g.val_idx.to_vector(res);
+  m_test_host = g.test_idx.to_vector(res);
+  preprocess_time_s = seconds_since(start);
+}
+
+void HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
+                                           const Trainer::StepCallback& on_step) {
+  const auto start = Clock::now();
+  nn::HeteroStageTimes stages;  // full graph: the subgraph is built once, before training
+  m_view.times = &stages;
+  const nn::Context ctx{&m_res, /*training=*/true, m_config.seed, epoch, 0};
+  const Tensor<float>& logits = m_model.forward(ctx, m_view, m_inputs);
+  kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
+  const double loss = kernels::log_softmax_nll(m_res, logits.view(), std::as_const(m_labels).span(),
+                                               std::as_const(m_train).span(), m_train.numel());
+  kernels::log_softmax_nll_backward(m_res, logits.view(), std::as_const(m_labels).span(),
+                                    std::as_const(m_train).span(), m_dlogits.view(),
+                                    m_train.numel());
+  m_model.backward(ctx, m_view, m_dlogits);
+  m_view.times = nullptr;
+  expect_finite(loss, epoch, 0);
+  m_optimizer.step(m_res);
+  m_sparse.step(m_res);
+  if (on_step) on_step(0);
+  m_res.synchronize();
+  s.epoch_time_s = seconds_since(start);
+  s.train_loss = loss;
+  s.stages = stages;
+}
+
+Trainer::Evaluation HeteroNodeClassification::evaluate() {
+  const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
+  const Tensor<float>& logits = m_model.forward(ctx, m_view, m_inputs);
+  auto correct = [&](const Tensor<NodeId>& rows) {
+    return rows.numel() == 0
+               ? 0.0
+               : static_cast<double>(kernels::count_correct(
+                     m_res, logits.view(), std::as_const(m_labels).span(), rows.span()));
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto ratio = [&](double a, std::int64_t b) { return b > 0 ? a / static_cast<double>(b) : nan; };
+  Trainer::Evaluation e;
+  e.train_accuracy = ratio(correct(m_train), m_train.numel());
+  e.val_accuracy = ratio(correct(m_val), m_val.numel());
+  e.test_accuracy = m_test.numel() > 0 ? correct(m_test) / static_cast<double>(m_test.numel()) : 0;
+  e.val_loss =
+      m_val.numel() == 0
+          ? nan
+          : static_cast<double>(kernels::log_softmax_nll(
+                m_res, logits.view(), std::as_const(m_labels).span(), std::as_const(m_val).span()));
+  // The predictions on the host, for the F1 scores.
+  const std::vector<float> host = logits.to_vector(m_res);
+  const std::int64_t c = logits.cols();
+  std::vector<std::int32_t> pred(static_cast<std::size_t>(logits.rows()));
+  for (std::int64_t r = 0; r < logits.rows(); ++r) {
+    const float* row = host.data() + r * c;
+    pred[static_cast<std::size_t>(r)] =
+        static_cast<std::int32_t>(std::max_element(row, row + c) - row);
+  }
+  const std::int32_t k = m_shard.graph.num_classes;
+  const F1Scores val = f1_scores(class_counts(pred, m_labels_host, m_val_host, k));
+  const F1Scores test = f1_scores(class_counts(pred, m_labels_host, m_test_host, k));
+  e.val_macro_f1 = val.macro;
+  e.test_macro_f1 = test.macro;
+  e.test_micro_f1 = test.micro;
+  return e;
+}
+
+}  // namespace
+
+HeteroShard local_hetero_shard(datasets::HeteroGraph&& g) {
+  HeteroShard s;
+  s.dataset = g.name;
+  s.graph = std::move(g);
+  s.own_comm = std::make_unique<SelfComm>();
+  s.comm = s.own_comm.get();
+  return s;
+}
+
+nn::HeteroSchema hetero_schema(const datasets::HeteroGraph& g) {
+  nn::HeteroSchema s;
+  for (const datasets::NodeType& t : g.node_types) {
+    s.type_names.push_back(t.name);
+    s.num_nodes.push_back(t.num_nodes);
+    s.in_features.push_back(t.has_features() ? kernels::num_cols(t.features) : 0);
+  }
+  for (const datasets::Relation& r : g.relations) {
+    s.relation_names.push_back(r.name);
+    s.relations.emplace_back(r.src_type, r.dst_type);
+  }
+  s.target_type = g.target_type;
+  s.num_classes = g.num_classes;
+  return s;
+}
+
+std::vector<double> class_counts(std::span<const std::int32_t> pred,
+                                 std::span<const std::int32_t> labels, std::span<const NodeId> rows,
+                                 std::int32_t num_classes) {
+  std::vector<double> counts(static_cast<std::size_t>(3 * num_classes), 0.0);
+  for (const NodeId r : rows) {
+    const auto p = static_cast<std::size_t>(pred[static_cast<std::size_t>(r)]);
+    const auto y = static_cast<std::size_t>(labels[static_cast<std::size_t>(r)]);
+    HALO_EXPECTS(
+        p < static_cast<std::size_t>(num_classes) && y < static_cast<std::size_t>(num_classes),
+        "class_counts: a class outside [0, num_classes)");
+    if (p == y) {
+      counts[3 * y] += 1;
+    } else {
+      counts[3 * p + 1] += 1;
+      counts[3 * y + 2] += 1;
+    }
+  }
+  return counts;
+}
+
+F1Scores f1_scores(std::span<const double> counts) {
+  double sum = 0, tp = 0, fp_fn = 0;
+  int present = 0;
+  for (std::size_t c = 0; c + 2 < counts.size(); c += 3) {
+    const double denom = 2 * counts[c] + counts[c + 1] + counts[c + 2];
+    tp += counts[c];
+    fp_fn += counts[c + 1] + counts[c + 2];
+    if (denom == 0) continue;  // neither labelled nor predicted: not averaged (scikit-learn)
+    sum += 2 * counts[c] / denom;
+    ++present;
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (present == 0) return {nan, nan};
+  return {sum / present, 2 * tp / (2 * tp + fp_fn)};
+}
+
+Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
+                 nn::Network<float>& model)
+    : m_res(res), m_comm(shard.comm), m_epochs(config.epochs) {
+  m_task =
+      std::make_unique<NodeClassification>(res, shard, with_shape(config, model.shape()), model);
+}
+
+Trainer::Trainer(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
+                 nn::HeteroModel<float>& model)
+    : m_res(res), m_comm(shard.comm), m_epochs(config.epochs) {
+  m_task = std::make_unique<HeteroNodeClassification>(res, shard, config, model);
+}
+
+Trainer::~Trainer() = default;
+
+std::int64_t Trainer::batches_per_epoch() const { return m_task->batches_per_epoch(); }
+double Trainer::preprocess_time_s() const { return m_task->preprocess_time_s; }
+
+void Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step) {
+  m_task->train_epoch(epoch, s, on_step);
+}
+
+Trainer::Evaluation Trainer::evaluate() { return m_task->evaluate(); }
+
 TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_step) {
   TrainResult result;
   // Parameter values of the best epoch so far, on the parameters' device: snapshots are
   // stream-ordered device copies, never a trip through the host.
+  const std::vector<Tensor<float>*> state = m_task->state();
   std::vector<Tensor<float>> best;
-  for (const auto* p : m_params) best.push_back(p->value.clone(m_res));
+  for (const auto* t : state) best.push_back(t->clone(m_res));
   double best_val_loss = 0;
   std::vector<double> times, exchange, exposed, allreduce, compute, fetch, wait;
   std::vector<std::int64_t> bytes, sampling, features;
   double exchange_total = 0, exposed_total = 0;
   std::int64_t remote = 0, hits = 0, syncs = 0;
-  const int epochs = m_config.epochs;
+  std::vector<double> projection, aggregation, semantic, subgraph;
+  const int epochs = m_epochs;
   const auto start = Clock::now();
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     EpochStats s;
@@ -415,11 +705,18 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
     remote += s.remote_rows;
     hits += s.cache_hits;
     syncs += s.host_syncs;
+    subgraph.push_back(s.stages.subgraph_build_s);
+    projection.push_back(s.stages.feature_projection_s);
+    aggregation.push_back(s.stages.neighbor_aggregation_s);
+    semantic.push_back(s.stages.semantic_aggregation_s);
     const Evaluation e = evaluate();
     s.train_accuracy = e.train_accuracy;
     s.val_loss = e.val_loss;
     s.val_accuracy = e.val_accuracy;
     s.test_accuracy = e.test_accuracy;
+    s.val_macro_f1 = e.val_macro_f1;
+    s.test_macro_f1 = e.test_macro_f1;
+    s.test_micro_f1 = e.test_micro_f1;
     // Without validation nodes there is nothing to select by: the last epoch is kept.
     const bool no_val = std::isnan(e.val_accuracy);
     if (result.best_epoch == 0 || no_val || e.val_accuracy > result.val_accuracy ||
@@ -427,17 +724,19 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
       result.best_epoch = epoch;
       result.val_accuracy = e.val_accuracy;
       result.test_accuracy = e.test_accuracy;
+      result.val_macro_f1 = e.val_macro_f1;
+      result.test_macro_f1 = e.test_macro_f1;
+      result.test_micro_f1 = e.test_micro_f1;
       best_val_loss = e.val_loss;
-      for (std::size_t i = 0; i < m_params.size(); ++i)
-        kernels::copy_async(m_res, best[i], m_params[i]->value);
+      for (std::size_t i = 0; i < state.size(); ++i) kernels::copy_async(m_res, best[i], *state[i]);
     }
     result.final_train_loss = s.train_loss;
     result.history.push_back(s);
     if (on_epoch) on_epoch(s);
   }
   result.train_time_s = seconds_since(start);
-  result.preprocess_time_s = m_preprocess_time_s;
-  result.world_size = m_shard.comm->size();
+  result.preprocess_time_s = m_task->preprocess_time_s;
+  result.world_size = m_comm->size();
   result.epoch_time_median_s = median(times);
   result.exchange_time_s = median(exchange);
   result.exchange_exposed_s = median(exposed);
@@ -445,6 +744,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   result.compute_time_s = median(compute);
   result.fetch_time_s = median(fetch);
   result.batch_wait_s = median(wait);
+  result.stages = {median(subgraph), median(projection), median(aggregation), median(semantic)};
   auto median_int = [](std::vector<std::int64_t> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -455,15 +755,11 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   result.exchange_hidden_fraction =
       exchange_total > 0 ? std::max(0.0, 1.0 - exposed_total / exchange_total) : 0.0;
   result.cache_hit_rate = remote > 0 ? static_cast<double>(hits) / static_cast<double>(remote) : 0;
-  result.batches_per_epoch = m_batches->batches_per_epoch();
+  result.batches_per_epoch = m_task->batches_per_epoch();
   result.host_syncs_per_batch =
       static_cast<double>(syncs) / static_cast<double>(epochs * result.batches_per_epoch);
-  if (const auto* sampled = dynamic_cast<const SampledBatches*>(m_batches.get())) {
-    result.sampler_envelope_bytes = sampled->envelope_bytes();
-    result.sampler_peak_bytes = sampled->peak_bytes();
-  }
-  for (std::size_t i = 0; i < m_params.size(); ++i)
-    kernels::copy_async(m_res, m_params[i]->value, best[i]);
+  m_task->finish(result);
+  for (std::size_t i = 0; i < state.size(); ++i) kernels::copy_async(m_res, *state[i], best[i]);
   m_res.synchronize();  // the model is final when run returns
   return result;
 }
@@ -472,6 +768,16 @@ TrainRun train(const kernels::Resources& res, Shard& shard, const TrainConfig& c
                const EpochCallback& on_epoch, const Trainer::StepCallback& on_step) {
   check_config(config, shard.comm->size());
   TrainRun run{make_model(res, shard.num_features, shard.part.num_classes, config), {}};
+  Trainer trainer(res, shard, config, run.model);
+  run.result = trainer.run(on_epoch, on_step);
+  return run;
+}
+
+HeteroTrainRun train(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
+                     const EpochCallback& on_epoch, const Trainer::StepCallback& on_step) {
+  check_config(config, shard.comm->size());
+  HeteroTrainRun run{
+      nn::HeteroModel<float>(res, config.hetero, hetero_schema(shard.graph), config.seed), {}};
   Trainer trainer(res, shard, config, run.model);
   run.result = trainer.run(on_epoch, on_step);
   return run;

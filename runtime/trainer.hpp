@@ -5,12 +5,16 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
+#include <halo/datasets/hetero.hpp>
+#include <halo/nn/hetero_model.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/nn/optimizer.hpp>
 #include <halo/partition/partition_format.hpp>
@@ -63,6 +67,9 @@ struct TrainConfig {
   /// Full graph with several ranks: aggregate owned rows while the halo rows travel (false:
   /// wait for them first, for comparison).
   bool overlap = true;
+  /// The heterogeneous task's model (layer kind, layers, widths, dropout, R-GCN bases); the
+  /// task reads it instead of `model`.
+  nn::HeteroModelConfig hetero;
 };
 
 /// halo::LogicError naming the field unless `config` is valid for a run of `ranks` ranks:
@@ -82,7 +89,13 @@ struct EpochStats {
   double val_loss = 0;
   double val_accuracy = 0;
   double test_accuracy = 0;
+  /// The heterogeneous task: Macro-F1 and Micro-F1 (class_counts, f1_scores); NaN otherwise.
+  double val_macro_f1 = std::numeric_limits<double>::quiet_NaN();
+  double test_macro_f1 = std::numeric_limits<double>::quiet_NaN();
+  double test_micro_f1 = std::numeric_limits<double>::quiet_NaN();
   double epoch_time_s = 0;  // the training step(s): forward, loss, backward, optimizer
+  /// The heterogeneous task: the HGNN stages of the training step(s) (zero otherwise).
+  nn::HeteroStageTimes stages;
   // Communication of several ranks (zero in one process). Bytes over all ranks, times the mean
   // over ranks.
   std::int64_t exchange_bytes = 0;  // full graph: halo rows sent
@@ -107,6 +120,10 @@ struct TrainResult {
   /// At best_epoch; NaN when there are no validation nodes.
   double val_accuracy = 0;
   double test_accuracy = 0;
+  /// At best_epoch, the heterogeneous task only (NaN otherwise).
+  double val_macro_f1 = std::numeric_limits<double>::quiet_NaN();
+  double test_macro_f1 = std::numeric_limits<double>::quiet_NaN();
+  double test_micro_f1 = std::numeric_limits<double>::quiet_NaN();
   double final_train_loss = 0;
   double preprocess_time_s = 0;  // graph normalisation, feature preparation, set-up
   double train_time_s = 0;       // all epochs, evaluation included
@@ -133,6 +150,8 @@ struct TrainResult {
   double cache_hit_rate = 0;
   double fetch_time_s = 0;  // median per epoch
   double batch_wait_s = 0;  // median per epoch: fetch and sampling time not hidden
+  /// The heterogeneous task: the median per epoch of each HGNN stage.
+  nn::HeteroStageTimes stages;
   std::vector<EpochStats> history;
 };
 
@@ -159,6 +178,37 @@ Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds);
 /// halo::IoError when the partition has not comm.size() parts or a part is missing or damaged.
 Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir);
 
+/// A heterogeneous dataset as one process trains on it (the heterogeneous task, full graph).
+struct HeteroShard {
+  datasets::HeteroGraph graph;
+  Comm* comm = nullptr;
+  std::unique_ptr<Comm> own_comm;
+  std::string dataset;
+};
+
+/// `g` over a SelfComm.
+HeteroShard local_hetero_shard(datasets::HeteroGraph&& g);
+
+/// What a HeteroModel needs to know about `g`: types, node counts, feature widths (0 for the
+/// featureless types, which get embeddings), relations, target type and classes.
+nn::HeteroSchema hetero_schema(const datasets::HeteroGraph& g);
+
+/// Per class c of `num_classes`: counts[3c] true positives, counts[3c + 1] false positives,
+/// counts[3c + 2] false negatives of the predictions `pred` (one class per row) over `rows`
+/// against `labels`. Host memory. Sums over processes add up (all-reduce them).
+std::vector<double> class_counts(std::span<const std::int32_t> pred,
+                                 std::span<const std::int32_t> labels,
+                                 std::span<const kernels::NodeId> rows, std::int32_t num_classes);
+
+/// Macro-F1 (the unweighted mean over the classes present in the labels or the predictions
+/// of 2 tp / (2 tp + fp + fn), scikit-learn's `f1_score(average="macro")`) and Micro-F1 (the
+/// same ratio over the summed counts: the accuracy, when every row has one label and one
+/// prediction), from class_counts. NaN for both without rows.
+struct F1Scores {
+  double macro = 0, micro = 0;
+};
+F1Scores f1_scores(std::span<const double> counts);
+
 /// A CPU Resources with res's thread count: where host-only steps (datasets::, preprocessing,
 /// set-up) of a run on res's device take place.
 kernels::Resources host_resources(const kernels::Resources& res);
@@ -172,10 +222,6 @@ kernels::FeatureMatrix<float> prepare_features(const kernels::Resources& res,
 /// The model `config.model` describes for data of `in_features` and `num_classes`.
 nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_features,
                             std::int32_t num_classes, const TrainConfig& config);
-
-class BatchSource;
-class FeatureStore;
-class HaloExchange;
 
 /// Trains `model` on `shard` with the parts `config` chooses:
 ///   - graph: the shard's HaloExchange (a local product in one process);
@@ -197,6 +243,13 @@ class Trainer {
  public:
   Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
           nn::Network<float>& model);
+  /// The heterogeneous node-classification task: `model` on the full graph of `shard` (one
+  /// process), mean NLL over the training nodes of the target type, accuracy, Macro-F1 and
+  /// Micro-F1 per split, Adam on the dense parameters and SparseAdam (nn::SparseAdam, no
+  /// weight decay) on the embeddings of the featureless types, the HGNN stages timed per
+  /// epoch. Sparse features are row-normalised as config.normalize_features says.
+  Trainer(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
+          nn::HeteroModel<float>& model);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -208,6 +261,9 @@ class Trainer {
   void train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step = {});
   struct Evaluation {
     double train_accuracy = 0, val_loss = 0, val_accuracy = 0, test_accuracy = 0;
+    double val_macro_f1 = std::numeric_limits<double>::quiet_NaN();
+    double test_macro_f1 = std::numeric_limits<double>::quiet_NaN();
+    double test_micro_f1 = std::numeric_limits<double>::quiet_NaN();
   };
   /// A full-graph forward pass without dropout, scored on every split (collective).
   Evaluation evaluate();
@@ -216,29 +272,18 @@ class Trainer {
   TrainResult run(const EpochCallback& on_epoch = {}, const StepCallback& on_step = {});
 
   std::int64_t batches_per_epoch() const;
-  double preprocess_time_s() const { return m_preprocess_time_s; }
+  double preprocess_time_s() const;
+
+  /// The task part: what a step trains and an evaluation scores (node classification,
+  /// heterogeneous node classification), with the graph, batches, features and optimizers it
+  /// composes. Defined in trainer.cpp.
+  class Task;
 
  private:
-  /// Original ids of the owned nodes on res's device (dropout keys), empty in one process.
-  kernels::Span<const kernels::NodeId> dropout_keys() const;
-
   const kernels::Resources& m_res;
-  Shard& m_shard;
-  TrainConfig m_config;
-  nn::Network<float>& m_model;
-  std::vector<nn::Parameter<float>*> m_params;
-  double m_preprocess_time_s = 0;
-  std::unique_ptr<Comm> m_nccl;  // GPU ranks: gradients and halo rows device to device
-  Comm* m_data_comm = nullptr;
-  std::unique_ptr<HaloExchange> m_graph;
-  std::unique_ptr<FeatureStore> m_features;
-  std::unique_ptr<BatchSource> m_batches;
-  struct Targets;
-  std::unique_ptr<Targets> m_targets;
-  nn::Adam<float> m_optimizer;
-  kernels::Tensor<float> m_dlogits;
-  kernels::Tensor<float> m_grad_flat;  // the gradient all-reduce's flat buffer
-  std::vector<float> m_grad_host;
+  Comm* m_comm = nullptr;
+  int m_epochs = 0;
+  std::unique_ptr<Task> m_task;
 };
 
 /// A trained model and what its run measured.
@@ -251,6 +296,17 @@ struct TrainRun {
 /// of the best epoch. Collective over shard.comm.
 TrainRun train(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
                const EpochCallback& on_epoch = {}, const Trainer::StepCallback& on_step = {});
+
+/// A trained heterogeneous model and what its run measured.
+struct HeteroTrainRun {
+  nn::HeteroModel<float> model;
+  TrainResult result;
+};
+
+/// Builds config.hetero's model for `shard` and trains it (the heterogeneous task); the model
+/// keeps the best epoch's parameters and embeddings.
+HeteroTrainRun train(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
+                     const EpochCallback& on_epoch = {}, const Trainer::StepCallback& on_step = {});
 
 /// What a model file records about a run (nn::ModelFileInfo): the dataset, the preprocessing
 /// (`config.normalize_features`; `structural_features` as the data were loaded) and, as one

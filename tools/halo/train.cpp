@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <halo/datasets/hetero.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/runtime/comm/comm.hpp>
@@ -18,6 +19,7 @@
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/run_support.hpp>
+#include <halo/tools/halo/train_hetero.hpp>
 
 namespace halo::cli {
 namespace {
@@ -44,7 +46,42 @@ struct TrainOptions {
   std::string mode = "full-graph";
   runtime::MiniBatchConfig mb;
   std::string cache_policy = "degree";
+  // Heterogeneous datasets (train_hetero.hpp): --split, --num-bases, and the flags given (the
+  // others take the heterogeneous task's defaults).
+  int split = 0;
+  int num_bases = 0;
+  std::vector<std::string> given;
 };
+
+bool was_given(const TrainOptions& o, const char* flag) {
+  return std::find(o.given.begin(), o.given.end(), flag) != o.given.end();
+}
+
+/// The heterogeneous task's options: the flags given, its defaults for the others.
+HeteroTrainOptions hetero_options(const TrainOptions& o) {
+  for (const char* flag : {"--save-model", "--features"})
+    if (was_given(o, flag))
+      throw UsageError(std::string(flag) + ": not supported for heterogeneous datasets");
+  if (was_given(o, "--model") && o.model != "rgcn")
+    throw UsageError("--model " + o.model + ": '" + o.data.dataset +
+                     "' is heterogeneous (a typed directory); use --model rgcn");
+  HeteroTrainOptions h;
+  h.dataset = o.data.dataset;
+  if (was_given(o, "--split")) h.split = o.split;
+  if (was_given(o, "--layers")) h.layers = o.layers;
+  if (was_given(o, "--hidden")) h.hidden = o.hidden;
+  if (was_given(o, "--dropout")) h.dropout = o.dropout;
+  if (was_given(o, "--lr")) h.lr = o.lr;
+  if (was_given(o, "--weight-decay")) h.weight_decay = o.weight_decay;
+  if (was_given(o, "--epochs")) h.epochs = o.epochs;
+  h.num_bases = o.num_bases;
+  h.seed = o.seed;
+  h.threads = o.threads;
+  h.device = o.device;
+  h.normalize_features = !o.no_normalize;
+  h.json = o.json;
+  return h;
+}
 
 /// Progress: one line rewritten in place on a terminal, a plain line every 10 epochs otherwise.
 void print_progress(const runtime::EpochStats& s, bool tty) {
@@ -163,6 +200,21 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
 }
 
 int run_train(const TrainOptions& o) {
+  if (o.partitions.empty() && datasets::is_hetero_directory(o.data.dataset)) {
+    if (o.mode != "full-graph")
+      throw UsageError("--mode " + o.mode +
+                       ": heterogeneous datasets train on the full graph (mini-batch is not "
+                       "implemented for them)");
+    return run_hetero_train(hetero_options(o));
+  }
+  for (const char* flag : {"--split", "--num-bases"})
+    if (was_given(o, flag))
+      throw UsageError(std::string(flag) +
+                       ": applies to heterogeneous datasets (typed directories)");
+  if (o.model == "rgcn")
+    throw UsageError(
+        "--model rgcn: needs a heterogeneous dataset (a typed directory, "
+        "docs/formats.md), trained on the full graph in one process");
   // The ranks the launcher started (one without a launcher): one per part of --partitions.
   const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train");
   check_output(o.json, "--json");
@@ -223,7 +275,16 @@ Command add_train_command(CLI::App& app) {
       "per part of a partition)");
   add_dataset_options(sub, o->data);
   sub->add_option("--model", o->model, "Model kind")
-      ->check(CLI::IsMember({"gcn", "sage"}))
+      ->check(CLI::IsMember({"gcn", "sage", "rgcn"}))
+      ->capture_default_str();
+  sub->add_option("--split", o->split,
+                  "Heterogeneous datasets: the split splits/{train,val,test}_K.txt to use "
+                  "(default: the smallest K)")
+      ->check(CLI::Range(0, 1000000));
+  sub->add_option("--num-bases", o->num_bases,
+                  "R-GCN: basis matrices the relation weights are combined from (0 = one weight "
+                  "per relation)")
+      ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   sub->add_option("--layers", o->layers, "Number of graph convolutions")
       ->check(CLI::Range(1, 16))
@@ -308,6 +369,11 @@ Command add_train_command(CLI::App& app) {
   // refused in the other.
   sub->callback([o, sub, mini_batch_only, no_overlap, partitions] {
     check_dataset_options(o->data);
+    o->given.clear();
+    for (const char* flag :
+         {"--model", "--split", "--num-bases", "--layers", "--hidden", "--dropout", "--lr",
+          "--weight-decay", "--epochs", "--save-model", "--features"})
+      if (sub->get_option(flag)->count() > 0) o->given.emplace_back(flag);
     const bool mini = o->mode == "mini-batch";
     for (CLI::Option* opt : mini_batch_only)
       if (!mini && opt->count() > 0)
