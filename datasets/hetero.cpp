@@ -1,5 +1,6 @@
 // The typed directory reader, the checks and the homogenised view of a HeteroGraph.
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -166,19 +167,41 @@ namespace {
 
 constexpr std::int64_t kMaxCount = std::numeric_limits<std::int32_t>::max();
 
+/// Splits `line` at blanks (spaces, tabs) into at most `max` tokens (the rest of the line stays
+/// in the last one); returns how many it found. No allocation: the readers call it per line.
+std::size_t split_fields(std::string_view line, std::string_view* out, std::size_t max) {
+  std::size_t n = 0, i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i == line.size()) break;
+    if (n + 1 == max) {
+      out[n++] = detail::trim(line.substr(i));
+      return n;
+    }
+    std::size_t j = i;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t') ++j;
+    out[n++] = line.substr(i, j - i);
+    i = j;
+  }
+  return n;
+}
+
 /// The data lines of a table: blank lines and lines starting with '#' skipped.
 struct Table {
   std::string path;
   std::string text;
+  /// f(tokens, line number, line) for every data line of exactly `columns` (<= 7) fields.
   template <class F>
   void each(std::size_t columns, const std::string& what, const F& f) const {
     detail::TextLines lines(text);
     std::string_view line;
+    std::array<std::string_view, 8> tokens;
     while (lines.next(line)) {
       const std::string_view t = detail::trim(line);
       if (t.empty() || t.front() == '#') continue;
-      const auto tokens = detail::split_blanks(t, columns);
-      if (tokens.size() != columns) fail_expected(path, lines.number(), what, line);
+      // One field more than expected catches trailing extra columns.
+      if (split_fields(t, tokens.data(), columns + 1) != columns)
+        fail_expected(path, lines.number(), what, line);
       f(tokens, lines.number(), line);
     }
   }
@@ -237,8 +260,9 @@ kernels::CsrMatrix<std::int32_t, float> read_coo(const kernels::Resources& res,
            e.push_back({{static_cast<std::int32_t>(v), static_cast<std::int32_t>(c)},
                         {static_cast<float>(x), line}});
          });
-  std::stable_sort(e.begin(), e.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Files sorted by (node, feature), as heco_acm's, skip the sort.
+  const auto by_entry = [](const auto& a, const auto& b) { return a.first < b.first; };
+  if (!std::is_sorted(e.begin(), e.end(), by_entry)) std::stable_sort(e.begin(), e.end(), by_entry);
   for (std::size_t k = 1; k < e.size(); ++k)
     if (e[k].first == e[k - 1].first)
       fail_at(t.path, e[k].second.second,
@@ -272,15 +296,17 @@ kernels::Tensor<float> read_dense(const kernels::Resources& res, const fs::path&
     if (s.empty() || s.front() == '#') continue;
     if (row == n)
       fail_expected(t.path, lines.number(), "end of file (" + std::to_string(n) + " nodes)", line);
-    const auto tok = detail::split_blanks(s, static_cast<std::size_t>(dim));
-    const std::string want = std::to_string(dim) + " finite numbers (feature_dim)";
-    if (static_cast<std::int64_t>(tok.size()) != dim)
-      fail_expected(t.path, lines.number(), want, line);
+    const auto want = [&] { return std::to_string(dim) + " finite numbers (feature_dim)"; };
+    std::string_view rest = s;
     for (std::int64_t c = 0; c < dim; ++c) {
+      std::string_view tok[2];
+      if (split_fields(rest, tok, 2) < (c + 1 < dim ? 2u : 1u))
+        fail_expected(t.path, lines.number(), want(), line);
       double v = 0;
-      if (!detail::parse_double(tok[static_cast<std::size_t>(c)], v))
-        fail_expected(t.path, lines.number(), want, line);
+      if (!detail::parse_double(c + 1 < dim ? tok[0] : rest, v))
+        fail_expected(t.path, lines.number(), want(), line);
       x(row, c) = static_cast<float>(v);
+      rest = c + 1 < dim ? tok[1] : std::string_view();
     }
     ++row;
   }

@@ -33,6 +33,8 @@ class SparseEmbedding {
                     const kernels::Tensor<T>& grad);
 
   const std::string& name() const { return m_name; }
+  /// The gradient rows recorded by the last set_gradient (for tests and inspection).
+  const kernels::Tensor<T>& gradient() const { return m_grad; }
   kernels::Tensor<T>& table() { return m_table; }
   const kernels::Tensor<T>& table() const { return m_table; }
   std::int64_t num_rows() const { return m_table.rows(); }
