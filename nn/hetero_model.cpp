@@ -23,6 +23,16 @@ std::string to_string(HeteroLayerKind kind) {
   HALO_FAIL("unknown heterogeneous layer kind");
 }
 
+FeaturelessInput parse_featureless_input(const std::string& name) {
+  if (name == "embedding") return FeaturelessInput::Embedding;
+  if (name == "zero") return FeaturelessInput::Zero;
+  HALO_FAIL("featureless input '" + name + "': expected embedding or zero");
+}
+
+std::string to_string(FeaturelessInput input) {
+  return input == FeaturelessInput::Embedding ? "embedding" : "zero";
+}
+
 template <class T>
 std::unique_ptr<HeteroModule<T>> make_hetero_layer(
     const kernels::Resources& res, HeteroLayerKind kind, std::vector<std::int64_t> in_width,
@@ -84,8 +94,11 @@ HeteroModel<T>::HeteroModel(const kernels::Resources& res, const HeteroModelConf
     } else {
       m_proj_weight.push_back({});
       m_proj_bias.push_back({});
-      m_embedding.push_back(std::make_unique<SparseEmbedding<T>>(
-          res, "embedding_" + name, schema.num_nodes[ut], h, seed, kEmbeddingId + ut));
+      m_embedding.push_back(config.featureless == FeaturelessInput::Embedding
+                                ? std::make_unique<SparseEmbedding<T>>(res, "embedding_" + name,
+                                                                       schema.num_nodes[ut], h,
+                                                                       seed, kEmbeddingId + ut)
+                                : nullptr);
     }
   }
   std::vector<std::pair<std::int32_t, std::int32_t>> into_target;
@@ -107,7 +120,7 @@ template <class T>
 std::vector<Parameter<T>*> HeteroModel<T>::parameters() {
   std::vector<Parameter<T>*> p;
   for (std::size_t t = 0; t < m_embedding.size(); ++t) {
-    if (m_embedding[t]) continue;
+    if (m_schema.in_features[t] == 0) continue;
     p.push_back(&m_proj_weight[t]);
     p.push_back(&m_proj_bias[t]);
   }
@@ -141,7 +154,10 @@ const Tensor<T>& HeteroModel<T>::forward(const Context& ctx, const HeteroGraphVi
     const auto start = std::chrono::steady_clock::now();
     if (graph.times) res.synchronize();
     for (std::size_t t = 0; t < nt; ++t) {
-      if (m_embedding[t]) {
+      if (m_schema.in_features[t] == 0 && !m_embedding[t]) {
+        kernels::ensure_shape(res, h0[t], graph.num_src[t], m_config.hidden);
+        kernels::fill(res, h0[t].span(), T(0));
+      } else if (m_embedding[t]) {
         HALO_EXPECTS(t >= graph.source_ids.size() || graph.source_ids[t].size == 0,
                      "hetero model: embeddings are looked up for the whole type (full graph)");
         HALO_EXPECTS(graph.num_src[t] == m_embedding[t]->num_rows(),
@@ -228,7 +244,7 @@ void HeteroModel<T>::backward(const Context& ctx, const HeteroGraphView<T>& grap
   for (std::size_t t = 0; t < nt; ++t) {
     if (m_embedding[t]) {
       m_embedding[t]->set_gradient(res, {}, m_dh[t]);
-    } else {
+    } else if (m_schema.in_features[t] > 0) {
       detail::multiply_transposed(res, *m_inputs[t], m_dh[t], m_proj_weight[t].grad);
       kernels::column_sum(res, kernels::ConstMatrixView<T>(m_dh[t].view()),
                           m_proj_bias[t].grad.span());

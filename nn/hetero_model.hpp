@@ -23,6 +23,16 @@ enum class HeteroLayerKind { Rgcn };
 HeteroLayerKind parse_hetero_layer_kind(const std::string& name);
 std::string to_string(HeteroLayerKind kind);
 
+/// The input of a node type without features.
+enum class FeaturelessInput {
+  Embedding,  ///< a learnable row per node (SparseEmbedding, SparseAdam)
+  Zero,       ///< zeros: the type's nodes are represented by what they aggregate
+};
+
+/// "embedding" / "zero"; LogicError naming the accepted values otherwise.
+FeaturelessInput parse_featureless_input(const std::string& name);
+std::string to_string(FeaturelessInput input);
+
 /// The architecture of a HeteroModel.
 struct HeteroModelConfig {
   HeteroLayerKind kind = HeteroLayerKind::Rgcn;
@@ -30,6 +40,7 @@ struct HeteroModelConfig {
   std::int64_t hidden = 64;  // width of the input projections, embeddings and hidden layers
   float dropout = 0.5f;      // on every layer's input
   int num_bases = 0;         // R-GCN basis decomposition (0: one weight per relation)
+  FeaturelessInput featureless = FeaturelessInput::Embedding;
 };
 
 /// What the data give the model: per node type its node count and feature width (0: no
@@ -54,10 +65,10 @@ std::unique_ptr<HeteroModule<T>> make_hetero_layer(
     const HeteroModelConfig& config, std::uint64_t seed, std::uint64_t param_id);
 
 /// x_t -> h_t = x_t P_t + c_t (types with features, sparse or dense) or h_t = E_t[ids] (an
-/// embedding, SparseEmbedding) -> num_layers layers, ReLU between them, dropout before each ->
-/// the target type's logits. The last layer computes only the target type's destinations.
-/// Dropout masks are keyed by (seed, epoch, layer, global id) with global ids from the graph
-/// (source_ids, else type_offset + row). Not thread-safe.
+/// embedding, SparseEmbedding; zeros with FeaturelessInput::Zero) -> num_layers layers, ReLU
+/// between them, dropout before each -> the target type's logits. The last layer computes only the
+/// target type's destinations. Dropout masks are keyed by (seed, epoch, layer, global id) with
+/// global ids from the graph (source_ids, else type_offset + row). Not thread-safe.
 template <class T>
 class HeteroModel {
  public:

@@ -34,7 +34,7 @@ TEST(HeteroTraining, TrainsATypedDatasetOfAnotherShape) {
     HeteroShard shard = local_hetero_shard(datasets::read_hetero_directory(host(), tmp.path(), 4));
     TrainConfig config = hetero_config(3);
     config.hetero.num_bases = bases;
-    const HeteroTrainRun run = train(host(), shard, config);
+    HeteroTrainRun run = train(host(), shard, config);
     const TrainResult& r = run.result;
     // The items' classes show in their dense features: a working model separates them.
     EXPECT_GE(r.test_accuracy, 0.9) << "bases " << bases;

@@ -50,6 +50,7 @@ struct TrainOptions {
   // others take the heterogeneous task's defaults).
   int split = 0;
   int num_bases = 0;
+  std::string featureless = "embedding";
   std::vector<std::string> given;
 };
 
@@ -75,6 +76,7 @@ HeteroTrainOptions hetero_options(const TrainOptions& o) {
   if (was_given(o, "--weight-decay")) h.weight_decay = o.weight_decay;
   if (was_given(o, "--epochs")) h.epochs = o.epochs;
   h.num_bases = o.num_bases;
+  h.featureless = o.featureless;
   h.seed = o.seed;
   h.threads = o.threads;
   h.device = o.device;
@@ -207,7 +209,7 @@ int run_train(const TrainOptions& o) {
                        "implemented for them)");
     return run_hetero_train(hetero_options(o));
   }
-  for (const char* flag : {"--split", "--num-bases"})
+  for (const char* flag : {"--split", "--num-bases", "--featureless"})
     if (was_given(o, flag))
       throw UsageError(std::string(flag) +
                        ": applies to heterogeneous datasets (typed directories)");
@@ -285,6 +287,12 @@ Command add_train_command(CLI::App& app) {
                   "R-GCN: basis matrices the relation weights are combined from (0 = one weight "
                   "per relation)")
       ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  sub->add_option("--featureless", o->featureless,
+                  "Heterogeneous datasets: the input of a node type without features: embedding "
+                  "(a learnable row per node, updated by SparseAdam) or zero (represented by what "
+                  "it aggregates)")
+      ->check(CLI::IsMember({"embedding", "zero"}))
       ->capture_default_str();
   sub->add_option("--layers", o->layers, "Number of graph convolutions")
       ->check(CLI::Range(1, 16))
@@ -371,8 +379,8 @@ Command add_train_command(CLI::App& app) {
     check_dataset_options(o->data);
     o->given.clear();
     for (const char* flag :
-         {"--model", "--split", "--num-bases", "--layers", "--hidden", "--dropout", "--lr",
-          "--weight-decay", "--epochs", "--save-model", "--features"})
+         {"--model", "--split", "--num-bases", "--featureless", "--layers", "--hidden", "--dropout",
+          "--lr", "--weight-decay", "--epochs", "--save-model", "--features"})
       if (sub->get_option(flag)->count() > 0) o->given.emplace_back(flag);
     const bool mini = o->mode == "mini-batch";
     for (CLI::Option* opt : mini_batch_only)

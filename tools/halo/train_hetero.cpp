@@ -46,6 +46,7 @@ int run_hetero_train(const HeteroTrainOptions& o) {
   config.hetero.hidden = o.hidden;
   config.hetero.dropout = o.dropout;
   config.hetero.num_bases = o.num_bases;
+  config.hetero.featureless = nn::parse_featureless_input(o.featureless);
   config.model.num_layers = o.layers;
   config.model.hidden = o.hidden;
   config.model.dropout = o.dropout;
@@ -118,6 +119,7 @@ int run_hetero_train(const HeteroTrainOptions& o) {
         {"hidden", o.hidden},
         {"dropout", o.dropout},
         {"num_bases", o.num_bases},
+        {"featureless", o.featureless},
         {"lr", o.lr},
         {"weight_decay", o.weight_decay},
         {"test_accuracy", r.test_accuracy},
