@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/optim.hpp>
 #include <halo/kernels/optim_body.hpp>
@@ -20,6 +21,23 @@ void adam_step(const Resources& res, const AdamConfig& c, std::int64_t step, Spa
                              grad, m, v});
 }
 
+template <class Idx, class T>
+void sparse_adam_step(const Resources& res, const AdamConfig& c, std::int64_t step,
+                      MatrixView<T> param, ConstMatrixView<T> grad, Span<const Idx> rows,
+                      MatrixView<T> m, MatrixView<T> v) {
+  HALO_EXPECTS(step >= 1, "sparse_adam_step: step numbers start at 1");
+  HALO_EXPECTS(grad.rows == rows.size && grad.cols == param.cols && m.rows == param.rows &&
+                   m.cols == param.cols && v.rows == param.rows && v.cols == param.cols,
+               "sparse_adam_step: shape mismatch");
+  HALO_EXPECTS(c.weight_decay == 0.0, "sparse_adam_step: SparseAdam has no weight decay");
+  const T c1 = static_cast<T>(1.0 - std::pow(c.beta1, static_cast<double>(step)));
+  const T c2 = static_cast<T>(1.0 - std::pow(c.beta2, static_cast<double>(step)));
+  launch(res, grad.rows * grad.cols,
+         detail::SparseAdamBody<Idx, T>{static_cast<T>(c.lr), static_cast<T>(c.beta1),
+                                        static_cast<T>(c.beta2), static_cast<T>(c.eps), c1, c2,
+                                        param, grad, rows, m, v});
+}
+
 template <class T>
 void sgd_step(const Resources& res, const SgdConfig& c, Span<T> param, ConstSpan<T> grad,
               Span<T> momentum_buf) {
@@ -35,6 +53,12 @@ template void adam_step<float>(const Resources&, const AdamConfig&, std::int64_t
                                Span<const float>, Span<float>, Span<float>);
 template void adam_step<double>(const Resources&, const AdamConfig&, std::int64_t, Span<double>,
                                 Span<const double>, Span<double>, Span<double>);
+#define HALO_INSTANTIATE(Idx, T)                                                             \
+  template void sparse_adam_step<Idx, T>(const Resources&, const AdamConfig&, std::int64_t,  \
+                                         MatrixView<T>, ConstMatrixView<T>, Span<const Idx>, \
+                                         MatrixView<T>, MatrixView<T>);
+HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
+#undef HALO_INSTANTIATE
 template void sgd_step<float>(const Resources&, const SgdConfig&, Span<float>, Span<const float>,
                               Span<float>);
 template void sgd_step<double>(const Resources&, const SgdConfig&, Span<double>, Span<const double>,

@@ -28,6 +28,17 @@ template <class T>
 void adam_step(const Resources& res, const AdamConfig& config, std::int64_t step, Span<T> param,
                ConstSpan<T> grad, Span<T> m, Span<T> v);
 
+/// One SparseAdam step (PyTorch's torch.optim.SparseAdam) for step number `step` >= 1 of the
+/// table `param` (n x d): only the rows listed in `rows` (distinct, in [0, n)) change, each
+/// from its gradient row grad(k, :) for rows[k]; their moments m and v (n x d, zero before the
+/// first step) are updated as Adam's, bias-corrected with the table's step count; the other
+/// rows and their moments are untouched. No weight decay (SparseAdam has none). Instantiated
+/// for Idx in {int32_t, int64_t} and T in {float, double}.
+template <class Idx, class T>
+void sparse_adam_step(const Resources& res, const AdamConfig& config, std::int64_t step,
+                      MatrixView<T> param, ConstMatrixView<T> grad, Span<const Idx> rows,
+                      MatrixView<T> m, MatrixView<T> v);
+
 /// One SGD step (PyTorch semantics). `momentum_buf` is empty when config.momentum == 0, else the
 /// size of param and zero before the first step.
 template <class T>

@@ -26,6 +26,28 @@ struct AdamBody {
   }
 };
 
+/// PyTorch's SparseAdam on the rows of a table that a step touched: element (k, c) updates
+/// param(rows[k], c), m and v at the same place, from grad(k, c); no weight decay. `rows` holds
+/// distinct ids, so no two threads write one element.
+template <class Idx, class T>
+struct SparseAdamBody {
+  T lr, beta1, beta2, eps, c1, c2;
+  MatrixView<T> param;
+  MatrixView<const T> grad;
+  Span<const Idx> rows;
+  MatrixView<T> m;
+  MatrixView<T> v;
+  HALO_HD void operator()(std::int64_t i) const {
+    const std::int64_t k = i / grad.cols;
+    const std::int64_t c = i % grad.cols;
+    const auto r = static_cast<std::int64_t>(rows[k]);
+    const T g = grad(k, c);
+    m(r, c) = beta1 * m(r, c) + (T(1) - beta1) * g;
+    v(r, c) = beta2 * v(r, c) + (T(1) - beta2) * g * g;
+    param(r, c) -= lr * (m(r, c) / c1) / (hd::sqrt(v(r, c) / c2) + eps);
+  }
+};
+
 /// PyTorch's SGD: g = grad + wd * p; with momentum buf = mu * buf + g (buf starts at 0, which
 /// equals PyTorch's buf = g on the first step with dampening 0); p -= lr * buf (or lr * g).
 template <class T>

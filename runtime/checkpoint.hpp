@@ -49,11 +49,6 @@ struct TrainState {
   std::vector<Array> arrays;
 };
 
-/// What a checkpoint must match to be resumed, as (field, value) pairs: the data ("partition
-/// meta.json fnv1a64 0x..." or "dataset NAME fnv1a64 0x..."), the ranks, the architecture and
-/// every TrainConfig field except `epochs` and `checkpoint`.
-using CheckpointIdentity = std::vector<std::pair<std::string, std::string>>;
-
 /// The identity of a run of `config` (its model fields as the Trainer completed them) on `shard`.
 CheckpointIdentity checkpoint_identity(const TrainConfig& config, const Shard& shard);
 

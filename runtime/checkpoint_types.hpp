@@ -3,6 +3,9 @@
 // preempted run. The format and the rules are in docs/checkpoints.md.
 
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace halo::runtime {
 
@@ -24,5 +27,10 @@ struct CheckpointConfig {
   /// Complete checkpoints kept in `dir`; older ones are removed after each commit.
   int keep = 2;
 };
+
+/// What a checkpoint must match to be resumed, as (field, value) pairs: the data ("partition
+/// meta.json fnv1a64 0x..." or "dataset NAME fnv1a64 0x..."), the ranks, the architecture and
+/// every TrainConfig field except `epochs` and `checkpoint`.
+using CheckpointIdentity = std::vector<std::pair<std::string, std::string>>;
 
 }  // namespace halo::runtime

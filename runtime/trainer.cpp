@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/log.hpp>
@@ -150,12 +151,45 @@ Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesyste
   return s;
 }
 
-// ---- the trainer
-// ---------------------------------------------------------------------------------
+// ---- the trainer -------------------------------------------------------------------------------
+
+namespace {
+/// A tensor a checkpoint saves and restores, by name.
+struct NamedTensor {
+  std::string name;
+  Tensor<float>* tensor = nullptr;
+};
+}  // namespace
+
+/// The part a Trainer composes: one task with its graph, batches, features and optimizers.
+class Trainer::Task {
+ public:
+  virtual ~Task() = default;
+  /// The steps of `epoch` from at.step on, the running sums starting at at's; after every step
+  /// but the last asks `stop` (the ranks' agreement, collective) and, when it says so, returns
+  /// false with `at` where the epoch continues. Fills s as Trainer::train_epoch says.
+  virtual bool train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step,
+                           Partial& at, const std::function<bool()>& stop) = 0;
+  virtual Evaluation evaluate() = 0;
+  /// The tensors the best epoch's snapshot keeps (parameter values, embedding tables), by
+  /// name: a checkpoint holds them as "param/NAME" and their best copies as "best/NAME".
+  virtual std::vector<NamedTensor> state() = 0;
+  /// The optimizer's state a checkpoint holds besides state(): its moments by name and its step
+  /// count. The defaults are a task without checkpoints; it refuses checkpoint.dir.
+  virtual std::vector<NamedTensor> optimizer_state() { return {}; }
+  virtual std::int64_t optimizer_steps() const { return 0; }
+  virtual void set_optimizer_steps(std::int64_t steps) { (void)steps; }
+  virtual std::int64_t batches_per_epoch() const = 0;
+  /// Adds what the task's parts measured over the run (the sampler's envelope) to `result`.
+  virtual void finish(TrainResult& result) const { (void)result; }
+  double preprocess_time_s = 0;
+};
+
+namespace {
 
 /// The task's data on res's device: node classification's labels and splits, and the global
 /// sizes of the splits.
-struct Trainer::Targets {
+struct Targets {
   Tensor<std::int32_t> labels;
   Tensor<NodeId> train_idx, val_idx, test_idx;
   std::int64_t num_train = 0;
@@ -163,9 +197,6 @@ struct Trainer::Targets {
   Tensor<NodeId> dropout_keys;  // the owned nodes' original ids (empty in one process)
 };
 
-kernels::Span<const NodeId> Trainer::dropout_keys() const { return m_targets->dropout_keys.span(); }
-
-namespace {
 /// `config` with the model fields the network decides (a custom network has no ModelConfig).
 TrainConfig with_shape(TrainConfig config, const nn::NetworkShape& shape) {
   config.model.kind = shape.aggregation;
@@ -174,13 +205,64 @@ TrainConfig with_shape(TrainConfig config, const nn::NetworkShape& shape) {
   config.model.num_classes = shape.num_classes;
   return config;
 }
-}  // namespace
 
-Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
-                 nn::Network<float>& model)
+/// Node classification on a Shard: mean NLL over the batch's seeds, accuracy per split.
+class NodeClassification final : public Trainer::Task {
+ public:
+  NodeClassification(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
+                     nn::Network<float>& model);
+  bool train_epoch(std::uint64_t epoch, EpochStats& s, const Trainer::StepCallback& on_step,
+                   Trainer::Partial& at, const std::function<bool()>& stop) override;
+  Trainer::Evaluation evaluate() override;
+  std::vector<NamedTensor> state() override {
+    std::vector<NamedTensor> v;
+    for (auto* p : m_params) v.push_back({p->name, &p->value});
+    return v;
+  }
+  std::vector<NamedTensor> optimizer_state() override {
+    std::vector<NamedTensor> v;
+    for (std::size_t i = 0; i < m_params.size(); ++i) {
+      v.push_back({"adam.m/" + m_params[i]->name, &m_optimizer.first_moment(i)});
+      v.push_back({"adam.v/" + m_params[i]->name, &m_optimizer.second_moment(i)});
+    }
+    return v;
+  }
+  std::int64_t optimizer_steps() const override { return m_optimizer.steps(); }
+  void set_optimizer_steps(std::int64_t steps) override { m_optimizer.set_steps(steps); }
+  std::int64_t batches_per_epoch() const override { return m_batches->batches_per_epoch(); }
+  void finish(TrainResult& result) const override {
+    if (const auto* sampled = dynamic_cast<const SampledBatches*>(m_batches.get())) {
+      result.sampler_envelope_bytes = sampled->envelope_bytes();
+      result.sampler_peak_bytes = sampled->peak_bytes();
+    }
+  }
+
+ private:
+  /// Original ids of the owned nodes on res's device (dropout keys), empty in one process.
+  kernels::Span<const NodeId> dropout_keys() const { return m_targets->dropout_keys.span(); }
+
+  const kernels::Resources& m_res;
+  Shard& m_shard;
+  TrainConfig m_config;
+  nn::Network<float>& m_model;
+  std::vector<nn::Parameter<float>*> m_params;
+  std::unique_ptr<Comm> m_nccl;  // GPU ranks: gradients and halo rows device to device
+  Comm* m_data_comm = nullptr;
+  std::unique_ptr<HaloExchange> m_graph;
+  std::unique_ptr<FeatureStore> m_features;
+  std::unique_ptr<BatchSource> m_batches;
+  std::unique_ptr<Targets> m_targets;
+  nn::Adam<float> m_optimizer;
+  Tensor<float> m_dlogits;
+  Tensor<float> m_grad_flat;  // the gradient all-reduce's flat buffer
+  std::vector<float> m_grad_host;
+};
+
+NodeClassification::NodeClassification(const kernels::Resources& res, Shard& shard,
+                                       const TrainConfig& config, nn::Network<float>& model)
     : m_res(res),
       m_shard(shard),
-      m_config(with_shape(config, model.shape())),
+      m_config(config),
       m_model(model),
       m_params(model.parameters()),
       m_optimizer(res, m_params, [&] {
@@ -241,14 +323,8 @@ Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig&
         m_graph->adjacency(dropout_keys()), m_features->owned(), m_targets->labels.span(),
         m_targets->train_idx.span(), m_targets->num_train);
   }
-  m_preprocess_time_s = seconds_since(start);
+  preprocess_time_s = seconds_since(start);
 }
-
-Trainer::~Trainer() = default;
-
-std::int64_t Trainer::batches_per_epoch() const { return m_batches->batches_per_epoch(); }
-
-namespace {
 
 /// Sums every parameter's gradient and `loss` over the ranks of `comm` in one all-reduce
 /// through `flat` (device) / `host` (host-memory comm with device gradients), allocated once.
@@ -291,29 +367,17 @@ void expect_finite(double loss, std::uint64_t epoch, std::int64_t batch) {
               ": the run diverged (try a lower --lr)");
 }
 
-}  // namespace
-
-bool Trainer::stop_agreed() {
-  if (m_config.checkpoint.dir.empty()) return false;
-  const auto t = Clock::now();
-  const bool stop = m_shard.comm->sum<std::int64_t>(preemption_requested() ? 1 : 0) > 0;
-  m_stop_check_s += seconds_since(t);
-  ++m_stop_checks;
-  return stop;
-}
-
-bool Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step) {
+bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
+                                     const Trainer::StepCallback& on_step, Trainer::Partial& at,
+                                     const std::function<bool()>& stop) {
   Comm& comm = *m_shard.comm;
   const bool distributed = comm.size() > 1;
   const bool device_sum = m_targets->loss_total.numel() > 0;  // one process on a GPU
   m_graph->reset_stats();
   const auto start = Clock::now();
-  // A stopped epoch continues at its next step with its running sums.
-  const Partial from = m_partial.epoch == epoch ? m_partial : Partial{};
-  m_partial = {};
-  m_batches->begin_epoch(epoch, from.step);
-  double loss_sum = from.loss_sum, allreduce_s = from.allreduce_s;
-  std::int64_t loss_rows = from.loss_rows;
+  m_batches->begin_epoch(epoch, at.step);
+  double loss_sum = at.loss_sum, allreduce_s = at.allreduce_s;
+  std::int64_t loss_rows = at.loss_rows;
   if (device_sum) {
     const auto sum = static_cast<float>(loss_sum);  // a float sum: exact both ways
     kernels::copy_bytes(m_res, m_targets->loss_total.data(), m_res.device(), &sum,
@@ -321,7 +385,7 @@ bool Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback
   }
   const std::int64_t batches = m_batches->batches_per_epoch();
   bool stopped = false;
-  for (std::int64_t b = from.step; b < batches && !stopped; ++b) {
+  for (std::int64_t b = at.step; b < batches && !stopped; ++b) {
     const Batch& batch = m_batches->next();
     const nn::Context ctx{&m_res, /*training=*/true, m_config.seed, batch.dropout_key, 0};
     const Tensor<float>& logits = m_model.forward(ctx, batch.graphs, *batch.x);
@@ -348,14 +412,14 @@ bool Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback
     loss_rows += batch.loss_rows;
     if (on_step) on_step(b);
     // After the epoch's last step run() asks, after the evaluation.
-    if (b + 1 < batches && stop_agreed()) {
+    if (b + 1 < batches && stop()) {
       stopped = true;
-      m_partial = {epoch, b + 1, 0, loss_rows, allreduce_s};
+      at.step = b + 1;
     }
   }
   m_batches->end_epoch(s);
   if (device_sum) loss_sum = m_targets->loss_total.to_vector(m_res)[0];  // one read an epoch
-  if (stopped) m_partial.loss_sum = loss_sum;
+  if (stopped) at = {epoch, at.step, loss_sum, loss_rows, allreduce_s};
   m_res.synchronize();
   s.epoch_time_s = seconds_since(start);
   s.train_loss = loss_sum / static_cast<double>(loss_rows);
@@ -393,7 +457,7 @@ bool Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback
   return !stopped;
 }
 
-Trainer::Evaluation Trainer::evaluate() {
+Trainer::Evaluation NodeClassification::evaluate() {
   const Targets& t = *m_targets;
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
   const nn::Adjacency<float> graph = m_graph->adjacency(dropout_keys());
@@ -421,7 +485,287 @@ Trainer::Evaluation Trainer::evaluate() {
           v[4] > 0 ? v[1] / v[4] : nan, ratio(v[2], v[5])};
 }
 
-TrainState Trainer::capture(const TrainResult& result, const std::vector<Tensor<float>>& best,
+/// Heterogeneous node classification on a HeteroShard, full graph, one process.
+class HeteroNodeClassification final : public Trainer::Task {
+ public:
+  HeteroNodeClassification(const kernels::Resources& res, HeteroShard& shard,
+                           const TrainConfig& config, nn::HeteroModel<float>& model);
+  bool train_epoch(std::uint64_t epoch, EpochStats& s, const Trainer::StepCallback& on_step,
+                   Trainer::Partial& at, const std::function<bool()>& stop) override;
+  Trainer::Evaluation evaluate() override;
+  std::vector<NamedTensor> state() override {
+    std::vector<NamedTensor> v;
+    for (auto* p : m_params) v.push_back({p->name, &p->value});
+    for (auto* e : m_model.embeddings()) v.push_back({e->name(), &e->table()});
+    return v;
+  }
+  std::int64_t batches_per_epoch() const override { return 1; }
+
+ private:
+  const kernels::Resources& m_res;
+  HeteroShard& m_shard;
+  TrainConfig m_config;
+  nn::HeteroModel<float>& m_model;
+  std::vector<nn::Parameter<float>*> m_params;
+  std::vector<kernels::FeatureMatrix<float>> m_features;  // per type, on res's device
+  std::vector<const kernels::FeatureMatrix<float>*> m_inputs;
+  std::vector<datasets::Graph> m_adj;  // per relation, on res's device
+  nn::HeteroGraphView<float> m_view;
+  Tensor<std::int32_t> m_labels;
+  Tensor<NodeId> m_train, m_val, m_test;
+  std::vector<std::int32_t> m_labels_host;
+  std::vector<NodeId> m_val_host, m_test_host;
+  nn::Adam<float> m_optimizer;
+  nn::SparseAdam<float> m_sparse;
+  Tensor<float> m_dlogits;
+};
+
+kernels::AdamConfig adam_config(const TrainConfig& c, bool weight_decay) {
+  kernels::AdamConfig a;
+  a.lr = c.lr;
+  a.weight_decay = weight_decay ? c.weight_decay : 0.0;
+  return a;
+}
+
+HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res,
+                                                   HeteroShard& shard, const TrainConfig& config,
+                                                   nn::HeteroModel<float>& model)
+    : m_res(res),
+      m_shard(shard),
+      m_config(config),
+      m_model(model),
+      m_params(model.parameters()),
+      m_optimizer(res, m_params, adam_config(config, true)),
+      m_sparse(res, model.embeddings(), adam_config(config, false)) {
+  const datasets::HeteroGraph& g = shard.graph;
+  check_config(config, shard.comm->size());
+  HALO_EXPECTS(shard.comm->size() == 1,
+               "train: the heterogeneous task trains in one process (no partitions yet)");
+  HALO_EXPECTS(!config.mini_batch, "train: the heterogeneous task trains on the full graph");
+  // Its checkpoints would also hold SparseAdam's moments and per-table step counts and the F1
+  // scores of the history, which the checkpoint format does not store yet.
+  HALO_EXPECTS(config.checkpoint.dir.empty(),
+               "train: the heterogeneous task has no checkpoints yet (checkpoint.dir must be "
+               "empty; docs/checkpoints.md)");
+  const nn::HeteroSchema want = hetero_schema(g);
+  const nn::HeteroSchema& have = model.schema();
+  HALO_EXPECTS(have.num_nodes == want.num_nodes && have.in_features == want.in_features &&
+                   have.relations == want.relations && have.target_type == want.target_type &&
+                   have.num_classes == want.num_classes,
+               "train: the heterogeneous model was not built for this dataset");
+  HALO_EXPECTS(g.train_idx.numel() > 0, "train: the dataset has no training nodes");
+  const auto start = Clock::now();
+  const std::vector<std::int64_t> offsets = g.type_offsets();
+  for (std::int32_t t = 0; t < g.num_types(); ++t) {
+    const datasets::NodeType& type = g.node_types[static_cast<std::size_t>(t)];
+    m_features.push_back(type.has_features()
+                             ? prepare_features(res, type.features, config.normalize_features)
+                             : kernels::FeatureMatrix<float>(Tensor<float>()));
+    m_view.num_src.push_back(type.num_nodes);
+    m_view.num_dst.push_back(type.num_nodes);
+    m_view.type_offset.push_back(offsets[static_cast<std::size_t>(t)]);
+  }
+  for (const auto& f : m_features) m_inputs.push_back(&f);
+  for (const datasets::Relation& r : g.relations) m_adj.push_back(r.adj.copy_to(res, res.device()));
+  for (std::size_t r = 0; r < g.relations.size(); ++r)
+    m_view.relations.push_back(
+        {g.relations[r].name, g.relations[r].src_type, g.relations[r].dst_type, m_adj[r].view()});
+  m_labels = g.labels.copy_to(res, res.device());
+  m_train = g.train_idx.copy_to(res, res.device());
+  m_val = g.val_idx.copy_to(res, res.device());
+  m_test = g.test_idx.copy_to(res, res.device());
+  m_labels_host = g.labels.to_vector(res);
+  m_val_host = g.val_idx.to_vector(res);
+  m_test_host = g.test_idx.to_vector(res);
+  preprocess_time_s = seconds_since(start);
+}
+
+// Full graph: one step an epoch, so there is no step boundary to stop at inside it.
+bool HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
+                                           const Trainer::StepCallback& on_step,
+                                           Trainer::Partial& at,
+                                           const std::function<bool()>& stop) {
+  (void)at, (void)stop;
+  const auto start = Clock::now();
+  nn::HeteroStageTimes stages;  // full graph: the subgraph is built once, before training
+  m_view.times = &stages;
+  const nn::Context ctx{&m_res, /*training=*/true, m_config.seed, epoch, 0};
+  const Tensor<float>& logits = m_model.forward(ctx, m_view, m_inputs);
+  kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
+  const double loss = kernels::log_softmax_nll(m_res, logits.view(), std::as_const(m_labels).span(),
+                                               std::as_const(m_train).span(), m_train.numel());
+  kernels::log_softmax_nll_backward(m_res, logits.view(), std::as_const(m_labels).span(),
+                                    std::as_const(m_train).span(), m_dlogits.view(),
+                                    m_train.numel());
+  m_model.backward(ctx, m_view, m_dlogits);
+  m_view.times = nullptr;
+  expect_finite(loss, epoch, 0);
+  m_optimizer.step(m_res);
+  m_sparse.step(m_res);
+  if (on_step) on_step(0);
+  m_res.synchronize();
+  s.epoch_time_s = seconds_since(start);
+  s.train_loss = loss;
+  s.stages = stages;
+  return true;
+}
+
+Trainer::Evaluation HeteroNodeClassification::evaluate() {
+  const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
+  const Tensor<float>& logits = m_model.forward(ctx, m_view, m_inputs);
+  auto correct = [&](const Tensor<NodeId>& rows) {
+    return rows.numel() == 0
+               ? 0.0
+               : static_cast<double>(kernels::count_correct(
+                     m_res, logits.view(), std::as_const(m_labels).span(), rows.span()));
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto ratio = [&](double a, std::int64_t b) { return b > 0 ? a / static_cast<double>(b) : nan; };
+  Trainer::Evaluation e;
+  e.train_accuracy = ratio(correct(m_train), m_train.numel());
+  e.val_accuracy = ratio(correct(m_val), m_val.numel());
+  e.test_accuracy = m_test.numel() > 0 ? correct(m_test) / static_cast<double>(m_test.numel()) : 0;
+  e.val_loss =
+      m_val.numel() == 0
+          ? nan
+          : static_cast<double>(kernels::log_softmax_nll(
+                m_res, logits.view(), std::as_const(m_labels).span(), std::as_const(m_val).span()));
+  // The predictions on the host, for the F1 scores.
+  const std::vector<float> host = logits.to_vector(m_res);
+  const std::int64_t c = logits.cols();
+  std::vector<std::int32_t> pred(static_cast<std::size_t>(logits.rows()));
+  for (std::int64_t r = 0; r < logits.rows(); ++r) {
+    const float* row = host.data() + r * c;
+    pred[static_cast<std::size_t>(r)] =
+        static_cast<std::int32_t>(std::max_element(row, row + c) - row);
+  }
+  const std::int32_t k = m_shard.graph.num_classes;
+  const F1Scores val = f1_scores(class_counts(pred, m_labels_host, m_val_host, k));
+  const F1Scores test = f1_scores(class_counts(pred, m_labels_host, m_test_host, k));
+  e.val_macro_f1 = val.macro;
+  e.test_macro_f1 = test.macro;
+  e.test_micro_f1 = test.micro;
+  return e;
+}
+
+}  // namespace
+
+HeteroShard local_hetero_shard(datasets::HeteroGraph&& g) {
+  HeteroShard s;
+  s.dataset = g.name;
+  s.graph = std::move(g);
+  s.own_comm = std::make_unique<SelfComm>();
+  s.comm = s.own_comm.get();
+  return s;
+}
+
+nn::HeteroSchema hetero_schema(const datasets::HeteroGraph& g) {
+  nn::HeteroSchema s;
+  for (const datasets::NodeType& t : g.node_types) {
+    s.type_names.push_back(t.name);
+    s.num_nodes.push_back(t.num_nodes);
+    s.in_features.push_back(t.has_features() ? kernels::num_cols(t.features) : 0);
+  }
+  for (const datasets::Relation& r : g.relations) {
+    s.relation_names.push_back(r.name);
+    s.relations.emplace_back(r.src_type, r.dst_type);
+  }
+  s.target_type = g.target_type;
+  s.num_classes = g.num_classes;
+  return s;
+}
+
+std::vector<double> class_counts(std::span<const std::int32_t> pred,
+                                 std::span<const std::int32_t> labels, std::span<const NodeId> rows,
+                                 std::int32_t num_classes) {
+  std::vector<double> counts(static_cast<std::size_t>(3 * num_classes), 0.0);
+  for (const NodeId r : rows) {
+    const auto p = static_cast<std::size_t>(pred[static_cast<std::size_t>(r)]);
+    const auto y = static_cast<std::size_t>(labels[static_cast<std::size_t>(r)]);
+    HALO_EXPECTS(
+        p < static_cast<std::size_t>(num_classes) && y < static_cast<std::size_t>(num_classes),
+        "class_counts: a class outside [0, num_classes)");
+    if (p == y) {
+      counts[3 * y] += 1;
+    } else {
+      counts[3 * p + 1] += 1;
+      counts[3 * y + 2] += 1;
+    }
+  }
+  return counts;
+}
+
+F1Scores f1_scores(std::span<const double> counts) {
+  double sum = 0, tp = 0, fp_fn = 0;
+  int present = 0;
+  for (std::size_t c = 0; c + 2 < counts.size(); c += 3) {
+    const double denom = 2 * counts[c] + counts[c + 1] + counts[c + 2];
+    tp += counts[c];
+    fp_fn += counts[c + 1] + counts[c + 2];
+    if (denom == 0) continue;  // neither labelled nor predicted: not averaged (scikit-learn)
+    sum += 2 * counts[c] / denom;
+    ++present;
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (present == 0) return {nan, nan};
+  return {sum / present, 2 * tp / (2 * tp + fp_fn)};
+}
+
+Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
+                 nn::Network<float>& model)
+    : m_res(res), m_comm(shard.comm), m_epochs(config.epochs), m_checkpoint(config.checkpoint) {
+  const TrainConfig shaped = with_shape(config, model.shape());
+  m_task = std::make_unique<NodeClassification>(res, shard, shaped, model);
+  if (!m_checkpoint.dir.empty()) m_identity = checkpoint_identity(shaped, shard);
+}
+
+Trainer::Trainer(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
+                 nn::HeteroModel<float>& model)
+    : m_res(res), m_comm(shard.comm), m_epochs(config.epochs), m_checkpoint(config.checkpoint) {
+  m_task = std::make_unique<HeteroNodeClassification>(res, shard, config, model);
+}
+
+Trainer::~Trainer() = default;
+
+std::int64_t Trainer::batches_per_epoch() const { return m_task->batches_per_epoch(); }
+double Trainer::preprocess_time_s() const { return m_task->preprocess_time_s; }
+
+bool Trainer::stop_agreed() {
+  if (m_checkpoint.dir.empty()) return false;
+  const auto t = Clock::now();
+  const bool stop = m_comm->sum<std::int64_t>(preemption_requested() ? 1 : 0) > 0;
+  m_stop_check_s += seconds_since(t);
+  ++m_stop_checks;
+  return stop;
+}
+
+bool Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step) {
+  // A stopped epoch continues at its next step with its running sums.
+  Partial at = m_partial.epoch == epoch ? m_partial : Partial{epoch};
+  m_partial = {};
+  if (m_task->train_epoch(epoch, s, on_step, at, [this] { return stop_agreed(); })) return true;
+  m_partial = at;
+  return false;
+}
+
+Trainer::Evaluation Trainer::evaluate() { return m_task->evaluate(); }
+
+namespace {
+
+/// What a checkpoint holds of `task`, in the order it stores them: the state as "param/NAME",
+/// the optimizer's state, and the best epoch's copies of the state (`best`) as "best/NAME".
+std::vector<NamedTensor> checkpoint_arrays(Trainer::Task& task, std::vector<Tensor<float>>& best) {
+  const std::vector<NamedTensor> state = task.state();
+  std::vector<NamedTensor> v;
+  for (const NamedTensor& t : state) v.push_back({"param/" + t.name, t.tensor});
+  for (NamedTensor& t : task.optimizer_state()) v.push_back(std::move(t));
+  for (std::size_t i = 0; i < state.size(); ++i) v.push_back({"best/" + state[i].name, &best[i]});
+  return v;
+}
+
+}  // namespace
+
+TrainState Trainer::capture(const TrainResult& result, std::vector<Tensor<float>>& best,
                             double best_val_loss, int epochs_done) {
   TrainState st;
   st.epoch = epochs_done;
@@ -431,56 +775,45 @@ TrainState Trainer::capture(const TrainResult& result, const std::vector<Tensor<
     st.loss_rows = m_partial.loss_rows;
     st.allreduce_s = m_partial.allreduce_s;
   }
-  st.optimizer_steps = m_optimizer.steps();
+  st.optimizer_steps = m_task->optimizer_steps();
   st.best_val_loss = best_val_loss;
   st.result.best_epoch = result.best_epoch;
   st.result.val_accuracy = result.val_accuracy;
   st.result.test_accuracy = result.test_accuracy;
   st.result.final_train_loss = result.final_train_loss;
   st.result.history = result.history;
-  const auto add = [&](const std::string& name, const Tensor<float>& t) {
-    st.arrays.push_back({name, t.rows(), t.cols(), t.to_vector(m_res)});
-  };
-  for (std::size_t i = 0; i < m_params.size(); ++i) {
-    const std::string& name = m_params[i]->name;
-    add("param/" + name, m_params[i]->value);
-    add("adam.m/" + name, m_optimizer.first_moment(i));
-    add("adam.v/" + name, m_optimizer.second_moment(i));
-    add("best/" + name, best[i]);
+  for (const NamedTensor& a : checkpoint_arrays(*m_task, best)) {
+    const Tensor<float>& t = *a.tensor;
+    st.arrays.push_back({a.name, t.rows(), t.cols(), t.to_vector(m_res)});
   }
   return st;
 }
 
 void Trainer::restore(const TrainState& st, TrainResult& result, std::vector<Tensor<float>>& best,
                       double& best_val_loss) {
-  HALO_EXPECTS(st.arrays.size() == 4 * m_params.size(),
+  const std::vector<NamedTensor> arrays = checkpoint_arrays(*m_task, best);
+  HALO_EXPECTS(st.arrays.size() == arrays.size(),
                "checkpoint: it holds " + std::to_string(st.arrays.size()) +
-                   " arrays, this model needs " + std::to_string(4 * m_params.size()));
-  std::size_t at = 0;
-  const auto load = [&](const std::string& name, Tensor<float>& t) {
-    const TrainState::Array& a = st.arrays[at++];
+                   " arrays, this model needs " + std::to_string(arrays.size()));
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    const TrainState::Array& a = st.arrays[i];
+    const std::string& name = arrays[i].name;
+    Tensor<float>& t = *arrays[i].tensor;
     if (a.name != name || a.rows != t.rows() || a.cols != t.cols())
       throw IoError("checkpoint: array " + a.name + " (" + std::to_string(a.rows) + " x " +
                     std::to_string(a.cols) + ") where the model has " + name + " (" +
                     std::to_string(t.rows()) + " x " + std::to_string(t.cols()) + ")");
     kernels::copy_bytes(m_res, t.data(), t.device(), a.values.data(), kernels::Device::Cpu,
                         t.bytes());
-  };
-  for (std::size_t i = 0; i < m_params.size(); ++i) {
-    const std::string& name = m_params[i]->name;
-    load("param/" + name, m_params[i]->value);
-    load("adam.m/" + name, m_optimizer.first_moment(i));
-    load("adam.v/" + name, m_optimizer.second_moment(i));
-    load("best/" + name, best[i]);
   }
-  m_optimizer.set_steps(st.optimizer_steps);
+  m_task->set_optimizer_steps(st.optimizer_steps);
   best_val_loss = st.best_val_loss;
   result.best_epoch = st.result.best_epoch;
   result.val_accuracy = st.result.val_accuracy;
   result.test_accuracy = st.result.test_accuracy;
   result.final_train_loss = st.result.final_train_loss;
   result.history = st.result.history;
-  for (EpochStats& s : result.history) s.epochs = m_config.epochs;
+  for (EpochStats& s : result.history) s.epochs = m_epochs;
   m_partial = {};
   if (st.step > 0)
     m_partial = {static_cast<std::uint64_t>(st.epoch) + 1, st.step, st.loss_sum, st.loss_rows,
@@ -491,18 +824,17 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   TrainResult result;
   // Parameter values of the best epoch so far, on the parameters' device: snapshots are
   // stream-ordered device copies, never a trip through the host.
+  const std::vector<NamedTensor> state = m_task->state();
   std::vector<Tensor<float>> best;
-  for (const auto* p : m_params) best.push_back(p->value.clone(m_res));
+  for (const NamedTensor& t : state) best.push_back(t.tensor->clone(m_res));
   double best_val_loss = 0;
-  const int epochs = m_config.epochs;
-  Comm& comm = *m_shard.comm;
-  const CheckpointConfig& ck = m_config.checkpoint;
+  const int epochs = m_epochs;
+  Comm& comm = *m_comm;
+  const CheckpointConfig& ck = m_checkpoint;
   const bool checkpoints = !ck.dir.empty();
-  const CheckpointIdentity identity =
-      checkpoints ? checkpoint_identity(m_config, m_shard) : CheckpointIdentity{};
   int done = 0;  // epochs completed
   if (checkpoints && ck.resume) {
-    if (auto found = read_newest_checkpoint(comm, ck.dir, identity)) {
+    if (auto found = read_newest_checkpoint(comm, ck.dir, m_identity)) {
       const TrainState& st = found->state;
       if (st.epoch + (st.step > 0 ? 1 : 0) > epochs)
         throw IoError(found->dir.string() + ": the checkpoint is at epoch " +
@@ -521,7 +853,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   }
   const auto save = [&](int epochs_done) {
     result.checkpoint =
-        write_checkpoint(comm, ck, identity, capture(result, best, best_val_loss, epochs_done))
+        write_checkpoint(comm, ck, m_identity, capture(result, best, best_val_loss, epochs_done))
             .string();
   };
   const auto start = Clock::now();
@@ -539,6 +871,9 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
     s.val_loss = e.val_loss;
     s.val_accuracy = e.val_accuracy;
     s.test_accuracy = e.test_accuracy;
+    s.val_macro_f1 = e.val_macro_f1;
+    s.test_macro_f1 = e.test_macro_f1;
+    s.test_micro_f1 = e.test_micro_f1;
     // Without validation nodes there is nothing to select by: the last epoch is kept.
     const bool no_val = std::isnan(e.val_accuracy);
     if (result.best_epoch == 0 || no_val || e.val_accuracy > result.val_accuracy ||
@@ -546,9 +881,12 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
       result.best_epoch = epoch;
       result.val_accuracy = e.val_accuracy;
       result.test_accuracy = e.test_accuracy;
+      result.val_macro_f1 = e.val_macro_f1;
+      result.test_macro_f1 = e.test_macro_f1;
+      result.test_micro_f1 = e.test_micro_f1;
       best_val_loss = e.val_loss;
-      for (std::size_t i = 0; i < m_params.size(); ++i)
-        kernels::copy_async(m_res, best[i], m_params[i]->value);
+      for (std::size_t i = 0; i < state.size(); ++i)
+        kernels::copy_async(m_res, best[i], *state[i].tensor);
     }
     result.final_train_loss = s.train_loss;
     result.history.push_back(s);
@@ -562,7 +900,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
     }
   }
   result.train_time_s = seconds_since(start);
-  result.preprocess_time_s = m_preprocess_time_s;
+  result.preprocess_time_s = m_task->preprocess_time_s;
   result.world_size = comm.size();
   result.preemption_checks = m_stop_checks;
   result.preemption_check_s = m_stop_check_s;
@@ -571,6 +909,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   std::vector<std::int64_t> bytes, sampling, features;
   double exchange_total = 0, exposed_total = 0;
   std::int64_t remote = 0, hits = 0, syncs = 0;
+  std::vector<double> projection, aggregation, semantic, subgraph;
   for (const EpochStats& s : result.history) {
     times.push_back(s.epoch_time_s);
     exchange.push_back(s.exchange_time_s);
@@ -587,6 +926,10 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
     remote += s.remote_rows;
     hits += s.cache_hits;
     syncs += s.host_syncs;
+    subgraph.push_back(s.stages.subgraph_build_s);
+    projection.push_back(s.stages.feature_projection_s);
+    aggregation.push_back(s.stages.neighbor_aggregation_s);
+    semantic.push_back(s.stages.semantic_aggregation_s);
   }
   result.epoch_time_median_s = median(times);
   result.exchange_time_s = median(exchange);
@@ -595,6 +938,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   result.compute_time_s = median(compute);
   result.fetch_time_s = median(fetch);
   result.batch_wait_s = median(wait);
+  result.stages = {median(subgraph), median(projection), median(aggregation), median(semantic)};
   auto median_int = [](std::vector<std::int64_t> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? std::int64_t{0} : v[v.size() / 2];
@@ -605,16 +949,13 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   result.exchange_hidden_fraction =
       exchange_total > 0 ? std::max(0.0, 1.0 - exposed_total / exchange_total) : 0.0;
   result.cache_hit_rate = remote > 0 ? static_cast<double>(hits) / static_cast<double>(remote) : 0;
-  result.batches_per_epoch = m_batches->batches_per_epoch();
+  result.batches_per_epoch = m_task->batches_per_epoch();
   const auto epochs_run = static_cast<double>(std::max<std::size_t>(1, result.history.size()));
   result.host_syncs_per_batch =
       static_cast<double>(syncs) / (epochs_run * static_cast<double>(result.batches_per_epoch));
-  if (const auto* sampled = dynamic_cast<const SampledBatches*>(m_batches.get())) {
-    result.sampler_envelope_bytes = sampled->envelope_bytes();
-    result.sampler_peak_bytes = sampled->peak_bytes();
-  }
-  for (std::size_t i = 0; i < m_params.size(); ++i)
-    kernels::copy_async(m_res, m_params[i]->value, best[i]);
+  m_task->finish(result);
+  for (std::size_t i = 0; i < state.size(); ++i)
+    kernels::copy_async(m_res, *state[i].tensor, best[i]);
   m_res.synchronize();  // the model is final when run returns
   return result;
 }
@@ -623,6 +964,16 @@ TrainRun train(const kernels::Resources& res, Shard& shard, const TrainConfig& c
                const EpochCallback& on_epoch, const Trainer::StepCallback& on_step) {
   check_config(config, shard.comm->size());
   TrainRun run{make_model(res, shard.num_features, shard.part.num_classes, config), {}};
+  Trainer trainer(res, shard, config, run.model);
+  run.result = trainer.run(on_epoch, on_step);
+  return run;
+}
+
+HeteroTrainRun train(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
+                     const EpochCallback& on_epoch, const Trainer::StepCallback& on_step) {
+  check_config(config, shard.comm->size());
+  HeteroTrainRun run{
+      nn::HeteroModel<float>(res, config.hetero, hetero_schema(shard.graph), config.seed), {}};
   Trainer trainer(res, shard, config, run.model);
   run.result = trainer.run(on_epoch, on_step);
   return run;

@@ -5,12 +5,16 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
+#include <halo/datasets/hetero.hpp>
+#include <halo/nn/hetero_model.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/nn/optimizer.hpp>
 #include <halo/partition/partition_format.hpp>
@@ -67,6 +71,9 @@ struct TrainConfig {
   /// Checkpoints, resume and preemption (runtime/checkpoint.hpp); off unless checkpoint.dir is
   /// set.
   CheckpointConfig checkpoint;
+  /// The heterogeneous task's model (layer kind, layers, widths, dropout, R-GCN bases); the
+  /// task reads it instead of `model`.
+  nn::HeteroModelConfig hetero;
 };
 
 /// halo::LogicError naming the field unless `config` is valid for a run of `ranks` ranks:
@@ -87,7 +94,13 @@ struct EpochStats {
   double val_loss = 0;
   double val_accuracy = 0;
   double test_accuracy = 0;
+  /// The heterogeneous task: Macro-F1 and Micro-F1 (class_counts, f1_scores); NaN otherwise.
+  double val_macro_f1 = std::numeric_limits<double>::quiet_NaN();
+  double test_macro_f1 = std::numeric_limits<double>::quiet_NaN();
+  double test_micro_f1 = std::numeric_limits<double>::quiet_NaN();
   double epoch_time_s = 0;  // the training step(s): forward, loss, backward, optimizer
+  /// The heterogeneous task: the HGNN stages of the training step(s) (zero otherwise).
+  nn::HeteroStageTimes stages;
   // Communication of several ranks (zero in one process). Bytes over all ranks, times the mean
   // over ranks.
   std::int64_t exchange_bytes = 0;  // full graph: halo rows sent
@@ -112,6 +125,10 @@ struct TrainResult {
   /// At best_epoch; NaN when there are no validation nodes.
   double val_accuracy = 0;
   double test_accuracy = 0;
+  /// At best_epoch, the heterogeneous task only (NaN otherwise).
+  double val_macro_f1 = std::numeric_limits<double>::quiet_NaN();
+  double test_macro_f1 = std::numeric_limits<double>::quiet_NaN();
+  double test_micro_f1 = std::numeric_limits<double>::quiet_NaN();
   double final_train_loss = 0;
   double preprocess_time_s = 0;  // graph normalisation, feature preparation, set-up
   double train_time_s = 0;       // all epochs, evaluation included
@@ -138,6 +155,8 @@ struct TrainResult {
   double cache_hit_rate = 0;
   double fetch_time_s = 0;  // median per epoch
   double batch_wait_s = 0;  // median per epoch: fetch and sampling time not hidden
+  /// The heterogeneous task: the median per epoch of each HGNN stage.
+  nn::HeteroStageTimes stages;
   /// Every epoch completed, the ones before a resume included.
   std::vector<EpochStats> history;
   /// Checkpoints (TrainConfig::checkpoint.dir set): the one the run resumed from (empty: a
@@ -178,6 +197,37 @@ Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds);
 /// halo::IoError when the partition has not comm.size() parts or a part is missing or damaged.
 Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir);
 
+/// A heterogeneous dataset as one process trains on it (the heterogeneous task, full graph).
+struct HeteroShard {
+  datasets::HeteroGraph graph;
+  Comm* comm = nullptr;
+  std::unique_ptr<Comm> own_comm;
+  std::string dataset;
+};
+
+/// `g` over a SelfComm.
+HeteroShard local_hetero_shard(datasets::HeteroGraph&& g);
+
+/// What a HeteroModel needs to know about `g`: types, node counts, feature widths (0 for the
+/// featureless types, which get embeddings), relations, target type and classes.
+nn::HeteroSchema hetero_schema(const datasets::HeteroGraph& g);
+
+/// Per class c of `num_classes`: counts[3c] true positives, counts[3c + 1] false positives,
+/// counts[3c + 2] false negatives of the predictions `pred` (one class per row) over `rows`
+/// against `labels`. Host memory. Sums over processes add up (all-reduce them).
+std::vector<double> class_counts(std::span<const std::int32_t> pred,
+                                 std::span<const std::int32_t> labels,
+                                 std::span<const kernels::NodeId> rows, std::int32_t num_classes);
+
+/// Macro-F1 (the unweighted mean over the classes present in the labels or the predictions
+/// of 2 tp / (2 tp + fp + fn), scikit-learn's `f1_score(average="macro")`) and Micro-F1 (the
+/// same ratio over the summed counts: the accuracy, when every row has one label and one
+/// prediction), from class_counts. NaN for both without rows.
+struct F1Scores {
+  double macro = 0, micro = 0;
+};
+F1Scores f1_scores(std::span<const double> counts);
+
 /// A CPU Resources with res's thread count: where host-only steps (datasets::, preprocessing,
 /// set-up) of a run on res's device take place.
 kernels::Resources host_resources(const kernels::Resources& res);
@@ -192,9 +242,6 @@ kernels::FeatureMatrix<float> prepare_features(const kernels::Resources& res,
 nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_features,
                             std::int32_t num_classes, const TrainConfig& config);
 
-class BatchSource;
-class FeatureStore;
-class HaloExchange;
 struct TrainState;
 
 /// Trains `model` on `shard` with the parts `config` chooses:
@@ -217,6 +264,14 @@ class Trainer {
  public:
   Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
           nn::Network<float>& model);
+  /// The heterogeneous node-classification task: `model` on the full graph of `shard` (one
+  /// process), mean NLL over the training nodes of the target type, accuracy, Macro-F1 and
+  /// Micro-F1 per split, Adam on the dense parameters and SparseAdam (nn::SparseAdam, no
+  /// weight decay) on the embeddings of the featureless types, the HGNN stages timed per
+  /// epoch. Sparse features are row-normalised as config.normalize_features says. No
+  /// checkpoints yet: halo::LogicError when config.checkpoint.dir is set.
+  Trainer(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
+          nn::HeteroModel<float>& model);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -231,6 +286,9 @@ class Trainer {
   bool train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step = {});
   struct Evaluation {
     double train_accuracy = 0, val_loss = 0, val_accuracy = 0, test_accuracy = 0;
+    double val_macro_f1 = std::numeric_limits<double>::quiet_NaN();
+    double test_macro_f1 = std::numeric_limits<double>::quiet_NaN();
+    double test_micro_f1 = std::numeric_limits<double>::quiet_NaN();
   };
   /// A full-graph forward pass without dropout, scored on every split (collective).
   Evaluation evaluate();
@@ -243,37 +301,10 @@ class Trainer {
   TrainResult run(const EpochCallback& on_epoch = {}, const StepCallback& on_step = {});
 
   std::int64_t batches_per_epoch() const;
-  double preprocess_time_s() const { return m_preprocess_time_s; }
+  double preprocess_time_s() const;
 
- private:
-  /// Original ids of the owned nodes on res's device (dropout keys), empty in one process.
-  kernels::Span<const kernels::NodeId> dropout_keys() const;
-  /// Whether the ranks stop here (checkpoints on): the preemption flag reduced over them.
-  bool stop_agreed();
-  /// The run so far as a checkpoint holds it, and back (best: the best epoch's parameters).
-  TrainState capture(const TrainResult& result, const std::vector<kernels::Tensor<float>>& best,
-                     double best_val_loss, int epochs_done);
-  void restore(const TrainState& state, TrainResult& result,
-               std::vector<kernels::Tensor<float>>& best, double& best_val_loss);
-
-  const kernels::Resources& m_res;
-  Shard& m_shard;
-  TrainConfig m_config;
-  nn::Network<float>& m_model;
-  std::vector<nn::Parameter<float>*> m_params;
-  double m_preprocess_time_s = 0;
-  std::unique_ptr<Comm> m_nccl;  // GPU ranks: gradients and halo rows device to device
-  Comm* m_data_comm = nullptr;
-  std::unique_ptr<HaloExchange> m_graph;
-  std::unique_ptr<FeatureStore> m_features;
-  std::unique_ptr<BatchSource> m_batches;
-  struct Targets;
-  std::unique_ptr<Targets> m_targets;
-  nn::Adam<float> m_optimizer;
-  kernels::Tensor<float> m_dlogits;
-  kernels::Tensor<float> m_grad_flat;  // the gradient all-reduce's flat buffer
-  std::vector<float> m_grad_host;
-  /// An epoch stopped between two steps: where it continues and its running sums.
+  /// Where an epoch stopped between two steps continues, with its running sums (a fresh
+  /// epoch: step 0, zero sums).
   struct Partial {
     std::uint64_t epoch = 0;
     std::int64_t step = 0;
@@ -281,6 +312,27 @@ class Trainer {
     std::int64_t loss_rows = 0;
     double allreduce_s = 0;
   };
+  /// The task part: what a step trains and an evaluation scores (node classification,
+  /// heterogeneous node classification), with the graph, batches, features and optimizers it
+  /// composes, and what a checkpoint holds of it. Defined in trainer.cpp.
+  class Task;
+
+ private:
+  /// Whether the ranks stop here (checkpoints on): the preemption flag reduced over them.
+  bool stop_agreed();
+  /// The run so far as a checkpoint holds it, and back (best: the best epoch's copies of the
+  /// task's state()).
+  TrainState capture(const TrainResult& result, std::vector<kernels::Tensor<float>>& best,
+                     double best_val_loss, int epochs_done);
+  void restore(const TrainState& state, TrainResult& result,
+               std::vector<kernels::Tensor<float>>& best, double& best_val_loss);
+
+  const kernels::Resources& m_res;
+  Comm* m_comm = nullptr;
+  int m_epochs = 0;
+  CheckpointConfig m_checkpoint;
+  CheckpointIdentity m_identity;  // what this run's checkpoints must match (checkpoints on)
+  std::unique_ptr<Task> m_task;
   Partial m_partial;
   std::int64_t m_stop_checks = 0;
   double m_stop_check_s = 0;
@@ -296,6 +348,17 @@ struct TrainRun {
 /// of the best epoch. Collective over shard.comm.
 TrainRun train(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
                const EpochCallback& on_epoch = {}, const Trainer::StepCallback& on_step = {});
+
+/// A trained heterogeneous model and what its run measured.
+struct HeteroTrainRun {
+  nn::HeteroModel<float> model;
+  TrainResult result;
+};
+
+/// Builds config.hetero's model for `shard` and trains it (the heterogeneous task); the model
+/// keeps the best epoch's parameters and embeddings.
+HeteroTrainRun train(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
+                     const EpochCallback& on_epoch = {}, const Trainer::StepCallback& on_step = {});
 
 /// What a model file records about a run (nn::ModelFileInfo): the dataset, the preprocessing
 /// (`config.normalize_features`; `structural_features` as the data were loaded) and, as one

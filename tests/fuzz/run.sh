@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.."
 mode=${1:-replay}
 seconds=${2:-60}
 build=${HALO_FUZZ_BUILD:-build/fuzz}
-targets=(plain pickle npy matrix_market edge_list ogb_csv temporal)
+targets=(plain pickle npy matrix_market edge_list ogb_csv temporal hetero)
 
 cxx=$(command -v clang++ || command -v clang++-14 || true)
 if [ -z "$cxx" ]; then

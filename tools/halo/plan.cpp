@@ -287,6 +287,11 @@ json mpijob_manifest(const runtime::Plan& p, const PlanOptions& o) {
 }
 
 int run_plan(PlanOptions& o) {
+  if (is_hetero_run(o))
+    throw UsageError("--dataset " + o.data.dataset +
+                     ": a heterogeneous dataset (typed directory); halo plan plans "
+                     "node-classification runs on homogeneous graphs only");
+  check_homogeneous_run(o);
   runtime::CostModel costs;
   const std::filesystem::path cal = o.calibration.empty() ? runtime::default_calibration_path()
                                                           : std::filesystem::path(o.calibration);

@@ -20,6 +20,7 @@
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/metrics_options.hpp>
 #include <halo/tools/halo/run_support.hpp>
+#include <halo/tools/halo/train_hetero.hpp>
 #include <halo/tools/halo/train_options.hpp>
 
 namespace halo::cli {
@@ -34,6 +35,39 @@ struct TrainCommandOptions : TrainOptions {
   MetricsOptions metrics;
   CheckpointOptions checkpoint;
 };
+
+/// The heterogeneous task's options: the flags given, its defaults for the others.
+HeteroTrainOptions hetero_options(const TrainCommandOptions& o) {
+  if (!o.save_model.empty())
+    throw UsageError("--save-model: not supported for heterogeneous datasets");
+  if (was_given(o, "--features"))
+    throw UsageError("--features: not supported for heterogeneous datasets");
+  if (!o.metrics.file.empty() || o.metrics.port >= 0)
+    throw UsageError("--metrics-file, --metrics-port: not supported for heterogeneous datasets");
+  // The heterogeneous task has no checkpoints yet (runtime::Trainer, docs/checkpoints.md).
+  if (!o.checkpoint.dir.empty())
+    throw UsageError("--checkpoint-dir: heterogeneous datasets have no checkpoints yet");
+  if (was_given(o, "--model") && o.model != "rgcn")
+    throw UsageError("--model " + o.model + ": '" + o.data.dataset +
+                     "' is heterogeneous (a typed directory); use --model rgcn");
+  HeteroTrainOptions h;
+  h.dataset = o.data.dataset;
+  if (was_given(o, "--split")) h.split = o.split;
+  if (was_given(o, "--layers")) h.layers = o.layers;
+  if (was_given(o, "--hidden")) h.hidden = o.hidden;
+  if (was_given(o, "--dropout")) h.dropout = o.dropout;
+  if (was_given(o, "--lr")) h.lr = o.lr;
+  if (was_given(o, "--weight-decay")) h.weight_decay = o.weight_decay;
+  if (was_given(o, "--epochs")) h.epochs = o.epochs;
+  h.num_bases = o.num_bases;
+  h.featureless = o.featureless;
+  h.seed = o.seed;
+  h.threads = o.threads;
+  h.device = o.device;
+  h.normalize_features = !o.no_normalize;
+  h.json = o.json;
+  return h;
+}
 
 /// Progress: one line rewritten in place on a terminal, a plain line every 10 epochs otherwise.
 void print_progress(const runtime::EpochStats& s, bool tty) {
@@ -139,6 +173,14 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
 }
 
 int run_train(const TrainCommandOptions& o) {
+  if (is_hetero_run(o)) {
+    if (o.mode != "full-graph")
+      throw UsageError("--mode " + o.mode +
+                       ": heterogeneous datasets train on the full graph (mini-batch is not "
+                       "implemented for them)");
+    return run_hetero_train(hetero_options(o));
+  }
+  check_homogeneous_run(o);
   // The ranks the launcher started (one without a launcher): one per part of --partitions.
   const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train");
   prepare_checkpoints(o.checkpoint, world->rank());

@@ -1,9 +1,32 @@
 // The flags of a training run, shared by `halo train` and `halo plan`.
+#include <algorithm>
+#include <string>
 #include <vector>
 
+#include <halo/datasets/hetero.hpp>
+#include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_options.hpp>
 
 namespace halo::cli {
+
+bool was_given(const TrainOptions& o, const char* flag) {
+  return std::find(o.given.begin(), o.given.end(), flag) != o.given.end();
+}
+
+bool is_hetero_run(const TrainOptions& o) {
+  return o.partitions.empty() && datasets::is_hetero_directory(o.data.dataset);
+}
+
+void check_homogeneous_run(const TrainOptions& o) {
+  for (const char* flag : {"--split", "--num-bases", "--featureless"})
+    if (was_given(o, flag))
+      throw UsageError(std::string(flag) +
+                       ": applies to heterogeneous datasets (typed directories)");
+  if (o.model == "rgcn")
+    throw UsageError(
+        "--model rgcn: needs a heterogeneous dataset (a typed directory, "
+        "docs/formats.md), trained on the full graph in one process");
+}
 
 runtime::TrainConfig train_config(const TrainOptions& o) {
   runtime::TrainConfig config;
@@ -27,7 +50,22 @@ runtime::TrainConfig train_config(const TrainOptions& o) {
 std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
   add_dataset_options(sub, o.data);
   sub->add_option("--model", o.model, "Model kind")
-      ->check(CLI::IsMember({"gcn", "sage"}))
+      ->check(CLI::IsMember({"gcn", "sage", "rgcn"}))
+      ->capture_default_str();
+  sub->add_option("--split", o.split,
+                  "Heterogeneous datasets: the split splits/{train,val,test}_K.txt to use "
+                  "(default: the smallest K)")
+      ->check(CLI::Range(0, 1000000));
+  sub->add_option("--num-bases", o.num_bases,
+                  "R-GCN: basis matrices the relation weights are combined from (0 = one weight "
+                  "per relation)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  sub->add_option("--featureless", o.featureless,
+                  "Heterogeneous datasets: the input of a node type without features: embedding "
+                  "(a learnable row per node, updated by SparseAdam) or zero (represented by what "
+                  "it aggregates)")
+      ->check(CLI::IsMember({"embedding", "zero"}))
       ->capture_default_str();
   sub->add_option("--layers", o.layers, "Number of graph convolutions")
       ->check(CLI::Range(1, 16))
@@ -108,6 +146,11 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
   // refused in the other.
   return [&o, sub, mini_batch_only, no_overlap, partitions] {
     check_dataset_options(o.data);
+    o.given.clear();
+    for (const char* flag :
+         {"--model", "--split", "--num-bases", "--featureless", "--layers", "--hidden", "--dropout",
+          "--lr", "--weight-decay", "--epochs", "--features"})
+      if (sub->get_option(flag)->count() > 0) o.given.emplace_back(flag);
     const bool mini = o.mode == "mini-batch";
     for (CLI::Option* opt : mini_batch_only)
       if (!mini && opt->count() > 0)

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <halo/runtime/trainer.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
@@ -31,14 +32,31 @@ struct TrainOptions {
   std::string mode = "full-graph";
   runtime::MiniBatchConfig mb;
   std::string cache_policy = "degree";
+  // Heterogeneous datasets (typed directories): --split, --num-bases, --featureless, and which
+  // of the run's flags were given (the others take the heterogeneous task's defaults).
+  int split = 0;
+  int num_bases = 0;
+  std::string featureless = "embedding";
+  std::vector<std::string> given;
 };
 
 /// Registers the run's flags on `sub`, bound to `o` (which must outlive the parse): the dataset
 /// flags, --model ... --seed, --threads, --device, --no-normalize-features, --mode and the
-/// mini-batch flags, --partitions, --no-overlap. Returns the checks across these flags (a flag
-/// of one mode refused in the other, ...) that throw CLI::ValidationError: call it from the
-/// subcommand's parse callback, so a violation is a usage error (exit code 2).
+/// mini-batch flags, --partitions, --no-overlap, and the heterogeneous datasets' --split,
+/// --num-bases, --featureless. Returns the checks across these flags (a flag of one mode
+/// refused in the other, ...) that throw CLI::ValidationError and record o.given: call it from
+/// the subcommand's parse callback, so a violation is a usage error (exit code 2).
 std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o);
+
+/// Whether the command line gave `flag` (one of the run's flags).
+bool was_given(const TrainOptions& o, const char* flag);
+
+/// Whether `o` trains on a heterogeneous dataset (--dataset a typed directory, docs/formats.md).
+bool is_hetero_run(const TrainOptions& o);
+
+/// UsageError unless `o` is fit for a homogeneous graph: the heterogeneous datasets' flags
+/// (--split, --num-bases, --featureless) and --model rgcn are refused.
+void check_homogeneous_run(const TrainOptions& o);
 
 /// The runtime::TrainConfig of `o`.
 runtime::TrainConfig train_config(const TrainOptions& o);

@@ -1,0 +1,74 @@
+#pragma once
+// Learnable node embeddings for featureless node types, updated sparsely (SparseAdam).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <halo/kernels/optim.hpp>
+#include <halo/kernels/tensor.hpp>
+#include <halo/kernels/types.hpp>
+#include <halo/kernels/views.hpp>
+#include <halo/nn/module.hpp>
+
+namespace halo::nn {
+
+/// A num_rows x dim table, one row per node of a type. A pass looks up some rows (`lookup`),
+/// its backward hands the gradient of exactly those rows back (`set_gradient`), and SparseAdam
+/// updates only them: a step costs the rows a batch touched, not the table.
+template <class T>
+class SparseEmbedding {
+ public:
+  /// Rows Glorot-uniform from (seed, param_id) as a num_rows x dim weight. On res's device.
+  SparseEmbedding(const kernels::Resources& res, std::string name, std::int64_t num_rows,
+                  std::int64_t dim, std::uint64_t seed, std::uint64_t param_id);
+
+  /// out(i, :) = table(ids[i], :); ids empty: the whole table (out is num_rows x dim). ids on
+  /// res's device, distinct, in [0, num_rows). Asynchronous on res's stream.
+  void lookup(const kernels::Resources& res, kernels::Span<const kernels::NodeId> ids,
+              kernels::Tensor<T>& out) const;
+  /// Records dL/d(out) of the last lookup with the same ids (copied; grad is ids.size x dim,
+  /// or num_rows x dim for the whole table) for the next SparseAdam step.
+  void set_gradient(const kernels::Resources& res, kernels::Span<const kernels::NodeId> ids,
+                    const kernels::Tensor<T>& grad);
+
+  const std::string& name() const { return m_name; }
+  /// The gradient rows recorded by the last set_gradient (for tests and inspection).
+  const kernels::Tensor<T>& gradient() const { return m_grad; }
+  kernels::Tensor<T>& table() { return m_table; }
+  const kernels::Tensor<T>& table() const { return m_table; }
+  std::int64_t num_rows() const { return m_table.rows(); }
+  std::int64_t dim() const { return m_table.cols(); }
+
+ private:
+  template <class>
+  friend class SparseAdam;
+  std::string m_name;
+  kernels::Tensor<T> m_table;
+  kernels::Tensor<T> m_grad;                // the touched rows' gradients
+  kernels::Tensor<kernels::NodeId> m_rows;  // the touched rows (all: 0..n-1)
+  bool m_pending = false;
+  bool m_all_rows = false;  // m_rows is 0..num_rows-1
+};
+
+/// PyTorch's torch.optim.SparseAdam over some tables: each step updates, for every table with
+/// a recorded gradient, only the touched rows and their two moments (Adam's formulas); rows
+/// a step does not touch keep their values and moments (their moments do not decay). The bias
+/// correction uses the table's own step count (the steps that had a gradient for it, PyTorch's
+/// per-parameter `step`). No weight decay. Keeps pointers to the tables.
+template <class T>
+class SparseAdam {
+ public:
+  SparseAdam(const kernels::Resources& res, std::vector<SparseEmbedding<T>*> tables,
+             const kernels::AdamConfig& config);
+  /// Applies and clears every pending gradient.
+  void step(const kernels::Resources& res);
+
+ private:
+  std::vector<SparseEmbedding<T>*> m_tables;
+  kernels::AdamConfig m_config;
+  std::vector<kernels::Tensor<T>> m_m, m_v;
+  std::vector<std::int64_t> m_steps;  // per table: the steps that had its gradient
+};
+
+}  // namespace halo::nn

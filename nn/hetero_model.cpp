@@ -1,0 +1,271 @@
+#include <chrono>
+
+#include <halo/kernels/elementwise.hpp>
+#include <halo/kernels/reduce.hpp>
+#include <halo/nn/detail/products.hpp>
+#include <halo/nn/hetero_model.hpp>
+#include <halo/nn/rgcn.hpp>
+
+namespace halo::nn {
+
+using kernels::Tensor;
+
+HeteroLayerKind parse_hetero_layer_kind(const std::string& name) {
+  if (name == "rgcn") return HeteroLayerKind::Rgcn;
+  HALO_FAIL("heterogeneous layer '" + name + "': expected rgcn");
+}
+
+std::string to_string(HeteroLayerKind kind) {
+  switch (kind) {
+    case HeteroLayerKind::Rgcn:
+      return "rgcn";
+  }
+  HALO_FAIL("unknown heterogeneous layer kind");
+}
+
+FeaturelessInput parse_featureless_input(const std::string& name) {
+  if (name == "embedding") return FeaturelessInput::Embedding;
+  if (name == "zero") return FeaturelessInput::Zero;
+  HALO_FAIL("featureless input '" + name + "': expected embedding or zero");
+}
+
+std::string to_string(FeaturelessInput input) {
+  return input == FeaturelessInput::Embedding ? "embedding" : "zero";
+}
+
+template <class T>
+std::unique_ptr<HeteroModule<T>> make_hetero_layer(
+    const kernels::Resources& res, HeteroLayerKind kind, std::vector<std::int64_t> in_width,
+    std::int64_t out, std::vector<std::pair<std::int32_t, std::int32_t>> relations,
+    const HeteroModelConfig& config, std::uint64_t seed, std::uint64_t param_id) {
+  switch (kind) {
+    case HeteroLayerKind::Rgcn:
+      return std::make_unique<RGCNConv<T>>(res, std::move(in_width), out, std::move(relations),
+                                           config.num_bases, seed, param_id);
+  }
+  HALO_FAIL("unknown heterogeneous layer kind");
+}
+
+namespace {
+
+constexpr std::uint64_t kProjectionId = 1 << 20;  // param ids: projections, embeddings, layers
+constexpr std::uint64_t kEmbeddingId = 2 << 20;
+constexpr std::uint64_t kLayerId = 1 << 10;  // per layer
+
+template <class T>
+kernels::DropoutKey dropout_key(const Context& ctx, const HeteroGraphView<T>& g, std::size_t t,
+                                int layer) {
+  kernels::DropoutKey k;
+  k.seed = ctx.seed;
+  k.epoch = ctx.epoch;
+  k.layer = static_cast<std::uint64_t>(layer);
+  k.row_offset = g.type_offset.empty() ? 0 : g.type_offset[t];
+  if (t < g.source_ids.size()) k.row_ids = g.source_ids[t];
+  return k;
+}
+
+}  // namespace
+
+template <class T>
+HeteroModel<T>::HeteroModel(const kernels::Resources& res, const HeteroModelConfig& config,
+                            const HeteroSchema& schema, std::uint64_t seed)
+    : m_config(config), m_schema(schema), m_seed(seed) {
+  const auto nt = static_cast<std::int32_t>(schema.num_nodes.size());
+  HALO_EXPECTS(nt >= 1 && schema.in_features.size() == schema.num_nodes.size() &&
+                   schema.target_type >= 0 && schema.target_type < nt && schema.num_classes >= 1,
+               "hetero model: the schema needs node types, a target type and classes");
+  HALO_EXPECTS(config.num_layers >= 1 && config.hidden >= 1,
+               "hetero model: layers and hidden "
+               "width must be >= 1");
+  HALO_EXPECTS(config.dropout >= 0 && config.dropout < 1, "hetero model: dropout in [0, 1)");
+  const std::int64_t h = config.hidden;
+  for (std::int32_t t = 0; t < nt; ++t) {
+    const auto ut = static_cast<std::size_t>(t);
+    const std::string name =
+        ut < schema.type_names.size() ? schema.type_names[ut] : std::to_string(t);
+    if (schema.in_features[ut] > 0) {
+      Parameter<T> w{"projection_" + name, Tensor<T>(res, schema.in_features[ut], h),
+                     Tensor<T>::zeros(res, schema.in_features[ut], h)};
+      detail::glorot_uniform(res, w.value, seed, kProjectionId + ut);
+      m_proj_weight.push_back(std::move(w));
+      m_proj_bias.push_back(
+          {"projection_bias_" + name, Tensor<T>::zeros(res, h, 1), Tensor<T>::zeros(res, h, 1)});
+      m_embedding.push_back(nullptr);
+    } else {
+      m_proj_weight.push_back({});
+      m_proj_bias.push_back({});
+      m_embedding.push_back(config.featureless == FeaturelessInput::Embedding
+                                ? std::make_unique<SparseEmbedding<T>>(res, "embedding_" + name,
+                                                                       schema.num_nodes[ut], h,
+                                                                       seed, kEmbeddingId + ut)
+                                : nullptr);
+    }
+  }
+  std::vector<std::pair<std::int32_t, std::int32_t>> into_target;
+  for (const auto& r : schema.relations)
+    if (r.second == schema.target_type) into_target.push_back(r);
+  for (int l = 0; l < config.num_layers; ++l) {
+    const bool last = l + 1 == config.num_layers;
+    m_layers.push_back(make_hetero_layer<T>(
+        res, config.kind, std::vector<std::int64_t>(static_cast<std::size_t>(nt), h),
+        last ? schema.num_classes : h, last ? into_target : schema.relations, config, seed,
+        static_cast<std::uint64_t>(l + 1) * kLayerId));
+  }
+  m_h.resize(static_cast<std::size_t>(config.num_layers));
+  for (auto& v : m_h) v.resize(static_cast<std::size_t>(nt));
+  m_dh.resize(static_cast<std::size_t>(nt));
+}
+
+template <class T>
+std::vector<Parameter<T>*> HeteroModel<T>::parameters() {
+  std::vector<Parameter<T>*> p;
+  for (std::size_t t = 0; t < m_embedding.size(); ++t) {
+    if (m_schema.in_features[t] == 0) continue;
+    p.push_back(&m_proj_weight[t]);
+    p.push_back(&m_proj_bias[t]);
+  }
+  for (auto& layer : m_layers)
+    for (auto* q : layer->parameters()) p.push_back(q);
+  return p;
+}
+
+template <class T>
+std::vector<SparseEmbedding<T>*> HeteroModel<T>::embeddings() {
+  std::vector<SparseEmbedding<T>*> e;
+  for (auto& t : m_embedding)
+    if (t) e.push_back(t.get());
+  return e;
+}
+
+template <class T>
+const Tensor<T>& HeteroModel<T>::forward(const Context& ctx, const HeteroGraphView<T>& graph,
+                                         std::span<const Features<T>* const> x) {
+  const auto& res = *ctx.res;
+  const std::size_t nt = m_embedding.size();
+  HALO_EXPECTS(graph.num_src.size() == nt && graph.num_dst.size() == nt && x.size() == nt,
+               "hetero model: the graph has other node types than the model");
+  const float p = ctx.training ? m_config.dropout : 0.f;
+  m_inputs.assign(x.begin(), x.end());
+  // The input stage: feature projections and embedding lookups (feature projection).
+  auto& h0 = m_h[0];
+  {
+    HeteroStageTimes none;
+    HeteroStageTimes& times = graph.times ? *graph.times : none;
+    const auto start = std::chrono::steady_clock::now();
+    if (graph.times) res.synchronize();
+    for (std::size_t t = 0; t < nt; ++t) {
+      if (m_schema.in_features[t] == 0 && !m_embedding[t]) {
+        kernels::ensure_shape(res, h0[t], graph.num_src[t], m_config.hidden);
+        kernels::fill(res, h0[t].span(), T(0));
+      } else if (m_embedding[t]) {
+        HALO_EXPECTS(t >= graph.source_ids.size() || graph.source_ids[t].size == 0,
+                     "hetero model: embeddings are looked up for the whole type (full graph)");
+        HALO_EXPECTS(graph.num_src[t] == m_embedding[t]->num_rows(),
+                     "hetero model: an embedded type needs all its rows as sources");
+        m_embedding[t]->lookup(res, {}, h0[t]);
+      } else {
+        HALO_EXPECTS(x[t] != nullptr && kernels::num_rows(*x[t]) == graph.num_src[t],
+                     "hetero model: type " + std::to_string(t) + " needs num_src feature rows");
+        kernels::ensure_shape(res, h0[t], graph.num_src[t], m_config.hidden);
+        detail::multiply(res, *x[t], m_proj_weight[t].value, h0[t]);
+        kernels::add_bias(res, h0[t].view(), kernels::ConstSpan<T>(m_proj_bias[t].value.span()));
+      }
+    }
+    if (graph.times) {
+      res.synchronize();
+      times.feature_projection_s +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  }
+  // The last layer computes the target type only.
+  m_last = graph;
+  m_last.relations.clear();
+  for (const auto& r : graph.relations)
+    if (r.dst_type == m_schema.target_type) m_last.relations.push_back(r);
+  for (std::size_t t = 0; t < nt; ++t)
+    if (static_cast<std::int32_t>(t) != m_schema.target_type) m_last.num_dst[t] = 0;
+  const int layers = m_config.num_layers;
+  const std::vector<Tensor<T>>* out = nullptr;
+  for (int l = 0; l < layers; ++l) {
+    auto& in = m_h[static_cast<std::size_t>(l)];
+    if (l > 0)
+      for (std::size_t t = 0; t < nt; ++t) {
+        kernels::ensure_shape(res, in[t], (*out)[t].rows(), (*out)[t].cols());
+        kernels::relu(res, kernels::ConstSpan<T>((*out)[t].span()), in[t].span());
+      }
+    if (p > 0)
+      for (std::size_t t = 0; t < nt; ++t)
+        if (in[t].numel() > 0)
+          kernels::dropout(res, dropout_key(ctx, graph, t, l), p,
+                           kernels::ConstMatrixView<T>(in[t].view()), in[t].view());
+    const bool last = l + 1 == layers;
+    out = &m_layers[static_cast<std::size_t>(l)]->forward(
+        ctx, last ? m_last : graph, std::span<const Tensor<T>>(in.data(), in.size()));
+  }
+  return (*out)[static_cast<std::size_t>(m_schema.target_type)];
+}
+
+template <class T>
+void HeteroModel<T>::backward(const Context& ctx, const HeteroGraphView<T>& graph,
+                              const Tensor<T>& dlogits) {
+  const auto& res = *ctx.res;
+  const std::size_t nt = m_embedding.size();
+  const float p = ctx.training ? m_config.dropout : 0.f;
+  for (std::size_t t = 0; t < nt; ++t) {
+    if (static_cast<std::int32_t>(t) == m_schema.target_type) {
+      kernels::ensure_shape(res, m_dh[t], dlogits.rows(), dlogits.cols());
+      kernels::copy_async(res, m_dh[t], dlogits);
+    } else {
+      m_dh[t] = Tensor<T>();
+    }
+  }
+  for (int l = m_config.num_layers - 1; l >= 0; --l) {
+    const bool last = l + 1 == m_config.num_layers;
+    const std::vector<Tensor<T>>& dx = m_layers[static_cast<std::size_t>(l)]->backward(
+        ctx, last ? m_last : graph, std::span<const Tensor<T>>(m_dh.data(), m_dh.size()),
+        /*need_input_grad=*/true);
+    for (std::size_t t = 0; t < nt; ++t) {
+      kernels::ensure_shape(res, m_dh[t], dx[t].rows(), dx[t].cols());
+      if (dx[t].numel() == 0) continue;
+      kernels::copy_async(res, m_dh[t], dx[t]);
+      if (p > 0)
+        kernels::dropout(res, dropout_key(ctx, graph, t, l), p,
+                         kernels::ConstMatrixView<T>(m_dh[t].view()), m_dh[t].view());
+      // ReLU's adjoint from its (dropped-out) output: dropped entries already carry zero.
+      if (l > 0)
+        kernels::relu_backward(res,
+                               kernels::ConstSpan<T>(m_h[static_cast<std::size_t>(l)][t].span()),
+                               kernels::ConstSpan<T>(m_dh[t].span()), m_dh[t].span());
+    }
+  }
+  HeteroStageTimes none;
+  HeteroStageTimes& times = graph.times ? *graph.times : none;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t t = 0; t < nt; ++t) {
+    if (m_embedding[t]) {
+      m_embedding[t]->set_gradient(res, {}, m_dh[t]);
+    } else if (m_schema.in_features[t] > 0) {
+      detail::multiply_transposed(res, *m_inputs[t], m_dh[t], m_proj_weight[t].grad);
+      kernels::column_sum(res, kernels::ConstMatrixView<T>(m_dh[t].view()),
+                          m_proj_bias[t].grad.span());
+    }
+  }
+  if (graph.times) {
+    res.synchronize();
+    times.feature_projection_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+}
+
+template class HeteroModel<float>;
+template class HeteroModel<double>;
+template std::unique_ptr<HeteroModule<float>> make_hetero_layer<float>(
+    const kernels::Resources&, HeteroLayerKind, std::vector<std::int64_t>, std::int64_t,
+    std::vector<std::pair<std::int32_t, std::int32_t>>, const HeteroModelConfig&, std::uint64_t,
+    std::uint64_t);
+template std::unique_ptr<HeteroModule<double>> make_hetero_layer<double>(
+    const kernels::Resources&, HeteroLayerKind, std::vector<std::int64_t>, std::int64_t,
+    std::vector<std::pair<std::int32_t, std::int32_t>>, const HeteroModelConfig&, std::uint64_t,
+    std::uint64_t);
+
+}  // namespace halo::nn

@@ -1,0 +1,109 @@
+#pragma once
+// The heterogeneous node classifier: per-type input (a projection of the type's features or a
+// learnable embedding), heterogeneous layers (R-GCN, HGT) with ReLU and dropout between them,
+// logits of the target type.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <halo/nn/embedding.hpp>
+#include <halo/nn/hetero.hpp>
+#include <halo/nn/module.hpp>
+
+namespace halo::nn {
+
+/// The heterogeneous layers make_hetero_layer builds.
+enum class HeteroLayerKind { Rgcn };
+
+/// "rgcn"; LogicError naming the accepted values otherwise.
+HeteroLayerKind parse_hetero_layer_kind(const std::string& name);
+std::string to_string(HeteroLayerKind kind);
+
+/// The input of a node type without features.
+enum class FeaturelessInput {
+  Embedding,  ///< a learnable row per node (SparseEmbedding, SparseAdam)
+  Zero,       ///< zeros: the type's nodes are represented by what they aggregate
+};
+
+/// "embedding" / "zero"; LogicError naming the accepted values otherwise.
+FeaturelessInput parse_featureless_input(const std::string& name);
+std::string to_string(FeaturelessInput input);
+
+/// The architecture of a HeteroModel.
+struct HeteroModelConfig {
+  HeteroLayerKind kind = HeteroLayerKind::Rgcn;
+  int num_layers = 2;        // heterogeneous layers
+  std::int64_t hidden = 64;  // width of the input projections, embeddings and hidden layers
+  float dropout = 0.5f;      // on every layer's input
+  int num_bases = 0;         // R-GCN basis decomposition (0: one weight per relation)
+  FeaturelessInput featureless = FeaturelessInput::Embedding;
+};
+
+/// What the data give the model: per node type its node count and feature width (0: no
+/// features, the type gets an embedding), the relations (src_type, dst_type), the target type
+/// and the classes.
+struct HeteroSchema {
+  std::vector<std::string> type_names;
+  std::vector<std::int64_t> num_nodes;
+  std::vector<std::int64_t> in_features;
+  std::vector<std::string> relation_names;
+  std::vector<std::pair<std::int32_t, std::int32_t>> relations;
+  std::int32_t target_type = 0;
+  std::int32_t num_classes = 0;
+};
+
+/// One heterogeneous layer of `kind`: input width in_width[t] per type, `out` outputs, over
+/// `relations`. The one place a layer kind becomes a module (HGT plugs in here).
+template <class T>
+std::unique_ptr<HeteroModule<T>> make_hetero_layer(
+    const kernels::Resources& res, HeteroLayerKind kind, std::vector<std::int64_t> in_width,
+    std::int64_t out, std::vector<std::pair<std::int32_t, std::int32_t>> relations,
+    const HeteroModelConfig& config, std::uint64_t seed, std::uint64_t param_id);
+
+/// x_t -> h_t = x_t P_t + c_t (types with features, sparse or dense) or h_t = E_t[ids] (an
+/// embedding, SparseEmbedding; zeros with FeaturelessInput::Zero) -> num_layers layers, ReLU
+/// between them, dropout before each -> the target type's logits. The last layer computes only the
+/// target type's destinations. Dropout masks are keyed by (seed, epoch, layer, global id) with
+/// global ids from the graph (source_ids, else type_offset + row). Not thread-safe.
+template <class T>
+class HeteroModel {
+ public:
+  HeteroModel(const kernels::Resources& res, const HeteroModelConfig& config,
+              const HeteroSchema& schema, std::uint64_t seed);
+
+  /// x[t]: type t's features (num_src[t] rows), ignored for types with an embedding. Returns
+  /// num_dst[target] x num_classes logits, owned by the model, valid until the next forward.
+  const kernels::Tensor<T>& forward(const Context& ctx, const HeteroGraphView<T>& graph,
+                                    std::span<const Features<T>* const> x);
+  /// dL/dlogits -> every parameter's gradient (overwritten) and the embeddings' pending
+  /// gradients (rows the forward looked up).
+  void backward(const Context& ctx, const HeteroGraphView<T>& graph,
+                const kernels::Tensor<T>& dlogits);
+
+  /// The dense parameters (Adam, gradient all-reduce), the same list on every call.
+  std::vector<Parameter<T>*> parameters();
+  /// The tables of the featureless types (SparseAdam).
+  std::vector<SparseEmbedding<T>*> embeddings();
+  const HeteroModelConfig& config() const { return m_config; }
+  const HeteroSchema& schema() const { return m_schema; }
+
+ private:
+  HeteroModelConfig m_config;
+  HeteroSchema m_schema;
+  std::uint64_t m_seed;
+  std::vector<Parameter<T>> m_proj_weight, m_proj_bias;          // per type with features
+  std::vector<std::unique_ptr<SparseEmbedding<T>>> m_embedding;  // per type without
+  std::vector<std::unique_ptr<HeteroModule<T>>> m_layers;
+  std::vector<const Features<T>*> m_inputs;
+  std::vector<std::vector<kernels::Tensor<T>>> m_h;    // per layer input, per type (dropped out)
+  std::vector<std::vector<kernels::Tensor<T>>> m_pre;  // per hidden layer output before ReLU
+  std::vector<kernels::Tensor<T>> m_dh;
+  HeteroGraphView<T> m_last;  // the last layer's graph: the target type's destinations only
+  kernels::Tensor<T> m_logits;
+};
+
+}  // namespace halo::nn

@@ -1,0 +1,81 @@
+// `halo train` on a typed directory: the heterogeneous task's output and --json, its usage
+// errors (and `halo plan`'s refusal), a malformed file named with its line.
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/hetero_fixture.hpp"
+#include "support/testing.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Outcome = halo::testing::CommandOutcome;
+
+class HeteroCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(m_data);
+    halo::testing::write_hetero_fixture(m_data);
+  }
+  Outcome run(const std::string& args) const {
+    return halo::testing::run_command(m_binary + " " + args, m_temp.path());
+  }
+  const std::string m_binary = HALO_TEST_BINARY;
+  const halo::testing::TempDir m_temp;
+  const fs::path m_data = m_temp.path() / "typed";
+};
+
+TEST_F(HeteroCli, TrainsAndWritesF1AndStages) {
+  const fs::path json = m_temp.path() / "r.json";
+  const Outcome r =
+      run("train --dataset " + m_data.string() +
+          " --split 4 --epochs 12 --hidden 8 --num-bases 2 --seed 3 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("macro-F1"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("target 'item'"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(halo::testing::read_file(json));
+  for (const char* key : {"test_accuracy", "test_macro_f1", "test_micro_f1", "val_macro_f1",
+                          "val_accuracy", "best_epoch", "epoch_time_median_s"})
+    EXPECT_TRUE(j.contains(key) && j[key].is_number()) << key;
+  EXPECT_EQ(j["task"], "heterogeneous-node-classification");
+  EXPECT_EQ(j["model"], "rgcn");
+  EXPECT_EQ(j["target_type"], "item");
+  EXPECT_EQ(j["split"], 4);
+  EXPECT_EQ(j["num_bases"], 2);
+  EXPECT_EQ(j["hidden"], 8);
+  EXPECT_EQ(j["epochs"], 12);
+  EXPECT_EQ(j["node_types"].size(), 4u);
+  EXPECT_EQ(j["relations"].size(), 8u);
+  EXPECT_EQ(j["stage_times_per_epoch_s"].size(), 12u);
+  for (const char* stage : {"subgraph_build_s", "feature_projection_s", "neighbor_aggregation_s",
+                            "semantic_aggregation_s"})
+    EXPECT_TRUE(j["stage_times_median_s"].contains(stage)) << stage;
+  EXPECT_DOUBLE_EQ(j["test_micro_f1"].get<double>(), j["test_accuracy"].get<double>());
+}
+
+TEST_F(HeteroCli, UsageErrors) {
+  const std::string d = " --dataset " + m_data.string();
+  for (const std::string args :
+       {"train --model gcn" + d, "train --mode mini-batch --fanouts 5,5" + d,
+        "train --save-model m.bin" + d, "train --checkpoint-dir ck" + d,
+        "train --metrics-file m.prom" + d, "train --split 4 --dataset synthetic",
+        "train --model rgcn --dataset synthetic", "train --num-bases 2 --dataset synthetic",
+        "plan" + d, "plan --featureless zero --dataset synthetic"}) {
+    const Outcome r = run(args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+}
+
+TEST_F(HeteroCli, MalformedFileNamesFileAndLine) {
+  std::ofstream(m_data / "edges_sells.tsv", std::ios::trunc) << "0\t1\n1\tx\n";
+  const Outcome r = run("train --epochs 2 --dataset " + m_data.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("edges_sells.tsv:2"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+}
+
+}  // namespace
