@@ -222,6 +222,7 @@ TEST_F(PartitionCli, SnapshotUsageErrorsExitTwo) {
            {"partition --method scratch" + out, "--method"},
            {"partition --snapshots 3 --method metis" + events + out, "--method"},
            {"partition --snapshots 3 --balance nodes" + events + out, "--balance"},
+           {"partition --snapshots 3 --features degree" + events + out, "--features"},
            {"partition --window-snapshots 2" + events + out, "--window-snapshots"},
            {"partition --snapshots 2 --snapshot-window 5" + events + out, "--snapshot"},
            {"partition --snapshots 0" + events + out, "--snapshots"},

@@ -231,6 +231,7 @@ Command add_partition_command(CLI::App& app) {
           ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24))
           ->capture_default_str();
   CLI::Option* balance_opt = sub->get_option("--balance");
+  CLI::Option* features_opt = sub->get_option("--features");
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(1, 4096));
   CLI::Option* out = sub->add_option(
@@ -240,7 +241,7 @@ Command add_partition_command(CLI::App& app) {
   out->excludes(info);
   info->excludes(out);
   // Checks across flags, during parsing: usage errors (exit code 2).
-  sub->parse_complete_callback([o, out, info, method, weight, every, balance_opt] {
+  sub->parse_complete_callback([o, out, info, method, weight, every, balance_opt, features_opt] {
     if (out->count() == 0 && info->count() == 0)
       throw CLI::RequiredError("--out DIR (or --info DIR)");
     check_snapshot_options(o->snapshots);
@@ -253,6 +254,8 @@ Command add_partition_command(CLI::App& app) {
       if (balance_opt->count() > 0)
         throw CLI::ValidationError("--balance",
                                    "snapshot partitions balance node counts only (no --balance)");
+      if (features_opt->count() > 0)
+        throw CLI::ValidationError("--features", "snapshot partitions store no features");
     } else if (dynamic) {
       throw CLI::ValidationError("--method",
                                  "'" + o->method + "' needs --snapshots or --snapshot-window");
