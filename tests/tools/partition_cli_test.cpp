@@ -32,8 +32,10 @@ class PartitionCli : public ::testing::Test {
 TEST_F(PartitionCli, HelpListsTheFlags) {
   const Outcome r = run("partition --help");
   EXPECT_EQ(r.code, 0);
-  for (const char* flag : {"--dataset", "--parts", "--method", "--balance", "--objective",
-                           "--imbalance", "--seed", "--out", "--info"})
+  for (const char* flag :
+       {"--dataset", "--parts", "--method", "--balance", "--objective", "--imbalance", "--seed",
+        "--out", "--info", "--snapshots", "--snapshot-window", "--window-snapshots",
+        "--migration-weight", "--repartition-every"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
 }
 
