@@ -273,6 +273,10 @@ TEST_F(PartitionCli, SnapshotSeriesWithMorePartsThanEarlyNodes) {
         run("partition --info " + (out / ("snapshot-" + std::to_string(t))).string());
     EXPECT_EQ(info.code, 0) << info.err;
   }
+  const Outcome info = run("partition --info " + out.string());
+  EXPECT_EQ(info.code, 0) << info.err;
+  EXPECT_NE(info.out.find("3 snapshots of events"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("migration plans: 3 snapshots ok"), std::string::npos) << info.out;
   EXPECT_EQ(
       run("partition --dataset " + events.string() + " --snapshots 3 --out " + out.string()).code,
       1)
