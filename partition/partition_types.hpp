@@ -1,5 +1,6 @@
 #pragma once
-// Plain configuration types of the partitioner: method, objective, balance constraints.
+// Plain configuration types of the partitioner (method, objective, balance constraints) and of
+// the repartitioning across snapshots.
 
 #include <cstdint>
 #include <string>
@@ -40,6 +41,42 @@ struct PartitionConfig {
   double imbalance = 0.03;
   /// METIS_OPTION_SEED, and the seed of the random partitioner.
   std::uint64_t seed = 0;
+};
+
+/// How snapshot t's assignment is derived from snapshot t-1's. Snapshot 0 (or any snapshot
+/// without a previous assignment) is METIS from scratch under every method.
+enum class RepartitionMethod {
+  Scratch,    ///< METIS k-way on the snapshot, parts relabelled by maximum overlap
+  Streaming,  ///< old nodes stay; new nodes placed one by one by LDG (repartition_every aside)
+  Migration,  ///< Scotch's SCOTCH_graphRepart from the previous assignment
+};
+
+/// "scratch", "streaming", "migration".
+std::string_view to_string(RepartitionMethod m);
+/// Inverse of to_string; halo::LogicError naming the accepted values.
+RepartitionMethod parse_repartition_method(std::string_view s);
+
+/// The default of RepartitionConfig::migration_weight (see bench/results/migration.md).
+constexpr double kDefaultMigrationWeight = 4.0;
+
+struct RepartitionConfig {
+  /// P, in [1, 1024].
+  std::int32_t num_parts = 2;
+  RepartitionMethod method = RepartitionMethod::Scratch;
+  /// What the METIS calls minimise.
+  Objective objective = Objective::Cut;
+  /// Every method balances node counts: max part <= (1 + imbalance) * nodes / P, in (0, 1].
+  double imbalance = 0.03;
+  /// Seed of METIS and Scotch.
+  std::uint64_t seed = 0;
+  /// Migration: the cost of moving one node, in cut edges (Scotch's emraval): Scotch
+  /// minimises cut + migration_weight * (nodes moved). ParMETIS's itr (cut cost over
+  /// redistribution cost) is its inverse: itr = 1 / migration_weight. 0 ignores migration
+  /// (repartition from scratch with Scotch); > 0 and finite.
+  double migration_weight = kDefaultMigrationWeight;
+  /// Streaming: repartition from scratch (relabelled) every this many snapshots; 0: only
+  /// snapshot 0.
+  std::int64_t repartition_every = 0;
 };
 
 /// "metis", "metis-rb", "random".

@@ -231,4 +231,103 @@ std::vector<std::int32_t> read_assignment(const kernels::Resources& res, const f
   return part;
 }
 
+bool is_snapshot_series(const fs::path& dir) {
+  std::ifstream in(dir / "meta.json");
+  if (!in) return false;
+  const json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.value("format", std::string()) == "halo-snapshot-partitions";
+}
+
+SnapshotSeriesMeta read_snapshot_series_meta(const fs::path& dir) {
+  const fs::path file = dir / "meta.json";
+  std::ifstream in(file);
+  if (!in) throw IoError(file.string() + ": missing (not a snapshot partition series?)");
+  SnapshotSeriesMeta m;
+  try {
+    const json j = json::parse(in);
+    if (j.value("format", std::string()) != "halo-snapshot-partitions")
+      throw IoError(file.string() + ": format is not \"halo-snapshot-partitions\"");
+    if (j.at("format_version").get<std::int32_t>() != kSnapshotSeriesVersion)
+      throw IoError(file.string() + ": format_version " + j.at("format_version").dump() +
+                    " is not supported (this build reads version " +
+                    std::to_string(kSnapshotSeriesVersion) + ")");
+    const json& d = j.at("dataset");
+    m.dataset = d.at("name").get<std::string>();
+    m.num_nodes = d.at("num_nodes").get<std::int64_t>();
+    m.num_events = d.at("num_events").get<std::int64_t>();
+    const json& sc = j.at("snapshots_config");
+    m.boundaries = sc.at("boundaries").get<std::vector<std::int64_t>>();
+    m.snapshots.window_seconds = sc.at("window_seconds").get<std::int64_t>();
+    m.snapshots.num_snapshots =
+        m.snapshots.window_seconds > 0 ? 0 : sc.at("num_snapshots").get<std::int64_t>();
+    m.snapshots.window_snapshots = sc.at("window_snapshots").get<std::int64_t>();
+    m.config.num_parts = j.at("num_parts").get<std::int32_t>();
+    m.config.method = parse_repartition_method(j.at("method").get<std::string>());
+    m.config.objective = parse_objective(j.at("objective").get<std::string>());
+    m.config.imbalance = j.at("imbalance").get<double>();
+    m.config.seed = j.at("seed").get<std::uint64_t>();
+    m.config.migration_weight = j.at("migration_weight").get<double>();
+    m.config.repartition_every = j.at("repartition_every").get<std::int64_t>();
+    for (const json& r : j.at("snapshots")) {
+      SnapshotRecord x;
+      x.index = r.at("index").get<std::int64_t>();
+      x.time_begin = r.at("time_begin").get<std::int64_t>();
+      x.time_end = r.at("time_end").get<std::int64_t>();
+      x.num_nodes = r.at("num_nodes").get<std::int64_t>();
+      x.num_pairs = r.at("num_pairs").get<std::int64_t>();
+      x.pairs_added = r.at("pairs_added").get<std::int64_t>();
+      x.pairs_removed = r.at("pairs_removed").get<std::int64_t>();
+      x.new_nodes = r.at("new_nodes").get<std::int64_t>();
+      x.migrated = r.at("migrated").get<std::int64_t>();
+      x.from_scratch = r.at("from_scratch").get<bool>();
+      x.edge_cut = r.at("edge_cut").get<std::int64_t>();
+      x.comm_volume = r.at("comm_volume").get<std::int64_t>();
+      x.max_halo = r.at("max_halo").get<std::int64_t>();
+      x.balance = r.at("balance").get<double>();
+      x.seconds = r.at("seconds").get<double>();
+      if (x.index != static_cast<std::int64_t>(m.records.size()))
+        throw IoError(file.string() + ": snapshot " + std::to_string(m.records.size()) +
+                      " has index " + std::to_string(x.index));
+      m.records.push_back(x);
+    }
+  } catch (const json::exception& e) {
+    throw IoError(file.string() + ": malformed (" + e.what() + ")");
+  } catch (const LogicError& e) {
+    throw IoError(file.string() + ": " + e.what());
+  }
+  if (m.boundaries.size() != m.records.size() + 1)
+    throw IoError(file.string() + ": " + std::to_string(m.boundaries.size()) + " boundaries for " +
+                  std::to_string(m.records.size()) + " snapshots");
+  return m;
+}
+
+std::int64_t verify_snapshot_partitions(const kernels::Resources& res, const fs::path& dir) {
+  const SnapshotSeriesMeta m = read_snapshot_series_meta(dir);
+  std::vector<std::int32_t> previous;
+  for (const SnapshotRecord& r : m.records) {
+    const fs::path snap = dir / ("snapshot-" + std::to_string(r.index));
+    verify_partitions(snap);
+    std::vector<std::int32_t> part = read_assignment(res, snap);
+    if (static_cast<std::int64_t>(part.size()) != r.num_nodes)
+      throw IoError(snap.string() + ": holds " + std::to_string(part.size()) +
+                    " nodes, meta.json gives " + std::to_string(r.num_nodes));
+    if (r.index > 0) {
+      const fs::path plan_file = dir / ("migration-" + std::to_string(r.index) + ".tsv");
+      std::vector<std::int32_t> replayed;
+      try {
+        replayed = apply_migration(previous, read_migration_plan(plan_file));
+      } catch (const LogicError& e) {
+        throw IoError(plan_file.string() + ": does not apply to snapshot " +
+                      std::to_string(r.index - 1) + " (" + e.what() + ")");
+      }
+      if (replayed != part)
+        throw IoError(plan_file.string() + ": does not turn snapshot " +
+                      std::to_string(r.index - 1) + "'s assignment into snapshot " +
+                      std::to_string(r.index) + "'s");
+    }
+    previous = std::move(part);
+  }
+  return static_cast<std::int64_t>(m.records.size());
+}
+
 }  // namespace halo::partition

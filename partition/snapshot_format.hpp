@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <halo/datasets/temporal.hpp>
@@ -67,6 +68,32 @@ std::vector<SnapshotRecord> write_snapshot_partitions(const kernels::Resources& 
                                                       const RepartitionConfig& config,
                                                       const std::filesystem::path& dir,
                                                       const Progress& progress = {});
+
+/// The contents of a series' meta.json.
+struct SnapshotSeriesMeta {
+  std::string dataset;
+  std::int64_t num_nodes = 0;
+  std::int64_t num_events = 0;
+  datasets::SnapshotConfig snapshots;
+  /// The span boundaries (records.size() + 1 of them).
+  std::vector<std::int64_t> boundaries;
+  RepartitionConfig config;
+  std::vector<SnapshotRecord> records;
+};
+
+/// Whether `dir`/meta.json names the series format (false when it is missing or another format).
+bool is_snapshot_series(const std::filesystem::path& dir);
+
+/// Reads and checks `dir`/meta.json of a series (format name and version, one record per
+/// snapshot). halo::IoError naming the file and the problem.
+SnapshotSeriesMeta read_snapshot_series_meta(const std::filesystem::path& dir);
+
+/// Verifies a series: every snapshot partition's checksums (verify_partitions) and that every
+/// migration plan turns snapshot t-1's assignment into snapshot t's (read_assignment,
+/// apply_migration). halo::IoError naming the first file that does not match. Returns the
+/// number of snapshots.
+std::int64_t verify_snapshot_partitions(const kernels::Resources& res,
+                                        const std::filesystem::path& dir);
 
 /// Reads a migration-<t>.tsv (halo::IoError "<file>:<line>: ..." when malformed).
 MigrationPlan read_migration_plan(const std::filesystem::path& file);

@@ -354,6 +354,31 @@ TEST(Repartition, SeriesOnDiskReplaysTheMigrationPlans) {
   std::int64_t id = 0, lines = 0;
   while (ids >> id) EXPECT_EQ(id, g.original_ids[static_cast<std::size_t>(lines++)]);
   EXPECT_EQ(lines, g.num_nodes());
+  // meta.json reads back; the whole series verifies, and a plan that does not match is refused.
+  const SnapshotSeriesMeta m = read_snapshot_series_meta(out);
+  EXPECT_TRUE(is_snapshot_series(out));
+  EXPECT_FALSE(is_snapshot_series(out / "snapshot-0"));
+  EXPECT_EQ(m.num_nodes, g.num_nodes());
+  EXPECT_EQ(m.config.method, RepartitionMethod::Migration);
+  EXPECT_EQ(m.snapshots.num_snapshots, 4);
+  EXPECT_EQ(m.snapshots.window_snapshots, 2);
+  EXPECT_EQ(m.boundaries, datasets::snapshot_boundaries(g, sc));
+  ASSERT_EQ(m.records.size(), records.size());
+  for (std::size_t t = 0; t < records.size(); ++t) {
+    EXPECT_EQ(m.records[t].migrated, records[t].migrated);
+    EXPECT_EQ(m.records[t].comm_volume, records[t].comm_volume);
+    EXPECT_EQ(m.records[t].pairs_removed, records[t].pairs_removed);
+  }
+  EXPECT_EQ(verify_snapshot_partitions(cpu(), out), 4);
+  {
+    const fs::path plan = out / "migration-2.tsv";
+    std::string text = halo::testing::read_file(plan);
+    const std::size_t line = text.find('\n');
+    // A header claiming 0 nodes before: the plan no longer fits snapshot 1.
+    text = "halo-migration 1 0 " + text.substr(text.rfind(' ', line) + 1);
+    std::ofstream(plan, std::ios::trunc) << text;
+    EXPECT_THROW(verify_snapshot_partitions(cpu(), out), IoError);
+  }
   // The series is written once: a second write into the same place is refused.
   EXPECT_THROW(write_snapshot_partitions(cpu(), g, sc, c, out), IoError);
   // A damaged plan is refused with its line.

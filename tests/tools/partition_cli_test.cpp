@@ -32,8 +32,10 @@ class PartitionCli : public ::testing::Test {
 TEST_F(PartitionCli, HelpListsTheFlags) {
   const Outcome r = run("partition --help");
   EXPECT_EQ(r.code, 0);
-  for (const char* flag : {"--dataset", "--parts", "--method", "--balance", "--objective",
-                           "--imbalance", "--seed", "--out", "--info"})
+  for (const char* flag :
+       {"--dataset", "--parts", "--method", "--balance", "--objective", "--imbalance", "--seed",
+        "--out", "--info", "--snapshots", "--snapshot-window", "--window-snapshots",
+        "--migration-weight", "--repartition-every"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
 }
 
@@ -222,6 +224,7 @@ TEST_F(PartitionCli, SnapshotUsageErrorsExitTwo) {
            {"partition --method scratch" + out, "--method"},
            {"partition --snapshots 3 --method metis" + events + out, "--method"},
            {"partition --snapshots 3 --balance nodes" + events + out, "--balance"},
+           {"partition --snapshots 3 --features degree" + events + out, "--features"},
            {"partition --window-snapshots 2" + events + out, "--window-snapshots"},
            {"partition --snapshots 2 --snapshot-window 5" + events + out, "--snapshot"},
            {"partition --snapshots 0" + events + out, "--snapshots"},
@@ -270,6 +273,10 @@ TEST_F(PartitionCli, SnapshotSeriesWithMorePartsThanEarlyNodes) {
         run("partition --info " + (out / ("snapshot-" + std::to_string(t))).string());
     EXPECT_EQ(info.code, 0) << info.err;
   }
+  const Outcome info = run("partition --info " + out.string());
+  EXPECT_EQ(info.code, 0) << info.err;
+  EXPECT_NE(info.out.find("3 snapshots of events"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("migration plans: 3 snapshots ok"), std::string::npos) << info.out;
   EXPECT_EQ(
       run("partition --dataset " + events.string() + " --snapshots 3 --out " + out.string()).code,
       1)

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <halo/datasets/registry.hpp>
 #include <halo/datasets/rmat.hpp>
@@ -63,13 +64,52 @@ void print_header(const partition::PartitionMeta& m) {
               static_cast<unsigned long long>(c.seed));
 }
 
+int run_series_info(const PartitionOptions& o);
+
 int run_info(const PartitionOptions& o) {
+  if (partition::is_snapshot_series(o.info)) return run_series_info(o);
   const partition::PartitionMeta m = partition::read_partition_meta(o.info);
   std::printf("partition directory %s (format version %d)\n", o.info.c_str(), m.format_version);
   print_header(m);
   std::fputs(partition::format_metrics(m.metrics).c_str(), stdout);
   const std::int64_t files = partition::verify_partitions(o.info);
   std::printf("checksums: %lld files ok\n", static_cast<long long>(files));
+  return 0;
+}
+
+/// One line per snapshot (the delta, migration, metrics), then the totals.
+void print_snapshot_table(const std::vector<partition::SnapshotRecord>& records) {
+  std::printf("%8s %9s %9s %9s %9s %8s %9s %11s %8s %9s\n", "snapshot", "nodes", "pairs", "+pairs",
+              "-pairs", "new", "migrated", "comm_volume", "cut", "balance");
+  long long migrated = 0, volume = 0;
+  for (const auto& r : records) {
+    std::printf("%8lld %9lld %9lld %9lld %9lld %8lld %9lld %11lld %8lld %9.4f\n",
+                static_cast<long long>(r.index), static_cast<long long>(r.num_nodes),
+                static_cast<long long>(r.num_pairs), static_cast<long long>(r.pairs_added),
+                static_cast<long long>(r.pairs_removed), static_cast<long long>(r.new_nodes),
+                static_cast<long long>(r.migrated), static_cast<long long>(r.comm_volume),
+                static_cast<long long>(r.edge_cut), r.balance);
+    migrated += r.migrated;
+    volume += r.comm_volume;
+  }
+  std::printf("total: %lld nodes migrated, comm volume %lld (summed over snapshots)\n", migrated,
+              volume);
+}
+
+/// --info on a snapshot series: its configuration and table, every file verified.
+int run_series_info(const PartitionOptions& o) {
+  const kernels::Resources res(kernels::Device::Cpu, o.threads);
+  const partition::SnapshotSeriesMeta m = partition::read_snapshot_series_meta(o.info);
+  std::printf("snapshot partition series %s: %zu snapshots of %s (%lld nodes, %lld events)\n",
+              o.info.c_str(), m.records.size(), m.dataset.c_str(),
+              static_cast<long long>(m.num_nodes), static_cast<long long>(m.num_events));
+  std::printf("%d parts, method %s, objective %s, imbalance %g, seed %llu, migration weight %g\n",
+              m.config.num_parts, std::string(partition::to_string(m.config.method)).c_str(),
+              std::string(partition::to_string(m.config.objective)).c_str(), m.config.imbalance,
+              static_cast<unsigned long long>(m.config.seed), m.config.migration_weight);
+  print_snapshot_table(m.records);
+  const std::int64_t n = partition::verify_snapshot_partitions(res, o.info);
+  std::printf("checksums and migration plans: %lld snapshots ok\n", static_cast<long long>(n));
   return 0;
 }
 
@@ -105,21 +145,7 @@ int run_snapshots(const PartitionOptions& o) {
   std::printf("wrote %s: %zu snapshots of %s (%lld nodes, %lld events), %d parts, method %s\n",
               o.out.c_str(), records.size(), g.name.c_str(), static_cast<long long>(g.num_nodes()),
               static_cast<long long>(g.num_events()), o.parts, o.method.c_str());
-  std::printf("%8s %9s %9s %9s %9s %8s %9s %11s %8s %9s\n", "snapshot", "nodes", "pairs", "+pairs",
-              "-pairs", "new", "migrated", "comm_volume", "cut", "balance");
-  long long migrated = 0, volume = 0;
-  for (const auto& r : records) {
-    std::printf("%8lld %9lld %9lld %9lld %9lld %8lld %9lld %11lld %8lld %9.4f\n",
-                static_cast<long long>(r.index), static_cast<long long>(r.num_nodes),
-                static_cast<long long>(r.num_pairs), static_cast<long long>(r.pairs_added),
-                static_cast<long long>(r.pairs_removed), static_cast<long long>(r.new_nodes),
-                static_cast<long long>(r.migrated), static_cast<long long>(r.comm_volume),
-                static_cast<long long>(r.edge_cut), r.balance);
-    migrated += r.migrated;
-    volume += r.comm_volume;
-  }
-  std::printf("total: %lld nodes migrated, comm volume %lld (summed over snapshots)\n", migrated,
-              volume);
+  print_snapshot_table(records);
   return 0;
 }
 
@@ -231,6 +257,7 @@ Command add_partition_command(CLI::App& app) {
           ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24))
           ->capture_default_str();
   CLI::Option* balance_opt = sub->get_option("--balance");
+  CLI::Option* features_opt = sub->get_option("--features");
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(1, 4096));
   CLI::Option* out = sub->add_option(
@@ -240,7 +267,7 @@ Command add_partition_command(CLI::App& app) {
   out->excludes(info);
   info->excludes(out);
   // Checks across flags, during parsing: usage errors (exit code 2).
-  sub->parse_complete_callback([o, out, info, method, weight, every, balance_opt] {
+  sub->parse_complete_callback([o, out, info, method, weight, every, balance_opt, features_opt] {
     if (out->count() == 0 && info->count() == 0)
       throw CLI::RequiredError("--out DIR (or --info DIR)");
     check_snapshot_options(o->snapshots);
@@ -253,6 +280,8 @@ Command add_partition_command(CLI::App& app) {
       if (balance_opt->count() > 0)
         throw CLI::ValidationError("--balance",
                                    "snapshot partitions balance node counts only (no --balance)");
+      if (features_opt->count() > 0)
+        throw CLI::ValidationError("--features", "snapshot partitions store no features");
     } else if (dynamic) {
       throw CLI::ValidationError("--method",
                                  "'" + o->method + "' needs --snapshots or --snapshot-window");
