@@ -308,6 +308,10 @@ TEST(HgtConv, DropoutIsKeyedByGlobalIds) {
   const auto implicit = outputs(g.view(), train_context());
   // The same ids spelled out give the same masks; other ids (a shift by one) other masks.
   EXPECT_EQ(outputs(g.view(/*explicit_ids=*/true), train_context()), implicit);
+  auto partly = g.view(/*explicit_ids=*/true);  // ids for type 0 only: the others by offset
+  partly.source_ids[1] = {};
+  partly.source_ids.pop_back();
+  EXPECT_EQ(outputs(partly, train_context()), implicit);
   auto shifted = g.view();
   shifted.type_offset = {1, 9, 15};
   EXPECT_NE(outputs(shifted, train_context()), implicit);
