@@ -101,6 +101,18 @@ class StageClock {
   std::chrono::steady_clock::time_point m_last;
 };
 
+/// The key of the output dropout's mask for type t: the global id of destination i is
+/// source_ids[t][i] when the graph gives ids for t, else type_offset[t] + i (as HeteroModel).
+template <class T>
+kernels::DropoutKey dropout_key(const Context& ctx, const HeteroGraphView<T>& graph, std::size_t t,
+                                std::uint64_t layer) {
+  kernels::DropoutKey key{
+      ctx.seed, ctx.epoch, layer, graph.type_offset.empty() ? 0 : graph.type_offset[t], {}};
+  if (t < graph.source_ids.size() && graph.source_ids[t].size > 0)
+    key.row_ids = {graph.source_ids[t].data, graph.num_dst[t]};  // destinations come first
+  return key;
+}
+
 constexpr auto kProjection = &HeteroStageTimes::feature_projection_s;
 constexpr auto kNeighbor = &HeteroStageTimes::neighbor_aggregation_s;
 constexpr auto kSemantic = &HeteroStageTimes::semantic_aggregation_s;
@@ -185,12 +197,11 @@ void HGTConv<T>::check_graph(const HeteroGraphView<T>& graph) const {
   for (std::size_t t = 0; t < num_types; ++t) {
     HALO_EXPECTS(graph.num_dst[t] >= 0 && graph.num_dst[t] <= graph.num_src[t],
                  "hgt_conv: node type " + std::to_string(t) + " has more destinations than inputs");
-    HALO_EXPECTS(graph.source_ids.empty() || graph.source_ids[t].size == graph.num_src[t],
+    HALO_EXPECTS(t >= graph.source_ids.size() || graph.source_ids[t].size == 0 ||
+                     graph.source_ids[t].size == graph.num_src[t],
                  "hgt_conv: source_ids of node type " + std::to_string(t) +
-                     " must have one id per input row");
+                     " must be empty or hold one id per input row");
   }
-  HALO_EXPECTS(graph.source_ids.empty() || graph.source_ids.size() == num_types,
-               "hgt_conv: source_ids needs one list per node type");
   HALO_EXPECTS(graph.type_offset.empty() || graph.type_offset.size() == num_types,
                "hgt_conv: type_offset needs one entry per node type");
   for (std::size_t r = 0; r < m_relations.size(); ++r) {
@@ -300,12 +311,8 @@ const std::vector<Tensor<T>>& HGTConv<T>::forward(const Context& ctx,
     Tensor<T>& lin = gated(t) ? ts.lin : m_output[t];
     linear(res, ConstMatrixView<T>(ts.act.view()), ts.a_weight, ts.a_bias, lin);
     if (m_dropout_active) {
-      const kernels::DropoutKey key{
-          ctx.seed, ctx.epoch, m_config.layer_id,
-          graph.type_offset.empty() ? 0 : graph.type_offset[t],
-          graph.source_ids.empty() ? kernels::Span<const NodeId>{}
-                                   : kernels::Span<const NodeId>{graph.source_ids[t].data, rows}};
-      kernels::dropout(res, key, m_config.dropout, ConstMatrixView<T>(lin.view()), lin.view());
+      kernels::dropout(res, dropout_key(ctx, graph, t, m_config.layer_id), m_config.dropout,
+                       ConstMatrixView<T>(lin.view()), lin.view());
     }
     if (gated(t)) {
       kernels::ensure_shape(res, m_output[t], rows, width);
@@ -355,13 +362,8 @@ const std::vector<Tensor<T>>& HGTConv<T>::backward(const Context& ctx,
                                 ts.d_lin.bytes());
     }
     if (m_dropout_active) {
-      const kernels::DropoutKey key{
-          ctx.seed, ctx.epoch, m_config.layer_id,
-          graph.type_offset.empty() ? 0 : graph.type_offset[t],
-          graph.source_ids.empty() ? kernels::Span<const NodeId>{}
-                                   : kernels::Span<const NodeId>{graph.source_ids[t].data, rows}};
-      kernels::dropout(res, key, m_config.dropout, ConstMatrixView<T>(ts.d_lin.view()),
-                       ts.d_lin.view());
+      kernels::dropout(res, dropout_key(ctx, graph, t, m_config.layer_id), m_config.dropout,
+                       ConstMatrixView<T>(ts.d_lin.view()), ts.d_lin.view());
     }
     kernels::ensure_shape(res, ts.d_act, rows, width);
     kernels::gemm(res, Trans::Yes, Trans::No, T(1), ts.act.view(), ts.d_lin.view(), T(0),
