@@ -27,17 +27,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using kernels::Tensor;
 
-/// Median seconds of `repeats` calls of `f` after one untimed warm-up call.
-double median_seconds(int repeats, const std::function<void()>& f) {
+/// Mean seconds of a call of `f`: after one untimed warm-up call, at least `repeats` calls
+/// and at least `min_seconds` in all. The mean over a window, not the best or median call, so
+/// that the figure carries the machine's sharing of its cores the way a whole epoch does.
+double mean_seconds(int repeats, const std::function<void()>& f, double min_seconds = 0.25) {
   f();
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) {
-    const auto start = Clock::now();
+  const auto start = Clock::now();
+  double elapsed = 0;
+  std::int64_t calls = 0;
+  while (calls < repeats || elapsed < min_seconds) {
     f();
-    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    ++calls;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return elapsed / static_cast<double>(calls);
 }
 
 /// alpha + beta x work through (w1, t1) and (w2, t2), w2 > w1; both clamped at >= 0.
@@ -61,25 +64,39 @@ std::int64_t current_host_memory_bytes() {
   return pages_resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+void warm_up(const kernels::Resources& res) {
+  datasets::RmatConfig tiny;
+  tiny.scale = 6;
+  tiny.num_features = 4;
+  TrainConfig config;
+  config.epochs = 1;
+  for (const bool mini : {false, true}) {
+    if (mini) {
+      MiniBatchConfig mb;
+      mb.batch_size = 4;
+      mb.fanouts = {2, 2};
+      config.mini_batch = mb;
+      config.model.kind = nn::ModelKind::Sage;
+    }
+    Shard shard = local_shard(res, datasets::make_rmat(res, tiny));
+    train(res, shard, config);
+  }
+}
+
 CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig& c,
                             const std::filesystem::path& scratch_dir, CostModel m) {
   HALO_EXPECTS(res.device() == kernels::Device::Cpu, "calibrate: the CPU is measured");
   HALO_EXPECTS(c.repeats >= 1 && c.rmat_scale >= 4 && c.rmat_scale <= 22,
                "calibrate: repeats >= 1 and an R-MAT scale in [4, 22] expected");
   const int r = c.repeats;
-  // The process's own footprint, measured first: libraries, OpenMP threads and BLAS buffers
-  // exist after a tiny product; the arrays alive here are a few KiB.
-  {
-    Tensor<float> a = filled(res, 64, 64, 1.f), b = filled(res, 64, 64, 1.f), o(res, 64, 64);
-    kernels::gemm<float>(res, kernels::Trans::No, kernels::Trans::No, 1.f, a.view(), b.view(), 0.f,
-                         o.view());
-    m.process_base_bytes = current_host_memory_bytes();
-  }
+  // The process's own footprint, measured first (warm_up).
+  warm_up(res);
+  m.process_base_bytes = current_host_memory_bytes();
   // GEMM.
   {
     auto run = [&](std::int64_t rows, std::int64_t k, std::int64_t n) {
       Tensor<float> a = filled(res, rows, k, 0.5f), b = filled(res, k, n, 0.25f), o(res, rows, n);
-      const double s = median_seconds(r, [&] {
+      const double s = mean_seconds(r, [&] {
         kernels::gemm<float>(res, kernels::Trans::No, kernels::Trans::No, 1.f, a.view(), b.view(),
                              0.f, o.view());
       });
@@ -103,7 +120,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
         filled(res, ds.graph.num_edges(), 1, 1.f), n, false};
     auto run = [&](std::int64_t cols) {
       Tensor<float> x = filled(res, n, cols, 1.f), o(res, n, cols);
-      return median_seconds(
+      return mean_seconds(
           r, [&] { kernels::spmm<kernels::NodeId, float>(res, a.view(), x.view(), o.view()); });
     };
     const double t1 = run(1), t64 = run(64);
@@ -118,7 +135,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
         Tensor<kernels::NodeId>::from_host(res, std::vector<kernels::NodeId>(16, 0)),
         filled(res, 16, 1, 1.f), 16, false};
     Tensor<float> tx = filled(res, 16, 1, 1.f), to(res, 16, 1);
-    m.spmm_alpha_s = median_seconds(
+    m.spmm_alpha_s = mean_seconds(
         r, [&] { kernels::spmm<kernels::NodeId, float>(res, tiny.view(), tx.view(), to.view()); });
     m.spmm_s_per_byte = std::max(0.0, (t64 - t1) / (e * 63 * 4));
     m.spmm_s_per_edge = std::max(0.0, (t1 - m.spmm_alpha_s) / e - 4 * m.spmm_s_per_byte);
@@ -127,8 +144,12 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
   {
     const std::int64_t count = std::int64_t{1} << 24;
     Tensor<float> x = filled(res, count, 1, -0.5f), y(res, count, 1);
-    const double s = median_seconds(r, [&] { kernels::relu<float>(res, x.span(), y.span()); });
-    m.elementwise_s_per_byte = s / (8.0 * static_cast<double>(count));
+    const double s = mean_seconds(r, [&] { kernels::relu<float>(res, x.span(), y.span()); });
+    Tensor<float> tx = filled(res, 16, 1, -0.5f), ty(res, 16, 1);
+    m.elementwise_alpha_s =
+        mean_seconds(r, [&] { kernels::relu<float>(res, tx.span(), ty.span()); });
+    m.elementwise_s_per_byte =
+        std::max(0.0, s - m.elementwise_alpha_s) / (8.0 * static_cast<double>(count));
   }
   // The sampler.
   {
@@ -152,10 +173,10 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       for (const sampler::Block& blk : mb.blocks) edges += static_cast<double>(blk.csr.num_edges());
       seeds.resize(static_cast<std::size_t>(batch));
     };
-    const double t = median_seconds(r, one);
+    const double t = mean_seconds(r, one);
     // The per-edge cost carries the batch's work; a 1-seed batch gives the fixed part.
     std::vector<kernels::NodeId> one_seed = {0};
-    const double t0 = median_seconds(r, [&] { s.sample(res, {one_seed.data(), 1}, 0, b++); });
+    const double t0 = mean_seconds(r, [&] { s.sample(res, {one_seed.data(), 1}, 0, b++); });
     m.sampler_alpha_s = t0;
     m.sampler_s_per_edge = edges > 0 ? std::max(0.0, t - t0) / edges : m.sampler_s_per_edge;
   }
@@ -178,6 +199,36 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     const double s = std::chrono::duration<double>(Clock::now() - start).count();
     m.disk_s_per_byte = s / (static_cast<double>(blocks) * static_cast<double>(block.size()));
   }
+  // Whole steps: short Trainer runs on an R-MAT graph with 16 features (GCN full graph, SAGE
+  // mini-batch), measured against what the terms above predict for them.
+  {
+    datasets::RmatConfig tc;
+    tc.scale = c.rmat_scale;
+    tc.avg_degree = 8;
+    tc.num_features = 16;
+    auto fit_step = [&](TrainConfig config, int epochs) {
+      config.epochs = epochs;
+      config.model.hidden = 16;
+      Shard shard = local_shard(res, datasets::make_rmat(res, tc));
+      CostModel unscaled = m;
+      unscaled.full_graph_step_scale = unscaled.mini_batch_step_scale = 1;
+      const Plan plan =
+          make_plan(shard_plan_input(shard), config, unscaled, "cpu", res.cpu_exec().num_threads);
+      const TrainRun run = train(res, shard, config);
+      const double predicted = plan.epoch_seconds;
+      return predicted > 0 ? run.result.epoch_time_median_s / predicted : 1.0;
+    };
+    TrainConfig full;
+    full.model.kind = nn::ModelKind::Gcn;
+    m.full_graph_step_scale = fit_step(full, 5);
+    TrainConfig mini;
+    mini.model.kind = nn::ModelKind::Sage;
+    MiniBatchConfig mb;
+    mb.batch_size = 1024;
+    mb.fanouts = {10, 5};
+    mini.mini_batch = mb;
+    m.mini_batch_step_scale = fit_step(mini, 2);
+  }
   m.threads = res.cpu_exec().num_threads;
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
@@ -187,6 +238,14 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
 }
 
 CostModel calibrate_link(Comm& comm, const CalibrateConfig& c, CostModel m) {
+  // Both ranks must make the same number of round trips: a fixed count, timed as a whole.
+  auto mean_seconds_fixed = [&](const std::function<void()>& round) {
+    round();
+    const int rounds = std::max(c.repeats, 1) * 30;
+    const auto start = Clock::now();
+    for (int i = 0; i < rounds; ++i) round();
+    return std::chrono::duration<double>(Clock::now() - start).count() / rounds;
+  };
   HALO_EXPECTS(comm.size() >= 2, "calibrate: the link needs two ranks (mpiexec -n 2)");
   const int rank = comm.rank();
   auto pingpong = [&](std::size_t bytes) {
@@ -209,7 +268,7 @@ CostModel calibrate_link(Comm& comm, const CalibrateConfig& c, CostModel m) {
       }
     };
     comm.barrier();
-    double s = median_seconds(std::max(c.repeats, 21), round);
+    double s = mean_seconds_fixed(round);
     // Rank 0's measurement for everyone.
     std::vector<double> v = {rank == 0 ? s : 0.0};
     comm.allreduce(kernels::Span<double>(v.data(), 1), ReduceOp::Sum);

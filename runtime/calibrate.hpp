@@ -9,7 +9,9 @@ namespace halo::runtime {
 
 /// How long and how large the measurements are.
 struct CalibrateConfig {
-  /// Timed repetitions of each kernel; the median is kept (the model predicts median epochs).
+  /// Timed calls of each kernel (at least; and at least 0.25 s of them): their mean is kept, so
+  /// that a loaded machine's sharing shows as it does over an epoch. Round trips of the link:
+  /// 30 x repeats, their mean.
   int repeats = 7;
   /// R-MAT scale of the graph the SpMM and sampler terms are measured on (2^scale nodes,
   /// degree 8).
@@ -23,18 +25,26 @@ struct CalibrateConfig {
 ///   sampler: batches of 1024 seeds, fan-outs 10,5, on the R-MAT graph (per sampled edge, and
 ///            the per-batch remainder as alpha);
 ///   disk: 32 MiB written and fsynced in `scratch_dir`;
-///   memory: the resident set after the above's warm-up (libraries, threads, BLAS buffers),
-///           minus the live arrays of the measurement.
+///   memory: the resident set after one epoch of each mode on a 64-node graph (libraries,
+///           threads, BLAS buffers, the code pages a run touches);
+///   step:   GCN full graph (5 epochs) and SAGE mini-batch (batch 1024, fan-outs 10,5, 2 epochs)
+///           on the R-MAT graph with 16 features: measured median epoch / modelled epoch.
 /// The link and MPI terms keep `base`'s values. Host only.
 CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig& config,
                             const std::filesystem::path& scratch_dir, CostModel base = {});
 
 /// The link terms between ranks 0 and 1 of `comm` (collective; at least 2 ranks): ping-pong of
-/// 8-byte and 1 MiB messages, alpha = half the small round trip, beta = the large one's extra
-/// half round trip per byte. Also what an MPI rank adds to the resident set
-/// (mpi_rank_extra_bytes: this process's resident set minus base.process_base_bytes, which
-/// must come from a one-process calibration). Returns `base` with those terms replaced.
+/// 8-byte and 1 MiB messages (30 x repeats round trips each, their mean), alpha = half the small
+/// round trip, beta = the large one's extra half round trip per byte. Also what an MPI rank adds to
+/// the resident set (mpi_rank_extra_bytes: this process's resident set minus
+/// base.process_base_bytes, which must come from a one-process calibration). Returns `base` with
+/// those terms replaced.
 CostModel calibrate_link(Comm& comm, const CalibrateConfig& config, CostModel base);
+
+/// One epoch of each mode (one process) on a 64-node R-MAT graph: after it, libraries, OpenMP
+/// threads, BLAS buffers and the code pages a run touches are resident, and the graph's few KiB
+/// are freed again. What the footprint terms are measured after.
+void warm_up(const kernels::Resources& res);
 
 /// The resident set of this process now (VmRSS), in bytes.
 std::int64_t current_host_memory_bytes();

@@ -60,7 +60,10 @@ double gemm_s(const CostModel& m, double rows, double k, double n) {
 double spmm_s(const CostModel& m, double entries, double cols) {
   return m.spmm_alpha_s + m.spmm_s_per_edge * entries + m.spmm_s_per_byte * entries * cols * kF;
 }
-double ew_s(const CostModel& m, double bytes) { return m.elementwise_s_per_byte * bytes; }
+/// One element-wise pass (calls of them: `calls`) over `bytes` bytes in all.
+double ew_s(const CostModel& m, double bytes, double calls = 1) {
+  return m.elementwise_alpha_s * calls + m.elementwise_s_per_byte * bytes;
+}
 
 /// The layers' work as nn::AggregateTransform does it: the narrower side of the product is
 /// aggregated (sparse inputs transform first); forward = dropout, transform, aggregate, bias,
@@ -96,7 +99,7 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
     s.aggregation_s += agg;
     t += agg;
     // Bias, ReLU and their backward: a few passes over the output.
-    t += ew_s(m, 6 * b.dst * wo * kF);
+    t += ew_s(m, 6 * b.dst * wo * kF, 4);
     s.compute_s += t;
     s.exchanged_floats += static_cast<std::int64_t>(agg_cols);
     // Cached activations: the dropout output (dense), the cached product, the output, the
@@ -107,7 +110,7 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
   }
   // Loss and its gradient over the output rows.
   const double out_rows = blocks.back().dst;
-  s.compute_s += ew_s(m, 4 * out_rows * static_cast<double>(g.num_classes) * kF);
+  s.compute_s += ew_s(m, 4 * out_rows * static_cast<double>(g.num_classes) * kF, 2);
   s.activation_bytes += as_bytes(out_rows * static_cast<double>(g.num_classes) * kF);
   return s;
 }
@@ -136,13 +139,17 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
        {{"alpha_s", m.spmm_alpha_s},
         {"s_per_edge", m.spmm_s_per_edge},
         {"s_per_byte", m.spmm_s_per_byte}}},
-      {"elementwise", {{"s_per_byte", m.elementwise_s_per_byte}}},
+      {"elementwise",
+       {{"alpha_s", m.elementwise_alpha_s}, {"s_per_byte", m.elementwise_s_per_byte}}},
       {"sampler", {{"alpha_s", m.sampler_alpha_s}, {"s_per_edge", m.sampler_s_per_edge}}},
       {"link",
        {{"alpha_s", m.link_alpha_s},
         {"s_per_byte", m.link_s_per_byte},
         {"measured", m.link_calibrated}}},
       {"disk", {{"s_per_byte", m.disk_s_per_byte}}},
+      {"step",
+       {{"full_graph_scale", m.full_graph_step_scale},
+        {"mini_batch_scale", m.mini_batch_step_scale}}},
       {"memory",
        {{"process_base_bytes", m.process_base_bytes},
         {"mpi_rank_extra_bytes", m.mpi_rank_extra_bytes}}}};
@@ -173,12 +180,15 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   m.spmm_alpha_s = num("spmm", "alpha_s");
   m.spmm_s_per_edge = num("spmm", "s_per_edge");
   m.spmm_s_per_byte = num("spmm", "s_per_byte");
+  m.elementwise_alpha_s = num("elementwise", "alpha_s");
   m.elementwise_s_per_byte = num("elementwise", "s_per_byte");
   m.sampler_alpha_s = num("sampler", "alpha_s");
   m.sampler_s_per_edge = num("sampler", "s_per_edge");
   m.link_alpha_s = num("link", "alpha_s");
   m.link_s_per_byte = num("link", "s_per_byte");
   m.disk_s_per_byte = num("disk", "s_per_byte");
+  m.full_graph_step_scale = num("step", "full_graph_scale");
+  m.mini_batch_step_scale = num("step", "mini_batch_scale");
   m.process_base_bytes = static_cast<std::int64_t>(num("memory", "process_base_bytes"));
   m.mpi_rank_extra_bytes = static_cast<std::int64_t>(num("memory", "mpi_rank_extra_bytes"));
   m.threads = j.value("threads", 0);
@@ -441,8 +451,11 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
 
     // Time of one epoch.
     const double steps = static_cast<double>(plan.batches_per_epoch);
-    const double adam = ew_s(m, param_bytes * 7);  // read grad, m, v, w; write m, v, w
-    rp.compute_s = steps * (step.compute_s + adam);
+    // Adam: read grad, m, v, w; write m, v, w; one call per parameter tensor (weights, bias).
+    const double tensors = config.model.num_layers * (sage ? 3.0 : 2.0);
+    const double adam = ew_s(m, param_bytes * 7, tensors);
+    const double scale = mini ? m.mini_batch_step_scale : m.full_graph_step_scale;
+    rp.compute_s = scale * steps * (step.compute_s + adam);
     if (mini) {
       const double local_edges = sampled_edges / ranks;
       rp.sampling_s = steps * (m.sampler_alpha_s + m.sampler_s_per_edge * local_edges);
@@ -451,6 +464,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                                    ? 8.0 * input_nnz / std::max(1.0, blocks.front().src)
                                    : kF * static_cast<double>(g.num_features);
       rp.sampling_s += steps * ew_s(m, 2 * blocks.front().src * row_bytes);
+      rp.sampling_s *= scale;
       if (ranks > 1) {
         // Remote input rows: the halo's share of the local nodes, less what the cache holds.
         const double remote_share =

@@ -27,7 +27,9 @@ struct CostModel {
   double spmm_alpha_s = 5e-6;
   double spmm_s_per_edge = 2e-9;
   double spmm_s_per_byte = 1.0 / 4e9;
-  /// Element-wise passes (ReLU, dropout, bias, Adam): seconds per byte read or written.
+  /// Element-wise passes (ReLU, dropout, bias, loss, Adam): seconds per call and per byte read
+  /// or written.
+  double elementwise_alpha_s = 2e-6;
   double elementwise_s_per_byte = 1.0 / 8e9;
   /// The neighbour sampler: seconds per batch and per sampled edge.
   double sampler_alpha_s = 2e-5;
@@ -37,6 +39,12 @@ struct CostModel {
   double link_s_per_byte = 1.0 / 2e9;
   /// Writing a checkpoint: seconds per byte written and fsynced.
   double disk_s_per_byte = 1.0 / 200e6;
+  /// Measured over modelled time of a whole training step in one process (full graph; mini-batch),
+  /// fitted by `halo calibrate` on short runs of the Trainer: the work the kernel terms leave
+  /// out (dropout's hashing, the loss's exponentials, OpenMP regions, the machine's sharing).
+  /// Scales the compute and sampling terms; 1 uncalibrated.
+  double full_graph_step_scale = 1;
+  double mini_batch_step_scale = 1;
   /// Resident set of a `halo` process before it loads data (libraries, thread stacks), and
   /// what an MPI rank adds to it.
   std::int64_t process_base_bytes = 48ll << 20;

@@ -6,7 +6,8 @@
 #
 #   bash bench/plan/validate.sh BUILD_DIR [OUT_DIR] [RMAT_SCALE]
 #
-# BUILD_DIR holds tools/halo/halo (a Release build with MPI, e.g. the `bench` preset). The
+# BUILD_DIR holds tools/halo/halo (a Release build with MPI, e.g. the `bench` preset); MPIEXEC
+# (default mpiexec) must be the launcher of the MPI it links. The
 # machine is calibrated first (`halo calibrate`, then `mpiexec -n 2 halo calibrate` for the
 # link) into a scratch file that every plan reads. One thread per rank. Cora comes from
 # ../shared/datasets: as the registered dataset `cora` (its binary cache, built by a first
@@ -25,6 +26,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out" "$work/mirror/cora"
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+mpiexec=${MPIEXEC:-mpiexec}
 # Open MPI (when it is the mpiexec) refuses root and more ranks than cores without these.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export HALO_DATA_DIR="$work/data" HALO_DATASET_MIRROR="file://$work/mirror"
@@ -34,7 +36,7 @@ fail() { cat "$work"/*.log >&2 2>/dev/null; echo "validate: $1 failed" >&2; exit
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 "$halo" calibrate --threads 1 > "$work/calibrate.log" 2>&1 || fail "calibrate"
-mpiexec -n 2 "$halo" calibrate --threads 1 >> "$work/calibrate.log" 2>&1 || fail "calibrate (link)"
+"$mpiexec" -n 2 "$halo" calibrate --threads 1 >> "$work/calibrate.log" 2>&1 || fail "calibrate (link)"
 "$halo" train --dataset cora --epochs 1 --threads 1 > /dev/null 2> "$work/cache.log" || fail "cora cache"
 "$halo" partition --dataset "$shared/planetoid/cora" --parts 2 --out "$work/cora-p2" > "$work/partition.log" 2>&1 ||
   fail "partition cora"
@@ -67,7 +69,7 @@ for c in "${configs[@]}"; do
   "$halo" plan $data $model --epochs "$epochs" --threads 1 --output "$work/plan-$i.json" 2>> "$work/plan.log" ||
     fail "plan $name P=$ranks"
   launch=()
-  [ "$ranks" -gt 1 ] && launch=(mpiexec -n "$ranks")
+  [ "$ranks" -gt 1 ] && launch=("$mpiexec" -n "$ranks")
   # shellcheck disable=SC2086
   "${launch[@]}" "$halo" train $data $model --epochs "$epochs" --threads 1 --json "$work/run-$i.json" \
     > /dev/null 2>> "$work/train.log" || fail "train $name P=$ranks"

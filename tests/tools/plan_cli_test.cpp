@@ -188,9 +188,10 @@ TEST_F(PlanCli, DatasetCacheAndTheSmallestFittingP) {
   const fs::path cal = m_dir / "lean.json";
   std::ofstream(cal) << R"({"format": "halo-calibration", "version": 1,
     "gemm": {"alpha_s": 0, "s_per_flop": 1e-10}, "spmm": {"alpha_s": 0, "s_per_edge": 1e-9,
-    "s_per_byte": 1e-10}, "elementwise": {"s_per_byte": 1e-10}, "sampler": {"alpha_s": 0,
+    "s_per_byte": 1e-10}, "elementwise": {"alpha_s": 0, "s_per_byte": 1e-10}, "sampler": {"alpha_s": 0,
     "s_per_edge": 1e-8}, "link": {"alpha_s": 1e-6, "s_per_byte": 1e-9}, "disk":
-    {"s_per_byte": 1e-8}, "memory": {"process_base_bytes": 0, "mpi_rank_extra_bytes": 0}})";
+    {"s_per_byte": 1e-8}, "step": {"full_graph_scale": 1, "mini_batch_scale": 1},
+    "memory": {"process_base_bytes": 0, "mpi_rank_extra_bytes": 0}})";
   const std::string lean = "--dataset cora --calibration " + cal.string();
   std::vector<std::int64_t> peak(9);
   for (int p = 1; p <= 8; ++p)
@@ -217,7 +218,8 @@ TEST_F(PlanCli, CalibrateWritesWhatPlanReads) {
       halo("calibrate --output " + cal.string() + " --repeats 1 --rmat-scale 8 --threads 1");
   ASSERT_EQ(r.code, 0) << r.err;
   const json c = json::parse(halo::testing::read_file(cal));
-  for (const char* group : {"gemm", "spmm", "elementwise", "sampler", "link", "disk", "memory"})
+  for (const char* group :
+       {"gemm", "spmm", "elementwise", "sampler", "link", "disk", "step", "memory"})
     EXPECT_TRUE(c.contains(group)) << group;
   EXPECT_GT(c["gemm"]["s_per_flop"].get<double>(), 0);
   EXPECT_EQ(c["link"]["measured"], false);  // one process measures no link

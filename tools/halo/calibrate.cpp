@@ -4,7 +4,6 @@
 #include <memory>
 #include <string>
 
-#include <halo/kernels/gemm.hpp>
 #include <halo/runtime/calibrate.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
@@ -20,14 +19,18 @@ struct CalibrateOptions {
 };
 
 void print_model(const runtime::CostModel& m, bool link) {
-  std::fprintf(stderr,
-               "halo calibrate: gemm %.1f GFLOP/s (+%.1f us/call); spmm %.2f ns/entry + %.2f GB/s "
-               "gathered (+%.1f us/call); element-wise %.2f GB/s; sampler %.1f ns/edge "
-               "(+%.1f us/batch); disk %.0f MB/s; process %.0f MiB\n",
-               1e-9 / m.gemm_s_per_flop, m.gemm_alpha_s * 1e6, m.spmm_s_per_edge * 1e9,
-               m.spmm_s_per_byte > 0 ? 1e-9 / m.spmm_s_per_byte : 0.0, m.spmm_alpha_s * 1e6,
-               1e-9 / m.elementwise_s_per_byte, m.sampler_s_per_edge * 1e9, m.sampler_alpha_s * 1e6,
-               1e-6 / m.disk_s_per_byte, static_cast<double>(m.process_base_bytes) / 1048576.0);
+  std::fprintf(
+      stderr,
+      "halo calibrate: gemm %.1f GFLOP/s (+%.1f us/call); spmm %.2f ns/entry + %.2f GB/s "
+      "gathered (+%.1f us/call); element-wise %.2f GB/s (+%.1f us/call); sampler %.1f ns/edge "
+      "(+%.1f us/batch); disk %.0f MB/s; process %.0f MiB; step x%.2f (full graph), "
+      "x%.2f (mini-batch)\n",
+      1e-9 / m.gemm_s_per_flop, m.gemm_alpha_s * 1e6, m.spmm_s_per_edge * 1e9,
+      m.spmm_s_per_byte > 0 ? 1e-9 / m.spmm_s_per_byte : 0.0, m.spmm_alpha_s * 1e6,
+      1e-9 / m.elementwise_s_per_byte, m.elementwise_alpha_s * 1e6, m.sampler_s_per_edge * 1e9,
+      m.sampler_alpha_s * 1e6, 1e-6 / m.disk_s_per_byte,
+      static_cast<double>(m.process_base_bytes) / 1048576.0, m.full_graph_step_scale,
+      m.mini_batch_step_scale);
   if (link)
     std::fprintf(stderr, "halo calibrate: link %.2f us + %.2f GB/s; MPI rank +%.0f MiB\n",
                  m.link_alpha_s * 1e6, m.link_s_per_byte > 0 ? 1e-9 / m.link_s_per_byte : 0.0,
@@ -61,11 +64,9 @@ int run_calibrate(const CalibrateOptions& o) {
                  out.string().c_str());
   }
   {
-    // The same warm-up as the one-process footprint (BLAS buffers, OpenMP threads).
+    // The same warm-up as the one-process footprint's.
     const kernels::Resources res = make_resources("cpu", o.threads, ranks);
-    kernels::Tensor<float> a(res, 64, 64), b(res, 64, 64), c(res, 64, 64);
-    kernels::gemm<float>(res, kernels::Trans::No, kernels::Trans::No, 1.f, a.view(), b.view(), 0.f,
-                         c.view());
+    runtime::warm_up(res);
     const bool measured = m.calibrated;
     m = runtime::calibrate_link(*world, o.config, m);
     m.calibrated = measured || m.calibrated;
@@ -92,7 +93,8 @@ Command add_calibrate_command(CLI::App& app) {
                   "dir>/calibration.json, which halo plan reads)");
   sub->add_option("--threads", o->threads, "CPU threads (default: as halo train)")
       ->check(CLI::Range(1, 4096));
-  sub->add_option("--repeats", o->config.repeats, "Timed repetitions per measurement (median)")
+  sub->add_option("--repeats", o->config.repeats,
+                  "Timed calls per measurement (at least; their mean over at least 0.25 s)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   sub->add_option("--rmat-scale", o->config.rmat_scale,
