@@ -200,10 +200,7 @@ int run_train(const TrainOptions& o) {
   if (rank == 0) progress = [tty](const runtime::EpochStats& s) { print_progress(s, tty); };
   runtime::TrainRun run = runtime::train(res, shard, config, progress);
   if (run.result.preempted) {  // the requeued run writes the results
-    if (rank == 0)
-      std::fprintf(stderr, "halo train: preempted after %zu epochs: checkpoint %s; exit code %d\n",
-                   run.result.history.size(), run.result.checkpoint.c_str(),
-                   runtime::kExitPreempted);
+    if (rank == 0) report_preemption(run.result);
     shard.comm->barrier();
     return runtime::kExitPreempted;
   }
