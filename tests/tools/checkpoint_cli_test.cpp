@@ -46,9 +46,11 @@ TEST_F(CheckpointCli, TenEpochsThenResumeToTwentyEqualsTwenty) {
   Outcome r =
       halo(data + " --epochs 20 --save-model " + path("a.halo") + " --json " + path("a.json"));
   ASSERT_EQ(r.code, 0) << r.err;
-  r = halo(data + " --epochs 10 --checkpoint-dir " + path("ck"));
+  r = halo(data + " --epochs 10 --checkpoint-dir " + path("ck") + " --resume auto");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("no complete checkpoint"), std::string::npos) << r.err;  // none asked for
+  EXPECT_NE(r.err.find("no complete checkpoint in " + path("ck") + ": starting fresh"),
+            std::string::npos)
+      << r.err;
   EXPECT_TRUE(fs::exists(m_dir / "ck" / "epoch-000010-step-000000" / "manifest.json"));
   r = halo(data + " --epochs 20 --checkpoint-dir " + path("ck") + " --resume auto --save-model " +
            path("b.halo") + " --json " + path("b.json"));
@@ -141,7 +143,10 @@ TEST_F(CheckpointMpi, RankKilledDuringAWriteLeavesThePreviousCheckpoint) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(halo::testing::read_file(m_dir / "a.halo"), halo::testing::read_file(m_dir / "b.halo"));
-  EXPECT_FALSE(fs::exists(m_dir / "ck" / "epoch-000004-step-000000"));  // removed by a commit
+  // The resumed run rewrote epoch 4's checkpoint; no temporary file of the killed rank is left.
+  EXPECT_TRUE(fs::exists(m_dir / "ck" / "epoch-000004-step-000000" / "manifest.json"));
+  for (const auto& e : fs::recursive_directory_iterator(m_dir / "ck"))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
   // The same flags on another partition of the same dataset.
   r = mpiexec(2, " train --partitions " + path("random") + " --epochs 6" + ck + " --resume auto");
   EXPECT_EQ(r.code, 1);
