@@ -353,6 +353,10 @@ fs::path write_checkpoint(Comm& comm, const CheckpointConfig& config,
     if (!fs::is_directory(dir))
       throw IoError(dir.string() + ": cannot create the checkpoint directory" +
                     (ec ? " (" + ec.message() + ")" : ""));
+    // A temporary file of this rank's that a killed writer left behind.
+    const std::string stale = shard_name(rank) + ".tmp-";
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      if (it->path().filename().string().rfind(stale, 0) == 0) fs::remove(it->path(), ec);
     const std::string bytes = encode_shard(state, rank, p);
     write_shard_file(dir / shard_name(rank), bytes, rank, state.epoch);
     std::uint64_t sum = 0;

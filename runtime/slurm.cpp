@@ -69,6 +69,8 @@ std::string sbatch_script(const SlurmRequest& r) {
   line("signal", "B:USR1@" + std::to_string(r.signal_lead_s));
   std::string launch;
   for (const std::string& w : r.launcher) launch += shell_quote(w) + " ";
+  // One node: Hydra starts the ranks itself (fork) rather than as an srun job step.
+  if (r.nodes == 1) launch += "-launcher fork ";
   launch += "-n " + std::to_string(r.tasks);
   for (const std::string& w : r.command) launch += " " + shell_quote(w);
   const std::string preempted = std::to_string(kExitPreempted);
@@ -79,15 +81,22 @@ std::string sbatch_script(const SlurmRequest& r) {
 # job is requeued; the requeued run resumes from the checkpoint (--resume auto).
 set -u
 echo "halo job ${SLURM_JOB_ID:-none}: start, SLURM_RESTART_COUNT=${SLURM_RESTART_COUNT:-0}"
-)" + launch +
-       R"( &
-ranks=$!
+# Rank 0 of a preempted run also writes this file (halo train): Hydra was seen to exit with 0
+# instead of the ranks' 75 after forwarding a signal.
+export HALO_PREEMPTED_FILE="${SLURM_SUBMIT_DIR:-$PWD}/.halo-preempted-${SLURM_JOB_ID:-none}"
+rm -f "$HALO_PREEMPTED_FILE"
+# The traps come first: a signal before the launcher started is passed on once it has.
+ranks= pending=
 forward() {
   echo "halo job ${SLURM_JOB_ID:-none}: $1 received: SIGUSR1 to the ranks"
-  kill -USR1 "$ranks" 2>/dev/null
+  if [ -n "$ranks" ]; then kill -USR1 "$ranks" 2>/dev/null; else pending=1; fi
 }
 trap 'forward USR1' USR1
 trap 'forward TERM' TERM
+)" + launch +
+       R"( &
+ranks=$!
+[ -z "$pending" ] || kill -USR1 "$ranks" 2>/dev/null
 # wait returns early (status > 128) when a trapped signal arrives; wait again until the
 # launcher has exited.
 while :; do
@@ -96,7 +105,8 @@ while :; do
   kill -0 "$ranks" 2>/dev/null || break
 done
 if [ "$status" -eq )" +
-       preempted + R"( ]; then
+       preempted + R"( ] || [ -e "$HALO_PREEMPTED_FILE" ]; then
+  rm -f "$HALO_PREEMPTED_FILE"
   echo "halo job ${SLURM_JOB_ID:-none}: preempted, checkpoint committed: requeue"
   scontrol requeue "$SLURM_JOB_ID" && exit 0
   echo "halo job ${SLURM_JOB_ID:-none}: scontrol requeue failed"

@@ -30,10 +30,12 @@ struct SlurmRequest {
 
 /// A bash script for sbatch: #SBATCH lines for every field plus --requeue, --open-mode=append
 /// and --signal=B:USR1@<lead>; it logs SLURM_RESTART_COUNT, starts the ranks in the background
-/// (`<launcher> -n <tasks> <command>`), and on SIGUSR1 or SIGTERM sends SIGUSR1 to the launcher,
-/// which forwards it to every rank (Hydra forwards SIGUSR1 to its proxies and they to the
-/// processes). It waits for the ranks; when they exit with kExitPreempted (75: checkpoint
-/// committed) it runs `scontrol requeue "$SLURM_JOB_ID"`, otherwise it exits with their code.
+/// (`<launcher> [-launcher fork] -n <tasks> <command>`, fork on one node), and on SIGUSR1 or
+/// SIGTERM sends SIGUSR1 to the launcher, which forwards it to every rank (Hydra forwards SIGUSR1
+/// to its proxies and they to the processes). It waits for the ranks; when they exit with
+/// kExitPreempted (75: checkpoint committed), or rank 0 wrote $HALO_PREEMPTED_FILE (Hydra was
+/// seen to exit 0 instead of 75 after forwarding a signal), it runs
+/// `scontrol requeue "$SLURM_JOB_ID"`; otherwise it exits with the launcher's code.
 /// Every argument is shell-quoted. halo::LogicError for an impossible request (no command,
 /// counts < 1, tasks beyond nodes x tasks per node, a lead not below the time limit) or a
 /// #SBATCH value with white space.

@@ -22,6 +22,7 @@
 #include <halo/kernels/spmm.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/partition/partitioner.hpp>
+#include <halo/runtime/checkpoint.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/comm/nccl_comm.hpp>
 #include <halo/runtime/halo_exchange.hpp>
@@ -523,6 +524,55 @@ TEST(Launcher, LocalRankReadsHydraThenOpenMpi) {
     const LauncherEnv env("0", "5");  // Hydra's wins
     EXPECT_EQ(launcher_local_rank(), 0);
   }
+}
+
+// ---- checkpoints -----------------------------------------------------------------------------
+
+std::vector<std::vector<float>> parameter_values(TrainRun& run) {
+  std::vector<std::vector<float>> v;
+  for (auto* p : run.model.parameters()) v.push_back(p->value.to_vector(res()));
+  return v;
+}
+
+// The last rank alone asks to stop after the 6th step (mid-epoch): every rank stops there (the
+// flag is reduced at each step boundary), the agreed checkpoint resumes, and the run ends with
+// the losses and parameters of an uninterrupted one, bit for bit; a checkpoint is refused on
+// another partition of the same data.
+TEST(DistributedCheckpoint, OneRanksSignalStopsAllAndTheResumeIsExact) {
+  TrainConfig config = test::config_for(nn::ModelKind::Sage, 3, 3);
+  config.mini_batch = test::batches(32, {5, 5}, 1);  // Cora: 5 batches an epoch
+  const SharedPartition shared(cora(), partition::Method::MetisKway, "ckpt");
+  TrainRun whole = train_partition(res(), shared, config);
+  const std::filesystem::path dir =
+      std::filesystem::path(HALO_TEST_BINARY_DIR) / ("ckpt-" + std::to_string(comm().size()));
+  if (comm().rank() == 0) std::filesystem::remove_all(dir);
+  comm().barrier();
+  TrainConfig first = config;
+  first.checkpoint.dir = dir;
+  std::int64_t steps = 0;
+  clear_preemption();
+  TrainRun cut = train_partition(res(), shared, first, [&](std::int64_t) {
+    if (++steps == 6 && comm().rank() == comm().size() - 1) request_preemption();
+  });
+  clear_preemption();
+  EXPECT_TRUE(cut.result.preempted);
+  EXPECT_EQ(steps, 6);
+  EXPECT_EQ(cut.result.preemption_checks, 6);
+  EXPECT_EQ(std::filesystem::path(cut.result.checkpoint).filename(), "epoch-000001-step-000001");
+  TrainConfig again = first;
+  again.checkpoint.resume = true;
+  TrainRun resumed = train_partition(res(), shared, again);
+  EXPECT_EQ(resumed.result.resumed_from, cut.result.checkpoint);
+  ASSERT_EQ(resumed.result.history.size(), whole.result.history.size());
+  for (std::size_t e = 0; e < whole.result.history.size(); ++e)
+    EXPECT_EQ(resumed.result.history[e].train_loss, whole.result.history[e].train_loss)
+        << "epoch " << e + 1;
+  EXPECT_EQ(resumed.result.best_epoch, whole.result.best_epoch);
+  EXPECT_EQ(parameter_values(resumed), parameter_values(whole));
+  const SharedPartition other(cora(), partition::Method::Random, "ckpt-random");
+  EXPECT_THROW(train_partition(res(), other, again), IoError);
+  comm().barrier();
+  if (comm().rank() == 0) std::filesystem::remove_all(dir);
 }
 
 TEST(Launcher, LocalRankIsMinusOneWithoutLauncherOrForMalformedValues) {

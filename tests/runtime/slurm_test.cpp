@@ -45,7 +45,7 @@ TEST(SbatchScript, AsksForEveryResourceAndTheRequeueProtocol) {
         "#SBATCH --time=1-01:02:00\n", "#SBATCH --partition=debug\n",
         "#SBATCH --output=out/%x-%j.log\n", "#SBATCH --open-mode=append\n", "#SBATCH --requeue\n",
         "#SBATCH --signal=B:USR1@120\n",
-        "mpiexec -n 2 halo train --partitions 'parts dir' --checkpoint-dir ck &\n",
+        "mpiexec -launcher fork -n 2 halo train --partitions 'parts dir' --checkpoint-dir ck &\n",
         "scontrol requeue \"$SLURM_JOB_ID\"", "SLURM_RESTART_COUNT"})
     EXPECT_NE(s.find(line), std::string::npos) << line << "\n" << s;
   // Every #SBATCH line comes before the first command (sbatch stops reading them there).
@@ -56,6 +56,9 @@ TEST(SbatchScript, AsksForEveryResourceAndTheRequeueProtocol) {
   const std::string plain = sbatch_script(r);
   EXPECT_EQ(plain.find("#SBATCH --partition"), std::string::npos);
   EXPECT_EQ(plain.find("--mem"), std::string::npos);
+  r.nodes = 2;  // several nodes: Hydra's own bootstrap (srun under Slurm)
+  r.tasks_per_node = 1;
+  EXPECT_NE(sbatch_script(r).find("\nmpiexec -n 2 halo train"), std::string::npos);
 }
 
 TEST(SbatchScript, RefusesImpossibleRequests) {
@@ -105,18 +108,21 @@ TEST(SbatchScript, QuotedWordsAreReadBackByBash) {
 /// waits for SIGUSR1 and exits with `on_signal`, or exits with `code` at once) and a stand-in
 /// scontrol; `signal` sends the script SIGUSR1 or SIGTERM once the launcher runs. Returns what
 /// the driver printed: the script's exit status, then scontrol's arguments.
-std::string run_script(const fs::path& dir, int on_signal, const char* signal, int code = -1) {
+std::string run_script(const fs::path& dir, int on_signal, const char* signal, int code = -1,
+                       bool marker = false) {
   write(dir / "launcher",
         "#!/bin/bash\nprintf '%s\\n' \"$@\" > " + (dir / "args").string() + "\n" +
             (code >= 0 ? "exit " + std::to_string(code) + "\n"
-                       : "trap 'exit " + std::to_string(on_signal) + "' USR1\ntouch " +
+                       : "trap '" + std::string(marker ? "echo x > $HALO_PREEMPTED_FILE; " : "") +
+                             "exit " + std::to_string(on_signal) + "' USR1\ntouch " +
                              (dir / "started").string() +
                              "\nfor i in $(seq 400); do sleep 0.05; done\nexit 99\n"));
   write(dir / "scontrol", "#!/bin/bash\necho \"scontrol $*\" >> " + (dir / "log").string() + "\n");
   SlurmRequest r = request();
   r.launcher = {(dir / "launcher").string()};
   write(dir / "job.sh", sbatch_script(r));
-  std::string driver = "export PATH=" + dir.string() + ":$PATH SLURM_JOB_ID=42\nbash " +
+  std::string driver = "export PATH=" + dir.string() +
+                       ":$PATH SLURM_JOB_ID=42 SLURM_SUBMIT_DIR=" + dir.string() + "\nbash " +
                        (dir / "job.sh").string() + " > " + (dir / "job.out").string() +
                        " 2>&1 &\npid=$!\n";
   if (signal != nullptr)
@@ -135,8 +141,9 @@ TEST(SbatchScript, SignalReachesTheRanksAndExit75Requeues) {
   for (const char* signal : {"USR1", "TERM"}) {
     const halo::testing::TempDir temp;
     EXPECT_EQ(run_script(temp.path(), 75, signal), "status 0\nscontrol requeue 42\n") << signal;
-    EXPECT_EQ(halo::testing::read_file(temp.path() / "args"),
-              "-n\n2\nhalo\ntrain\n--partitions\nparts dir\n--checkpoint-dir\nck\n");
+    EXPECT_EQ(
+        halo::testing::read_file(temp.path() / "args"),
+        "-launcher\nfork\n-n\n2\nhalo\ntrain\n--partitions\nparts dir\n--checkpoint-dir\nck\n");
     const std::string log = halo::testing::read_file(temp.path() / "job.out");
     EXPECT_NE(log.find("SLURM_RESTART_COUNT=0"), std::string::npos) << log;
   }
@@ -147,6 +154,13 @@ TEST(SbatchScript, OtherExitCodesArePassedOnWithoutRequeue) {
   EXPECT_EQ(run_script(temp.path(), 0, nullptr, 3), "status 3\n");
   const halo::testing::TempDir signalled;
   EXPECT_EQ(run_script(signalled.path(), 1, "USR1"), "status 1\n");
+}
+
+// A launcher that loses the ranks' 75 (exits 0) after rank 0 wrote $HALO_PREEMPTED_FILE.
+TEST(SbatchScript, PreemptionFileRequeuesToo) {
+  const halo::testing::TempDir temp;
+  EXPECT_EQ(run_script(temp.path(), 0, "USR1", -1, true), "status 0\nscontrol requeue 42\n");
+  EXPECT_FALSE(fs::exists(temp.path() / ".halo-preempted-42"));  // removed before the requeue
 }
 
 }  // namespace

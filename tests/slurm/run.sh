@@ -20,6 +20,11 @@ export PATH="$PATH:/usr/sbin"
 # an allocation LeakSanitizer cannot attribute (tests/runtime/CMakeLists.txt).
 export OMP_NUM_THREADS=1 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 
+# Every client call is bounded: a controller that died must not hang the test.
+for c in scontrol scancel sinfo sbatch; do
+  eval "$c() { timeout 10 $(type -P $c) \"\$@\"; }"
+done
+
 tmp=$(mktemp -d /tmp/halo-slurm.XXXXXX)
 pids=()
 cleanup() {
@@ -101,6 +106,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/builtin
+SchedulerParameters=sched_interval=1
 MpiDefault=none
 SwitchType=switch/none
 JobRequeue=1

@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <halo/kernels/atomic_file.hpp>
 #include <halo/runtime/checkpoint.hpp>
 #include <halo/tools/halo/checkpoint_options.hpp>
 
@@ -49,6 +50,13 @@ void prepare_checkpoints(const CheckpointOptions& o, int rank) {
   const char* restarts = std::getenv("SLURM_RESTART_COUNT");
   if (rank == 0 && restarts != nullptr)
     std::fprintf(stderr, "halo train: SLURM_RESTART_COUNT=%s (requeued job)\n", restarts);
+}
+
+void report_preemption(const runtime::TrainResult& r) {
+  std::fprintf(stderr, "halo train: preempted after %zu epochs: checkpoint %s; exit code %d\n",
+               r.history.size(), r.checkpoint.c_str(), runtime::kExitPreempted);
+  if (const char* file = std::getenv("HALO_PREEMPTED_FILE"); file != nullptr && *file != '\0')
+    kernels::write_file_atomically(file, r.checkpoint + "\n");
 }
 
 }  // namespace halo::cli

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <halo/runtime/checkpoint_types.hpp>
+#include <halo/runtime/trainer.hpp>
 
 namespace halo::cli {
 
@@ -29,5 +30,10 @@ runtime::CheckpointConfig checkpoint_config(const CheckpointOptions& o);
 /// runtime::kExitPreempted instead of ending the process; rank 0 logs SLURM_RESTART_COUNT
 /// when Slurm set it (the job was requeued that many times).
 void prepare_checkpoints(const CheckpointOptions& o, int rank);
+
+/// Rank 0 of a preempted run (its checkpoint committed): says so on stderr and, when
+/// HALO_PREEMPTED_FILE is set, writes the checkpoint's path to that file (the generated sbatch
+/// script's second sign of a preemption, for launchers that lose the exit code).
+void report_preemption(const runtime::TrainResult& result);
 
 }  // namespace halo::cli

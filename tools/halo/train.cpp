@@ -217,10 +217,7 @@ int run_train(const TrainCommandOptions& o) {
   runtime::TrainRun run = runtime::train(res, shard, config, on_epoch, on_step);
   if (metrics) metrics->finish();
   if (run.result.preempted) {  // the requeued run writes the results
-    if (rank == 0)
-      std::fprintf(stderr, "halo train: preempted after %zu epochs: checkpoint %s; exit code %d\n",
-                   run.result.history.size(), run.result.checkpoint.c_str(),
-                   runtime::kExitPreempted);
+    if (rank == 0) report_preemption(run.result);
     shard.comm->barrier();
     return runtime::kExitPreempted;
   }
