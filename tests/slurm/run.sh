@@ -4,13 +4,14 @@
 # JobRequeue), submits a generated sbatch script that trains Cora mini-batch with 2 ranks and a
 # checkpoint directory, sends the batch shell SIGUSR1 once a checkpoint exists (as Slurm does
 # before the time limit), and checks that the job checkpointed, exited 75, was requeued, resumed
-# and ended with the model bytes and final loss of an uninterrupted 2-rank run. Every daemon is
+# and ended with the model bytes and final loss of an uninterrupted 2-rank run. The script is
+# what `halo plan --emit slurm` writes for the run. Every daemon is
 # stopped on exit (also on failure); every wait is bounded. Installs nothing; exit 77 (skipped)
 # when Slurm or munge is missing.
 #
-#   bash tests/slurm/run.sh HALO SBATCH_SCRIPT_TOOL MPIEXEC CORA_DIR
+#   bash tests/slurm/run.sh HALO MPIEXEC CORA_DIR
 set -euo pipefail
-halo=$(realpath "$1") tool=$(realpath "$2") mpiexec=$3 cora=$(realpath "$4")
+halo=$(realpath "$1") mpiexec=$2 cora=$(realpath "$3")
 
 for p in munged slurmctld slurmd sbatch scontrol scancel; do
   command -v "$p" >/dev/null 2>&1 || [ -x "/usr/sbin/$p" ] || { echo "skip: $p not installed"; exit 77; }
@@ -118,7 +119,7 @@ JobCompType=jobcomp/none
 MailProg=/bin/true
 KillWait=5
 MinJobAge=300
-NodeName=halo1 NodeAddr=127.0.0.1 NodeHostname=$(hostname) CPUs=2 RealMemory=1024 State=UNKNOWN
+NodeName=halo1 NodeAddr=127.0.0.1 NodeHostname=$(hostname) CPUs=2 RealMemory=4096 State=UNKNOWN
 PartitionName=debug Nodes=halo1 Default=YES MaxTime=INFINITE State=UP
 EOF
 slurmctld -D -i -f "$SLURM_CONF" >/dev/null 2>&1 &
@@ -137,10 +138,11 @@ train=(train --partitions "$tmp/parts" --mode mini-batch --batch-size 16 --fanou
 
 # ---- the job: signalled once its first checkpoint is committed ----------------------------
 ckpt="$tmp/job/ckpt"
-"$tool" --job-name halo-requeue --tasks 2 --tasks-per-node 2 --cpus-per-task 1 --time 600 \
-  --mem $((512 * 1024 * 1024)) --output "$tmp/job/job.out" --launcher "$mpiexec" -- \
-  "$halo" "${train[@]}" --checkpoint-dir "$ckpt" --checkpoint-every 2 --resume auto \
-  --save-model "$tmp/job/job.halo" --json "$tmp/job/job.json" >"$tmp/job/job.sh"
+"$halo" plan "${train[@]:1}" --emit slurm --job-name halo-requeue --tasks-per-node 2 \
+  --slurm-output "$tmp/job/job.out" --launcher "$mpiexec" --checkpoint-dir "$ckpt" \
+  --output "$tmp/job/job.sh" -- --checkpoint-every 2 --save-model "$tmp/job/job.halo" \
+  --json "$tmp/job/job.json"
+grep -q -- "--resume auto" "$tmp/job/job.sh" || fail "the plan's script does not resume"
 job=$(sbatch --parsable --chdir="$tmp/job" "$tmp/job/job.sh")
 echo "submitted job $job"
 job_field() { scontrol -o show job "$job" | tr ' ' '\n' | sed -n "s/^$1=//p"; }

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/runtime/plan.hpp>
+#include <halo/runtime/slurm.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_options.hpp>
@@ -33,6 +35,13 @@ struct PlanOptions : TrainOptions {
   std::string output;
   std::string image = "halo:latest";
   std::string job_name = "halo-train";
+  // --emit slurm
+  int tasks_per_node = 1;
+  std::string slurm_partition;
+  std::string slurm_output = "halo-%j.out";
+  std::string launcher = "mpiexec";
+  std::string checkpoint_dir;
+  std::vector<std::string> extra_train_args;  // after `--`: appended to the job's halo train
   CLI::App* sub = nullptr;
 };
 
@@ -212,8 +221,10 @@ json plan_json(const runtime::Plan& p, const PlanOptions& o) {
 /// The `halo train` arguments of this command line: every run flag given, plan's own left out.
 std::vector<std::string> train_arguments(const PlanOptions& o) {
   static const std::vector<std::string> plan_only = {
-      "--parts",  "--memory-per-rank", "--max-parts", "--calibration", "--emit",
-      "--output", "--image",           "--job-name",  "--help"};
+      "--parts",          "--memory-per-rank", "--max-parts",    "--calibration",
+      "--emit",           "--output",          "--image",        "--job-name",
+      "--tasks-per-node", "--slurm-partition", "--slurm-output", "--launcher",
+      "--checkpoint-dir", "train_args",        "--help"};
   std::vector<std::string> args = {"halo", "train"};
   for (const CLI::Option* opt : o.sub->get_options()) {
     if (opt->count() == 0) continue;
@@ -229,6 +240,35 @@ std::vector<std::string> train_arguments(const PlanOptions& o) {
     args.push_back(value);
   }
   return args;
+}
+
+/// The sbatch script (runtime::sbatch_script) that runs this plan under Slurm: its ranks, one
+/// CPU per thread, the predicted peak host memory per rank plus 10 % per node, a time limit of
+/// 1.5 x the predicted training time plus the signal lead and 5 minutes (at least 10 minutes),
+/// and `halo train` with this command line's run flags, `--checkpoint-dir DIR --resume auto` (so
+/// that a requeued job resumes) and the arguments after `--`. The program is this very binary.
+std::string slurm_job(const runtime::Plan& p, const PlanOptions& o) {
+  runtime::SlurmRequest r;
+  r.job_name = o.job_name;
+  r.tasks = p.ranks;
+  r.tasks_per_node = std::min(o.tasks_per_node, p.ranks);
+  r.nodes = (p.ranks + r.tasks_per_node - 1) / r.tasks_per_node;
+  r.cpus_per_task = std::max(1, p.threads);
+  r.memory_per_node_bytes = (p.peak_host_bytes_per_rank + p.peak_host_bytes_per_rank / 10) *
+                            static_cast<std::int64_t>(r.tasks_per_node);
+  r.time_limit_s = std::max<std::int64_t>(
+      600, static_cast<std::int64_t>(std::ceil(1.5 * p.train_seconds)) + r.signal_lead_s + 300);
+  r.partition = o.slurm_partition;
+  r.output = o.slurm_output;
+  r.launcher = {o.launcher};
+  r.command = train_arguments(o);
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) r.command[0] = self.string();
+  for (const char* a : {"--checkpoint-dir", o.checkpoint_dir.c_str(), "--resume", "auto"})
+    r.command.emplace_back(a);
+  r.command.insert(r.command.end(), o.extra_train_args.begin(), o.extra_train_args.end());
+  return runtime::sbatch_script(r);
 }
 
 /// Kubernetes memory quantity: whole MiB, rounded up.
@@ -342,8 +382,9 @@ int run_plan(PlanOptions& o) {
     }
     plan = runtime::make_plan(in, config, costs, o.device, threads);
   }
-  const json out = o.emit == "k8s" ? mpijob_manifest(plan, o) : plan_json(plan, o);
-  const std::string text = out.dump(2) + "\n";
+  const std::string text = o.emit == "slurm" ? slurm_job(plan, o)
+                           : o.emit == "k8s" ? mpijob_manifest(plan, o).dump(2) + "\n"
+                                             : plan_json(plan, o).dump(2) + "\n";
   if (o.output.empty())
     std::fwrite(text.data(), 1, text.size(), stdout);
   else
@@ -377,15 +418,42 @@ Command add_plan_command(CLI::App& app) {
                   "<data dir>/calibration.json)")
       ->check(CLI::ExistingFile);
   sub->add_option("--emit", o->emit,
-                  "json (the plan) or k8s (a Kubeflow MPIJob v2beta1 manifest, as JSON)")
-      ->check(CLI::IsMember({"json", "k8s"}))
+                  "json (the plan), k8s (a Kubeflow MPIJob v2beta1 manifest, as JSON) or slurm "
+                  "(an sbatch script that requeues itself when preempted; docs/checkpoints.md)")
+      ->check(CLI::IsMember({"json", "k8s", "slurm"}))
       ->capture_default_str();
+  std::vector<CLI::Option*> slurm_only = {
+      sub->add_option("--tasks-per-node", o->tasks_per_node, "slurm: ranks per node")
+          ->check(CLI::Range(1, 4096))
+          ->capture_default_str(),
+      sub->add_option("--slurm-partition", o->slurm_partition,
+                      "slurm: the partition (queue) to submit to (default: the cluster's)"),
+      sub->add_option("--slurm-output", o->slurm_output,
+                      "slurm: the job's log, appended across requeues")
+          ->capture_default_str(),
+      sub->add_option("--launcher", o->launcher, "slurm: MPICH's mpiexec (Hydra) to start ranks")
+          ->capture_default_str(),
+      sub->add_option("--checkpoint-dir", o->checkpoint_dir,
+                      "slurm (required): the job's checkpoint directory; the job resumes from "
+                      "it when requeued")};
+  sub->add_option("train_args", o->extra_train_args,
+                  "slurm: further `halo train` arguments, after `--` (e.g. -- --json r.json)");
   sub->add_option("--output", o->output, "Write to FILE instead of standard output");
   sub->add_option("--image", o->image, "k8s: the container image holding halo")
       ->capture_default_str();
   sub->add_option("--job-name", o->job_name, "k8s: the MPIJob's name")->capture_default_str();
-  sub->callback([o, check_run, parts, sub] {
+  sub->callback([o, check_run, parts, sub, slurm_only] {
     check_run();
+    if (o->emit == "slurm" && o->checkpoint_dir.empty())
+      throw CLI::ValidationError("--emit slurm",
+                                 "needs --checkpoint-dir (a requeued job resumes from it)");
+    if (o->emit != "slurm") {
+      for (const CLI::Option* opt : slurm_only)
+        if (opt->count() > 0)
+          throw CLI::ValidationError(opt->get_name(), "applies to --emit slurm only");
+      if (!o->extra_train_args.empty())
+        throw CLI::ValidationError("--", "train arguments apply to --emit slurm only");
+    }
     if (parts->count() > 0 && !o->partitions.empty())
       throw CLI::ValidationError("--parts", "the partition fixes P; drop --parts");
     if (parts->count() > 0 && sub->get_option("--memory-per-rank")->count() > 0)
