@@ -50,7 +50,7 @@ struct TrainOptions {
   // others take the heterogeneous task's defaults).
   int split = 0;
   int num_bases = 0;
-  std::string featureless = "embedding";
+  std::string featureless = "zero";
   std::vector<std::string> given;
 };
 
