@@ -48,7 +48,7 @@ with open(out_md + ".tmp", "w") as f:
 
 `bash bench/hgnn/acm_f1.sh` (this file's generator): `halo train --dataset {data} --model M
 [flags] --split K --seed S --threads 1` for S = 0..4, otherwise the defaults of a typed
-directory (layers {cfg['layers']}, hidden {cfg['hidden']}, dropout {cfg['dropout']}, lr
+directory (layers {cfg['layers']}, hidden {cfg['hidden']}, dropout {cfg['dropout']:.2g}, lr
 {cfg['lr']}, weight decay {cfg['weight_decay']}, {cfg['epochs']} epochs, featureless types
 `{cfg['featureless']}`; the epoch with the best validation accuracy is kept). Test set: 1000
 papers, validation 1000. Mean ± sample standard deviation over the 5 seeds. Binary `{halo}` at

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "support/hetero_fixture.hpp"
 #include "support/testing.hpp"
@@ -58,10 +59,10 @@ TEST_F(HeteroCli, TrainsAndWritesF1AndStages) {
 
 TEST_F(HeteroCli, UsageErrors) {
   const std::string d = " --dataset " + m_data.string();
-  for (const std::string args :
-       {"train --model gcn" + d, "train --mode mini-batch --fanouts 5,5" + d,
-        "train --save-model m.bin" + d, "train --split 4 --dataset synthetic",
-        "train --model rgcn --dataset synthetic", "train --num-bases 2 --dataset synthetic"}) {
+  for (const std::string& args : std::vector<std::string>{
+           "train --model gcn" + d, "train --mode mini-batch --fanouts 5,5" + d,
+           "train --save-model m.bin" + d, "train --split 4 --dataset synthetic",
+           "train --model rgcn --dataset synthetic", "train --num-bases 2 --dataset synthetic"}) {
     const Outcome r = run(args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
