@@ -287,6 +287,12 @@ kernels::CsrMatrix<std::int32_t, float> read_coo(const kernels::Resources& res,
 kernels::Tensor<float> read_dense(const kernels::Resources& res, const fs::path& path,
                                   std::int64_t n, std::int64_t dim) {
   const Table t = open_table(path);
+  // Every value takes a byte at least: a file too short for n x dim values is refused before
+  // the tensor is allocated (a mistyped num_nodes or feature_dim would ask for terabytes).
+  if (static_cast<double>(t.text.size()) < static_cast<double>(n) * static_cast<double>(dim))
+    throw IoError(t.path + ": " + std::to_string(t.text.size()) + " bytes cannot hold " +
+                  std::to_string(n) + " x " + std::to_string(dim) +
+                  " values (num_nodes x feature_dim in node_types.tsv)");
   auto x = detail::host_tensor<float>(res, n, dim);
   std::int64_t row = 0;
   detail::TextLines lines(t.text);
@@ -341,28 +347,31 @@ Graph relation_csr(const kernels::Resources& res, std::int64_t num_dst, std::int
   return a;
 }
 
-kernels::Tensor<NodeId> sorted_split(const kernels::Resources& res, const fs::path& path,
+/// One split file, sorted. owner_line[v] / owner_file[v]: where v was listed already (line 0:
+/// nowhere), owner_file indexing `files`.
+kernels::Tensor<NodeId> sorted_split(const kernels::Resources& res,
+                                     const std::vector<fs::path>& files, std::uint8_t which,
                                      std::int64_t n, std::vector<std::int64_t>& owner_line,
-                                     std::vector<std::string>& owner_file) {
+                                     std::vector<std::uint8_t>& owner_file) {
+  const fs::path& path = files[which];
   std::vector<NodeId> ids = read_ids(path, n, "node id of the target type");
   // Line numbers for the error naming a node listed twice (in this file or in another split).
   const Table t = open_table(path);
-  std::int64_t line_no = 0;
   detail::TextLines lines(t.text);
   std::string_view line;
   while (lines.next(line)) {
     const std::string_view s = detail::trim(line);
     if (s.empty() || s.front() == '#') continue;
-    ++line_no;
     std::int64_t v = 0;
     detail::parse_int(s, v);
     auto& prev = owner_line[static_cast<std::size_t>(v)];
     if (prev != 0)
       fail_at(t.path, lines.number(),
               "node " + std::to_string(v) + " is already listed (" +
-                  owner_file[static_cast<std::size_t>(v)] + ":" + std::to_string(prev) + ")");
+                  files[owner_file[static_cast<std::size_t>(v)]].string() + ":" +
+                  std::to_string(prev) + ")");
     prev = lines.number();
-    owner_file[static_cast<std::size_t>(v)] = t.path;
+    owner_file[static_cast<std::size_t>(v)] = which;
   }
   std::sort(ids.begin(), ids.end());
   return detail::host_tensor<NodeId>(res, ids);
@@ -506,14 +515,14 @@ HeteroGraph read_hetero_directory(const kernels::Resources& res, const fs::path&
                   " (--split; the directory has " + have + ")");
   }
   std::vector<std::int64_t> owner_line(static_cast<std::size_t>(target.num_nodes), 0);
-  std::vector<std::string> owner_file(static_cast<std::size_t>(target.num_nodes));
+  std::vector<std::uint8_t> owner_file(static_cast<std::size_t>(target.num_nodes), 0);
   const std::string suffix = "_" + std::to_string(k) + ".txt";
-  g.train_idx = sorted_split(res, dir / "splits" / ("train" + suffix), target.num_nodes, owner_line,
-                             owner_file);
-  g.val_idx = sorted_split(res, dir / "splits" / ("val" + suffix), target.num_nodes, owner_line,
-                           owner_file);
-  g.test_idx = sorted_split(res, dir / "splits" / ("test" + suffix), target.num_nodes, owner_line,
-                            owner_file);
+  const std::vector<fs::path> files = {dir / "splits" / ("train" + suffix),
+                                       dir / "splits" / ("val" + suffix),
+                                       dir / "splits" / ("test" + suffix)};
+  g.train_idx = sorted_split(res, files, 0, target.num_nodes, owner_line, owner_file);
+  g.val_idx = sorted_split(res, files, 1, target.num_nodes, owner_line, owner_file);
+  g.test_idx = sorted_split(res, files, 2, target.num_nodes, owner_line, owner_file);
   validate(g);
   return g;
 }

@@ -193,10 +193,14 @@ TEST(HeteroFormat, RejectsMalformedInput) {
                   "features_tag.coo.tsv:2: node 0, feature 1 is listed twice (also on line 1)");
   expect_contains(error_after("features_tag.coo.tsv", "0\t5\t1\n"),
                   "features_tag.coo.tsv:1: feature index 5 outside [0, 5)");
-  expect_contains(error_after("features_item.dense.tsv", "1\t2\t3\n"),
+  std::string rows;  // 44 rows of 4 values: one row short
+  for (int i = 0; i < 44; ++i) rows += "1\t2\t3\t4\n";
+  expect_contains(error_after("features_item.dense.tsv", "1\t2\t3\n" + rows),
                   "features_item.dense.tsv:1: expected 4 finite numbers");
+  expect_contains(error_after("features_item.dense.tsv", rows),
+                  "features_item.dense.tsv:45: expected the features of node 44");
   expect_contains(error_after("features_item.dense.tsv", "1\t2\t3\t4\n"),
-                  "features_item.dense.tsv:2: expected the features of node 1");
+                  "features_item.dense.tsv: 8 bytes cannot hold 45 x 4 values");
   expect_contains(error_after("node_types.tsv", "user\t-3\t-\t0\tnone\n"),
                   "node_types.tsv:1: expected num_nodes");
   expect_contains(error_after("node_types.tsv", "user\t3\tfeat.csv\t2\tx\n"),

@@ -13,10 +13,10 @@ namespace halo::cli {
 struct HeteroDefaults {
   static constexpr int kLayers = 2;
   static constexpr std::int64_t kHidden = 64;
-  static constexpr float kDropout = 0.5f;
+  static constexpr float kDropout = 0.8f;
   static constexpr double kLr = 0.01;
   static constexpr double kWeightDecay = 5e-4;
-  static constexpr int kEpochs = 100;
+  static constexpr int kEpochs = 80;
 };
 
 /// What `halo train` maps onto the heterogeneous task.
@@ -31,7 +31,7 @@ struct HeteroTrainOptions {
   double weight_decay = HeteroDefaults::kWeightDecay;
   int epochs = HeteroDefaults::kEpochs;
   int num_bases = 0;
-  std::string featureless = "embedding";
+  std::string featureless = "zero";
   std::uint64_t seed = 0;
   int threads = 0;
   std::string device = "cpu";

@@ -36,7 +36,7 @@ struct TrainOptions {
   // of the run's flags were given (the others take the heterogeneous task's defaults).
   int split = 0;
   int num_bases = 0;
-  std::string featureless = "embedding";
+  std::string featureless = "zero";
   std::vector<std::string> given;
 };
 
