@@ -4,6 +4,7 @@
 #include <halo/kernels/reduce.hpp>
 #include <halo/nn/detail/products.hpp>
 #include <halo/nn/hetero_model.hpp>
+#include <halo/nn/hgt.hpp>
 #include <halo/nn/rgcn.hpp>
 
 namespace halo::nn {
@@ -12,13 +13,16 @@ using kernels::Tensor;
 
 HeteroLayerKind parse_hetero_layer_kind(const std::string& name) {
   if (name == "rgcn") return HeteroLayerKind::Rgcn;
-  HALO_FAIL("heterogeneous layer '" + name + "': expected rgcn");
+  if (name == "hgt") return HeteroLayerKind::Hgt;
+  HALO_FAIL("heterogeneous layer '" + name + "': expected rgcn or hgt");
 }
 
 std::string to_string(HeteroLayerKind kind) {
   switch (kind) {
     case HeteroLayerKind::Rgcn:
       return "rgcn";
+    case HeteroLayerKind::Hgt:
+      return "hgt";
   }
   HALO_FAIL("unknown heterogeneous layer kind");
 }
@@ -42,6 +46,16 @@ std::unique_ptr<HeteroModule<T>> make_hetero_layer(
     case HeteroLayerKind::Rgcn:
       return std::make_unique<RGCNConv<T>>(res, std::move(in_width), out, std::move(relations),
                                            config.num_bases, seed, param_id);
+    case HeteroLayerKind::Hgt: {
+      HgtConfig c;
+      c.in_widths = std::move(in_width);
+      c.relations = std::move(relations);
+      c.out_width = out;
+      c.heads = out % config.heads == 0 ? config.heads : 1;
+      c.dropout = 0.f;  // HeteroModel drops out every layer's input
+      c.layer_id = param_id;
+      return std::make_unique<HGTConv<T>>(res, std::move(c), seed, param_id);
+    }
   }
   HALO_FAIL("unknown heterogeneous layer kind");
 }
@@ -78,6 +92,7 @@ HeteroModel<T>::HeteroModel(const kernels::Resources& res, const HeteroModelConf
                "hetero model: layers and hidden "
                "width must be >= 1");
   HALO_EXPECTS(config.dropout >= 0 && config.dropout < 1, "hetero model: dropout in [0, 1)");
+  HALO_EXPECTS(config.heads >= 1, "hetero model: heads must be >= 1");
   const std::int64_t h = config.hidden;
   for (std::int32_t t = 0; t < nt; ++t) {
     const auto ut = static_cast<std::size_t>(t);

@@ -17,9 +17,9 @@
 namespace halo::nn {
 
 /// The heterogeneous layers make_hetero_layer builds.
-enum class HeteroLayerKind { Rgcn };
+enum class HeteroLayerKind { Rgcn, Hgt };
 
-/// "rgcn"; LogicError naming the accepted values otherwise.
+/// "rgcn" / "hgt"; LogicError naming the accepted values otherwise.
 HeteroLayerKind parse_hetero_layer_kind(const std::string& name);
 std::string to_string(HeteroLayerKind kind);
 
@@ -40,6 +40,9 @@ struct HeteroModelConfig {
   std::int64_t hidden = 64;  // width of the input projections, embeddings and hidden layers
   float dropout = 0.5f;      // on every layer's input
   int num_bases = 0;         // R-GCN basis decomposition (0: one weight per relation)
+  /// HGT attention heads; a layer whose output width they do not divide (the last layer's
+  /// class count) uses one head.
+  int heads = 4;
   FeaturelessInput featureless = FeaturelessInput::Embedding;
 };
 

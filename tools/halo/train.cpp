@@ -47,10 +47,11 @@ HeteroTrainOptions hetero_options(const TrainCommandOptions& o) {
   // The heterogeneous task has no checkpoints yet (runtime::Trainer, docs/checkpoints.md).
   if (!o.checkpoint.dir.empty())
     throw UsageError("--checkpoint-dir: heterogeneous datasets have no checkpoints yet");
-  if (was_given(o, "--model") && o.model != "rgcn")
+  if (was_given(o, "--model") && o.model != "rgcn" && o.model != "hgt")
     throw UsageError("--model " + o.model + ": '" + o.data.dataset +
-                     "' is heterogeneous (a typed directory); use --model rgcn");
+                     "' is heterogeneous (a typed directory); use --model rgcn or hgt");
   HeteroTrainOptions h;
+  if (was_given(o, "--model")) h.model = o.model;
   h.dataset = o.data.dataset;
   if (was_given(o, "--split")) h.split = o.split;
   if (was_given(o, "--layers")) h.layers = o.layers;
@@ -60,6 +61,7 @@ HeteroTrainOptions hetero_options(const TrainCommandOptions& o) {
   if (was_given(o, "--weight-decay")) h.weight_decay = o.weight_decay;
   if (was_given(o, "--epochs")) h.epochs = o.epochs;
   h.num_bases = o.num_bases;
+  h.heads = o.heads;
   h.featureless = o.featureless;
   h.seed = o.seed;
   h.threads = o.threads;

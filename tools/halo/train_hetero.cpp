@@ -46,6 +46,7 @@ int run_hetero_train(const HeteroTrainOptions& o) {
   config.hetero.hidden = o.hidden;
   config.hetero.dropout = o.dropout;
   config.hetero.num_bases = o.num_bases;
+  config.hetero.heads = o.heads;
   config.hetero.featureless = nn::parse_featureless_input(o.featureless);
   config.model.num_layers = o.layers;
   config.model.hidden = o.hidden;
@@ -119,6 +120,7 @@ int run_hetero_train(const HeteroTrainOptions& o) {
         {"hidden", o.hidden},
         {"dropout", o.dropout},
         {"num_bases", o.num_bases},
+        {"heads", o.heads},
         {"featureless", o.featureless},
         {"lr", o.lr},
         {"weight_decay", o.weight_decay},

@@ -31,6 +31,7 @@ struct HeteroTrainOptions {
   double weight_decay = HeteroDefaults::kWeightDecay;
   int epochs = HeteroDefaults::kEpochs;
   int num_bases = 0;
+  int heads = 4;  // HGT
   std::string featureless = "zero";
   std::uint64_t seed = 0;
   int threads = 0;

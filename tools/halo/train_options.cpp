@@ -18,14 +18,14 @@ bool is_hetero_run(const TrainOptions& o) {
 }
 
 void check_homogeneous_run(const TrainOptions& o) {
-  for (const char* flag : {"--split", "--num-bases", "--featureless"})
+  for (const char* flag : {"--split", "--num-bases", "--featureless", "--heads"})
     if (was_given(o, flag))
       throw UsageError(std::string(flag) +
                        ": applies to heterogeneous datasets (typed directories)");
-  if (o.model == "rgcn")
-    throw UsageError(
-        "--model rgcn: needs a heterogeneous dataset (a typed directory, "
-        "docs/formats.md), trained on the full graph in one process");
+  if (o.model == "rgcn" || o.model == "hgt")
+    throw UsageError("--model " + o.model +
+                     ": needs a heterogeneous dataset (a typed directory, "
+                     "docs/formats.md), trained on the full graph in one process");
 }
 
 runtime::TrainConfig train_config(const TrainOptions& o) {
@@ -50,7 +50,7 @@ runtime::TrainConfig train_config(const TrainOptions& o) {
 std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
   add_dataset_options(sub, o.data);
   sub->add_option("--model", o.model, "Model kind")
-      ->check(CLI::IsMember({"gcn", "sage", "rgcn"}))
+      ->check(CLI::IsMember({"gcn", "sage", "rgcn", "hgt"}))
       ->capture_default_str();
   sub->add_option("--split", o.split,
                   "Heterogeneous datasets: the split splits/{train,val,test}_K.txt to use "
@@ -60,6 +60,11 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
                   "R-GCN: basis matrices the relation weights are combined from (0 = one weight "
                   "per relation)")
       ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  sub->add_option("--heads", o.heads,
+                  "HGT: attention heads (they must divide --hidden; a last layer whose class count "
+                  "they do not divide uses one)")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   sub->add_option("--featureless", o.featureless,
                   "Heterogeneous datasets: the input of a node type without features: embedding "
@@ -148,8 +153,8 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
     check_dataset_options(o.data);
     o.given.clear();
     for (const char* flag :
-         {"--model", "--split", "--num-bases", "--featureless", "--layers", "--hidden", "--dropout",
-          "--lr", "--weight-decay", "--epochs", "--features"})
+         {"--model", "--split", "--num-bases", "--heads", "--featureless", "--layers", "--hidden",
+          "--dropout", "--lr", "--weight-decay", "--epochs", "--features"})
       if (sub->get_option(flag)->count() > 0) o.given.emplace_back(flag);
     const bool mini = o.mode == "mini-batch";
     for (CLI::Option* opt : mini_batch_only)

@@ -37,6 +37,7 @@ struct TrainOptions {
   int split = 0;
   int num_bases = 0;
   std::string featureless = "zero";
+  int heads = 4;
   std::vector<std::string> given;
 };
 
