@@ -1,5 +1,6 @@
 // `halo train` on a typed directory: the heterogeneous task's output and --json, its usage
 // errors (and `halo plan`'s refusal), a malformed file named with its line.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -55,6 +56,25 @@ TEST_F(HeteroCli, TrainsAndWritesF1AndStages) {
                             "semantic_aggregation_s"})
     EXPECT_TRUE(j["stage_times_median_s"].contains(stage)) << stage;
   EXPECT_DOUBLE_EQ(j["test_micro_f1"].get<double>(), j["test_accuracy"].get<double>());
+}
+
+TEST_F(HeteroCli, TrainsHgtThroughTheSameTask) {
+  const fs::path json = m_temp.path() / "hgt.json";
+  const Outcome r = run("train --dataset " + m_data.string() +
+                        " --model hgt --heads 2 --split 4 --epochs 6 --hidden 8 --seed 3 --json " +
+                        json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(halo::testing::read_file(json));
+  EXPECT_EQ(j["model"], "hgt");
+  EXPECT_EQ(j["heads"], 2);
+  EXPECT_TRUE(std::isfinite(j["final_train_loss"].get<double>()));
+  EXPECT_GT(j["stage_times_median_s"]["neighbor_aggregation_s"].get<double>(), 0.0);
+  // --heads must divide --hidden (HGT's head width): a data error from the layer, one line.
+  const Outcome bad =
+      run("train --dataset " + m_data.string() + " --model hgt --heads 3 --hidden 8 --epochs 1");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_EQ(run("train --model hgt --dataset synthetic").code, 2);
+  EXPECT_EQ(run("train --heads 2 --dataset synthetic").code, 2);
 }
 
 TEST_F(HeteroCli, UsageErrors) {
