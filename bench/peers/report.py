@@ -4,8 +4,8 @@
     report.py --summarize-ops HALO_OPS_LOG     (one summary line from halo_ops' per-rep lines)
 
 Per workload, one metric: time per epoch (GCN, SAGE), seconds per product (SpMM), both lower is
-better, or sampled edges per second (sampling), higher is better. A cell gives the min and the
-median over the repetitions; a ratio is Halo / peer per repetition (the runs of one repetition
+better, or sampled edges per second (sampling), higher is better. A cell gives the best (min
+time, max rate) and the median over the repetitions; a ratio is Halo / peer per repetition (the runs of one repetition
 are back to back), and the table shows the median of those ratios and all of them. For the
 sampling rate the ratio is inverted (peer rate / Halo rate), so that below 1 always means Halo is
 faster.
@@ -113,7 +113,7 @@ def main():
                 accs.append(f"{statistics.mean(v):.3f} ({len(v)} runs)" if v else "-")
             accuracy_rows.append([w] + accs)
     peers = [s for s in systems if s != "halo"]
-    head = ["workload", "metric"] + [f"{NAMES[s]} min / median" for s in systems] + \
+    head = ["workload", "metric"] + [f"{NAMES[s]} best / median" for s in systems] + \
            [f"Halo / {NAMES[s]} (median of pairs; pairs)" for s in peers]
     lines = ["# Halo against PyG and DGL, side by side", ""]
     if a.quick:
