@@ -93,6 +93,9 @@ HeteroModel<T>::HeteroModel(const kernels::Resources& res, const HeteroModelConf
                "width must be >= 1");
   HALO_EXPECTS(config.dropout >= 0 && config.dropout < 1, "hetero model: dropout in [0, 1)");
   HALO_EXPECTS(config.heads >= 1, "hetero model: heads must be >= 1");
+  HALO_EXPECTS(config.kind != HeteroLayerKind::Hgt || config.hidden % config.heads == 0,
+               "hetero model: HGT's heads (" + std::to_string(config.heads) +
+                   ") must divide the hidden width (" + std::to_string(config.hidden) + ")");
   const std::int64_t h = config.hidden;
   for (std::int32_t t = 0; t < nt; ++t) {
     const auto ut = static_cast<std::size_t>(t);
