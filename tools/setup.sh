@@ -19,7 +19,7 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git clang-format
   mpich libmpich-dev libmetis-dev
   zlib1g-dev libzip-dev clang libclang-rt-14-dev libomp-dev
   libcurl4-openssl-dev libssl-dev python3 python3-matplotlib python3-numpy
-  libscotch-dev slurm-wlm munge prometheus)
+  libscotch-dev slurm-wlm munge prometheus ccache)
 
 install_deps() {
   local missing=()
@@ -51,6 +51,14 @@ find_nvcc() {
 
 jobs() { nproc 2>/dev/null || echo 2; }
 
+# Compiler caching for the builds below (ccache is in PACKAGES): a rebuild after a small change,
+# or a second checkout of the same sources, recompiles only what changed. Nothing else differs.
+launcher() {
+  command -v ccache >/dev/null || return 0
+  local l
+  for l in C CXX CUDA; do echo "-DCMAKE_${l}_COMPILER_LAUNCHER=ccache"; done
+}
+
 run_main() {
   cmake --preset cpu-release >/dev/null
   cmake --build build/cpu-release --parallel "$(jobs)"
@@ -70,7 +78,7 @@ run_tests() {
   export OMP_WAIT_POLICY=passive
   run_lint
   echo "== CPU build, ASan + UBSan =="
-  cmake --preset cpu-debug >/dev/null
+  cmake --preset cpu-debug $(launcher) >/dev/null
   cmake --build build/cpu-debug --parallel "$(jobs)"
   ctest --test-dir build/cpu-debug -L "cpu|mpi" --output-on-failure --parallel "$(jobs)"
   echo "== fuzzers (clang, libFuzzer, ASan + UBSan): replay the saved corpus =="
@@ -79,7 +87,7 @@ run_tests() {
   # -Werror differs with CUDA off and at -O3); its code is tested above. Its install is then
   # used as a user's project would use it (find_package, every public header, no flags leaking).
   echo "== CPU release build with the benchmarks (preset bench) and the install check =="
-  cmake --preset bench >/dev/null
+  cmake --preset bench $(launcher) >/dev/null
   cmake --build build/bench --parallel "$(jobs)"
   bash tests/install/run.sh build/bench
 
@@ -90,9 +98,10 @@ run_tests() {
     return 0
   fi
   echo "== CUDA build ($nvcc); CUDA cases skip when no GPU is present =="
-  cmake --preset cuda-release -DCMAKE_CUDA_COMPILER="$nvcc" >/dev/null
+  cmake --preset cuda-release -DCMAKE_CUDA_COMPILER="$nvcc" $(launcher) >/dev/null
   cmake --build build/cuda-release --parallel "$(jobs)"
-  ctest --test-dir build/cuda-release --output-on-failure --parallel "$(jobs)"
+  # The CPU and MPI cases ran above under ASan + UBSan; here the GPU cases (they skip without a GPU).
+  ctest --test-dir build/cuda-release -L cuda --output-on-failure --parallel "$(jobs)"
   echo "== benchmark smoke run (smallest sizes, one repetition) =="
   bash bench/smoke.sh build/cuda-release
 }

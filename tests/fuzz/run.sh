@@ -16,7 +16,10 @@ if [ -z "$cxx" ]; then
   echo "fuzz: clang++ not found (install clang and libclang-rt-14-dev)" >&2
   exit 1
 fi
-cmake -S tests/fuzz -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Debug >/dev/null
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S tests/fuzz -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Debug \
+  "${launcher[@]}" >/dev/null
 cmake --build "$build" --parallel "$(nproc 2>/dev/null || echo 2)"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
