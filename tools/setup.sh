@@ -81,6 +81,8 @@ run_tests() {
   cmake --preset cpu-debug $(launcher) >/dev/null
   cmake --build build/cpu-debug --parallel "$(jobs)"
   ctest --test-dir build/cpu-debug -L "cpu|mpi" --output-on-failure --parallel "$(jobs)"
+  # The long accuracy runs (label accuracy) go to an optimised build: the CUDA one below, or
+  # this one when there is no nvcc.
   echo "== fuzzers (clang, libFuzzer, ASan + UBSan): replay the saved corpus =="
   bash tests/fuzz/run.sh replay
   # The Release build without CUDA, benchmarks included (preset bench = cpu-release plus bench/;
@@ -95,13 +97,15 @@ run_tests() {
   nvcc=$(find_nvcc)
   if [ -z "$nvcc" ]; then
     echo "== CUDA build skipped: nvcc not found (install the CUDA Toolkit to build the GPU backend) =="
+    ctest --test-dir build/cpu-debug -L accuracy --output-on-failure --parallel "$(jobs)"
     return 0
   fi
   echo "== CUDA build ($nvcc); CUDA cases skip when no GPU is present =="
   cmake --preset cuda-release -DCMAKE_CUDA_COMPILER="$nvcc" $(launcher) >/dev/null
   cmake --build build/cuda-release --parallel "$(jobs)"
-  # The CPU and MPI cases ran above under ASan + UBSan; here the GPU cases (they skip without a GPU).
-  ctest --test-dir build/cuda-release -L cuda --output-on-failure --parallel "$(jobs)"
+  # The CPU and MPI cases ran above under ASan + UBSan; here the GPU cases (they skip without a
+  # GPU) and the accuracy runs.
+  ctest --test-dir build/cuda-release -L "cuda|accuracy" --output-on-failure --parallel "$(jobs)"
   echo "== benchmark smoke run (smallest sizes, one repetition) =="
   bash bench/smoke.sh build/cuda-release
 }

@@ -1,5 +1,5 @@
-// Mini-batch training end to end: GraphSAGE accuracy on Cora, determinism with and without the
-// prefetching pipeline, a falling loss on a larger synthetic graph, and the errors.
+// Mini-batch training end to end: determinism with and without the prefetching pipeline, a
+// falling loss on a larger synthetic graph, and the errors (Cora accuracy: accuracy_test.cpp).
 #include <cmath>
 #include <gtest/gtest.h>
 #include <vector>
@@ -20,17 +20,6 @@ TrainResult train(const kernels::Resources& res, const datasets::Dataset& data, 
                   const MiniBatchConfig& mb) {
   config.mini_batch = mb;
   return train_local(res, data, config).result;
-}
-
-// The issue asks for >= 79% test accuracy with GraphSAGE mini-batch training on Cora (mean of
-// three seeds; batches of 32 of the 140 training nodes, fan-outs 25 and 10).
-TEST(MiniBatchTraining, SageOnCoraReachesSeventyNinePercent) {
-  const kernels::Resources res;
-  const MiniBatchConfig mb = batches(32, {25, 10}, 1);
-  double sum = 0;
-  for (std::uint64_t seed = 0; seed < 3; ++seed)
-    sum += train(res, cora(), sage_config(seed, 100), mb).test_accuracy;
-  EXPECT_GE(sum / 3, 0.79);
 }
 
 // The pipeline changes when batches are prepared, not what they hold: prefetch 0 and 2 and one
@@ -92,13 +81,6 @@ TEST(MiniBatchTraining, FullNeighbourhoodsInOneBatchEqualFullGraphTraining) {
           << "epoch " << e + 1;
     EXPECT_NEAR(mini.test_accuracy, full.test_accuracy, 0.002);
   }
-}
-
-TEST(MiniBatchTraining, GcnOnCoraLearns) {
-  const kernels::Resources res;
-  TrainConfig config = sage_config(0, 100);
-  config.model.kind = nn::ModelKind::Gcn;
-  EXPECT_GE(train(res, cora(), config, batches(32, {10, 10}, 1)).test_accuracy, 0.75);
 }
 
 TEST(MiniBatchTraining, RejectsMismatchedFanouts) {

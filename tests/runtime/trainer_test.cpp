@@ -1,5 +1,5 @@
-// The Trainer in one process, full graph: published Cora accuracy, determinism, model selection,
-// the evaluator against a plain reference, and bad configurations.
+// The Trainer in one process, full graph: determinism, model selection, the evaluator against a
+// plain reference, and bad configurations (the published accuracies: accuracy_test.cpp).
 #include <cmath>
 #include <gtest/gtest.h>
 #include <string>
@@ -12,26 +12,6 @@
 
 namespace halo::runtime::test {
 namespace {
-
-/// Mean test accuracy over `seeds` seeds with Kipf & Welling's set-up (2 layers, 16 hidden,
-/// dropout 0.5, lr 0.01, weight decay 5e-4, 200 epochs).
-double mean_cora_accuracy(nn::ModelKind kind, int seeds) {
-  const kernels::Resources res;
-  double sum = 0;
-  for (int seed = 0; seed < seeds; ++seed)
-    sum += train_local(res, cora(), config_for(kind, static_cast<std::uint64_t>(seed), 200))
-               .result.test_accuracy;
-  return sum / seeds;
-}
-
-// Kipf & Welling report 81.5% for GCN on Cora; the issue asks for a mean >= 80.5%.
-TEST(FullGraphTraining, GcnOnCoraMatchesPublishedAccuracy) {
-  EXPECT_GE(mean_cora_accuracy(nn::ModelKind::Gcn, 3), 0.805);
-}
-
-TEST(FullGraphTraining, SageOnCoraReachesSeventyNinePercent) {
-  EXPECT_GE(mean_cora_accuracy(nn::ModelKind::Sage, 3), 0.79);
-}
 
 TEST(FullGraphTraining, SameSeedReplaysExactly) {
   const auto data = small_synthetic(3);
