@@ -68,6 +68,7 @@ enum Stream : std::uint64_t {
   kStreamSynthetic = 3,  // synthetic dataset generators
   kStreamShuffle = 4,    // seed shuffles
   kStreamSample = 5,     // neighbour sampling: sub-keys epoch, batch (see docs/sampler.md)
+  kStreamNegative = 6,   // link prediction's negative pairs: sub-keys epoch, step
 };
 
 /// Combines a stream kind with up to two small sub-keys (epoch, layer, parameter id, ...).

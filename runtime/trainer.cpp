@@ -14,6 +14,7 @@
 #include <halo/runtime/batches.hpp>
 #include <halo/runtime/checkpoint.hpp>
 #include <halo/runtime/comm/nccl_comm.hpp>
+#include <halo/runtime/detail/task.hpp>
 #include <halo/runtime/feature_store.hpp>
 #include <halo/runtime/halo_exchange.hpp>
 #include <halo/runtime/trainer.hpp>
@@ -153,37 +154,7 @@ Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesyste
 
 // ---- the trainer -------------------------------------------------------------------------------
 
-namespace {
-/// A tensor a checkpoint saves and restores, by name.
-struct NamedTensor {
-  std::string name;
-  Tensor<float>* tensor = nullptr;
-};
-}  // namespace
-
-/// The part a Trainer composes: one task with its graph, batches, features and optimizers.
-class Trainer::Task {
- public:
-  virtual ~Task() = default;
-  /// The steps of `epoch` from at.step on, the running sums starting at at's; after every step
-  /// but the last asks `stop` (the ranks' agreement, collective) and, when it says so, returns
-  /// false with `at` where the epoch continues. Fills s as Trainer::train_epoch says.
-  virtual bool train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step,
-                           Partial& at, const std::function<bool()>& stop) = 0;
-  virtual Evaluation evaluate() = 0;
-  /// The tensors the best epoch's snapshot keeps (parameter values, embedding tables), by
-  /// name: a checkpoint holds them as "param/NAME" and their best copies as "best/NAME".
-  virtual std::vector<NamedTensor> state() = 0;
-  /// The optimizer's state a checkpoint holds besides state(): its moments by name and its step
-  /// count. The defaults are a task without checkpoints; it refuses checkpoint.dir.
-  virtual std::vector<NamedTensor> optimizer_state() { return {}; }
-  virtual std::int64_t optimizer_steps() const { return 0; }
-  virtual void set_optimizer_steps(std::int64_t steps) { (void)steps; }
-  virtual std::int64_t batches_per_epoch() const = 0;
-  /// Adds what the task's parts measured over the run (the sampler's envelope) to `result`.
-  virtual void finish(TrainResult& result) const { (void)result; }
-  double preprocess_time_s = 0;
-};
+using detail::NamedTensor;
 
 namespace {
 
@@ -230,7 +201,7 @@ class NodeClassification final : public Trainer::Task {
   std::int64_t optimizer_steps() const override { return m_optimizer.steps(); }
   void set_optimizer_steps(std::int64_t steps) override { m_optimizer.set_steps(steps); }
   std::int64_t batches_per_epoch() const override { return m_batches->batches_per_epoch(); }
-  void finish(TrainResult& result) const override {
+  void finish(TrainResult& result) override {
     if (const auto* sampled = dynamic_cast<const SampledBatches*>(m_batches.get())) {
       result.sampler_envelope_bytes = sampled->envelope_bytes();
       result.sampler_peak_bytes = sampled->peak_bytes();
@@ -874,16 +845,21 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
     s.val_macro_f1 = e.val_macro_f1;
     s.test_macro_f1 = e.test_macro_f1;
     s.test_micro_f1 = e.test_micro_f1;
-    // Without validation nodes there is nothing to select by: the last epoch is kept.
-    const bool no_val = std::isnan(e.val_accuracy);
-    if (result.best_epoch == 0 || no_val || e.val_accuracy > result.val_accuracy ||
-        (e.val_accuracy == result.val_accuracy && e.val_loss < best_val_loss)) {
+    s.val_mrr = e.val_mrr;
+    // Without validation nodes there is nothing to select by: the last epoch is kept. Link
+    // prediction selects by the validation MRR.
+    const bool link = !std::isnan(e.val_mrr);
+    const bool no_val = !link && std::isnan(e.val_accuracy);
+    if (result.best_epoch == 0 || no_val || (link && e.val_mrr > result.val_mrr) ||
+        (!link && e.val_accuracy > result.val_accuracy) ||
+        (!link && e.val_accuracy == result.val_accuracy && e.val_loss < best_val_loss)) {
       result.best_epoch = epoch;
       result.val_accuracy = e.val_accuracy;
       result.test_accuracy = e.test_accuracy;
       result.val_macro_f1 = e.val_macro_f1;
       result.test_macro_f1 = e.test_macro_f1;
       result.test_micro_f1 = e.test_micro_f1;
+      result.val_mrr = e.val_mrr;
       best_val_loss = e.val_loss;
       for (std::size_t i = 0; i < state.size(); ++i)
         kernels::copy_async(m_res, best[i], *state[i].tensor);
@@ -953,10 +929,10 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   const auto epochs_run = static_cast<double>(std::max<std::size_t>(1, result.history.size()));
   result.host_syncs_per_batch =
       static_cast<double>(syncs) / (epochs_run * static_cast<double>(result.batches_per_epoch));
-  m_task->finish(result);
   for (std::size_t i = 0; i < state.size(); ++i)
     kernels::copy_async(m_res, *state[i].tensor, best[i]);
-  m_res.synchronize();  // the model is final when run returns
+  m_res.synchronize();     // the model is final when run returns
+  m_task->finish(result);  // with the kept parameters
   return result;
 }
 

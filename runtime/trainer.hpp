@@ -20,6 +20,7 @@
 #include <halo/partition/partition_format.hpp>
 #include <halo/runtime/checkpoint_types.hpp>
 #include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/link_prediction.hpp>
 
 namespace halo::runtime {
 
@@ -74,6 +75,8 @@ struct TrainConfig {
   /// The heterogeneous task's model (layer kind, layers, widths, dropout, R-GCN bases); the
   /// task reads it instead of `model`.
   nn::HeteroModelConfig hetero;
+  /// The link-prediction task (temporal graphs): its encoder, scorer, window, split, sampling.
+  LinkPredictionConfig link;
 };
 
 /// halo::LogicError naming the field unless `config` is valid for a run of `ranks` ranks:
@@ -98,6 +101,8 @@ struct EpochStats {
   double val_macro_f1 = std::numeric_limits<double>::quiet_NaN();
   double test_macro_f1 = std::numeric_limits<double>::quiet_NaN();
   double test_micro_f1 = std::numeric_limits<double>::quiet_NaN();
+  /// The link-prediction task: the validation MRR (NaN otherwise).
+  double val_mrr = std::numeric_limits<double>::quiet_NaN();
   double epoch_time_s = 0;  // the training step(s): forward, loss, backward, optimizer
   /// The heterogeneous task: the HGNN stages of the training step(s) (zero otherwise).
   nn::HeteroStageTimes stages;
@@ -129,6 +134,12 @@ struct TrainResult {
   double val_macro_f1 = std::numeric_limits<double>::quiet_NaN();
   double test_macro_f1 = std::numeric_limits<double>::quiet_NaN();
   double test_micro_f1 = std::numeric_limits<double>::quiet_NaN();
+  /// The link-prediction task (NaN otherwise): the validation MRR of best_epoch, which selects
+  /// it, and the test metrics of its parameters, computed once after training.
+  double val_mrr = std::numeric_limits<double>::quiet_NaN();
+  double test_mrr = std::numeric_limits<double>::quiet_NaN();
+  double test_map = std::numeric_limits<double>::quiet_NaN();
+  double test_auc = std::numeric_limits<double>::quiet_NaN();
   double final_train_loss = 0;
   double preprocess_time_s = 0;  // graph normalisation, feature preparation, set-up
   double train_time_s = 0;       // all epochs, evaluation included
@@ -272,6 +283,12 @@ class Trainer {
   /// checkpoints yet: halo::LogicError when config.checkpoint.dir is set.
   Trainer(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
           nn::HeteroModel<float>& model);
+  /// The link-prediction task (runtime/link_prediction.hpp, docs/dynamic.md): one step per
+  /// training snapshot (the encoder over its window, the scorer on its pairs and sampled
+  /// negatives, the class-weighted loss, Adam), the validation MRR after every epoch, the test
+  /// MRR, MAP and AUC of the kept epoch in TrainResult. One process, CPU, no checkpoints.
+  Trainer(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
+          LinkModel& model);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -289,6 +306,7 @@ class Trainer {
     double val_macro_f1 = std::numeric_limits<double>::quiet_NaN();
     double test_macro_f1 = std::numeric_limits<double>::quiet_NaN();
     double test_micro_f1 = std::numeric_limits<double>::quiet_NaN();
+    double val_mrr = std::numeric_limits<double>::quiet_NaN();  // link prediction
   };
   /// A full-graph forward pass without dropout, scored on every split (collective).
   Evaluation evaluate();
@@ -359,6 +377,17 @@ struct HeteroTrainRun {
 /// keeps the best epoch's parameters and embeddings.
 HeteroTrainRun train(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
                      const EpochCallback& on_epoch = {}, const Trainer::StepCallback& on_step = {});
+
+/// A trained link-prediction model and what its run measured.
+struct LinkTrainRun {
+  LinkModel model;
+  TrainResult result;
+};
+
+/// Builds config.link's model for `shard` (its input width: the degree buckets of the data)
+/// and trains it (the link-prediction task); the model keeps the best epoch's parameters.
+LinkTrainRun train(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
+                   const EpochCallback& on_epoch = {}, const Trainer::StepCallback& on_step = {});
 
 /// What a model file records about a run (nn::ModelFileInfo): the dataset, the preprocessing
 /// (`config.normalize_features`; `structural_features` as the data were loaded) and, as one

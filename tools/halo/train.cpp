@@ -21,6 +21,7 @@
 #include <halo/tools/halo/metrics_options.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_hetero.hpp>
+#include <halo/tools/halo/train_link.hpp>
 #include <halo/tools/halo/train_options.hpp>
 
 namespace halo::cli {
@@ -175,6 +176,15 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
 }
 
 int run_train(const TrainCommandOptions& o) {
+  if (o.task == "link") {
+    if (!o.save_model.empty() || !o.metrics.file.empty() || o.metrics.port >= 0 ||
+        !o.checkpoint.dir.empty())
+      throw UsageError(
+          "--save-model, --metrics-file, --metrics-port, --checkpoint-dir: not supported with "
+          "--task link");
+    return run_link_train(o, o.json);
+  }
+  check_task(o);
   if (is_hetero_run(o)) {
     if (o.mode != "full-graph")
       throw UsageError("--mode " + o.mode +

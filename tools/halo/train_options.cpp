@@ -28,8 +28,46 @@ void check_homogeneous_run(const TrainOptions& o) {
                      "docs/formats.md), trained on the full graph in one process");
 }
 
+void check_task(const TrainOptions& o) {
+  const bool temporal_model = o.model == "evolvegcn-o" || o.model == "gcrn";
+  if (o.task == "node") {
+    if (temporal_model)
+      throw UsageError("--model " + o.model + ": a temporal model, for --task link");
+    for (const char* flag : {"--window", "--negatives", "--link-split", "--snapshots",
+                             "--snapshot-window", "--window-snapshots"})
+      if (was_given(o, flag)) throw UsageError(std::string(flag) + ": applies to --task link");
+    return;
+  }
+  if (was_given(o, "--model") && !temporal_model)
+    throw UsageError("--model " + o.model + ": --task link takes --model evolvegcn-o or gcrn");
+  if (!wants_snapshots(o.snapshots))
+    throw UsageError("--task link: needs --snapshots N or --snapshot-window SECONDS");
+  if (!(o.link_split[0] > 0 && o.link_split[0] + o.link_split[1] < 1))
+    throw UsageError("--link-split: expected TRAIN,VAL with TRAIN > 0 and TRAIN + VAL < 1");
+  for (const char* flag : {"--layers", "--dropout", "--features", "--split", "--num-bases",
+                           "--heads", "--featureless", "--partitions"})
+    if (was_given(o, flag))
+      throw UsageError(std::string(flag) + ": not supported with --task link");
+  if (o.mode != "full-graph")
+    throw UsageError("--mode " + o.mode + ": not supported with --task link");
+  if (o.device != "cpu") throw UsageError("--device " + o.device + ": --task link runs on the CPU");
+}
+
 runtime::TrainConfig train_config(const TrainOptions& o) {
   runtime::TrainConfig config;
+  if (o.task == "link") {
+    config.link = o.link;
+    config.link.model.kind =
+        nn::parse_temporal_kind(o.model == "gcrn" ? o.model : std::string("evolvegcn-o"));
+    if (was_given(o, "--hidden")) config.link.model.hidden = o.hidden;
+    config.link.train_fraction = o.link_split[0];
+    config.link.val_fraction = o.link_split[1];
+    config.epochs = o.epochs;
+    config.lr = o.lr;
+    config.weight_decay = o.weight_decay;
+    config.seed = o.seed;
+    return config;
+  }
   config.model.kind = nn::parse_model_kind(o.model);
   config.model.num_layers = o.layers;
   config.model.hidden = o.hidden;
@@ -50,7 +88,7 @@ runtime::TrainConfig train_config(const TrainOptions& o) {
 std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
   add_dataset_options(sub, o.data);
   sub->add_option("--model", o.model, "Model kind")
-      ->check(CLI::IsMember({"gcn", "sage", "rgcn", "hgt"}))
+      ->check(CLI::IsMember({"gcn", "sage", "rgcn", "hgt", "evolvegcn-o", "gcrn"}))
       ->capture_default_str();
   sub->add_option("--split", o.split,
                   "Heterogeneous datasets: the split splits/{train,val,test}_K.txt to use "
@@ -105,6 +143,28 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
       ->capture_default_str();
   sub->add_flag("--no-normalize-features", o.no_normalize,
                 "Keep sparse features raw (default: divide each row by its L1 norm)");
+  sub->add_option("--task", o.task,
+                  "node (node classification) or link (link prediction on a temporal dataset: "
+                  "--model evolvegcn-o or gcrn, --snapshots; docs/dynamic.md)")
+      ->check(CLI::IsMember({"node", "link"}))
+      ->capture_default_str();
+  add_snapshot_options(sub, o.snapshots);
+  sub->add_option("--window", o.link.window,
+                  "--task link: snapshots the model reads before a predicted step (truncated "
+                  "backpropagation through time over them)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  sub->add_option("--negatives", o.link.negatives,
+                  "--task link: negative pairs sampled per positive pair of a training step")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  sub->add_option("--link-split", o.link_split,
+                  "--task link: TRAIN,VAL shares of the snapshots (the rest are test steps; "
+                  "EvolveGCN's 0.7,0.1: 88 steps -> 62 / 9 / 17)")
+      ->delimiter(',')
+      ->expected(2)
+      ->check(finite_range(0.0, 1.0))
+      ->capture_default_str();
   auto* mode = sub->add_option("--mode", o.mode,
                                "full-graph, or mini-batch (sampled blocks, docs/sampler.md)")
                    ->check(CLI::IsMember({"full-graph", "mini-batch"}))
@@ -151,10 +211,13 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
   // refused in the other.
   return [&o, sub, mini_batch_only, no_overlap, partitions] {
     check_dataset_options(o.data);
+    check_snapshot_options(o.snapshots);
     o.given.clear();
     for (const char* flag :
          {"--model", "--split", "--num-bases", "--heads", "--featureless", "--layers", "--hidden",
-          "--dropout", "--lr", "--weight-decay", "--epochs", "--features"})
+          "--dropout", "--lr", "--weight-decay", "--epochs", "--features", "--window",
+          "--negatives", "--link-split", "--snapshots", "--snapshot-window", "--window-snapshots",
+          "--partitions"})
       if (sub->get_option(flag)->count() > 0) o.given.emplace_back(flag);
     const bool mini = o.mode == "mini-batch";
     for (CLI::Option* opt : mini_batch_only)

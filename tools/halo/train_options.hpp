@@ -39,6 +39,11 @@ struct TrainOptions {
   std::string featureless = "zero";
   int heads = 4;
   std::vector<std::string> given;
+  // --task link (temporal datasets): the snapshots, the window, negatives and the split.
+  std::string task = "node";
+  datasets::SnapshotConfig snapshots;
+  runtime::LinkPredictionConfig link;
+  std::vector<double> link_split = {0.7, 0.1};
 };
 
 /// Registers the run's flags on `sub`, bound to `o` (which must outlive the parse): the dataset
@@ -58,6 +63,11 @@ bool is_hetero_run(const TrainOptions& o);
 /// UsageError unless `o` is fit for a homogeneous graph: the heterogeneous datasets' flags
 /// (--split, --num-bases, --featureless) and --model rgcn are refused.
 void check_homogeneous_run(const TrainOptions& o);
+
+/// UsageError unless `o` is fit for its --task: link needs a temporal model (--model
+/// evolvegcn-o or gcrn) and snapshots and refuses the static models' flags; node refuses the
+/// temporal models and the link flags.
+void check_task(const TrainOptions& o);
 
 /// The runtime::TrainConfig of `o`.
 runtime::TrainConfig train_config(const TrainOptions& o);

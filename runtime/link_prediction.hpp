@@ -1,0 +1,99 @@
+#pragma once
+// Link prediction on temporal graphs (EvolveGCN's task): its configuration, data, model and
+// ranking metrics. The Trainer's LinkPrediction task (runtime/link_task.cpp) trains on them.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <halo/datasets/temporal.hpp>
+#include <halo/kernels/csr.hpp>
+#include <halo/nn/evolvegcn.hpp>
+#include <halo/runtime/comm/comm.hpp>
+
+namespace halo::runtime {
+
+/// How the link-prediction task is set up (docs/dynamic.md).
+struct LinkPredictionConfig {
+  /// The encoder: kind and embedding width (in_features is taken from the data).
+  nn::TemporalModelConfig model;
+  /// Width of the pair scorer's hidden layer.
+  std::int64_t scorer_hidden = 100;
+  /// Snapshots the encoder reads before a predicted step (truncated backpropagation through
+  /// time over this window).
+  int window = 10;
+  /// Shares of the T steps (snapshots): the first round(train T) are training steps, the next
+  /// round(val T) validation steps, the rest test steps (EvolveGCN: 88 -> 62 / 9 / 17). A step
+  /// t is predicted from snapshots t - window .. t - 1; training predicts steps window ..
+  /// train - 1.
+  double train_fraction = 0.7;
+  double val_fraction = 0.1;
+  /// Negative pairs sampled per positive pair of a training step.
+  int negatives = 20;
+  /// Class weights of the loss (EvolveGCN weights its two classes).
+  double positive_weight = 0.9;
+  double negative_weight = 0.1;
+};
+
+/// The steps of each split, as [begin, end) of the step index: train begins at the window.
+struct LinkSplit {
+  std::int64_t train_begin = 0, train_end = 0, val_end = 0, test_end = 0;
+};
+
+/// The split of `num_steps` steps under `config`; halo::LogicError unless the training steps
+/// outnumber the window and the test split is not empty.
+LinkSplit link_split(std::int64_t num_steps, const LinkPredictionConfig& config);
+
+/// The temporal data a link-prediction run trains on, prepared once: per snapshot (step) t of
+/// the events cut by `snapshots`, over every node of the run,
+///   - adjacency[t]: the GCN matrix D^-1/2 (A + I) D^-1/2 of the snapshot made symmetric;
+///   - degree_bucket[t][v]: node v's one-hot input column, min(degree, 255) with the degree
+///     its neighbour count in that symmetric snapshot (datasets::kMaxDegreeBucket);
+///   - targets[t]: the distinct directed pairs (u, v), u != v, of the events in step t's own
+///     span, sorted: what predicting step t means (also under cumulative snapshots).
+/// num_features = the largest bucket + 1. One process (a SelfComm).
+struct TemporalShard {
+  std::string dataset;
+  std::int64_t num_nodes = 0;
+  std::int64_t num_events = 0;
+  std::int64_t num_features = 0;
+  datasets::SnapshotConfig snapshots;
+  std::vector<kernels::CsrMatrix<kernels::NodeId, float>> adjacency;
+  std::vector<std::vector<std::int32_t>> degree_bucket;
+  std::vector<std::vector<datasets::TemporalEdge>> targets;
+  Comm* comm = nullptr;
+  std::unique_ptr<Comm> own_comm;
+  std::int64_t num_steps() const { return static_cast<std::int64_t>(adjacency.size()); }
+};
+
+/// `g` cut by `snapshots` and prepared as TemporalShard describes. Host.
+TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets::TemporalGraph& g,
+                                   const datasets::SnapshotConfig& snapshots);
+
+/// What a link-prediction run trains: the temporal encoder and the pair scorer.
+struct LinkModel {
+  nn::TemporalModel<float> encoder;
+  nn::PairScorer<float> scorer;
+};
+
+// ---- metrics (EvolveGCN's protocol, docs/dynamic.md) -------------------------------------------
+// Every candidate is a (score, positive) entry; a tie between scores is broken neither way:
+// an entry tied with k others takes the mean of the ranks they span.
+
+/// Mean over the positive entries of 1 / rank, rank = 1 + (entries scored higher) + (other
+/// entries scored equal) / 2 (one source node's row: EvolveGCN's MRR averages this over the
+/// rows with a positive). NaN without positives.
+double mean_reciprocal_rank(std::span<const float> scores, std::span<const std::int8_t> positive);
+
+/// Average precision (scikit-learn's average_precision_score): sum over the distinct scores s,
+/// highest first, of (recall at s - recall at the previous score) * precision at s, where
+/// entries scored >= s count as predicted. NaN without positives.
+double average_precision(std::span<const float> scores, std::span<const std::int8_t> positive);
+
+/// The area under the ROC curve: the probability that a positive entry scores above a negative
+/// one, ties counting 1/2 (Mann-Whitney). NaN without positives or without negatives.
+double roc_auc(std::span<const float> scores, std::span<const std::int8_t> positive);
+
+}  // namespace halo::runtime

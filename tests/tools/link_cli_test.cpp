@@ -1,0 +1,69 @@
+// `halo train --task link` as a user runs it: usage errors exit 2 with one line, and a run on a
+// small temporal fixture writes the link-prediction keys of --json.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/testing.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Outcome = halo::testing::CommandOutcome;
+
+class LinkCli : public ::testing::Test {
+ protected:
+  Outcome run(const std::string& args) const {
+    return halo::testing::run_command(std::string(HALO_TEST_BINARY) + " " + args, m_dir);
+  }
+  /// A temporal directory: 14 steps of six leaves messaging two hubs (non-contiguous ids).
+  std::string fixture() const {
+    const fs::path d = m_dir / "hubs";
+    fs::create_directories(d);
+    std::ofstream f(d / "events.tsv");
+    for (int t = 0; t < 14; ++t)
+      for (int u = 0; u < 6; ++u)
+        f << 10 + 2 * u << ' ' << 1 + 2 * (u % 2) << ' ' << t * 10 << '\n';
+    return d.string();
+  }
+  const halo::testing::TempDir m_temp;
+  const fs::path m_dir = m_temp.path();
+};
+
+TEST_F(LinkCli, BadFlagCombinationsExitTwoWithOneLine) {
+  const std::string data = " --dataset " + fixture();
+  for (const std::string& args :
+       {"train --task link --model evolvegcn-o" + data,         // no snapshots
+        "train --task link --model gcn --snapshots 14" + data,  // a static model
+        "train --model evolvegcn-o" + data,                     // a temporal model, node task
+        "train --window 3" + data,                              // a link flag, node task
+        "train --task link --snapshots 14 --layers 3" + data,   // a static model's flag
+        "train --task link --snapshots 14 --link-split 0.8,0.3" + data,  // no test steps
+        "train --task link --snapshots 14 --mode mini-batch" + data}) {
+    const Outcome r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+  }
+}
+
+TEST_F(LinkCli, TrainsOnATemporalFixtureAndWritesTheMetrics) {
+  const fs::path json = m_dir / "r.json";
+  const Outcome r = run("train --dataset " + fixture() +
+                        " --task link --model gcrn --snapshots 14 --window 3 --epochs 2 --hidden 4 "
+                        "--negatives 2 --threads 1 --json " +
+                        json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(halo::testing::read_file(json));
+  for (const char* key : {"test_mrr", "test_map", "test_auc", "val_mrr", "final_train_loss"})
+    EXPECT_TRUE(j.at(key).is_number()) << key;
+  EXPECT_EQ(j.at("model"), "gcrn");
+  EXPECT_EQ(j.at("train_steps"), 10);  // round(0.7 * 14)
+  EXPECT_EQ(j.at("test_steps"), 3);
+  EXPECT_GE(j.at("test_auc").get<double>(), 0.0);
+  EXPECT_LE(j.at("test_auc").get<double>(), 1.0);
+}
+
+}  // namespace
