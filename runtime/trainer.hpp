@@ -20,6 +20,7 @@
 #include <halo/partition/partition_format.hpp>
 #include <halo/runtime/checkpoint_types.hpp>
 #include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/profile.hpp>
 
 namespace halo::runtime {
 
@@ -74,6 +75,9 @@ struct TrainConfig {
   /// The heterogeneous task's model (layer kind, layers, widths, dropout, R-GCN bases); the
   /// task reads it instead of `model`.
   nn::HeteroModelConfig hetero;
+  /// Time the phases of every step and the kernels they call (EpochStats::profile); on a
+  /// device this waits for it after every phase and kernel. Node classification only.
+  bool profile = false;
 };
 
 /// halo::LogicError naming the field unless `config` is valid for a run of `ranks` ranks:
@@ -115,6 +119,8 @@ struct EpochStats {
   double fetch_time_s = 0;          // spent fetching remote rows (per rank, mean)
   double batch_wait_s = 0;          // the training thread waiting for prepared batches
   std::int64_t host_syncs = 0;      // device runs: times the host waited for the device
+  /// TrainConfig::profile: where the epoch's time went, on this rank.
+  EpochProfile profile;
 };
 
 /// The result of a run.
@@ -157,6 +163,8 @@ struct TrainResult {
   double batch_wait_s = 0;  // median per epoch: fetch and sampling time not hidden
   /// The heterogeneous task: the median per epoch of each HGNN stage.
   nn::HeteroStageTimes stages;
+  /// TrainConfig::profile: the median of every field of EpochStats::profile.
+  EpochProfile profile;
   /// Every epoch completed, the ones before a resume included.
   std::vector<EpochStats> history;
   /// Checkpoints (TrainConfig::checkpoint.dir set): the one the run resumed from (empty: a
