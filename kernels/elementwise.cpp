@@ -1,6 +1,7 @@
 #include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/exec.hpp>
+#include <halo/kernels/profile.hpp>
 
 namespace halo::kernels {
 namespace {
@@ -8,22 +9,31 @@ template <class T>
 T dropout_scale(float p) {
   return T(1) / (T(1) - static_cast<T>(p));
 }
+/// Bytes of `n` values of T (a profile's traffic count).
+template <class T>
+double bytes_of(std::int64_t n) {
+  return static_cast<double>(n) * sizeof(T);
+}
 }  // namespace
 
 template <class T>
 void fill(const Resources& res, Span<T> x, T value) {
+  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(x.size), 0);
   launch(res, x.size, detail::FillBody<T>{x, value});
 }
 
 template <class T>
 void axpy(const Resources& res, T alpha, ConstSpan<T> x, Span<T> y) {
   HALO_EXPECTS(x.size == y.size, "axpy: size mismatch");
+  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(3 * y.size), 2.0 * y.size);
   launch(res, y.size, detail::AxpyBody<T>{alpha, x, y});
 }
 
 template <class T>
 void add_bias(const Resources& res, MatrixView<T> x, ConstSpan<T> bias) {
   HALO_EXPECTS(bias.size == x.cols, "add_bias: bias size must equal the number of columns");
+  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * x.size() + x.cols),
+                      static_cast<double>(x.size()));
   launch_by_device(res, x.rows, detail::AddBiasBody<T>{x, bias}, x.size(),
                    detail::AddBiasElementsBody<T>{x, bias});
 }
@@ -31,24 +41,28 @@ void add_bias(const Resources& res, MatrixView<T> x, ConstSpan<T> bias) {
 template <class T>
 void relu(const Resources& res, ConstSpan<T> x, Span<T> y) {
   HALO_EXPECTS(x.size == y.size, "relu: size mismatch");
+  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * y.size), static_cast<double>(y.size));
   launch(res, y.size, detail::ReluBody<T>{x, y});
 }
 
 template <class T>
 void relu_backward(const Resources& res, ConstSpan<T> y, ConstSpan<T> dy, Span<T> dx) {
   HALO_EXPECTS(y.size == dy.size && dy.size == dx.size, "relu_backward: size mismatch");
+  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(3 * dx.size), static_cast<double>(dx.size));
   launch(res, dx.size, detail::ReluBackwardBody<T>{y, dy, dx});
 }
 
 template <class T>
 void gelu(const Resources& res, ConstSpan<T> x, Span<T> y) {
   HALO_EXPECTS(x.size == y.size, "gelu: size mismatch");
+  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * y.size), 10.0 * y.size);
   launch(res, y.size, detail::GeluBody<T>{x, y});
 }
 
 template <class T>
 void gelu_backward(const Resources& res, ConstSpan<T> x, ConstSpan<T> dy, Span<T> dx) {
   HALO_EXPECTS(x.size == dy.size && dy.size == dx.size, "gelu_backward: size mismatch");
+  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(3 * dx.size), 14.0 * dx.size);
   launch(res, dx.size, detail::GeluBackwardBody<T>{x, dy, dx});
 }
 
@@ -59,6 +73,8 @@ void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixVi
   HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "dropout: shape mismatch");
   HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size == x.rows,
                "dropout: row_ids must hold one id per row");
+  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * x.size()),
+                      static_cast<double>(x.size()));
   const std::uint64_t rng_key = detail::dropout_rng_key(key);
   const std::uint64_t threshold = detail::dropout_threshold(p);
   launch_by_device(res, x.rows,
@@ -79,6 +95,9 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
   if (entries >= 0) HALO_EXPECTS(values_out.size == entries, "dropout: values_out size mismatch");
   HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size == x.num_rows,
                "dropout: row_ids must hold one id per row");
+  const OpTimer timer(res, Op::Elementwise,
+                      bytes_of<T>(2 * values_out.size) + 8.0 * static_cast<double>(x.num_rows + 1),
+                      static_cast<double>(values_out.size));
   launch(res, x.num_rows,
          detail::CsrDropoutBody<Idx, T>{detail::dropout_rng_key(key), detail::dropout_threshold(p),
                                         key.row_offset, key.row_ids, dropout_scale<T>(p), x,

@@ -5,6 +5,7 @@
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/gemm.hpp>
+#include <halo/kernels/profile.hpp>
 
 namespace halo::kernels {
 namespace {
@@ -38,6 +39,10 @@ void gemm(const Resources& res, Trans trans_a, Trans trans_b, T alpha, ConstMatr
   const std::int64_t n = trans_b == Trans::No ? b.cols : b.rows;
   HALO_EXPECTS(k == kb && c.rows == m && c.cols == n, "gemm: shape mismatch");
   if (m == 0 || n == 0) return;
+  const auto dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
+  const OpTimer timer(res, Op::Gemm,
+                      sizeof(T) * (dm * dk + dk * dn + dm * dn * (beta == T(0) ? 1 : 2)),
+                      2 * dm * dn * dk);
   if (k == 0 || alpha == T(0)) {  // BLAS rejects zero leading dimensions; the result is beta * c
     if (beta == T(0)) {
       fill(res, c.span(), T(0));

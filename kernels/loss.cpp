@@ -5,6 +5,7 @@
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/loss.hpp>
 #include <halo/kernels/loss_body.hpp>
+#include <halo/kernels/profile.hpp>
 #include <halo/kernels/reduce.hpp>
 #include <halo/kernels/reduce_body.hpp>
 #include <halo/kernels/tensor.hpp>
@@ -36,6 +37,8 @@ void log_softmax_nll_accumulate(const Resources& res, MatrixView<const T> logits
                                 Span<T> total) {
   check_inputs(res, logits, labels, rows, "log_softmax_nll_accumulate");
   HALO_EXPECTS(total.size == 1, "log_softmax_nll_accumulate: total must hold one element");
+  const double cells = static_cast<double>(rows.size) * static_cast<double>(logits.cols);
+  const OpTimer timer(res, Op::Loss, cells * sizeof(T), 4 * cells);
   if (rows.size == 0) return;
   // Per-block sums in the Resources' scratch (as many blocks as column_sum uses), then their
   // total: no temporary per call.
@@ -71,6 +74,9 @@ void log_softmax_nll_backward(const Resources& res, ConstMatrixView<T> logits,
   HALO_EXPECTS(normalizer >= 0, "log_softmax_nll_backward: negative normalizer");
   HALO_EXPECTS(dlogits.rows == logits.rows && dlogits.cols == logits.cols,
                "log_softmax_nll_backward: dlogits shape mismatch");
+  const double cells = static_cast<double>(rows.size) * static_cast<double>(logits.cols);
+  const OpTimer timer(res, Op::Loss, (2 * cells + static_cast<double>(dlogits.size())) * sizeof(T),
+                      5 * cells);
   zero_bytes(res, dlogits.data, res.device(), static_cast<std::size_t>(dlogits.size()) * sizeof(T));
   if (rows.size == 0) return;
   const T scale = T(1) / static_cast<T>(normalizer > 0 ? normalizer : rows.size);

@@ -4,6 +4,7 @@
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/optim.hpp>
 #include <halo/kernels/optim_body.hpp>
+#include <halo/kernels/profile.hpp>
 
 namespace halo::kernels {
 
@@ -13,6 +14,9 @@ void adam_step(const Resources& res, const AdamConfig& c, std::int64_t step, Spa
   HALO_EXPECTS(step >= 1, "adam_step: step numbers start at 1");
   HALO_EXPECTS(grad.size == param.size && m.size == param.size && v.size == param.size,
                "adam_step: size mismatch");
+  // Reads the parameter, its gradient and both moments; writes the parameter and the moments.
+  const OpTimer timer(res, Op::Optimizer, 7.0 * static_cast<double>(param.size) * sizeof(T),
+                      12.0 * static_cast<double>(param.size));
   const T c1 = static_cast<T>(1.0 - std::pow(c.beta1, static_cast<double>(step)));
   const T c2 = static_cast<T>(1.0 - std::pow(c.beta2, static_cast<double>(step)));
   launch(res, param.size,
@@ -30,6 +34,8 @@ void sparse_adam_step(const Resources& res, const AdamConfig& c, std::int64_t st
                    m.cols == param.cols && v.rows == param.rows && v.cols == param.cols,
                "sparse_adam_step: shape mismatch");
   HALO_EXPECTS(c.weight_decay == 0.0, "sparse_adam_step: SparseAdam has no weight decay");
+  const double cells = static_cast<double>(grad.rows) * static_cast<double>(grad.cols);
+  const OpTimer timer(res, Op::Optimizer, 7.0 * cells * sizeof(T), 12.0 * cells);
   const T c1 = static_cast<T>(1.0 - std::pow(c.beta1, static_cast<double>(step)));
   const T c2 = static_cast<T>(1.0 - std::pow(c.beta2, static_cast<double>(step)));
   launch(res, grad.rows * grad.cols,
@@ -44,6 +50,9 @@ void sgd_step(const Resources& res, const SgdConfig& c, Span<T> param, ConstSpan
   HALO_EXPECTS(grad.size == param.size, "sgd_step: size mismatch");
   HALO_EXPECTS(c.momentum == 0.0 ? momentum_buf.size == 0 : momentum_buf.size == param.size,
                "sgd_step: momentum buffer must be empty without momentum, else param-sized");
+  const OpTimer timer(res, Op::Optimizer,
+                      static_cast<double>(param.size) * sizeof(T) * (momentum_buf.size > 0 ? 5 : 3),
+                      4.0 * static_cast<double>(param.size));
   launch(res, param.size,
          detail::SgdBody<T>{static_cast<T>(c.lr), static_cast<T>(c.momentum),
                             static_cast<T>(c.weight_decay), param, grad, momentum_buf});

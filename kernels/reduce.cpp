@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include <halo/kernels/exec.hpp>
+#include <halo/kernels/profile.hpp>
 #include <halo/kernels/reduce.hpp>
 #include <halo/kernels/reduce_body.hpp>
 #include <halo/kernels/tensor.hpp>
@@ -10,6 +11,9 @@ namespace halo::kernels {
 template <class T>
 void column_sum(const Resources& res, ConstMatrixView<T> x, Span<T> out, bool accumulate) {
   HALO_EXPECTS(out.size == x.cols, "column_sum: out must have one entry per column");
+  const OpTimer timer(res, Op::Elementwise,
+                      static_cast<double>(x.size() + x.cols * (accumulate ? 2 : 1)) * sizeof(T),
+                      static_cast<double>(x.size()));
   // Enough blocks to keep every thread busy, few enough that combining them is cheap: a CPU
   // thread sums whole rows of its block; a GPU thread one column of its block, and the GPU
   // needs many more threads in flight.

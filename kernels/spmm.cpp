@@ -2,6 +2,7 @@
 #include <halo/kernels/detail/cuda_ops.hpp>
 #include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/exec.hpp>
+#include <halo/kernels/profile.hpp>
 #include <halo/kernels/spmm.hpp>
 
 namespace halo::kernels {
@@ -44,6 +45,22 @@ void run_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> 
   HALO_FAIL("spmm: unknown device");
 }
 
+/// A product's traffic: the structure (and values), one input row read per stored entry, the
+/// output written (and read, when accumulated); two FLOPs per entry and column.
+template <class Idx, class T>
+OpTimer spmm_timer(const Resources& res, CsrView<Idx, T> a, std::int64_t cols,
+                   std::int64_t out_rows, bool accumulate) {
+  // A device matrix whose host does not know its entries counts none (indptr is not read back).
+  const std::int64_t entries =
+      a.num_entries >= 0 ? a.num_entries : (res.device() == Device::Cpu ? a.num_edges() : 0);
+  const auto nnz = static_cast<double>(entries), c = static_cast<double>(cols);
+  const double structure = static_cast<double>(a.num_rows + 1) * sizeof(std::int64_t) +
+                           nnz * (sizeof(Idx) + (a.values != nullptr ? sizeof(T) : 0));
+  const double rows =
+      nnz * c * sizeof(T) + static_cast<double>(out_rows) * c * sizeof(T) * (accumulate ? 2 : 1);
+  return OpTimer(res, Op::Spmm, structure + rows, 2 * nnz * c);
+}
+
 }  // namespace
 
 template <class Idx, class T>
@@ -51,6 +68,7 @@ void spmm(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> x, MatrixV
           Aggregate aggregate) {
   HALO_EXPECTS(x.rows == a.num_cols && out.rows == a.num_rows && out.cols == x.cols,
                "spmm: shape mismatch");
+  const OpTimer timer = spmm_timer(res, a, x.cols, out.rows, false);
   run_rows(res, detail::SpmmRowBody<Idx, T>{a, x, out, aggregate == Aggregate::Mean});
 }
 
@@ -59,6 +77,7 @@ void spmm_accumulate(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T>
                      MatrixView<T> out) {
   HALO_EXPECTS(x.rows == a.num_cols && out.rows == a.num_rows && out.cols == x.cols,
                "spmm_accumulate: shape mismatch");
+  const OpTimer timer = spmm_timer(res, a, x.cols, out.rows, true);
   run_rows(res, detail::SpmmRowBody<Idx, T>{a, x, out, false, false, true});
 }
 
@@ -67,6 +86,7 @@ void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T>
                      MatrixView<T> out, Aggregate aggregate) {
   HALO_EXPECTS(y.rows == a.num_rows && out.rows == a.num_cols && out.cols == y.cols,
                "spmm_transposed: shape mismatch");
+  const OpTimer timer = spmm_timer(res, a, y.cols, out.rows, false);
   if (a.symmetric) {  // A^T == A: row-parallel, no zeroing, no column passes
     HALO_EXPECTS(a.num_rows == a.num_cols, "spmm_transposed: a symmetric matrix must be square");
     const bool mean = aggregate == Aggregate::Mean;

@@ -84,6 +84,7 @@ struct SampledBatches::Slot {
   Batch batch;
   FetchStats fetch;
   std::int64_t host_syncs = 0;
+  double sample_s = 0, gather_s = 0, copy_s = 0;  // the epoch's preparation phases (profile)
 };
 
 /// The producer thread of an epoch and its two channels (free slots, prepared slots).
@@ -256,6 +257,7 @@ void SampledBatches::begin_epoch(std::uint64_t epoch, std::int64_t first_batch) 
   for (auto& s : m_slots) {
     s->fetch = {};
     s->host_syncs = 0;
+    s->sample_s = s->gather_s = s->copy_s = 0;
   }
   if (m_source) m_source->reset_bytes();
   // Every rank orders the whole graph's training nodes the same way, by a key of their
@@ -299,10 +301,17 @@ void SampledBatches::prepare(Slot& slot, std::int64_t b) {
   const bool device_seeds = m_mine_d.numel() > 0;
   const kernels::Span<const NodeId> seeds{(device_seeds ? m_mine_d.data() : m_mine.data()) + begin,
                                           count};
+  auto mark = std::chrono::steady_clock::now();
+  const auto lap = [&mark](double& field) {  // host time, a few clock reads per batch
+    const auto now = std::chrono::steady_clock::now();
+    field += std::chrono::duration<double>(now - mark).count();
+    mark = now;
+  };
   const sampler::MiniBatch& mb =
       slot.sampler.sample(sampling, seeds, m_epoch, static_cast<std::uint64_t>(b),
                           device_seeds ? m_res.device() : kernels::Device::Cpu);
   slot.host_syncs += slot.sampler.host_syncs_last_batch();
+  lap(slot.sample_s);
   m_features.gather(work, comm, mb.input_nodes, slot.inputs, slot.fetch, slot.host_syncs);
 
   // The seeds' labels (owned nodes: local id = partition id - first owned).
@@ -316,6 +325,7 @@ void SampledBatches::prepare(Slot& slot, std::int64_t b) {
   } else {
     sampler::gather_values(work, m_labels.data, seeds, first, slot.labels.data());
   }
+  lap(slot.gather_s);
 
   slot.graphs.clear();  // capacity kept: one entry per layer
   for (std::size_t l = 0; l < mb.blocks.size(); ++l) {
@@ -330,6 +340,7 @@ void SampledBatches::prepare(Slot& slot, std::int64_t b) {
                                 kernels::Device::Cpu, slot.indices[l].bytes());
       block.csr.indptr = slot.indptr[l].data();
       block.csr.indices = slot.indices[l].data();
+      lap(slot.copy_s);
     }
     nn::Adjacency<float> a(block.csr);
     if (m_kind == nn::ModelKind::Gcn) {
@@ -339,6 +350,7 @@ void SampledBatches::prepare(Slot& slot, std::int64_t b) {
     // A block's sources are a prefix of the input nodes: their original ids key the dropout.
     a.source_ids = {slot.inputs.original.data, block.num_src()};
     slot.graphs.push_back(a);
+    lap(slot.gather_s);
   }
   const auto n = static_cast<std::int64_t>(m_order.size());
   slot.batch.graphs = slot.graphs;
@@ -377,6 +389,9 @@ void SampledBatches::end_epoch(EpochStats& s) {
     s.feature_bytes += slot->fetch.bytes;
     s.fetch_time_s += slot->fetch.seconds;
     s.host_syncs += slot->host_syncs;
+    s.profile.sample_s += slot->sample_s;
+    s.profile.gather_s += slot->gather_s;
+    s.profile.copy_s += slot->copy_s;
   }
   s.batch_wait_s += m_stats.batch_wait_s;
   if (m_source) s.sampling_bytes += m_source->bytes_sent();

@@ -355,11 +355,25 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
                         kernels::Device::Cpu, sizeof sum);
   }
   const std::int64_t batches = m_batches->batches_per_epoch();
+  // Profiling: the phase since `mark` ends at lap(field) (after the device finished it).
+  const bool profile = m_config.profile;
+  const kernels::ProfileScope scope(profile ? &s.profile.ops : nullptr);
+  auto mark = Clock::now();
+  const auto lap = [&](double EpochProfile::*field) {
+    if (!profile) return;
+    m_res.synchronize();
+    const auto now = Clock::now();
+    s.profile.*field += std::chrono::duration<double>(now - mark).count();
+    mark = now;
+  };
   bool stopped = false;
   for (std::int64_t b = at.step; b < batches && !stopped; ++b) {
+    if (profile) mark = Clock::now();
     const Batch& batch = m_batches->next();
+    lap(&EpochProfile::wait_s);
     const nn::Context ctx{&m_res, /*training=*/true, m_config.seed, batch.dropout_key, 0};
     const Tensor<float>& logits = m_model.forward(ctx, batch.graphs, *batch.x);
+    lap(&EpochProfile::forward_s);
     kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
     double loss = 0;  // this rank's share of the step's mean loss
     if (device_sum)
@@ -370,7 +384,9 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
           kernels::log_softmax_nll(m_res, logits.view(), batch.labels, batch.rows, batch.loss_rows);
     kernels::log_softmax_nll_backward(m_res, logits.view(), batch.labels, batch.rows,
                                       m_dlogits.view(), batch.loss_rows);
+    lap(&EpochProfile::loss_s);
     m_model.backward(ctx, batch.graphs, m_dlogits);
+    lap(&EpochProfile::backward_s);
     if (distributed) {
       m_res.synchronize();  // the backward pass belongs to compute, not to the all-reduce
       const auto t = Clock::now();
@@ -378,7 +394,9 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
       allreduce_s += seconds_since(t);
     }
     if (!device_sum) expect_finite(loss, epoch, b);
+    if (profile) mark = Clock::now();
     m_optimizer.step(m_res);
+    lap(&EpochProfile::optimizer_s);
     loss_sum += loss * static_cast<double>(batch.loss_rows);
     loss_rows += batch.loss_rows;
     if (on_step) on_step(b);
@@ -915,6 +933,11 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   result.fetch_time_s = median(fetch);
   result.batch_wait_s = median(wait);
   result.stages = {median(subgraph), median(projection), median(aggregation), median(semantic)};
+  std::vector<EpochProfile> profiles;  // the epochs this run trained (a checkpoint holds none)
+  for (std::size_t e = std::min(static_cast<std::size_t>(done), result.history.size());
+       e < result.history.size(); ++e)
+    profiles.push_back(result.history[e].profile);
+  result.profile = median_profile(profiles);
   auto median_int = [](std::vector<std::int64_t> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? std::int64_t{0} : v[v.size() / 2];

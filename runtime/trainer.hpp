@@ -21,6 +21,7 @@
 #include <halo/runtime/checkpoint_types.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/link_prediction.hpp>
+#include <halo/runtime/profile.hpp>
 
 namespace halo::runtime {
 
@@ -77,6 +78,9 @@ struct TrainConfig {
   nn::HeteroModelConfig hetero;
   /// The link-prediction task (temporal graphs): its encoder, scorer, window, split, sampling.
   LinkPredictionConfig link;
+  /// Time the phases of every step and the kernels they call (EpochStats::profile); on a
+  /// device this waits for it after every phase and kernel. Node classification only.
+  bool profile = false;
 };
 
 /// halo::LogicError naming the field unless `config` is valid for a run of `ranks` ranks:
@@ -120,6 +124,8 @@ struct EpochStats {
   double fetch_time_s = 0;          // spent fetching remote rows (per rank, mean)
   double batch_wait_s = 0;          // the training thread waiting for prepared batches
   std::int64_t host_syncs = 0;      // device runs: times the host waited for the device
+  /// TrainConfig::profile: where the epoch's time went, on this rank.
+  EpochProfile profile;
 };
 
 /// The result of a run.
@@ -168,6 +174,8 @@ struct TrainResult {
   double batch_wait_s = 0;  // median per epoch: fetch and sampling time not hidden
   /// The heterogeneous task: the median per epoch of each HGNN stage.
   nn::HeteroStageTimes stages;
+  /// TrainConfig::profile: the median of every field of EpochStats::profile.
+  EpochProfile profile;
   /// Every epoch completed, the ones before a resume included.
   std::vector<EpochStats> history;
   /// Checkpoints (TrainConfig::checkpoint.dir set): the one the run resumed from (empty: a

@@ -35,6 +35,7 @@ struct TrainCommandOptions : TrainOptions {
   std::string save_model;
   MetricsOptions metrics;
   CheckpointOptions checkpoint;
+  bool profile = false;
 };
 
 /// The heterogeneous task's options: the flags given, its defaults for the others.
@@ -48,6 +49,7 @@ HeteroTrainOptions hetero_options(const TrainCommandOptions& o) {
   // The heterogeneous task has no checkpoints yet (runtime::Trainer, docs/checkpoints.md).
   if (!o.checkpoint.dir.empty())
     throw UsageError("--checkpoint-dir: heterogeneous datasets have no checkpoints yet");
+  if (o.profile) throw UsageError("--profile: not supported for heterogeneous datasets");
   if (was_given(o, "--model") && o.model != "rgcn" && o.model != "hgt")
     throw UsageError("--model " + o.model + ": '" + o.data.dataset +
                      "' is heterogeneous (a typed directory); use --model rgcn or hgt");
@@ -155,6 +157,39 @@ nlohmann::json result_json(const TrainCommandOptions& o, const runtime::Shard& s
   return j;
 }
 
+/// --profile: the median epoch's phases and kernels against the machine's limits.
+nlohmann::json profile_json(const runtime::TrainResult& r, const runtime::MachineLimits& m) {
+  const runtime::EpochProfile& p = r.profile;
+  nlohmann::json kernels = nlohmann::json::object();
+  double seconds = 0, limit = 0;
+  for (int k = 0; k < kernels::kNumOps; ++k) {
+    const kernels::OpCounters& c = p.ops.ops[static_cast<std::size_t>(k)];
+    const double l = runtime::limit_seconds(c, m);
+    seconds += c.seconds;
+    limit += l;
+    kernels[kernels::to_string(static_cast<kernels::Op>(k))] = {{"seconds", c.seconds},
+                                                                {"calls", c.calls},
+                                                                {"bytes", c.bytes},
+                                                                {"flops", c.flops},
+                                                                {"limit_s", l}};
+  }
+  return {
+      {"sample_s", p.sample_s},
+      {"gather_s", p.gather_s},
+      {"copy_s", p.copy_s},
+      {"wait_s", p.wait_s},
+      {"forward_s", p.forward_s},
+      {"loss_s", p.loss_s},
+      {"backward_s", p.backward_s},
+      {"optimizer_s", p.optimizer_s},
+      {"kernels", kernels},
+      {"kernels_s", seconds},
+      {"kernels_limit_s", limit},
+      {"epoch_fraction_of_limit", r.epoch_time_median_s > 0 ? limit / r.epoch_time_median_s : 0.0},
+      {"triad_bytes_per_s", m.triad_bytes_per_s},
+      {"sgemm_flops_per_s", m.sgemm_flops_per_s}};
+}
+
 void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
   std::printf(
       "best epoch %d: val accuracy %.4f, test accuracy %.4f; median epoch %.3f ms; "
@@ -200,6 +235,7 @@ int run_train(const TrainCommandOptions& o) {
   check_output(o.save_model, "--save-model");
   const kernels::Resources res = make_resources(o.device, o.threads, world->size());
   runtime::TrainConfig config = train_config(o);
+  config.profile = o.profile;
   config.checkpoint = checkpoint_config(o.checkpoint);
   // The data: a dataset in one process, or this rank's part of a partition.
   runtime::Shard shard = open_data(res, *world, o.data, o.partitions);
@@ -226,6 +262,9 @@ int run_train(const TrainCommandOptions& o) {
   };
   runtime::Trainer::StepCallback on_step;
   if (metrics) on_step = [&metrics](std::int64_t) { metrics->on_step(); };
+  // --profile: the machine's limits, measured before the run (rank 0 reports).
+  const runtime::MachineLimits limits =
+      o.profile && rank == 0 ? runtime::measure_machine_limits(res) : runtime::MachineLimits{};
   runtime::TrainRun run = runtime::train(res, shard, config, on_epoch, on_step);
   if (metrics) metrics->finish();
   if (run.result.preempted) {  // the requeued run writes the results
@@ -241,6 +280,11 @@ int run_train(const TrainCommandOptions& o) {
       runtime::ReduceOp::Sum);
   if (rank == 0) {
     print_summary(o, run.result);
+    if (o.profile)
+      std::fputs(runtime::profile_table(run.result.profile, run.result.epoch_time_median_s, limits,
+                                        o.mode == "mini-batch")
+                     .c_str(),
+                 stdout);
     // The ranks hold the same parameters (the gradients are summed before every step).
     if (!o.save_model.empty())
       run.model.save(res, o.save_model,
@@ -249,6 +293,7 @@ int run_train(const TrainCommandOptions& o) {
     if (!o.json.empty()) {
       nlohmann::json j = result_json(o, shard, run.result, res);
       j["peak_host_memory_bytes_per_rank"] = peaks;
+      if (o.profile) j["profile"] = profile_json(run.result, limits);
       j["peak_host_memory_bytes_max"] = *std::max_element(peaks.begin(), peaks.end());
       kernels::write_file_atomically(o.json, j.dump(2) + "\n");
     }
@@ -267,6 +312,10 @@ Command add_train_command(CLI::App& app) {
       "per part of a partition)");
   const std::function<void()> check_run = add_train_options(sub, *o);
   sub->add_option("--json", o->json, "Write the results as one JSON object to FILE");
+  sub->add_flag("--profile", o->profile,
+                "Time the phases of every step and the kernels they call; print the median "
+                "epoch's table (with the kernels' bytes and FLOPs against the triad bandwidth and "
+                "sgemm rate measured before the run) and add it to --json as \"profile\"");
   sub->add_option("--save-model", o->save_model,
                   "Save the kept epoch's model to FILE (a self-describing model file: "
                   "architecture, preprocessing, training record, parameters; docs/formats.md)");

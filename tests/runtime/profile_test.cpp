@@ -1,0 +1,115 @@
+// Profiled training (TrainConfig::profile): the same run as without it, phases that add up within
+// the epoch, the kernels each step calls, and the optimizer's traffic from the parameter count.
+#include <gtest/gtest.h>
+#include <vector>
+
+#include <halo/runtime/profile.hpp>
+#include <halo/runtime/trainer.hpp>
+
+#include "runtime/runtime_test_util.hpp"
+
+namespace halo::runtime::test {
+namespace {
+
+double training_thread_s(const EpochProfile& p) {
+  return p.wait_s + p.forward_s + p.loss_s + p.backward_s + p.optimizer_s;
+}
+
+bool all_zero(const EpochProfile& p) {
+  double sum = training_thread_s(p) + p.sample_s + p.gather_s + p.copy_s;
+  for (const kernels::OpCounters& c : p.ops.ops)
+    sum += c.seconds + c.bytes + c.flops + static_cast<double>(c.calls);
+  return sum == 0;
+}
+
+TEST(ProfiledTraining, FullGraphPhasesAndKernelsWithoutChangingTheRun) {
+  const kernels::Resources res(kernels::Device::Cpu, 1);
+  const datasets::Dataset data = small_synthetic(5, 300);
+  TrainConfig config = config_for(nn::ModelKind::Gcn, 2, 3);
+  const TrainRun plain = train_local(res, data, config);
+  config.profile = true;
+  TrainRun profiled = train_local(res, data, config);
+  EXPECT_EQ(losses(profiled.result), losses(plain.result));  // bit for bit on the CPU
+  for (const EpochStats& s : plain.result.history) EXPECT_TRUE(all_zero(s.profile));
+  std::int64_t params = 0;
+  for (const auto* p : profiled.model.parameters()) params += p->value.numel();
+  for (const EpochStats& s : profiled.result.history) {
+    const EpochProfile& p = s.profile;
+    EXPECT_GT(p.forward_s, 0);
+    EXPECT_GT(p.backward_s, 0);
+    EXPECT_GT(p.optimizer_s, 0);
+    EXPECT_LE(training_thread_s(p), s.epoch_time_s);
+    EXPECT_EQ(p.sample_s + p.gather_s + p.copy_s, 0);  // no sampling on the full graph
+    for (const kernels::Op op : {kernels::Op::Gemm, kernels::Op::Spmm, kernels::Op::Elementwise,
+                                 kernels::Op::Loss, kernels::Op::Optimizer}) {
+      EXPECT_GT(p.ops[op].calls, 0) << kernels::to_string(op);
+      EXPECT_GT(p.ops[op].bytes, 0) << kernels::to_string(op);
+    }
+    // One Adam step: every parameter, its gradient and moments read, three of them written.
+    EXPECT_EQ(p.ops[kernels::Op::Optimizer].calls,
+              static_cast<std::int64_t>(profiled.model.parameters().size()));
+    EXPECT_DOUBLE_EQ(p.ops[kernels::Op::Optimizer].bytes, 7.0 * 4.0 * static_cast<double>(params));
+    // The kernels run inside the timed phases.
+    double kernel_s = 0;
+    for (const kernels::OpCounters& c : p.ops.ops) kernel_s += c.seconds;
+    EXPECT_LE(kernel_s, training_thread_s(p));
+  }
+}
+
+TEST(ProfiledTraining, MiniBatchPreparationIsTimedWithAndWithoutPrefetch) {
+  const kernels::Resources res(kernels::Device::Cpu, 1);
+  const datasets::Dataset data = small_synthetic(6, 400);
+  for (const int prefetch : {0, 1}) {
+    SCOPED_TRACE(::testing::Message() << "prefetch " << prefetch);
+    TrainConfig config = config_for(nn::ModelKind::Sage, 3, 2);
+    config.mini_batch = batches(16, {4, 3}, prefetch);
+    const TrainRun plain = train_local(res, data, config);
+    config.profile = true;
+    const TrainRun profiled = train_local(res, data, config);
+    EXPECT_EQ(losses(profiled.result), losses(plain.result));
+    for (const EpochStats& s : profiled.result.history) {
+      EXPECT_GT(s.profile.sample_s, 0);
+      EXPECT_GT(s.profile.gather_s, 0);
+      EXPECT_EQ(s.profile.copy_s, 0);  // host run
+      EXPECT_GT(s.profile.forward_s, 0);
+      EXPECT_LE(training_thread_s(s.profile), s.epoch_time_s);
+      // Without prefetch the batches are prepared inside next(): the wait holds the preparation.
+      if (prefetch == 0) {
+        EXPECT_GE(s.profile.wait_s, s.profile.sample_s + s.profile.gather_s);
+      }
+    }
+  }
+}
+
+TEST(ProfileMedian, TakesTheMedianOfEveryField) {
+  std::vector<EpochProfile> v(3);
+  const double forward[] = {3, 1, 2}, bytes[] = {10, 30, 20};
+  for (std::size_t i = 0; i < 3; ++i) {
+    v[i].forward_s = forward[i];
+    v[i].ops[kernels::Op::Spmm].bytes = bytes[i];
+    v[i].ops[kernels::Op::Spmm].calls = static_cast<std::int64_t>(i) + 4;
+  }
+  const EpochProfile m = median_profile(v);
+  EXPECT_EQ(m.forward_s, 2);
+  EXPECT_EQ(m.ops[kernels::Op::Spmm].bytes, 20);
+  EXPECT_EQ(m.ops[kernels::Op::Spmm].calls, 5);
+  EXPECT_EQ(m.backward_s, 0);
+  EXPECT_TRUE(all_zero(median_profile({})));
+}
+
+TEST(MachineLimits, LimitIsTheSlowerOfMemoryAndCompute) {
+  const MachineLimits m = measure_machine_limits(kernels::Resources(kernels::Device::Cpu, 1),
+                                                 /*small=*/true);
+  EXPECT_GT(m.triad_bytes_per_s, 0);
+  EXPECT_GT(m.sgemm_flops_per_s, 0);
+  const MachineLimits fixed{1e9, 1e10};
+  kernels::OpCounters c;
+  c.bytes = 2e9;   // 2 s of memory traffic
+  c.flops = 1e10;  // 1 s of arithmetic
+  EXPECT_DOUBLE_EQ(limit_seconds(c, fixed), 2.0);
+  c.flops = 3e10;
+  EXPECT_DOUBLE_EQ(limit_seconds(c, fixed), 3.0);
+}
+
+}  // namespace
+}  // namespace halo::runtime::test
