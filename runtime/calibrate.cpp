@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -220,7 +222,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       CostModel unscaled = m;
       unscaled.full_graph_step_scale = unscaled.mini_batch_step_scale = 1;
       unscaled.working_set_large_bytes = 0;
-      unscaled.batch_alpha_s = 0;
+      unscaled.batch_alpha_s = unscaled.epoch_alpha_s = 0;
       const Plan plan =
           make_plan(shard_plan_input(shard), config, unscaled, "cpu", res.cpu_exec().num_threads);
       const TrainRun run = train(res, shard, config);
@@ -237,35 +239,73 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     m.full_graph_step_scale_large = ratio(f_large);
     m.working_set_small_bytes = static_cast<std::int64_t>(f_small.working_set);
     m.working_set_large_bytes = static_cast<std::int64_t>(f_large.working_set);
-    // Mini-batch: measured = scale x modelled + batches x batch_alpha, solved from batches of
-    // 1024 and of 32 seeds on the small graph; the large graph's scale with that batch_alpha.
+    // Mini-batch: measured = scale x modelled + batches x batch_alpha + epoch_alpha, solved
+    // from batches of 1024, 128 and 32 seeds on the small graph (three equations); a term that
+    // noise makes negative is dropped and the rest solved again. The large graph's scale then
+    // with those fixed costs.
     TrainConfig mini;
     mini.model.kind = nn::ModelKind::Sage;
     MiniBatchConfig mb;
     mb.fanouts = {10, 5};
-    mb.batch_size = 1024;
     mini.mini_batch = mb;
-    const Fit b_big = run_step(c.rmat_scale, mini, 3);
-    mini.mini_batch->batch_size = 32;
-    const Fit b_small = run_step(c.rmat_scale, mini, 1);
-    const double det = b_big.modelled * b_small.batches - b_small.modelled * b_big.batches;
-    double s_mb = ratio(b_big), a_mb = 0;
-    if (det > 0) {
-      s_mb = (b_big.measured * b_small.batches - b_small.measured * b_big.batches) / det;
-      a_mb = (b_big.measured - s_mb * b_big.modelled) / b_big.batches;
-      if (s_mb <= 0 || a_mb < 0) {  // noise: fall back to the scale alone
-        s_mb = ratio(b_big);
-        a_mb = 0;
-      }
+    std::vector<Fit> fits;
+    for (const std::int64_t batch : {1024, 128, 32}) {
+      mini.mini_batch->batch_size = batch;
+      fits.push_back(run_step(c.rmat_scale, mini, batch == 1024 ? 3 : 2));
     }
-    m.mini_batch_step_scale = s_mb;
-    m.batch_alpha_s = a_mb;
+    // Least squares over the fits for the unknowns kept (x: scale, batch, epoch).
+    auto solve = [&](bool use_batch, bool use_epoch) {
+      std::vector<std::array<double, 3>> rows;
+      for (const Fit& f : fits) rows.push_back({f.modelled, use_batch ? f.batches : 0.0, 1.0});
+      double a[3][3] = {}, b[3] = {};
+      const bool used[3] = {true, use_batch, use_epoch};
+      for (std::size_t k = 0; k < rows.size(); ++k)
+        for (int i = 0; i < 3; ++i) {
+          if (!used[i]) continue;
+          b[i] += rows[k][static_cast<std::size_t>(i)] * fits[k].measured;
+          for (int j = 0; j < 3; ++j)
+            if (used[j])
+              a[i][j] +=
+                  rows[k][static_cast<std::size_t>(i)] * rows[k][static_cast<std::size_t>(j)];
+        }
+      for (int i = 0; i < 3; ++i)
+        if (!used[i]) a[i][i] = 1;
+      // Gaussian elimination on the 3 x 3 normal equations.
+      for (int i = 0; i < 3; ++i) {
+        int piv = i;
+        for (int r2 = i + 1; r2 < 3; ++r2)
+          if (std::abs(a[r2][i]) > std::abs(a[piv][i])) piv = r2;
+        std::swap(a[i], a[piv]);
+        std::swap(b[i], b[piv]);
+        if (std::abs(a[i][i]) < 1e-300) return std::array<double, 3>{-1, -1, -1};
+        for (int r2 = 0; r2 < 3; ++r2) {
+          if (r2 == i) continue;
+          const double f = a[r2][i] / a[i][i];
+          for (int j = 0; j < 3; ++j) a[r2][j] -= f * a[i][j];
+          b[r2] -= f * b[i];
+        }
+      }
+      return std::array<double, 3>{b[0] / a[0][0], b[1] / a[1][1], b[2] / a[2][2]};
+    };
+    std::array<double, 3> x = solve(true, true);
+    if (x[0] <= 0 || x[1] < 0 || x[2] < 0) {
+      const std::array<double, 3> no_epoch = solve(true, false), no_batch = solve(false, true);
+      if (no_epoch[0] > 0 && no_epoch[1] >= 0)
+        x = {no_epoch[0], no_epoch[1], 0};
+      else if (no_batch[0] > 0 && no_batch[2] >= 0)
+        x = {no_batch[0], 0, no_batch[2]};
+      else
+        x = {fits[0].modelled > 0 ? fits[0].measured / fits[0].modelled : 1.0, 0, 0};
+    }
+    m.mini_batch_step_scale = x[0];
+    m.batch_alpha_s = x[1];
+    m.epoch_alpha_s = x[2];
     mini.mini_batch->batch_size = 1024;
     const Fit b_large = run_step(c.large_rmat_scale, mini, 1);
     m.mini_batch_step_scale_large =
         b_large.modelled > 0
-            ? std::max(0.0, b_large.measured - b_large.batches * a_mb) / b_large.modelled
-            : s_mb;
+            ? std::max(0.0, b_large.measured - b_large.batches * x[1] - x[2]) / b_large.modelled
+            : x[0];
   }
   m.threads = res.cpu_exec().num_threads;
   char host[256] = {};

@@ -31,8 +31,8 @@ struct CalibrateConfig {
 ///           threads, BLAS buffers, the code pages a run touches);
 ///   step:   GCN full graph (5 epochs) and SAGE mini-batch (fan-outs 10,5) on R-MAT graphs with
 ///           16 features at rmat_scale and large_rmat_scale: measured median epoch / modelled
-///           epoch at each (the working-set rule); mini-batch at batches of 1024 and 32 on the
-///           small graph, solved for the scale and the per-batch fixed cost.
+///           epoch at each (the working-set rule); mini-batch at batches of 1024, 128 and 32 on the
+///           small graph, solved for the scale and the per-batch and per-epoch fixed costs.
 /// The link and MPI terms keep `base`'s values. Host only.
 CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig& config,
                             const std::filesystem::path& scratch_dir, CostModel base = {});

@@ -166,7 +166,8 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
         {"mini_batch_scale_large", m.mini_batch_step_scale_large},
         {"working_set_small_bytes", m.working_set_small_bytes},
         {"working_set_large_bytes", m.working_set_large_bytes},
-        {"batch_alpha_s", m.batch_alpha_s}}},
+        {"batch_alpha_s", m.batch_alpha_s},
+        {"epoch_alpha_s", m.epoch_alpha_s}}},
       {"collective",
        {{"full_graph_message_s", m.full_graph_message_s},
         {"mini_batch_message_s", m.mini_batch_message_s}}},
@@ -219,6 +220,7 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   m.working_set_small_bytes = static_cast<std::int64_t>(opt("step", "working_set_small_bytes", 0));
   m.working_set_large_bytes = static_cast<std::int64_t>(opt("step", "working_set_large_bytes", 0));
   m.batch_alpha_s = opt("step", "batch_alpha_s", 0);
+  m.epoch_alpha_s = opt("step", "epoch_alpha_s", 0);
   m.full_graph_message_s = opt("collective", "full_graph_message_s", 0);
   m.mini_batch_message_s = opt("collective", "mini_batch_message_s", 0);
   m.process_base_bytes = static_cast<std::int64_t>(num("memory", "process_base_bytes"));
@@ -500,7 +502,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
             : 1.0;
     rp.compute_s = share * scale * steps * (step.compute_s + adam);
     // Fixed costs of a batch the kernel terms leave out.
-    if (mini) rp.compute_s += steps * m.batch_alpha_s;
+    if (mini) rp.compute_s += steps * m.batch_alpha_s + m.epoch_alpha_s;
     if (mini) {
       const double local_edges = sampled_edges / ranks;
       rp.sampling_s = steps * (m.sampler_alpha_s + m.sampler_s_per_edge * local_edges);

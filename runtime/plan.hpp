@@ -54,8 +54,12 @@ struct CostModel {
   std::int64_t working_set_small_bytes = 0;
   std::int64_t working_set_large_bytes = 0;
   /// Mini-batch: seconds per batch the kernel terms leave out (the producer thread's hand-over,
-  /// per-block set-up), fitted from two batch sizes on the small calibration graph.
+  /// per-block set-up), fitted with epoch_alpha_s from three batch sizes on the small
+  /// calibration graph.
   double batch_alpha_s = 0;
+  /// Mini-batch: seconds per epoch the kernel terms leave out (starting and draining the batch
+  /// pipeline: the producer thread's start, its first hand-over, its join).
+  double epoch_alpha_s = 0;
   /// Latency of one message of a collective inside a training step with several ranks (full
   /// graph: halo exchange and all-reduce; mini-batch: also the sampler's and the fetches'
   /// all-to-alls), fitted by `mpiexec -n 2 halo calibrate` on short distributed runs of the

@@ -162,6 +162,7 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   m.working_set_small_bytes = 1 << 20;
   m.working_set_large_bytes = 1 << 28;
   m.batch_alpha_s = 3e-4;
+  m.epoch_alpha_s = 5e-3;
   m.full_graph_message_s = 2e-5;
   m.mini_batch_message_s = 4e-5;
   const auto path = dir.path() / "c.json";
@@ -177,6 +178,7 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   EXPECT_EQ(r.working_set_small_bytes, 1 << 20);
   EXPECT_EQ(r.working_set_large_bytes, 1 << 28);
   EXPECT_EQ(r.batch_alpha_s, 3e-4);
+  EXPECT_EQ(r.epoch_alpha_s, 5e-3);
   EXPECT_EQ(r.full_graph_message_s, 2e-5);
   EXPECT_EQ(r.mini_batch_message_s, 4e-5);
   EXPECT_TRUE(r.calibrated);
@@ -226,7 +228,7 @@ TEST(Plan, StepScaleFollowsTheWorkingSet) {
 }
 
 // The in-step message latency replaces the ping-pong's in every message of a step, and a
-// mini-batch epoch pays the per-batch fixed cost once per batch.
+// mini-batch epoch pays the per-batch fixed cost once per batch and the per-epoch one once.
 TEST(Plan, MessageLatencyAndBatchCostsAreCharged) {
   PlanInput in;
   in.graph = big_graph();
@@ -252,9 +254,10 @@ TEST(Plan, MessageLatencyAndBatchCostsAreCharged) {
   CostModel one;
   const Plan b0 = make_plan(in, c, one, "cpu", 1);
   one.batch_alpha_s = 1e-3;
+  one.epoch_alpha_s = 7e-3;
   const Plan b1 = make_plan(in, c, one, "cpu", 1);
   EXPECT_EQ(b0.batches_per_epoch, 100);
-  EXPECT_NEAR(b1.epoch_seconds - b0.epoch_seconds, 100 * 1e-3, 1e-9);
+  EXPECT_NEAR(b1.epoch_seconds - b0.epoch_seconds, 100 * 1e-3 + 7e-3, 1e-9);
 }
 
 TEST(Plan, CheckpointHoldsParametersAdamMomentsAndTheBestEpoch) {

@@ -24,7 +24,8 @@ void print_model(const runtime::CostModel& m, bool link) {
       "halo calibrate: gemm %.1f GFLOP/s (+%.1f us/call); spmm %.2f ns/entry + %.2f GB/s "
       "gathered (+%.1f us/call); element-wise %.2f GB/s (+%.1f us/call); sampler %.1f ns/edge "
       "(+%.1f us/batch); disk %.0f MB/s; process %.0f MiB; step x%.2f -> x%.2f (full graph), "
-      "x%.2f -> x%.2f (mini-batch) from %.1f to %.1f MiB of working set; batch +%.1f us\n",
+      "x%.2f -> x%.2f (mini-batch) from %.1f to %.1f MiB of working set; batch +%.1f us, epoch "
+      "+%.1f us\n",
       1e-9 / m.gemm_s_per_flop, m.gemm_alpha_s * 1e6, m.spmm_s_per_edge * 1e9,
       m.spmm_s_per_byte > 0 ? 1e-9 / m.spmm_s_per_byte : 0.0, m.spmm_alpha_s * 1e6,
       1e-9 / m.elementwise_s_per_byte, m.elementwise_alpha_s * 1e6, m.sampler_s_per_edge * 1e9,
@@ -32,7 +33,8 @@ void print_model(const runtime::CostModel& m, bool link) {
       static_cast<double>(m.process_base_bytes) / 1048576.0, m.full_graph_step_scale,
       m.full_graph_step_scale_large, m.mini_batch_step_scale, m.mini_batch_step_scale_large,
       static_cast<double>(m.working_set_small_bytes) / 1048576.0,
-      static_cast<double>(m.working_set_large_bytes) / 1048576.0, m.batch_alpha_s * 1e6);
+      static_cast<double>(m.working_set_large_bytes) / 1048576.0, m.batch_alpha_s * 1e6,
+      m.epoch_alpha_s * 1e6);
   if (link)
     std::fprintf(stderr,
                  "halo calibrate: link %.2f us + %.2f GB/s; in-step message %.1f us (full graph), "
