@@ -16,12 +16,15 @@ Buffer::Buffer(const Resources& res, Device device, std::size_t bytes)
   if (device == Device::Cpu) {
     // Large buffers get 2 MiB alignment and transparent huge pages: feature rows gathered at
     // random from a big matrix otherwise miss the TLB on nearly every row (measured: SpMM over
-    // the ogbn-arxiv shape at 256 columns, bench/results/cpu.md).
+    // the ogbn-arxiv shape at 256 columns, bench/results/cpu.md). Only the whole huge pages
+    // inside the buffer are advised: the tail keeps 4 KiB pages, so the resident set is the
+    // buffer's size, not its size rounded up to 2 MiB (which cost a rank up to 2 MiB per
+    // buffer: 30 MiB more on one of two equal parts whose matrices crossed 4 MiB).
     constexpr std::size_t kHugePage = std::size_t{2} << 20;
     const std::size_t align = bytes >= kHugePage ? kHugePage : 64;
-    m_data = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+    m_data = std::aligned_alloc(align, (bytes + 63) / 64 * 64);
     if (m_data == nullptr) throw std::bad_alloc();
-    if (align == kHugePage) madvise(m_data, (bytes + align - 1) / align * align, MADV_HUGEPAGE);
+    if (align == kHugePage) madvise(m_data, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
   } else {
     m_stream = res.cuda_exec().stream;
     m_data = detail::cuda_malloc_async(bytes, m_stream);

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -17,6 +19,8 @@
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/gemm.hpp>
 #include <halo/kernels/spmm.hpp>
+#include <halo/partition/partition_format.hpp>
+#include <halo/partition/partitioner.hpp>
 #include <halo/runtime/calibrate.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 
@@ -86,8 +90,10 @@ void warm_up(const kernels::Resources& res) {
 CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig& c,
                             const std::filesystem::path& scratch_dir, CostModel m) {
   HALO_EXPECTS(res.device() == kernels::Device::Cpu, "calibrate: the CPU is measured");
-  HALO_EXPECTS(c.repeats >= 1 && c.rmat_scale >= 4 && c.rmat_scale <= 22,
-               "calibrate: repeats >= 1 and an R-MAT scale in [4, 22] expected");
+  HALO_EXPECTS(c.repeats >= 1 && c.rmat_scale >= 4 && c.rmat_scale <= 22 &&
+                   c.large_rmat_scale > c.rmat_scale && c.large_rmat_scale <= 22,
+               "calibrate: repeats >= 1 and R-MAT scales 4 <= rmat_scale < large_rmat_scale <= 22 "
+               "expected");
   const int r = c.repeats;
   // The process's own footprint, measured first (warm_up).
   warm_up(res);
@@ -199,35 +205,107 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     const double s = std::chrono::duration<double>(Clock::now() - start).count();
     m.disk_s_per_byte = s / (static_cast<double>(blocks) * static_cast<double>(block.size()));
   }
-  // Whole steps: short Trainer runs on an R-MAT graph with 16 features (GCN full graph, SAGE
-  // mini-batch), measured against what the terms above predict for them.
+  // Whole steps: short Trainer runs on R-MAT graphs with 16 features (GCN full graph, SAGE
+  // mini-batch) at two scales, measured against what the terms above predict for them.
   {
-    datasets::RmatConfig tc;
-    tc.scale = c.rmat_scale;
-    tc.avg_degree = 8;
-    tc.num_features = 16;
-    auto fit_step = [&](TrainConfig config, int epochs) {
+    struct Fit {
+      double measured = 0, modelled = 0, batches = 1, working_set = 0;
+    };
+    auto run_step = [&](int scale, TrainConfig config, int epochs) {
+      datasets::RmatConfig tc;
+      tc.scale = scale;
+      tc.avg_degree = 8;
+      tc.num_features = 16;
       config.epochs = epochs;
       config.model.hidden = 16;
       Shard shard = local_shard(res, datasets::make_rmat(res, tc));
       CostModel unscaled = m;
       unscaled.full_graph_step_scale = unscaled.mini_batch_step_scale = 1;
+      unscaled.working_set_large_bytes = 0;
+      unscaled.batch_alpha_s = unscaled.epoch_alpha_s = 0;
       const Plan plan =
           make_plan(shard_plan_input(shard), config, unscaled, "cpu", res.cpu_exec().num_threads);
       const TrainRun run = train(res, shard, config);
-      const double predicted = plan.epoch_seconds;
-      return predicted > 0 ? run.result.epoch_time_median_s / predicted : 1.0;
+      return Fit{run.result.epoch_time_median_s, plan.epoch_seconds,
+                 static_cast<double>(plan.batches_per_epoch),
+                 static_cast<double>(plan.per_rank.front().working_set_bytes)};
     };
     TrainConfig full;
     full.model.kind = nn::ModelKind::Gcn;
-    m.full_graph_step_scale = fit_step(full, 5);
+    const Fit f_small = run_step(c.rmat_scale, full, 5);
+    const Fit f_large = run_step(c.large_rmat_scale, full, 3);
+    auto ratio = [](const Fit& f) { return f.modelled > 0 ? f.measured / f.modelled : 1.0; };
+    m.full_graph_step_scale = ratio(f_small);
+    m.full_graph_step_scale_large = ratio(f_large);
+    m.working_set_small_bytes = static_cast<std::int64_t>(f_small.working_set);
+    m.working_set_large_bytes = static_cast<std::int64_t>(f_large.working_set);
+    // Mini-batch: measured = scale x modelled + batches x batch_alpha + epoch_alpha, solved
+    // from batches of 1024, 128 and 32 seeds on the small graph (three equations); a term that
+    // noise makes negative is dropped and the rest solved again. The large graph's scale then
+    // with those fixed costs.
     TrainConfig mini;
     mini.model.kind = nn::ModelKind::Sage;
     MiniBatchConfig mb;
-    mb.batch_size = 1024;
     mb.fanouts = {10, 5};
     mini.mini_batch = mb;
-    m.mini_batch_step_scale = fit_step(mini, 2);
+    std::vector<Fit> fits;
+    for (const std::int64_t batch : {1024, 128, 32}) {
+      mini.mini_batch->batch_size = batch;
+      fits.push_back(run_step(c.rmat_scale, mini, batch == 1024 ? 3 : 2));
+    }
+    // Least squares over the fits for the unknowns kept (x: scale, batch, epoch).
+    auto solve = [&](bool use_batch, bool use_epoch) {
+      std::vector<std::array<double, 3>> rows;
+      for (const Fit& f : fits) rows.push_back({f.modelled, use_batch ? f.batches : 0.0, 1.0});
+      double a[3][3] = {}, b[3] = {};
+      const bool used[3] = {true, use_batch, use_epoch};
+      for (std::size_t k = 0; k < rows.size(); ++k)
+        for (int i = 0; i < 3; ++i) {
+          if (!used[i]) continue;
+          b[i] += rows[k][static_cast<std::size_t>(i)] * fits[k].measured;
+          for (int j = 0; j < 3; ++j)
+            if (used[j])
+              a[i][j] +=
+                  rows[k][static_cast<std::size_t>(i)] * rows[k][static_cast<std::size_t>(j)];
+        }
+      for (int i = 0; i < 3; ++i)
+        if (!used[i]) a[i][i] = 1;
+      // Gaussian elimination on the 3 x 3 normal equations.
+      for (int i = 0; i < 3; ++i) {
+        int piv = i;
+        for (int r2 = i + 1; r2 < 3; ++r2)
+          if (std::abs(a[r2][i]) > std::abs(a[piv][i])) piv = r2;
+        std::swap(a[i], a[piv]);
+        std::swap(b[i], b[piv]);
+        if (std::abs(a[i][i]) < 1e-300) return std::array<double, 3>{-1, -1, -1};
+        for (int r2 = 0; r2 < 3; ++r2) {
+          if (r2 == i) continue;
+          const double f = a[r2][i] / a[i][i];
+          for (int j = 0; j < 3; ++j) a[r2][j] -= f * a[i][j];
+          b[r2] -= f * b[i];
+        }
+      }
+      return std::array<double, 3>{b[0] / a[0][0], b[1] / a[1][1], b[2] / a[2][2]};
+    };
+    std::array<double, 3> x = solve(true, true);
+    if (x[0] <= 0 || x[1] < 0 || x[2] < 0) {
+      const std::array<double, 3> no_epoch = solve(true, false), no_batch = solve(false, true);
+      if (no_epoch[0] > 0 && no_epoch[1] >= 0)
+        x = {no_epoch[0], no_epoch[1], 0};
+      else if (no_batch[0] > 0 && no_batch[2] >= 0)
+        x = {no_batch[0], 0, no_batch[2]};
+      else
+        x = {fits[0].modelled > 0 ? fits[0].measured / fits[0].modelled : 1.0, 0, 0};
+    }
+    m.mini_batch_step_scale = x[0];
+    m.batch_alpha_s = x[1];
+    m.epoch_alpha_s = x[2];
+    mini.mini_batch->batch_size = 1024;
+    const Fit b_large = run_step(c.large_rmat_scale, mini, 1);
+    m.mini_batch_step_scale_large =
+        b_large.modelled > 0
+            ? std::max(0.0, b_large.measured - b_large.batches * x[1] - x[2]) / b_large.modelled
+            : x[0];
   }
   m.threads = res.cpu_exec().num_threads;
   char host[256] = {};
@@ -237,17 +315,16 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
   return m;
 }
 
-CostModel calibrate_link(Comm& comm, const CalibrateConfig& c, CostModel m) {
-  // Both ranks must make the same number of round trips: a fixed count, timed as a whole.
-  auto mean_seconds_fixed = [&](const std::function<void()>& round) {
-    round();
-    const int rounds = std::max(c.repeats, 1) * 30;
-    const auto start = Clock::now();
-    for (int i = 0; i < rounds; ++i) round();
-    return std::chrono::duration<double>(Clock::now() - start).count() / rounds;
-  };
+CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const CalibrateConfig& c,
+                         const std::filesystem::path& scratch_dir, CostModel m) {
   HALO_EXPECTS(comm.size() >= 2, "calibrate: the link needs two ranks (mpiexec -n 2)");
   const int rank = comm.rank();
+  // Rank 0's figure for everyone.
+  auto from_rank0 = [&](double v) {
+    std::vector<double> b = {rank == 0 ? v : 0.0};
+    comm.allreduce(kernels::Span<double>(b.data(), 1), ReduceOp::Sum);
+    return b[0];
+  };
   auto pingpong = [&](std::size_t bytes) {
     std::vector<char> buf(bytes, 'x');
     auto round = [&] {
@@ -268,11 +345,17 @@ CostModel calibrate_link(Comm& comm, const CalibrateConfig& c, CostModel m) {
       }
     };
     comm.barrier();
-    double s = mean_seconds_fixed(round);
-    // Rank 0's measurement for everyone.
-    std::vector<double> v = {rank == 0 ? s : 0.0};
-    comm.allreduce(kernels::Span<double>(v.data(), 1), ReduceOp::Sum);
-    return v[0] / 2;  // one way
+    // Both ranks make the same number of round trips; each is timed, the median kept.
+    round();
+    const int rounds = std::max(c.repeats, 1) * 30;
+    std::vector<double> t(static_cast<std::size_t>(rounds));
+    for (double& ti : t) {
+      const auto start = Clock::now();
+      round();
+      ti = std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    std::nth_element(t.begin(), t.begin() + rounds / 2, t.end());
+    return from_rank0(t[static_cast<std::size_t>(rounds / 2)]) / 2;  // one way
   };
   const std::size_t big = std::size_t{1} << 20;
   const double t_small = pingpong(8), t_big = pingpong(big);
@@ -280,6 +363,54 @@ CostModel calibrate_link(Comm& comm, const CalibrateConfig& c, CostModel m) {
   m.link_s_per_byte = std::max(0.0, (t_big - t_small) / static_cast<double>(big - 8));
   m.mpi_rank_extra_bytes =
       std::max<std::int64_t>(0, current_host_memory_bytes() - m.process_base_bytes);
+  m.link_calibrated = true;
+
+  // The in-step message latency: short distributed Trainer runs on a generated graph.
+  const std::filesystem::path dir =
+      scratch_dir / (".halo-calibrate-parts-" + std::to_string(static_cast<long long>(
+                                                    from_rank0(static_cast<double>(::getpid())))));
+  datasets::RmatConfig rc;
+  rc.scale = 12;
+  rc.avg_degree = 8;
+  rc.num_features = 16;
+  if (rank == 0) {
+    datasets::Dataset ds = datasets::make_rmat(res, rc);
+    partition::PartitionConfig pc;
+    pc.num_parts = comm.size();
+    std::filesystem::remove_all(dir);
+    partition::write_partitions(res, ds, partition::partition_dataset(res, ds, pc), dir);
+  }
+  comm.barrier();
+  auto fit_message = [&](TrainConfig config, int epochs) {
+    config.epochs = epochs;
+    config.model.hidden = 16;
+    Shard shard = open_shard(res, comm, dir);
+    const PlanInput in = shard_plan_input(shard);
+    // The plan's epoch is linear in the message latency x once the exchange is exposed: two
+    // latencies large enough for that give its slope (messages) and intercept.
+    auto plan_at = [&](double x) {
+      CostModel p = m;
+      p.full_graph_message_s = p.mini_batch_message_s = x;
+      return make_plan(in, config, p, "cpu", res.cpu_exec().num_threads).epoch_seconds;
+    };
+    const double x1 = 1e-3, x2 = 2e-3, y1 = plan_at(x1), y2 = plan_at(x2);
+    const double messages = (y2 - y1) / (x2 - x1), base = y1 - messages * x1;
+    const TrainRun run = train(res, shard, config);
+    const double measured = from_rank0(run.result.epoch_time_median_s);
+    return messages > 0 ? std::max(m.link_alpha_s, (measured - base) / messages) : m.link_alpha_s;
+  };
+  TrainConfig full;
+  full.model.kind = nn::ModelKind::Gcn;
+  m.full_graph_message_s = fit_message(full, 20);
+  TrainConfig mini;
+  mini.model.kind = nn::ModelKind::Sage;
+  MiniBatchConfig mb;
+  mb.fanouts = {10, 5};
+  mb.batch_size = 32;
+  mini.mini_batch = mb;
+  m.mini_batch_message_s = fit_message(mini, 3);
+  comm.barrier();
+  if (rank == 0) std::filesystem::remove_all(dir);
   return m;
 }
 

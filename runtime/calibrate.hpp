@@ -15,7 +15,9 @@ struct CalibrateConfig {
   int repeats = 7;
   /// R-MAT scale of the graph the SpMM and sampler terms are measured on (2^scale nodes,
   /// degree 8).
-  int rmat_scale = 15;
+  int rmat_scale = 14;
+  /// R-MAT scale of the second, larger graph of the whole-step fits (the working-set rule).
+  int large_rmat_scale = 19;
 };
 
 /// The compute terms, measured on res's CPU threads, with two points per alpha + beta fit:
@@ -27,19 +29,27 @@ struct CalibrateConfig {
 ///   disk: 32 MiB written and fsynced in `scratch_dir`;
 ///   memory: the resident set after one epoch of each mode on a 64-node graph (libraries,
 ///           threads, BLAS buffers, the code pages a run touches);
-///   step:   GCN full graph (5 epochs) and SAGE mini-batch (batch 1024, fan-outs 10,5, 2 epochs)
-///           on the R-MAT graph with 16 features: measured median epoch / modelled epoch.
+///   step:   GCN full graph (5 epochs) and SAGE mini-batch (fan-outs 10,5) on R-MAT graphs with
+///           16 features at rmat_scale and large_rmat_scale: measured median epoch / modelled
+///           epoch at each (the working-set rule); mini-batch at batches of 1024, 128 and 32 on the
+///           small graph, solved for the scale and the per-batch and per-epoch fixed costs.
 /// The link and MPI terms keep `base`'s values. Host only.
 CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig& config,
                             const std::filesystem::path& scratch_dir, CostModel base = {});
 
 /// The link terms between ranks 0 and 1 of `comm` (collective; at least 2 ranks): ping-pong of
-/// 8-byte and 1 MiB messages (30 x repeats round trips each, their mean), alpha = half the small
-/// round trip, beta = the large one's extra half round trip per byte. Also what an MPI rank adds to
-/// the resident set (mpi_rank_extra_bytes: this process's resident set minus
+/// 8-byte and 1 MiB messages (30 x repeats round trips each, the median round trip: a rank
+/// descheduled by another process must not count as the link), alpha = half the small round
+/// trip, beta = the large one's extra half round trip per byte. Then the in-step message latency
+/// (full_graph_message_s, mini_batch_message_s): short Trainer runs on all ranks of `comm` over a
+/// random partition of a generated R-MAT graph (scale 12, 16 features; GCN full graph, SAGE
+/// mini-batch with batches of 32), measured epoch minus the plan's epoch without message
+/// latency, per message the plan counts. Written under `scratch_dir` and removed. Also what an MPI
+/// rank adds to the resident set (mpi_rank_extra_bytes: this process's resident set minus
 /// base.process_base_bytes, which must come from a one-process calibration). Returns `base` with
 /// those terms replaced.
-CostModel calibrate_link(Comm& comm, const CalibrateConfig& config, CostModel base);
+CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const CalibrateConfig& config,
+                         const std::filesystem::path& scratch_dir, CostModel base);
 
 /// One epoch of each mode (one process) on a 64-node R-MAT graph: after it, libraries, OpenMP
 /// threads, BLAS buffers and the code pages a run touches are resident, and the graph's few KiB

@@ -115,13 +115,25 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
   return s;
 }
 
-/// Ring all-reduce of `bytes` over `p` ranks: 2 (P - 1) messages of bytes / P each.
-double allreduce_s(const CostModel& m, double bytes, int p) {
+/// Ring all-reduce of `bytes` over `p` ranks: 2 (P - 1) messages of bytes / P each, each
+/// costing `alpha` (the in-step message latency) plus its bytes over the link.
+double allreduce_s(const CostModel& m, double alpha, double bytes, int p) {
   if (p <= 1) return 0;
-  return 2.0 * (p - 1) * (m.link_alpha_s + m.link_s_per_byte * bytes / p);
+  return 2.0 * (p - 1) * (alpha + m.link_s_per_byte * bytes / p);
 }
 
 }  // namespace
+
+double step_scale(const CostModel& m, bool mini, double working_set) {
+  const double small = mini ? m.mini_batch_step_scale : m.full_graph_step_scale;
+  const double large = mini ? m.mini_batch_step_scale_large : m.full_graph_step_scale_large;
+  const auto w0 = static_cast<double>(m.working_set_small_bytes);
+  const auto w1 = static_cast<double>(m.working_set_large_bytes);
+  if (w0 <= 0 || w1 <= w0 || working_set <= w0) return small;
+  if (working_set >= w1) return large;
+  const double t = std::log(working_set / w0) / std::log(w1 / w0);
+  return small + t * (large - small);
+}
 
 std::filesystem::path default_calibration_path() {
   if (const char* env = std::getenv("HALO_CALIBRATION"); env != nullptr && *env != '\0') return env;
@@ -149,7 +161,16 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
       {"disk", {{"s_per_byte", m.disk_s_per_byte}}},
       {"step",
        {{"full_graph_scale", m.full_graph_step_scale},
-        {"mini_batch_scale", m.mini_batch_step_scale}}},
+        {"mini_batch_scale", m.mini_batch_step_scale},
+        {"full_graph_scale_large", m.full_graph_step_scale_large},
+        {"mini_batch_scale_large", m.mini_batch_step_scale_large},
+        {"working_set_small_bytes", m.working_set_small_bytes},
+        {"working_set_large_bytes", m.working_set_large_bytes},
+        {"batch_alpha_s", m.batch_alpha_s},
+        {"epoch_alpha_s", m.epoch_alpha_s}}},
+      {"collective",
+       {{"full_graph_message_s", m.full_graph_message_s},
+        {"mini_batch_message_s", m.mini_batch_message_s}}},
       {"memory",
        {{"process_base_bytes", m.process_base_bytes},
         {"mpi_rank_extra_bytes", m.mpi_rank_extra_bytes}}}};
@@ -189,6 +210,19 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   m.disk_s_per_byte = num("disk", "s_per_byte");
   m.full_graph_step_scale = num("step", "full_graph_scale");
   m.mini_batch_step_scale = num("step", "mini_batch_scale");
+  // The working-set and per-batch terms and the in-step message latency: optional (files
+  // written before them read as one scale throughout and the ping-pong's latency).
+  auto opt = [&](const char* group, const char* key, double fallback) {
+    return j.contains(group) && j[group].contains(key) ? num(group, key) : fallback;
+  };
+  m.full_graph_step_scale_large = opt("step", "full_graph_scale_large", m.full_graph_step_scale);
+  m.mini_batch_step_scale_large = opt("step", "mini_batch_scale_large", m.mini_batch_step_scale);
+  m.working_set_small_bytes = static_cast<std::int64_t>(opt("step", "working_set_small_bytes", 0));
+  m.working_set_large_bytes = static_cast<std::int64_t>(opt("step", "working_set_large_bytes", 0));
+  m.batch_alpha_s = opt("step", "batch_alpha_s", 0);
+  m.epoch_alpha_s = opt("step", "epoch_alpha_s", 0);
+  m.full_graph_message_s = opt("collective", "full_graph_message_s", 0);
+  m.mini_batch_message_s = opt("collective", "mini_batch_message_s", 0);
   m.process_base_bytes = static_cast<std::int64_t>(num("memory", "process_base_bytes"));
   m.mpi_rank_extra_bytes = static_cast<std::int64_t>(num("memory", "mpi_rank_extra_bytes"));
   m.threads = j.value("threads", 0);
@@ -454,8 +488,21 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // Adam: read grad, m, v, w; write m, v, w; one call per parameter tensor (weights, bias).
     const double tensors = config.model.num_layers * (sage ? 3.0 : 2.0);
     const double adam = ew_s(m, param_bytes * 7, tensors);
-    const double scale = mini ? m.mini_batch_step_scale : m.full_graph_step_scale;
-    rp.compute_s = scale * steps * (step.compute_s + adam);
+    for (const MemoryItem& i : data)
+      if (i.name != "process") rp.working_set_bytes += i.bytes;
+    const double scale = step_scale(m, mini, static_cast<double>(rp.working_set_bytes));
+    rp.step_scale = scale;
+    // The latency of a message inside a step (fitted on distributed runs), else the link's.
+    const double fitted_alpha = mini ? m.mini_batch_message_s : m.full_graph_message_s;
+    const double msg_alpha = fitted_alpha > 0 ? fitted_alpha : m.link_alpha_s;
+    // Ranks sharing fewer cores than they have threads run their compute that much slower.
+    const double share =
+        m.host_cores > 0
+            ? std::max(1.0, static_cast<double>(ranks) * std::max(1, threads) / m.host_cores)
+            : 1.0;
+    rp.compute_s = share * scale * steps * (step.compute_s + adam);
+    // Fixed costs of a batch the kernel terms leave out.
+    if (mini) rp.compute_s += steps * m.batch_alpha_s + m.epoch_alpha_s;
     if (mini) {
       const double local_edges = sampled_edges / ranks;
       rp.sampling_s = steps * (m.sampler_alpha_s + m.sampler_s_per_edge * local_edges);
@@ -464,7 +511,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                                    ? 8.0 * input_nnz / std::max(1.0, blocks.front().src)
                                    : kF * static_cast<double>(g.num_features);
       rp.sampling_s += steps * ew_s(m, 2 * blocks.front().src * row_bytes);
-      rp.sampling_s *= scale;
+      rp.sampling_s *= share * scale;
       if (ranks > 1) {
         // Remote input rows: the halo's share of the local nodes, less what the cache holds.
         const double remote_share =
@@ -478,14 +525,14 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         // One all-to-all of requests and one of rows per batch, plus the sampler's per hop.
         const double msgs = steps * (2.0 + 2.0 * config.model.num_layers) * (ranks - 1);
         rp.exchange_s =
-            msgs * m.link_alpha_s + m.link_s_per_byte * static_cast<double>(rp.feature_fetch_bytes);
+            msgs * msg_alpha + m.link_s_per_byte * static_cast<double>(rp.feature_fetch_bytes);
         rp.exposed_exchange_s = rp.exchange_s;
       }
     } else if (ranks > 1) {
       // Every layer sends its aggregated matrix's halo rows forward and their gradients back.
       const double peers = std::min<double>(ranks - 1, static_cast<double>(p.num_send));
       rp.halo_exchange_bytes = 2 * kF * p.num_send * step.exchanged_floats;
-      rp.exchange_s = 2.0 * config.model.num_layers * peers * m.link_alpha_s +
+      rp.exchange_s = 2.0 * config.model.num_layers * peers * msg_alpha +
                       m.link_s_per_byte * static_cast<double>(rp.halo_exchange_bytes);
       // Overlap: the owned rows' aggregation runs while the rows travel.
       const double inner = config.overlap ? step.aggregation_s : 0;
@@ -493,7 +540,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     }
     if (ranks > 1) {
       rp.allreduce_bytes = as_bytes(steps * 2.0 * (ranks - 1) / ranks * (param_bytes + 8));
-      rp.allreduce_s = steps * allreduce_s(m, param_bytes + 8, ranks);
+      rp.allreduce_s = steps * allreduce_s(m, msg_alpha, param_bytes + 8, ranks);
     }
     // AdaptDL's form: compute and network terms added; the exposed part of an overlapped
     // exchange only. The sampler shares the cores with the step, so it adds too.

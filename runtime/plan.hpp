@@ -45,6 +45,32 @@ struct CostModel {
   /// Scales the compute and sampling terms; 1 uncalibrated.
   double full_graph_step_scale = 1;
   double mini_batch_step_scale = 1;
+  /// The working-set rule: the same two scales measured on a second, larger calibration graph,
+  /// and the working sets (RankPlan::working_set_bytes) of the two. A rank's scale is
+  /// interpolated linearly in log(working set) between the two points and held constant
+  /// outside them (docs/scheduler.md); working_set_large_bytes = 0: the first scale throughout.
+  double full_graph_step_scale_large = 1;
+  double mini_batch_step_scale_large = 1;
+  std::int64_t working_set_small_bytes = 0;
+  std::int64_t working_set_large_bytes = 0;
+  /// Mini-batch: seconds per batch the kernel terms leave out (the producer thread's hand-over,
+  /// per-block set-up), fitted with epoch_alpha_s from three batch sizes on the small
+  /// calibration graph.
+  double batch_alpha_s = 0;
+  /// Mini-batch: seconds per epoch the kernel terms leave out (starting and draining the batch
+  /// pipeline: the producer thread's start, its first hand-over, its join).
+  double epoch_alpha_s = 0;
+  /// Latency of one message of a collective inside a training step with several ranks (full
+  /// graph: halo exchange and all-reduce; mini-batch: also the sampler's and the fetches'
+  /// all-to-alls), fitted by `mpiexec -n 2 halo calibrate` on short distributed runs of the
+  /// Trainer on a generated graph. It carries what the ping-pong alone does not (ranks and
+  /// producer threads sharing cores); 0 = link_alpha_s.
+  double full_graph_message_s = 0;
+  double mini_batch_message_s = 0;
+  /// Cores all ranks share (emulated hosts on one machine; `halo plan --host-cores`, not
+  /// calibrated): the compute and sampling terms are multiplied by
+  /// max(1, ranks x threads / host_cores). 0: every rank has its threads' cores.
+  int host_cores = 0;
   /// Resident set of a `halo` process before it loads data (libraries, thread stacks), and
   /// what an MPI rank adds to it.
   std::int64_t process_base_bytes = 48ll << 20;
@@ -155,6 +181,10 @@ struct RankPlan {
   double exposed_exchange_s = 0;
   double allreduce_s = 0;
   double epoch_s = 0;
+  /// Bytes of this rank's data a step works over (the host or device terms but `process`):
+  /// what the step scale is interpolated on (CostModel, the working-set rule).
+  std::int64_t working_set_bytes = 0;
+  double step_scale = 1;
 };
 
 /// The plan of a run.
@@ -194,6 +224,11 @@ inline constexpr double kGracePeriodSeconds = 30;
 /// `device` ("cpu" or "cuda"). halo::LogicError on an invalid config (check_config) or counts.
 Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& costs,
                const std::string& device, int threads);
+
+/// The step scale of a rank whose working set is `working_set` bytes (CostModel's working-set
+/// rule): the small graph's scale below its working set, the large graph's above, linear in
+/// log(working set) between.
+double step_scale(const CostModel& m, bool mini_batch, double working_set);
 
 /// Parameters of the model `config.model` describes for `in_features` inputs and `classes`
 /// outputs (built on the CPU and counted, so the count cannot drift from the layers').

@@ -2,14 +2,16 @@
 # `halo plan` against measurement: predicted peak host memory and epoch time of 8 runs (full graph
 # and mini-batch, P = 1 and 2, on Cora and an R-MAT graph) beside what `halo train --json`
 # measures (peak RSS of the largest rank, median epoch time). Targets: memory within 15 %, epoch
-# time within 25 % (issue 15). Writes OUT/plan.md and OUT/plan.csv.
+# time within 25 % (issue 15). Writes OUT/plan.md and OUT/plan.csv. Each run is measured REPS
+# times (default 3, interleaved over the configurations), the medians kept.
 #
 #   bash bench/plan/validate.sh BUILD_DIR [OUT_DIR] [RMAT_SCALE]
 #
 # BUILD_DIR holds tools/halo/halo (a Release build with MPI, e.g. the `bench` preset); MPIEXEC
-# (default mpiexec) must be the launcher of the MPI it links. The
-# machine is calibrated first (`halo calibrate`, then `mpiexec -n 2 halo calibrate` for the
-# link) into a scratch file that every plan reads. One thread per rank. Cora comes from
+# (default mpiexec.mpich, MPICH's, which the build links) must be the launcher of the MPI it
+# links. The machine is calibrated first (`halo calibrate`: R-MAT graphs of scales 14 and 19,
+# never the validated graphs; then `mpiexec -n 2 halo calibrate` for the link and the in-step
+# message latency, on an R-MAT graph of scale 12) into a scratch file that every plan reads. One thread per rank. Cora comes from
 # ../shared/datasets: as the registered dataset `cora` (its binary cache, built by a first
 # load through a file:// mirror of the shared raw files) for P = 1, and as a METIS partition of
 # the plain directory for P = 2; R-MAT (scale RMAT_SCALE, default 17) as 1- and 2-part
@@ -26,7 +28,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out" "$work/mirror/cora"
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
-mpiexec=${MPIEXEC:-mpiexec}
+mpiexec=${MPIEXEC:-mpiexec.mpich}
+reps=${REPS:-3}
 # Open MPI (when it is the mpiexec) refuses root and more ranks than cores without these.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export HALO_DATA_DIR="$work/data" HALO_DATASET_MIRROR="file://$work/mirror"
@@ -61,6 +64,7 @@ configs=(
 )
 csv="$out/plan.csv"
 echo "config,ranks,predicted_peak_bytes,measured_peak_bytes,predicted_epoch_s,measured_epoch_s" > "$csv.tmp"
+# The plans, then REPS rounds over every configuration (interleaved: drift hits all alike).
 i=0
 for c in "${configs[@]}"; do
   IFS='|' read -r name ranks data model epochs <<< "$c"
@@ -68,23 +72,37 @@ for c in "${configs[@]}"; do
   # shellcheck disable=SC2086
   "$halo" plan $data $model --epochs "$epochs" --threads 1 --output "$work/plan-$i.json" 2>> "$work/plan.log" ||
     fail "plan $name P=$ranks"
-  launch=()
-  [ "$ranks" -gt 1 ] && launch=("$mpiexec" -n "$ranks")
-  # shellcheck disable=SC2086
-  "${launch[@]}" "$halo" train $data $model --epochs "$epochs" --threads 1 --json "$work/run-$i.json" \
-    > /dev/null 2>> "$work/train.log" || fail "train $name P=$ranks"
-  "$py" - "$work/plan-$i.json" "$work/run-$i.json" "$name" "$ranks" >> "$csv.tmp" <<'PY'
-import json, sys
-p, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-print(",".join([sys.argv[3], sys.argv[4], str(p["peak_host_bytes_per_rank"]),
-                str(r["peak_host_memory_bytes_max"]), repr(p["epoch_seconds"]),
-                repr(r["epoch_time_median_s"])]))
+done
+for ((rep = 0; rep < reps; rep++)); do
+  i=0
+  for c in "${configs[@]}"; do
+    IFS='|' read -r name ranks data model epochs <<< "$c"
+    i=$((i + 1))
+    launch=()
+    [ "$ranks" -gt 1 ] && launch=("$mpiexec" -n "$ranks")
+    # shellcheck disable=SC2086
+    "${launch[@]}" "$halo" train $data $model --epochs "$epochs" --threads 1 --json "$work/run-$i-$rep.json" \
+      > /dev/null 2>> "$work/train.log" || fail "train $name P=$ranks"
+  done
+  echo "validate: round $((rep + 1)) of $reps done" >&2
+done
+i=0
+for c in "${configs[@]}"; do
+  IFS='|' read -r name ranks data model epochs <<< "$c"
+  i=$((i + 1))
+  "$py" - "$work/plan-$i.json" "$name" "$ranks" "$work"/run-$i-*.json >> "$csv.tmp" <<'PY'
+import json, statistics, sys
+p = json.load(open(sys.argv[1]))
+runs = [json.load(open(f)) for f in sys.argv[4:]]
+print(",".join([sys.argv[2], sys.argv[3], str(p["peak_host_bytes_per_rank"]),
+                str(int(statistics.median(r["peak_host_memory_bytes_max"] for r in runs))),
+                repr(p["epoch_seconds"]),
+                repr(statistics.median(r["epoch_time_median_s"] for r in runs))]))
 PY
-  echo "validate: $name P=$ranks done" >&2
 done
 mv "$csv.tmp" "$csv"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-"$py" - "$csv" "$out/plan.md" "$scale" "$load_before" "$load_after" "$work/calibrate.log" <<'PY'
+"$py" - "$csv" "$out/plan.md" "$scale" "$load_before" "$load_after" "$work/calibrate.log" "$reps" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 cal = open(sys.argv[6]).read().strip().splitlines()
@@ -92,11 +110,13 @@ with open(sys.argv[2], "w") as f:
     f.write("# `halo plan` against measurement\n\n")
     f.write("Predicted (`halo plan`, calibrated by `halo calibrate` on the same machine just before) "
             "against measured (`halo train --json`: `peak_host_memory_bytes_max`, the largest "
-            "rank's peak RSS; `epoch_time_median_s`). One thread per rank. Cora: the registered "
+            "rank's peak RSS; `epoch_time_median_s`), medians of the repetitions. One thread per "
+            "rank; MPICH. Cora: the registered "
             "dataset's cache (P = 1) or a METIS partition (P = 2); R-MAT scale "
             f"{sys.argv[3]} (degree 8, 16 features): METIS partitions. Full graph: GCN, hidden 16; "
             "mini-batch: SAGE, hidden 16, fan-outs 10,5, batch 32 (Cora) / 1024 (R-MAT).\n"
-            f"Reproduce: `bash bench/plan/validate.sh build/bench bench/results {sys.argv[3]}`. "
+            f"Reproduce: `bash bench/plan/validate.sh build/bench bench/results {sys.argv[3]}` "
+            f"(REPS={sys.argv[7]}). "
             f"Load average (1, 5, 15 min) before: {sys.argv[4]}; after: {sys.argv[5]}.\n\n")
     f.write("Calibration:\n\n```\n" + "\n".join(l for l in cal if l.startswith("halo calibrate:")) + "\n```\n\n")
     f.write("| config | ranks | peak memory predicted (MiB) | measured (MiB) | ratio | within 15 % | "

@@ -157,6 +157,14 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   m.threads = 3;
   m.host = "h";
   m.link_calibrated = true;
+  m.full_graph_step_scale_large = 1.75;
+  m.mini_batch_step_scale_large = 0.5;
+  m.working_set_small_bytes = 1 << 20;
+  m.working_set_large_bytes = 1 << 28;
+  m.batch_alpha_s = 3e-4;
+  m.epoch_alpha_s = 5e-3;
+  m.full_graph_message_s = 2e-5;
+  m.mini_batch_message_s = 4e-5;
   const auto path = dir.path() / "c.json";
   write_cost_model(m, path);
   const CostModel r = read_cost_model(path);
@@ -165,6 +173,14 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   EXPECT_EQ(r.link_alpha_s, m.link_alpha_s);
   EXPECT_EQ(r.process_base_bytes, m.process_base_bytes);
   EXPECT_EQ(r.threads, 3);
+  EXPECT_EQ(r.full_graph_step_scale_large, 1.75);
+  EXPECT_EQ(r.mini_batch_step_scale_large, 0.5);
+  EXPECT_EQ(r.working_set_small_bytes, 1 << 20);
+  EXPECT_EQ(r.working_set_large_bytes, 1 << 28);
+  EXPECT_EQ(r.batch_alpha_s, 3e-4);
+  EXPECT_EQ(r.epoch_alpha_s, 5e-3);
+  EXPECT_EQ(r.full_graph_message_s, 2e-5);
+  EXPECT_EQ(r.mini_batch_message_s, 4e-5);
   EXPECT_TRUE(r.calibrated);
   EXPECT_TRUE(r.link_calibrated);
   std::ofstream(dir.path() / "bad.json") << "{\"format\": \"halo-calibration\", \"version\": 1}";
@@ -176,6 +192,72 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   }
   std::ofstream(dir.path() / "junk.json") << "not json";
   EXPECT_THROW(read_cost_model(dir.path() / "junk.json"), IoError);
+}
+
+// The working-set rule: the small graph's scale up to its working set, the large graph's from
+// its own, and between them linear in log(working set); one point only: the first scale.
+TEST(Plan, StepScaleFollowsTheWorkingSet) {
+  CostModel m;
+  m.full_graph_step_scale = 1;
+  m.full_graph_step_scale_large = 3;
+  m.mini_batch_step_scale = 0.5;
+  m.mini_batch_step_scale_large = 0.25;
+  m.working_set_small_bytes = 1 << 20;
+  m.working_set_large_bytes = 1 << 24;
+  EXPECT_EQ(step_scale(m, false, 1000), 1);
+  EXPECT_EQ(step_scale(m, false, 1 << 20), 1);
+  EXPECT_EQ(step_scale(m, false, 1 << 30), 3);
+  EXPECT_NEAR(step_scale(m, false, 1 << 22), 2, 1e-12);  // half way in log2: 20, 22, 24
+  EXPECT_NEAR(step_scale(m, false, 1 << 21), 1.5, 1e-12);
+  EXPECT_NEAR(step_scale(m, true, 1 << 22), 0.375, 1e-12);
+  m.working_set_large_bytes = 0;
+  EXPECT_EQ(step_scale(m, false, 1 << 30), 1);
+  // The plan reports the working set (its data but the process) and the scale it used.
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 1);
+  const TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
+  m.working_set_large_bytes = 1 << 24;
+  const Plan plan = make_plan(in, c, m, "cpu", 1);
+  const RankPlan& r = plan.per_rank.front();
+  std::int64_t data = 0;
+  for (const MemoryItem& i : r.host)
+    if (i.name != "process") data += i.bytes;
+  EXPECT_EQ(r.working_set_bytes, data);
+  EXPECT_EQ(r.step_scale, step_scale(m, false, static_cast<double>(data)));
+}
+
+// The in-step message latency replaces the ping-pong's in every message of a step, and a
+// mini-batch epoch pays the per-batch fixed cost once per batch and the per-epoch one once.
+TEST(Plan, MessageLatencyAndBatchCostsAreCharged) {
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 4);
+  in.from_partition = true;
+  TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
+  c.overlap = false;
+  CostModel m;
+  const Plan base = make_plan(in, c, m, "cpu", 1);
+  m.full_graph_message_s = m.link_alpha_s + 1e-3;
+  const Plan slow = make_plan(in, c, m, "cpu", 1);
+  // Per step: 2 L exchanges with each of the 3 peers, and a ring all-reduce of 2 (P - 1).
+  const double messages = 2.0 * c.model.num_layers * 3 + 2.0 * 3;
+  EXPECT_NEAR(slow.epoch_seconds - base.epoch_seconds, messages * 1e-3, 1e-9);
+  c.model.kind = nn::ModelKind::Sage;
+  c.overlap = true;  // the default; --no-overlap is a full-graph flag
+  MiniBatchConfig mb;
+  mb.batch_size = 1000;
+  mb.fanouts = {5, 5};
+  c.mini_batch = mb;
+  in.parts = estimate_parts(in.graph, 1);
+  in.from_partition = false;
+  CostModel one;
+  const Plan b0 = make_plan(in, c, one, "cpu", 1);
+  one.batch_alpha_s = 1e-3;
+  one.epoch_alpha_s = 7e-3;
+  const Plan b1 = make_plan(in, c, one, "cpu", 1);
+  EXPECT_EQ(b0.batches_per_epoch, 100);
+  EXPECT_NEAR(b1.epoch_seconds - b0.epoch_seconds, 100 * 1e-3 + 7e-3, 1e-9);
 }
 
 TEST(Plan, CheckpointHoldsParametersAdamMomentsAndTheBestEpoch) {

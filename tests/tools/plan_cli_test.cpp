@@ -214,8 +214,8 @@ TEST_F(PlanCli, DatasetCacheAndTheSmallestFittingP) {
 
 TEST_F(PlanCli, CalibrateWritesWhatPlanReads) {
   const fs::path cal = m_dir / "cal.json";
-  Outcome r =
-      halo("calibrate --output " + cal.string() + " --repeats 1 --rmat-scale 8 --threads 1");
+  Outcome r = halo("calibrate --output " + cal.string() +
+                   " --repeats 1 --rmat-scale 8 --large-rmat-scale 9 --threads 1");
   ASSERT_EQ(r.code, 0) << r.err;
   const json c = json::parse(halo::testing::read_file(cal));
   for (const char* group :
@@ -223,6 +223,10 @@ TEST_F(PlanCli, CalibrateWritesWhatPlanReads) {
     EXPECT_TRUE(c.contains(group)) << group;
   EXPECT_GT(c["gemm"]["s_per_flop"].get<double>(), 0);
   EXPECT_EQ(c["link"]["measured"], false);  // one process measures no link
+  // The working-set rule's two points: the larger graph's working set is the larger.
+  EXPECT_GT(c["step"]["working_set_large_bytes"].get<double>(),
+            c["step"]["working_set_small_bytes"].get<double>());
+  EXPECT_GE(c["step"]["batch_alpha_s"].get<double>(), 0);
   const json j = plan("--partitions " + partition(1).string() + " --calibration " + cal.string());
   EXPECT_EQ(j["calibrated"], true);
   EXPECT_GT(j["epoch_seconds"].get<double>(), 0);

@@ -23,17 +23,24 @@ void print_model(const runtime::CostModel& m, bool link) {
       stderr,
       "halo calibrate: gemm %.1f GFLOP/s (+%.1f us/call); spmm %.2f ns/entry + %.2f GB/s "
       "gathered (+%.1f us/call); element-wise %.2f GB/s (+%.1f us/call); sampler %.1f ns/edge "
-      "(+%.1f us/batch); disk %.0f MB/s; process %.0f MiB; step x%.2f (full graph), "
-      "x%.2f (mini-batch)\n",
+      "(+%.1f us/batch); disk %.0f MB/s; process %.0f MiB; step x%.2f -> x%.2f (full graph), "
+      "x%.2f -> x%.2f (mini-batch) from %.1f to %.1f MiB of working set; batch +%.1f us, epoch "
+      "+%.1f us\n",
       1e-9 / m.gemm_s_per_flop, m.gemm_alpha_s * 1e6, m.spmm_s_per_edge * 1e9,
       m.spmm_s_per_byte > 0 ? 1e-9 / m.spmm_s_per_byte : 0.0, m.spmm_alpha_s * 1e6,
       1e-9 / m.elementwise_s_per_byte, m.elementwise_alpha_s * 1e6, m.sampler_s_per_edge * 1e9,
       m.sampler_alpha_s * 1e6, 1e-6 / m.disk_s_per_byte,
       static_cast<double>(m.process_base_bytes) / 1048576.0, m.full_graph_step_scale,
-      m.mini_batch_step_scale);
+      m.full_graph_step_scale_large, m.mini_batch_step_scale, m.mini_batch_step_scale_large,
+      static_cast<double>(m.working_set_small_bytes) / 1048576.0,
+      static_cast<double>(m.working_set_large_bytes) / 1048576.0, m.batch_alpha_s * 1e6,
+      m.epoch_alpha_s * 1e6);
   if (link)
-    std::fprintf(stderr, "halo calibrate: link %.2f us + %.2f GB/s; MPI rank +%.0f MiB\n",
+    std::fprintf(stderr,
+                 "halo calibrate: link %.2f us + %.2f GB/s; in-step message %.1f us (full graph), "
+                 "%.1f us (mini-batch); MPI rank +%.0f MiB\n",
                  m.link_alpha_s * 1e6, m.link_s_per_byte > 0 ? 1e-9 / m.link_s_per_byte : 0.0,
+                 m.full_graph_message_s * 1e6, m.mini_batch_message_s * 1e6,
                  static_cast<double>(m.mpi_rank_extra_bytes) / 1048576.0);
 }
 
@@ -68,7 +75,8 @@ int run_calibrate(const CalibrateOptions& o) {
     const kernels::Resources res = make_resources("cpu", o.threads, ranks);
     runtime::warm_up(res);
     const bool measured = m.calibrated;
-    m = runtime::calibrate_link(*world, o.config, m);
+    m = runtime::calibrate_link(res, *world, o.config,
+                                out.has_parent_path() ? out.parent_path() : ".", m);
     m.calibrated = measured || m.calibrated;
   }
   if (world->rank() == 0) {
@@ -99,6 +107,11 @@ Command add_calibrate_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--rmat-scale", o->config.rmat_scale,
                   "R-MAT scale of the SpMM and sampler graph (2^scale nodes, degree 8)")
+      ->check(CLI::Range(4, 22))
+      ->capture_default_str();
+  sub->add_option("--large-rmat-scale", o->config.large_rmat_scale,
+                  "R-MAT scale of the second, larger graph of the whole-step fits (the "
+                  "working-set rule)")
       ->check(CLI::Range(4, 22))
       ->capture_default_str();
   return {sub, [o] {

@@ -31,6 +31,9 @@ struct PlanOptions : TrainOptions {
   std::int64_t memory_limit = 0;
   int max_parts = 1024;
   std::string calibration;
+  double link_latency_us = -1;  // --link-latency-us / --link-gbps: this link instead
+  double link_gbps = -1;
+  int host_cores = 0;  // --host-cores: cores the ranks share
   std::string emit = "json";
   std::string output;
   std::string image = "halo:latest";
@@ -176,6 +179,8 @@ json plan_json(const runtime::Plan& p, const PlanOptions& o) {
                      {"gpu_bytes", items_json(r.gpu)},
                      {"dataset_bytes", r.dataset_bytes},
                      {"scratch_bytes", r.scratch_bytes},
+                     {"working_set_bytes", r.working_set_bytes},
+                     {"step_scale", r.step_scale},
                      {"comm_bytes_per_epoch",
                       {{"halo_exchange", r.halo_exchange_bytes},
                        {"feature_fetch", r.feature_fetch_bytes},
@@ -343,6 +348,15 @@ int run_plan(PlanOptions& o) {
                  "default costs, so the times are rough\n",
                  cal.string().c_str());
   }
+  if (o.link_latency_us >= 0) {
+    // The wire's latency replaced; the in-step messages keep what they add to the ping-pong.
+    const double a = o.link_latency_us * 1e-6;
+    for (double* msg : {&costs.full_graph_message_s, &costs.mini_batch_message_s})
+      if (*msg > 0) *msg = std::max(a, *msg - costs.link_alpha_s + a);
+    costs.link_alpha_s = a;
+  }
+  if (o.link_gbps > 0) costs.link_s_per_byte = 8.0 / (o.link_gbps * 1e9);
+  costs.host_cores = o.host_cores;
   check_output(o.output, "--output");
   const runtime::TrainConfig config = train_config(o);
   const int threads = o.threads > 0 ? o.threads : std::max(1, costs.threads);
@@ -417,6 +431,17 @@ Command add_plan_command(CLI::App& app) {
                   "Calibration file of `halo calibrate` (default: $HALO_CALIBRATION, else "
                   "<data dir>/calibration.json)")
       ->check(CLI::ExistingFile);
+  sub->add_option("--link-latency-us", o->link_latency_us,
+                  "One-way latency of the link between ranks, microseconds, instead of the "
+                  "calibrated one (what the in-step messages add to it is kept)")
+      ->check(CLI::Range(0.0, 1e7));
+  sub->add_option("--link-gbps", o->link_gbps,
+                  "Bandwidth of the link between ranks, Gb/s, instead of the calibrated one")
+      ->check(CLI::Range(1e-6, 1e6));
+  sub->add_option("--host-cores", o->host_cores,
+                  "Cores all ranks share (emulated hosts on one machine): compute slows by "
+                  "ranks x threads / cores when that exceeds 1 (default: a core per thread)")
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--emit", o->emit,
                   "json (the plan), k8s (a Kubeflow MPIJob v2beta1 manifest, as JSON) or slurm "
                   "(an sbatch script that requeues itself when preempted; docs/checkpoints.md)")
