@@ -201,6 +201,26 @@ std::vector<DatasetInfo> make_table() {
   t.push_back(d);
 
   d = {};
+  d.name = "ogbn-mag";
+  d.description =
+      "Microsoft Academic Graph subset (OGB), heterogeneous: paper, author, institution, "
+      "field_of_study; 128-d paper features, 349 venues, time split (halo train --model "
+      "rgcn|hgt)";
+  d.format = DatasetFormat::OgbHetero;
+  d.files = {{"mag.zip", "http://snap.stanford.edu/ogb/data/nodeproppred/mag.zip", 0, {}}};
+  d.num_nodes = 1939743;
+  d.num_edges = 21111007;  // the four stored relations; the reader adds as many reverses
+  d.num_features = 128;
+  d.num_classes = 349;
+  d.approx_download_size = "~0.4 GB";
+  d.homepage = "https://ogb.stanford.edu/docs/nodeprop/#ogbn-mag";
+  d.licence = "ODC-BY, as stated by OGB for ogbn-mag (derived from Microsoft Academic Graph)";
+  d.citation = kOgbCitation +
+               " K. Wang et al. Microsoft Academic Graph: When experts are not enough. "
+               "Quantitative Science Studies 1(1), 2020.";
+  t.push_back(d);
+
+  d = {};
   d.name = "reddit";
   d.description =
       "Reddit posts (September 2014) linked when one user commented on both, 602-d features, 41 "
@@ -473,6 +493,10 @@ Dataset read_registered(const kernels::Resources& res, const DatasetInfo& info,
   switch (info.format) {
     case DatasetFormat::Generator:
       HALO_FAIL("read_registered: " + info.name + " is generated, not read");
+    case DatasetFormat::OgbHetero:
+      throw IoError(info.name +
+                    " is heterogeneous: load it with load_hetero_dataset (halo "
+                    "train --model rgcn|hgt)");
     case DatasetFormat::Planetoid:
       ds = read_planetoid(res, p.raw, info.name);
       break;
@@ -491,6 +515,28 @@ Dataset read_registered(const kernels::Resources& res, const DatasetInfo& info,
   }
   ds.name = info.name;
   return ds;
+}
+
+bool is_hetero_dataset(const std::string& name_or_path) {
+  if (is_registered(name_or_path))
+    return find_dataset(name_or_path).format == DatasetFormat::OgbHetero;
+  return is_hetero_directory(name_or_path);
+}
+
+HeteroGraph load_hetero_dataset(const kernels::Resources& res, const std::string& name_or_path,
+                                std::optional<int> split, const LoadOptions& options) {
+  if (!is_registered(name_or_path)) return read_hetero_directory(res, name_or_path, split);
+  const DatasetInfo& info = find_dataset(name_or_path);
+  if (info.format != DatasetFormat::OgbHetero)
+    throw IoError(info.name + " is not heterogeneous (train it with --model gcn, sage, ...)");
+  if (split)
+    throw IoError("--split " + std::to_string(*split) + ": " + info.name +
+                  " has a fixed split (--split applies to typed directories)");
+  fetch_dataset(info, options);
+  HeteroGraph g = read_ogb_hetero_raw(
+      res, find_containing(extracted_dir(dataset_paths(info, options), info.files.at(0)), "raw"));
+  g.name = info.name;
+  return g;
 }
 
 std::optional<fs::path> temporal_events_file(const std::string& name_or_path) {
@@ -532,6 +578,7 @@ Dataset load_dataset(const kernels::Resources& res, const std::string& name_or_p
   const DatasetInfo& info = find_dataset(name_or_path);
   if (info.name == "rmat") return make_rmat(res, options.rmat);
   if (info.format == DatasetFormat::Generator) return make_synthetic(res, options.synthetic);
+  if (info.format == DatasetFormat::OgbHetero) return read_registered(res, info, options);
 
   const DatasetPaths p = dataset_paths(info, options);
   std::string source = options.use_cache ? source_checksum(info, options) : std::string();
