@@ -12,6 +12,7 @@
 #include <halo/datasets/hetero.hpp>
 #include <halo/datasets/rmat.hpp>
 #include <halo/datasets/synthetic.hpp>
+#include <halo/datasets/synthetic_mag.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/resources.hpp>
 
@@ -77,6 +78,7 @@ struct LoadOptions {
   /// Parameters of the `synthetic` and `rmat` generators (their seeds included).
   SyntheticConfig synthetic;
   RmatConfig rmat;
+  SyntheticMagConfig synthetic_mag;  // `synthetic-mag` (load_hetero_dataset)
 };
 
 /// Every registered dataset, in display order.
@@ -154,10 +156,11 @@ std::optional<std::filesystem::path> temporal_events_file(const std::string& nam
 TemporalGraph load_temporal_dataset(const std::string& name_or_path);
 
 /// Whether `name_or_path` names a heterogeneous dataset: a typed directory
-/// (is_hetero_directory) or a registered heterogeneous name (ogbn-mag).
+/// (is_hetero_directory), a registered heterogeneous name (ogbn-mag) or `synthetic-mag`.
 bool is_hetero_dataset(const std::string& name_or_path);
 
-/// The heterogeneous dataset `name_or_path` names, on the host: a registered heterogeneous
+/// The heterogeneous dataset `name_or_path` names, on the host: `synthetic-mag`
+/// (make_synthetic_mag(options.synthetic_mag)), a registered heterogeneous
 /// name (fetched as `fetch_dataset` does, then read_ogb_hetero_raw; no binary cache: the
 /// files are parsed on every load) or a typed directory (read_hetero_directory with `split`).
 /// halo::IoError for missing or malformed data, and for `split` with a dataset that has a
