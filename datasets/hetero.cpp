@@ -328,25 +328,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// The CSR of a relation from (src, dst) pairs: rows = dst, duplicates removed, rows sorted.
-Graph relation_csr(const kernels::Resources& res, std::int64_t num_dst, std::int64_t num_src,
-                   std::vector<std::pair<NodeId, NodeId>> dst_src) {
-  std::sort(dst_src.begin(), dst_src.end());
-  dst_src.erase(std::unique(dst_src.begin(), dst_src.end()), dst_src.end());
-  const auto m = static_cast<std::int64_t>(dst_src.size());
-  Graph a{detail::host_tensor<std::int64_t>(res, num_dst + 1),
-          detail::host_tensor<NodeId>(res, m),
-          {},
-          num_src};
-  std::fill(a.indptr.data(), a.indptr.data() + num_dst + 1, std::int64_t{0});
-  for (std::int64_t k = 0; k < m; ++k) {
-    ++a.indptr.data()[dst_src[static_cast<std::size_t>(k)].first + 1];
-    a.indices.data()[k] = dst_src[static_cast<std::size_t>(k)].second;
-  }
-  std::partial_sum(a.indptr.data(), a.indptr.data() + num_dst + 1, a.indptr.data());
-  return a;
-}
-
 /// One split file, sorted. owner_line[v] / owner_file[v]: where v was listed already (line 0:
 /// nowhere), owner_file indexing `files`.
 kernels::Tensor<NodeId> sorted_split(const kernels::Resources& res,
@@ -378,6 +359,46 @@ kernels::Tensor<NodeId> sorted_split(const kernels::Resources& res,
 }
 
 }  // namespace
+
+Graph relation_csr(const kernels::Resources& res, std::int64_t num_dst, std::int64_t num_src,
+                   std::vector<std::pair<NodeId, NodeId>> dst_src) {
+  std::sort(dst_src.begin(), dst_src.end());
+  dst_src.erase(std::unique(dst_src.begin(), dst_src.end()), dst_src.end());
+  const auto m = static_cast<std::int64_t>(dst_src.size());
+  Graph a{detail::host_tensor<std::int64_t>(res, num_dst + 1),
+          detail::host_tensor<NodeId>(res, m),
+          {},
+          num_src};
+  std::fill(a.indptr.data(), a.indptr.data() + num_dst + 1, std::int64_t{0});
+  for (std::int64_t k = 0; k < m; ++k) {
+    ++a.indptr.data()[dst_src[static_cast<std::size_t>(k)].first + 1];
+    a.indices.data()[k] = dst_src[static_cast<std::size_t>(k)].second;
+  }
+  std::partial_sum(a.indptr.data(), a.indptr.data() + num_dst + 1, a.indptr.data());
+  return a;
+}
+
+void add_reverse_relations(const kernels::Resources& res, HeteroGraph& g,
+                           std::vector<Relation> stored) {
+  // The layers aggregate over incoming edges: with the reverses a source type learns from its
+  // destinations too.
+  std::vector<Relation> reverses;
+  for (const Relation& r : stored) {
+    Relation rev;
+    rev.name = "rev_" + r.name;
+    rev.src_type = r.dst_type;
+    rev.dst_type = r.src_type;
+    std::vector<std::pair<NodeId, NodeId>> dst_src;
+    dst_src.reserve(static_cast<std::size_t>(r.adj.num_edges()));
+    for (std::int64_t d = 0; d < r.adj.num_rows(); ++d)
+      for (std::int64_t e = r.adj.indptr.data()[d]; e < r.adj.indptr.data()[d + 1]; ++e)
+        dst_src.emplace_back(r.adj.indices.data()[e], static_cast<NodeId>(d));
+    rev.adj = relation_csr(res, r.adj.num_cols, r.adj.num_rows(), std::move(dst_src));
+    reverses.push_back(std::move(rev));
+  }
+  for (Relation& r : stored) g.relations.push_back(std::move(r));
+  for (Relation& r : reverses) g.relations.push_back(std::move(r));
+}
 
 HeteroGraph read_hetero_directory(const kernels::Resources& res, const fs::path& dir,
                                   std::optional<int> split) {
@@ -452,25 +473,7 @@ HeteroGraph read_hetero_directory(const kernels::Resources& res, const fs::path&
               r.adj = relation_csr(res, nd, ns, std::move(dst_src));
               stored.push_back(std::move(r));
             });
-  // The reverses: the layers aggregate over incoming edges, so a source type learns from its
-  // destinations too.
-  for (Relation& r : stored) {
-    Relation rev;
-    rev.name = "rev_" + r.name;
-    rev.src_type = r.dst_type;
-    rev.dst_type = r.src_type;
-    std::vector<std::pair<NodeId, NodeId>> dst_src;
-    dst_src.reserve(static_cast<std::size_t>(r.adj.num_edges()));
-    for (std::int64_t d = 0; d < r.adj.num_rows(); ++d)
-      for (std::int64_t e = r.adj.indptr.data()[d]; e < r.adj.indptr.data()[d + 1]; ++e)
-        dst_src.emplace_back(r.adj.indices.data()[e], static_cast<NodeId>(d));
-    rev.adj = relation_csr(res, r.adj.num_cols, r.adj.num_rows(), std::move(dst_src));
-    g.relations.push_back(std::move(r));
-    g.relations.push_back(std::move(rev));
-  }
-  // Stored relations first, then the reverses, in file order.
-  std::stable_partition(g.relations.begin(), g.relations.end(),
-                        [](const Relation& r) { return r.name.rfind("rev_", 0) != 0; });
+  add_reverse_relations(res, g, std::move(stored));
 
   // The target type: the one with a labels_<type>.txt.
   g.target_type = -1;

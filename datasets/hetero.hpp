@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
@@ -74,6 +75,16 @@ void validate(const HeteroGraph& g);
 /// ids (type_offsets()), duplicates between relations kept (rows sorted). Host. For the
 /// partitioner and for degree statistics.
 Graph homogenize(const kernels::Resources& res, const HeteroGraph& g);
+
+/// The CSR of one relation, num_dst x num_src, from (dst, src) pairs (ids in range): rows
+/// sorted, duplicates removed, no values. Host.
+Graph relation_csr(const kernels::Resources& res, std::int64_t num_dst, std::int64_t num_src,
+                   std::vector<std::pair<NodeId, NodeId>> dst_src);
+
+/// Appends `stored` to g.relations, then the reverse of each (`rev_<name>`, source and
+/// destination types swapped), in the same order: the layout every reader produces. Host.
+void add_reverse_relations(const kernels::Resources& res, HeteroGraph& g,
+                           std::vector<Relation> stored);
 
 /// Whether `dir` holds a dataset in the typed directory format (it has `node_types.tsv`).
 bool is_hetero_directory(const std::filesystem::path& dir);

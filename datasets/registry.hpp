@@ -9,8 +9,10 @@
 
 #include <halo/datasets/dataset.hpp>
 #include <halo/datasets/download.hpp>
+#include <halo/datasets/hetero.hpp>
 #include <halo/datasets/rmat.hpp>
 #include <halo/datasets/synthetic.hpp>
+#include <halo/datasets/synthetic_mag.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/resources.hpp>
 
@@ -37,6 +39,7 @@ enum class DatasetFormat {
   OgbNodeBinary,  ///< an OGB node-property zip holding the binary (npz) layout
   Reddit,         ///< DGL's reddit.zip: reddit_data.npz + reddit_graph.npz
   KarateGml,      ///< Zachary's karate club as GML with the `club` attribute
+  OgbHetero,      ///< an OGB heterogeneous node-property zip (raw CSV layout): a HeteroGraph
 };
 
 /// A named dataset. The counts are the published ones (0 where they depend on flags).
@@ -75,6 +78,7 @@ struct LoadOptions {
   /// Parameters of the `synthetic` and `rmat` generators (their seeds included).
   SyntheticConfig synthetic;
   RmatConfig rmat;
+  SyntheticMagConfig synthetic_mag;  // `synthetic-mag` (load_hetero_dataset)
 };
 
 /// Every registered dataset, in display order.
@@ -150,6 +154,20 @@ std::optional<std::filesystem::path> temporal_events_file(const std::string& nam
 /// The temporal graph of the directory `name_or_path` (temporal_events_file), named after the
 /// directory. halo::IoError when it is not a temporal directory or the file is malformed.
 TemporalGraph load_temporal_dataset(const std::string& name_or_path);
+
+/// Whether `name_or_path` names a heterogeneous dataset: a typed directory
+/// (is_hetero_directory), a registered heterogeneous name (ogbn-mag) or `synthetic-mag`.
+bool is_hetero_dataset(const std::string& name_or_path);
+
+/// The heterogeneous dataset `name_or_path` names, on the host: `synthetic-mag`
+/// (make_synthetic_mag(options.synthetic_mag)), a registered heterogeneous
+/// name (fetched as `fetch_dataset` does, then read_ogb_hetero_raw; no binary cache: the
+/// files are parsed on every load) or a typed directory (read_hetero_directory with `split`).
+/// halo::IoError for missing or malformed data, and for `split` with a dataset that has a
+/// fixed split.
+HeteroGraph load_hetero_dataset(const kernels::Resources& res, const std::string& name_or_path,
+                                std::optional<int> split = std::nullopt,
+                                const LoadOptions& options = {});
 
 /// Parses the files of a fetched registered dataset with its format's reader (no cache).
 Dataset read_registered(const kernels::Resources& res, const DatasetInfo& info,

@@ -132,6 +132,8 @@ HeteroModel<T>::HeteroModel(const kernels::Resources& res, const HeteroModelConf
   m_h.resize(static_cast<std::size_t>(config.num_layers));
   for (auto& v : m_h) v.resize(static_cast<std::size_t>(nt));
   m_dh.resize(static_cast<std::size_t>(nt));
+  m_embed_ids.resize(static_cast<std::size_t>(nt));
+  m_embed_sampled.assign(static_cast<std::size_t>(nt), false);
 }
 
 template <class T>
@@ -158,6 +160,25 @@ std::vector<SparseEmbedding<T>*> HeteroModel<T>::embeddings() {
 template <class T>
 const Tensor<T>& HeteroModel<T>::forward(const Context& ctx, const HeteroGraphView<T>& graph,
                                          std::span<const Features<T>* const> x) {
+  return forward(ctx, std::span<const HeteroGraphView<T>>(&graph, 1), x);
+}
+
+template <class T>
+void HeteroModel<T>::backward(const Context& ctx, const HeteroGraphView<T>& graph,
+                              const Tensor<T>& dlogits) {
+  backward(ctx, std::span<const HeteroGraphView<T>>(&graph, 1), dlogits);
+}
+
+template <class T>
+const Tensor<T>& HeteroModel<T>::forward(const Context& ctx,
+                                         std::span<const HeteroGraphView<T>> graphs,
+                                         std::span<const Features<T>* const> x) {
+  HALO_EXPECTS(graphs.size() == 1 || graphs.size() == static_cast<std::size_t>(m_config.num_layers),
+               "hetero model: one graph, or one per layer");
+  auto layer_graph = [&](int l) -> const HeteroGraphView<T>& {
+    return graphs.size() == 1 ? graphs[0] : graphs[static_cast<std::size_t>(l)];
+  };
+  const HeteroGraphView<T>& graph = graphs[0];
   const auto& res = *ctx.res;
   const std::size_t nt = m_embedding.size();
   HALO_EXPECTS(graph.num_src.size() == nt && graph.num_dst.size() == nt && x.size() == nt,
@@ -175,11 +196,25 @@ const Tensor<T>& HeteroModel<T>::forward(const Context& ctx, const HeteroGraphVi
       if (m_schema.in_features[t] == 0 && !m_embedding[t]) {
         kernels::ensure_shape(res, h0[t], graph.num_src[t], m_config.hidden);
         kernels::fill(res, h0[t].span(), T(0));
+      } else if (m_embedding[t] && t < graph.source_ids.size() &&
+                 (graph.source_ids[t].size > 0 || graph.num_src[t] == 0)) {
+        // Sampled rows (a block): their type-local ids; none when the block has no such rows.
+        HALO_EXPECTS(res.device() == kernels::Device::Cpu,
+                     "hetero model: sampled embedding rows are looked up on the CPU");
+        const kernels::Span<const kernels::NodeId> ids = graph.source_ids[t];
+        HALO_EXPECTS(ids.size == graph.num_src[t], "hetero model: one source id per input row");
+        m_embed_sampled[t] = true;
+        kernels::ensure_shape(res, m_embed_ids[t], ids.size, 1);
+        const auto offset = static_cast<kernels::NodeId>(graph.type_offset[t]);
+        for (std::int64_t i = 0; i < ids.size; ++i) m_embed_ids[t].data()[i] = ids[i] - offset;
+        if (ids.size > 0)
+          m_embedding[t]->lookup(res, std::as_const(m_embed_ids[t]).span(), h0[t]);
+        else
+          kernels::ensure_shape(res, h0[t], 0, m_config.hidden);
       } else if (m_embedding[t]) {
-        HALO_EXPECTS(t >= graph.source_ids.size() || graph.source_ids[t].size == 0,
-                     "hetero model: embeddings are looked up for the whole type (full graph)");
         HALO_EXPECTS(graph.num_src[t] == m_embedding[t]->num_rows(),
                      "hetero model: an embedded type needs all its rows as sources");
+        m_embed_sampled[t] = false;
         m_embedding[t]->lookup(res, {}, h0[t]);
       } else {
         HALO_EXPECTS(x[t] != nullptr && kernels::num_rows(*x[t]) == graph.num_src[t],
@@ -196,9 +231,10 @@ const Tensor<T>& HeteroModel<T>::forward(const Context& ctx, const HeteroGraphVi
     }
   }
   // The last layer computes the target type only.
-  m_last = graph;
+  const HeteroGraphView<T>& top = layer_graph(m_config.num_layers - 1);
+  m_last = top;
   m_last.relations.clear();
-  for (const auto& r : graph.relations)
+  for (const auto& r : top.relations)
     if (r.dst_type == m_schema.target_type) m_last.relations.push_back(r);
   for (std::size_t t = 0; t < nt; ++t)
     if (static_cast<std::int32_t>(t) != m_schema.target_type) m_last.num_dst[t] = 0;
@@ -214,18 +250,22 @@ const Tensor<T>& HeteroModel<T>::forward(const Context& ctx, const HeteroGraphVi
     if (p > 0)
       for (std::size_t t = 0; t < nt; ++t)
         if (in[t].numel() > 0)
-          kernels::dropout(res, dropout_key(ctx, graph, t, l), p,
+          kernels::dropout(res, dropout_key(ctx, layer_graph(l), t, l), p,
                            kernels::ConstMatrixView<T>(in[t].view()), in[t].view());
     const bool last = l + 1 == layers;
     out = &m_layers[static_cast<std::size_t>(l)]->forward(
-        ctx, last ? m_last : graph, std::span<const Tensor<T>>(in.data(), in.size()));
+        ctx, last ? m_last : layer_graph(l), std::span<const Tensor<T>>(in.data(), in.size()));
   }
   return (*out)[static_cast<std::size_t>(m_schema.target_type)];
 }
 
 template <class T>
-void HeteroModel<T>::backward(const Context& ctx, const HeteroGraphView<T>& graph,
+void HeteroModel<T>::backward(const Context& ctx, std::span<const HeteroGraphView<T>> graphs,
                               const Tensor<T>& dlogits) {
+  auto layer_graph = [&](int l) -> const HeteroGraphView<T>& {
+    return graphs.size() == 1 ? graphs[0] : graphs[static_cast<std::size_t>(l)];
+  };
+  const HeteroGraphView<T>& graph = graphs[0];
   const auto& res = *ctx.res;
   const std::size_t nt = m_embedding.size();
   const float p = ctx.training ? m_config.dropout : 0.f;
@@ -240,14 +280,14 @@ void HeteroModel<T>::backward(const Context& ctx, const HeteroGraphView<T>& grap
   for (int l = m_config.num_layers - 1; l >= 0; --l) {
     const bool last = l + 1 == m_config.num_layers;
     const std::vector<Tensor<T>>& dx = m_layers[static_cast<std::size_t>(l)]->backward(
-        ctx, last ? m_last : graph, std::span<const Tensor<T>>(m_dh.data(), m_dh.size()),
+        ctx, last ? m_last : layer_graph(l), std::span<const Tensor<T>>(m_dh.data(), m_dh.size()),
         /*need_input_grad=*/true);
     for (std::size_t t = 0; t < nt; ++t) {
       kernels::ensure_shape(res, m_dh[t], dx[t].rows(), dx[t].cols());
       if (dx[t].numel() == 0) continue;
       kernels::copy_async(res, m_dh[t], dx[t]);
       if (p > 0)
-        kernels::dropout(res, dropout_key(ctx, graph, t, l), p,
+        kernels::dropout(res, dropout_key(ctx, layer_graph(l), t, l), p,
                          kernels::ConstMatrixView<T>(m_dh[t].view()), m_dh[t].view());
       // ReLU's adjoint from its (dropped-out) output: dropped entries already carry zero.
       if (l > 0)
@@ -261,7 +301,10 @@ void HeteroModel<T>::backward(const Context& ctx, const HeteroGraphView<T>& grap
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t t = 0; t < nt; ++t) {
     if (m_embedding[t]) {
-      m_embedding[t]->set_gradient(res, {}, m_dh[t]);
+      if (!m_embed_sampled[t])
+        m_embedding[t]->set_gradient(res, {}, m_dh[t]);
+      else if (m_embed_ids[t].numel() > 0)
+        m_embedding[t]->set_gradient(res, std::as_const(m_embed_ids[t]).span(), m_dh[t]);
     } else if (m_schema.in_features[t] > 0) {
       detail::multiply_transposed(res, *m_inputs[t], m_dh[t], m_proj_weight[t].grad);
       kernels::column_sum(res, kernels::ConstMatrixView<T>(m_dh[t].view()),

@@ -82,9 +82,16 @@ class HeteroModel {
   /// num_dst[target] x num_classes logits, owned by the model, valid until the next forward.
   const kernels::Tensor<T>& forward(const Context& ctx, const HeteroGraphView<T>& graph,
                                     std::span<const Features<T>* const> x);
+  /// The same with one graph per layer, input layer first (sampled typed blocks: graphs[l]'s
+  /// num_dst is graphs[l + 1]'s num_src); x and the embedding rows are those of graphs[0]'s
+  /// sources. An embedded type with source_ids looks up rows source_ids - type_offset (CPU).
+  const kernels::Tensor<T>& forward(const Context& ctx, std::span<const HeteroGraphView<T>> graphs,
+                                    std::span<const Features<T>* const> x);
   /// dL/dlogits -> every parameter's gradient (overwritten) and the embeddings' pending
-  /// gradients (rows the forward looked up).
+  /// gradients (rows the forward looked up). The graph(s) of the forward.
   void backward(const Context& ctx, const HeteroGraphView<T>& graph,
+                const kernels::Tensor<T>& dlogits);
+  void backward(const Context& ctx, std::span<const HeteroGraphView<T>> graphs,
                 const kernels::Tensor<T>& dlogits);
 
   /// The dense parameters (Adam, gradient all-reduce), the same list on every call.
@@ -106,6 +113,8 @@ class HeteroModel {
   std::vector<std::vector<kernels::Tensor<T>>> m_pre;  // per hidden layer output before ReLU
   std::vector<kernels::Tensor<T>> m_dh;
   HeteroGraphView<T> m_last;  // the last layer's graph: the target type's destinations only
+  std::vector<kernels::Tensor<kernels::NodeId>> m_embed_ids;  // per type: sampled rows looked up
+  std::vector<bool> m_embed_sampled;  // per type: the last forward looked up m_embed_ids
   kernels::Tensor<T> m_logits;
 };
 

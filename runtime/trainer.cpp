@@ -11,6 +11,7 @@
 #include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/kernels/loss.hpp>
+#include <halo/kernels/rng.hpp>
 #include <halo/runtime/batches.hpp>
 #include <halo/runtime/checkpoint.hpp>
 #include <halo/runtime/comm/nccl_comm.hpp>
@@ -18,6 +19,8 @@
 #include <halo/runtime/feature_store.hpp>
 #include <halo/runtime/halo_exchange.hpp>
 #include <halo/runtime/trainer.hpp>
+#include <halo/sampler/batch.hpp>
+#include <halo/sampler/hetero_sampler.hpp>
 
 namespace halo::runtime {
 
@@ -64,9 +67,11 @@ void check_config(const TrainConfig& c, int ranks) {
   if (!c.mini_batch) return;
   const MiniBatchConfig& mb = *c.mini_batch;
   HALO_EXPECTS(mb.batch_size >= 1, "train: the batch size must be >= 1");
-  HALO_EXPECTS(static_cast<int>(mb.fanouts.size()) == c.model.num_layers,
-               "train: one fan-out per layer expected (" + std::to_string(c.model.num_layers) +
-                   " layers, " + std::to_string(mb.fanouts.size()) + " fan-outs)");
+  // (The heterogeneous task checks relation_fanouts against its layers.)
+  HALO_EXPECTS(
+      !mb.relation_fanouts.empty() || static_cast<int>(mb.fanouts.size()) == c.model.num_layers,
+      "train: one fan-out per layer expected (" + std::to_string(c.model.num_layers) + " layers, " +
+          std::to_string(mb.fanouts.size()) + " fan-outs)");
   for (const int k : mb.fanouts) HALO_EXPECTS(k >= -1, "train: fan-outs must be -1 or >= 0");
   HALO_EXPECTS(mb.prefetch >= 0 && mb.prefetch <= 16, "train: prefetch must be in [0, 16]");
   HALO_EXPECTS(std::isfinite(mb.cache_mb) && mb.cache_mb >= 0,
@@ -488,9 +493,18 @@ class HeteroNodeClassification final : public Trainer::Task {
     for (auto* e : m_model.embeddings()) v.push_back({e->name(), &e->table()});
     return v;
   }
-  std::int64_t batches_per_epoch() const override { return 1; }
+  std::int64_t batches_per_epoch() const override {
+    if (!m_sampler) return 1;
+    const std::int64_t n = m_shard.graph.train_idx.numel(), b = m_config.mini_batch->batch_size;
+    return (n + b - 1) / b;
+  }
 
  private:
+  /// Mini-batch: the epoch's batches on sampled typed blocks.
+  bool train_minibatch(std::uint64_t epoch, EpochStats& s, const Trainer::StepCallback& on_step);
+  /// The views, features and labels of one sampled batch.
+  void prepare_batch(const sampler::HeteroMiniBatch& mb, nn::HeteroStageTimes& stages);
+
   const kernels::Resources& m_res;
   HeteroShard& m_shard;
   TrainConfig m_config;
@@ -507,6 +521,17 @@ class HeteroNodeClassification final : public Trainer::Task {
   nn::Adam<float> m_optimizer;
   nn::SparseAdam<float> m_sparse;
   Tensor<float> m_dlogits;
+  // Mini-batch (TrainConfig::mini_batch), CPU: the sampler and per-batch buffers sized once
+  // from its envelope.
+  std::unique_ptr<sampler::HeteroNeighborSampler> m_sampler;
+  std::vector<nn::HeteroGraphView<float>> m_blocks;      // per layer
+  std::vector<std::vector<Tensor<NodeId>>> m_block_ids;  // per layer, type: global ids
+  std::vector<kernels::FeatureMatrix<float>> m_batch_x;  // per type: block 0's rows
+  std::vector<const kernels::FeatureMatrix<float>*> m_batch_inputs;
+  Tensor<std::int64_t> m_scan_sums;
+  Tensor<std::int32_t> m_batch_labels;
+  Tensor<NodeId> m_batch_rows;  // 0 .. batch_size - 1
+  std::vector<NodeId> m_train_host, m_seeds;
 };
 
 kernels::AdamConfig adam_config(const TrainConfig& c, bool weight_decay) {
@@ -530,7 +555,6 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
   check_config(config, shard.comm->size());
   HALO_EXPECTS(shard.comm->size() == 1,
                "train: the heterogeneous task trains in one process (no partitions yet)");
-  HALO_EXPECTS(!config.mini_batch, "train: the heterogeneous task trains on the full graph");
   // Its checkpoints would also hold SparseAdam's moments and per-table step counts and the F1
   // scores of the history, which the checkpoint format does not store yet.
   HALO_EXPECTS(config.checkpoint.dir.empty(),
@@ -566,7 +590,138 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
   m_labels_host = g.labels.to_vector(res);
   m_val_host = g.val_idx.to_vector(res);
   m_test_host = g.test_idx.to_vector(res);
+  if (config.mini_batch) {
+    const MiniBatchConfig& mbc = *config.mini_batch;
+    HALO_EXPECTS(res.device() == kernels::Device::Cpu,
+                 "train: heterogeneous mini-batch training runs on the CPU");
+    sampler::HeteroSamplerConfig sc;
+    sc.fanouts = mbc.relation_fanouts;
+    if (sc.fanouts.empty())
+      for (const int f : mbc.fanouts) sc.fanouts.emplace_back(g.relations.size(), f);
+    HALO_EXPECTS(static_cast<int>(sc.fanouts.size()) == config.hetero.num_layers,
+                 "train: " + std::to_string(sc.fanouts.size()) + " fan-outs for " +
+                     std::to_string(config.hetero.num_layers) + " layers (one per layer)");
+    sc.replace = mbc.replace;
+    sc.seed = config.seed;
+    m_sampler = std::make_unique<sampler::HeteroNeighborSampler>(res, g, mbc.batch_size, sc);
+    const auto& env = m_sampler->envelope();
+    const std::size_t nt = g.node_types.size();
+    m_blocks.assign(env.size(), {});
+    m_block_ids.resize(env.size());
+    for (std::size_t l = 0; l < env.size(); ++l) {
+      nn::HeteroGraphView<float>& v = m_blocks[l];
+      v.type_offset = m_view.type_offset;
+      v.source_ids.assign(nt, {});
+      for (std::size_t t = 0; t < nt; ++t)
+        m_block_ids[l].push_back(Tensor<NodeId>(res, std::max<std::int64_t>(1, env[l].num_src[t])));
+      for (const auto& r : m_view.relations)
+        v.relations.push_back({r.name, r.src_type, r.dst_type, {}});
+    }
+    std::int64_t scan = 1;
+    for (std::size_t t = 0; t < nt; ++t) {
+      const std::int64_t rows = std::max<std::int64_t>(1, env[0].num_src[t]);
+      const auto& x = m_features[t];
+      if (const auto* sp = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&x)) {
+        const std::int64_t entries = sampler::max_entries(*sp, rows);
+        m_batch_x.emplace_back(kernels::CsrMatrix<std::int32_t, float>{
+            Tensor<std::int64_t>(res, rows + 1), Tensor<std::int32_t>(res, entries),
+            Tensor<float>(res, entries), sp->num_cols, false});
+        scan = std::max(scan, sampler::gather_scan_sums_size(rows));
+      } else if (kernels::num_cols(x) > 0) {
+        m_batch_x.emplace_back(Tensor<float>(res, rows, kernels::num_cols(x)));
+      } else {
+        m_batch_x.emplace_back(Tensor<float>());
+      }
+    }
+    for (const auto& x : m_batch_x) m_batch_inputs.push_back(&x);
+    m_scan_sums = Tensor<std::int64_t>(res, scan);
+    m_batch_labels = Tensor<std::int32_t>(res, mbc.batch_size);
+    m_batch_rows = Tensor<NodeId>(res, mbc.batch_size);
+    for (std::int64_t i = 0; i < mbc.batch_size; ++i)
+      m_batch_rows.data()[i] = static_cast<NodeId>(i);
+    m_train_host = g.train_idx.to_vector(res);
+    m_seeds.reserve(static_cast<std::size_t>(mbc.batch_size));
+  }
   preprocess_time_s = seconds_since(start);
+}
+
+void HeteroNodeClassification::prepare_batch(const sampler::HeteroMiniBatch& mb,
+                                             nn::HeteroStageTimes& stages) {
+  const std::size_t nt = m_shard.graph.node_types.size();
+  for (std::size_t l = 0; l < mb.blocks.size(); ++l) {
+    const sampler::HeteroBlock& b = mb.blocks[l];
+    nn::HeteroGraphView<float>& v = m_blocks[l];
+    v.num_src = b.num_src;
+    v.num_dst = b.num_dst;
+    for (std::size_t r = 0; r < v.relations.size(); ++r) v.relations[r].adj = b.adj[r];
+    for (std::size_t t = 0; t < nt; ++t) {
+      NodeId* ids = m_block_ids[l][t].data();
+      const auto offset = static_cast<NodeId>(v.type_offset[t]);
+      for (std::int64_t i = 0; i < b.num_src[t]; ++i) ids[i] = offset + b.src_ids[t][i];
+      v.source_ids[t] = {ids, b.num_src[t]};
+    }
+    v.times = &stages;
+  }
+  std::int64_t syncs = 0;
+  for (std::size_t t = 0; t < nt; ++t)
+    if (kernels::num_cols(m_features[t]) > 0)
+      sampler::gather_feature_rows(m_res, m_features[t], mb.blocks[0].src_ids[t], m_batch_x[t],
+                                   m_scan_sums, syncs);
+  for (std::int64_t i = 0; i < mb.seeds.size; ++i)
+    m_batch_labels.data()[i] = m_labels_host[static_cast<std::size_t>(mb.seeds[i])];
+}
+
+bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& s,
+                                               const Trainer::StepCallback& on_step) {
+  const auto start = Clock::now();
+  nn::HeteroStageTimes stages;
+  // The epoch's order of the training nodes: by a key drawn per (seed, epoch, id), ties by id.
+  const std::uint64_t key = kernels::rng::key(kernels::rng::key(m_config.seed, 0x4e7e), epoch);
+  std::vector<std::pair<std::uint64_t, NodeId>> order;
+  order.reserve(m_train_host.size());
+  for (const NodeId v : m_train_host)
+    order.emplace_back(kernels::rng::draw_keyed(key, static_cast<std::uint64_t>(v)), v);
+  std::sort(order.begin(), order.end());
+  const std::int64_t batches = batches_per_epoch();
+  const std::int64_t bs = m_config.mini_batch->batch_size;
+  double loss_sum = 0;
+  s.sampled_edges.clear();
+  for (std::int64_t b = 0; b < batches; ++b) {
+    const auto build = Clock::now();
+    m_seeds.clear();
+    for (std::int64_t i = b * bs; i < std::min<std::int64_t>((b + 1) * bs, std::ssize(order)); ++i)
+      m_seeds.push_back(order[static_cast<std::size_t>(i)].second);
+    const sampler::HeteroMiniBatch& mb = m_sampler->sample(
+        m_res, {m_seeds.data(), std::ssize(m_seeds)}, epoch, static_cast<std::uint64_t>(b));
+    prepare_batch(mb, stages);
+    stages.subgraph_build_s += seconds_since(build);
+    s.sampled_edges.resize(mb.sampled_edges.size(), 0);
+    for (std::size_t r = 0; r < mb.sampled_edges.size(); ++r)
+      s.sampled_edges[r] += mb.sampled_edges[r];
+    const auto n = std::ssize(m_seeds);
+    // Dropout keyed by epoch * batches + b: one batch an epoch draws the full graph's masks.
+    const nn::Context ctx{
+        &m_res, /*training=*/true, m_config.seed,
+        epoch * static_cast<std::uint64_t>(batches) + static_cast<std::uint64_t>(b), 0};
+    const std::span<const nn::HeteroGraphView<float>> graphs(m_blocks);
+    const Tensor<float>& logits = m_model.forward(ctx, graphs, m_batch_inputs);
+    kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
+    const kernels::Span<const std::int32_t> labels{m_batch_labels.data(), n};
+    const kernels::Span<const NodeId> rows{m_batch_rows.data(), n};
+    const double loss = kernels::log_softmax_nll(m_res, logits.view(), labels, rows, n);
+    kernels::log_softmax_nll_backward(m_res, logits.view(), labels, rows, m_dlogits.view(), n);
+    m_model.backward(ctx, graphs, m_dlogits);
+    expect_finite(loss, epoch, b);
+    m_optimizer.step(m_res);
+    m_sparse.step(m_res);
+    loss_sum += loss * static_cast<double>(n);
+    if (on_step) on_step(b);
+  }
+  for (auto& v : m_blocks) v.times = nullptr;
+  s.epoch_time_s = seconds_since(start);
+  s.train_loss = loss_sum / static_cast<double>(m_train_host.size());
+  s.stages = stages;
+  return true;
 }
 
 // Full graph: one step an epoch, so there is no step boundary to stop at inside it.
@@ -575,6 +730,7 @@ bool HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
                                            Trainer::Partial& at,
                                            const std::function<bool()>& stop) {
   (void)at, (void)stop;
+  if (m_sampler) return train_minibatch(epoch, s, on_step);
   const auto start = Clock::now();
   nn::HeteroStageTimes stages;  // full graph: the subgraph is built once, before training
   m_view.times = &stages;

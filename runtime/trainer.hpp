@@ -44,6 +44,9 @@ struct MiniBatchConfig {
   /// One fan-out per layer, input layer first (sampler::SamplerConfig); -1 takes every
   /// neighbour.
   std::vector<int> fanouts = {25, 10};
+  /// The heterogeneous task: fan-outs per layer and relation, input layer first
+  /// (sampler::parse_hetero_fanouts); empty: `fanouts[l]` for every relation.
+  std::vector<std::vector<int>> relation_fanouts = {};
   /// Sample neighbours with replacement.
   bool replace = false;
   /// Batches sampled and gathered ahead of the one being computed, by a producer thread (each
@@ -110,6 +113,9 @@ struct EpochStats {
   double epoch_time_s = 0;  // the training step(s): forward, loss, backward, optimizer
   /// The heterogeneous task: the HGNN stages of the training step(s) (zero otherwise).
   nn::HeteroStageTimes stages;
+  /// The heterogeneous task in mini-batch: edges sampled per relation this epoch (empty
+  /// otherwise).
+  std::vector<std::int64_t> sampled_edges;
   // Communication of several ranks (zero in one process). Bytes over all ranks, times the mean
   // over ranks.
   std::int64_t exchange_bytes = 0;  // full graph: halo rows sent

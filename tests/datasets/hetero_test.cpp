@@ -8,10 +8,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
 #include <halo/datasets/hetero.hpp>
+#include <halo/datasets/synthetic_mag.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"
@@ -211,6 +213,62 @@ TEST(HeteroFormat, RejectsMalformedInput) {
   expect_contains(error_after("splits/test_4.txt", "100\n"), "test_4.txt:1: expected node id");
   expect_contains(error_after("", "", 7), "no split 7 (--split; the directory has 2, 4)");
   expect_contains(error_after("labels_shop.txt", "0\n0\n0\n0\n"), "one labelled (target) type");
+}
+
+}  // namespace
+}  // namespace halo::datasets::test
+
+namespace halo::datasets::test {
+namespace {
+
+TEST(SyntheticMag, HasOgbnMagsShapeAtAScale) {
+  SyntheticMagConfig c;
+  c.scale = 1e-3;
+  c.num_features = 8;
+  c.seed = 4;
+  const HeteroGraph g = make_synthetic_mag(cpu(), c);
+  EXPECT_NO_THROW(validate(g));
+  const std::vector<std::pair<std::string, std::int64_t>> types = {
+      {"author", 1135}, {"field_of_study", 60}, {"institution", 9}, {"paper", 736}};
+  ASSERT_EQ(g.num_types(), 4);
+  for (std::size_t t = 0; t < types.size(); ++t) {
+    EXPECT_EQ(g.node_types[t].name, types[t].first);
+    EXPECT_EQ(g.node_types[t].num_nodes, types[t].second);
+    EXPECT_EQ(g.node_types[t].has_features(), types[t].first == "paper");
+  }
+  EXPECT_EQ(g.node_types[static_cast<std::size_t>(g.target_type)].name, "paper");
+  // ogbn-mag's edge counts x scale drawn, a few lost to de-duplication; reverses alike.
+  const std::vector<std::tuple<std::string, std::string, std::string, std::int64_t>> rels = {
+      {"affiliated_with", "author", "institution", 1044},
+      {"writes", "author", "paper", 7146},
+      {"cites", "paper", "paper", 5416},
+      {"has_topic", "paper", "field_of_study", 7505}};
+  ASSERT_EQ(g.relations.size(), 8u);
+  for (std::size_t r = 0; r < rels.size(); ++r) {
+    const auto& [name, src, dst, drawn] = rels[r];
+    const Relation& a = g.relations[r];
+    const Relation& rev = g.relations[r + 4];
+    EXPECT_EQ(a.name, name);
+    EXPECT_EQ(rev.name, "rev_" + name);
+    EXPECT_EQ(a.src_type, g.find_type(src));
+    EXPECT_EQ(a.dst_type, g.find_type(dst));
+    EXPECT_LE(a.adj.num_edges(), drawn);
+    EXPECT_GE(a.adj.num_edges(), drawn / 2) << name;
+    EXPECT_EQ(pairs(rev).size(), pairs(a).size());
+  }
+  const auto& x = std::get<kernels::Tensor<float>>(g.node_types[3].features);
+  EXPECT_EQ(x.rows(), 736);
+  EXPECT_EQ(x.cols(), 8);
+  EXPECT_EQ(g.num_classes, 349);
+  EXPECT_EQ(g.train_idx.numel() + g.val_idx.numel() + g.test_idx.numel(), 736);
+  EXPECT_NEAR(static_cast<double>(g.train_idx.numel()) / 736, 629571.0 / 736389, 0.01);
+  // Reproducible from the seed, and the seed matters.
+  const HeteroGraph again = make_synthetic_mag(cpu(), c);
+  EXPECT_EQ(pairs(again.relations[2]), pairs(g.relations[2]));
+  c.seed = 5;
+  EXPECT_NE(pairs(make_synthetic_mag(cpu(), c).relations[2]), pairs(g.relations[2]));
+  c.scale = 0;
+  EXPECT_THROW(make_synthetic_mag(cpu(), c), LogicError);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "archive_test_util.hpp"
 #include "datasets_test_util.hpp"
+#include "ogb_mag_fixture.hpp"
 #include "support/http_server.hpp"
 
 namespace halo::datasets::test {
@@ -91,7 +92,7 @@ TEST_F(Registry, ListsEveryDataset) {
     }
   }
   for (const char* n : {"synthetic", "rmat", "cora", "citeseer", "pubmed", "ogbn-arxiv",
-                        "ogbn-products", "reddit", "karate", "ogbn-papers100M"})
+                        "ogbn-products", "reddit", "karate", "ogbn-papers100M", "ogbn-mag"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   EXPECT_EQ(find_dataset("cora").files.size(), 8u);
   EXPECT_EQ(find_dataset("cora").num_nodes, 2708);
@@ -429,6 +430,30 @@ TEST_F(Registry, LoadsOgbCsvZipThroughMirror) {
   EXPECT_EQ(ds.num_features(), 2);
   EXPECT_EQ(vec(ds.test_idx), (std::vector<NodeId>{2, 5}));
   EXPECT_TRUE(fs::is_directory(dataset_paths(find_dataset("ogbn-arxiv"), options).extracted));
+}
+
+TEST_F(Registry, LoadsOgbMagZipThroughMirror) {
+  const fs::path served = temp.path() / "served";
+  fs::create_directories(served / "ogbn-mag");
+  const fs::path tmp = temp.path() / "scratch";
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const auto& [path, text] : mag_fixture_files())
+    entries.emplace_back("mag/" + path,
+                         bytes_of(tmp, [&](const fs::path& p) { write_gz(p, text); }));
+  write_zip(served / "ogbn-mag" / "mag.zip", entries);
+  server.map("/m", served);
+  options.mirror = server.url("/m");
+  EXPECT_TRUE(is_hetero_dataset("ogbn-mag"));
+  EXPECT_FALSE(is_hetero_dataset("ogbn-arxiv"));
+  const HeteroGraph g = load_hetero_dataset(cpu(), "ogbn-mag", std::nullopt, options);
+  EXPECT_EQ(g.name, "ogbn-mag");
+  EXPECT_EQ(g.num_types(), 4);
+  EXPECT_EQ(g.relations.size(), 8u);
+  EXPECT_EQ(g.node_types[static_cast<std::size_t>(g.target_type)].name, "paper");
+  EXPECT_EQ(vec(g.test_idx), (std::vector<NodeId>{3}));
+  // The homogeneous loader and a --split refuse it with a clear message.
+  EXPECT_THROW(load_dataset(cpu(), "ogbn-mag", options), IoError);
+  EXPECT_THROW(load_hetero_dataset(cpu(), "ogbn-mag", 20, options), IoError);
 }
 
 TEST_F(Registry, LoadsOgbBinaryZipThroughMirror) {

@@ -77,14 +77,52 @@ TEST_F(HeteroCli, TrainsHgtThroughTheSameTask) {
   EXPECT_EQ(run("train --heads 2 --dataset synthetic").code, 2);
 }
 
+TEST_F(HeteroCli, TrainsOnSampledBlocksWithFanoutsPerRelation) {
+  const fs::path json = m_temp.path() / "mb.json";
+  const Outcome r = run("train --dataset " + m_data.string() +
+                        " --split 4 --fanouts buys=2,*=3:2 --batch-size 4 --epochs 3 --hidden 8 "
+                        "--json " +
+                        json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(halo::testing::read_file(json));
+  EXPECT_EQ(j["mode"], "mini-batch");
+  EXPECT_EQ(j["batch_size"], 4);
+  EXPECT_GT(j["batches_per_epoch"].get<int>(), 1);
+  ASSERT_EQ(j["fanouts"].size(), 2u);
+  ASSERT_EQ(j["fanouts"][0].size(), j["relations"].size());
+  for (std::size_t r = 0; r < j["relations"].size(); ++r) {
+    EXPECT_EQ(j["fanouts"][0][r], j["relations"][r]["name"] == "buys" ? 2 : 3);
+    EXPECT_EQ(j["fanouts"][1][r], 2);
+  }
+  EXPECT_GT(j["stage_times_median_s"]["subgraph_build_s"].get<double>(), 0.0);
+}
+
+// The command: heco_acm on sampled blocks, Macro-F1 in the JSON.
+TEST_F(HeteroCli, TrainsHecoAcmInMiniBatches) {
+  const fs::path acm = fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "heco_acm";
+  const fs::path json = m_temp.path() / "acm.json";
+  const Outcome r = run("train --dataset " + acm.string() +
+                        " --model rgcn --fanouts 10,5 --batch-size 64 --epochs 2 --hidden 16 "
+                        "--json " +
+                        json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(halo::testing::read_file(json));
+  EXPECT_EQ(j["mode"], "mini-batch");
+  EXPECT_TRUE(j["test_macro_f1"].is_number());
+  EXPECT_EQ(j["fanouts"][0][0], 10);
+  EXPECT_EQ(j["fanouts"][1][0], 5);
+}
+
 TEST_F(HeteroCli, UsageErrors) {
   const std::string d = " --dataset " + m_data.string();
   for (const std::string& args : std::vector<std::string>{
-           "train --model gcn" + d, "train --mode mini-batch --fanouts 5,5" + d,
-           "train --save-model m.bin" + d, "train --checkpoint-dir ck" + d,
-           "train --metrics-file m.prom" + d, "train --split 4 --dataset synthetic",
-           "train --model rgcn --dataset synthetic", "train --num-bases 2 --dataset synthetic",
-           "plan" + d, "plan --featureless zero --dataset synthetic"}) {
+           "train --model gcn" + d, "train --fanouts 5,5,5" + d,
+           "train --fanouts nosuchrel=5:5" + d, "train --fanouts buys=x:5" + d,
+           "train --mode mini-batch --prefetch 2" + d, "train --save-model m.bin" + d,
+           "train --checkpoint-dir ck" + d, "train --metrics-file m.prom" + d,
+           "train --split 4 --dataset synthetic", "train --model rgcn --dataset synthetic",
+           "train --num-bases 2 --dataset synthetic", "plan" + d,
+           "plan --featureless zero --dataset synthetic"}) {
     const Outcome r = run(args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;

@@ -99,6 +99,10 @@ void add_dataset_options(CLI::App* sub, DatasetOptions& o) {
                   "R-MAT dataset: seed of the generator (the dataset does not depend on --seed)")
       ->check(seed_value())
       ->capture_default_str();
+  sub->add_option("--mag-scale", o.mag.scale,
+                  "synthetic-mag dataset: ogbn-mag's node and edge counts times this")
+      ->check(finite_range(1e-6, 16.0))
+      ->capture_default_str();
 }
 
 void add_snapshot_options(CLI::App* sub, datasets::SnapshotConfig& o) {

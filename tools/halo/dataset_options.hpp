@@ -8,6 +8,7 @@
 #include <halo/datasets/dataset.hpp>
 #include <halo/datasets/rmat.hpp>
 #include <halo/datasets/synthetic.hpp>
+#include <halo/datasets/synthetic_mag.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/resources.hpp>
 
@@ -27,6 +28,7 @@ struct DatasetOptions {
   /// generated dataset never depends on a run's or METIS's --seed.
   datasets::SyntheticConfig synthetic;
   datasets::RmatConfig rmat;
+  datasets::SyntheticMagConfig mag;  // `synthetic-mag`: --mag-scale
 };
 
 /// Registers --dataset, --offline, --features, the --synthetic-* flags and the --rmat-* flags on

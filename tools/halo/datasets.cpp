@@ -63,6 +63,8 @@ const char* format_name(datasets::DatasetFormat f) {
       return "gml (Zachary's karate club, NetworkX export)";
     case datasets::DatasetFormat::OgbNodeBinary:
       return "ogb (node-property binary npz layout, zipped)";
+    case datasets::DatasetFormat::OgbHetero:
+      return "ogb-hetero (heterogeneous node-property raw CSV layout, zipped)";
     case datasets::DatasetFormat::Reddit:
       return "npz-reddit (reddit_data.npz + reddit_graph.npz, zipped)";
   }

@@ -56,6 +56,15 @@ HeteroTrainOptions hetero_options(const TrainCommandOptions& o) {
   HeteroTrainOptions h;
   if (was_given(o, "--model")) h.model = o.model;
   h.dataset = o.data.dataset;
+  h.offline = o.data.offline;
+  h.mag = o.data.mag;
+  if (o.mode == "mini-batch") {
+    if (o.mb.prefetch != runtime::MiniBatchConfig{}.prefetch)
+      throw UsageError(
+          "--prefetch: heterogeneous mini-batches are prepared on the training thread");
+    h.mini_batch = o.mb;
+    h.fanouts = o.fanouts;
+  }
   if (was_given(o, "--split")) h.split = o.split;
   if (was_given(o, "--layers")) h.layers = o.layers;
   if (was_given(o, "--hidden")) h.hidden = o.hidden;
@@ -220,13 +229,7 @@ int run_train(const TrainCommandOptions& o) {
     return run_link_train(o, o.json);
   }
   check_task(o);
-  if (is_hetero_run(o)) {
-    if (o.mode != "full-graph")
-      throw UsageError("--mode " + o.mode +
-                       ": heterogeneous datasets train on the full graph (mini-batch is not "
-                       "implemented for them)");
-    return run_hetero_train(hetero_options(o));
-  }
+  if (is_hetero_run(o)) return run_hetero_train(hetero_options(o));
   check_homogeneous_run(o);
   // The ranks the launcher started (one without a launcher): one per part of --partitions.
   const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train");

@@ -6,8 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include <halo/datasets/hetero.hpp>
+#include <halo/datasets/registry.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/runtime/trainer.hpp>
+#include <halo/sampler/hetero_sampler.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_hetero.hpp>
 
@@ -56,21 +58,38 @@ int run_hetero_train(const HeteroTrainOptions& o) {
   config.weight_decay = o.weight_decay;
   config.seed = o.seed;
   config.normalize_features = o.normalize_features;
+  datasets::LoadOptions load;
+  load.offline = o.offline;
+  load.synthetic_mag = o.mag;
   runtime::HeteroShard shard = runtime::local_hetero_shard(
-      datasets::read_hetero_directory(runtime::host_resources(res), o.dataset, o.split));
+      datasets::load_hetero_dataset(runtime::host_resources(res), o.dataset, o.split, load));
   const datasets::HeteroGraph& g = shard.graph;
   if (g.train_idx.numel() == 0)
     throw UsageError("dataset '" + g.name + "' has an empty train split: nothing to train on");
+  if (o.mini_batch) {
+    config.mini_batch = o.mini_batch;
+    std::vector<std::string> relations;
+    for (const auto& r : g.relations) relations.push_back(r.name);
+    try {
+      config.mini_batch->relation_fanouts = sampler::parse_hetero_fanouts(o.fanouts, relations);
+    } catch (const LogicError& e) {
+      throw UsageError(e.what());
+    }
+    if (static_cast<int>(config.mini_batch->relation_fanouts.size()) != o.layers)
+      throw UsageError("--fanouts " + o.fanouts + ": one fan-out list per layer expected (" +
+                       std::to_string(o.layers) + " layers, " +
+                       std::to_string(config.mini_batch->relation_fanouts.size()) + " given)");
+  }
   const auto& target = g.node_types[static_cast<std::size_t>(g.target_type)];
   std::fprintf(stderr,
                "halo train: %s (%d node types, %lld nodes, %d relations with reverses, %lld "
-               "edges; target '%s', %d classes, %lld training nodes), %s, full-graph, %s, %d "
+               "edges; target '%s', %d classes, %lld training nodes), %s, %s, %s, %d "
                "threads\n",
                g.name.c_str(), g.num_types(), static_cast<long long>(g.num_nodes()),
                static_cast<int>(g.relations.size()), static_cast<long long>(g.num_edges()),
                target.name.c_str(), g.num_classes, static_cast<long long>(g.train_idx.numel()),
-               o.model.c_str(), res.device() == kernels::Device::Cuda ? "cuda" : "cpu",
-               res.cpu_exec().num_threads);
+               o.model.c_str(), o.mini_batch ? "mini-batch" : "full-graph",
+               res.device() == kernels::Device::Cuda ? "cuda" : "cpu", res.cpu_exec().num_threads);
   const bool tty = isatty(fileno(stderr)) != 0;
   runtime::HeteroTrainRun run = runtime::train(
       res, shard, config, [tty](const runtime::EpochStats& s) { print_progress(s, tty); });
@@ -110,7 +129,13 @@ int run_hetero_train(const HeteroTrainOptions& o) {
         {"num_classes", g.num_classes},
         {"split", o.split.value_or(splits.empty() ? 0 : splits.front())},
         {"model", o.model},
-        {"mode", "full-graph"},
+        {"mode", o.mini_batch ? "mini-batch" : "full-graph"},
+        {"batch_size", o.mini_batch ? nlohmann::json(o.mini_batch->batch_size) : nlohmann::json()},
+        {"fanouts", config.mini_batch ? nlohmann::json(config.mini_batch->relation_fanouts)
+                                      : nlohmann::json()},
+        {"batches_per_epoch", r.batches_per_epoch},
+        {"sampled_edges_per_epoch",
+         r.history.empty() ? nlohmann::json() : nlohmann::json(r.history.back().sampled_edges)},
         {"device", res.device() == kernels::Device::Cuda ? "cuda" : "cpu"},
         {"world_size", r.world_size},
         {"threads", res.cpu_exec().num_threads},

@@ -6,6 +6,9 @@
 #include <optional>
 #include <string>
 
+#include <halo/datasets/synthetic_mag.hpp>
+#include <halo/runtime/trainer.hpp>
+
 namespace halo::cli {
 
 /// The defaults of the heterogeneous task for the flags a run does not give (docs/cli.md),
@@ -21,8 +24,10 @@ struct HeteroDefaults {
 
 /// What `halo train` maps onto the heterogeneous task.
 struct HeteroTrainOptions {
-  std::string dataset;       // the typed directory
-  std::optional<int> split;  // --split K; unset: the smallest K
+  std::string dataset;               // the typed directory or a registered name (ogbn-mag)
+  bool offline = false;              // --offline
+  datasets::SyntheticMagConfig mag;  // --mag-scale (synthetic-mag)
+  std::optional<int> split;          // --split K; unset: the smallest K
   std::string model = "rgcn";
   int layers = HeteroDefaults::kLayers;
   std::int64_t hidden = HeteroDefaults::kHidden;
@@ -38,6 +43,10 @@ struct HeteroTrainOptions {
   std::string device = "cpu";
   bool normalize_features = true;
   std::string json;
+  /// --mode mini-batch: batch size and replacement from here, the fan-outs from `fanouts`
+  /// (sampler::parse_hetero_fanouts over the dataset's relations).
+  std::optional<runtime::MiniBatchConfig> mini_batch;
+  std::string fanouts;
 };
 
 /// Reads the dataset, trains, prints progress (stderr) and the summary (stdout), writes

@@ -1,9 +1,10 @@
 // The flags of a training run, shared by `halo train` and `halo plan`.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
-#include <halo/datasets/hetero.hpp>
+#include <halo/datasets/registry.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_options.hpp>
 
@@ -14,7 +15,7 @@ bool was_given(const TrainOptions& o, const char* flag) {
 }
 
 bool is_hetero_run(const TrainOptions& o) {
-  return o.partitions.empty() && datasets::is_hetero_directory(o.data.dataset);
+  return o.partitions.empty() && datasets::is_hetero_dataset(o.data.dataset);
 }
 
 void check_homogeneous_run(const TrainOptions& o) {
@@ -176,11 +177,11 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
                       "Mini-batch: training nodes per batch (over all ranks)")
           ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
           ->capture_default_str(),
-      sub->add_option("--fanouts", mb.fanouts,
+      sub->add_option("--fanouts", o.fanouts,
                       "Mini-batch: neighbours sampled per node and layer, input layer first, "
-                      "one per layer (-1 = all), e.g. 25,10")
-          ->delimiter(',')
-          ->check(CLI::Range(-1, 1 << 20))
+                      "one per layer (-1 = all), e.g. 25,10; heterogeneous datasets: per "
+                      "relation, each (DGL's count), or layers split by ':' of rel=N pairs "
+                      "and *=N for the others, e.g. writes=5,*=10:5")
           ->capture_default_str(),
       sub->add_option("--prefetch", mb.prefetch,
                       "Mini-batch: batches prepared ahead by a producer thread (0 = none)")
@@ -219,7 +220,28 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
           "--negatives", "--link-split", "--snapshots", "--snapshot-window", "--window-snapshots",
           "--partitions"})
       if (sub->get_option(flag)->count() > 0) o.given.emplace_back(flag);
+    const bool hetero = o.partitions.empty() && datasets::is_hetero_dataset(o.data.dataset);
+    // Heterogeneous datasets: --fanouts or --batch-size without --mode select mini-batch.
+    if (hetero && sub->get_option("--mode")->count() == 0 &&
+        (sub->get_option("--fanouts")->count() > 0 || sub->get_option("--batch-size")->count() > 0))
+      o.mode = "mini-batch";
     const bool mini = o.mode == "mini-batch";
+    if (!hetero) {
+      o.mb.fanouts.clear();
+      for (std::size_t start = 0;;) {
+        const std::size_t comma = o.fanouts.find(',', start);
+        const std::string token = o.fanouts.substr(start, comma - start);
+        char* end = nullptr;
+        const long v = std::strtol(token.c_str(), &end, 10);
+        if (token.empty() || end != token.c_str() + token.size() || v < -1 || v > (1 << 20))
+          throw CLI::ValidationError("--fanouts", "'" + token +
+                                                      "' is not a fan-out (integers >= -1 "
+                                                      "separated by commas)");
+        o.mb.fanouts.push_back(static_cast<int>(v));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    }
     for (CLI::Option* opt : mini_batch_only)
       if (!mini && opt->count() > 0)
         throw CLI::ValidationError(opt->get_name(), "applies to --mode mini-batch only");
@@ -232,7 +254,7 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
     for (const char* flag : {"--cache-mb", "--cache-policy"})
       if (sub->get_option(flag)->count() > 0 && partitions->count() == 0)
         throw CLI::ValidationError(flag, "needs --partitions (one process has no remote rows)");
-    if (mini && static_cast<int>(o.mb.fanouts.size()) != o.layers)
+    if (mini && !hetero && static_cast<int>(o.mb.fanouts.size()) != o.layers)
       throw CLI::ValidationError("--fanouts", "one fan-out per layer expected (" +
                                                   std::to_string(o.layers) + " layers, " +
                                                   std::to_string(o.mb.fanouts.size()) + " given)");

@@ -31,6 +31,9 @@ struct TrainOptions {
   bool no_overlap = false;
   std::string mode = "full-graph";
   runtime::MiniBatchConfig mb;
+  /// --fanouts as given: numbers per layer (parsed into mb.fanouts), or for a heterogeneous
+  /// dataset also `rel=N` pairs (sampler::parse_hetero_fanouts, once the relations are known).
+  std::string fanouts = "25,10";
   std::string cache_policy = "degree";
   // Heterogeneous datasets (typed directories): --split, --num-bases, --featureless, and which
   // of the run's flags were given (the others take the heterogeneous task's defaults).
