@@ -105,6 +105,7 @@ class HeteroModel {
   std::vector<std::vector<kernels::Tensor<T>>> m_h;    // per layer input, per type (dropped out)
   std::vector<std::vector<kernels::Tensor<T>>> m_pre;  // per hidden layer output before ReLU
   std::vector<kernels::Tensor<T>> m_dh;
+  std::vector<kernels::Tensor<T>> m_dh_owned;  // a partition: the owned rows of m_dh
   HeteroGraphView<T> m_last;  // the last layer's graph: the target type's destinations only
   kernels::Tensor<T> m_logits;
 };

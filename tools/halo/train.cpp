@@ -53,6 +53,11 @@ HeteroTrainOptions hetero_options(const TrainCommandOptions& o) {
   HeteroTrainOptions h;
   if (was_given(o, "--model")) h.model = o.model;
   h.dataset = o.data.dataset;
+  h.partitions = o.partitions;
+  if (!o.partitions.empty() && was_given(o, "--split"))
+    throw UsageError(
+        "--split: a partition holds the split it was written with (halo partition "
+        "--split)");
   if (was_given(o, "--split")) h.split = o.split;
   if (was_given(o, "--layers")) h.layers = o.layers;
   if (was_given(o, "--hidden")) h.hidden = o.hidden;

@@ -22,6 +22,7 @@ struct HeteroDefaults {
 /// What `halo train` maps onto the heterogeneous task.
 struct HeteroTrainOptions {
   std::string dataset;       // the typed directory
+  std::string partitions;    // or its partition (--partitions DIR, one rank per part)
   std::optional<int> split;  // --split K; unset: the smallest K
   std::string model = "rgcn";
   int layers = HeteroDefaults::kLayers;
