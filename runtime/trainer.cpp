@@ -616,11 +616,16 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
     m_view.relations.back().adj.num_rows =
         m_view.num_dst[static_cast<std::size_t>(g.relations[r].dst_type)];
   }
-  m_labels = g.labels.copy_to(res, res.device());
+  // The logits hold the owned target rows (a part's halo rows are not classified here).
+  m_labels_host = g.labels.to_vector(res);
+  m_labels_host.resize(
+      static_cast<std::size_t>(m_view.num_dst[static_cast<std::size_t>(g.target_type)]));
+  m_labels = Tensor<std::int32_t>::from_host(res, m_labels_host,
+                                             static_cast<std::int64_t>(m_labels_host.size()), 1)
+                 .copy_to(res, res.device());
   m_train = g.train_idx.copy_to(res, res.device());
   m_val = g.val_idx.copy_to(res, res.device());
   m_test = g.test_idx.copy_to(res, res.device());
-  m_labels_host = g.labels.to_vector(res);
   m_val_host = g.val_idx.to_vector(res);
   m_test_host = g.test_idx.to_vector(res);
   preprocess_time_s = seconds_since(start);
