@@ -464,7 +464,7 @@ void write_hetero_graph(const std::filesystem::path& dir, bool undirected) {
     return text;
   }();
   std::ofstream(dir / "edge_types.tsv")
-      << "relation\tsrc_type\tdst_type\tfile\tnum_edges\n"
+      << "# relation\tsrc_type\tdst_type\tfile\tnum_edges\n"
       << "buys\tuser\titem\tedges_buys.tsv\t" << f.edges[0].size() << "\n"
       << "tagged\titem\ttag\tedges_tagged.tsv\t" << f.edges[1].size() << "\n"
       << "sells\tshop\titem\tedges_sells.tsv\t" << f.edges[2].size() << "\n"
