@@ -40,6 +40,27 @@ struct HeteroStageTimes {
   double semantic_aggregation_s = 0;
 };
 
+/// The exchange of halo rows between the processes training one partitioned graph
+/// (runtime::HeteroHaloExchange). Per node type t, rows num_dst[t] .. num_src[t] - 1 of a layer's
+/// input are halo rows: nodes another process owns and computes. Collective: every process of
+/// the partition calls each method at the same point with every type's tensor.
+template <class T>
+class HeteroHalo {
+ public:
+  virtual ~HeteroHalo() = default;
+  /// x[t] holds num_src[t] x width rows, the first num_dst[t] computed here: overwrites the
+  /// halo rows with their owners' rows.
+  virtual void gather(const kernels::Resources& res, std::span<kernels::Tensor<T>> x) = 0;
+  /// dx[t] holds num_src[t] x width rows: adds each halo row into its owner's row of the
+  /// owner's dx (the halo rows themselves are left as they are).
+  virtual void scatter_add(const kernels::Resources& res, std::span<kernels::Tensor<T>> dx) = 0;
+
+ protected:
+  HeteroHalo() = default;
+  HeteroHalo(const HeteroHalo&) = default;
+  HeteroHalo& operator=(const HeteroHalo&) = default;
+};
+
 /// The graph of one heterogeneous layer. Per node type t: num_src[t] input rows and
 /// num_dst[t] <= num_src[t] output rows, the destinations being the first num_dst[t] inputs
 /// (full graph in one process: num_src == num_dst; a partition: owned rows then halo rows; a
@@ -58,6 +79,10 @@ struct HeteroGraphView {
   /// When set, the layers add the time of their stages to it (host wall time around each
   /// stage; on a device the caller synchronises, see the task).
   HeteroStageTimes* times = nullptr;
+  /// A partition's exchange (full graph across processes): the model fills the halo rows of
+  /// every layer's input from their owners and returns their gradients; the layers see the same
+  /// graph at every layer. Null in one process.
+  HeteroHalo<T>* halo = nullptr;
 
   std::int32_t num_types() const { return static_cast<std::int32_t>(num_src.size()); }
 };

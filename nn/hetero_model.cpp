@@ -134,6 +134,7 @@ HeteroModel<T>::HeteroModel(const kernels::Resources& res, const HeteroModelConf
   m_dh.resize(static_cast<std::size_t>(nt));
   m_embed_ids.resize(static_cast<std::size_t>(nt));
   m_embed_sampled.assign(static_cast<std::size_t>(nt), false);
+  m_dh_owned.resize(static_cast<std::size_t>(nt));
 }
 
 template <class T>
@@ -242,11 +243,23 @@ const Tensor<T>& HeteroModel<T>::forward(const Context& ctx,
   const std::vector<Tensor<T>>* out = nullptr;
   for (int l = 0; l < layers; ++l) {
     auto& in = m_h[static_cast<std::size_t>(l)];
-    if (l > 0)
+    if (l > 0 && graph.halo) {
+      // A partition: the owned rows from this process's layer, the halo rows from their owners.
+      for (std::size_t t = 0; t < nt; ++t) {
+        kernels::ensure_shape(res, in[t], graph.num_src[t], m_config.hidden);
+        HALO_EXPECTS((*out)[t].rows() == graph.num_dst[t] &&
+                         (*out)[t].numel() == graph.num_dst[t] * m_config.hidden,
+                     "hetero model: a hidden layer's output must hold the owned rows");
+        kernels::relu(res, kernels::ConstSpan<T>((*out)[t].span()),
+                      kernels::Span<T>{in[t].data(), (*out)[t].numel()});
+      }
+      graph.halo->gather(res, std::span<Tensor<T>>(in.data(), in.size()));
+    } else if (l > 0) {
       for (std::size_t t = 0; t < nt; ++t) {
         kernels::ensure_shape(res, in[t], (*out)[t].rows(), (*out)[t].cols());
         kernels::relu(res, kernels::ConstSpan<T>((*out)[t].span()), in[t].span());
       }
+    }
     if (p > 0)
       for (std::size_t t = 0; t < nt; ++t)
         if (in[t].numel() > 0)
@@ -283,6 +296,12 @@ void HeteroModel<T>::backward(const Context& ctx, std::span<const HeteroGraphVie
         ctx, last ? m_last : layer_graph(l), std::span<const Tensor<T>>(m_dh.data(), m_dh.size()),
         /*need_input_grad=*/true);
     for (std::size_t t = 0; t < nt; ++t) {
+      if (l > 0 && graph.halo && dx[t].numel() == 0) {
+        // Every process exchanges every type: a type without input gradient sends zeros.
+        kernels::ensure_shape(res, m_dh[t], graph.num_src[t], m_config.hidden);
+        kernels::fill(res, m_dh[t].span(), T(0));
+        continue;
+      }
       kernels::ensure_shape(res, m_dh[t], dx[t].rows(), dx[t].cols());
       if (dx[t].numel() == 0) continue;
       kernels::copy_async(res, m_dh[t], dx[t]);
@@ -294,6 +313,16 @@ void HeteroModel<T>::backward(const Context& ctx, std::span<const HeteroGraphVie
         kernels::relu_backward(res,
                                kernels::ConstSpan<T>(m_h[static_cast<std::size_t>(l)][t].span()),
                                kernels::ConstSpan<T>(m_dh[t].span()), m_dh[t].span());
+    }
+    if (l > 0 && graph.halo) {
+      // The halo rows' gradients go to their owners; the layer below sees its owned rows.
+      graph.halo->scatter_add(res, std::span<Tensor<T>>(m_dh.data(), m_dh.size()));
+      for (std::size_t t = 0; t < nt; ++t) {
+        kernels::ensure_shape(res, m_dh_owned[t], graph.num_dst[t], m_config.hidden);
+        kernels::copy_bytes_async(res, m_dh_owned[t].data(), res.device(), m_dh[t].data(),
+                                  res.device(), m_dh_owned[t].bytes());
+        std::swap(m_dh[t], m_dh_owned[t]);
+      }
     }
   }
   HeteroStageTimes none;

@@ -112,6 +112,7 @@ class HeteroModel {
   std::vector<std::vector<kernels::Tensor<T>>> m_h;    // per layer input, per type (dropped out)
   std::vector<std::vector<kernels::Tensor<T>>> m_pre;  // per hidden layer output before ReLU
   std::vector<kernels::Tensor<T>> m_dh;
+  std::vector<kernels::Tensor<T>> m_dh_owned;  // a partition: the owned rows of m_dh
   HeteroGraphView<T> m_last;  // the last layer's graph: the target type's destinations only
   std::vector<kernels::Tensor<kernels::NodeId>> m_embed_ids;  // per type: sampled rows looked up
   std::vector<bool> m_embed_sampled;  // per type: the last forward looked up m_embed_ids

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <exception>
@@ -568,6 +569,9 @@ void check_ids(const kernels::Tensor<NodeId>& t, std::int64_t lo, std::int64_t h
   }
 }
 
+/// The "hetero" object of meta.json (defined with the heterogeneous partitions below).
+HeteroMeta parse_hetero_meta(const json& h, const PartitionMeta& m, const fs::path& file);
+
 std::vector<std::int64_t> to_vector(const kernels::Tensor<std::int64_t>& t) {
   return {t.data(), t.data() + t.numel()};
 }
@@ -741,6 +745,8 @@ PartitionMeta read_partition_meta(const fs::path& dir) {
     m.timings.metrics_s = t.value("metrics_s", 0.0);
     m.timings.total_s = t.value("partition_total_s", 0.0);
   }
+  if (j.value("heterogeneous", false))
+    m.hetero = parse_hetero_meta(get<json>(j, "hetero", file), m, file);
   const auto parts = get<json>(j, "parts", file);
   if (!parts.is_array() || static_cast<std::int64_t>(parts.size()) != m.config.num_parts)
     throw IoError(file.string() + ": \"parts\" must list " + std::to_string(m.config.num_parts) +
@@ -806,6 +812,9 @@ Part read_part(const kernels::Resources& res, const fs::path& dir, std::int32_t 
     meta = &read;
   }
   const PartitionMeta& m = *meta;
+  if (m.hetero)
+    throw IoError((dir / "meta.json").string() +
+                  ": a heterogeneous partition (train it with --model rgcn or hgt)");
   const std::int32_t p = m.config.num_parts;
   HALO_EXPECTS(k >= 0 && k < p, "read_part: part " + std::to_string(k) + " does not exist (" +
                                     std::to_string(p) + " parts in " + dir.string() + ")");
@@ -887,6 +896,566 @@ std::int64_t verify_partitions(const fs::path& dir) {
   for (std::int32_t k = 0; k < m.config.num_parts; ++k)
     read_part_file(nullptr, dir, k, m.config.num_parts, m.parts[static_cast<std::size_t>(k)]);
   return m.config.num_parts;
+}
+
+}  // namespace halo::partition
+
+// ---- heterogeneous partitions ----------------------------------------------------------------
+
+namespace halo::partition {
+namespace {
+
+/// The rows `rows` of `x`, dense or sparse like it; an empty dense matrix stays empty.
+kernels::FeatureMatrix<float> gather_rows(const kernels::Resources& res,
+                                          const kernels::FeatureMatrix<float>& x,
+                                          const std::vector<NodeId>& rows) {
+  const auto n = static_cast<std::int64_t>(rows.size());
+  return std::visit(
+      [&](const auto& m) -> kernels::FeatureMatrix<float> {
+        using X = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<X, kernels::Tensor<float>>) {
+          if (m.cols() == 0) return kernels::Tensor<float>();
+          const std::int64_t f = m.cols();
+          kernels::Tensor<float> out(res, kernels::Device::Cpu, n, f);
+          for (std::int64_t i = 0; i < n; ++i)
+            std::copy_n(m.data() + static_cast<std::int64_t>(rows[static_cast<std::size_t>(i)]) * f,
+                        f, out.data() + i * f);
+          return out;
+        } else {
+          const std::int64_t* fp = m.indptr.data();
+          std::vector<std::int64_t> ptr(static_cast<std::size_t>(n) + 1, 0);
+          for (std::int64_t i = 0; i < n; ++i) {
+            const NodeId r = rows[static_cast<std::size_t>(i)];
+            ptr[static_cast<std::size_t>(i) + 1] =
+                ptr[static_cast<std::size_t>(i)] + fp[r + 1] - fp[r];
+          }
+          std::vector<std::int32_t> idx(static_cast<std::size_t>(ptr.back()));
+          std::vector<float> val(m.values.empty() ? 0 : idx.size());
+          for (std::int64_t i = 0; i < n; ++i) {
+            const NodeId r = rows[static_cast<std::size_t>(i)];
+            std::copy_n(m.indices.data() + fp[r], fp[r + 1] - fp[r], idx.data() + ptr[i]);
+            if (!val.empty())
+              std::copy_n(m.values.data() + fp[r], fp[r + 1] - fp[r], val.data() + ptr[i]);
+          }
+          return kernels::CsrMatrix<std::int32_t, float>{host_tensor(res, ptr),
+                                                         host_tensor(res, idx),
+                                                         host_tensor(res, val), m.num_cols, false};
+        }
+      },
+      x);
+}
+
+std::string features_name(const datasets::NodeType& t) {
+  if (!t.has_features()) return "none";
+  return std::holds_alternative<kernels::Tensor<float>>(t.features) ? "dense" : "sparse";
+}
+
+/// The homogenised dataset the partitioner and the metrics see: the graph and the target
+/// type's splits at their global ids.
+datasets::Dataset homogenised(const kernels::Resources& res, const datasets::HeteroGraph& g) {
+  datasets::Dataset d;
+  d.name = g.name;
+  d.graph = datasets::homogenize(res, g);
+  d.num_classes = g.num_classes;
+  const std::int64_t base = g.type_offsets()[static_cast<std::size_t>(g.target_type)];
+  auto shift = [&](const kernels::Tensor<NodeId>& t) {
+    std::vector<NodeId> v(t.data(), t.data() + t.numel());
+    for (NodeId& x : v) x = static_cast<NodeId>(x + base);
+    return host_tensor(res, v);
+  };
+  d.train_idx = shift(g.train_idx);
+  d.val_idx = shift(g.val_idx);
+  d.test_idx = shift(g.test_idx);
+  return d;
+}
+
+/// Every part of a heterogeneous partition, in memory (HeteroPart), from `g` and the
+/// relabelling of its homogenised ids.
+std::vector<HeteroPart> build_hetero_parts(const kernels::Resources& res,
+                                           const datasets::HeteroGraph& g, const Relabelling& rl) {
+  const std::int32_t p = rl.book.num_parts();
+  const std::int32_t nt = g.num_types();
+  const auto np = static_cast<std::size_t>(p), ntu = static_cast<std::size_t>(nt);
+  const std::vector<std::int64_t> offsets = g.type_offsets();
+  const std::int64_t n = offsets.back();
+  auto type_of = [&](std::int64_t u) {
+    return static_cast<std::int32_t>(std::upper_bound(offsets.begin(), offsets.end(), u) -
+                                     offsets.begin() - 1);
+  };
+  // cnt[k][t] owned nodes of type t in part k; tb[k][t] the partition id of the first.
+  std::vector<std::vector<std::int64_t>> cnt(np, std::vector<std::int64_t>(ntu, 0)), tb = cnt;
+  for (std::int64_t u = 0; u < n; ++u)
+    ++cnt[static_cast<std::size_t>(rl.book.owner(rl.old_to_new[static_cast<std::size_t>(u)]))]
+         [static_cast<std::size_t>(type_of(u))];
+  for (std::size_t k = 0; k < np; ++k) {
+    std::int64_t at = rl.book.begin(static_cast<std::int32_t>(k));
+    for (std::size_t t = 0; t < ntu; ++t) {
+      tb[k][t] = at;
+      at += cnt[k][t];
+    }
+  }
+  auto part_of = [&](std::int64_t u) {
+    return rl.book.owner(rl.old_to_new[static_cast<std::size_t>(u)]);
+  };
+  // halo[k][t]: partition ids of part k's halo of type t, ascending.
+  std::vector<std::vector<std::vector<NodeId>>> halo(np, std::vector<std::vector<NodeId>>(ntu));
+  std::vector<NodeId> mark(static_cast<std::size_t>(n), -1);
+  for (std::int32_t k = 0; k < p; ++k) {
+    const auto uk = static_cast<std::size_t>(k);
+    for (const datasets::Relation& r : g.relations) {
+      const std::int64_t dbase = offsets[static_cast<std::size_t>(r.dst_type)];
+      const std::int64_t sbase = offsets[static_cast<std::size_t>(r.src_type)];
+      for (std::int64_t i = 0; i < cnt[uk][static_cast<std::size_t>(r.dst_type)]; ++i) {
+        const NodeId v =
+            static_cast<NodeId>(rl.new_to_old[static_cast<std::size_t>(
+                                    tb[uk][static_cast<std::size_t>(r.dst_type)] + i)] -
+                                dbase);
+        for (std::int64_t e = r.adj.indptr.data()[v]; e < r.adj.indptr.data()[v + 1]; ++e) {
+          const std::int64_t u = sbase + r.adj.indices.data()[e];
+          if (part_of(u) != k && mark[static_cast<std::size_t>(u)] < 0) {
+            mark[static_cast<std::size_t>(u)] = 0;
+            halo[uk][static_cast<std::size_t>(r.src_type)].push_back(
+                rl.old_to_new[static_cast<std::size_t>(u)]);
+          }
+        }
+      }
+    }
+    for (auto& h : halo[uk]) {
+      std::sort(h.begin(), h.end());
+      for (const NodeId x : h)
+        mark[static_cast<std::size_t>(rl.new_to_old[static_cast<std::size_t>(x)])] = -1;
+    }
+  }
+
+  std::vector<HeteroPart> parts(np);
+  for (std::int32_t k = 0; k < p; ++k) {
+    const auto uk = static_cast<std::size_t>(k);
+    HeteroPart& part = parts[uk];
+    HeteroPartLayout& l = part.layout;
+    datasets::HeteroGraph& pg = part.graph;
+    l.rank = k;
+    l.num_parts = p;
+    l.num_train = g.train_idx.numel();
+    pg.name = g.name;
+    pg.target_type = g.target_type;
+    pg.num_classes = g.num_classes;
+    // Local row of every node part k knows, by homogenised original id (mark, restored below).
+    std::vector<std::vector<NodeId>> original(ntu);
+    for (std::size_t t = 0; t < ntu; ++t) {
+      l.global_nodes.push_back(g.node_types[t].num_nodes);
+      l.num_owned.push_back(cnt[uk][t]);
+      std::vector<NodeId>& o = original[t];
+      for (std::int64_t i = 0; i < cnt[uk][t]; ++i)
+        o.push_back(static_cast<NodeId>(rl.new_to_old[static_cast<std::size_t>(tb[uk][t] + i)] -
+                                        offsets[t]));
+      for (const NodeId x : halo[uk][t])
+        o.push_back(static_cast<NodeId>(rl.new_to_old[static_cast<std::size_t>(x)] - offsets[t]));
+      for (std::size_t i = 0; i < o.size(); ++i)
+        mark[static_cast<std::size_t>(offsets[t] + o[i])] = static_cast<NodeId>(i);
+      std::vector<std::int64_t> recv(np + 1, 0), send(np + 1, 0);
+      std::vector<NodeId> rows;
+      for (std::int32_t j = 0; j <= p; ++j)
+        recv[static_cast<std::size_t>(j)] =
+            std::lower_bound(halo[uk][t].begin(), halo[uk][t].end(),
+                             j < p ? rl.book.begin(j) : rl.book.num_nodes()) -
+            halo[uk][t].begin();
+      for (std::int32_t j = 0; j < p; ++j) {
+        const auto& hj = halo[static_cast<std::size_t>(j)][t];
+        const auto lo = std::lower_bound(hj.begin(), hj.end(), rl.book.begin(k));
+        const auto hi = std::lower_bound(hj.begin(), hj.end(), rl.book.end(k));
+        for (auto it = lo; it != hi; ++it) rows.push_back(static_cast<NodeId>(*it - tb[uk][t]));
+        send[static_cast<std::size_t>(j) + 1] = static_cast<std::int64_t>(rows.size());
+      }
+      l.recv_offsets.push_back(std::move(recv));
+      l.send_offsets.push_back(std::move(send));
+      l.send_rows.push_back(host_tensor(res, rows));
+      datasets::NodeType nt_out;
+      nt_out.name = g.node_types[t].name;
+      nt_out.num_nodes = static_cast<std::int64_t>(o.size());
+      nt_out.feature_kind = g.node_types[t].feature_kind;
+      nt_out.features = gather_rows(res, g.node_types[t].features, o);
+      pg.node_types.push_back(std::move(nt_out));
+    }
+    for (const datasets::Relation& r : g.relations) {
+      const auto s = static_cast<std::size_t>(r.src_type), d = static_cast<std::size_t>(r.dst_type);
+      const std::int64_t rows = static_cast<std::int64_t>(original[d].size());
+      std::vector<std::int64_t> indptr(static_cast<std::size_t>(rows) + 1, 0);
+      std::vector<NodeId> indices;
+      for (std::int64_t i = 0; i < cnt[uk][d]; ++i) {
+        const NodeId v = original[d][static_cast<std::size_t>(i)];
+        const auto first = static_cast<std::ptrdiff_t>(indices.size());
+        for (std::int64_t e = r.adj.indptr.data()[v]; e < r.adj.indptr.data()[v + 1]; ++e)
+          indices.push_back(mark[static_cast<std::size_t>(offsets[s] + r.adj.indices.data()[e])]);
+        std::sort(indices.begin() + first, indices.end());
+        indptr[static_cast<std::size_t>(i) + 1] = static_cast<std::int64_t>(indices.size());
+      }
+      for (std::int64_t i = cnt[uk][d]; i < rows; ++i)
+        indptr[static_cast<std::size_t>(i) + 1] = static_cast<std::int64_t>(indices.size());
+      datasets::Relation out{r.name, r.src_type, r.dst_type, {}};
+      out.adj = {host_tensor(res, indptr),
+                 host_tensor(res, indices),
+                 {},
+                 static_cast<std::int64_t>(original[s].size()),
+                 false};
+      pg.relations.push_back(std::move(out));
+    }
+    const auto tt = static_cast<std::size_t>(g.target_type);
+    std::vector<std::int32_t> labels;
+    for (const NodeId v : original[tt]) labels.push_back(g.labels.data()[v]);
+    pg.labels = host_tensor(res, labels);
+    const kernels::Tensor<NodeId>* splits[] = {&g.train_idx, &g.val_idx, &g.test_idx};
+    kernels::Tensor<NodeId>* out_splits[] = {&pg.train_idx, &pg.val_idx, &pg.test_idx};
+    for (int sp = 0; sp < 3; ++sp) {
+      std::vector<NodeId> v;
+      for (std::int64_t i = 0; i < splits[sp]->numel(); ++i) {
+        const std::int64_t u = offsets[tt] + splits[sp]->data()[i];
+        if (part_of(u) == k) v.push_back(mark[static_cast<std::size_t>(u)]);
+      }
+      std::sort(v.begin(), v.end());
+      *out_splits[sp] = host_tensor(res, v);
+    }
+    for (std::size_t t = 0; t < ntu; ++t)
+      for (const NodeId v : original[t]) mark[static_cast<std::size_t>(offsets[t] + v)] = -1;
+    for (std::size_t t = 0; t < ntu; ++t) l.original.push_back(host_tensor(res, original[t]));
+  }
+  return parts;
+}
+
+std::string type_key(std::size_t t, const char* what) {
+  return "type" + std::to_string(t) + "." + what;
+}
+std::string relation_key(std::size_t r, const char* what) {
+  return "rel" + std::to_string(r) + "." + what;
+}
+
+PartInfo write_hetero_part_file(const HeteroPart& part, const fs::path& file) {
+  const datasets::HeteroGraph& g = part.graph;
+  const HeteroPartLayout& l = part.layout;
+  PartInfo info;
+  for (std::size_t t = 0; t < l.num_owned.size(); ++t) {
+    info.num_owned += l.num_owned[t];
+    info.num_halo += g.node_types[t].num_nodes - l.num_owned[t];
+  }
+  for (const datasets::Relation& r : g.relations) info.num_edges += r.adj.num_edges();
+  info.num_train = g.train_idx.numel();
+  PartFileWriter out(file, l.rank, l.num_parts, info);
+  for (std::size_t t = 0; t < l.num_owned.size(); ++t) {
+    out.add(type_key(t, "original"), l.original[t]);
+    out.add(type_key(t, "send_offsets"), l.send_offsets[t]);
+    out.add(type_key(t, "send_rows"), l.send_rows[t]);
+    out.add(type_key(t, "recv_offsets"), l.recv_offsets[t]);
+    if (!g.node_types[t].has_features()) continue;
+    std::visit(
+        [&](const auto& x) {
+          using X = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<X, kernels::Tensor<float>>) {
+            out.add(type_key(t, "features"), x);
+          } else {
+            out.add(type_key(t, "features_indptr"), x.indptr);
+            out.add(type_key(t, "features_indices"), x.indices);
+            if (!x.values.empty()) out.add(type_key(t, "features_values"), x.values);
+          }
+        },
+        g.node_types[t].features);
+  }
+  for (std::size_t r = 0; r < g.relations.size(); ++r) {
+    const datasets::Graph& a = g.relations[r].adj;
+    // The owned destination rows only: the halo rows are empty.
+    out.add(relation_key(r, "indptr"), a.indptr.data(),
+            l.num_owned[static_cast<std::size_t>(g.relations[r].dst_type)] + 1, 1);
+    out.add(relation_key(r, "indices"), a.indices);
+  }
+  out.add("labels", g.labels);
+  out.add("train_idx", g.train_idx);
+  out.add("val_idx", g.val_idx);
+  out.add("test_idx", g.test_idx);
+  out.finish();
+  return info;
+}
+
+json hetero_json(const datasets::HeteroGraph& g, const HeteroPartitionResult& r,
+                 const std::vector<HeteroPart>& parts) {
+  json types = json::array(), relations = json::array(), balance = json::object(),
+       owned = json::array(), halo = json::array();
+  for (std::size_t t = 0; t < g.node_types.size(); ++t) {
+    const datasets::NodeType& nt = g.node_types[t];
+    types.push_back({{"name", nt.name},
+                     {"num_nodes", nt.num_nodes},
+                     {"features", features_name(nt)},
+                     {"num_features", kernels::num_cols(nt.features)},
+                     {"feature_kind", nt.feature_kind}});
+    balance[nt.name] = r.type_balance[t];
+  }
+  for (const datasets::Relation& rel : g.relations)
+    relations.push_back({{"name", rel.name},
+                         {"src_type", rel.src_type},
+                         {"dst_type", rel.dst_type},
+                         {"num_edges", rel.adj.num_edges()}});
+  for (const HeteroPart& p : parts) {
+    std::vector<std::int64_t> h;
+    for (std::size_t t = 0; t < p.layout.num_owned.size(); ++t)
+      h.push_back(p.graph.node_types[t].num_nodes - p.layout.num_owned[t]);
+    owned.push_back(p.layout.num_owned);
+    halo.push_back(h);
+  }
+  return {{"types", types},          {"relations", relations}, {"target_type", g.target_type},
+          {"type_balance", balance}, {"num_owned", owned},     {"num_halo", halo}};
+}
+
+HeteroMeta parse_hetero_meta(const json& h, const PartitionMeta& m, const fs::path& file) {
+  HeteroMeta hm;
+  const json types = get<json>(h, "types", file), relations = get<json>(h, "relations", file);
+  if (!types.is_array() || types.empty() || !relations.is_array())
+    throw IoError(file.string() +
+                  ": \"hetero\" needs a non-empty \"types\" list and a "
+                  "\"relations\" list");
+  std::int64_t total = 0;
+  for (const json& t : types) {
+    HeteroMeta::Type ty{get<std::string>(t, "name", file), get<std::int64_t>(t, "num_nodes", file),
+                        get<std::string>(t, "features", file),
+                        get<std::int64_t>(t, "num_features", file),
+                        get<std::string>(t, "feature_kind", file)};
+    if (ty.num_nodes < 0 || ty.num_features < 0 ||
+        (ty.features != "dense" && ty.features != "sparse" && ty.features != "none") ||
+        ((ty.features == "none") != (ty.num_features == 0)))
+      throw IoError(file.string() + ": malformed entry for type '" + ty.name + "'");
+    total += ty.num_nodes;
+    hm.types.push_back(std::move(ty));
+  }
+  const auto nt = static_cast<std::int32_t>(hm.types.size());
+  for (const json& r : relations) {
+    HeteroMeta::Relation rel{
+        get<std::string>(r, "name", file), get<std::int32_t>(r, "src_type", file),
+        get<std::int32_t>(r, "dst_type", file), get<std::int64_t>(r, "num_edges", file)};
+    if (rel.src_type < 0 || rel.src_type >= nt || rel.dst_type < 0 || rel.dst_type >= nt ||
+        rel.num_edges < 0)
+      throw IoError(file.string() + ": malformed entry for relation '" + rel.name + "'");
+    hm.relations.push_back(std::move(rel));
+  }
+  hm.target_type = get<std::int32_t>(h, "target_type", file);
+  if (hm.target_type < 0 || hm.target_type >= nt || total != m.num_nodes)
+    throw IoError(file.string() + ": \"hetero\": target_type out of range or the types' nodes (" +
+                  std::to_string(total) + ") are not the dataset's " + std::to_string(m.num_nodes));
+  const json balance = get<json>(h, "type_balance", file);
+  for (const auto& t : hm.types) hm.balance.push_back(get<double>(balance, t.name.c_str(), file));
+  hm.num_owned = get<std::vector<std::vector<std::int64_t>>>(h, "num_owned", file);
+  hm.num_halo = get<std::vector<std::vector<std::int64_t>>>(h, "num_halo", file);
+  if (static_cast<std::int32_t>(hm.num_owned.size()) != m.config.num_parts ||
+      hm.num_halo.size() != hm.num_owned.size())
+    throw IoError(file.string() + ": \"hetero\": num_owned and num_halo need one entry per part");
+  for (std::size_t k = 0; k < hm.num_owned.size(); ++k) {
+    std::int64_t sum = 0;
+    if (static_cast<std::int32_t>(hm.num_owned[k].size()) != nt ||
+        static_cast<std::int32_t>(hm.num_halo[k].size()) != nt)
+      throw IoError(file.string() + ": \"hetero\": part " + std::to_string(k) +
+                    " needs one owned and one halo count per type");
+    for (const std::int64_t x : hm.num_owned[k]) sum += x;
+    if (sum != m.book.size(static_cast<std::int32_t>(k)))
+      throw IoError(file.string() + ": \"hetero\": part " + std::to_string(k) + " owns " +
+                    std::to_string(sum) + " nodes, the offsets give " +
+                    std::to_string(m.book.size(static_cast<std::int32_t>(k))));
+  }
+  return hm;
+}
+
+}  // namespace
+
+HeteroPartitionResult partition_hetero(const kernels::Resources& res,
+                                       const datasets::HeteroGraph& g,
+                                       const PartitionConfig& config, const Progress& progress) {
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  const auto start = Clock::now();
+  HeteroPartitionResult hr;
+  PartitionResult& r = hr.homogeneous;
+  r.config = config;
+  // What meta.json records: "nodes" stands for the per-type constraints; edges are not balanced.
+  r.config.balance = {true, config.balance.train, false};
+  if (progress) progress("homogenising and symmetrising the graph");
+  auto t0 = Clock::now();
+  const datasets::Dataset hd = homogenised(res, g);
+  r.symmetric = partitioning_graph(res, hd.graph);
+  r.timings.symmetrize_s = since(t0);
+  // One constraint per node type, one for the training nodes.
+  const std::vector<std::int64_t> offsets = g.type_offsets();
+  const std::int64_t n = offsets.back();
+  std::vector<std::vector<std::int32_t>> weights;
+  for (std::int32_t t = 0; t < g.num_types(); ++t) {
+    std::vector<std::int32_t> w(static_cast<std::size_t>(n), 0);
+    std::fill(w.begin() + offsets[static_cast<std::size_t>(t)],
+              w.begin() + offsets[static_cast<std::size_t>(t) + 1], 1);
+    weights.push_back(std::move(w));
+  }
+  if (config.balance.train) {
+    std::vector<std::int32_t> w(static_cast<std::size_t>(n), 0);
+    for (std::int64_t i = 0; i < hd.train_idx.numel(); ++i)
+      w[static_cast<std::size_t>(hd.train_idx.data()[i])] = 1;
+    weights.push_back(std::move(w));
+  }
+  if (progress)
+    progress(std::string(to_string(config.method)) + ", " + std::to_string(config.num_parts) +
+             " parts, " + std::to_string(weights.size()) + " balance constraints");
+  t0 = Clock::now();
+  r.assignment = assign_parts(r.symmetric, std::move(weights), config);
+  r.timings.assign_s = since(t0);
+  r.timings.metis_s = r.assignment.metis_seconds;
+  t0 = Clock::now();
+  r.relabelling = relabel(r.assignment.part, config.num_parts);
+  r.timings.relabel_s = since(t0);
+  t0 = Clock::now();
+  r.metrics = compute_metrics(hd, r.symmetric, r.assignment.part, config.num_parts);
+  const auto np = static_cast<std::size_t>(config.num_parts);
+  hr.type_counts.assign(np, std::vector<std::int64_t>(static_cast<std::size_t>(g.num_types()), 0));
+  for (std::int32_t t = 0; t < g.num_types(); ++t)
+    for (std::int64_t u = offsets[static_cast<std::size_t>(t)];
+         u < offsets[static_cast<std::size_t>(t) + 1]; ++u)
+      ++hr.type_counts[static_cast<std::size_t>(r.assignment.part[static_cast<std::size_t>(u)])]
+                      [static_cast<std::size_t>(t)];
+  for (std::int32_t t = 0; t < g.num_types(); ++t) {
+    std::int64_t largest = 0;
+    for (std::size_t k = 0; k < np; ++k)
+      largest = std::max(largest, hr.type_counts[k][static_cast<std::size_t>(t)]);
+    const double mean = static_cast<double>(g.node_types[static_cast<std::size_t>(t)].num_nodes) /
+                        static_cast<double>(np);
+    hr.type_balance.push_back(mean > 0 ? static_cast<double>(largest) / mean : 1.0);
+  }
+  r.timings.metrics_s = since(t0);
+  r.timings.total_s = since(start);
+  return hr;
+}
+
+void write_hetero_partitions(const kernels::Resources& res, const datasets::HeteroGraph& g,
+                             const HeteroPartitionResult& hr, const fs::path& dir,
+                             const Progress& progress) {
+  const PartitionResult& r = hr.homogeneous;
+  HALO_EXPECTS(static_cast<std::int64_t>(r.relabelling.new_to_old.size()) == g.num_nodes() &&
+                   r.relabelling.book.num_parts() == r.config.num_parts &&
+                   static_cast<std::int32_t>(hr.type_balance.size()) == g.num_types(),
+               "write_hetero_partitions: the partition does not belong to this dataset");
+  const datasets::Dataset hd = homogenised(res, g);
+  const Shared sh = make_shared(hd, r.symmetric, r.relabelling);
+  const std::vector<HeteroPart> parts = build_hetero_parts(res, g, r.relabelling);
+  datasets::write_staged_directory(dir, [&](const fs::path& tmp) {
+    std::vector<PartInfo> infos;
+    for (std::int32_t k = 0; k < r.config.num_parts; ++k) {
+      infos.push_back(
+          write_hetero_part_file(parts[static_cast<std::size_t>(k)], part_file(tmp, k)));
+      if (progress)
+        progress("wrote part " + std::to_string(k + 1) + "/" + std::to_string(r.config.num_parts));
+    }
+    json j = meta_json(hd, r, sh, infos);
+    j["heterogeneous"] = true;
+    j["hetero"] = hetero_json(g, hr, parts);
+    const fs::path meta = tmp / "meta.json";
+    std::ofstream out(meta);
+    if (!out || !(out << j.dump(1) << '\n') || !out.flush())
+      throw IoError(meta.string() + ": cannot write");
+  });
+}
+
+HeteroPart read_hetero_part(const kernels::Resources& res, const fs::path& dir, std::int32_t k,
+                            const PartitionMeta* meta) {
+  PartitionMeta read;
+  if (meta == nullptr) {
+    read = read_partition_meta(dir);
+    meta = &read;
+  }
+  const PartitionMeta& m = *meta;
+  if (!m.hetero)
+    throw IoError((dir / "meta.json").string() +
+                  ": a homogeneous partition (a heterogeneous model needs one written from a "
+                  "typed directory)");
+  const HeteroMeta& hm = *m.hetero;
+  const std::int32_t p = m.config.num_parts;
+  HALO_EXPECTS(k >= 0 && k < p, "read_hetero_part: part " + std::to_string(k) +
+                                    " does not exist (" + std::to_string(p) + " parts in " +
+                                    dir.string() + ")");
+  const fs::path file = part_file(dir, k);
+  if (!fs::is_regular_file(file)) throw IoError(file.string() + ": missing part file");
+  auto arrays = read_part_file(&res, dir, k, p, m.parts[static_cast<std::size_t>(k)]);
+  const auto uk = static_cast<std::size_t>(k);
+  HeteroPart part;
+  HeteroPartLayout& l = part.layout;
+  datasets::HeteroGraph& g = part.graph;
+  l.rank = k;
+  l.num_parts = p;
+  l.num_train = m.num_train;
+  l.num_owned = hm.num_owned[uk];
+  g.name = m.dataset;
+  g.target_type = hm.target_type;
+  g.num_classes = m.num_classes;
+  for (std::size_t t = 0; t < hm.types.size(); ++t) {
+    const HeteroMeta::Type& ty = hm.types[t];
+    const std::int64_t owned = hm.num_owned[uk][t], local = owned + hm.num_halo[uk][t];
+    l.global_nodes.push_back(ty.num_nodes);
+    auto original = take<NodeId>(arrays, file, type_key(t, "original"));
+    expect_data(original.numel() == local, file, type_key(t, "original"),
+                "expected " + std::to_string(local) + " ids");
+    check_ids(original, 0, ty.num_nodes, false, file, type_key(t, "original"));
+    l.original.push_back(std::move(original));
+    l.send_offsets.push_back(
+        to_vector(take<std::int64_t>(arrays, file, type_key(t, "send_offsets"))));
+    l.send_rows.push_back(take<NodeId>(arrays, file, type_key(t, "send_rows")));
+    check_offsets(l.send_offsets.back(), p, l.send_rows.back().numel(), file,
+                  type_key(t, "send_offsets"));
+    check_ids(l.send_rows.back(), 0, owned, false, file, type_key(t, "send_rows"));
+    l.recv_offsets.push_back(
+        to_vector(take<std::int64_t>(arrays, file, type_key(t, "recv_offsets"))));
+    check_offsets(l.recv_offsets.back(), p, local - owned, file, type_key(t, "recv_offsets"));
+    datasets::NodeType nt;
+    nt.name = ty.name;
+    nt.num_nodes = local;
+    nt.feature_kind = ty.feature_kind;
+    if (ty.features == "dense") {
+      auto x = take<float>(arrays, file, type_key(t, "features"));
+      expect_data(x.rows() == local && x.cols() == ty.num_features, file, type_key(t, "features"),
+                  "expected " + std::to_string(local) + " x " + std::to_string(ty.num_features));
+      nt.features = std::move(x);
+    } else if (ty.features == "sparse") {
+      kernels::CsrMatrix<std::int32_t, float> x;
+      x.indptr = take<std::int64_t>(arrays, file, type_key(t, "features_indptr"));
+      x.indices = take<std::int32_t>(arrays, file, type_key(t, "features_indices"));
+      if (arrays.count(type_key(t, "features_values")) != 0)
+        x.values = take<float>(arrays, file, type_key(t, "features_values"));
+      x.num_cols = ty.num_features;
+      check_csr(x.indptr, x.indices, local, ty.num_features, file, type_key(t, "features_indptr"));
+      nt.features = std::move(x);
+    }
+    g.node_types.push_back(std::move(nt));
+  }
+  for (std::size_t r = 0; r < hm.relations.size(); ++r) {
+    const HeteroMeta::Relation& rel = hm.relations[r];
+    const auto d = static_cast<std::size_t>(rel.dst_type);
+    const std::int64_t owned = hm.num_owned[uk][d];
+    const std::int64_t rows = g.node_types[d].num_nodes;
+    const std::int64_t cols = g.node_types[static_cast<std::size_t>(rel.src_type)].num_nodes;
+    auto indptr = take<std::int64_t>(arrays, file, relation_key(r, "indptr"));
+    auto indices = take<NodeId>(arrays, file, relation_key(r, "indices"));
+    check_csr(indptr, indices, owned, cols, file, relation_key(r, "indptr"));
+    std::vector<std::int64_t> full = to_vector(indptr);  // halo rows: empty
+    full.resize(static_cast<std::size_t>(rows) + 1, full.back());
+    g.relations.push_back(
+        {rel.name, rel.src_type, rel.dst_type,
+         datasets::Graph{host_tensor(res, full), std::move(indices), {}, cols, false}});
+  }
+  g.labels = take<std::int32_t>(arrays, file, "labels");
+  g.train_idx = take<NodeId>(arrays, file, "train_idx");
+  g.val_idx = take<NodeId>(arrays, file, "val_idx");
+  g.test_idx = take<NodeId>(arrays, file, "test_idx");
+  const std::int64_t target_owned = hm.num_owned[uk][static_cast<std::size_t>(hm.target_type)];
+  for (const char* split : {"train_idx", "val_idx", "test_idx"})
+    check_ids(split[1] == 'r'   ? g.train_idx
+              : split[0] == 'v' ? g.val_idx
+                                : g.test_idx,
+              0, target_owned, true, file, split);
+  try {
+    datasets::validate(g);
+  } catch (const IoError& e) {
+    throw IoError(file.string() + ": " + e.what());
+  }
+  return part;
 }
 
 }  // namespace halo::partition

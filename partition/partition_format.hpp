@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
+#include <halo/datasets/hetero.hpp>
 #include <halo/kernels/features.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/partition/id_map.hpp>
@@ -58,6 +60,29 @@ struct PartInfo {
   const ArrayEntry* find(const std::string& name) const;
 };
 
+/// What meta.json says about a heterogeneous partition (its "hetero" object, docs/formats.md).
+struct HeteroMeta {
+  struct Type {
+    std::string name;
+    std::int64_t num_nodes = 0;
+    std::string features;  ///< "dense", "sparse" or "none"
+    std::int64_t num_features = 0;
+    std::string feature_kind;
+  };
+  struct Relation {
+    std::string name;
+    std::int32_t src_type = 0, dst_type = 0;
+    std::int64_t num_edges = 0;
+  };
+  std::vector<Type> types;
+  std::vector<Relation> relations;  ///< stored ones, then the reverses, as HeteroGraph holds them
+  std::int32_t target_type = 0;
+  /// Per type: the largest part's nodes of that type over the mean (1 = perfect).
+  std::vector<double> balance;
+  /// [part][type]: owned and halo nodes.
+  std::vector<std::vector<std::int64_t>> num_owned, num_halo;
+};
+
 /// The contents of meta.json.
 struct PartitionMeta {
   std::int32_t format_version = kPartitionFormatVersion;
@@ -79,6 +104,10 @@ struct PartitionMeta {
   PartitionMetrics metrics;
   PartitionTimings timings;
   std::vector<PartInfo> parts;
+  /// Set for a heterogeneous partition (write_hetero_partitions): its parts are read with
+  /// read_hetero_part. The homogenised graph (type t's node v is id type offset + v) is what
+  /// the fields above describe.
+  std::optional<HeteroMeta> hetero;
   /// FNV-1a of meta.json's bytes: ranks compare it to check that they opened the same partition.
   std::uint64_t checksum = 0;
 };
@@ -159,5 +188,73 @@ Part read_part(const kernels::Resources& res, const std::filesystem::path& dir, 
 /// Checks the size, header, padding and array checksums of every part file (halo::IoError on
 /// the first mismatch). Returns the number of part files checked.
 std::int64_t verify_partitions(const std::filesystem::path& dir);
+
+// ---- heterogeneous partitions ----------------------------------------------------------------
+
+/// The ids and exchange lists of one part of a heterogeneous partition, per node type. Type t's
+/// local rows are its owned nodes (0 .. num_owned[t] - 1, ascending original id) then its halo
+/// (the sources, in any relation, of the owned nodes' incoming edges that another part owns;
+/// ascending partition id, hence grouped by owner). Empty num_owned: the whole graph in one
+/// process (every row owned).
+struct HeteroPartLayout {
+  std::int32_t rank = 0;
+  std::int32_t num_parts = 1;
+  std::vector<std::int64_t> num_owned;
+  /// Per type, the type-local original id of every local row (owned, then halo).
+  std::vector<kernels::Tensor<NodeId>> original;
+  /// Per type, as Part's lists over that type's rows (P + 1 offsets each): this part sends its
+  /// owned rows send_rows[t][send_offsets[t][j] ..) to part j and receives the halo rows
+  /// num_owned[t] + recv_offsets[t][j] .. num_owned[t] + recv_offsets[t][j + 1) from part j.
+  std::vector<std::vector<std::int64_t>> send_offsets, recv_offsets;
+  std::vector<kernels::Tensor<NodeId>> send_rows;
+  /// Per type, the nodes of the whole graph; and the training nodes of the whole graph.
+  std::vector<std::int64_t> global_nodes;
+  std::int64_t num_train = 0;
+
+  bool partitioned() const { return !num_owned.empty(); }
+};
+
+/// One part of a heterogeneous partition: `graph` holds the part's local rows of every type
+/// (num_nodes = owned + halo), features of every local row (halo rows too: layer 0 needs no
+/// exchange), labels of every local target row, splits of the owned target rows only, and
+/// every relation with all incoming edges of the owned destination rows (rows of halo nodes are
+/// empty), columns the local source rows, ascending.
+struct HeteroPart {
+  datasets::HeteroGraph graph;
+  HeteroPartLayout layout;
+};
+
+/// What `halo partition` computes for a heterogeneous dataset.
+struct HeteroPartitionResult {
+  /// On the homogenised graph (datasets::homogenize): symmetric = its training graph S,
+  /// assignment, relabelling, the metrics (on S) and timings.
+  PartitionResult homogeneous;
+  /// [part][type]: owned nodes.
+  std::vector<std::vector<std::int64_t>> type_counts;
+  /// Per type: the largest part's count over the mean count (1 = perfect balance).
+  std::vector<double> type_balance;
+};
+
+/// METIS (config.method; Random too) on the homogenised graph of `g` with one balance
+/// constraint per node type (1 for the type's nodes, else 0) plus one for the training nodes
+/// (config.balance.train); config.balance.nodes/edges are not used. The partition ids follow
+/// the homogenised order within a part, so each part's owned nodes of a type are contiguous.
+HeteroPartitionResult partition_hetero(const kernels::Resources& res,
+                                       const datasets::HeteroGraph& g,
+                                       const PartitionConfig& config,
+                                       const Progress& progress = {});
+
+/// Writes `r` (from partition_hetero on `g`) to `dir` as write_partitions does (a staged
+/// directory renamed at the end; same errors): meta.json with "heterogeneous": true and its
+/// "hetero" object, and per part the arrays of HeteroPart (docs/formats.md).
+void write_hetero_partitions(const kernels::Resources& res, const datasets::HeteroGraph& g,
+                             const HeteroPartitionResult& r, const std::filesystem::path& dir,
+                             const Progress& progress = {});
+
+/// Part `k` of the heterogeneous partition in `dir`, checked like read_part (sizes, checksums,
+/// well-formed arrays, datasets::validate on the part's graph). halo::IoError naming the file
+/// and the problem, also when `dir` holds a homogeneous partition. Host tensors.
+HeteroPart read_hetero_part(const kernels::Resources& res, const std::filesystem::path& dir,
+                            std::int32_t k, const PartitionMeta* meta = nullptr);
 
 }  // namespace halo::partition

@@ -162,33 +162,40 @@ std::int64_t rebalance(const Graph& sym, const std::vector<idx_t>& vwgt, std::si
   return moves;
 }
 
-Assignment metis_parts(const Dataset& ds, const Graph& sym, const PartitionConfig& c) {
-  const std::int64_t n = sym.num_rows();
-  check_metis_size(sym.num_edges(), ds.graph.num_edges());
-
-  // Vertex weights, one column per chosen constraint with a non-zero total.
+/// The vertex weights of assign_parts: one column per chosen constraint with a non-zero total.
+std::vector<std::vector<std::int32_t>> balance_columns(const Dataset& ds, const Balance& b) {
+  const std::int64_t n = ds.num_nodes();
   const std::int64_t* rows = ds.graph.indptr.data();
-  std::vector<std::vector<idx_t>> columns;
-  if (c.balance.nodes) columns.emplace_back(static_cast<std::size_t>(n), idx_t{1});
-  if (c.balance.train && ds.train_idx.numel() > 0) {
-    std::vector<idx_t> w(static_cast<std::size_t>(n), 0);
+  std::vector<std::vector<std::int32_t>> columns;
+  if (b.nodes) columns.emplace_back(static_cast<std::size_t>(n), 1);
+  if (b.train && ds.train_idx.numel() > 0) {
+    std::vector<std::int32_t> w(static_cast<std::size_t>(n), 0);
     for (std::int64_t i = 0; i < ds.train_idx.numel(); ++i)
       w[static_cast<std::size_t>(ds.train_idx.data()[i])] = 1;
     columns.push_back(std::move(w));
   }
-  if (c.balance.edges && ds.graph.num_edges() > 0) {
-    std::vector<idx_t> w(static_cast<std::size_t>(n));
+  if (b.edges && ds.graph.num_edges() > 0) {
+    std::vector<std::int32_t> w(static_cast<std::size_t>(n));
     for (std::int64_t v = 0; v < n; ++v)
-      w[static_cast<std::size_t>(v)] = static_cast<idx_t>(rows[v + 1] - rows[v]);
+      w[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(rows[v + 1] - rows[v]);
     columns.push_back(std::move(w));
   }
-  if (columns.empty()) columns.emplace_back(static_cast<std::size_t>(n), idx_t{1});
+  return columns;
+}
+
+Assignment metis_parts(std::vector<std::vector<std::int32_t>> columns, const Graph& sym,
+                       const PartitionConfig& c) {
+  const std::int64_t n = sym.num_rows();
+  std::erase_if(columns, [](const std::vector<std::int32_t>& w) {
+    return std::all_of(w.begin(), w.end(), [](std::int32_t x) { return x == 0; });
+  });
+  if (columns.empty()) columns.emplace_back(static_cast<std::size_t>(n), 1);
   idx_t ncon = static_cast<idx_t>(columns.size());
   std::vector<idx_t> vwgt(static_cast<std::size_t>(n) * columns.size());
   for (std::int64_t v = 0; v < n; ++v)
     for (std::size_t j = 0; j < columns.size(); ++j)
       vwgt[static_cast<std::size_t>(v) * columns.size() + j] =
-          columns[j][static_cast<std::size_t>(v)];
+          static_cast<idx_t>(columns[j][static_cast<std::size_t>(v)]);
   columns = {};
 
   std::vector<idx_t> xadj(static_cast<std::size_t>(n) + 1);
@@ -333,7 +340,33 @@ Assignment assign_parts(const kernels::Resources& res, const Dataset& ds, const 
     a.metis_objective = 0;
     return a;
   }
-  return metis_parts(ds, symmetric, config);
+  check_metis_size(symmetric.num_edges(), ds.graph.num_edges());
+  return metis_parts(balance_columns(ds, config.balance), symmetric, config);
+}
+
+Assignment assign_parts(const Graph& symmetric, std::vector<std::vector<std::int32_t>> weights,
+                        const PartitionConfig& config) {
+  check_config(config);
+  const std::int64_t n = symmetric.num_rows();
+  for (const auto& w : weights)
+    HALO_EXPECTS(static_cast<std::int64_t>(w.size()) == n &&
+                     std::all_of(w.begin(), w.end(), [](std::int32_t x) { return x >= 0; }),
+                 "partition: every balance weight column needs one weight >= 0 per node");
+  if (config.method == Method::Random) return random_parts(n, config);
+  if (config.num_parts == 1 || n == 0) {
+    Assignment a;
+    a.part.assign(static_cast<std::size_t>(n), 0);
+    a.metis_objective = 0;
+    return a;
+  }
+  std::int64_t largest = 0;
+  for (const auto& w : weights) {
+    std::int64_t total = 0;
+    for (const std::int32_t x : w) total += x;
+    largest = std::max(largest, total);
+  }
+  check_metis_size(symmetric.num_edges(), largest);
+  return metis_parts(std::move(weights), symmetric, config);
 }
 
 PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& ds,

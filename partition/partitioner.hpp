@@ -57,6 +57,12 @@ void check_metis_size(std::int64_t adjacency_entries, std::int64_t directed_edge
 Assignment assign_parts(const kernels::Resources& res, const Dataset& ds, const Graph& symmetric,
                         const PartitionConfig& config);
 
+/// The same with the vertex weights given: weights[j][v] >= 0 is node v's weight on constraint
+/// j (one entry per row of `symmetric`; all-zero columns are dropped, none left: nodes). What
+/// the heterogeneous partitioner balances (one column per node type, one for training nodes).
+Assignment assign_parts(const Graph& symmetric, std::vector<std::vector<std::int32_t>> weights,
+                        const PartitionConfig& config);
+
 /// Called with a short description at the start of each long phase ("METIS k-way, 8 parts").
 using Progress = std::function<void(std::string_view phase)>;
 

@@ -267,3 +267,105 @@ void HaloExchange::backward(const kernels::Resources& res, kernels::Aggregate ag
 }
 
 }  // namespace halo::runtime
+
+namespace halo::runtime {
+
+HeteroHaloExchange::HeteroHaloExchange(const kernels::Resources& res,
+                                       const partition::HeteroPartLayout& layout, Comm& comm)
+    : m_comm(comm), m_layout(layout) {
+  HALO_EXPECTS(res.device() == kernels::Device::Cpu && comm.memory_device() == kernels::Device::Cpu,
+               "HeteroHaloExchange: heterogeneous partitions train on the CPU (host tensors and "
+               "a host-memory communicator)");
+  HALO_EXPECTS(
+      layout.partitioned() && layout.num_parts == comm.size() && layout.rank == comm.rank(),
+      "HeteroHaloExchange: the part is not this rank's (" + std::to_string(layout.num_parts) +
+          " parts, rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) +
+          ")");
+  m_send.resize(layout.num_owned.size());
+  m_recv.resize(layout.num_owned.size());
+}
+
+void HeteroHaloExchange::check(std::span<Tensor<float>> x) const {
+  HALO_EXPECTS(x.size() == m_layout.num_owned.size(),
+               "HeteroHaloExchange: one tensor per node type");
+  for (std::size_t t = 0; t < x.size(); ++t)
+    HALO_EXPECTS(x[t].rows() == m_layout.original[t].numel(),
+                 "HeteroHaloExchange: type " + std::to_string(t) + " needs " +
+                     std::to_string(m_layout.original[t].numel()) + " rows (owned and halo), got " +
+                     std::to_string(x[t].rows()));
+}
+
+void HeteroHaloExchange::gather(const kernels::Resources& res, std::span<Tensor<float>> x) {
+  (void)res;
+  check(x);
+  const double start = now();
+  const auto p = static_cast<std::size_t>(m_layout.num_parts);
+  m_requests.clear();
+  for (std::size_t t = 0; t < x.size(); ++t) {
+    const std::int64_t w = x[t].cols();
+    const auto& so = m_layout.send_offsets[t];
+    const NodeId* rows = m_layout.send_rows[t].data();
+    m_send[t].resize(static_cast<std::size_t>(so[p] * w));
+    for (std::int64_t s = 0; s < so[p]; ++s)
+      std::copy_n(x[t].data() + static_cast<std::int64_t>(rows[s]) * w, w,
+                  m_send[t].data() + s * w);
+    const std::int64_t owned = m_layout.num_owned[t];
+    const auto& ro = m_layout.recv_offsets[t];
+    for (std::size_t j = 0; j < p; ++j) {
+      const int peer = static_cast<int>(j), tag = static_cast<int>(t);
+      if (ro[j + 1] > ro[j])
+        m_requests.push_back(m_comm.irecv(x[t].data() + (owned + ro[j]) * w,
+                                          static_cast<std::size_t>((ro[j + 1] - ro[j]) * w) * 4,
+                                          peer, tag));
+      if (so[j + 1] > so[j]) {
+        const auto bytes = static_cast<std::size_t>((so[j + 1] - so[j]) * w) * 4;
+        m_requests.push_back(m_comm.isend(m_send[t].data() + so[j] * w, bytes, peer, tag));
+        m_stats.bytes_sent += static_cast<std::int64_t>(bytes);
+      }
+    }
+  }
+  m_comm.wait_all(m_requests);
+  m_stats.exchange_s += now() - start;
+  m_stats.exposed_s += now() - start;
+}
+
+void HeteroHaloExchange::scatter_add(const kernels::Resources& res, std::span<Tensor<float>> dx) {
+  (void)res;
+  check(dx);
+  const double start = now();
+  const auto p = static_cast<std::size_t>(m_layout.num_parts);
+  m_requests.clear();
+  for (std::size_t t = 0; t < dx.size(); ++t) {
+    const std::int64_t w = dx[t].cols(), owned = m_layout.num_owned[t];
+    const auto& so = m_layout.send_offsets[t];
+    const auto& ro = m_layout.recv_offsets[t];
+    m_recv[t].resize(static_cast<std::size_t>(so[p] * w));
+    for (std::size_t j = 0; j < p; ++j) {
+      const int peer = static_cast<int>(j), tag = static_cast<int>(t);
+      if (so[j + 1] > so[j])
+        m_requests.push_back(m_comm.irecv(m_recv[t].data() + so[j] * w,
+                                          static_cast<std::size_t>((so[j + 1] - so[j]) * w) * 4,
+                                          peer, tag));
+      if (ro[j + 1] > ro[j]) {
+        const auto bytes = static_cast<std::size_t>((ro[j + 1] - ro[j]) * w) * 4;
+        m_requests.push_back(m_comm.isend(dx[t].data() + (owned + ro[j]) * w, bytes, peer, tag));
+        m_stats.bytes_sent += static_cast<std::int64_t>(bytes);
+      }
+    }
+  }
+  m_comm.wait_all(m_requests);
+  // In peer order, so that the sums are the same on every run.
+  for (std::size_t t = 0; t < dx.size(); ++t) {
+    const std::int64_t w = dx[t].cols();
+    const NodeId* rows = m_layout.send_rows[t].data();
+    for (std::int64_t s = 0; s < m_layout.send_offsets[t][p]; ++s) {
+      float* to = dx[t].data() + static_cast<std::int64_t>(rows[s]) * w;
+      const float* from = m_recv[t].data() + s * w;
+      for (std::int64_t c = 0; c < w; ++c) to[c] += from[c];
+    }
+  }
+  m_stats.exchange_s += now() - start;
+  m_stats.exposed_s += now() - start;
+}
+
+}  // namespace halo::runtime

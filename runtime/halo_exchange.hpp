@@ -6,6 +6,7 @@
 
 #include <halo/kernels/buffer.hpp>
 #include <halo/kernels/csr.hpp>
+#include <halo/nn/hetero.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/nn/module.hpp>
 #include <halo/partition/partition_format.hpp>
@@ -107,6 +108,31 @@ class HaloExchange final : public nn::Propagation<float> {
   std::size_t m_unstage_bytes = 0;
   std::vector<Request> m_requests;
   double m_posted_at = 0;  // when the last post ended; -1 once test_all saw completion
+  ExchangeStats m_stats;
+};
+
+/// The halo exchange of a heterogeneous part (partition::HeteroPartLayout), per node type: the
+/// model's HeteroHalo. gather sends every owned row a peer's halo holds and receives the halo
+/// rows, all types' messages posted before one wait (tag: the type); scatter_add sends the halo
+/// rows' gradients back to their owners, which add them to the rows they sent. Host tensors and
+/// a host-memory comm only (halo::LogicError otherwise); construction is local.
+class HeteroHaloExchange final : public nn::HeteroHalo<float> {
+ public:
+  HeteroHaloExchange(const kernels::Resources& res, const partition::HeteroPartLayout& layout,
+                     Comm& comm);
+  void gather(const kernels::Resources& res, std::span<kernels::Tensor<float>> x) override;
+  void scatter_add(const kernels::Resources& res, std::span<kernels::Tensor<float>> dx) override;
+  const ExchangeStats& stats() const { return m_stats; }
+  void reset_stats() { m_stats = {}; }
+
+ private:
+  /// Type t's rows, `width` floats each: checks the shape every process must agree on.
+  void check(std::span<kernels::Tensor<float>> x) const;
+
+  Comm& m_comm;
+  const partition::HeteroPartLayout& m_layout;
+  std::vector<std::vector<float>> m_send, m_recv;  // per type, grown to the widest layer
+  std::vector<Request> m_requests;
   ExchangeStats m_stats;
 };
 

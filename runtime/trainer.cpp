@@ -131,8 +131,10 @@ Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds) {
   return s;
 }
 
-Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir) {
-  const partition::PartitionMeta meta = partition::read_partition_meta(dir);
+namespace {
+/// The checks open_shard and open_hetero_shard share: one part per rank, the same meta.json.
+void check_partition_ranks(const partition::PartitionMeta& meta, Comm& comm,
+                           const std::filesystem::path& dir) {
   if (meta.book.num_parts() != comm.size())
     throw IoError((dir / "meta.json").string() + ": the partition has " +
                   std::to_string(meta.book.num_parts()) + " parts but " +
@@ -145,6 +147,15 @@ Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesyste
   if (v[0] != mine || -v[1] != mine)
     throw IoError((dir / "meta.json").string() +
                   ": the ranks opened different partitions (meta.json differs between ranks)");
+}
+}  // namespace
+
+Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir) {
+  const partition::PartitionMeta meta = partition::read_partition_meta(dir);
+  if (meta.hetero)
+    throw IoError((dir / "meta.json").string() +
+                  ": a heterogeneous partition (train it with --model rgcn or hgt)");
+  check_partition_ranks(meta, comm, dir);
   Shard s;
   s.dataset = meta.dataset;
   s.part = partition::read_part(host_resources(res), dir, comm.rank(), &meta);
@@ -532,6 +543,13 @@ class HeteroNodeClassification final : public Trainer::Task {
   Tensor<std::int32_t> m_batch_labels;
   Tensor<NodeId> m_batch_rows;  // 0 .. batch_size - 1
   std::vector<NodeId> m_train_host, m_seeds;
+  // A partition: global ids of the local rows (dropout keys), the exchange, the gradient
+  // all-reduce's buffers, the training nodes of all ranks.
+  std::vector<Tensor<NodeId>> m_source_ids;
+  std::unique_ptr<HeteroHaloExchange> m_halo;
+  Tensor<float> m_grad_flat;
+  std::vector<float> m_grad_host;
+  std::int64_t m_num_train = 0;
 };
 
 kernels::AdamConfig adam_config(const TrainConfig& c, bool weight_decay) {
@@ -553,8 +571,17 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
       m_sparse(res, model.embeddings(), adam_config(config, false)) {
   const datasets::HeteroGraph& g = shard.graph;
   check_config(config, shard.comm->size());
-  HALO_EXPECTS(shard.comm->size() == 1,
-               "train: the heterogeneous task trains in one process (no partitions yet)");
+  const partition::HeteroPartLayout& layout = shard.layout;
+  const bool parted = layout.partitioned();
+  HALO_EXPECTS(parted || shard.comm->size() == 1,
+               "train: several ranks train a heterogeneous dataset from its partition "
+               "(open_hetero_shard)");
+  HALO_EXPECTS(!parted || model.embeddings().empty(),
+               "train: a heterogeneous partition trains with --featureless zero (embeddings of "
+               "featureless types are not distributed yet)");
+  HALO_EXPECTS(!parted || !config.mini_batch,
+               "train: a heterogeneous partition trains on the full graph (mini-batches: one "
+               "process)");
   // Its checkpoints would also hold SparseAdam's moments and per-table step counts and the F1
   // scores of the history, which the checkpoint format does not store yet.
   HALO_EXPECTS(config.checkpoint.dir.empty(),
@@ -578,16 +605,43 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
     m_view.num_dst.push_back(type.num_nodes);
     m_view.type_offset.push_back(offsets[static_cast<std::size_t>(t)]);
   }
+  m_num_train = g.train_idx.numel();
+  if (parted) {
+    // Owned rows are the destinations; every local row is keyed by its global id.
+    std::int64_t offset = 0;
+    for (std::size_t t = 0; t < layout.num_owned.size(); ++t) {
+      m_view.num_dst[t] = layout.num_owned[t];
+      m_view.type_offset[t] = offset;
+      std::vector<NodeId> ids = layout.original[t].to_vector(res);
+      for (NodeId& v : ids) v = static_cast<NodeId>(v + offset);
+      m_source_ids.push_back(
+          Tensor<NodeId>::from_host(res, ids, static_cast<std::int64_t>(ids.size()), 1));
+      offset += layout.global_nodes[t];
+    }
+    for (const auto& ids : m_source_ids) m_view.source_ids.push_back(ids.span());
+    m_halo = std::make_unique<HeteroHaloExchange>(res, layout, *shard.comm);
+    m_view.halo = m_halo.get();
+    m_num_train = layout.num_train;
+  }
   for (const auto& f : m_features) m_inputs.push_back(&f);
   for (const datasets::Relation& r : g.relations) m_adj.push_back(r.adj.copy_to(res, res.device()));
-  for (std::size_t r = 0; r < g.relations.size(); ++r)
+  for (std::size_t r = 0; r < g.relations.size(); ++r) {
     m_view.relations.push_back(
         {g.relations[r].name, g.relations[r].src_type, g.relations[r].dst_type, m_adj[r].view()});
-  m_labels = g.labels.copy_to(res, res.device());
+    // A partition stores empty rows for the halo destinations: the layer sees the owned ones.
+    m_view.relations.back().adj.num_rows =
+        m_view.num_dst[static_cast<std::size_t>(g.relations[r].dst_type)];
+  }
+  // The logits hold the owned target rows (a part's halo rows are not classified here).
+  m_labels_host = g.labels.to_vector(res);
+  m_labels_host.resize(
+      static_cast<std::size_t>(m_view.num_dst[static_cast<std::size_t>(g.target_type)]));
+  m_labels = Tensor<std::int32_t>::from_host(res, m_labels_host,
+                                             static_cast<std::int64_t>(m_labels_host.size()), 1)
+                 .copy_to(res, res.device());
   m_train = g.train_idx.copy_to(res, res.device());
   m_val = g.val_idx.copy_to(res, res.device());
   m_test = g.test_idx.copy_to(res, res.device());
-  m_labels_host = g.labels.to_vector(res);
   m_val_host = g.val_idx.to_vector(res);
   m_test_host = g.test_idx.to_vector(res);
   if (config.mini_batch) {
@@ -737,13 +791,18 @@ bool HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   const nn::Context ctx{&m_res, /*training=*/true, m_config.seed, epoch, 0};
   const Tensor<float>& logits = m_model.forward(ctx, m_view, m_inputs);
   kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
-  const double loss = kernels::log_softmax_nll(m_res, logits.view(), std::as_const(m_labels).span(),
-                                               std::as_const(m_train).span(), m_train.numel());
+  // Divided by the training nodes of every rank: the ranks' losses and gradients add up.
+  double loss = kernels::log_softmax_nll(m_res, logits.view(), std::as_const(m_labels).span(),
+                                         std::as_const(m_train).span(), m_num_train);
   kernels::log_softmax_nll_backward(m_res, logits.view(), std::as_const(m_labels).span(),
-                                    std::as_const(m_train).span(), m_dlogits.view(),
-                                    m_train.numel());
+                                    std::as_const(m_train).span(), m_dlogits.view(), m_num_train);
   m_model.backward(ctx, m_view, m_dlogits);
   m_view.times = nullptr;
+  if (m_halo) {
+    const auto t = Clock::now();
+    loss = allreduce_gradients(m_res, *m_shard.comm, m_params, loss, m_grad_flat, m_grad_host);
+    s.allreduce_time_s = seconds_since(t);
+  }
   expect_finite(loss, epoch, 0);
   m_optimizer.step(m_res);
   m_sparse.step(m_res);
@@ -765,16 +824,19 @@ Trainer::Evaluation HeteroNodeClassification::evaluate() {
                      m_res, logits.view(), std::as_const(m_labels).span(), rows.span()));
   };
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  auto ratio = [&](double a, std::int64_t b) { return b > 0 ? a / static_cast<double>(b) : nan; };
-  Trainer::Evaluation e;
-  e.train_accuracy = ratio(correct(m_train), m_train.numel());
-  e.val_accuracy = ratio(correct(m_val), m_val.numel());
-  e.test_accuracy = m_test.numel() > 0 ? correct(m_test) / static_cast<double>(m_test.numel()) : 0;
-  e.val_loss =
-      m_val.numel() == 0
-          ? nan
-          : static_cast<double>(kernels::log_softmax_nll(
-                m_res, logits.view(), std::as_const(m_labels).span(), std::as_const(m_val).span()));
+  auto ratio = [&](double a, double b) { return b > 0 ? a / b : nan; };
+  // Counts and sums of this rank, added over the ranks (one all-reduce; a no-op in one process).
+  std::vector<double> v = {correct(m_train),
+                           correct(m_val),
+                           correct(m_test),
+                           m_val.numel() == 0
+                               ? 0.0
+                               : static_cast<double>(kernels::log_softmax_nll(
+                                     m_res, logits.view(), std::as_const(m_labels).span(),
+                                     std::as_const(m_val).span(), 1)),
+                           static_cast<double>(m_train.numel()),
+                           static_cast<double>(m_val.numel()),
+                           static_cast<double>(m_test.numel())};
   // The predictions on the host, for the F1 scores.
   const std::vector<float> host = logits.to_vector(m_res);
   const std::int64_t c = logits.cols();
@@ -785,8 +847,18 @@ Trainer::Evaluation HeteroNodeClassification::evaluate() {
         static_cast<std::int32_t>(std::max_element(row, row + c) - row);
   }
   const std::int32_t k = m_shard.graph.num_classes;
-  const F1Scores val = f1_scores(class_counts(pred, m_labels_host, m_val_host, k));
-  const F1Scores test = f1_scores(class_counts(pred, m_labels_host, m_test_host, k));
+  for (const auto* rows : {&m_val_host, &m_test_host})
+    for (const double c : class_counts(pred, m_labels_host, *rows, k)) v.push_back(c);
+  m_shard.comm->allreduce(kernels::Span<double>(v.data(), static_cast<std::int64_t>(v.size())),
+                          ReduceOp::Sum);
+  Trainer::Evaluation e;
+  e.train_accuracy = ratio(v[0], v[4]);
+  e.val_accuracy = ratio(v[1], v[5]);
+  e.test_accuracy = v[6] > 0 ? v[2] / v[6] : 0;
+  e.val_loss = ratio(v[3], v[5]);
+  const auto kc = static_cast<std::size_t>(3 * k);
+  const F1Scores val = f1_scores(std::span<const double>(v.data() + 7, kc));
+  const F1Scores test = f1_scores(std::span<const double>(v.data() + 7 + kc, kc));
   e.val_macro_f1 = val.macro;
   e.test_macro_f1 = test.macro;
   e.test_micro_f1 = test.micro;
@@ -794,6 +866,23 @@ Trainer::Evaluation HeteroNodeClassification::evaluate() {
 }
 
 }  // namespace
+
+HeteroShard open_hetero_shard(const kernels::Resources& res, Comm& comm,
+                              const std::filesystem::path& dir) {
+  const partition::PartitionMeta meta = partition::read_partition_meta(dir);
+  if (!meta.hetero)
+    throw IoError((dir / "meta.json").string() +
+                  ": a homogeneous partition (--model rgcn and hgt need one of a typed directory)");
+  check_partition_ranks(meta, comm, dir);
+  partition::HeteroPart part =
+      partition::read_hetero_part(host_resources(res), dir, comm.rank(), &meta);
+  HeteroShard s;
+  s.dataset = meta.dataset;
+  s.graph = std::move(part.graph);
+  s.layout = std::move(part.layout);
+  s.comm = &comm;
+  return s;
+}
 
 HeteroShard local_hetero_shard(datasets::HeteroGraph&& g) {
   HeteroShard s;

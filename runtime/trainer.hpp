@@ -222,9 +222,12 @@ Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds);
 /// halo::IoError when the partition has not comm.size() parts or a part is missing or damaged.
 Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir);
 
-/// A heterogeneous dataset as one process trains on it (the heterogeneous task, full graph).
+/// A heterogeneous dataset as one process trains on it (the heterogeneous task, full graph), or
+/// one part of a heterogeneous partition (open_hetero_shard): `graph` then holds the part's
+/// local rows (partition::HeteroPart) and `layout` its owned counts and exchange lists.
 struct HeteroShard {
   datasets::HeteroGraph graph;
+  partition::HeteroPartLayout layout;  // empty in one process
   Comm* comm = nullptr;
   std::unique_ptr<Comm> own_comm;
   std::string dataset;
@@ -232,6 +235,12 @@ struct HeteroShard {
 
 /// `g` over a SelfComm.
 HeteroShard local_hetero_shard(datasets::HeteroGraph&& g);
+
+/// Part comm.rank() of the heterogeneous partition in `dir`, checked as open_shard does (one
+/// all-reduce of meta.json's checksum). Collective. halo::IoError for a homogeneous partition,
+/// a wrong number of ranks, or a missing or damaged part.
+HeteroShard open_hetero_shard(const kernels::Resources& res, Comm& comm,
+                              const std::filesystem::path& dir);
 
 /// What a HeteroModel needs to know about `g`: types, node counts, feature widths (0 for the
 /// featureless types, which get embeddings), relations, target type and classes.

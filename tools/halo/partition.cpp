@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <halo/datasets/hetero.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/datasets/rmat.hpp>
 #include <halo/datasets/staged_directory.hpp>
@@ -15,6 +17,7 @@
 #include <halo/partition/snapshot_format.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
+#include <halo/tools/halo/run_support.hpp>
 
 namespace halo::cli {
 namespace {
@@ -33,6 +36,7 @@ struct PartitionOptions {
   datasets::SnapshotConfig snapshots;
   double migration_weight = partition::kDefaultMigrationWeight;
   std::int64_t repartition_every = 0;
+  std::optional<int> split;  // heterogeneous datasets: --split K
 };
 
 using Clock = std::chrono::steady_clock;
@@ -57,6 +61,14 @@ void print_header(const partition::PartitionMeta& m) {
               m.dataset.c_str(), static_cast<long long>(m.num_nodes),
               static_cast<long long>(m.num_edges), static_cast<long long>(m.num_features),
               m.sparse_features ? "sparse" : "dense", m.num_classes);
+  if (m.hetero) {
+    std::printf("heterogeneous: target type %s;",
+                m.hetero->types[static_cast<std::size_t>(m.hetero->target_type)].name.c_str());
+    for (std::size_t t = 0; t < m.hetero->types.size(); ++t)
+      std::printf(" %s %lld nodes (balance %.4f)", m.hetero->types[t].name.c_str(),
+                  static_cast<long long>(m.hetero->types[t].num_nodes), m.hetero->balance[t]);
+    std::printf("; %zu relations\n", m.hetero->relations.size());
+  }
   std::printf("%d parts, method %s, objective %s, balance %s, imbalance %g, seed %llu\n",
               c.num_parts, std::string(partition::to_string(c.method)).c_str(),
               std::string(partition::to_string(c.objective)).c_str(),
@@ -149,20 +161,7 @@ int run_snapshots(const PartitionOptions& o) {
   return 0;
 }
 
-int run_partition(const PartitionOptions& o) {
-  if (!o.info.empty()) return run_info(o);
-  if (wants_snapshots(o.snapshots)) return run_snapshots(o);
-  // Refuse an unusable --out before any work: partitioning a large graph takes minutes.
-  datasets::check_output_directory(o.out);
-  const kernels::Resources res(kernels::Device::Cpu, o.threads);
-  const ProgressLog progress;
-  progress("loading dataset " + o.data.dataset);
-  const datasets::Dataset data = load_dataset(res, o.data);
-  // METIS cannot make more parts than nodes (it prints "Cannot bisect a graph with 0 vertices"
-  // and returns empty parts), and an empty part is a rank with nothing to train.
-  if (o.parts > data.num_nodes())
-    throw IoError("--parts " + std::to_string(o.parts) + ": dataset '" + data.name + "' has " +
-                  std::to_string(data.num_nodes()) + " nodes; every part needs at least one");
+partition::PartitionConfig partition_config(const PartitionOptions& o) {
   partition::PartitionConfig config;
   config.num_parts = o.parts;
   config.method = partition::parse_method(o.method);
@@ -170,6 +169,56 @@ int run_partition(const PartitionOptions& o) {
   config.objective = partition::parse_objective(o.objective);
   config.imbalance = o.imbalance;
   config.seed = o.seed;
+  return config;
+}
+
+/// A typed directory: one balance constraint per node type plus the training nodes.
+int run_hetero_partition(const PartitionOptions& o, const kernels::Resources& res,
+                         const ProgressLog& progress) {
+  const datasets::HeteroGraph g = datasets::read_hetero_directory(res, o.data.dataset, o.split);
+  if (o.parts > g.num_nodes())
+    throw IoError("--parts " + std::to_string(o.parts) + ": dataset '" + g.name + "' has " +
+                  std::to_string(g.num_nodes()) + " nodes; every part needs at least one");
+  const partition::PartitionConfig config = partition_config(o);
+  progress("dataset " + g.name + ": " + std::to_string(g.num_types()) + " node types, " +
+           std::to_string(g.num_nodes()) + " nodes, " + std::to_string(g.relations.size()) +
+           " relations, " + std::to_string(g.num_edges()) + " edges");
+  const partition::HeteroPartitionResult r = partition::partition_hetero(res, g, config, progress);
+  partition::write_hetero_partitions(res, g, r, o.out, progress);
+  progress("done");
+  const partition::PartitionMeta m = partition::read_partition_meta(o.out);
+  std::printf("wrote %s\n", o.out.c_str());
+  print_header(m);
+  std::fputs(partition::format_metrics(r.homogeneous.metrics).c_str(), stdout);
+  std::printf("time: METIS %.3f s, partition total %.3f s\n", r.homogeneous.timings.metis_s,
+              r.homogeneous.timings.total_s);
+  if (config.method != partition::Method::Random)
+    for (std::int32_t t = 0; t < g.num_types(); ++t)
+      if (r.type_balance[static_cast<std::size_t>(t)] > 1.0 + config.imbalance + 1e-9)
+        std::fprintf(stderr,
+                     "halo partition: warning: type %s balance %.4f exceeds 1 + imbalance\n",
+                     g.node_types[static_cast<std::size_t>(t)].name.c_str(),
+                     r.type_balance[static_cast<std::size_t>(t)]);
+  return 0;
+}
+
+int run_partition(const PartitionOptions& o) {
+  if (!o.info.empty()) return run_info(o);
+  if (wants_snapshots(o.snapshots)) return run_snapshots(o);
+  // Refuse an unusable --out before any work: partitioning a large graph takes minutes.
+  datasets::check_output_directory(o.out);
+  const kernels::Resources res(kernels::Device::Cpu, o.threads);
+  const ProgressLog progress;
+  if (datasets::is_hetero_directory(o.data.dataset)) return run_hetero_partition(o, res, progress);
+  if (o.split) throw UsageError("--split: applies to heterogeneous datasets (typed directories)");
+  progress("loading dataset " + o.data.dataset);
+  const datasets::Dataset data = load_dataset(res, o.data);
+  // METIS cannot make more parts than nodes (it prints "Cannot bisect a graph with 0 vertices"
+  // and returns empty parts), and an empty part is a rank with nothing to train.
+  if (o.parts > data.num_nodes())
+    throw IoError("--parts " + std::to_string(o.parts) + ": dataset '" + data.name + "' has " +
+                  std::to_string(data.num_nodes()) + " nodes; every part needs at least one");
+  const partition::PartitionConfig config = partition_config(o);
   progress("dataset " + data.name + ": " + std::to_string(data.num_nodes()) + " nodes, " +
            std::to_string(data.graph.num_edges()) + " edges");
   const partition::PartitionResult r = partition::partition_dataset(res, data, config, progress);
@@ -243,6 +292,10 @@ Command add_partition_command(CLI::App& app) {
                   "--synthetic-seed, --rmat-seed)")
       ->check(seed_value())
       ->capture_default_str();
+  sub->add_option("--split", o->split,
+                  "Heterogeneous datasets (typed directories): the split K stored "
+                  "(splits/train_K.txt; default: the smallest K)")
+      ->check(CLI::Range(0, 1000000));
   add_snapshot_options(sub, o->snapshots);
   CLI::Option* weight =
       sub->add_option("--migration-weight", o->migration_weight,

@@ -65,6 +65,15 @@ HeteroTrainOptions hetero_options(const TrainCommandOptions& o) {
     h.mini_batch = o.mb;
     h.fanouts = o.fanouts;
   }
+  h.partitions = o.partitions;
+  if (!o.partitions.empty() && h.mini_batch)
+    throw UsageError(
+        "--partitions: heterogeneous partitions train on the full graph (mini-batches run in "
+        "one process)");
+  if (!o.partitions.empty() && was_given(o, "--split"))
+    throw UsageError(
+        "--split: a partition holds the split it was written with (halo partition "
+        "--split)");
   if (was_given(o, "--split")) h.split = o.split;
   if (was_given(o, "--layers")) h.layers = o.layers;
   if (was_given(o, "--hidden")) h.hidden = o.hidden;

@@ -39,7 +39,7 @@ void print_progress(const runtime::EpochStats& s, bool tty) {
 }  // namespace
 
 int run_hetero_train(const HeteroTrainOptions& o) {
-  const std::unique_ptr<runtime::Comm> world = world_comm("", "train");
+  const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train");
   check_output(o.json, "--json");
   const kernels::Resources res = make_resources(o.device, o.threads, world->size());
   runtime::TrainConfig config;
@@ -61,10 +61,15 @@ int run_hetero_train(const HeteroTrainOptions& o) {
   datasets::LoadOptions load;
   load.offline = o.offline;
   load.synthetic_mag = o.mag;
-  runtime::HeteroShard shard = runtime::local_hetero_shard(
-      datasets::load_hetero_dataset(runtime::host_resources(res), o.dataset, o.split, load));
+  runtime::HeteroShard shard =
+      o.partitions.empty()
+          ? runtime::local_hetero_shard(datasets::load_hetero_dataset(
+                runtime::host_resources(res), o.dataset, o.split, load))
+          : runtime::open_hetero_shard(res, *world, o.partitions);
   const datasets::HeteroGraph& g = shard.graph;
-  if (g.train_idx.numel() == 0)
+  const bool parted = shard.layout.partitioned(), lead = world->rank() == 0;
+  const std::int64_t num_train = parted ? shard.layout.num_train : g.train_idx.numel();
+  if (num_train == 0)
     throw UsageError("dataset '" + g.name + "' has an empty train split: nothing to train on");
   if (o.mini_batch) {
     config.mini_batch = o.mini_batch;
@@ -81,19 +86,30 @@ int run_hetero_train(const HeteroTrainOptions& o) {
                        std::to_string(config.mini_batch->relation_fanouts.size()) + " given)");
   }
   const auto& target = g.node_types[static_cast<std::size_t>(g.target_type)];
-  std::fprintf(stderr,
-               "halo train: %s (%d node types, %lld nodes, %d relations with reverses, %lld "
-               "edges; target '%s', %d classes, %lld training nodes), %s, %s, %s, %d "
-               "threads\n",
-               g.name.c_str(), g.num_types(), static_cast<long long>(g.num_nodes()),
-               static_cast<int>(g.relations.size()), static_cast<long long>(g.num_edges()),
-               target.name.c_str(), g.num_classes, static_cast<long long>(g.train_idx.numel()),
-               o.model.c_str(), o.mini_batch ? "mini-batch" : "full-graph",
-               res.device() == kernels::Device::Cuda ? "cuda" : "cpu", res.cpu_exec().num_threads);
+  if (parted && lead)
+    std::fprintf(stderr,
+                 "halo train: %s, part 0 of %d (%lld local nodes), %s, full-graph across %d ranks, "
+                 "%d threads each\n",
+                 o.partitions.c_str(), world->size(), static_cast<long long>(g.num_nodes()),
+                 o.model.c_str(), world->size(), res.cpu_exec().num_threads);
+  else if (!parted)
+    std::fprintf(stderr,
+                 "halo train: %s (%d node types, %lld nodes, %d relations with reverses, %lld "
+                 "edges; target '%s', %d classes, %lld training nodes), %s, %s, %s, %d "
+                 "threads\n",
+                 g.name.c_str(), g.num_types(), static_cast<long long>(g.num_nodes()),
+                 static_cast<int>(g.relations.size()), static_cast<long long>(g.num_edges()),
+                 target.name.c_str(), g.num_classes, static_cast<long long>(g.train_idx.numel()),
+                 o.model.c_str(), o.mini_batch ? "mini-batch" : "full-graph",
+                 res.device() == kernels::Device::Cuda ? "cuda" : "cpu",
+                 res.cpu_exec().num_threads);
   const bool tty = isatty(fileno(stderr)) != 0;
-  runtime::HeteroTrainRun run = runtime::train(
-      res, shard, config, [tty](const runtime::EpochStats& s) { print_progress(s, tty); });
+  runtime::HeteroTrainRun run =
+      runtime::train(res, shard, config, [tty, lead](const runtime::EpochStats& s) {
+        if (lead) print_progress(s, tty);
+      });
   const runtime::TrainResult& r = run.result;
+  if (!lead) return 0;
   std::printf(
       "best epoch %d: val accuracy %.4f, val macro-F1 %.4f; test accuracy %.4f, macro-F1 "
       "%.4f, micro-F1 %.4f; median epoch %.3f ms; trained in %.2f s\n",
@@ -117,8 +133,9 @@ int run_hetero_train(const HeteroTrainOptions& o) {
                            {"num_edges", rel.adj.num_edges()}});
     nlohmann::json epochs = nlohmann::json::array();
     for (const auto& s : r.history) epochs.push_back(stages_json(s.stages));
-    const std::vector<int> splits = datasets::hetero_splits(o.dataset);
-    const nlohmann::json j = {
+    const std::vector<int> splits =
+        parted ? std::vector<int>{} : datasets::hetero_splits(o.dataset);
+    nlohmann::json j = {
         {"dataset", g.name},
         {"task", "heterogeneous-node-classification"},
         {"num_nodes", g.num_nodes()},
@@ -163,6 +180,12 @@ int run_hetero_train(const HeteroTrainOptions& o) {
         {"train_time_s", r.train_time_s},
         {"peak_host_memory_bytes", runtime::peak_host_memory_bytes()},
     };
+    if (parted) {
+      // The rank 0 part's sizes above; the partition's split is the one it was written with.
+      j["partitions"] = o.partitions;
+      j["num_train"] = num_train;
+      j.erase("split");
+    }
     kernels::write_file_atomically(o.json, j.dump(2) + "\n");
   }
   return 0;

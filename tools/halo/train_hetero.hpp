@@ -25,6 +25,7 @@ struct HeteroDefaults {
 /// What `halo train` maps onto the heterogeneous task.
 struct HeteroTrainOptions {
   std::string dataset;               // the typed directory or a registered name (ogbn-mag)
+  std::string partitions;            // or its partition (--partitions DIR, one rank per part)
   bool offline = false;              // --offline
   datasets::SyntheticMagConfig mag;  // --mag-scale (synthetic-mag)
   std::optional<int> split;          // --split K; unset: the smallest K

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include <halo/datasets/registry.hpp>
+#include <halo/datasets/hetero.hpp>
+#include <halo/partition/partition_format.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_options.hpp>
 
@@ -15,7 +17,8 @@ bool was_given(const TrainOptions& o, const char* flag) {
 }
 
 bool is_hetero_run(const TrainOptions& o) {
-  return o.partitions.empty() && datasets::is_hetero_dataset(o.data.dataset);
+  if (!o.partitions.empty()) return partition::read_partition_meta(o.partitions).hetero.has_value();
+  return datasets::is_hetero_dataset(o.data.dataset);
 }
 
 void check_homogeneous_run(const TrainOptions& o) {
@@ -26,7 +29,7 @@ void check_homogeneous_run(const TrainOptions& o) {
   if (o.model == "rgcn" || o.model == "hgt")
     throw UsageError("--model " + o.model +
                      ": needs a heterogeneous dataset (a typed directory, "
-                     "docs/formats.md), trained on the full graph in one process");
+                     "docs/formats.md, or its partition), trained on the full graph");
 }
 
 void check_task(const TrainOptions& o) {
