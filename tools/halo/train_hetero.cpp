@@ -61,11 +61,10 @@ int run_hetero_train(const HeteroTrainOptions& o) {
   datasets::LoadOptions load;
   load.offline = o.offline;
   load.synthetic_mag = o.mag;
-  runtime::HeteroShard shard =
-      o.partitions.empty()
-          ? runtime::local_hetero_shard(datasets::load_hetero_dataset(
-                runtime::host_resources(res), o.dataset, o.split, load))
-          : runtime::open_hetero_shard(res, *world, o.partitions);
+  runtime::HeteroShard shard = o.partitions.empty()
+                                   ? runtime::local_hetero_shard(datasets::load_hetero_dataset(
+                                         runtime::host_resources(res), o.dataset, o.split, load))
+                                   : runtime::open_hetero_shard(res, *world, o.partitions);
   const datasets::HeteroGraph& g = shard.graph;
   const bool parted = shard.layout.partitioned(), lead = world->rank() == 0;
   const std::int64_t num_train = parted ? shard.layout.num_train : g.train_idx.numel();

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include <halo/datasets/registry.hpp>
 #include <halo/datasets/hetero.hpp>
+#include <halo/datasets/registry.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_options.hpp>
