@@ -22,8 +22,12 @@ Buffer::Buffer(const Resources& res, Device device, std::size_t bytes)
     // buffer: 30 MiB more on one of two equal parts whose matrices crossed 4 MiB).
     constexpr std::size_t kHugePage = std::size_t{2} << 20;
     const std::size_t align = bytes >= kHugePage ? kHugePage : 64;
-    m_data = std::aligned_alloc(align, (bytes + 63) / 64 * 64);
-    if (m_data == nullptr) throw std::bad_alloc();
+    // posix_memalign: aligned_alloc wants the size a multiple of the alignment, which would
+    // round it up to 2 MiB again.
+    if (posix_memalign(&m_data, align, (bytes + 63) / 64 * 64) != 0) {
+      m_data = nullptr;
+      throw std::bad_alloc();
+    }
     if (align == kHugePage) madvise(m_data, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
   } else {
     m_stream = res.cuda_exec().stream;
