@@ -10,6 +10,7 @@
 #include <halo/kernels/log.hpp>
 #include <halo/kernels/rng.hpp>
 #include <halo/runtime/batches.hpp>
+#include <halo/runtime/detail/timing.hpp>
 #include <halo/runtime/feature_store.hpp>
 #include <halo/runtime/remote_neighbors.hpp>
 #include <halo/sampler/batch.hpp>
@@ -34,9 +35,7 @@ FullGraphBatches::FullGraphBatches(nn::Adjacency<float> graph,
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
+using detail::seconds_since;
 
 /// A hand-over of slot indices between two threads in a fixed ring (no allocation); -1 means
 /// "stop". Holds at most `capacity` entries, which the slots bound.

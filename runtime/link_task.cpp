@@ -11,6 +11,7 @@
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>
 #include <halo/runtime/detail/task.hpp>
+#include <halo/runtime/detail/timing.hpp>
 #include <halo/runtime/link_prediction.hpp>
 #include <halo/runtime/trainer.hpp>
 
@@ -23,10 +24,9 @@ using kernels::Tensor;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+using detail::Clock;
+using detail::seconds_since;
+
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace

@@ -5,30 +5,18 @@
 
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/gemm.hpp>
+#include <halo/runtime/detail/timing.hpp>
 #include <halo/runtime/profile.hpp>
 
 namespace halo::runtime {
-namespace {
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 EpochProfile median_profile(std::span<const EpochProfile> epochs) {
   EpochProfile m;
   const auto field = [&](auto get) {
     std::vector<double> v;
     for (const EpochProfile& p : epochs) v.push_back(static_cast<double>(get(p)));
-    return median_of(std::move(v));
+    return detail::median(std::move(v));
   };
   m.sample_s = field([](const EpochProfile& p) { return p.sample_s; });
   m.gather_s = field([](const EpochProfile& p) { return p.gather_s; });
@@ -58,7 +46,7 @@ double measure_triad_bytes_per_s(const kernels::Resources& res, bool small) {
     const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (std::int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.f * c[i];
-    best = std::max(best, 12.0 * static_cast<double>(n) / seconds_since(t0));
+    best = std::max(best, 12.0 * static_cast<double>(n) / detail::seconds_since(t0));
   }
   if (a[static_cast<std::size_t>(n / 2)] != 7.f) HALO_FAIL("measure_triad: wrong result");
   return best;
@@ -74,7 +62,7 @@ double measure_sgemm_flops_per_s(const kernels::Resources& res, bool small) {
     const auto t0 = std::chrono::steady_clock::now();
     kernels::gemm(host, kernels::Trans::No, kernels::Trans::No, 1.f, av, bv, 0.f,
                   kernels::MatrixView<float>{c.data(), n, n});
-    best = std::max(best, 2.0 * n * n * static_cast<double>(n) / seconds_since(t0));
+    best = std::max(best, 2.0 * n * n * static_cast<double>(n) / detail::seconds_since(t0));
   }
   return best;
 }

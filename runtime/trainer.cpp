@@ -16,6 +16,7 @@
 #include <halo/runtime/checkpoint.hpp>
 #include <halo/runtime/comm/nccl_comm.hpp>
 #include <halo/runtime/detail/task.hpp>
+#include <halo/runtime/detail/timing.hpp>
 #include <halo/runtime/feature_store.hpp>
 #include <halo/runtime/halo_exchange.hpp>
 #include <halo/runtime/trainer.hpp>
@@ -29,17 +30,9 @@ using kernels::Tensor;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using detail::Clock;
+using detail::median;
+using detail::seconds_since;
 
 bool finite_positive(double x) { return std::isfinite(x) && x > 0; }
 
