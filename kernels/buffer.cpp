@@ -10,7 +10,7 @@
 
 namespace halo::kernels {
 
-Buffer::Buffer(const Resources& res, Device device, std::size_t bytes)
+Buffer::Buffer(const Resources& res, Device device, std::size_t bytes, Pages pages)
     : m_bytes(bytes), m_device(device) {
   if (bytes == 0) return;
   if (device == Device::Cpu) {
@@ -21,7 +21,7 @@ Buffer::Buffer(const Resources& res, Device device, std::size_t bytes)
     // buffer's size, not its size rounded up to 2 MiB (which cost a rank up to 2 MiB per
     // buffer: 30 MiB more on one of two equal parts whose matrices crossed 4 MiB).
     constexpr std::size_t kHugePage = std::size_t{2} << 20;
-    const std::size_t align = bytes >= kHugePage ? kHugePage : 64;
+    const std::size_t align = bytes >= kHugePage && pages == Pages::Auto ? kHugePage : 64;
     // posix_memalign: aligned_alloc wants the size a multiple of the alignment, which would
     // round it up to 2 MiB again.
     if (posix_memalign(&m_data, align, (bytes + 63) / 64 * 64) != 0) {

@@ -7,13 +7,20 @@
 
 namespace halo::kernels {
 
+/// The pages of a large CPU buffer. Auto: a buffer of 2 MiB or more gets transparent huge pages
+/// over its whole 2 MiB pages (the buffer is used whole: a feature matrix, a full-graph
+/// activation). Small: 4 KiB pages only, for a capacity that is filled partly (a mini-batch
+/// envelope: the first touch of a huge page makes all 2 MiB of it resident, however few rows a
+/// batch writes). CUDA buffers ignore it.
+enum class Pages { Auto, Small };
+
 /// Owns `bytes` of memory on `device`. CPU memory is 64-byte aligned; CUDA memory is a
 /// stream-ordered allocation on res's stream, freed on that stream. Contents start undefined.
 /// Move-only: copying memory is always explicit (`copy`, `Tensor::clone`).
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(const Resources& res, Device device, std::size_t bytes);
+  Buffer(const Resources& res, Device device, std::size_t bytes, Pages pages = Pages::Auto);
   ~Buffer();
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&& other) noexcept;

@@ -15,12 +15,13 @@ template <class T>
 class Tensor {
  public:
   Tensor() = default;
-  /// Uninitialised rows x cols on `device`.
-  Tensor(const Resources& res, Device device, std::int64_t rows, std::int64_t cols = 1)
-      : m_buffer(res, device, checked_bytes(rows, cols)), m_rows(rows), m_cols(cols) {}
+  /// Uninitialised rows x cols on `device` (`pages`: see Pages).
+  Tensor(const Resources& res, Device device, std::int64_t rows, std::int64_t cols = 1,
+         Pages pages = Pages::Auto)
+      : m_buffer(res, device, checked_bytes(rows, cols), pages), m_rows(rows), m_cols(cols) {}
   /// Uninitialised rows x cols on res's device.
-  Tensor(const Resources& res, std::int64_t rows, std::int64_t cols = 1)
-      : Tensor(res, res.device(), rows, cols) {}
+  Tensor(const Resources& res, std::int64_t rows, std::int64_t cols = 1, Pages pages = Pages::Auto)
+      : Tensor(res, res.device(), rows, cols, pages) {}
 
   /// Moving leaves the source empty (0 x 0), so its shape never describes memory it gave away.
   Tensor(Tensor&& other) noexcept
@@ -127,13 +128,14 @@ void copy_async(const Resources& res, Tensor<T>& dst, const Tensor<T>& src) {
 /// epochs and mini-batches (whose sizes vary) without allocating again.
 /// Gives `t` storage for at least `elements` elements on res's device (reallocating, contents
 /// lost, only when it has less), so that later ensure_shape calls within it allocate nothing.
+/// A capacity, filled partly: small pages (Pages::Small).
 template <class T>
 void reserve(const Resources& res, Tensor<T>& t, std::int64_t elements) {
   HALO_EXPECTS(elements >= 0, "reserve: negative size");
   if (t.device() == res.device() &&
       static_cast<std::size_t>(elements) * sizeof(T) <= t.capacity_bytes())
     return;
-  t = Tensor<T>(res, elements, 1);
+  t = Tensor<T>(res, elements, 1, Pages::Small);
 }
 
 template <class T>

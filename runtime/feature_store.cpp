@@ -80,16 +80,17 @@ BatchInputs FeatureStore::make_inputs(const kernels::Resources& res) const {
   const std::int64_t n = std::max<std::int64_t>(m_max_rows, 1);
   if (m_part.ids.identity() && std::holds_alternative<SparseFeatures>(m_owned)) {
     in.x =
-        SparseFeatures{Tensor<std::int64_t>(res, n + 1), Tensor<std::int32_t>(res, m_max_entries),
-                       Tensor<float>(res, m_max_entries), m_width, false};
+        SparseFeatures{Tensor<std::int64_t>(res, n + 1, 1, kernels::Pages::Small),
+                       Tensor<std::int32_t>(res, m_max_entries, 1, kernels::Pages::Small),
+                       Tensor<float>(res, m_max_entries, 1, kernels::Pages::Small), m_width, false};
     in.scan_sums =
         Tensor<std::int64_t>(res, std::max<std::int64_t>(1, sampler::gather_scan_sums_size(n)));
   } else {
-    in.x = Tensor<float>(res, n, m_width);
+    in.x = Tensor<float>(res, n, m_width, kernels::Pages::Small);
   }
-  in.degrees = Tensor<std::int64_t>(res, n);
+  in.degrees = Tensor<std::int64_t>(res, n, 1, kernels::Pages::Small);
   if (!m_part.ids.identity()) {
-    in.original_ids = Tensor<NodeId>(res, n);
+    in.original_ids = Tensor<NodeId>(res, n, 1, kernels::Pages::Small);
     if (res.device() != kernels::Device::Cpu)
       in.stage = kernels::PinnedBuffer(
           res, static_cast<std::size_t>(n) * (static_cast<std::size_t>(m_width) * sizeof(float) +

@@ -452,11 +452,16 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     data.push_back({"activations", activations});
     // Workspace: the gathered input rows of a batch (mini-batch) or the prepared copy of a
     // feature matrix a device run keeps on the host; BLAS/OpenMP scratch is in `process`.
+    // Sparse rows stay sparse in one part only: with several, owned and fetched rows are
+    // gathered into one dense block (FeatureStore::make_inputs), with the rows' ids.
+    // One such block per batch slot (the producer's prefetched batches each have theirs).
     std::int64_t workspace = 0;
     if (mini)
-      workspace = g.sparse_features
-                      ? as_bytes(kI * blocks.front().src + 8.0 * input_nnz)
-                      : as_bytes(blocks.front().src * static_cast<double>(g.num_features) * kF);
+      workspace = (cuda ? 1 : 1 + config.mini_batch->prefetch) *
+                  (g.sparse_features && ranks == 1
+                       ? as_bytes(kI * blocks.front().src + 8.0 * input_nnz)
+                       : as_bytes(blocks.front().src * (static_cast<double>(g.num_features) * kF +
+                                                        (ranks > 1 ? 2 * kI : 0))));
     data.push_back({"workspace", workspace});
 
     // Loading: the dataset's arrays (one process) or the part file (a rank), plus the graph S

@@ -148,13 +148,16 @@ void NeighborSampler::allocate(const kernels::Resources& res, const DegreeStats&
   }
   m_used = m_envelope;
 
-  m_seeds = kernels::Tensor<NodeId>(res, dev, batch_size);
+  // Capacities filled partly by each batch: small pages (kernels::Pages). The hash table is
+  // probed all over, so it keeps the default.
+  constexpr auto small = kernels::Pages::Small;
+  m_seeds = kernels::Tensor<NodeId>(res, dev, batch_size, 1, small);
   for (const LayerEnvelope& l : m_envelope.layers)
-    m_layers.push_back({kernels::Tensor<std::int64_t>(res, dev, l.num_dst + 1),
-                        kernels::Tensor<NodeId>(res, dev, l.num_edges),
-                        kernels::Tensor<NodeId>(res, dev, l.num_src)});
+    m_layers.push_back({kernels::Tensor<std::int64_t>(res, dev, l.num_dst + 1, 1, small),
+                        kernels::Tensor<NodeId>(res, dev, l.num_edges, 1, small),
+                        kernels::Tensor<NodeId>(res, dev, l.num_src, 1, small)});
   m_table = kernels::Tensor<std::uint64_t>(res, dev, m_envelope.table_slots);
-  m_scratch = kernels::Tensor<std::int64_t>(res, dev, m_envelope.scratch);
+  m_scratch = kernels::Tensor<std::int64_t>(res, dev, m_envelope.scratch, 1, small);
   m_scan = kernels::Tensor<std::int64_t>(res, dev, m_envelope.scan_blocks);
   m_batch.blocks.resize(m_layers.size());
   if (dev == kernels::Device::Cpu)
