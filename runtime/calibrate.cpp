@@ -1,5 +1,6 @@
 // `halo calibrate`'s measurements: the coefficients of the cost model on this machine.
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +31,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using kernels::Tensor;
+
+/// Cores this process may run on: the fits below plan this machine's runs, whose producer
+/// threads overlap the training threads only where they have cores of their own.
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+}
 
 /// Mean seconds of a call of `f`: after one untimed warm-up call, at least `repeats` calls
 /// and at least `min_seconds` in all. The mean over a window, not the best or median call, so
@@ -223,6 +233,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       unscaled.full_graph_step_scale = unscaled.mini_batch_step_scale = 1;
       unscaled.working_set_large_bytes = 0;
       unscaled.batch_alpha_s = unscaled.epoch_alpha_s = 0;
+      unscaled.host_cores = usable_cores();
       const Plan plan =
           make_plan(shard_plan_input(shard), config, unscaled, "cpu", res.cpu_exec().num_threads);
       const TrainRun run = train(res, shard, config);
@@ -390,6 +401,7 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
     // latencies large enough for that give its slope (messages) and intercept.
     auto plan_at = [&](double x) {
       CostModel p = m;
+      p.host_cores = usable_cores();
       p.full_graph_message_s = p.mini_batch_message_s = x;
       return make_plan(in, config, p, "cpu", res.cpu_exec().num_threads).epoch_seconds;
     };

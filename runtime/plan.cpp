@@ -531,8 +531,22 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         const double msgs = steps * (2.0 + 2.0 * config.model.num_layers) * (ranks - 1);
         rp.exchange_s =
             msgs * msg_alpha + m.link_s_per_byte * static_cast<double>(rp.feature_fetch_bytes);
-        rp.exposed_exchange_s = rp.exchange_s;
       }
+      // The producer thread (--prefetch >= 1, CPU) samples, gathers and fetches batch b + 1
+      // while the training thread computes batch b: a two-stage pipeline, when the producers
+      // have cores of their own (ranks x (threads + 1) <= host_cores; 0: a core per thread).
+      // Its epoch is one batch produced, then steps - 1 of the slower stage, then one batch
+      // computed. Otherwise both run on the same cores, one after the other.
+      const bool producer_core =
+          m.host_cores == 0 ||
+          static_cast<double>(ranks) * (std::max(1, threads) + 1) <= m.host_cores;
+      const double produce = rp.sampling_s + rp.exchange_s;
+      double hidden = 0;  // (steps - 1) x the faster stage's time per batch
+      if (!cuda && config.mini_batch->prefetch > 0 && producer_core && steps > 1)
+        hidden = (steps - 1) * std::min((rp.compute_s - m.epoch_alpha_s) / steps, produce / steps);
+      // What the overlap hides comes off the exchange first, then off the sampling.
+      rp.exposed_exchange_s = std::max(0.0, rp.exchange_s - hidden);
+      rp.exposed_sampling_s = rp.sampling_s - std::max(0.0, hidden - rp.exchange_s);
     } else if (ranks > 1) {
       // Every layer sends its aggregated matrix's halo rows forward and their gradients back.
       const double peers = std::min<double>(ranks - 1, static_cast<double>(p.num_send));
@@ -547,9 +561,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       rp.allreduce_bytes = as_bytes(steps * 2.0 * (ranks - 1) / ranks * (param_bytes + 8));
       rp.allreduce_s = steps * allreduce_s(m, msg_alpha, param_bytes + 8, ranks);
     }
-    // AdaptDL's form: compute and network terms added; the exposed part of an overlapped
-    // exchange only. The sampler shares the cores with the step, so it adds too.
-    rp.epoch_s = rp.compute_s + rp.sampling_s + rp.exposed_exchange_s + rp.allreduce_s;
+    // AdaptDL's form: compute and network terms added, of the overlapped ones (the halo
+    // exchange, the producer's sampling and fetches) their exposed parts only.
+    rp.epoch_s = rp.compute_s + rp.exposed_sampling_s + rp.exposed_exchange_s + rp.allreduce_s;
     plan.per_rank.push_back(std::move(rp));
   }
   double eval_s = 0;

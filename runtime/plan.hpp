@@ -57,8 +57,8 @@ struct CostModel {
   /// per-block set-up), fitted with epoch_alpha_s from three batch sizes on the small
   /// calibration graph.
   double batch_alpha_s = 0;
-  /// Mini-batch: seconds per epoch the kernel terms leave out (starting and draining the batch
-  /// pipeline: the producer thread's start, its first hand-over, its join).
+  /// Mini-batch: seconds per epoch the kernel terms leave out (the producer thread's start and
+  /// join; the pipeline's fill and drain are modelled).
   double epoch_alpha_s = 0;
   /// Latency of one message of a collective inside a training step with several ranks (full
   /// graph: halo exchange and all-reduce; mini-batch: also the sampler's and the fetches'
@@ -69,7 +69,8 @@ struct CostModel {
   double mini_batch_message_s = 0;
   /// Cores all ranks share (emulated hosts on one machine; `halo plan --host-cores`, not
   /// calibrated): the compute and sampling terms are multiplied by
-  /// max(1, ranks x threads / host_cores). 0: every rank has its threads' cores.
+  /// max(1, ranks x threads / host_cores), and the mini-batch producer threads overlap the
+  /// training threads only if ranks x (threads + 1) <= host_cores. 0: every thread has a core.
   int host_cores = 0;
   /// Resident set of a `halo` process before it loads data (libraries, thread stacks), and
   /// what an MPI rank adds to it.
@@ -176,8 +177,11 @@ struct RankPlan {
   std::int64_t allreduce_bytes = 0;
   /// Predicted seconds per epoch and its terms.
   double compute_s = 0;
-  double sampling_s = 0;
+  double sampling_s = 0;  // the producer's sampling and gathering
   double exchange_s = 0;  // transfer time of the halo exchange / feature fetches
+  /// The parts of sampling_s and exchange_s that overlap (with the owned rows' aggregation,
+  /// or with the training thread's compute) leaves in the epoch.
+  double exposed_sampling_s = 0;
   double exposed_exchange_s = 0;
   double allreduce_s = 0;
   double epoch_s = 0;

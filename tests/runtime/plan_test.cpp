@@ -1,5 +1,6 @@
 // The resource plan against the code it predicts: the model's parameters, the sampler's own
 // envelope, the partition's exchange lists; the estimated split; the calibration file.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -258,6 +259,39 @@ TEST(Plan, MessageLatencyAndBatchCostsAreCharged) {
   const Plan b1 = make_plan(in, c, one, "cpu", 1);
   EXPECT_EQ(b0.batches_per_epoch, 100);
   EXPECT_NEAR(b1.epoch_seconds - b0.epoch_seconds, 100 * 1e-3 + 7e-3, 1e-9);
+}
+
+// The mini-batch producer thread is a pipeline stage: with a core of its own its sampling
+// hides behind the training thread's compute, all but one batch's worth; sharing the cores
+// (or with --prefetch 0) it adds up.
+TEST(Plan, ProducerOverlapsComputeOnlyOnACoreOfItsOwn) {
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 1);
+  TrainConfig c = config_for(nn::ModelKind::Sage, 0, 1);
+  MiniBatchConfig mb;
+  mb.batch_size = 1000;
+  mb.fanouts = {5, 5};
+  mb.prefetch = 1;
+  c.mini_batch = mb;
+  CostModel m;
+  m.epoch_alpha_s = 2e-3;
+  m.host_cores = 2;  // one training thread + one producer
+  const Plan own = make_plan(in, c, m, "cpu", 1);
+  m.host_cores = 1;
+  const Plan shared = make_plan(in, c, m, "cpu", 1);
+  c.mini_batch->prefetch = 0;
+  m.host_cores = 2;
+  const Plan none = make_plan(in, c, m, "cpu", 1);
+  const RankPlan &o = own.per_rank[0], &s = shared.per_rank[0], &n = none.per_rank[0];
+  ASSERT_GT(o.sampling_s, 0);
+  EXPECT_EQ(s.exposed_sampling_s, s.sampling_s);
+  EXPECT_EQ(n.exposed_sampling_s, n.sampling_s);
+  EXPECT_NEAR(n.epoch_s, n.compute_s + n.sampling_s, 1e-12);
+  // By hand: one batch produced, 99 of the slower stage, one batch computed, the epoch's cost.
+  const double steps = 100, cb = (o.compute_s - 2e-3) / steps, qb = o.sampling_s / steps;
+  EXPECT_NEAR(o.epoch_s, qb + (steps - 1) * std::max(cb, qb) + cb + 2e-3, 1e-9);
+  EXPECT_LT(o.epoch_s, n.epoch_s);
 }
 
 TEST(Plan, CheckpointHoldsParametersAdamMomentsAndTheBestEpoch) {

@@ -188,6 +188,7 @@ json plan_json(const runtime::Plan& p, const PlanOptions& o) {
                      {"seconds_per_epoch",
                       {{"compute", r.compute_s},
                        {"sampling", r.sampling_s},
+                       {"exposed_sampling", r.exposed_sampling_s},
                        {"exchange", r.exchange_s},
                        {"exposed_exchange", r.exposed_exchange_s},
                        {"allreduce", r.allreduce_s},
