@@ -53,6 +53,9 @@ jobs() { nproc 2>/dev/null || echo 2; }
 
 # Compiler caching for the builds below (ccache is in PACKAGES): a rebuild after a small change,
 # or a second checkout of the same sources, recompiles only what changed. Nothing else differs.
+# Paths are hashed relative to the checkout (and not the build directory's own path), so a
+# clone elsewhere hits the objects another checkout compiled.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 launcher() {
   command -v ccache >/dev/null || return 0
   local l
