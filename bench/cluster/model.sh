@@ -57,7 +57,7 @@ if [ -z "$cal" ]; then
   mpiexec.mpich -n 2 "$halo" calibrate --threads 1 --output "$cal" >> "$work/calibrate.log" 2>&1
   grep "^halo calibrate:" "$work/calibrate.log" | sed 's/^/model.sh: /' >&2
 fi
-cores=$(nproc)
+cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
 # run.sh's data (the arxiv shape) and its partitions.
 data=(--dataset synthetic --synthetic-nodes 169343 --synthetic-classes 40 --synthetic-features 128
       --synthetic-degree 13.7 --synthetic-seed 1)

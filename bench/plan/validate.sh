@@ -11,7 +11,7 @@
 # (default mpiexec.mpich, MPICH's, which the build links) must be the launcher of the MPI it
 # links. The machine is calibrated first (`halo calibrate`: R-MAT graphs of scales 14 and 19,
 # never the validated graphs; then `mpiexec -n 2 halo calibrate` for the link and the in-step
-# Every plan is told the cores the ranks share here (--host-cores $(nproc)).
+# Every plan is told the cores the ranks share here (--host-cores $(getconf _NPROCESSORS_ONLN): nproc obeys OMP_NUM_THREADS).
 # message latency, on an R-MAT graph of scale 12) into a scratch file that every plan reads. One thread per rank. Cora comes from
 # ../shared/datasets: as the registered dataset `cora` (its binary cache, built by a first
 # load through a file:// mirror of the shared raw files) for P = 1, and as a METIS partition of
@@ -71,7 +71,7 @@ for c in "${configs[@]}"; do
   IFS='|' read -r name ranks data model epochs <<< "$c"
   i=$((i + 1))
   # shellcheck disable=SC2086
-  "$halo" plan $data $model --epochs "$epochs" --threads 1 --host-cores "$(nproc)" --output "$work/plan-$i.json" 2>> "$work/plan.log" ||
+  "$halo" plan $data $model --epochs "$epochs" --threads 1 --host-cores "$(getconf _NPROCESSORS_ONLN)" --output "$work/plan-$i.json" 2>> "$work/plan.log" ||
     fail "plan $name P=$ranks"
 done
 for ((rep = 0; rep < reps; rep++)); do
