@@ -27,7 +27,7 @@ done | xargs -P "$jobs" -L 1 bash -c '
     { cat "$2/$3-$4.log" >&2; exit 1; }' "$halo" "$root" "$out"
 load=$(cat /proc/loadavg)
 /usr/bin/python3 - "$out" "$root/bench/results/dynamic.md" "$load_before" "$load" \
-  "${evo[*]} $*" "${gcrn[*]} $*" <<'PY'
+  "${evo[*]}${*:+ $*}" "${gcrn[*]}${*:+ $*}" <<'PY'
 import json, statistics, sys, os
 out, dest, load_before, load, evo, gcrn = sys.argv[1:7]
 rows = []
