@@ -29,7 +29,7 @@ struct TemporalModelConfig {
   /// Width of the one-hot input (the degree buckets).
   std::int64_t in_features = 0;
   /// Width of both GCN layers (and of the GCRN's GRU state): the node embeddings.
-  std::int64_t hidden = 64;
+  std::int64_t hidden = 100;
 };
 
 /// One step of a window: the snapshot's GCN matrix D^-1/2 (A + I) D^-1/2 (square, every node

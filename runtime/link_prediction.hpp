@@ -30,8 +30,9 @@ struct LinkPredictionConfig {
   /// train - 1.
   double train_fraction = 0.7;
   double val_fraction = 0.1;
-  /// Negative pairs sampled per positive pair of a training step.
-  int negatives = 20;
+  /// Negative pairs sampled per positive pair of a training step (EvolveGCN's UC Irvine
+  /// negative_mult_training).
+  int negatives = 50;
   /// Class weights of the loss (EvolveGCN weights its two classes).
   double positive_weight = 0.9;
   double negative_weight = 0.1;
@@ -49,11 +50,15 @@ LinkSplit link_split(std::int64_t num_steps, const LinkPredictionConfig& config)
 /// The temporal data a link-prediction run trains on, prepared once: per snapshot (step) t of
 /// the events cut by `snapshots`, over every node of the run,
 ///   - adjacency[t]: the GCN matrix D^-1/2 (A + I) D^-1/2 of the snapshot made symmetric;
-///   - degree_bucket[t][v]: node v's one-hot input column, min(degree, 255) with the degree
-///     its neighbour count in that symmetric snapshot (datasets::kMaxDegreeBucket);
-///   - targets[t]: the distinct directed pairs (u, v), u != v, of the events in step t's own
-///     span, sorted: what predicting step t means (also under cumulative snapshots).
-/// num_features = the largest bucket + 1. One process (a SelfComm).
+///   - degree_bucket[t][v]: node v's one-hot input column, min(degree, cap) with the degree
+///     its neighbour count in that symmetric snapshot and cap the largest such degree over the
+///     snapshots training reads (so that no validation or test step has a column training never
+///     saw), at most datasets::kMaxDegreeBucket;
+///   - active[t]: the nodes with a neighbour in that snapshot, ascending;
+///   - targets[t]: the distinct pairs (u, v), u != v, of the events in step t's own span, in
+///     both directions (EvolveGCN adds each event's reverse), sorted: what predicting step t
+///     means (also under cumulative snapshots).
+/// num_features = cap + 1. One process (a SelfComm).
 struct TemporalShard {
   std::string dataset;
   std::int64_t num_nodes = 0;
@@ -62,15 +67,30 @@ struct TemporalShard {
   datasets::SnapshotConfig snapshots;
   std::vector<kernels::CsrMatrix<kernels::NodeId, float>> adjacency;
   std::vector<std::vector<std::int32_t>> degree_bucket;
+  std::vector<std::vector<kernels::NodeId>> active;
   std::vector<std::vector<datasets::TemporalEdge>> targets;
   Comm* comm = nullptr;
   std::unique_ptr<Comm> own_comm;
   std::int64_t num_steps() const { return static_cast<std::int64_t>(adjacency.size()); }
 };
 
-/// `g` cut by `snapshots` and prepared as TemporalShard describes. Host.
+/// `g` cut by `snapshots` and prepared as TemporalShard describes for training on the first
+/// round(train_fraction T) steps: the cap is taken over the snapshots training reads, the
+/// first round(train_fraction T) - 1 (at least one; every snapshot when train_fraction >= 1).
+/// Host.
 TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets::TemporalGraph& g,
-                                   const datasets::SnapshotConfig& snapshots);
+                                   const datasets::SnapshotConfig& snapshots,
+                                   double train_fraction = 1.0);
+
+/// Appends `count` training negatives of a step to (src, dst), EvolveGCN's "smart" sampling:
+/// u the source of a positive drawn uniformly (sources as frequent as among the positives), v
+/// drawn uniformly from `pool` (the nodes active in the window's snapshots, once per snapshot;
+/// [0, num_nodes) when empty), redrawn up to 8 times while u == v or (u, v) is a positive
+/// (`positives` sorted, not empty). Counter-based from `key`: the same pairs for the same key.
+void sample_negatives(std::span<const datasets::TemporalEdge> positives,
+                      std::span<const kernels::NodeId> pool, std::int64_t num_nodes,
+                      std::uint64_t key, std::uint64_t count, std::vector<kernels::NodeId>& src,
+                      std::vector<kernels::NodeId>& dst);
 
 /// What a link-prediction run trains: the temporal encoder and the pair scorer.
 struct LinkModel {

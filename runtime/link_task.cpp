@@ -57,9 +57,11 @@ LinkSplit link_split(std::int64_t num_steps, const LinkPredictionConfig& c) {
 }
 
 TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets::TemporalGraph& g,
-                                   const datasets::SnapshotConfig& snapshots) {
+                                   const datasets::SnapshotConfig& snapshots,
+                                   double train_fraction) {
   HALO_EXPECTS(res.device() == kernels::Device::Cpu,
                "local_temporal_shard: prepares host data (a CPU Resources)");
+  HALO_EXPECTS(train_fraction > 0, "local_temporal_shard: the training share must be > 0");
   TemporalShard s;
   s.dataset = g.name;
   s.num_nodes = g.num_nodes();
@@ -69,28 +71,62 @@ TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets
   datasets::SnapshotConfig own_span = snapshots;
   own_span.window_snapshots = 1;  // the events of each step's own span
   const std::vector<datasets::Snapshot> spans = datasets::make_snapshots(g, own_span);
-  std::int32_t max_bucket = 0;
-  for (std::size_t t = 0; t < inputs.size(); ++t) {
-    inputs[t].num_nodes = s.num_nodes;  // every node of the run, in every step
-    const datasets::Graph sym = datasets::symmetrize(res, datasets::snapshot_graph(res, inputs[t]));
+  const auto steps = static_cast<std::int64_t>(inputs.size());
+  const std::int64_t read_by_training =
+      train_fraction >= 1 ? steps
+                          : std::max<std::int64_t>(
+                                1, std::llround(train_fraction * static_cast<double>(steps)) - 1);
+  std::int64_t cap = 0;
+  for (std::int64_t t = 0; t < steps; ++t) {
+    auto& in = inputs[static_cast<std::size_t>(t)];
+    in.num_nodes = s.num_nodes;  // every node of the run, in every step
+    const datasets::Graph sym = datasets::symmetrize(res, datasets::snapshot_graph(res, in));
     s.adjacency.push_back(datasets::gcn_normalize<float>(res, sym));
-    std::vector<std::int32_t> bucket(static_cast<std::size_t>(s.num_nodes));
+    std::vector<std::int32_t> degree(static_cast<std::size_t>(s.num_nodes));
+    std::vector<NodeId> active;
     const std::int64_t* indptr = sym.indptr.data();
     for (std::int64_t v = 0; v < s.num_nodes; ++v) {
-      bucket[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(
-          std::min<std::int64_t>(indptr[v + 1] - indptr[v], datasets::kMaxDegreeBucket));
-      max_bucket = std::max(max_bucket, bucket[static_cast<std::size_t>(v)]);
+      const std::int64_t d =
+          std::min<std::int64_t>(indptr[v + 1] - indptr[v], datasets::kMaxDegreeBucket);
+      degree[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(d);
+      if (d > 0) active.push_back(static_cast<NodeId>(v));
+      if (t < read_by_training) cap = std::max(cap, d);
     }
-    s.degree_bucket.push_back(std::move(bucket));
+    s.degree_bucket.push_back(std::move(degree));
+    s.active.push_back(std::move(active));
     std::vector<TemporalEdge> target;
-    for (const TemporalEdge& e : spans[t].edges)
-      if (e.src != e.dst) target.push_back(e);
+    for (const TemporalEdge& e : spans[static_cast<std::size_t>(t)].edges)
+      if (e.src != e.dst) target.push_back(e), target.push_back({e.dst, e.src});
+    std::sort(target.begin(), target.end());
+    target.erase(std::unique(target.begin(), target.end()), target.end());
     s.targets.push_back(std::move(target));
   }
-  s.num_features = max_bucket + 1;
+  for (auto& degree : s.degree_bucket)
+    for (std::int32_t& d : degree) d = std::min(d, static_cast<std::int32_t>(cap));
+  s.num_features = cap + 1;
   s.own_comm = std::make_unique<SelfComm>();
   s.comm = s.own_comm.get();
   return s;
+}
+
+void sample_negatives(std::span<const TemporalEdge> positives, std::span<const NodeId> pool,
+                      std::int64_t num_nodes, std::uint64_t key, std::uint64_t count,
+                      std::vector<NodeId>& src, std::vector<NodeId>& dst) {
+  HALO_EXPECTS(!positives.empty() && num_nodes >= 1, "sample_negatives: needs positives and nodes");
+  const auto npos = static_cast<std::uint64_t>(positives.size());
+  const auto npool = static_cast<std::uint64_t>(pool.empty() ? num_nodes : pool.size());
+  for (std::uint64_t j = 0; j < count; ++j) {
+    NodeId u = 0, v = 0;
+    for (std::uint64_t a = 0; a < 8; ++a) {
+      const std::uint64_t i = 2 * (j * 8 + a);
+      u = positives[kernels::rng::mul_hi64(kernels::rng::draw_keyed(key, i), npos)].src;
+      const std::uint64_t k = kernels::rng::mul_hi64(kernels::rng::draw_keyed(key, i + 1), npool);
+      v = pool.empty() ? static_cast<NodeId>(k) : pool[k];
+      if (u != v && !std::binary_search(positives.begin(), positives.end(), TemporalEdge{u, v}))
+        break;
+    }
+    src.push_back(u), dst.push_back(v);
+  }
 }
 
 // ---- metrics -----------------------------------------------------------------------------------
@@ -258,10 +294,9 @@ bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s,
   (void)at, (void)stop;  // no checkpoints: an epoch always runs to its end
   const auto start = Clock::now();
   const LinkPredictionConfig& lc = m_config.link;
-  const auto n = static_cast<std::uint64_t>(m_shard.num_nodes);
   double loss_sum = 0;
   std::int64_t steps = 0;
-  std::vector<NodeId> src, dst;
+  std::vector<NodeId> src, dst, pool;
   std::vector<std::int8_t> label;
   std::vector<float> logits, d_logits;
   for (std::int64_t t = m_split.train_begin; t < m_split.train_end; ++t) {
@@ -270,23 +305,18 @@ bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s,
     src.clear(), dst.clear(), label.clear();
     for (const TemporalEdge& e : pos)
       src.push_back(e.src), dst.push_back(e.dst), label.push_back(1);
-    // Negatives: uniform pairs u != v that are not positives of the step, drawn from
-    // (seed, epoch, step): the same in every run of the seed. A draw that hits a positive or a
-    // self pair is redrawn (at most 8 times, then kept: a graph nearly complete at a step).
+    // Negatives from (seed, epoch, step): the same in every run of the seed.
     const std::uint64_t key = kernels::rng::key(
         m_config.seed, kernels::rng::stream_id(kernels::rng::kStreamNegative, epoch,
                                                static_cast<std::uint64_t>(t)));
-    const auto count = static_cast<std::uint64_t>(lc.negatives) * pos.size();
-    for (std::uint64_t j = 0; j < count; ++j) {
-      NodeId u = 0, v = 0;
-      for (std::uint64_t a = 0; a < 8; ++a) {
-        const std::uint64_t i = 2 * (j * 8 + a);
-        u = static_cast<NodeId>(kernels::rng::mul_hi64(kernels::rng::draw_keyed(key, i), n));
-        v = static_cast<NodeId>(kernels::rng::mul_hi64(kernels::rng::draw_keyed(key, i + 1), n));
-        if (u != v && !std::binary_search(pos.begin(), pos.end(), TemporalEdge{u, v})) break;
-      }
-      src.push_back(u), dst.push_back(v), label.push_back(0);
+    pool.clear();
+    for (std::int64_t w = t - lc.window; w < t; ++w) {
+      const std::vector<NodeId>& a = m_shard.active[static_cast<std::size_t>(w)];
+      pool.insert(pool.end(), a.begin(), a.end());
     }
+    sample_negatives(pos, pool, m_shard.num_nodes, key,
+                     static_cast<std::uint64_t>(lc.negatives) * pos.size(), src, dst);
+    label.resize(src.size(), 0);
     embed(t);
     logits.resize(src.size());
     d_logits.resize(src.size());

@@ -62,6 +62,7 @@ TEST_F(LinkCli, TrainsOnATemporalFixtureAndWritesTheMetrics) {
   EXPECT_EQ(j.at("model"), "gcrn");
   EXPECT_EQ(j.at("train_steps"), 10);  // round(0.7 * 14)
   EXPECT_EQ(j.at("test_steps"), 3);
+  EXPECT_EQ(j.at("window_snapshots"), 1);  // each step's own events unless told otherwise
   EXPECT_GE(j.at("test_auc").get<double>(), 0.0);
   EXPECT_LE(j.at("test_auc").get<double>(), 1.0);
 }

@@ -19,7 +19,12 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
   const runtime::TrainConfig config = train_config(o);
   const kernels::Resources res(kernels::Device::Cpu, o.threads);
   const datasets::TemporalGraph g = datasets::load_temporal_dataset(o.data.dataset);
-  runtime::TemporalShard shard = runtime::local_temporal_shard(res, g, o.snapshots);
+  // Each step's own events by default (EvolveGCN's adj_mat_time_window 1), not the cumulative
+  // graph.
+  datasets::SnapshotConfig snapshots = o.snapshots;
+  if (!was_given(o, "--window-snapshots")) snapshots.window_snapshots = 1;
+  runtime::TemporalShard shard =
+      runtime::local_temporal_shard(res, g, snapshots, config.link.train_fraction);
   const runtime::LinkSplit split = runtime::link_split(shard.num_steps(), config.link);
   std::fprintf(stderr,
                "halo train: %s (%lld nodes, %lld events, %lld snapshots, %lld degree features), "
@@ -53,6 +58,7 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
                               {"num_nodes", shard.num_nodes},
                               {"num_events", shard.num_events},
                               {"snapshots", shard.num_steps()},
+                              {"window_snapshots", snapshots.window_snapshots},
                               {"input_features", shard.num_features},
                               {"train_steps", split.train_end},
                               {"val_steps", split.val_end - split.train_end},

@@ -149,7 +149,8 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
                 "Keep sparse features raw (default: divide each row by its L1 norm)");
   sub->add_option("--task", o.task,
                   "node (node classification) or link (link prediction on a temporal dataset: "
-                  "--model evolvegcn-o or gcrn, --snapshots; docs/dynamic.md)")
+                  "--model evolvegcn-o or gcrn, --snapshots, default --window-snapshots 1; "
+                  "docs/dynamic.md)")
       ->check(CLI::IsMember({"node", "link"}))
       ->capture_default_str();
   add_snapshot_options(sub, o.snapshots);
