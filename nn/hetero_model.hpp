@@ -40,8 +40,8 @@ struct HeteroModelConfig {
   std::int64_t hidden = 64;  // width of the input projections, embeddings and hidden layers
   float dropout = 0.5f;      // on every layer's input
   int num_bases = 0;         // R-GCN basis decomposition (0: one weight per relation)
-  /// HGT attention heads; a layer whose output width they do not divide (the last layer's
-  /// class count) uses one head.
+  /// HGT attention heads (every HGT layer is `hidden` wide; make_hetero_layer uses one head for
+  /// an output width they do not divide).
   int heads = 4;
   FeaturelessInput featureless = FeaturelessInput::Embedding;
 };

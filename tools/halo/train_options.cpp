@@ -104,8 +104,8 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   sub->add_option("--heads", o.heads,
-                  "HGT: attention heads (they must divide --hidden; a last layer whose class count "
-                  "they do not divide uses one)")
+                  "HGT: attention heads (they must divide --hidden: every HGT layer is --hidden "
+                  "wide, a linear classifier gives the logits)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   sub->add_option("--featureless", o.featureless,
