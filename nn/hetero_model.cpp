@@ -1,6 +1,7 @@
 #include <chrono>
 
 #include <halo/kernels/elementwise.hpp>
+#include <halo/kernels/gemm.hpp>
 #include <halo/kernels/reduce.hpp>
 #include <halo/nn/detail/products.hpp>
 #include <halo/nn/hetero_model.hpp>
@@ -64,6 +65,7 @@ namespace {
 
 constexpr std::uint64_t kProjectionId = 1 << 20;  // param ids: projections, embeddings, layers
 constexpr std::uint64_t kEmbeddingId = 2 << 20;
+constexpr std::uint64_t kClassifierId = 3 << 20;
 constexpr std::uint64_t kLayerId = 1 << 10;  // per layer
 
 template <class T>
@@ -122,12 +124,20 @@ HeteroModel<T>::HeteroModel(const kernels::Resources& res, const HeteroModelConf
   std::vector<std::pair<std::int32_t, std::int32_t>> into_target;
   for (const auto& r : schema.relations)
     if (r.second == schema.target_type) into_target.push_back(r);
+  const bool classifier = config.kind == HeteroLayerKind::Hgt;
   for (int l = 0; l < config.num_layers; ++l) {
     const bool last = l + 1 == config.num_layers;
     m_layers.push_back(make_hetero_layer<T>(
         res, config.kind, std::vector<std::int64_t>(static_cast<std::size_t>(nt), h),
-        last ? schema.num_classes : h, last ? into_target : schema.relations, config, seed,
-        static_cast<std::uint64_t>(l + 1) * kLayerId));
+        last && !classifier ? schema.num_classes : h, last ? into_target : schema.relations, config,
+        seed, static_cast<std::uint64_t>(l + 1) * kLayerId));
+  }
+  if (classifier) {
+    m_cls_weight = {"classifier_weight", Tensor<T>(res, h, schema.num_classes),
+                    Tensor<T>::zeros(res, h, schema.num_classes)};
+    detail::glorot_uniform(res, m_cls_weight.value, seed, kClassifierId);
+    m_cls_bias = {"classifier_bias", Tensor<T>::zeros(res, schema.num_classes, 1),
+                  Tensor<T>::zeros(res, schema.num_classes, 1)};
   }
   m_h.resize(static_cast<std::size_t>(config.num_layers));
   for (auto& v : m_h) v.resize(static_cast<std::size_t>(nt));
@@ -147,6 +157,10 @@ std::vector<Parameter<T>*> HeteroModel<T>::parameters() {
   }
   for (auto& layer : m_layers)
     for (auto* q : layer->parameters()) p.push_back(q);
+  if (!m_cls_weight.value.empty()) {
+    p.push_back(&m_cls_weight);
+    p.push_back(&m_cls_bias);
+  }
   return p;
 }
 
@@ -269,7 +283,14 @@ const Tensor<T>& HeteroModel<T>::forward(const Context& ctx,
     out = &m_layers[static_cast<std::size_t>(l)]->forward(
         ctx, last ? m_last : layer_graph(l), std::span<const Tensor<T>>(in.data(), in.size()));
   }
-  return (*out)[static_cast<std::size_t>(m_schema.target_type)];
+  const Tensor<T>& target_out = (*out)[static_cast<std::size_t>(m_schema.target_type)];
+  if (m_cls_weight.value.empty()) return target_out;
+  m_top = &target_out;
+  kernels::ensure_shape(res, m_logits, target_out.rows(), m_cls_weight.value.cols());
+  kernels::gemm(res, kernels::Trans::No, kernels::Trans::No, T(1), target_out.view(),
+                m_cls_weight.value.view(), T(0), m_logits.view());
+  kernels::add_bias(res, m_logits.view(), kernels::ConstSpan<T>(m_cls_bias.value.span()));
+  return m_logits;
 }
 
 template <class T>
@@ -283,7 +304,17 @@ void HeteroModel<T>::backward(const Context& ctx, std::span<const HeteroGraphVie
   const std::size_t nt = m_embedding.size();
   const float p = ctx.training ? m_config.dropout : 0.f;
   for (std::size_t t = 0; t < nt; ++t) {
-    if (static_cast<std::int32_t>(t) == m_schema.target_type) {
+    if (static_cast<std::int32_t>(t) == m_schema.target_type && !m_cls_weight.value.empty()) {
+      // The classifier: dW_c = z^T dlogits, db_c = column sums, dz = dlogits W_c^T.
+      HALO_EXPECTS(m_top != nullptr && m_top->rows() == dlogits.rows(),
+                   "hetero model: backward needs the forward's logits' gradient");
+      kernels::gemm(res, kernels::Trans::Yes, kernels::Trans::No, T(1), m_top->view(),
+                    dlogits.view(), T(0), m_cls_weight.grad.view());
+      kernels::column_sum(res, dlogits.view(), m_cls_bias.grad.span());
+      kernels::ensure_shape(res, m_dh[t], dlogits.rows(), m_config.hidden);
+      kernels::gemm(res, kernels::Trans::No, kernels::Trans::Yes, T(1), dlogits.view(),
+                    m_cls_weight.value.view(), T(0), m_dh[t].view());
+    } else if (static_cast<std::int32_t>(t) == m_schema.target_type) {
       kernels::ensure_shape(res, m_dh[t], dlogits.rows(), dlogits.cols());
       kernels::copy_async(res, m_dh[t], dlogits);
     } else {

@@ -40,8 +40,8 @@ struct HeteroModelConfig {
   std::int64_t hidden = 64;  // width of the input projections, embeddings and hidden layers
   float dropout = 0.5f;      // on every layer's input
   int num_bases = 0;         // R-GCN basis decomposition (0: one weight per relation)
-  /// HGT attention heads; a layer whose output width they do not divide (the last layer's
-  /// class count) uses one head.
+  /// HGT attention heads (every HGT layer is `hidden` wide; make_hetero_layer uses one head for
+  /// an output width they do not divide).
   int heads = 4;
   FeaturelessInput featureless = FeaturelessInput::Embedding;
 };
@@ -70,7 +70,10 @@ std::unique_ptr<HeteroModule<T>> make_hetero_layer(
 /// x_t -> h_t = x_t P_t + c_t (types with features, sparse or dense) or h_t = E_t[ids] (an
 /// embedding, SparseEmbedding; zeros with FeaturelessInput::Zero) -> num_layers layers, ReLU
 /// between them, dropout before each -> the target type's logits. The last layer computes only the
-/// target type's destinations. Dropout masks are keyed by (seed, epoch, layer, global id) with
+/// target type's destinations. R-GCN's last layer outputs the logits; HGT's layers are all
+/// `hidden` wide (so the last one keeps its gated residual: the target's own representation
+/// reaches the output) and a linear classifier z W_c + b_c on the target type follows, as in the
+/// published model. Dropout masks are keyed by (seed, epoch, layer, global id) with
 /// global ids from the graph (source_ids, else type_offset + row). Not thread-safe.
 template <class T>
 class HeteroModel {
@@ -108,6 +111,8 @@ class HeteroModel {
   std::vector<Parameter<T>> m_proj_weight, m_proj_bias;          // per type with features
   std::vector<std::unique_ptr<SparseEmbedding<T>>> m_embedding;  // per type without
   std::vector<std::unique_ptr<HeteroModule<T>>> m_layers;
+  Parameter<T> m_cls_weight, m_cls_bias;      // HGT: hidden x classes, classes; else empty
+  const kernels::Tensor<T>* m_top = nullptr;  // HGT: the last layer's target output
   std::vector<const Features<T>*> m_inputs;
   std::vector<std::vector<kernels::Tensor<T>>> m_h;    // per layer input, per type (dropped out)
   std::vector<std::vector<kernels::Tensor<T>>> m_pre;  // per hidden layer output before ReLU

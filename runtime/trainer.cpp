@@ -500,7 +500,8 @@ class HeteroNodeClassification final : public Trainer::Task {
   std::int64_t batches_per_epoch() const override {
     if (!m_sampler) return 1;
     const std::int64_t n = m_shard.graph.train_idx.numel(), b = m_config.mini_batch->batch_size;
-    return (n + b - 1) / b;
+    const std::int64_t limit = m_config.mini_batch->max_batches;
+    return limit > 0 ? std::min((n + b - 1) / b, limit) : (n + b - 1) / b;
   }
 
  private:
@@ -731,7 +732,7 @@ bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& 
   std::sort(order.begin(), order.end());
   const std::int64_t batches = batches_per_epoch();
   const std::int64_t bs = m_config.mini_batch->batch_size;
-  double loss_sum = 0;
+  double loss_sum = 0, seeds = 0;
   s.sampled_edges.clear();
   for (std::int64_t b = 0; b < batches; ++b) {
     const auto build = Clock::now();
@@ -762,11 +763,12 @@ bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& 
     m_optimizer.step(m_res);
     m_sparse.step(m_res);
     loss_sum += loss * static_cast<double>(n);
+    seeds += static_cast<double>(n);
     if (on_step) on_step(b);
   }
   for (auto& v : m_blocks) v.times = nullptr;
   s.epoch_time_s = seconds_since(start);
-  s.train_loss = loss_sum / static_cast<double>(m_train_host.size());
+  s.train_loss = loss_sum / seeds;
   s.stages = stages;
   return true;
 }

@@ -56,6 +56,9 @@ struct MiniBatchConfig {
   /// MiB of remote feature rows each rank keeps (several ranks only; 0: none).
   double cache_mb = 0;
   CachePolicy cache_policy = CachePolicy::Degree;
+  /// The heterogeneous task: train at most this many batches an epoch (0: all), a timed sample
+  /// of an epoch too long to run whole.
+  std::int64_t max_batches = 0;
 };
 
 /// Everything a run is, apart from its data: the model, the optimizer, the mode.

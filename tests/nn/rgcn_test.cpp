@@ -2,6 +2,7 @@
 // backward against central differences, stage timing, edge cases (a type without incoming
 // relations, a type without destinations, empty rows).
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <gtest/gtest.h>
@@ -184,7 +185,7 @@ TEST(RGCNConv, RejectsMismatchedGraphs) {
 // ---- the model: projections, embeddings, layers, dropout, ReLU ------------------------------
 
 TEST(HeteroModel, FiniteDifferencesThroughEveryPart) {
-  for (const int bases : {0, 2}) {
+  for (const int bases : {0, 2, -1}) {  // -1: HGT (its layers and the classifier)
     const HeteroCase c(false);
     nn::HeteroSchema schema;
     schema.num_nodes = c.num_src;
@@ -196,7 +197,9 @@ TEST(HeteroModel, FiniteDifferencesThroughEveryPart) {
     config.hidden = 4;
     config.num_layers = 2;
     config.dropout = 0.25f;
-    config.num_bases = bases;
+    config.num_bases = std::max(bases, 0);
+    config.kind = bases < 0 ? nn::HeteroLayerKind::Hgt : nn::HeteroLayerKind::Rgcn;
+    config.heads = 2;
     nn::HeteroModel<double> model(cpu(), config, schema, 11);
     for (auto* p : model.parameters()) randomize(p->value, 2000 + p->value.numel());
     // Sparse features on type 0 (empty rows included), dense ones on type 2.

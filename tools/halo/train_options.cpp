@@ -22,7 +22,7 @@ bool is_hetero_run(const TrainOptions& o) {
 }
 
 void check_homogeneous_run(const TrainOptions& o) {
-  for (const char* flag : {"--split", "--num-bases", "--featureless", "--heads"})
+  for (const char* flag : {"--split", "--num-bases", "--featureless", "--heads", "--max-batches"})
     if (was_given(o, flag))
       throw UsageError(std::string(flag) +
                        ": applies to heterogeneous datasets (typed directories)");
@@ -104,8 +104,8 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   sub->add_option("--heads", o.heads,
-                  "HGT: attention heads (they must divide --hidden; a last layer whose class count "
-                  "they do not divide uses one)")
+                  "HGT: attention heads (they must divide --hidden: every HGT layer is --hidden "
+                  "wide, a linear classifier gives the logits)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   sub->add_option("--featureless", o.featureless,
@@ -192,6 +192,11 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
           ->check(CLI::Range(0, 16))
           ->capture_default_str(),
       sub->add_flag("--replace", mb.replace, "Mini-batch: sample neighbours with replacement"),
+      sub->add_option("--max-batches", mb.max_batches,
+                      "Heterogeneous mini-batch: train at most N batches an epoch (0 = all; a "
+                      "timed sample of a long epoch)")
+          ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
+          ->capture_default_str(),
       sub->add_option("--cache-mb", mb.cache_mb,
                       "Mini-batch with --partitions: MiB per rank of remote feature rows kept "
                       "(halo nodes, chosen by --cache-policy)")
@@ -218,11 +223,13 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
     check_dataset_options(o.data);
     check_snapshot_options(o.snapshots);
     o.given.clear();
-    for (const char* flag :
-         {"--model", "--split", "--num-bases", "--heads", "--featureless", "--layers", "--hidden",
-          "--dropout", "--lr", "--weight-decay", "--epochs", "--features", "--window",
-          "--negatives", "--link-split", "--snapshots", "--snapshot-window", "--window-snapshots",
-          "--partitions"})
+    for (const char* flag : {"--model",        "--split",           "--num-bases",
+                             "--heads",        "--featureless",     "--layers",
+                             "--hidden",       "--dropout",         "--lr",
+                             "--weight-decay", "--epochs",          "--features",
+                             "--window",       "--negatives",       "--link-split",
+                             "--snapshots",    "--snapshot-window", "--window-snapshots",
+                             "--partitions",   "--max-batches"})
       if (sub->get_option(flag)->count() > 0) o.given.emplace_back(flag);
     const bool hetero = o.partitions.empty() && datasets::is_hetero_dataset(o.data.dataset);
     // Heterogeneous datasets: --fanouts or --batch-size without --mode select mini-batch.
