@@ -24,7 +24,29 @@ void aggregate_adjoint(const kernels::Resources& res, Adjacency<T> a, kernels::A
   if (a.propagation != nullptr) return a.propagation->backward(res, kind, dy, out);
   kernels::spmm_transposed(res, a.csr, dy, out, kind);
 }
+/// A device graph whose host does not know its entries counts them as none: then only the rows
+/// decide, and equal rows the widths. A propagation (a partition's halo exchange) moves the
+/// aggregated width between ranks: the narrower side, as on the full graph.
+template <class T>
+bool aggregate_first(const kernels::Resources& res, const Adjacency<T>& a, std::int64_t in,
+                     std::int64_t out) {
+  if (a.propagation != nullptr) return in < out;
+  const std::int64_t entries = a.csr.num_entries >= 0
+                                   ? a.csr.num_entries
+                                   : (res.device() == kernels::Device::Cpu ? a.csr.num_edges() : 0);
+  return aggregate_first_is_cheaper(a.num_rows, a.num_cols, entries, in, out);
+}
 }  // namespace
+
+bool aggregate_first_is_cheaper(std::int64_t rows, std::int64_t cols, std::int64_t entries,
+                                std::int64_t in, std::int64_t out) {
+  constexpr double kSpmmWeight = 8;  // multiply-adds per SpMM entry and column
+  const auto e = static_cast<double>(entries), fi = static_cast<double>(in),
+             fo = static_cast<double>(out);
+  const double first = kSpmmWeight * e * fi + static_cast<double>(rows) * fi * fo;
+  const double second = static_cast<double>(cols) * fi * fo + kSpmmWeight * e * fo;
+  return first < second || (first == second && in < out);
+}
 
 template <class T>
 void AggregateTransform<T>::forward(const kernels::Resources& res, Adjacency<T> a,
@@ -34,7 +56,9 @@ void AggregateTransform<T>::forward(const kernels::Resources& res, Adjacency<T> 
                "graph layer: input rows must match the graph's columns and features the weights");
   HALO_EXPECTS(out.rows() == a.num_rows && out.cols() == w.cols(), "graph layer: bad output");
   const auto* dense_x = std::get_if<Tensor<T>>(&x);
-  m_aggregate_first = dense_x != nullptr && w.rows() < w.cols();
+  m_aggregate_first = dense_x != nullptr && (m_order == AggregationOrder::Cheaper
+                                                 ? aggregate_first(res, a, w.rows(), w.cols())
+                                                 : m_order == AggregationOrder::AggregateFirst);
   if (m_aggregate_first) {
     kernels::ensure_shape(res, m_cached, a.num_rows, w.rows());
     aggregate(res, a, m_aggregate, dense_x->view(), m_cached.view());

@@ -8,6 +8,7 @@
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
+#include <halo/nn/aggregate_transform.hpp>
 #include <halo/runtime/plan.hpp>
 #include <halo/sampler/envelope.hpp>
 
@@ -65,11 +66,12 @@ double ew_s(const CostModel& m, double bytes, double calls = 1) {
   return m.elementwise_alpha_s * calls + m.elementwise_s_per_byte * bytes;
 }
 
-/// The layers' work as nn::AggregateTransform does it: the narrower side of the product is
-/// aggregated (sparse inputs transform first); forward = dropout, transform, aggregate, bias,
-/// ReLU; backward = ReLU', transposed aggregation, dW, dX (not for the input layer).
+/// The layers' work as nn::AggregateTransform does it: its cost rule picks the order on sampled
+/// blocks, the narrower side on the full graph (sparse inputs transform first); forward = dropout,
+/// transform, aggregate, bias, ReLU; backward = ReLU', transposed aggregation, dW, dX (not for the
+/// input layer).
 StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& g,
-                   const std::vector<Block>& blocks, double input_nnz) {
+                   const std::vector<Block>& blocks, double input_nnz, bool sampled) {
   StepCost s;
   const std::vector<std::int64_t> w = layer_widths(c, g.num_features, g.num_classes);
   const bool sage = c.model.kind == nn::ModelKind::Sage;
@@ -77,9 +79,15 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
     const Block& b = blocks[l];
     const double wi = static_cast<double>(w[l]), wo = static_cast<double>(w[l + 1]);
     const bool sparse_in = l == 0 && g.sparse_features;
-    const bool agg_first = !sparse_in && wi < wo;
-    const double agg_cols = agg_first ? wi : wo;
     const double entries = b.edges + (sage ? 0 : b.dst);  // GCN adds a self-loop per row
+    // Full graph: rows = columns or a halo exchange, either way the narrower side.
+    const bool agg_first =
+        !sparse_in &&
+        (sampled ? nn::aggregate_first_is_cheaper(
+                       static_cast<std::int64_t>(b.dst), static_cast<std::int64_t>(b.src),
+                       static_cast<std::int64_t>(entries), w[l], w[l + 1])
+                 : wi < wo);
+    const double agg_cols = agg_first ? wi : wo;
     // SAGE also transforms the root rows (a second product over the dst rows).
     const double transforms = sage ? 2 : 1;
     double t = 0;
@@ -435,7 +443,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
             {static_cast<double>(n_o), static_cast<double>(n_l), static_cast<double>(p.num_edges)});
       input_nnz = static_cast<double>(nnz_o);
     }
-    const StepCost step = step_cost(m, config, g, blocks, input_nnz);
+    const StepCost step = step_cost(m, config, g, blocks, input_nnz, mini);
     std::int64_t activations = step.activation_bytes;
     if (mini) {
       // Every epoch ends with a full-graph forward pass (Trainer::evaluate), which grows the

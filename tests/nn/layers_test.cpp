@@ -1,6 +1,7 @@
 // The layers: forward against plain loops, backward against finite differences (double), and
 // the dropout mask's properties.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include <halo/kernels/error.hpp>
+#include <halo/kernels/profile.hpp>
 #include <halo/nn/aggregate_transform.hpp>
 #include <halo/nn/layers.hpp>
 
@@ -578,6 +580,61 @@ TEST(AggregateTransform, BothOrdersMatchReferenceAndAccumulate) {
       EXPECT_TRUE(testing::all_close(dw, expected_dw, 1e-12, 1e-12)) << "dW overwritten";
     }
   }
+}
+
+TEST(AggregateTransform, CostRuleOnFullGraphAndBlocks) {
+  // Full graph (rows = columns): the narrower side, ties transform first.
+  EXPECT_TRUE(nn::aggregate_first_is_cheaper(1000, 1000, 9000, 128, 256));
+  EXPECT_FALSE(nn::aggregate_first_is_cheaper(1000, 1000, 9000, 256, 40));
+  EXPECT_FALSE(nn::aggregate_first_is_cheaper(1000, 1000, 9000, 64, 64));
+  // SAGE 15,10,5's middle block: ~6k destinations of ~67k sources, 256 -> 256 and 256 -> 40.
+  EXPECT_TRUE(nn::aggregate_first_is_cheaper(6000, 67000, 60000, 256, 256));
+  EXPECT_TRUE(nn::aggregate_first_is_cheaper(1024, 10000, 10240, 256, 40));
+  // A block whose output is far narrower than its input still transforms first.
+  EXPECT_FALSE(nn::aggregate_first_is_cheaper(3, 40, 24, 32, 2));
+}
+
+TEST(AggregateTransform, BlockOrdersAgreeAndTheChosenOneCountsFewerFlops) {
+  // A block: 3 destinations over 40 sources, 6 -> 6 features. Both forced orders match the
+  // dense reference; the automatic one aggregates first and its kernels (as the kernel profile
+  // counts them, forward and backward with dX) do fewer floating-point operations.
+  const auto graph = random_graph<double>(3, 40, 0.2, 210, /*weighted=*/false);
+  const auto a = dense_adjacency(graph, /*mean=*/true);
+  const std::int64_t in = 6, out = 6;
+  const Tensor<double> x = testing::random_matrix<double>(40, in, 211);
+  const Tensor<double> w = testing::random_matrix<double>(in, out, 212);
+  const Tensor<double> dy = testing::random_matrix<double>(3, out, 213);
+  const auto axw = matmul(matmul(a, to_doubles(x), 3, 40, in), to_doubles(w), 3, in, out);
+  const auto expected_dx = matmul(matmul(transpose(a, 3, 40), to_doubles(dy), 40, 3, out),
+                                  transpose(to_doubles(w), in, out), 40, out, in);
+  double flops[3] = {};
+  bool first[3] = {};
+  const nn::AggregationOrder orders[3] = {nn::AggregationOrder::AggregateFirst,
+                                          nn::AggregationOrder::TransformFirst,
+                                          nn::AggregationOrder::Cheaper};
+  for (int k = 0; k < 3; ++k) {
+    SCOPED_TRACE("order " + std::to_string(k));
+    nn::AggregateTransform<double> at(Aggregate::Mean, orders[k]);
+    const Features<double> fx = x.clone(testing::host());
+    Tensor<double> y = testing::random_matrix<double>(3, out, 214);
+    Tensor<double> dw = testing::random_matrix<double>(in, out, 215);
+    Tensor<double> dx = testing::random_matrix<double>(40, in, 216);
+    kernels::OpProfile profile;
+    {
+      const kernels::ProfileScope scope(&profile);
+      at.forward(cpu(), graph.view(), fx, w, y, false);
+      at.backward(cpu(), graph.view(), fx, w, dy, dw, dx, /*need_dx=*/true, false);
+    }
+    first[k] = at.aggregated_first();
+    for (const auto& op : profile.ops) flops[k] += op.flops;
+    EXPECT_TRUE(testing::all_close(y, axw, 1e-12, 1e-12)) << "forward";
+    EXPECT_TRUE(testing::all_close(dx, expected_dx, 1e-12, 1e-12)) << "dX";
+  }
+  EXPECT_TRUE(first[0]);
+  EXPECT_FALSE(first[1]);
+  EXPECT_TRUE(first[2]) << "a block with many more sources than destinations aggregates first";
+  EXPECT_LT(flops[0], flops[1]);
+  EXPECT_EQ(flops[2], std::min(flops[0], flops[1]));
 }
 
 }  // namespace
