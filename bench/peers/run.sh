@@ -62,6 +62,12 @@ if [ $halo_only = 0 ]; then
     /usr/bin/python3 -m venv "$venv"
     "$venv/bin/pip" install -q --no-deps -r "$here/requirements.txt"
   fi
+  if ! "$py" -c "import torch_sparse, torch_scatter" 2>/dev/null; then
+    echo "== peers: compiling PyG's sampling extensions (bench/peers/requirements-sampling.txt)"
+    "$venv/bin/pip" install -q --no-deps "$(grep '^wheel==' "$here/requirements-sampling.txt")"
+    MAX_JOBS=$(getconf _NPROCESSORS_ONLN) "$venv/bin/pip" install -q --no-deps \
+      --no-build-isolation -r "$here/requirements-sampling.txt"
+  fi
   "$py" -c "import torch, torch_geometric, dgl; print('peers: torch', torch.__version__, \
 'torch_geometric', torch_geometric.__version__, 'dgl', dgl.__version__)"
 fi
