@@ -31,6 +31,7 @@
 #include <halo/runtime/trainer.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 
+#include "runtime/mpi_test_main.hpp"
 #include "runtime/runtime_test_util.hpp"
 #include "sampler/allocation_counter.hpp"
 
@@ -757,37 +758,8 @@ TEST(DistributedTrainingCuda, LossesEqualOneCpuProcess) {
 }  // namespace
 }  // namespace halo::runtime
 
-namespace {
-// Ranks other than 0 print only their failures, prefixed with the rank.
-class RankFailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit RankFailurePrinter(int rank) : m_rank(rank) {}
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", m_rank,
-                   r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
-  }
-
- private:
-  int m_rank;
-};
-}  // namespace
-
-// Every rank runs every test; the exit status is non-zero when a test failed on any rank.
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  auto comm = halo::runtime::make_world_comm();
-  halo::runtime::g_comm = comm.get();
-  if (comm->rank() != 0) {  // one report, rank 0's, plus every other rank's failures
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new RankFailurePrinter(comm->rank()));
-  }
-  std::int64_t failed = RUN_ALL_TESTS() != 0;
-  halo::runtime::g_nccl.reset();
-  failed = comm->sum(failed);
-  if (failed > 0 && comm->rank() == 0)
-    std::fprintf(stderr, "distributed_test: failures on %lld rank(s)\n",
-                 static_cast<long long>(failed));
-  return failed > 0 ? 1 : 0;
+  return halo::runtime::test::run_mpi_tests(
+      argc, argv, "distributed_test", [](halo::runtime::Comm& c) { halo::runtime::g_comm = &c; },
+      [] { halo::runtime::g_nccl.reset(); });
 }
