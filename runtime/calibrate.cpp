@@ -23,6 +23,7 @@
 #include <halo/partition/partition_format.hpp>
 #include <halo/partition/partitioner.hpp>
 #include <halo/runtime/calibrate.hpp>
+#include <halo/runtime/detail/timing.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 
 namespace halo::runtime {
@@ -41,10 +42,11 @@ int usable_cores() {
   return std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
-/// Mean seconds of a call of `f`: after one untimed warm-up call, at least `repeats` calls
-/// and at least `min_seconds` in all. The mean over a window, not the best or median call, so
-/// that the figure carries the machine's sharing of its cores the way a whole epoch does.
-double mean_seconds(int repeats, const std::function<void()>& f, double min_seconds = 0.25) {
+/// Mean seconds of a call of `f` over one window: after one untimed warm-up call, at least
+/// `repeats` calls and at least `min_seconds` in all. The mean over a window, not the best or
+/// median call, so that the figure carries the machine's sharing of its cores the way a whole
+/// epoch does.
+double window_seconds(int repeats, const std::function<void()>& f, double min_seconds) {
   f();
   const auto start = Clock::now();
   double elapsed = 0;
@@ -55,6 +57,18 @@ double mean_seconds(int repeats, const std::function<void()>& f, double min_seco
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }
   return elapsed / static_cast<double>(calls);
+}
+
+/// The median of `rounds` values of `f()`.
+double median_of(int rounds, const std::function<double()>& f) {
+  std::vector<double> v;
+  for (int i = 0; i < std::max(1, rounds); ++i) v.push_back(f());
+  return detail::median(std::move(v));
+}
+
+/// The median over `rounds` windows (of at least 0.1 s each) of a call's mean seconds.
+double mean_seconds(int repeats, int rounds, const std::function<void()>& f) {
+  return median_of(rounds, [&] { return window_seconds(repeats, f, 0.1); });
 }
 
 /// alpha + beta x work through (w1, t1) and (w2, t2), w2 > w1; both clamped at >= 0.
@@ -112,7 +126,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
   {
     auto run = [&](std::int64_t rows, std::int64_t k, std::int64_t n) {
       Tensor<float> a = filled(res, rows, k, 0.5f), b = filled(res, k, n, 0.25f), o(res, rows, n);
-      const double s = mean_seconds(r, [&] {
+      const double s = mean_seconds(r, c.rounds, [&] {
         kernels::gemm<float>(res, kernels::Trans::No, kernels::Trans::No, 1.f, a.view(), b.view(),
                              0.f, o.view());
       });
@@ -136,8 +150,9 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
         filled(res, ds.graph.num_edges(), 1, 1.f), n, false};
     auto run = [&](std::int64_t cols) {
       Tensor<float> x = filled(res, n, cols, 1.f), o(res, n, cols);
-      return mean_seconds(
-          r, [&] { kernels::spmm<kernels::NodeId, float>(res, a.view(), x.view(), o.view()); });
+      return mean_seconds(r, c.rounds, [&] {
+        kernels::spmm<kernels::NodeId, float>(res, a.view(), x.view(), o.view());
+      });
     };
     const double t1 = run(1), t64 = run(64);
     // 16 rows of one entry each: the call's fixed cost.
@@ -151,8 +166,9 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
         Tensor<kernels::NodeId>::from_host(res, std::vector<kernels::NodeId>(16, 0)),
         filled(res, 16, 1, 1.f), 16, false};
     Tensor<float> tx = filled(res, 16, 1, 1.f), to(res, 16, 1);
-    m.spmm_alpha_s = mean_seconds(
-        r, [&] { kernels::spmm<kernels::NodeId, float>(res, tiny.view(), tx.view(), to.view()); });
+    m.spmm_alpha_s = mean_seconds(r, c.rounds, [&] {
+      kernels::spmm<kernels::NodeId, float>(res, tiny.view(), tx.view(), to.view());
+    });
     m.spmm_s_per_byte = std::max(0.0, (t64 - t1) / (e * 63 * 4));
     m.spmm_s_per_edge = std::max(0.0, (t1 - m.spmm_alpha_s) / e - 4 * m.spmm_s_per_byte);
   }
@@ -160,10 +176,11 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
   {
     const std::int64_t count = std::int64_t{1} << 24;
     Tensor<float> x = filled(res, count, 1, -0.5f), y(res, count, 1);
-    const double s = mean_seconds(r, [&] { kernels::relu<float>(res, x.span(), y.span()); });
+    const double s =
+        mean_seconds(r, c.rounds, [&] { kernels::relu<float>(res, x.span(), y.span()); });
     Tensor<float> tx = filled(res, 16, 1, -0.5f), ty(res, 16, 1);
     m.elementwise_alpha_s =
-        mean_seconds(r, [&] { kernels::relu<float>(res, tx.span(), ty.span()); });
+        mean_seconds(r, c.rounds, [&] { kernels::relu<float>(res, tx.span(), ty.span()); });
     m.elementwise_s_per_byte =
         std::max(0.0, s - m.elementwise_alpha_s) / (8.0 * static_cast<double>(count));
   }
@@ -189,10 +206,12 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       for (const sampler::Block& blk : mb.blocks) edges += static_cast<double>(blk.csr.num_edges());
       seeds.resize(static_cast<std::size_t>(batch));
     };
-    const double t = mean_seconds(r, one);
+    const double t = mean_seconds(r, c.rounds, one);
     // The per-edge cost carries the batch's work; a 1-seed batch gives the fixed part.
     std::vector<kernels::NodeId> one_seed = {0};
-    const double t0 = mean_seconds(r, [&] { s.sample(res, {one_seed.data(), 1}, 0, b++); });
+    const double t0 = mean_seconds(r, c.rounds, [&] {
+      s.sample(res, {one_seed.data(), 1}, 0, b++);
+    });
     m.sampler_alpha_s = t0;
     m.sampler_s_per_edge = edges > 0 ? std::max(0.0, t - t0) / edges : m.sampler_s_per_edge;
   }
@@ -228,7 +247,9 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       tc.num_features = 16;
       config.epochs = epochs;
       config.model.hidden = 16;
-      Shard shard = local_shard(res, datasets::make_rmat(res, tc));
+      const datasets::Dataset ds = datasets::make_rmat(res, tc);
+      // train() consumes its shard's features: a fresh shard per round.
+      Shard shard = local_shard(res, ds.clone(res));
       CostModel unscaled = m;
       unscaled.full_graph_step_scale = unscaled.mini_batch_step_scale = 1;
       unscaled.working_set_large_bytes = 0;
@@ -236,9 +257,12 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       unscaled.host_cores = usable_cores();
       const Plan plan =
           make_plan(shard_plan_input(shard), config, unscaled, "cpu", res.cpu_exec().num_threads);
-      const TrainRun run = train(res, shard, config);
-      return Fit{run.result.epoch_time_median_s, plan.epoch_seconds,
-                 static_cast<double>(plan.batches_per_epoch),
+      const double measured = median_of(c.rounds, [&, first = true]() mutable {
+        if (!first) shard = local_shard(res, ds.clone(res));
+        first = false;
+        return train(res, shard, config).result.epoch_time_median_s;
+      });
+      return Fit{measured, plan.epoch_seconds, static_cast<double>(plan.batches_per_epoch),
                  static_cast<double>(plan.per_rank.front().working_set_bytes)};
     };
     TrainConfig full;
@@ -381,7 +405,7 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
       scratch_dir / (".halo-calibrate-parts-" + std::to_string(static_cast<long long>(
                                                     from_rank0(static_cast<double>(::getpid())))));
   datasets::RmatConfig rc;
-  rc.scale = 12;
+  rc.scale = c.rmat_scale;
   rc.avg_degree = 8;
   rc.num_features = 16;
   if (rank == 0) {
@@ -407,20 +431,24 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
     };
     const double x1 = 1e-3, x2 = 2e-3, y1 = plan_at(x1), y2 = plan_at(x2);
     const double messages = (y2 - y1) / (x2 - x1), base = y1 - messages * x1;
-    const TrainRun run = train(res, shard, config);
-    const double measured = from_rank0(run.result.epoch_time_median_s);
+    // Every rank runs the same rounds (train is collective); rank 0's median for everyone.
+    const double measured = from_rank0(median_of(c.rounds, [&, first = true]() mutable {
+      if (!first) shard = open_shard(res, comm, dir);  // train() consumes its features
+      first = false;
+      return train(res, shard, config).result.epoch_time_median_s;
+    }));
     return messages > 0 ? std::max(m.link_alpha_s, (measured - base) / messages) : m.link_alpha_s;
   };
   TrainConfig full;
   full.model.kind = nn::ModelKind::Gcn;
-  m.full_graph_message_s = fit_message(full, 20);
+  m.full_graph_message_s = fit_message(full, 40);
   TrainConfig mini;
   mini.model.kind = nn::ModelKind::Sage;
   MiniBatchConfig mb;
   mb.fanouts = {10, 5};
-  mb.batch_size = 32;
+  mb.batch_size = 1024;
   mini.mini_batch = mb;
-  m.mini_batch_message_s = fit_message(mini, 3);
+  m.mini_batch_message_s = fit_message(mini, 10);
   comm.barrier();
   if (rank == 0) std::filesystem::remove_all(dir);
   return m;

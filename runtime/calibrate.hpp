@@ -9,10 +9,14 @@ namespace halo::runtime {
 
 /// How long and how large the measurements are.
 struct CalibrateConfig {
-  /// Timed calls of each kernel (at least; and at least 0.25 s of them): their mean is kept, so
-  /// that a loaded machine's sharing shows as it does over an epoch. Round trips of the link:
-  /// 30 x repeats, their mean.
+  /// Timed calls of each kernel per window (at least; and at least 0.1 s of them): their mean is
+  /// kept, so that a loaded machine's sharing shows as it does over an epoch. Round trips of the
+  /// link: 30 x repeats, their median.
   int repeats = 7;
+  /// Independent rounds of every measurement (each kernel's window, each whole-step and in-step
+  /// message run), their median kept: one round disturbed by another process (a time slice
+  /// lost, a page-cache flush) then moves nothing. Odd counts give a measured value itself.
+  int rounds = 3;
   /// R-MAT scale of the graph the SpMM and sampler terms are measured on (2^scale nodes,
   /// degree 8).
   int rmat_scale = 14;
@@ -42,12 +46,12 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
 /// descheduled by another process must not count as the link), alpha = half the small round
 /// trip, beta = the large one's extra half round trip per byte. Then the in-step message latency
 /// (full_graph_message_s, mini_batch_message_s): short Trainer runs on all ranks of `comm` over a
-/// random partition of a generated R-MAT graph (scale 12, 16 features; GCN full graph, SAGE
-/// mini-batch with batches of 32), measured epoch minus the plan's epoch without message
-/// latency, per message the plan counts. Written under `scratch_dir` and removed. Also what an MPI
-/// rank adds to the resident set (mpi_rank_extra_bytes: this process's resident set minus
-/// base.process_base_bytes, which must come from a one-process calibration). Returns `base` with
-/// those terms replaced.
+/// METIS partition of a generated R-MAT graph (config.rmat_scale, 16 features; GCN full graph,
+/// SAGE mini-batch with batches of 1024; config.rounds runs each, the median), measured epoch
+/// minus the plan's epoch without message latency, per message the plan counts. Written under
+/// `scratch_dir` and removed. Also what an MPI rank adds to the resident set (mpi_rank_extra_bytes:
+/// this process's resident set minus base.process_base_bytes, which must come from a one-process
+/// calibration). Returns `base` with those terms replaced.
 CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const CalibrateConfig& config,
                          const std::filesystem::path& scratch_dir, CostModel base);
 

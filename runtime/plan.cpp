@@ -71,14 +71,15 @@ double ew_s(const CostModel& m, double bytes, double calls = 1) {
 /// transform, aggregate, bias, ReLU; backward = ReLU', transposed aggregation, dW, dX (not for the
 /// input layer).
 StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& g,
-                   const std::vector<Block>& blocks, double input_nnz, bool sampled) {
+                   const std::vector<Block>& blocks, double input_nnz, bool sampled,
+                   bool sparse_input) {
   StepCost s;
   const std::vector<std::int64_t> w = layer_widths(c, g.num_features, g.num_classes);
   const bool sage = c.model.kind == nn::ModelKind::Sage;
   for (std::size_t l = 0; l < blocks.size(); ++l) {
     const Block& b = blocks[l];
     const double wi = static_cast<double>(w[l]), wo = static_cast<double>(w[l + 1]);
-    const bool sparse_in = l == 0 && g.sparse_features;
+    const bool sparse_in = l == 0 && sparse_input;
     const double entries = b.edges + (sage ? 0 : b.dst);  // GCN adds a self-loop per row
     // Full graph: rows = columns or a halo exchange, either way the narrower side.
     const bool agg_first =
@@ -443,7 +444,11 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
             {static_cast<double>(n_o), static_cast<double>(n_l), static_cast<double>(p.num_edges)});
       input_nnz = static_cast<double>(nnz_o);
     }
-    const StepCost step = step_cost(m, config, g, blocks, input_nnz, mini);
+    // A batch's input rows stay sparse in one process only: with several parts, owned and
+    // fetched rows are gathered into one dense block (FeatureStore::make_inputs), so the input
+    // layer's products are dense.
+    const bool sparse_input = g.sparse_features && !(mini && ranks > 1);
+    const StepCost step = step_cost(m, config, g, blocks, input_nnz, mini, sparse_input);
     std::int64_t activations = step.activation_bytes;
     if (mini) {
       // Every epoch ends with a full-graph forward pass (Trainer::evaluate), which grows the
@@ -520,9 +525,8 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       const double local_edges = sampled_edges / ranks;
       rp.sampling_s = steps * (m.sampler_alpha_s + m.sampler_s_per_edge * local_edges);
       // Gathering the input rows of every batch.
-      const double row_bytes = g.sparse_features
-                                   ? 8.0 * input_nnz / std::max(1.0, blocks.front().src)
-                                   : kF * static_cast<double>(g.num_features);
+      const double row_bytes = sparse_input ? 8.0 * input_nnz / std::max(1.0, blocks.front().src)
+                                            : kF * static_cast<double>(g.num_features);
       rp.sampling_s += steps * ew_s(m, 2 * blocks.front().src * row_bytes);
       rp.sampling_s *= share * scale;
       if (ranks > 1) {

@@ -215,7 +215,7 @@ TEST_F(PlanCli, DatasetCacheAndTheSmallestFittingP) {
 TEST_F(PlanCli, CalibrateWritesWhatPlanReads) {
   const fs::path cal = m_dir / "cal.json";
   Outcome r = halo("calibrate --output " + cal.string() +
-                   " --repeats 1 --rmat-scale 8 --large-rmat-scale 9 --threads 1");
+                   " --repeats 1 --rounds 2 --rmat-scale 8 --large-rmat-scale 9 --threads 1");
   ASSERT_EQ(r.code, 0) << r.err;
   const json c = json::parse(halo::testing::read_file(cal));
   for (const char* group :

@@ -102,8 +102,13 @@ Command add_calibrate_command(CLI::App& app) {
   sub->add_option("--threads", o->threads, "CPU threads (default: as halo train)")
       ->check(CLI::Range(1, 4096));
   sub->add_option("--repeats", o->config.repeats,
-                  "Timed calls per measurement (at least; their mean over at least 0.25 s)")
+                  "Timed calls per measurement window (at least; their mean over at least 0.1 s)")
       ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  sub->add_option("--rounds", o->config.rounds,
+                  "Independent rounds of every measurement, their median kept (a round "
+                  "disturbed by another process then moves nothing)")
+      ->check(CLI::Range(1, 99))
       ->capture_default_str();
   sub->add_option("--rmat-scale", o->config.rmat_scale,
                   "R-MAT scale of the SpMM and sampler graph (2^scale nodes, degree 8)")
