@@ -1,4 +1,5 @@
 // The `halo` program: maps command-line flags onto the components' config structs.
+#include <strings.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,19 +23,47 @@ namespace {
 // constructor, before any code of ours (main or a static initialiser) runs: a setenv here would
 // be ignored. So when the user has set neither, the default is put in the environment and the
 // program re-executes itself once (the variable is then set, so it does not loop); if exec fails,
-// it runs on with libgomp's default. docs/cli.md, "OpenMP waiting".
+// it runs on with libgomp's default. docs/cli.md, "OpenMP waiting and BLAS kernels".
 constexpr const char* kDefaultSpinCount = "100";
 
-void apply_default_omp_wait_policy(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  if (setenv("GOMP_SPINCOUNT", kDefaultSpinCount, 0) != 0) return;
-  execv("/proc/self/exe", argv);
+// OpenBLAS kernels. A DYNAMIC_ARCH OpenBLAS picks its kernels from the CPU's model number, and
+// one older than the CPU (Debian 12's 0.3.21 on an Emerald Rapids Xeon, model 207) falls back to
+// its Prescott (SSE3) kernels although the CPU has AVX-512: sgemm ran about 5x slower than with
+// the SkylakeX kernels on this project's machine. OpenBLAS also reads OPENBLAS_CORETYPE only in
+// its constructor, so when the user has not set it and the library reports the Prescott
+// fallback on a CPU with AVX-512 (SkylakeX kernels) or AVX2 + FMA (Haswell), it is put in the
+// environment for the same single re-execution. docs/cli.md, "OpenMP waiting and BLAS kernels".
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
+
+const char* better_openblas_core() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || openblas_get_corename == nullptr)
+    return nullptr;
+  const char* core = openblas_get_corename();
+  if (core == nullptr || strcasecmp(core, "prescott") != 0) return nullptr;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  return nullptr;
+}
+
+/// Puts the defaults above in the environment where the user set none, and re-executes the
+/// program once if it did (the variables are then set, so it does not loop); if exec fails, it
+/// runs on with the libraries' own choices.
+void apply_runtime_defaults(char** argv) {
+  bool changed = false;
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr)
+    changed = setenv("GOMP_SPINCOUNT", kDefaultSpinCount, 0) == 0;
+  if (const char* core = better_openblas_core())
+    changed = setenv("OPENBLAS_CORETYPE", core, 0) == 0 || changed;
+  if (changed) execv("/proc/self/exe", argv);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  apply_default_omp_wait_policy(argv);
+  apply_runtime_defaults(argv);
   CLI::App app{"Halo: train graph neural networks on large graphs."};
   app.set_version_flag("--version", "halo " HALO_VERSION);
   app.require_subcommand(1, 1);
