@@ -1,6 +1,7 @@
 // A rank's part of every snapshot: owners from a snapshot partition series, rows built from
 // the first snapshot and then the deltas and migrated rows only.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -78,6 +79,27 @@ void erase_sorted(std::vector<NodeId>& v, NodeId x) {
 
 constexpr std::int64_t kPairBytes = 2 * sizeof(NodeId);
 
+/// The rows held as TemporalRows; sets bytes.resend_bytes.
+template <class Mine>
+TemporalRows held_rows(const std::map<NodeId, Row>& rows, const Mine& mine,
+                       SnapshotTraffic& bytes) {
+  TemporalRows tr;
+  std::int64_t pairs = 0;
+  for (const auto& [v, r] : rows) {
+    HALO_EXPECTS(mine(v), "distribute_snapshots: a row of another rank is held");
+    tr.owned.push_back(v);
+    std::vector<NodeId> nb;
+    std::set_union(r.out.begin(), r.out.end(), r.in.begin(), r.in.end(), std::back_inserter(nb));
+    tr.neighbours.push_back(std::move(nb));
+    pairs += static_cast<std::int64_t>(r.out.size());  // each pair once: at its source ...
+    for (const NodeId u : r.in)
+      if (!mine(u)) ++pairs;  // ... or at its destination when the source is remote
+  }
+  bytes.resend_bytes =
+      pairs * kPairBytes + static_cast<std::int64_t>(tr.owned.size() * sizeof(std::int32_t));
+  return tr;
+}
+
 }  // namespace
 
 std::vector<TemporalRows> distribute_snapshots(std::span<const datasets::Snapshot> snapshots,
@@ -128,9 +150,27 @@ std::vector<TemporalRows> distribute_snapshots(std::span<const datasets::Snapsho
         r.in.assign(first + n_out, first + n_out + n_in);
         i += 3 + n_out + n_in;
       }
-      // Then the pairs of the delta that touch the rows it owns now.
+      // Then the pairs of the delta that touch the rows it owns now, or, when they outnumber
+      // the snapshot's pairs touching those rows, the rows whole.
       const datasets::SnapshotDelta delta =
           datasets::snapshot_delta(snapshots[t - 1], snapshots[t]);
+      const auto touches = [&](const TemporalEdge& e) { return mine(e.src) || mine(e.dst); };
+      const auto count = [&](const std::vector<TemporalEdge>& v) {
+        return static_cast<std::int64_t>(std::count_if(v.begin(), v.end(), touches));
+      };
+      const std::int64_t changed = count(delta.removed) + count(delta.added);
+      const std::int64_t whole = count(snapshots[t].edges);
+      if (changed > whole) {
+        bytes.whole = true;
+        bytes.delta_bytes = whole * kPairBytes;
+        for (auto& [v, r] : rows) r.out.clear(), r.in.clear();
+        for (const TemporalEdge& e : snapshots[t].edges) {
+          if (mine(e.src)) rows[e.src].out.push_back(e.dst);  // sorted by (src, dst)
+          if (mine(e.dst)) insert_sorted(rows[e.dst].in, e.src);
+        }
+        out.push_back(held_rows(rows, mine, bytes));
+        continue;
+      }
       for (const TemporalEdge& e : delta.removed) {
         if (!mine(e.src) && !mine(e.dst)) continue;
         bytes.delta_bytes += kPairBytes;
@@ -151,21 +191,7 @@ std::vector<TemporalRows> distribute_snapshots(std::span<const datasets::Snapsho
         if (mine(e.dst)) insert_sorted(rows[e.dst].in, e.src);
       }
     }
-    TemporalRows tr;
-    std::int64_t pairs = 0;
-    for (const auto& [v, r] : rows) {
-      HALO_EXPECTS(mine(v), "distribute_snapshots: a row of another rank is held");
-      tr.owned.push_back(v);
-      std::vector<NodeId> nb;
-      std::set_union(r.out.begin(), r.out.end(), r.in.begin(), r.in.end(), std::back_inserter(nb));
-      tr.neighbours.push_back(std::move(nb));
-      pairs += static_cast<std::int64_t>(r.out.size());  // each pair once: at its source ...
-      for (const NodeId u : r.in)
-        if (!mine(u)) ++pairs;  // ... or at its destination when the source is remote
-    }
-    bytes.resend_bytes =
-        pairs * kPairBytes + static_cast<std::int64_t>(tr.owned.size() * sizeof(std::int32_t));
-    out.push_back(std::move(tr));
+    out.push_back(held_rows(rows, mine, bytes));
   }
   return out;
 }

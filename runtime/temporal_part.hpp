@@ -18,8 +18,10 @@ namespace halo::runtime {
 /// What moving one snapshot to one rank (or, summed, to all ranks) costs, in bytes.
 struct SnapshotTraffic {
   /// The delta pairs (added and removed) with an endpoint the rank owns at this step, 8 bytes
-  /// each (two node ids); for snapshot 0 every pair touching its rows (the initial load).
+  /// each (two node ids); for snapshot 0, or when those outnumber the snapshot's pairs touching
+  /// its rows (`whole`), those pairs instead (its rows sent whole).
   std::int64_t delta_bytes = 0;
+  bool whole = false;
   /// The rows that migrate to the rank between the previous step and this one: per row its
   /// id, two counts and its out- and in-neighbour ids, 4 bytes each (what the old owner sends).
   std::int64_t migration_bytes = 0;
@@ -50,8 +52,9 @@ std::vector<std::vector<std::int32_t>> read_snapshot_owners(
 /// of every step), moved as the unit of issue 14: the rank takes its rows of snapshot 0, then
 /// per step t >= 1 the rows whose owner changes travel from their old owner to their new one
 /// over `comm` (collective: every rank calls with the same arguments), and then the rank
-/// applies the pairs of snapshot_delta(t - 1, t) that touch its rows. `traffic[t]` receives
-/// what the rank received for step t. Host.
+/// applies the pairs of snapshot_delta(t - 1, t) that touch its rows, or takes its rows of
+/// snapshot t whole when they have fewer pairs than that (a sliding window's delta removes
+/// most of the previous step). `traffic[t]` receives what the rank received for step t. Host.
 std::vector<TemporalRows> distribute_snapshots(std::span<const datasets::Snapshot> snapshots,
                                                const std::vector<std::vector<std::int32_t>>& owner,
                                                Comm& comm, std::vector<SnapshotTraffic>& traffic);

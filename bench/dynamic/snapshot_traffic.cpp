@@ -36,16 +36,17 @@ int main(int argc, char** argv) try {
   runtime::distribute_snapshots(snaps, owner, *comm, traffic);
   std::vector<std::int64_t> sums;
   for (const runtime::SnapshotTraffic& t : traffic)
-    sums.insert(sums.end(), {t.delta_bytes, t.migration_bytes, t.resend_bytes});
+    sums.insert(sums.end(), {t.delta_bytes, t.migration_bytes, t.resend_bytes, t.whole ? 1 : 0});
   comm->allreduce(kernels::Span<std::int64_t>{sums.data(), static_cast<std::int64_t>(sums.size())},
                   runtime::ReduceOp::Sum);
   if (comm->rank() == 0) {
-    std::string csv = "snapshot,pairs,delta_bytes,migration_bytes,resend_bytes\n";
+    std::string csv = "snapshot,pairs,delta_bytes,migration_bytes,resend_bytes,ranks_whole\n";
     std::int64_t delta = 0, migration = 0, resend = 0;
     for (std::size_t t = 0; t < traffic.size(); ++t) {
-      const std::int64_t* s = &sums[3 * t];
+      const std::int64_t* s = &sums[4 * t];
       csv += std::to_string(t) + "," + std::to_string(snaps[t].edges.size()) + "," +
-             std::to_string(s[0]) + "," + std::to_string(s[1]) + "," + std::to_string(s[2]) + "\n";
+             std::to_string(s[0]) + "," + std::to_string(s[1]) + "," + std::to_string(s[2]) + "," +
+             std::to_string(s[3]) + "\n";
       if (t > 0) delta += s[0], migration += s[1], resend += s[2];
     }
     kernels::write_file_atomically(argv[5], csv);

@@ -63,18 +63,27 @@ std::int64_t touching(const std::vector<TemporalEdge>& pairs, const std::vector<
   });
 }
 
-void check_series(const datasets::SnapshotConfig& config) {
+/// How often, over the ranks, rows went whole, deltas were applied, and deltas with removed
+/// pairs were applied.
+struct Paths {
+  std::int64_t wholes = 0, deltas = 0, removals = 0;
+};
+
+Paths check_series(const datasets::SnapshotConfig& config) {
   const datasets::TemporalGraph g = tiny_graph();
   const std::int64_t n = g.num_nodes();
   std::vector<Snapshot> snaps = datasets::make_snapshots(g, config);
   for (Snapshot& s : snaps) s.num_nodes = n;  // every node of the run in every step
-  ASSERT_EQ(snaps.size(), 5u);
+  EXPECT_EQ(snaps.size(), 5u);
   const int me = comm().rank(), p = comm().size();
   const auto own = owners(n, snaps.size(), p);
   std::vector<SnapshotTraffic> traffic;
   const std::vector<TemporalRows> rows = distribute_snapshots(snaps, own, comm(), traffic);
-  ASSERT_EQ(rows.size(), snaps.size());
-  std::int64_t moved_total = 0, sent_expected = 0;
+  if (rows.size() != snaps.size()) {
+    ADD_FAILURE() << "one TemporalRows per snapshot expected";
+    return {};
+  }
+  std::int64_t moved_total = 0, sent_expected = 0, wholes = 0, deltas = 0, removals = 0;
   for (std::size_t t = 0; t < snaps.size(); ++t) {
     // The rows read off snapshot t directly.
     std::vector<NodeId> owned;
@@ -102,7 +111,20 @@ void check_series(const datasets::SnapshotConfig& config) {
                                     snaps[t].edges.begin(), snaps[t].edges.end(),
                                     std::back_inserter(changed));
     }
-    EXPECT_EQ(traffic[t].delta_bytes, 8 * touching(changed, own[t], me)) << "step " << t;
+    // ... or the rank's pairs of snapshot t whole when those are fewer.
+    const std::int64_t delta = touching(changed, own[t], me);
+    const std::int64_t whole = touching(snaps[t].edges, own[t], me);
+    EXPECT_EQ(traffic[t].delta_bytes, 8 * (t > 0 ? std::min(delta, whole) : delta)) << "step " << t;
+    EXPECT_EQ(traffic[t].whole, t > 0 && delta > whole) << "step " << t;
+    wholes += traffic[t].whole;
+    deltas += t > 0 && !traffic[t].whole && delta > 0;
+    if (t > 0 && !traffic[t].whole) {
+      std::vector<TemporalEdge> removed;
+      std::set_difference(snaps[t - 1].edges.begin(), snaps[t - 1].edges.end(),
+                          snaps[t].edges.begin(), snaps[t].edges.end(),
+                          std::back_inserter(removed));
+      removals += touching(removed, own[t], me) > 0;
+    }
     EXPECT_EQ(traffic[t].resend_bytes, 8 * touching(snaps[t].edges, own[t], me) +
                                            4 * static_cast<std::int64_t>(owned.size()))
         << "step " << t;
@@ -124,6 +146,7 @@ void check_series(const datasets::SnapshotConfig& config) {
     EXPECT_EQ(traffic[t].migration_bytes, expected) << "step " << t;
     sent_expected += expected;
   }
+
   if (p > 1) {
     EXPECT_GT(comm().sum(moved_total), 0);
     EXPECT_GT(comm().sum(sent_expected), 0);
@@ -132,20 +155,28 @@ void check_series(const datasets::SnapshotConfig& config) {
       EXPECT_TRUE(rows[1].owned.empty());
     }
   }
+  return {comm().sum(wholes), comm().sum(deltas), comm().sum(removals)};
 }
 
 TEST(TemporalPart, SlidingSnapshotsFromDeltasAndMigrations) {
   datasets::SnapshotConfig c;
   c.num_snapshots = 5;
   c.window_snapshots = 1;
-  check_series(c);
+  // The steps share no pair here: every rank's rows go whole after snapshot 0.
+  EXPECT_GT(check_series(c).wholes, 0);
+  c.window_snapshots = 3;  // a delta (one span out, one in) is smaller than 3 spans
+  const Paths three = check_series(c);
+  EXPECT_GT(three.deltas, 0);
+  EXPECT_GT(three.removals, 0);
 }
 
 TEST(TemporalPart, CumulativeSnapshotsMoveLessThanResending) {
   datasets::SnapshotConfig c;
   c.num_snapshots = 5;
   c.window_snapshots = 0;
-  check_series(c);
+  const Paths cumulative = check_series(c);
+  EXPECT_GT(cumulative.deltas, 0);
+  EXPECT_EQ(cumulative.wholes, 0);
   // Cumulative snapshots only grow: after snapshot 0, the deltas and migrations of all ranks
   // stay below resending every snapshot's parts.
   const datasets::TemporalGraph g = tiny_graph();
