@@ -156,6 +156,8 @@ TEST(DistributedHetero, MiniBatchLossesEqualOneProcessForBothLayers) {
     write_partitioned(dir, undirected);
     for (const auto kind : {nn::HeteroLayerKind::Rgcn, nn::HeteroLayerKind::Hgt}) {
       for (const std::int64_t batch : {4, 1}) {
+        // Batches of one seed once per layer (kept short: every batch is a few collectives).
+        if (batch == 1 && (kind == nn::HeteroLayerKind::Hgt) != undirected) continue;
         SCOPED_TRACE(nn::to_string(kind) + (undirected ? " undirected" : " directed") + ", batch " +
                      std::to_string(batch));
         TrainConfig config;
@@ -164,14 +166,14 @@ TEST(DistributedHetero, MiniBatchLossesEqualOneProcessForBothLayers) {
         config.hetero.heads = 2;
         config.hetero.dropout = 0.3f;
         config.hetero.featureless = nn::FeaturelessInput::Zero;
-        config.epochs = batch == 1 ? 1 : 3;
+        config.epochs = batch == 1 ? 1 : 2;
         config.lr = 0.05;
         config.seed = 5;
         MiniBatchConfig mb;
         mb.batch_size = batch;
         mb.fanouts = {2, 1};
         mb.prefetch = 0;
-        mb.max_batches = batch == 1 ? 3 : 0;
+        mb.max_batches = batch == 1 ? 2 : 0;
         config.mini_batch = mb;
         expect_equal_runs(dir, config);
       }
