@@ -12,21 +12,43 @@ using kernels::NodeId;
 using kernels::Span;
 
 RemoteNeighbors::RemoteNeighbors(const partition::Part& part, Comm& comm)
-    : m_part(part), m_comm(comm), m_rows(part.graph.view(), part.ids.original_ids().data) {
+    : m_part(&part),
+      m_stats{part.book().num_nodes(), part.training_edges, part.max_degree},
+      m_comm(comm),
+      m_rows(part.graph.view(), part.ids.original_ids().data) {
   HALO_EXPECTS(part.ids.num_parts() == comm.size() && part.rank() == comm.rank(),
                "RemoteNeighbors: rank " + std::to_string(comm.rank()) + " of " +
                    std::to_string(comm.size()) + " holds part " + std::to_string(part.rank()) +
                    " of " + std::to_string(part.ids.num_parts()));
 }
 
-sampler::DegreeStats RemoteNeighbors::stats() const {
-  return {m_part.book().num_nodes(), m_part.training_edges, m_part.max_degree};
+RemoteNeighbors::RemoteNeighbors(sampler::LocalNeighbors rows, std::span<const std::int32_t> owner,
+                                 std::span<const NodeId> row, sampler::DegreeStats stats,
+                                 Comm& comm)
+    : m_owner(owner), m_row(row), m_stats(stats), m_comm(comm), m_rows(rows) {
+  HALO_EXPECTS(
+      owner.size() == row.size() && static_cast<std::int64_t>(owner.size()) == stats.num_nodes,
+      "RemoteNeighbors: one owner and row per destination node");
+}
+
+sampler::DegreeStats RemoteNeighbors::stats() const { return m_stats; }
+
+std::int64_t RemoteNeighbors::local_row(NodeId v) const {
+  if (m_part) {
+    HALO_EXPECTS(m_part->ids.owns(v), "RemoteNeighbors: asked for a row this rank does not own");
+    return v - m_part->ids.first_owned();
+  }
+  HALO_EXPECTS(v >= 0 && static_cast<std::size_t>(v) < m_owner.size() &&
+                   m_owner[static_cast<std::size_t>(v)] == m_comm.rank(),
+               "RemoteNeighbors: asked for a row this rank does not own");
+  return m_row[static_cast<std::size_t>(v)];
 }
 
 void RemoteNeighbors::reserve(const sampler::SamplerEnvelope& envelope,
                               const std::vector<int>& fanouts, bool replace) {
   const auto p = static_cast<std::size_t>(m_comm.size());
-  const std::int64_t owned = m_part.num_owned(), owned_edges = m_part.graph.num_edges();
+  const std::int64_t owned = m_rows.graph().num_rows, owned_edges = m_rows.graph().num_edges();
+  const std::int64_t max_degree = m_stats.max_degree;
   std::int64_t ask = 0, edges = 0, served = 0, served_edges = 0;
   for (std::size_t l = 0; l < envelope.layers.size(); ++l) {
     const sampler::LayerEnvelope& b = envelope.layers[l];
@@ -36,7 +58,7 @@ void RemoteNeighbors::reserve(const sampler::SamplerEnvelope& envelope,
     const std::int64_t requests = static_cast<std::int64_t>(p) * std::min(b.num_dst, owned);
     const int k = fanouts[l];
     const std::int64_t per =
-        k < 0 ? m_part.max_degree : (replace ? k : std::min<std::int64_t>(k, m_part.max_degree));
+        k < 0 ? max_degree : (replace ? k : std::min<std::int64_t>(k, max_degree));
     std::int64_t draws = requests * per;
     if (k < 0 || !replace) draws = std::min(draws, static_cast<std::int64_t>(p) * owned_edges);
     served = std::max(served, requests);
@@ -61,16 +83,15 @@ void RemoteNeighbors::count(const kernels::Resources& res, Span<const NodeId> ds
   HALO_EXPECTS(!m_count_out.empty(), "RemoteNeighbors: reserve() before the first hop");
   const auto p = static_cast<std::size_t>(m_comm.size());
   const int me = m_comm.rank();
-  const partition::IdMap& ids = m_part.ids;
   // The destinations, grouped by owner (in rank order, each group in frontier order).
   std::fill(m_count_out.begin(), m_count_out.end(), 0);
   for (std::int64_t i = 0; i < dst.size; ++i)
-    ++m_count_out[static_cast<std::size_t>(ids.owner(dst[i])) + 1];
+    ++m_count_out[static_cast<std::size_t>(owner(dst[i])) + 1];
   std::partial_sum(m_count_out.begin(), m_count_out.end(), m_cursor.begin());
   m_slot.resize(static_cast<std::size_t>(dst.size));  // within the reserved capacity
   m_ask.resize(static_cast<std::size_t>(dst.size));
   for (std::int64_t i = 0; i < dst.size; ++i) {
-    const auto at = m_cursor[static_cast<std::size_t>(ids.owner(dst[i]))]++;
+    const auto at = m_cursor[static_cast<std::size_t>(owner(dst[i]))]++;
     m_ask[static_cast<std::size_t>(at)] = dst[i];
     m_slot[static_cast<std::size_t>(i)] = at;
   }
@@ -89,10 +110,8 @@ void RemoteNeighbors::count(const kernels::Resources& res, Span<const NodeId> ds
 
   // Serve: the draws of every row asked for, counted on this rank's rows.
   m_local.resize(m_asked.size());
-  for (std::size_t k = 0; k < m_asked.size(); ++k) {
-    HALO_EXPECTS(ids.owns(m_asked[k]), "RemoteNeighbors: asked for a row this rank does not own");
-    m_local[k] = m_asked[k] - ids.first_owned();
-  }
+  for (std::size_t k = 0; k < m_asked.size(); ++k)
+    m_local[k] = static_cast<NodeId>(local_row(m_asked[k]));
   m_served_offsets.resize(m_asked.size() + 1);
   m_served_offsets[0] = 0;
   m_rows.count(res, {m_local.data(), asked}, fanout, replace, m_served_offsets.data() + 1);
@@ -118,12 +137,12 @@ void RemoteNeighbors::fill(const kernels::Resources& res, Span<const NodeId> dst
                            NodeId* out) {
   const auto p = static_cast<std::size_t>(m_comm.size());
   const int me = m_comm.rank();
-  const partition::IdMap& ids = m_part.ids;
   // Draw the rows asked for (keyed by their original ids), as partition ids.
   m_served.resize(static_cast<std::size_t>(m_served_offsets.back()));
   m_rows.fill(res, {m_local.data(), static_cast<std::int64_t>(m_local.size())}, fanout, replace,
               hop_key, m_served_offsets.data(), m_served.data());
-  for (NodeId& v : m_served) v = ids.to_partition(v);
+  if (m_part)
+    for (NodeId& v : m_served) v = m_part->ids.to_partition(v);
   // Draws per requester (served, in the order asked) and per owner (got, in ask order).
   std::int64_t served_at = 0, got_at = 0;
   for (std::size_t j = 0; j < p; ++j) {

@@ -3,6 +3,7 @@
 // that owns it.
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <halo/partition/partition_format.hpp>
@@ -22,6 +23,13 @@ namespace halo::runtime {
 class RemoteNeighbors final : public sampler::NeighborSource {
  public:
   RemoteNeighbors(const partition::Part& part, Comm& comm);
+  /// One relation of a heterogeneous partition, ids type-local original ids: `rows` this
+  /// rank's owned destination rows (row i listing its sources' ids in ascending order, keyed
+  /// by the row's id; borrowed), `owner[v]` and `row[v]` the rank owning destination v and its
+  /// row there (borrowed, every rank the same), `stats` the whole relation's. The draws are
+  /// sent back as they are stored (ids of the source type).
+  RemoteNeighbors(sampler::LocalNeighbors rows, std::span<const std::int32_t> owner,
+                  std::span<const kernels::NodeId> row, sampler::DegreeStats stats, Comm& comm);
   /// The whole training graph's nodes, entries and largest row (the part stores them).
   sampler::DegreeStats stats() const override;
   /// Sizes the buffers for hops within `envelope` (on every rank the same bounds).
@@ -38,7 +46,16 @@ class RemoteNeighbors final : public sampler::NeighborSource {
   void reset_bytes() { m_bytes = 0; }
 
  private:
-  const partition::Part& m_part;
+  std::int32_t owner(kernels::NodeId v) const {
+    return m_part ? m_part->ids.owner(v) : m_owner[static_cast<std::size_t>(v)];
+  }
+  /// The row of owned destination v on this rank.
+  std::int64_t local_row(kernels::NodeId v) const;
+
+  const partition::Part* m_part = nullptr;  // null: a heterogeneous relation (m_owner, m_row)
+  std::span<const std::int32_t> m_owner;
+  std::span<const kernels::NodeId> m_row;
+  sampler::DegreeStats m_stats;
   Comm& m_comm;
   sampler::LocalNeighbors m_rows;  // the owned rows, keyed by original id
   std::int64_t m_bytes = 0;

@@ -4,9 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/log.hpp>
@@ -19,6 +23,7 @@
 #include <halo/runtime/detail/timing.hpp>
 #include <halo/runtime/feature_store.hpp>
 #include <halo/runtime/halo_exchange.hpp>
+#include <halo/runtime/remote_neighbors.hpp>
 #include <halo/runtime/trainer.hpp>
 #include <halo/sampler/batch.hpp>
 #include <halo/sampler/hetero_sampler.hpp>
@@ -499,7 +504,7 @@ class HeteroNodeClassification final : public Trainer::Task {
   }
   std::int64_t batches_per_epoch() const override {
     if (!m_sampler) return 1;
-    const std::int64_t n = m_shard.graph.train_idx.numel(), b = m_config.mini_batch->batch_size;
+    const std::int64_t n = m_num_train, b = m_config.mini_batch->batch_size;
     const std::int64_t limit = m_config.mini_batch->max_batches;
     return limit > 0 ? std::min((n + b - 1) / b, limit) : (n + b - 1) / b;
   }
@@ -509,6 +514,9 @@ class HeteroNodeClassification final : public Trainer::Task {
   bool train_minibatch(std::uint64_t epoch, EpochStats& s, const Trainer::StepCallback& on_step);
   /// The views, features and labels of one sampled batch.
   void prepare_batch(const sampler::HeteroMiniBatch& mb, nn::HeteroStageTimes& stages);
+  /// Mini-batch on a partition: the owner tables, the relations' remote rows and the feature
+  /// stores per type; returns the sampler's sources.
+  sampler::HeteroNeighborSources enable_remote_batches();
 
   const kernels::Resources& m_res;
   HeteroShard& m_shard;
@@ -544,6 +552,22 @@ class HeteroNodeClassification final : public Trainer::Task {
   Tensor<float> m_grad_flat;
   std::vector<float> m_grad_host;
   std::int64_t m_num_train = 0;
+  // Mini-batch on a partition (ids: type-local global ids, as one process): per type the rank
+  // owning each node of the whole graph and its row there, and the per-type partition ids
+  // (m_type_book: P + 1 offsets) the feature stores use; per relation the owned destination
+  // rows with global source ids (ascending, as one process stores them) and their
+  // RemoteNeighbors; per type with features a FeatureStore of its owned rows and its inputs.
+  std::vector<std::vector<std::int32_t>> m_owner;
+  std::vector<std::vector<NodeId>> m_row;
+  std::vector<std::vector<std::int64_t>> m_type_book;
+  std::vector<datasets::Graph> m_owned_rows;
+  std::vector<std::unique_ptr<RemoteNeighbors>> m_remote;
+  std::vector<std::unique_ptr<partition::Part>> m_type_parts;
+  std::vector<std::unique_ptr<FeatureStore>> m_stores;  // null: a featureless type
+  std::vector<BatchInputs> m_store_inputs;
+  std::vector<NodeId> m_pids;
+  FetchStats m_fetch;
+  std::int64_t m_syncs = 0;
 };
 
 kernels::AdamConfig adam_config(const TrainConfig& c, bool weight_decay) {
@@ -573,9 +597,6 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
   HALO_EXPECTS(!parted || model.embeddings().empty(),
                "train: a heterogeneous partition trains with --featureless zero (embeddings of "
                "featureless types are not distributed yet)");
-  HALO_EXPECTS(!parted || !config.mini_batch,
-               "train: a heterogeneous partition trains on the full graph (mini-batches: one "
-               "process)");
   // Its checkpoints would also hold SparseAdam's moments and per-table step counts and the F1
   // scores of the history, which the checkpoint format does not store yet.
   HALO_EXPECTS(config.checkpoint.dir.empty(),
@@ -587,7 +608,8 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
                    have.relations == want.relations && have.target_type == want.target_type &&
                    have.num_classes == want.num_classes,
                "train: the heterogeneous model was not built for this dataset");
-  HALO_EXPECTS(g.train_idx.numel() > 0, "train: the dataset has no training nodes");
+  HALO_EXPECTS((parted ? layout.num_train : g.train_idx.numel()) > 0,
+               "train: the dataset has no training nodes");
   const auto start = Clock::now();
   const std::vector<std::int64_t> offsets = g.type_offsets();
   for (std::int32_t t = 0; t < g.num_types(); ++t) {
@@ -651,9 +673,73 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
                      std::to_string(config.hetero.num_layers) + " layers (one per layer)");
     sc.replace = mbc.replace;
     sc.seed = config.seed;
-    m_sampler = std::make_unique<sampler::HeteroNeighborSampler>(res, g, mbc.batch_size, sc);
+    m_sampler = parted
+                    ? std::make_unique<sampler::HeteroNeighborSampler>(res, g, mbc.batch_size, sc,
+                                                                       enable_remote_batches())
+                    : std::make_unique<sampler::HeteroNeighborSampler>(res, g, mbc.batch_size, sc);
     const auto& env = m_sampler->envelope();
     const std::size_t nt = g.node_types.size();
+    if (parted) {
+      // The remote sources' buffers for the envelope; a feature store per type with features
+      // over its owned rows (per-type partition ids), remote rows fetched from their owners.
+      for (std::size_t r = 0; r < m_remote.size(); ++r) {
+        const auto d = static_cast<std::size_t>(g.relations[r].dst_type);
+        sampler::SamplerEnvelope e;
+        std::vector<int> fanouts;
+        for (std::size_t l = 0; l < env.size(); ++l) {
+          e.layers.push_back({env[l].num_dst[d], env[l].num_edges[r], 0});
+          fanouts.push_back(sc.fanouts[l][r]);
+        }
+        m_remote[r]->reserve(e, fanouts, sc.replace);
+      }
+      const kernels::Resources host = host_resources(res);
+      std::int64_t rows = 1;
+      for (std::size_t t = 0; t < nt; ++t) {
+        const datasets::NodeType& type = g.node_types[t];
+        rows = std::max(rows, env[0].num_src[t]);
+        m_store_inputs.emplace_back();
+        m_stores.push_back(nullptr);
+        if (!type.has_features()) continue;
+        const std::int64_t owned = layout.num_owned[t];
+        auto part = std::make_unique<partition::Part>();
+        const NodeId* o = layout.original[t].data();
+        part->ids = partition::IdMap(
+            partition::PartitionBook(m_type_book[t]), shard.comm->rank(),
+            Tensor<NodeId>::from_host(host, std::vector<NodeId>(o, o + owned), owned, 1),
+            Tensor<NodeId>(host, kernels::Device::Cpu, 0));
+        part->degrees = Tensor<std::int64_t>::zeros(host, owned);
+        part->features = std::visit(
+            [&](const auto& x) -> kernels::FeatureMatrix<float> {
+              using X = std::decay_t<decltype(x)>;
+              if constexpr (std::is_same_v<X, Tensor<float>>) {
+                const std::vector<float> v(x.data(), x.data() + owned * x.cols());
+                return Tensor<float>::from_host(host, v, owned, x.cols());
+              } else {
+                const std::int64_t* ip = x.indptr.data();
+                const std::int64_t m = ip[owned];
+                return kernels::CsrMatrix<std::int32_t, float>{
+                    Tensor<std::int64_t>::from_host(
+                        host, std::vector<std::int64_t>(ip, ip + owned + 1), owned + 1, 1),
+                    Tensor<std::int32_t>::from_host(
+                        host, std::vector<std::int32_t>(x.indices.data(), x.indices.data() + m), m,
+                        1),
+                    x.values.empty()
+                        ? Tensor<float>()
+                        : Tensor<float>::from_host(
+                              host, std::vector<float>(x.values.data(), x.values.data() + m), m, 1),
+                    x.num_cols, false};
+              }
+            },
+            type.features);
+        m_stores.back() = std::make_unique<FeatureStore>(res, *part, config.normalize_features);
+        m_stores.back()->enable_batches(*shard.comm, std::max<std::int64_t>(1, env[0].num_src[t]),
+                                        static_cast<std::int64_t>(mbc.cache_mb * 1024 * 1024),
+                                        mbc.cache_policy);
+        m_store_inputs.back() = m_stores.back()->make_inputs(res);
+        m_type_parts.push_back(std::move(part));
+      }
+      m_pids.resize(static_cast<std::size_t>(rows));
+    }
     m_blocks.assign(env.size(), {});
     m_block_ids.resize(env.size());
     for (std::size_t l = 0; l < env.size(); ++l) {
@@ -681,16 +767,102 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
         m_batch_x.emplace_back(Tensor<float>());
       }
     }
-    for (const auto& x : m_batch_x) m_batch_inputs.push_back(&x);
+    for (std::size_t t = 0; t < nt; ++t)
+      m_batch_inputs.push_back(parted && m_stores[t] ? &m_store_inputs[t].x : &m_batch_x[t]);
+    if (parted) {
+      // Every training node of the whole graph, by its global id: the ranks cut the same
+      // batches and each keeps the seeds it owns.
+      const auto tt = static_cast<std::size_t>(g.target_type);
+      std::vector<NodeId> mine;
+      for (std::int64_t i = 0; i < g.train_idx.numel(); ++i)
+        mine.push_back(layout.original[tt].data()[g.train_idx.data()[i]]);
+      std::vector<std::size_t> counts;
+      const std::vector<std::byte> all =
+          shard.comm->allgatherv(mine.data(), mine.size() * sizeof(NodeId), counts);
+      m_train_host.resize(all.size() / sizeof(NodeId));
+      std::memcpy(m_train_host.data(), all.data(), all.size());
+    }
     m_scan_sums = Tensor<std::int64_t>(res, scan);
     m_batch_labels = Tensor<std::int32_t>(res, mbc.batch_size);
     m_batch_rows = Tensor<NodeId>(res, mbc.batch_size);
     for (std::int64_t i = 0; i < mbc.batch_size; ++i)
       m_batch_rows.data()[i] = static_cast<NodeId>(i);
-    m_train_host = g.train_idx.to_vector(res);
+    if (!parted) m_train_host = g.train_idx.to_vector(res);
     m_seeds.reserve(static_cast<std::size_t>(mbc.batch_size));
   }
   preprocess_time_s = seconds_since(start);
+}
+
+sampler::HeteroNeighborSources HeteroNodeClassification::enable_remote_batches() {
+  const datasets::HeteroGraph& g = m_shard.graph;
+  const partition::HeteroPartLayout& layout = m_shard.layout;
+  Comm& comm = *m_shard.comm;
+  const kernels::Resources host = host_resources(m_res);
+  const int p = comm.size();
+  const std::size_t nt = g.node_types.size(), nr = g.relations.size();
+  sampler::HeteroNeighborSources sources{layout.global_nodes, {}};
+  // Who owns every node: the owned ids of every rank, gathered once.
+  for (std::size_t t = 0; t < nt; ++t) {
+    std::vector<std::size_t> counts;
+    const std::vector<std::byte> all =
+        comm.allgatherv(layout.original[t].data(),
+                        static_cast<std::size_t>(layout.num_owned[t]) * sizeof(NodeId), counts);
+    std::vector<NodeId> ids(all.size() / sizeof(NodeId));
+    std::memcpy(ids.data(), all.data(), all.size());
+    const auto n = static_cast<std::size_t>(layout.global_nodes[t]);
+    m_owner.emplace_back(n, -1);
+    m_row.emplace_back(n, 0);
+    std::vector<std::int64_t> book(1, 0);
+    std::size_t at = 0;
+    for (int k = 0; k < p; ++k) {
+      const std::size_t owned = counts[static_cast<std::size_t>(k)] / sizeof(NodeId);
+      for (std::size_t i = 0; i < owned; ++i) {
+        m_owner[t][static_cast<std::size_t>(ids[at + i])] = k;
+        m_row[t][static_cast<std::size_t>(ids[at + i])] = static_cast<NodeId>(i);
+      }
+      at += owned;
+      book.push_back(book.back() + static_cast<std::int64_t>(owned));
+    }
+    m_type_book.push_back(std::move(book));
+  }
+  // Per relation: the owned rows with global source ids in ascending order (one process's
+  // order, so the owner draws what one process draws), served to every rank.
+  m_owned_rows.reserve(nr);
+  for (std::size_t r = 0; r < nr; ++r) {
+    const datasets::Relation& rel = g.relations[r];
+    const auto d = static_cast<std::size_t>(rel.dst_type),
+               s = static_cast<std::size_t>(rel.src_type);
+    const std::int64_t owned = layout.num_owned[d];
+    const NodeId* src = layout.original[s].data();
+    std::vector<std::int64_t> indptr(static_cast<std::size_t>(owned) + 1, 0);
+    std::vector<NodeId> indices;
+    std::int64_t stats[2] = {0, 0};  // entries, largest row
+    for (std::int64_t i = 0; i < owned; ++i) {
+      const auto first = static_cast<std::ptrdiff_t>(indices.size());
+      for (std::int64_t e = rel.adj.indptr.data()[i]; e < rel.adj.indptr.data()[i + 1]; ++e)
+        indices.push_back(src[rel.adj.indices.data()[e]]);
+      std::sort(indices.begin() + first, indices.end());
+      indptr[static_cast<std::size_t>(i) + 1] = std::ssize(indices);
+      stats[1] = std::max<std::int64_t>(stats[1], std::ssize(indices) - first);
+    }
+    stats[0] = std::ssize(indices);
+    comm.allreduce(kernels::Span<std::int64_t>(stats, 1), ReduceOp::Sum);
+    comm.allreduce(kernels::Span<std::int64_t>(stats + 1, 1), ReduceOp::Max);
+    const auto rows = static_cast<std::int64_t>(indices.size());
+    m_owned_rows.push_back(
+        datasets::Graph{Tensor<std::int64_t>::from_host(host, indptr, owned + 1, 1),
+                        rows > 0 ? Tensor<NodeId>::from_host(host, indices, rows, 1)
+                                 : Tensor<NodeId>(host, kernels::Device::Cpu, 0),
+                        {},
+                        layout.global_nodes[s],
+                        false});
+    m_remote.push_back(std::make_unique<RemoteNeighbors>(
+        sampler::LocalNeighbors(m_owned_rows.back().view(), layout.original[d].data()),
+        std::span<const std::int32_t>(m_owner[d]), std::span<const NodeId>(m_row[d]),
+        sampler::DegreeStats{layout.global_nodes[d], stats[0], stats[1]}, comm));
+    sources.relations.push_back(m_remote.back().get());
+  }
+  return sources;
 }
 
 void HeteroNodeClassification::prepare_batch(const sampler::HeteroMiniBatch& mb,
@@ -711,12 +883,27 @@ void HeteroNodeClassification::prepare_batch(const sampler::HeteroMiniBatch& mb,
     v.times = &stages;
   }
   std::int64_t syncs = 0;
-  for (std::size_t t = 0; t < nt; ++t)
-    if (kernels::num_cols(m_features[t]) > 0)
-      sampler::gather_feature_rows(m_res, m_features[t], mb.blocks[0].src_ids[t], m_batch_x[t],
-                                   m_scan_sums, syncs);
-  for (std::int64_t i = 0; i < mb.seeds.size; ++i)
-    m_batch_labels.data()[i] = m_labels_host[static_cast<std::size_t>(mb.seeds[i])];
+  for (std::size_t t = 0; t < nt; ++t) {
+    const kernels::Span<const NodeId> ids = mb.blocks[0].src_ids[t];
+    if (!m_stores.empty()) {  // a partition: every rank gathers its inputs of each type
+      if (!m_stores[t]) continue;
+      for (std::int64_t i = 0; i < ids.size; ++i) {
+        const auto v = static_cast<std::size_t>(ids[i]);
+        m_pids[static_cast<std::size_t>(i)] = static_cast<NodeId>(
+            m_type_book[t][static_cast<std::size_t>(m_owner[t][v])] + m_row[t][v]);
+      }
+      m_stores[t]->gather(m_res, *m_shard.comm, {m_pids.data(), ids.size}, m_store_inputs[t],
+                          m_fetch, m_syncs);
+    } else if (kernels::num_cols(m_features[t]) > 0) {
+      sampler::gather_feature_rows(m_res, m_features[t], ids, m_batch_x[t], m_scan_sums, syncs);
+    }
+  }
+  const auto tt = static_cast<std::size_t>(m_shard.graph.target_type);
+  for (std::int64_t i = 0; i < mb.seeds.size; ++i) {
+    const auto v = static_cast<std::size_t>(mb.seeds[i]);
+    m_batch_labels.data()[i] =
+        m_labels_host[m_row.empty() ? v : static_cast<std::size_t>(m_row[tt][v])];
+  }
 }
 
 bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& s,
@@ -737,8 +924,14 @@ bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& 
   for (std::int64_t b = 0; b < batches; ++b) {
     const auto build = Clock::now();
     m_seeds.clear();
-    for (std::int64_t i = b * bs; i < std::min<std::int64_t>((b + 1) * bs, std::ssize(order)); ++i)
-      m_seeds.push_back(order[static_cast<std::size_t>(i)].second);
+    const std::int64_t end = std::min<std::int64_t>((b + 1) * bs, std::ssize(order));
+    const auto tt = static_cast<std::size_t>(m_shard.graph.target_type);
+    const int me = m_shard.comm->rank();
+    for (std::int64_t i = b * bs; i < end; ++i) {
+      const NodeId v = order[static_cast<std::size_t>(i)].second;
+      if (m_owner.empty() || m_owner[tt][static_cast<std::size_t>(v)] == me) m_seeds.push_back(v);
+    }
+    const std::int64_t global = end - b * bs;  // the batch's seeds over all ranks
     const sampler::HeteroMiniBatch& mb = m_sampler->sample(
         m_res, {m_seeds.data(), std::ssize(m_seeds)}, epoch, static_cast<std::uint64_t>(b));
     prepare_batch(mb, stages);
@@ -756,20 +949,37 @@ bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& 
     kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
     const kernels::Span<const std::int32_t> labels{m_batch_labels.data(), n};
     const kernels::Span<const NodeId> rows{m_batch_rows.data(), n};
-    const double loss = kernels::log_softmax_nll(m_res, logits.view(), labels, rows, n);
-    kernels::log_softmax_nll_backward(m_res, logits.view(), labels, rows, m_dlogits.view(), n);
+    // Divided by the batch's seeds over all ranks: the ranks' losses and gradients add up.
+    double loss = kernels::log_softmax_nll(m_res, logits.view(), labels, rows, global);
+    kernels::log_softmax_nll_backward(m_res, logits.view(), labels, rows, m_dlogits.view(), global);
     m_model.backward(ctx, graphs, m_dlogits);
+    if (m_halo) {
+      const auto t = Clock::now();
+      loss = allreduce_gradients(m_res, *m_shard.comm, m_params, loss, m_grad_flat, m_grad_host);
+      s.allreduce_time_s += seconds_since(t);
+    }
     expect_finite(loss, epoch, b);
     m_optimizer.step(m_res);
     m_sparse.step(m_res);
-    loss_sum += loss * static_cast<double>(n);
-    seeds += static_cast<double>(n);
+    loss_sum += loss * static_cast<double>(global);
+    seeds += static_cast<double>(global);
     if (on_step) on_step(b);
   }
   for (auto& v : m_blocks) v.times = nullptr;
   s.epoch_time_s = seconds_since(start);
   s.train_loss = loss_sum / seeds;
   s.stages = stages;
+  if (m_halo) {
+    // A partition: the edges every rank sampled, summed; each stage the slowest rank's.
+    m_shard.comm->allreduce(
+        kernels::Span<std::int64_t>(s.sampled_edges.data(), std::ssize(s.sampled_edges)),
+        ReduceOp::Sum);
+    nn::HeteroStageTimes& t = s.stages;
+    double v[4] = {t.subgraph_build_s, t.feature_projection_s, t.neighbor_aggregation_s,
+                   t.semantic_aggregation_s};
+    m_shard.comm->allreduce(kernels::Span<double>(v, 4), ReduceOp::Max);
+    t = {v[0], v[1], v[2], v[3]};
+  }
   return true;
 }
 

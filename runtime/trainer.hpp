@@ -301,11 +301,13 @@ class Trainer {
  public:
   Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
           nn::Network<float>& model);
-  /// The heterogeneous node-classification task: `model` on the full graph of `shard` (one
-  /// process), mean NLL over the training nodes of the target type, accuracy, Macro-F1 and
-  /// Micro-F1 per split, Adam on the dense parameters and SparseAdam (nn::SparseAdam, no
-  /// weight decay) on the embeddings of the featureless types, the HGNN stages timed per
-  /// epoch. Sparse features are row-normalised as config.normalize_features says. No
+  /// The heterogeneous node-classification task: `model` on the full graph of `shard` or on
+  /// sampled typed blocks (config.mini_batch; CPU), in one process or across the ranks of a
+  /// partition (each rank its seeds of every global batch, the relations' rows and the input
+  /// features fetched from their owners), mean NLL over the training nodes of the target type,
+  /// accuracy, Macro-F1 and Micro-F1 per split, Adam on the dense parameters and SparseAdam
+  /// (nn::SparseAdam, no weight decay) on the embeddings of the featureless types, the HGNN stages
+  /// timed per epoch. Sparse features are row-normalised as config.normalize_features says. No
   /// checkpoints yet: halo::LogicError when config.checkpoint.dir is set.
   Trainer(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
           nn::HeteroModel<float>& model);

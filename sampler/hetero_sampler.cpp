@@ -2,6 +2,7 @@
 // serial per-type relabelling.
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/exec.hpp>
@@ -84,19 +85,22 @@ std::vector<std::vector<int>> parse_hetero_fanouts(const std::string& text,
   return out;
 }
 
-std::vector<HeteroLayerEnvelope> plan_hetero_envelope(const datasets::HeteroGraph& g,
-                                                      std::int64_t batch_size,
-                                                      const HeteroSamplerConfig& config) {
+namespace {
+
+/// plan_hetero_envelope from the relations' statistics and every type's nodes.
+std::vector<HeteroLayerEnvelope> plan_envelope(const datasets::HeteroGraph& g,
+                                               const std::vector<DegreeStats>& stats,
+                                               const std::vector<std::int64_t>& num_nodes,
+                                               std::int64_t batch_size,
+                                               const HeteroSamplerConfig& config) {
   HALO_EXPECTS(batch_size >= 1, "hetero sampler: batch_size must be >= 1");
   HALO_EXPECTS(!config.fanouts.empty(), "hetero sampler: no fan-outs (one list per layer)");
   const std::size_t nt = g.node_types.size(), nr = g.relations.size();
-  std::vector<DegreeStats> stats(nr);
-  for (std::size_t r = 0; r < nr; ++r) stats[r] = degree_stats(g.relations[r].adj.view());
   const std::size_t layers = config.fanouts.size();
   std::vector<HeteroLayerEnvelope> env(layers);
   std::vector<std::int64_t> dst(nt, 0);
   const auto target = static_cast<std::size_t>(g.target_type);
-  dst[target] = std::min(batch_size, g.node_types[target].num_nodes);
+  dst[target] = std::min(batch_size, num_nodes[target]);
   for (std::size_t h = 0; h < layers; ++h) {
     const std::size_t l = layers - 1 - h;
     HALO_EXPECTS(config.fanouts[l].size() == nr,
@@ -120,20 +124,51 @@ std::vector<HeteroLayerEnvelope> plan_hetero_envelope(const datasets::HeteroGrap
       e.num_edges[r] = m;
       e.num_src[static_cast<std::size_t>(rel.src_type)] += m;
     }
-    for (std::size_t t = 0; t < nt; ++t)
-      e.num_src[t] = std::min(e.num_src[t], g.node_types[t].num_nodes);
+    for (std::size_t t = 0; t < nt; ++t) e.num_src[t] = std::min(e.num_src[t], num_nodes[t]);
     dst = e.num_src;
   }
   return env;
 }
 
+std::vector<std::int64_t> type_sizes(const datasets::HeteroGraph& g) {
+  std::vector<std::int64_t> n;
+  for (const auto& t : g.node_types) n.push_back(t.num_nodes);
+  return n;
+}
+
+}  // namespace
+
+std::vector<HeteroLayerEnvelope> plan_hetero_envelope(const datasets::HeteroGraph& g,
+                                                      std::int64_t batch_size,
+                                                      const HeteroSamplerConfig& config) {
+  std::vector<DegreeStats> stats;
+  for (const auto& r : g.relations) stats.push_back(degree_stats(r.adj.view()));
+  return plan_envelope(g, stats, type_sizes(g), batch_size, config);
+}
+
 HeteroNeighborSampler::HeteroNeighborSampler(const kernels::Resources& res,
                                              const datasets::HeteroGraph& g,
                                              std::int64_t batch_size, HeteroSamplerConfig config)
-    : m_graph(&g), m_config(std::move(config)), m_batch_size(batch_size) {
+    : HeteroNeighborSampler(res, g, batch_size, std::move(config), {type_sizes(g), {}}) {}
+
+HeteroNeighborSampler::HeteroNeighborSampler(const kernels::Resources& res,
+                                             const datasets::HeteroGraph& g,
+                                             std::int64_t batch_size, HeteroSamplerConfig config,
+                                             HeteroNeighborSources sources)
+    : m_graph(&g),
+      m_sources(std::move(sources)),
+      m_config(std::move(config)),
+      m_batch_size(batch_size) {
   HALO_EXPECTS(res.device() == kernels::Device::Cpu, "HeteroNeighborSampler runs on the CPU");
-  m_envelope = plan_hetero_envelope(g, batch_size, m_config);
   const std::size_t nt = g.node_types.size(), nr = g.relations.size();
+  HALO_EXPECTS(m_sources.num_nodes.size() == nt &&
+                   (m_sources.relations.empty() || m_sources.relations.size() == nr),
+               "HeteroNeighborSampler: one node count per type and one source per relation");
+  std::vector<DegreeStats> stats;
+  for (std::size_t r = 0; r < nr; ++r)
+    stats.push_back(m_sources.relations.empty() ? degree_stats(g.relations[r].adj.view())
+                                                : m_sources.relations[r]->stats());
+  m_envelope = plan_envelope(g, stats, m_sources.num_nodes, batch_size, m_config);
   std::int64_t scan = 1;
   m_layers.resize(m_envelope.size());
   for (std::size_t l = 0; l < m_envelope.size(); ++l) {
@@ -153,8 +188,8 @@ HeteroNeighborSampler::HeteroNeighborSampler(const kernels::Resources& res,
     }
   }
   for (std::size_t t = 0; t < nt; ++t) {
-    m_map.push_back(kernels::Tensor<NodeId>::zeros(res, g.node_types[t].num_nodes));
-    m_bytes += sizeof(NodeId) * static_cast<std::size_t>(g.node_types[t].num_nodes);
+    m_map.push_back(kernels::Tensor<NodeId>::zeros(res, m_sources.num_nodes[t]));
+    m_bytes += sizeof(NodeId) * static_cast<std::size_t>(m_sources.num_nodes[t]);
   }
   m_scan = kernels::Tensor<std::int64_t>(res, kernels::Device::Cpu, scan);
   m_bytes += sizeof(std::int64_t) * static_cast<std::size_t>(scan);
@@ -182,7 +217,7 @@ const HeteroMiniBatch& HeteroNeighborSampler::sample(const kernels::Resources& r
   {
     NodeId* ids = m_layers[layers - 1].src_ids[target].data();
     NodeId* map = m_map[target].data();
-    const std::int64_t n = g.node_types[target].num_nodes;
+    const std::int64_t n = m_sources.num_nodes[target];
     for (std::int64_t i = 0; i < seeds.size; ++i) {
       const NodeId v = seeds[i];
       const bool ok = v >= 0 && v < n && map[v] == 0;
@@ -237,17 +272,25 @@ void HeteroNeighborSampler::sample_hop(const kernels::Resources& res, std::size_
     const std::int64_t num_dst = b.num_dst[dt];
     const Span<const NodeId> dst{buf.src_ids[dt].data(), num_dst};
     const kernels::CsrView<NodeId, float> adj = rel.adj.view();
+    NeighborSource* source = m_sources.relations.empty() ? nullptr : m_sources.relations[r];
     std::int64_t* indptr = buf.indptr[r].data();
     indptr[0] = 0;
-    kernels::launch(res, num_dst,
-                    detail::CountBody{adj, dst, fanout, m_config.replace, indptr + 1});
+    if (source != nullptr)
+      source->count(res, dst, fanout, m_config.replace, indptr + 1);
+    else
+      kernels::launch(res, num_dst,
+                      detail::CountBody{adj, dst, fanout, m_config.replace, indptr + 1});
     kernels::inclusive_scan(res, indptr + 1, num_dst, m_scan.data(), detail::kScanBlock);
     const std::int64_t num_edges = indptr[num_dst];
     HALO_ASSERT(num_edges <= bound.num_edges[r], 1);
     NodeId* sampled = buf.indices[r].data();
     const std::uint64_t rel_key = kernels::rng::key(key, static_cast<std::uint64_t>(r));
-    kernels::launch(res, num_dst,
-                    detail::FillBody{adj, dst, fanout, m_config.replace, rel_key, indptr, sampled});
+    if (source != nullptr)
+      source->fill(res, dst, fanout, m_config.replace, rel_key, indptr, sampled);
+    else
+      kernels::launch(
+          res, num_dst,
+          detail::FillBody{adj, dst, fanout, m_config.replace, rel_key, indptr, sampled});
     // Relabel: type-local ids of src_type -> local source ids, new sources appended.
     NodeId* map = m_map[st].data();
     NodeId* ids = buf.src_ids[st].data();

@@ -10,6 +10,7 @@
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/tensor.hpp>
 #include <halo/kernels/views.hpp>
+#include <halo/sampler/neighbor_source.hpp>
 
 namespace halo::sampler {
 
@@ -67,6 +68,15 @@ std::vector<HeteroLayerEnvelope> plan_hetero_envelope(const datasets::HeteroGrap
                                                       std::int64_t batch_size,
                                                       const HeteroSamplerConfig& config);
 
+/// Where a HeteroNeighborSampler reads the rows of a graph whose rows it does not hold (a
+/// partition, runtime::RemoteNeighbors): per type the nodes of the whole graph, per relation a
+/// source over type-local ids of its destination type whose draws are type-local ids of its
+/// source type and whose stats() are the whole relation's (the envelope is planned from them).
+struct HeteroNeighborSources {
+  std::vector<std::int64_t> num_nodes;
+  std::vector<NeighborSource*> relations;
+};
+
 /// Samples typed blocks for batches of target-type seeds. Every buffer is allocated in the
 /// constructor to plan_hetero_envelope's bounds (plus one id map per node type, 4 bytes per
 /// node); sample() allocates nothing. Counting and drawing run the homogeneous sampler's
@@ -80,6 +90,12 @@ class HeteroNeighborSampler {
   /// fan-out is below -1, batch_size < 1, or `res` is not a CPU Resources.
   HeteroNeighborSampler(const kernels::Resources& res, const datasets::HeteroGraph& g,
                         std::int64_t batch_size, HeteroSamplerConfig config);
+  /// The relations' rows from `sources` (borrowed; `g` gives only the types of the relations
+  /// and the target type). A source that communicates is collective: every rank samples the
+  /// same batches, each with its own seeds (possibly none).
+  HeteroNeighborSampler(const kernels::Resources& res, const datasets::HeteroGraph& g,
+                        std::int64_t batch_size, HeteroSamplerConfig config,
+                        HeteroNeighborSources sources);
 
   /// The blocks of `seeds` (distinct target-type ids, at most batch_size) for (epoch, batch).
   /// Views into the sampler's buffers, valid until the next call. halo::LogicError on too many
@@ -101,6 +117,7 @@ class HeteroNeighborSampler {
   void sample_hop(const kernels::Resources& res, std::size_t l, std::uint64_t hop_key);
 
   const datasets::HeteroGraph* m_graph;
+  HeteroNeighborSources m_sources;  // empty relations: m_graph's own rows
   HeteroSamplerConfig m_config;
   std::int64_t m_batch_size;
   std::vector<HeteroLayerEnvelope> m_envelope;

@@ -57,6 +57,42 @@ void write_hetero_graph(const std::filesystem::path& dir, bool undirected) {
       << "follows\tuser\tuser\tedges_follows.tsv\t" << follows.size() << "\n";
 }
 
+/// `dir`/data (write_hetero_graph) and its partition `dir`/parts into comm().size() parts.
+void write_partitioned(const std::filesystem::path& dir, bool undirected) {
+  if (comm().rank() == 0) {
+    std::filesystem::remove_all(dir);
+    write_hetero_graph(dir / "data", undirected);
+    partition::PartitionConfig c;
+    c.num_parts = comm().size();
+    const datasets::HeteroGraph g = datasets::read_hetero_directory(res(), dir / "data");
+    partition::write_hetero_partitions(res(), g, partition::partition_hetero(res(), g, c),
+                                       dir / "parts");
+  }
+  comm().barrier();
+}
+
+/// One process on `dir`/data and the ranks on `dir`/parts with `config`: the same losses per
+/// epoch (1e-4 relative), accuracies and F1 scores.
+void expect_equal_runs(const std::filesystem::path& dir, const TrainConfig& config) {
+  HeteroShard one = local_hetero_shard(datasets::read_hetero_directory(res(), dir / "data"));
+  const TrainResult want = train(res(), one, config).result;
+  HeteroShard part = open_hetero_shard(res(), comm(), dir / "parts");
+  const TrainResult got = train(res(), part, config).result;
+  ASSERT_EQ(got.history.size(), want.history.size());
+  EXPECT_EQ(got.batches_per_epoch, want.batches_per_epoch);
+  for (std::size_t e = 0; e < want.history.size(); ++e) {
+    const EpochStats& a = want.history[e];
+    const EpochStats& b = got.history[e];
+    EXPECT_NEAR(b.train_loss, a.train_loss, 1e-4 * std::abs(a.train_loss)) << "epoch " << e;
+    EXPECT_EQ(b.train_accuracy, a.train_accuracy) << "epoch " << e;
+    EXPECT_EQ(b.val_accuracy, a.val_accuracy) << "epoch " << e;
+    EXPECT_EQ(b.test_accuracy, a.test_accuracy) << "epoch " << e;
+    EXPECT_NEAR(b.val_macro_f1, a.val_macro_f1, 1e-12) << "epoch " << e;
+  }
+  EXPECT_NEAR(got.test_macro_f1, want.test_macro_f1, 1e-12);
+  EXPECT_NEAR(got.test_micro_f1, want.test_micro_f1, 1e-12);
+}
+
 // P ranks on a partition of the graph compute what one process computes: the losses of every
 // epoch within 1e-4 relative, the accuracies and F1 scores the same (dropout on, keyed by the
 // nodes' global ids; the halo rows of every layer exchanged per type).
@@ -102,6 +138,45 @@ TEST(DistributedHetero, LossesEqualOneProcessForBothLayers) {
       }
       EXPECT_NEAR(got.test_macro_f1, want.test_macro_f1, 1e-12);
       EXPECT_NEAR(got.test_micro_f1, want.test_micro_f1, 1e-12);
+    }
+    comm().barrier();
+    if (comm().rank() == 0) std::filesystem::remove_all(dir);
+  }
+}
+
+// Mini-batches across ranks: each rank samples its share of every global batch (its own
+// seeds) through the owners' rows and features, keyed by global ids, so P ranks draw and
+// compute what one process does. Fan-outs below the degrees (the draws matter), dropout on;
+// then batches of one seed, so that most ranks have none in a batch.
+TEST(DistributedHetero, MiniBatchLossesEqualOneProcessForBothLayers) {
+  for (const bool undirected : {false, true}) {
+    const std::filesystem::path dir =
+        std::filesystem::path(HALO_TEST_BINARY_DIR) /
+        ("dist-hetero-mb-" + std::string(undirected ? "u" : "d") + std::to_string(comm().size()));
+    write_partitioned(dir, undirected);
+    for (const auto kind : {nn::HeteroLayerKind::Rgcn, nn::HeteroLayerKind::Hgt}) {
+      for (const std::int64_t batch : {4, 1}) {
+        // Batches of one seed once per layer (kept short: every batch is a few collectives).
+        if (batch == 1 && (kind == nn::HeteroLayerKind::Hgt) != undirected) continue;
+        SCOPED_TRACE(nn::to_string(kind) + (undirected ? " undirected" : " directed") + ", batch " +
+                     std::to_string(batch));
+        TrainConfig config;
+        config.hetero.kind = kind;
+        config.hetero.hidden = 8;
+        config.hetero.heads = 2;
+        config.hetero.dropout = 0.3f;
+        config.hetero.featureless = nn::FeaturelessInput::Zero;
+        config.epochs = batch == 1 ? 1 : 2;
+        config.lr = 0.05;
+        config.seed = 5;
+        MiniBatchConfig mb;
+        mb.batch_size = batch;
+        mb.fanouts = {2, 1};
+        mb.prefetch = 0;
+        mb.max_batches = batch == 1 ? 2 : 0;
+        config.mini_batch = mb;
+        expect_equal_runs(dir, config);
+      }
     }
     comm().barrier();
     if (comm().rank() == 0) std::filesystem::remove_all(dir);

@@ -14,6 +14,7 @@
 #include <halo/datasets/numpy.hpp>
 #include <halo/nn/model_file.hpp>
 
+#include "support/hetero_fixture.hpp"
 #include "support/testing.hpp"
 
 namespace {
@@ -48,6 +49,25 @@ class DistributedTrainCli : public ::testing::Test {
   const halo::testing::TempDir m_temp;
   const fs::path m_dir = m_temp.path();
 };
+
+// A heterogeneous partition trains in mini-batches across ranks (the refusal is gone): one
+// JSON from rank 0, its mode and ranks.
+TEST_F(DistributedTrainCli, HeteroPartitionTrainsInMiniBatches) {
+  const fs::path data = m_dir / "typed", hparts = m_dir / "hparts", json = m_dir / "h.json";
+  fs::create_directories(data);
+  halo::testing::write_hetero_fixture(data);
+  Outcome r = halo(" partition --dataset " + data.string() + " --parts 2 --out " + hparts.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = mpiexec(2, " train --partitions " + hparts.string() +
+                     " --model rgcn --mode mini-batch --fanouts 2,2 --batch-size 4 --epochs 2"
+                     " --featureless zero --hidden 8 --json " +
+                     json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(halo::testing::read_file(json));
+  EXPECT_EQ(j["mode"], "mini-batch");
+  EXPECT_EQ(j["world_size"], 2);
+  EXPECT_TRUE(std::isfinite(j["final_train_loss"].get<double>()));
+}
 
 TEST_F(DistributedTrainCli, TwoRanksWriteOneResult) {
   const fs::path json = m_dir / "r.json";

@@ -62,14 +62,12 @@ HeteroTrainOptions hetero_options(const TrainCommandOptions& o) {
     if (o.mb.prefetch != runtime::MiniBatchConfig{}.prefetch)
       throw UsageError(
           "--prefetch: heterogeneous mini-batches are prepared on the training thread");
+    if (o.mb.cache_mb != 0)
+      throw UsageError("--cache-mb: heterogeneous partitions have no feature cache yet");
     h.mini_batch = o.mb;
     h.fanouts = o.fanouts;
   }
   h.partitions = o.partitions;
-  if (!o.partitions.empty() && h.mini_batch)
-    throw UsageError(
-        "--partitions: heterogeneous partitions train on the full graph (mini-batches run in "
-        "one process)");
   if (!o.partitions.empty() && was_given(o, "--split"))
     throw UsageError(
         "--split: a partition holds the split it was written with (halo partition "

@@ -87,10 +87,11 @@ int run_hetero_train(const HeteroTrainOptions& o) {
   const auto& target = g.node_types[static_cast<std::size_t>(g.target_type)];
   if (parted && lead)
     std::fprintf(stderr,
-                 "halo train: %s, part 0 of %d (%lld local nodes), %s, full-graph across %d ranks, "
+                 "halo train: %s, part 0 of %d (%lld local nodes), %s, %s across %d ranks, "
                  "%d threads each\n",
                  o.partitions.c_str(), world->size(), static_cast<long long>(g.num_nodes()),
-                 o.model.c_str(), world->size(), res.cpu_exec().num_threads);
+                 o.model.c_str(), o.mini_batch ? "mini-batch" : "full-graph", world->size(),
+                 res.cpu_exec().num_threads);
   else if (!parted)
     std::fprintf(stderr,
                  "halo train: %s (%d node types, %lld nodes, %d relations with reverses, %lld "

@@ -29,7 +29,7 @@ void check_homogeneous_run(const TrainOptions& o) {
   if (o.model == "rgcn" || o.model == "hgt")
     throw UsageError("--model " + o.model +
                      ": needs a heterogeneous dataset (a typed directory, "
-                     "docs/formats.md, or its partition), trained on the full graph");
+                     "docs/formats.md, or its partition)");
 }
 
 void check_task(const TrainOptions& o) {
