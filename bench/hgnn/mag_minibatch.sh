@@ -26,11 +26,12 @@ trap 'rm -f "$json" "$log"' EXIT
 # VM's generic "Intel(R) Xeon(R) Processor") it falls back to Prescott's SSE3 kernels, ~5x
 # slower at sgemm than SkylakeX's on this machine's AVX-512 CPU. Unless OPENBLAS_CORETYPE is set,
 # ask for SkylakeX there (the input projection of ~180k sampled papers is most of a batch).
-if [[ -z ${OPENBLAS_CORETYPE:-} ]] && grep -qw avx512f /proc/cpuinfo &&
-  OPENBLAS_VERBOSE=2 "$halo" --help 2>&1 | grep -q "Core: Prescott"; then
+blas_core() { OPENBLAS_VERBOSE=2 "$halo" --help 2>&1 | sed -n 's/^Core: //p' | sed -n 1p; }
+if [[ -z ${OPENBLAS_CORETYPE:-} && $(blas_core) == Prescott ]] && grep -qw avx512f /proc/cpuinfo
+then
   export OPENBLAS_CORETYPE=SkylakeX
 fi
-blas_core=$(OPENBLAS_VERBOSE=2 "$halo" --help 2>&1 | sed -n 's/^Core: //p' | head -1)
+blas_core=$(blas_core)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 "$halo" train --dataset synthetic-mag --mag-scale "$scale" --model rgcn --mode mini-batch \
   --fanouts "$fanouts" --batch-size "$batch" --max-batches "$max_batches" --hidden "$hidden" \
