@@ -22,15 +22,25 @@ max_batches=${MAX_BATCHES:-0}
 json=$(mktemp)
 log=$(mktemp)
 trap 'rm -f "$json" "$log"' EXIT
+# OpenBLAS (DYNAMIC_ARCH) picks its kernels from the CPU model; on one it does not recognise (a
+# VM's generic "Intel(R) Xeon(R) Processor") it falls back to Prescott's SSE3 kernels, ~5x
+# slower at sgemm than SkylakeX's on this machine's AVX-512 CPU. Unless OPENBLAS_CORETYPE is set,
+# ask for SkylakeX there (the input projection of ~180k sampled papers is most of a batch).
+blas_core() { OPENBLAS_VERBOSE=2 "$halo" --help 2>&1 | sed -n 's/^Core: //p' | sed -n 1p; }
+if [[ -z ${OPENBLAS_CORETYPE:-} && $(blas_core) == Prescott ]] && grep -qw avx512f /proc/cpuinfo
+then
+  export OPENBLAS_CORETYPE=SkylakeX
+fi
+blas_core=$(blas_core)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 "$halo" train --dataset synthetic-mag --mag-scale "$scale" --model rgcn --mode mini-batch \
   --fanouts "$fanouts" --batch-size "$batch" --max-batches "$max_batches" --hidden "$hidden" \
   --epochs 1 --threads "$threads" --seed 0 --json "$json" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 /usr/bin/python3 - "$json" "$out_md" "$halo" "$scale" "$load_before" "$load_after" "$fanouts" \
-  "$max_batches" "$log" <<'PY'
+  "$max_batches" "$log" "${blas_core:-unknown}" <<'PY'
 import datetime, json, math, re, subprocess, sys
-path, out_md, halo, scale, load_before, load_after, fanouts, max_batches, log = sys.argv[1:10]
+path, out_md, halo, scale, load_before, load_after, fanouts, max_batches, log, core = sys.argv[1:11]
 r = json.load(open(path))
 st = r["stage_times_per_epoch_s"][0]
 edges = r["sampled_edges_per_epoch"]
@@ -56,7 +66,7 @@ lines = [
     + (f"Timed: the first {ran} batches of the epoch; an epoch over every training paper is "
        f"{full} batches, extrapolated below as (time of {ran} batches) x {full} / {ran}. "
        if sample and full else f"{ran} batches (the whole epoch). ")
-    + f"Binary `{halo}` (Release preset `bench`) at commit {commit}, "
+    + f"Binary `{halo}` (Release preset `bench`, OpenBLAS core {core}) at commit {commit}, "
     f"{datetime.date.today()}; load average {load_before} before, {load_after} after (a shared "
     "2-core machine: the times are indicative). Peak RSS (`peak_host_memory_bytes`) includes "
     "generating the graph and the full-graph evaluation after the epoch.",
