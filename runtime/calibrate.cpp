@@ -400,23 +400,30 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
       std::max<std::int64_t>(0, current_host_memory_bytes() - m.process_base_bytes);
   m.link_calibrated = true;
 
-  // The in-step message latency: short distributed Trainer runs on a generated graph.
-  const std::filesystem::path dir =
-      scratch_dir / (".halo-calibrate-parts-" + std::to_string(static_cast<long long>(
-                                                    from_rank0(static_cast<double>(::getpid())))));
-  datasets::RmatConfig rc;
-  rc.scale = c.rmat_scale;
-  rc.avg_degree = 8;
-  rc.num_features = 16;
-  if (rank == 0) {
-    datasets::Dataset ds = datasets::make_rmat(res, rc);
-    partition::PartitionConfig pc;
-    pc.num_parts = comm.size();
-    std::filesystem::remove_all(dir);
-    partition::write_partitions(res, ds, partition::partition_dataset(res, ds, pc), dir);
-  }
-  comm.barrier();
-  auto fit_message = [&](TrainConfig config, int epochs) {
+  // The in-step message latency: short distributed Trainer runs on generated graphs. Full
+  // graph on a small one (scale 12: its epoch is mostly messages, so the residual is theirs);
+  // mini-batch on the graph the one-process mini-batch scale was fitted on (config.rmat_scale,
+  // batches of 1024 as there), so that the compute the plan subtracts is the calibrated one.
+  const std::string stem =
+      ".halo-calibrate-parts-" +
+      std::to_string(static_cast<long long>(from_rank0(static_cast<double>(::getpid()))));
+  auto write_parts = [&](int scale) {
+    const std::filesystem::path dir = scratch_dir / (stem + "-" + std::to_string(scale));
+    if (rank == 0) {
+      datasets::RmatConfig rc;
+      rc.scale = scale;
+      rc.avg_degree = 8;
+      rc.num_features = 16;
+      datasets::Dataset ds = datasets::make_rmat(res, rc);
+      partition::PartitionConfig pc;
+      pc.num_parts = comm.size();
+      std::filesystem::remove_all(dir);
+      partition::write_partitions(res, ds, partition::partition_dataset(res, ds, pc), dir);
+    }
+    comm.barrier();
+    return dir;
+  };
+  auto fit_message = [&](const std::filesystem::path& dir, TrainConfig config, int epochs) {
     config.epochs = epochs;
     config.model.hidden = 16;
     Shard shard = open_shard(res, comm, dir);
@@ -439,18 +446,23 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
     }));
     return messages > 0 ? std::max(m.link_alpha_s, (measured - base) / messages) : m.link_alpha_s;
   };
+  const std::filesystem::path small = write_parts(std::min(12, c.rmat_scale));
+  const std::filesystem::path large = write_parts(c.rmat_scale);
   TrainConfig full;
   full.model.kind = nn::ModelKind::Gcn;
-  m.full_graph_message_s = fit_message(full, 40);
+  m.full_graph_message_s = fit_message(small, full, 40);
   TrainConfig mini;
   mini.model.kind = nn::ModelKind::Sage;
   MiniBatchConfig mb;
   mb.fanouts = {10, 5};
   mb.batch_size = 1024;
   mini.mini_batch = mb;
-  m.mini_batch_message_s = fit_message(mini, 10);
+  m.mini_batch_message_s = fit_message(large, mini, 10);
   comm.barrier();
-  if (rank == 0) std::filesystem::remove_all(dir);
+  if (rank == 0) {
+    std::filesystem::remove_all(small);
+    std::filesystem::remove_all(large);
+  }
   return m;
 }
 

@@ -46,12 +46,12 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
 /// descheduled by another process must not count as the link), alpha = half the small round
 /// trip, beta = the large one's extra half round trip per byte. Then the in-step message latency
 /// (full_graph_message_s, mini_batch_message_s): short Trainer runs on all ranks of `comm` over a
-/// METIS partition of a generated R-MAT graph (config.rmat_scale, 16 features; GCN full graph,
-/// SAGE mini-batch with batches of 1024; config.rounds runs each, the median), measured epoch
-/// minus the plan's epoch without message latency, per message the plan counts. Written under
-/// `scratch_dir` and removed. Also what an MPI rank adds to the resident set (mpi_rank_extra_bytes:
-/// this process's resident set minus base.process_base_bytes, which must come from a one-process
-/// calibration). Returns `base` with those terms replaced.
+/// METIS partition of generated R-MAT graphs (16 features; GCN full graph on scale 12, SAGE
+/// mini-batch with batches of 1024 on config.rmat_scale; config.rounds runs each, the median),
+/// measured epoch minus the plan's epoch without message latency, per message the plan counts.
+/// Written under `scratch_dir` and removed. Also what an MPI rank adds to the resident set
+/// (mpi_rank_extra_bytes: this process's resident set minus base.process_base_bytes, which must
+/// come from a one-process calibration). Returns `base` with those terms replaced.
 CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const CalibrateConfig& config,
                          const std::filesystem::path& scratch_dir, CostModel base);
 
