@@ -24,13 +24,10 @@ log=$(mktemp)
 trap 'rm -f "$json" "$log"' EXIT
 # OpenBLAS (DYNAMIC_ARCH) picks its kernels from the CPU model; on one it does not recognise (a
 # VM's generic "Intel(R) Xeon(R) Processor") it falls back to Prescott's SSE3 kernels, ~5x
-# slower at sgemm than SkylakeX's on this machine's AVX-512 CPU. Unless OPENBLAS_CORETYPE is set,
-# ask for SkylakeX there (the input projection of ~180k sampled papers is most of a batch).
-blas_core() { OPENBLAS_VERBOSE=2 "$halo" --help 2>&1 | sed -n 's/^Core: //p' | sed -n 1p; }
-if [[ -z ${OPENBLAS_CORETYPE:-} && $(blas_core) == Prescott ]] && grep -qw avx512f /proc/cpuinfo
-then
-  export OPENBLAS_CORETYPE=SkylakeX
-fi
+# slower at sgemm than SkylakeX's on this machine's AVX-512 CPU. `halo` itself then asks for
+# SkylakeX (docs/cli.md, "OpenMP waiting and BLAS kernels"); the core it ran with is recorded
+# (the last one OpenBLAS reports: after halo's re-execution).
+blas_core() { OPENBLAS_VERBOSE=2 "$halo" --help 2>&1 | sed -n 's/^Core: //p' | tail -n 1; }
 blas_core=$(blas_core)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 "$halo" train --dataset synthetic-mag --mag-scale "$scale" --model rgcn --mode mini-batch \
