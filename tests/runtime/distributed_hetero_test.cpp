@@ -101,16 +101,7 @@ TEST(DistributedHetero, LossesEqualOneProcessForBothLayers) {
     const std::filesystem::path dir =
         std::filesystem::path(HALO_TEST_BINARY_DIR) /
         ("dist-hetero-" + std::string(undirected ? "u" : "d") + std::to_string(comm().size()));
-    if (comm().rank() == 0) {
-      std::filesystem::remove_all(dir);
-      write_hetero_graph(dir / "data", undirected);
-      partition::PartitionConfig c;
-      c.num_parts = comm().size();
-      const datasets::HeteroGraph g = datasets::read_hetero_directory(res(), dir / "data");
-      partition::write_hetero_partitions(res(), g, partition::partition_hetero(res(), g, c),
-                                         dir / "parts");
-    }
-    comm().barrier();
+    write_partitioned(dir, undirected);
     for (const auto kind : {nn::HeteroLayerKind::Rgcn, nn::HeteroLayerKind::Hgt}) {
       SCOPED_TRACE(nn::to_string(kind) + (undirected ? " undirected" : " directed"));
       TrainConfig config;
@@ -122,22 +113,7 @@ TEST(DistributedHetero, LossesEqualOneProcessForBothLayers) {
       config.epochs = 4;
       config.lr = 0.05;
       config.seed = 3;
-      HeteroShard one = local_hetero_shard(datasets::read_hetero_directory(res(), dir / "data"));
-      const TrainResult want = train(res(), one, config).result;
-      HeteroShard part = open_hetero_shard(res(), comm(), dir / "parts");
-      const TrainResult got = train(res(), part, config).result;
-      ASSERT_EQ(got.history.size(), want.history.size());
-      for (std::size_t e = 0; e < want.history.size(); ++e) {
-        const EpochStats& a = want.history[e];
-        const EpochStats& b = got.history[e];
-        EXPECT_NEAR(b.train_loss, a.train_loss, 1e-4 * std::abs(a.train_loss)) << "epoch " << e;
-        EXPECT_EQ(b.train_accuracy, a.train_accuracy) << "epoch " << e;
-        EXPECT_EQ(b.val_accuracy, a.val_accuracy) << "epoch " << e;
-        EXPECT_EQ(b.test_accuracy, a.test_accuracy) << "epoch " << e;
-        EXPECT_NEAR(b.val_macro_f1, a.val_macro_f1, 1e-12) << "epoch " << e;
-      }
-      EXPECT_NEAR(got.test_macro_f1, want.test_macro_f1, 1e-12);
-      EXPECT_NEAR(got.test_micro_f1, want.test_micro_f1, 1e-12);
+      expect_equal_runs(dir, config);
     }
     comm().barrier();
     if (comm().rank() == 0) std::filesystem::remove_all(dir);
