@@ -518,7 +518,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         m.host_cores > 0
             ? std::max(1.0, static_cast<double>(ranks) * std::max(1, threads) / m.host_cores)
             : 1.0;
-    rp.compute_s = share * scale * steps * (step.compute_s + adam);
+    // The step scale stands for what the kernel terms miss in the layers (block sizes, dropout's
+    // hashing, OpenMP regions); Adam is plain streaming over the parameters, costed as measured.
+    rp.compute_s = share * steps * (scale * step.compute_s + adam);
     // Fixed costs of a batch the kernel terms leave out.
     if (mini) rp.compute_s += steps * m.batch_alpha_s + m.epoch_alpha_s;
     if (mini) {
