@@ -71,6 +71,20 @@ void write_partitioned(const std::filesystem::path& dir, bool undirected) {
   comm().barrier();
 }
 
+/// The small model both equivalence tests train: dropout on, featureless types as zeros.
+TrainConfig hetero_config(nn::HeteroLayerKind kind, int epochs, std::uint64_t seed) {
+  TrainConfig config;
+  config.hetero.kind = kind;
+  config.hetero.hidden = 8;
+  config.hetero.heads = 2;
+  config.hetero.dropout = 0.3f;
+  config.hetero.featureless = nn::FeaturelessInput::Zero;
+  config.epochs = epochs;
+  config.lr = 0.05;
+  config.seed = seed;
+  return config;
+}
+
 /// One process on `dir`/data and the ranks on `dir`/parts with `config`: the same losses per
 /// epoch (1e-4 relative), accuracies and F1 scores.
 void expect_equal_runs(const std::filesystem::path& dir, const TrainConfig& config) {
@@ -104,16 +118,7 @@ TEST(DistributedHetero, LossesEqualOneProcessForBothLayers) {
     write_partitioned(dir, undirected);
     for (const auto kind : {nn::HeteroLayerKind::Rgcn, nn::HeteroLayerKind::Hgt}) {
       SCOPED_TRACE(nn::to_string(kind) + (undirected ? " undirected" : " directed"));
-      TrainConfig config;
-      config.hetero.kind = kind;
-      config.hetero.hidden = 8;
-      config.hetero.heads = 2;
-      config.hetero.dropout = 0.3f;
-      config.hetero.featureless = nn::FeaturelessInput::Zero;
-      config.epochs = 4;
-      config.lr = 0.05;
-      config.seed = 3;
-      expect_equal_runs(dir, config);
+      expect_equal_runs(dir, hetero_config(kind, 4, 3));
     }
     comm().barrier();
     if (comm().rank() == 0) std::filesystem::remove_all(dir);
@@ -136,15 +141,7 @@ TEST(DistributedHetero, MiniBatchLossesEqualOneProcessForBothLayers) {
         if (batch == 1 && (kind == nn::HeteroLayerKind::Hgt) != undirected) continue;
         SCOPED_TRACE(nn::to_string(kind) + (undirected ? " undirected" : " directed") + ", batch " +
                      std::to_string(batch));
-        TrainConfig config;
-        config.hetero.kind = kind;
-        config.hetero.hidden = 8;
-        config.hetero.heads = 2;
-        config.hetero.dropout = 0.3f;
-        config.hetero.featureless = nn::FeaturelessInput::Zero;
-        config.epochs = batch == 1 ? 1 : 2;
-        config.lr = 0.05;
-        config.seed = 5;
+        TrainConfig config = hetero_config(kind, batch == 1 ? 1 : 2, 5);
         MiniBatchConfig mb;
         mb.batch_size = batch;
         mb.fanouts = {2, 1};

@@ -28,7 +28,7 @@ constexpr const char* kDefaultSpinCount = "100";
 
 // OpenBLAS kernels. A DYNAMIC_ARCH OpenBLAS picks its kernels from the CPU's model number, and
 // one older than the CPU (Debian 12's 0.3.21 on an Emerald Rapids Xeon, model 207) falls back to
-// its Prescott (SSE3) kernels although the CPU has AVX-512: sgemm ran about 5x slower than with
+// its Prescott (SSE3) kernels although the CPU has AVX-512: sgemm ran 3-5x slower than with
 // the SkylakeX kernels on this project's machine. OpenBLAS also reads OPENBLAS_CORETYPE only in
 // its constructor, so when the user has not set it and the library reports the Prescott
 // fallback on a CPU with AVX-512 (SkylakeX kernels) or AVX2 + FMA (Haswell), it is put in the
