@@ -84,13 +84,31 @@ const char* const kGateNames[kGateParams] = {"w_z", "u_z", "w_r", "u_r", "w_h",
 
 namespace {
 
+/// out = A x over the step's graph: a local CSR or a rank's owned rows (Propagation).
+template <class T>
+void aggregate(const kernels::Resources& res, const Adjacency<T>& a, const Tensor<T>& x,
+               Tensor<T>& out) {
+  if (a.propagation != nullptr)
+    return a.propagation->forward(res, kernels::Aggregate::Sum, x.view(), out.view());
+  kernels::spmm<NodeId, T>(res, a.csr, x.view(), out.view());
+}
+
+/// out = A^T dy (the Propagation sends the halo rows' share back to their owners).
+template <class T>
+void aggregate_adjoint(const kernels::Resources& res, const Adjacency<T>& a, const Tensor<T>& dy,
+                       Tensor<T>& out) {
+  if (a.propagation != nullptr)
+    return a.propagation->backward(res, kernels::Aggregate::Sum, dy.view(), out.view());
+  kernels::spmm_transposed<NodeId, T>(res, a.csr, dy.view(), out.view());
+}
+
 /// Two GCN layers on one step: h2 = relu(A relu(A X w1) w2), X one-hot by `feature`.
 template <class T>
 void gcn_forward(const kernels::Resources& res, const TemporalStep<T>& step, const Tensor<T>& w1,
                  const Tensor<T>& w2, Tensor<T>& z1, Tensor<T>& ah1, Tensor<T>& z2, Tensor<T>& h2) {
   const std::int64_t n = step.adj.num_rows, h = w1.cols();
   HALO_EXPECTS(static_cast<std::int64_t>(step.feature.size()) == n && step.adj.num_cols == n,
-               "TemporalModel: a step's matrix must be square with one feature per node");
+               "TemporalModel: a step's matrix must be square with one feature per row");
   Tensor<T> xw(res, n, h);
   for (std::int64_t v = 0; v < n; ++v) {
     const std::int32_t f = step.feature[static_cast<std::size_t>(v)];
@@ -98,11 +116,11 @@ void gcn_forward(const kernels::Resources& res, const TemporalStep<T>& step, con
     std::copy_n(&w1(f, 0), h, &xw(v, 0));
   }
   z1 = Tensor<T>(res, n, h);
-  kernels::spmm<NodeId, T>(res, step.adj, xw.view(), z1.view());
+  aggregate(res, step.adj, xw, z1);
   Tensor<T> h1 = z1.clone(res);
   apply(h1, [](T x) { return std::max(x, T(0)); });
   ah1 = Tensor<T>(res, n, h);
-  kernels::spmm<NodeId, T>(res, step.adj, h1.view(), ah1.view());
+  aggregate(res, step.adj, h1, ah1);
   z2 = Tensor<T>(res, n, w2.cols());
   mm(res, Trans::No, Trans::No, ah1, w2, T(0), z2);
   h2 = z2.clone(res);
@@ -122,11 +140,11 @@ void gcn_backward(const kernels::Resources& res, const TemporalStep<T>& step, co
   Tensor<T> dah1(res, n, h);
   mm(res, Trans::No, Trans::Yes, dz2, w2, T(0), dah1);
   Tensor<T> dz1(res, n, h);
-  kernels::spmm_transposed<NodeId, T>(res, step.adj, dah1.view(), dz1.view());
+  aggregate_adjoint(res, step.adj, dah1, dz1);
   for (std::int64_t i = 0; i < dz1.numel(); ++i)
     if (!(z1.data()[i] > 0)) dz1.data()[i] = 0;
   Tensor<T> dxw(res, n, h);
-  kernels::spmm_transposed<NodeId, T>(res, step.adj, dz1.view(), dxw.view());
+  aggregate_adjoint(res, step.adj, dz1, dxw);
   for (std::int64_t v = 0; v < n; ++v) {
     const std::int32_t f = step.feature[static_cast<std::size_t>(v)];
     for (std::int64_t j = 0; j < h; ++j) dw1(f, j) += dxw(v, j);
@@ -235,6 +253,10 @@ const Tensor<T>& TemporalModel<T>::forward(std::span<const TemporalStep<T>> wind
     return m_out;
   }
   // GCRN.
+  for (const TemporalStep<T>& step : window)
+    HALO_EXPECTS(step.adj.propagation == nullptr,
+                 "TemporalModel: GCRN trains in one process (its per-node state would have to "
+                 "follow the rows that migrate between snapshots)");
   const Tensor<T>& w1 = m_params[0].value;
   const Tensor<T>& w2 = m_params[1].value;
   Parameter<T>* g = &m_params[2];
@@ -291,6 +313,14 @@ void TemporalModel<T>::backward(const Tensor<T>& d_out) {
     Tensor<T> dq[2] = {zeros_like(res, w1), zeros_like(res, w2)};
     const GcnCache& gc = m_gcn.front();
     gcn_backward(res, m_window.back(), w2, gc.z1, gc.ah1, gc.z2, d_out, dq[0], dq[1]);
+    if (m_sum) {  // the ranks' partial sums, in one reduction
+      std::vector<T> both(static_cast<std::size_t>(dq[0].numel() + dq[1].numel()));
+      std::copy_n(dq[0].data(), dq[0].numel(), both.data());
+      std::copy_n(dq[1].data(), dq[1].numel(), both.data() + dq[0].numel());
+      m_sum(both);
+      std::copy_n(both.data(), dq[0].numel(), dq[0].data());
+      std::copy_n(both.data() + dq[0].numel(), dq[1].numel(), dq[1].data());
+    }
     for (int l = 0; l < 2; ++l) {
       Parameter<T>* g = &m_params[static_cast<std::size_t>(l * (1 + kGateParams) + 1)];
       Tensor<T>& d = dq[l];
@@ -477,13 +507,17 @@ const Tensor<T>& PairScorer<T>::backward(std::span<const NodeId> src, std::span<
 
 template <class T>
 double weighted_logistic_loss(std::span<const T> logits, std::span<const std::int8_t> positive,
-                              double pos_weight, double neg_weight, std::span<T> d_logits) {
+                              double pos_weight, double neg_weight, std::span<T> d_logits,
+                              double total_weight) {
   HALO_EXPECTS(logits.size() == positive.size() && d_logits.size() == logits.size(),
                "weighted_logistic_loss: one label and one gradient per logit");
   HALO_EXPECTS(pos_weight > 0 && neg_weight > 0, "weighted_logistic_loss: weights must be > 0");
-  double total_weight = 0, loss = 0;
-  for (const std::int8_t p : positive) total_weight += p != 0 ? pos_weight : neg_weight;
-  if (total_weight == 0) return 0;
+  if (logits.empty()) return 0;
+  double loss = 0;
+  if (!(total_weight > 0)) {
+    total_weight = 0;
+    for (const std::int8_t p : positive) total_weight += p != 0 ? pos_weight : neg_weight;
+  }
   for (std::size_t i = 0; i < logits.size(); ++i) {
     const double y = positive[i] != 0 ? 1.0 : -1.0;
     const double w = (positive[i] != 0 ? pos_weight : neg_weight) / total_weight;
@@ -500,9 +534,9 @@ template class TemporalModel<double>;
 template class PairScorer<float>;
 template class PairScorer<double>;
 template double weighted_logistic_loss<float>(std::span<const float>, std::span<const std::int8_t>,
-                                              double, double, std::span<float>);
+                                              double, double, std::span<float>, double);
 template double weighted_logistic_loss<double>(std::span<const double>,
                                                std::span<const std::int8_t>, double, double,
-                                               std::span<double>);
+                                               std::span<double>, double);
 
 }  // namespace halo::nn

@@ -4,6 +4,7 @@
 // GRU), and the node-pair scorer of link prediction. Host (CPU) tensors.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,11 +33,14 @@ struct TemporalModelConfig {
   std::int64_t hidden = 100;
 };
 
-/// One step of a window: the snapshot's GCN matrix D^-1/2 (A + I) D^-1/2 (square, every node
-/// of the run) and each node's one-hot input column (its degree bucket, in [0, in_features)).
+/// One step of a window: the snapshot's GCN matrix D^-1/2 (A + I) D^-1/2 and each row's
+/// one-hot input column (its degree bucket, in [0, in_features)). In one process `adj` is the
+/// square CSR over every node of the run; in distributed training it is a Propagation over the
+/// rows a rank owns at that step (runtime::HaloExchange: the halo rows come from their owners),
+/// num_rows x num_rows, and `feature` holds the owned rows' columns.
 template <class T>
 struct TemporalStep {
-  kernels::CsrView<kernels::NodeId, T> adj;
+  Adjacency<T> adj;
   std::span<const std::int32_t> feature;
 };
 
@@ -70,6 +74,14 @@ class TemporalModel {
   /// through the window of the last forward.
   void backward(const kernels::Tensor<T>& d_out);
 
+  /// Distributed EvolveGCN-O: each rank's steps hold its owned rows (Propagation adjacencies),
+  /// so the GCN's gradients of the evolved weights are partial sums; `sum` (an all-reduce over
+  /// the ranks, in place) is called on them, once per backward, before they go back through
+  /// the weights' GRU, whose gradients then agree on every rank. Empty (the default): one
+  /// process. GCRN refuses Propagation adjacencies (its per-node state would have to follow
+  /// the rows that migrate between snapshots).
+  void set_gradient_sum(std::function<void(std::span<T>)> sum) { m_sum = std::move(sum); }
+
   std::vector<Parameter<T>*> parameters();
   const TemporalModelConfig& config() const { return m_config; }
 
@@ -90,6 +102,7 @@ class TemporalModel {
   std::vector<GruCache> m_gru;  // per step (and layer, EvolveGCN-O)
   std::vector<GcnCache> m_gcn;  // per step computed
   kernels::Tensor<T> m_out;
+  std::function<void(std::span<T>)> m_sum;
 };
 
 /// EvolveGCN's edge classifier on node-pair embeddings: s(u, v) = w_2 . relu(A^T e_u + B^T e_v
@@ -124,10 +137,12 @@ class PairScorer {
 };
 
 /// EvolveGCN's class-weighted cross-entropy on one logit per pair: sum_i w_i softplus(-y_i s_i)
-/// / sum_i w_i over labels y_i in {+1 (positive), -1}, w_i = pos_weight or neg_weight; d_logits
-/// receives its gradient. Returns the loss (0 without pairs).
+/// / W over labels y_i in {+1 (positive), -1}, w_i = pos_weight or neg_weight, W = sum_i w_i,
+/// or `total_weight` when > 0 (a rank's share of pairs normalised by the weight of all ranks'
+/// pairs); d_logits receives its gradient. Returns the loss (0 without pairs).
 template <class T>
 double weighted_logistic_loss(std::span<const T> logits, std::span<const std::int8_t> positive,
-                              double pos_weight, double neg_weight, std::span<T> d_logits);
+                              double pos_weight, double neg_weight, std::span<T> d_logits,
+                              double total_weight = 0);
 
 }  // namespace halo::nn

@@ -12,6 +12,8 @@
 #include <halo/kernels/csr.hpp>
 #include <halo/nn/evolvegcn.hpp>
 #include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/halo_exchange.hpp>
+#include <halo/runtime/temporal_part.hpp>
 
 namespace halo::runtime {
 
@@ -58,7 +60,7 @@ LinkSplit link_split(std::int64_t num_steps, const LinkPredictionConfig& config)
 ///   - targets[t]: the distinct pairs (u, v), u != v, of the events in step t's own span, in
 ///     both directions (EvolveGCN adds each event's reverse), sorted: what predicting step t
 ///     means (also under cumulative snapshots).
-/// num_features = cap + 1. One process (a SelfComm).
+/// num_features = cap + 1. One process (a SelfComm), or a rank's part (distributed_temporal_shard).
 struct TemporalShard {
   std::string dataset;
   std::int64_t num_nodes = 0;
@@ -71,7 +73,19 @@ struct TemporalShard {
   std::vector<std::vector<datasets::TemporalEdge>> targets;
   Comm* comm = nullptr;
   std::unique_ptr<Comm> own_comm;
-  std::int64_t num_steps() const { return static_cast<std::int64_t>(adjacency.size()); }
+  /// A rank's part (distributed_temporal_shard; empty in one process): per step t, the nodes
+  /// it owns (ascending: the rows of degree_bucket[t], of exchange[t] and of the embeddings
+  /// after a window ending at t), the owner of every node, the GCN matrix over the owned rows
+  /// with its halo exchange, and what moving the snapshot to this rank cost (its rows' deltas
+  /// and migrations, distribute_snapshots; the halo degrees, temporal_step_part). adjacency
+  /// is then empty.
+  std::vector<std::vector<kernels::NodeId>> owned;
+  std::vector<std::vector<std::int32_t>> owner;
+  std::vector<std::unique_ptr<HaloExchange>> exchange;
+  std::vector<SnapshotTraffic> traffic;
+  std::vector<std::int64_t> degree_bytes;
+  bool distributed() const { return !exchange.empty(); }
+  std::int64_t num_steps() const { return static_cast<std::int64_t>(degree_bucket.size()); }
 };
 
 /// `g` cut by `snapshots` and prepared as TemporalShard describes for training on the first
@@ -81,6 +95,21 @@ struct TemporalShard {
 TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets::TemporalGraph& g,
                                    const datasets::SnapshotConfig& snapshots,
                                    double train_fraction = 1.0);
+
+/// This rank's part of `g` cut by `snapshots` (collective over `comm`, every rank with the same
+/// arguments), as local_temporal_shard prepares it for one process, but: the rank's rows of
+/// every snapshot are moved to it as distribute_snapshots moves them under `owner` (owner[t][v]
+/// for every step t and node v, e.g. read_snapshot_owners), and per step it keeps the GCN
+/// matrix over the rows it owns as a HaloExchange (GCN normalisation with the halo's degrees
+/// from their owners), those rows' degree buckets, the owner map and the traffic (see
+/// TemporalShard). The cap of the buckets is the maximum over the ranks. Every rank reads the
+/// events themselves (`g`): the targets and the active nodes of every step, what the pairs
+/// are drawn from, are the same on every rank. Host; `comm` must outlive the shard.
+TemporalShard distributed_temporal_shard(const kernels::Resources& res,
+                                         const datasets::TemporalGraph& g,
+                                         const datasets::SnapshotConfig& snapshots,
+                                         const std::vector<std::vector<std::int32_t>>& owner,
+                                         Comm& comm, double train_fraction = 1.0);
 
 /// Appends `count` training negatives of a step to (src, dst), EvolveGCN's "smart" sampling:
 /// u the source of a positive drawn uniformly (sources as frequent as among the positives), v

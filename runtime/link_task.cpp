@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <utility>
@@ -56,43 +57,47 @@ LinkSplit link_split(std::int64_t num_steps, const LinkPredictionConfig& c) {
   return s;
 }
 
-TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets::TemporalGraph& g,
-                                   const datasets::SnapshotConfig& snapshots,
-                                   double train_fraction) {
+namespace {
+
+/// The snapshots and the parts of a TemporalShard every rank holds whole: the inputs (every
+/// node of the run in each), each step's targets and active nodes, and how many leading
+/// snapshots training reads.
+struct TemporalCommon {
+  std::vector<datasets::Snapshot> inputs;
+  std::int64_t read_by_training = 0;
+};
+
+TemporalCommon temporal_common(const kernels::Resources& res, const datasets::TemporalGraph& g,
+                               const datasets::SnapshotConfig& snapshots, double train_fraction,
+                               TemporalShard& s) {
   HALO_EXPECTS(res.device() == kernels::Device::Cpu,
                "local_temporal_shard: prepares host data (a CPU Resources)");
   HALO_EXPECTS(train_fraction > 0, "local_temporal_shard: the training share must be > 0");
-  TemporalShard s;
   s.dataset = g.name;
   s.num_nodes = g.num_nodes();
   s.num_events = g.num_events();
   s.snapshots = snapshots;
-  std::vector<datasets::Snapshot> inputs = datasets::make_snapshots(g, snapshots);
+  TemporalCommon c;
+  c.inputs = datasets::make_snapshots(g, snapshots);
   datasets::SnapshotConfig own_span = snapshots;
   own_span.window_snapshots = 1;  // the events of each step's own span
   const std::vector<datasets::Snapshot> spans = datasets::make_snapshots(g, own_span);
-  const auto steps = static_cast<std::int64_t>(inputs.size());
-  const std::int64_t read_by_training =
-      train_fraction >= 1 ? steps
-                          : std::max<std::int64_t>(
-                                1, std::llround(train_fraction * static_cast<double>(steps)) - 1);
-  std::int64_t cap = 0;
+  const auto steps = static_cast<std::int64_t>(c.inputs.size());
+  c.read_by_training = train_fraction >= 1
+                           ? steps
+                           : std::max<std::int64_t>(
+                                 1, std::llround(train_fraction * static_cast<double>(steps)) - 1);
+  std::vector<char> seen(static_cast<std::size_t>(s.num_nodes));
   for (std::int64_t t = 0; t < steps; ++t) {
-    auto& in = inputs[static_cast<std::size_t>(t)];
+    auto& in = c.inputs[static_cast<std::size_t>(t)];
     in.num_nodes = s.num_nodes;  // every node of the run, in every step
-    const datasets::Graph sym = datasets::symmetrize(res, datasets::snapshot_graph(res, in));
-    s.adjacency.push_back(datasets::gcn_normalize<float>(res, sym));
-    std::vector<std::int32_t> degree(static_cast<std::size_t>(s.num_nodes));
+    // The nodes with a neighbour: the endpoints of the snapshot's pairs.
+    std::fill(seen.begin(), seen.end(), 0);
+    for (const TemporalEdge& e : in.edges)
+      seen[static_cast<std::size_t>(e.src)] = seen[static_cast<std::size_t>(e.dst)] = 1;
     std::vector<NodeId> active;
-    const std::int64_t* indptr = sym.indptr.data();
-    for (std::int64_t v = 0; v < s.num_nodes; ++v) {
-      const std::int64_t d =
-          std::min<std::int64_t>(indptr[v + 1] - indptr[v], datasets::kMaxDegreeBucket);
-      degree[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(d);
-      if (d > 0) active.push_back(static_cast<NodeId>(v));
-      if (t < read_by_training) cap = std::max(cap, d);
-    }
-    s.degree_bucket.push_back(std::move(degree));
+    for (std::int64_t v = 0; v < s.num_nodes; ++v)
+      if (seen[static_cast<std::size_t>(v)] != 0) active.push_back(static_cast<NodeId>(v));
     s.active.push_back(std::move(active));
     std::vector<TemporalEdge> target;
     for (const TemporalEdge& e : spans[static_cast<std::size_t>(t)].edges)
@@ -101,11 +106,73 @@ TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets
     target.erase(std::unique(target.begin(), target.end()), target.end());
     s.targets.push_back(std::move(target));
   }
+  return c;
+}
+
+/// Caps every bucket at `cap` (the largest degree training reads) and sets num_features.
+void cap_buckets(TemporalShard& s, std::int64_t cap) {
   for (auto& degree : s.degree_bucket)
     for (std::int32_t& d : degree) d = std::min(d, static_cast<std::int32_t>(cap));
   s.num_features = cap + 1;
+}
+
+}  // namespace
+
+TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets::TemporalGraph& g,
+                                   const datasets::SnapshotConfig& snapshots,
+                                   double train_fraction) {
+  TemporalShard s;
+  const TemporalCommon c = temporal_common(res, g, snapshots, train_fraction, s);
+  std::int64_t cap = 0;
+  for (std::size_t t = 0; t < c.inputs.size(); ++t) {
+    const datasets::Graph sym =
+        datasets::symmetrize(res, datasets::snapshot_graph(res, c.inputs[t]));
+    s.adjacency.push_back(datasets::gcn_normalize<float>(res, sym));
+    std::vector<std::int32_t> degree(static_cast<std::size_t>(s.num_nodes));
+    const std::int64_t* indptr = sym.indptr.data();
+    for (std::int64_t v = 0; v < s.num_nodes; ++v) {
+      const std::int64_t d =
+          std::min<std::int64_t>(indptr[v + 1] - indptr[v], datasets::kMaxDegreeBucket);
+      degree[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(d);
+      if (static_cast<std::int64_t>(t) < c.read_by_training) cap = std::max(cap, d);
+    }
+    s.degree_bucket.push_back(std::move(degree));
+  }
+  cap_buckets(s, cap);
   s.own_comm = std::make_unique<SelfComm>();
   s.comm = s.own_comm.get();
+  return s;
+}
+
+TemporalShard distributed_temporal_shard(const kernels::Resources& res,
+                                         const datasets::TemporalGraph& g,
+                                         const datasets::SnapshotConfig& snapshots,
+                                         const std::vector<std::vector<std::int32_t>>& owner,
+                                         Comm& comm, double train_fraction) {
+  TemporalShard s;
+  const TemporalCommon c = temporal_common(res, g, snapshots, train_fraction, s);
+  HALO_EXPECTS(owner.size() == c.inputs.size(),
+               "distributed_temporal_shard: one owner map per snapshot (" +
+                   std::to_string(c.inputs.size()) + "), got " + std::to_string(owner.size()));
+  for (const auto& o : owner)
+    HALO_EXPECTS(static_cast<std::int64_t>(o.size()) == s.num_nodes,
+                 "distributed_temporal_shard: an owner map must cover every node of the run");
+  const std::vector<TemporalRows> rows = distribute_snapshots(c.inputs, owner, comm, s.traffic);
+  std::int64_t cap = 0;
+  for (std::size_t t = 0; t < c.inputs.size(); ++t) {
+    TemporalStepPart sp = temporal_step_part(res, rows[t], owner[t], comm);
+    s.exchange.push_back(
+        std::make_unique<HaloExchange>(res, sp.part, nn::ModelKind::Gcn, /*overlap=*/true, comm));
+    if (static_cast<std::int64_t>(t) < c.read_by_training)
+      for (const std::int32_t d : sp.degree) cap = std::max<std::int64_t>(cap, d);
+    s.degree_bucket.push_back(std::move(sp.degree));
+    s.degree_bytes.push_back(sp.degree_bytes);
+    s.owned.push_back(rows[t].owned);
+  }
+  s.owner = owner;
+  comm.allreduce(kernels::Span<std::int64_t>{&cap, 1}, ReduceOp::Max);
+  cap_buckets(s, cap);
+  s.comm = &comm;
   return s;
 }
 
@@ -206,7 +273,12 @@ double roc_auc(std::span<const float> scores, std::span<const std::int8_t> posit
 namespace {
 
 /// Link prediction on a TemporalShard: step t's pairs from the encoder's embeddings after
-/// snapshots t - window .. t - 1.
+/// snapshots t - window .. t - 1. On a rank's part (distributed_temporal_shard) the encoder
+/// computes the rows the rank owns at step t - 1 (its GCN's halo rows come from their owners);
+/// a training step scores the pairs whose source the rank owns, with the destinations'
+/// embeddings fetched from their owners and their gradients sent back, and the gradients of
+/// the parameters are summed over the ranks; evaluation gathers every embedding on every rank
+/// (the ranking protocol scores every pair) and scores as one process does.
 class LinkPrediction final : public Trainer::Task {
  public:
   LinkPrediction(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
@@ -225,8 +297,20 @@ class LinkPrediction final : public Trainer::Task {
   void finish(TrainResult& result) override;
 
  private:
-  /// The embeddings before step t, the scorer prepared on them.
-  void embed(std::int64_t t);
+  std::span<const nn::TemporalStep<float>> window(std::int64_t t) const {
+    const std::int64_t w = m_config.link.window;
+    return {m_steps.data() + (t - w), static_cast<std::size_t>(w)};
+  }
+  /// The embeddings of every node before step t, the scorer prepared on them.
+  void embed_all(std::int64_t t);
+  /// One training step on step t's pairs (src, dst, label; every rank passes all of them): sets
+  /// every parameter's gradient (summed over the ranks) and returns the loss, normalised by
+  /// the weight `total_weight` of all the pairs.
+  double train_step(std::int64_t t, const std::vector<NodeId>& src, const std::vector<NodeId>& dst,
+                    const std::vector<std::int8_t>& label, double total_weight);
+  /// Sums `params`' gradients over the ranks (one reduction).
+  void sum_gradients(const std::vector<nn::Parameter<float>*>& params);
+  void sum_over_ranks(std::span<float> v);
   /// Step t's pairs: each source node with a positive pair ranks every other node (MRR); with
   /// `all_pairs` also AP and AUC over every pair u != v.
   struct StepMetrics {
@@ -236,12 +320,20 @@ class LinkPrediction final : public Trainer::Task {
 
   const kernels::Resources& m_res;
   TemporalShard& m_shard;
+  Comm& m_comm;
   TrainConfig m_config;
   LinkModel& m_model;
   LinkSplit m_split;
   std::vector<nn::Parameter<float>*> m_params;
   std::vector<nn::TemporalStep<float>> m_steps;
   nn::Adam<float> m_optimizer;
+  // Distributed: every node's embeddings (embed_all), a training step's (owned rows, then the
+  // fetched ones) and its pairs in those rows; what the epoch moved and waited for.
+  Tensor<float> m_all, m_local;
+  std::vector<NodeId> m_src, m_dst;
+  std::vector<std::int8_t> m_label;
+  std::int64_t m_fetch_bytes = 0;
+  double m_allreduce_s = 0;
 };
 
 std::vector<nn::Parameter<float>*> link_parameters(LinkModel& m) {
@@ -261,6 +353,7 @@ LinkPrediction::LinkPrediction(const kernels::Resources& res, TemporalShard& sha
                                const TrainConfig& config, LinkModel& model)
     : m_res(res),
       m_shard(shard),
+      m_comm(*shard.comm),
       m_config(config),
       m_model(model),
       m_split(link_split(shard.num_steps(), config.link)),
@@ -268,24 +361,170 @@ LinkPrediction::LinkPrediction(const kernels::Resources& res, TemporalShard& sha
       m_optimizer(res, m_params, link_adam(config)) {
   check_config(config, shard.comm->size());
   HALO_EXPECTS(res.device() == kernels::Device::Cpu, "train: link prediction runs on the CPU");
-  HALO_EXPECTS(shard.comm->size() == 1, "train: link prediction trains in one process");
+  HALO_EXPECTS(shard.comm->size() == 1 || shard.distributed(),
+               "train: link prediction over several ranks needs each rank's part "
+               "(distributed_temporal_shard)");
+  HALO_EXPECTS(!shard.distributed() || config.link.model.kind == nn::TemporalKind::EvolveGcnO,
+               "train: distributed link prediction trains evolvegcn-o (GCRN's per-node state "
+               "would have to follow the rows that migrate between snapshots)");
   HALO_EXPECTS(!config.mini_batch, "train: link prediction trains on whole snapshots");
   HALO_EXPECTS(config.checkpoint.dir.empty(),
                "train: link prediction has no checkpoints yet (checkpoint.dir must be empty)");
   HALO_EXPECTS(model.encoder.config().in_features == shard.num_features,
                "train: the link model was not built for this data's input width");
   const auto start = Clock::now();
-  for (std::int64_t t = 0; t < shard.num_steps(); ++t)
-    m_steps.push_back({shard.adjacency[static_cast<std::size_t>(t)].view(),
-                       shard.degree_bucket[static_cast<std::size_t>(t)]});
+  for (std::int64_t t = 0; t < shard.num_steps(); ++t) {
+    const auto i = static_cast<std::size_t>(t);
+    if (shard.distributed()) {
+      const auto rows = static_cast<std::int64_t>(shard.owned[i].size());
+      m_steps.push_back(
+          {nn::Adjacency<float>(rows, rows, *shard.exchange[i]), shard.degree_bucket[i]});
+    } else {
+      m_steps.push_back({shard.adjacency[i].view(), shard.degree_bucket[i]});
+    }
+  }
+  if (shard.distributed())
+    model.encoder.set_gradient_sum([this](std::span<float> g) { sum_over_ranks(g); });
   preprocess_time_s = seconds_since(start);
 }
 
-void LinkPrediction::embed(std::int64_t t) {
-  const std::int64_t w = m_config.link.window;
-  const std::span<const nn::TemporalStep<float>> window(m_steps.data() + (t - w),
-                                                        static_cast<std::size_t>(w));
-  m_model.scorer.prepare(m_model.encoder.forward(window));
+void LinkPrediction::sum_over_ranks(std::span<float> v) {
+  const auto start = Clock::now();
+  m_comm.allreduce(kernels::Span<float>{v.data(), static_cast<std::int64_t>(v.size())},
+                   ReduceOp::Sum);
+  m_allreduce_s += seconds_since(start);
+}
+
+void LinkPrediction::sum_gradients(const std::vector<nn::Parameter<float>*>& params) {
+  std::vector<float> flat;
+  for (const auto* p : params)
+    flat.insert(flat.end(), p->grad.data(), p->grad.data() + p->grad.numel());
+  sum_over_ranks(flat);
+  std::size_t at = 0;
+  for (auto* p : params) {
+    std::copy_n(flat.data() + at, p->grad.numel(), p->grad.data());
+    at += static_cast<std::size_t>(p->grad.numel());
+  }
+}
+
+void LinkPrediction::embed_all(std::int64_t t) {
+  const Tensor<float>& e = m_model.encoder.forward(window(t));
+  if (!m_shard.distributed()) {
+    m_model.scorer.prepare(e);
+    return;
+  }
+  // Every rank's rows in rank order; rank j's are the nodes it owns at t - 1, ascending.
+  std::vector<std::size_t> counts;
+  const std::vector<std::byte> rows =
+      m_comm.allgatherv(e.data(), static_cast<std::size_t>(e.numel()) * sizeof(float), counts);
+  const std::int64_t h = e.cols();
+  const std::vector<std::int32_t>& owner = m_shard.owner[static_cast<std::size_t>(t - 1)];
+  std::vector<std::size_t> next(counts.size(), 0);  // rows taken from each rank so far
+  std::vector<std::size_t> begin(counts.size(), 0);
+  for (std::size_t j = 1; j < counts.size(); ++j) begin[j] = begin[j - 1] + counts[j - 1];
+  m_all = Tensor<float>(m_res, m_shard.num_nodes, h);
+  const auto row_bytes = static_cast<std::size_t>(h) * sizeof(float);
+  for (std::int64_t v = 0; v < m_shard.num_nodes; ++v) {
+    const auto j = static_cast<std::size_t>(owner[static_cast<std::size_t>(v)]);
+    const std::size_t at = begin[j] + row_bytes * next[j]++;
+    HALO_EXPECTS(at + row_bytes <= begin[j] + counts[j],
+                 "link prediction: a rank sent fewer embeddings than it owns rows");
+    std::memcpy(&m_all(v, 0), rows.data() + at, row_bytes);
+  }
+  m_model.scorer.prepare(m_all);
+}
+
+double LinkPrediction::train_step(std::int64_t t, const std::vector<NodeId>& src,
+                                  const std::vector<NodeId>& dst,
+                                  const std::vector<std::int8_t>& label, double total_weight) {
+  const LinkPredictionConfig& lc = m_config.link;
+  std::vector<float> logits, d_logits;
+  if (!m_shard.distributed()) {
+    m_model.scorer.prepare(m_model.encoder.forward(window(t)));
+    logits.resize(src.size());
+    d_logits.resize(src.size());
+    m_model.scorer.score(src, dst, logits);
+    const double loss = nn::weighted_logistic_loss<float>(logits, label, lc.positive_weight,
+                                                          lc.negative_weight, d_logits);
+    m_model.encoder.backward(m_model.scorer.backward(src, dst, d_logits));
+    return loss;
+  }
+  const int me = m_comm.rank();
+  const auto p = static_cast<std::size_t>(m_comm.size());
+  const std::vector<NodeId>& own = m_shard.owned[static_cast<std::size_t>(t - 1)];
+  const std::vector<std::int32_t>& owner = m_shard.owner[static_cast<std::size_t>(t - 1)];
+  const auto owned = static_cast<std::int64_t>(own.size());
+  const auto owner_of = [&](NodeId v) { return owner[static_cast<std::size_t>(v)]; };
+  const auto row_of = [&](NodeId v) {  // an owned node's row
+    return static_cast<std::int64_t>(std::lower_bound(own.begin(), own.end(), v) - own.begin());
+  };
+  // This rank's pairs (those whose source it owns) and the destinations it must fetch.
+  std::vector<NodeId> remote;
+  m_src.clear(), m_dst.clear(), m_label.clear();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    if (owner_of(src[i]) != me) continue;
+    m_src.push_back(src[i]), m_dst.push_back(dst[i]), m_label.push_back(label[i]);
+    if (owner_of(dst[i]) != me) remote.push_back(dst[i]);
+  }
+  std::sort(remote.begin(), remote.end());
+  remote.erase(std::unique(remote.begin(), remote.end()), remote.end());
+  const auto remote_row = [&](NodeId v) {
+    return owned + (std::lower_bound(remote.begin(), remote.end(), v) - remote.begin());
+  };
+  std::vector<std::vector<NodeId>> want(p);
+  for (const NodeId v : remote) want[static_cast<std::size_t>(owner_of(v))].push_back(v);
+  std::vector<std::int64_t> asked_at, got_at, back_at;
+  const std::vector<NodeId> asked = alltoallv_lists(m_comm, want, asked_at);
+  const Tensor<float>& e = m_model.encoder.forward(window(t));
+  const std::int64_t h = e.cols();
+  const auto rows_of = [&](const Tensor<float>& x, std::span<const NodeId> ids, auto row) {
+    std::vector<float> v;
+    v.reserve(ids.size() * static_cast<std::size_t>(h));
+    for (const NodeId id : ids) v.insert(v.end(), &x(row(id), 0), &x(row(id), 0) + h);
+    return v;
+  };
+  std::vector<std::vector<float>> reply(p);
+  for (std::size_t j = 0; j < p; ++j)
+    reply[j] =
+        rows_of(e,
+                std::span<const NodeId>(asked.data() + asked_at[j],
+                                        static_cast<std::size_t>(asked_at[j + 1] - asked_at[j])),
+                row_of);
+  const std::vector<float> got = alltoallv_lists(m_comm, reply, got_at);
+  m_local = Tensor<float>(m_res, owned + static_cast<std::int64_t>(remote.size()), h);
+  std::copy_n(e.data(), e.numel(), m_local.data());
+  std::size_t k = 0;
+  for (std::size_t j = 0; j < p; ++j)
+    for (const NodeId v : want[j])
+      std::copy_n(got.data() + h * static_cast<std::int64_t>(k++), h, &m_local(remote_row(v), 0));
+  for (std::size_t i = 0; i < m_src.size(); ++i) {
+    m_src[i] = static_cast<NodeId>(row_of(m_src[i]));
+    m_dst[i] =
+        static_cast<NodeId>(owner_of(m_dst[i]) == me ? row_of(m_dst[i]) : remote_row(m_dst[i]));
+  }
+  m_model.scorer.prepare(m_local);
+  logits.resize(m_src.size());
+  d_logits.resize(m_src.size());
+  m_model.scorer.score(m_src, m_dst, logits);
+  const double loss = nn::weighted_logistic_loss<float>(logits, m_label, lc.positive_weight,
+                                                        lc.negative_weight, d_logits, total_weight);
+  const Tensor<float>& de = m_model.scorer.backward(m_src, m_dst, d_logits);
+  // The fetched rows' gradients go back to their owners, which add them to the rows they sent.
+  std::vector<std::vector<float>> back(p);
+  for (std::size_t j = 0; j < p; ++j) back[j] = rows_of(de, want[j], remote_row);
+  const std::vector<float> returned = alltoallv_lists(m_comm, back, back_at);
+  Tensor<float> d_own(m_res, owned, h);
+  std::copy_n(de.data(), d_own.numel(), d_own.data());
+  for (std::size_t i = 0; i < asked.size(); ++i) {
+    float* row = &d_own(row_of(asked[i]), 0);
+    const float* add = returned.data() + h * static_cast<std::int64_t>(i);
+    for (std::int64_t c = 0; c < h; ++c) row[c] += add[c];
+  }
+  m_fetch_bytes += static_cast<std::int64_t>(asked.size() * sizeof(NodeId) +
+                                             (got.size() + returned.size()) * sizeof(float));
+  m_model.encoder.backward(d_own);  // sums its GCN's gradients over the ranks
+  sum_gradients(m_model.scorer.parameters());
+  return m_comm.sum(loss);
 }
 
 bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s,
@@ -294,18 +533,20 @@ bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s,
   (void)at, (void)stop;  // no checkpoints: an epoch always runs to its end
   const auto start = Clock::now();
   const LinkPredictionConfig& lc = m_config.link;
+  for (auto& x : m_shard.exchange) x->reset_stats();
+  m_fetch_bytes = 0;
+  m_allreduce_s = 0;
   double loss_sum = 0;
   std::int64_t steps = 0;
   std::vector<NodeId> src, dst, pool;
   std::vector<std::int8_t> label;
-  std::vector<float> logits, d_logits;
   for (std::int64_t t = m_split.train_begin; t < m_split.train_end; ++t) {
     const std::vector<TemporalEdge>& pos = m_shard.targets[static_cast<std::size_t>(t)];
     if (pos.empty()) continue;  // nothing to predict at this step
     src.clear(), dst.clear(), label.clear();
     for (const TemporalEdge& e : pos)
       src.push_back(e.src), dst.push_back(e.dst), label.push_back(1);
-    // Negatives from (seed, epoch, step): the same in every run of the seed.
+    // Negatives from (seed, epoch, step): the same in every run of the seed, on every rank.
     const std::uint64_t key = kernels::rng::key(
         m_config.seed, kernels::rng::stream_id(kernels::rng::kStreamNegative, epoch,
                                                static_cast<std::uint64_t>(t)));
@@ -317,17 +558,13 @@ bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s,
     sample_negatives(pos, pool, m_shard.num_nodes, key,
                      static_cast<std::uint64_t>(lc.negatives) * pos.size(), src, dst);
     label.resize(src.size(), 0);
-    embed(t);
-    logits.resize(src.size());
-    d_logits.resize(src.size());
-    m_model.scorer.score(src, dst, logits);
-    const double loss = nn::weighted_logistic_loss<float>(logits, label, lc.positive_weight,
-                                                          lc.negative_weight, d_logits);
+    const double total_weight = static_cast<double>(pos.size()) * lc.positive_weight +
+                                static_cast<double>(src.size() - pos.size()) * lc.negative_weight;
+    const double loss = train_step(t, src, dst, label, total_weight);
     if (!std::isfinite(loss))
       throw Error("train: the loss became " + std::string(std::isnan(loss) ? "nan" : "infinite") +
                   " in epoch " + std::to_string(epoch) + ", step " + std::to_string(t) +
                   ": the run diverged (try a lower --lr)");
-    m_model.encoder.backward(m_model.scorer.backward(src, dst, d_logits));
     m_optimizer.step(m_res);
     if (on_step) on_step(steps);
     loss_sum += loss;
@@ -336,6 +573,21 @@ bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s,
   HALO_EXPECTS(steps > 0, "train: no training step has a pair to predict");
   s.train_loss = loss_sum / static_cast<double>(steps);
   s.epoch_time_s = seconds_since(start);
+  if (m_shard.distributed()) {
+    std::int64_t sent = 0;
+    double exchange_s = 0, exposed_s = 0;
+    for (const auto& x : m_shard.exchange) {
+      sent += x->stats().bytes_sent;
+      exchange_s += x->stats().exchange_s;
+      exposed_s += x->stats().exposed_s;
+    }
+    const double ranks = m_comm.size();
+    s.exchange_bytes = m_comm.sum(sent);
+    s.exchange_time_s = m_comm.sum(exchange_s) / ranks;
+    s.exchange_exposed_s = m_comm.sum(exposed_s) / ranks;
+    s.feature_bytes = m_comm.sum(m_fetch_bytes);
+    s.allreduce_time_s = m_comm.sum(m_allreduce_s) / ranks;
+  }
   return true;
 }
 
@@ -343,7 +595,7 @@ LinkPrediction::StepMetrics LinkPrediction::score_step(std::int64_t t, bool all_
   const std::vector<TemporalEdge>& pos = m_shard.targets[static_cast<std::size_t>(t)];
   StepMetrics m;
   if (pos.empty()) return m;
-  embed(t);
+  embed_all(t);
   const std::int64_t n = m_shard.num_nodes;
   std::vector<float> row(static_cast<std::size_t>(n)), cand;
   std::vector<std::int8_t> is_pos(static_cast<std::size_t>(n)), cand_pos;

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include <halo/datasets/temporal.hpp>
+#include <halo/kernels/resources.hpp>
 #include <halo/kernels/types.hpp>
+#include <halo/partition/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 
 namespace halo::runtime {
@@ -18,8 +20,9 @@ namespace halo::runtime {
 /// What moving one snapshot to one rank (or, summed, to all ranks) costs, in bytes.
 struct SnapshotTraffic {
   /// The delta pairs (added and removed) with an endpoint the rank owns at this step, 8 bytes
-  /// each (two node ids); for snapshot 0, or when those outnumber the snapshot's pairs touching
-  /// its rows (`whole`), those pairs instead (its rows sent whole).
+  /// each (two node ids); for snapshot 0, or when those and the migrating rows cost more than
+  /// the snapshot's pairs touching its rows (`whole`), those pairs instead (its rows sent
+  /// whole, no migration).
   std::int64_t delta_bytes = 0;
   bool whole = false;
   /// The rows that migrate to the rank between the previous step and this one: per row its
@@ -52,11 +55,35 @@ std::vector<std::vector<std::int32_t>> read_snapshot_owners(
 /// of every step), moved as the unit of issue 14: the rank takes its rows of snapshot 0, then
 /// per step t >= 1 the rows whose owner changes travel from their old owner to their new one
 /// over `comm` (collective: every rank calls with the same arguments), and then the rank
-/// applies the pairs of snapshot_delta(t - 1, t) that touch its rows, or takes its rows of
-/// snapshot t whole when they have fewer pairs than that (a sliding window's delta removes
-/// most of the previous step). `traffic[t]` receives what the rank received for step t. Host.
+/// applies the pairs of snapshot_delta(t - 1, t) that touch its rows; or, when its rows of
+/// snapshot t whole cost fewer bytes than those delta pairs and the rows migrating to it
+/// together (a sliding window's delta removes most of the previous step), it takes them whole
+/// and the rows migrating to it do not travel. So a step never costs a rank more than
+/// resending its rows. `traffic[t]` receives what the rank received for step t. Host.
 std::vector<TemporalRows> distribute_snapshots(std::span<const datasets::Snapshot> snapshots,
                                                const std::vector<std::vector<std::int32_t>>& owner,
                                                Comm& comm, std::vector<SnapshotTraffic>& traffic);
+
+/// A rank's GCN view of one snapshot, built from its rows (distribute_snapshots) and the owner
+/// of every node at that step (owner[v] for every node of the run):
+///   - part: what runtime::HaloExchange aggregates over. Its graph is the owned rows of the
+///     snapshot made symmetric, self-loops left out (the GCN adds I; a self-loop pair counts
+///     once, as datasets::gcn_normalize counts it); local ids are the owned nodes ascending,
+///     then the halo (the owned rows' other neighbours) by owner, ascending within each, as a
+///     partition::Part numbers them. degrees holds every local node's neighbour count without
+///     its self-loop, the halo's received from their owners; the send and receive lists are the
+///     owned rows a peer's rows neighbour and the halo per owner (the snapshot is symmetric, so
+///     each side derives the other's lists from its own rows, no request needed);
+///   - degree: each owned row's neighbour count, its self-loop counted (min
+///     datasets::kMaxDegreeBucket): its one-hot input column before the run caps it;
+///   - degree_bytes: the bytes of halo degrees this rank received (8 per halo row).
+/// Collective over `comm` (the halo degrees). Host.
+struct TemporalStepPart {
+  partition::Part part;
+  std::vector<std::int32_t> degree;
+  std::int64_t degree_bytes = 0;
+};
+TemporalStepPart temporal_step_part(const kernels::Resources& res, const TemporalRows& rows,
+                                    std::span<const std::int32_t> owner, Comm& comm);
 
 }  // namespace halo::runtime

@@ -165,6 +165,55 @@ TEST_F(DistributedTrainCli, SeveralRanksWithoutPartitionsAreRefused) {
   EXPECT_FALSE(fs::exists(json));
 }
 
+// Link prediction across ranks (--task link --partitions SERIES): the series' owners, one JSON
+// from rank 0 with the bytes per snapshot, the loss of one process; refusals named.
+TEST_F(DistributedTrainCli, LinkPredictionOnASnapshotSeries) {
+  const fs::path data = m_dir / "hubs", series = m_dir / "series";
+  fs::create_directories(data);
+  {
+    std::ofstream f(data / "events.tsv");  // 14 steps: leaves message hubs, some answer
+    for (int t = 0; t < 14; ++t)
+      for (int u = 0; u < 8; ++u) {
+        f << 10 + 2 * u << ' ' << 1 + 2 * ((u + t / 5) % 3) << ' ' << t * 10 << '\n';
+        if (u % 3 == 0) f << 1 + 2 * (u % 3) << ' ' << 10 + 2 * u << ' ' << t * 10 + 1 << '\n';
+      }
+  }
+  Outcome r = halo(" partition --dataset " + data.string() +
+                   " --snapshots 14 --parts 2 --method migration --out " + series.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string args = " train --dataset " + data.string() +
+                           " --task link --snapshots 14 --window 3 --epochs 3 --hidden 4 "
+                           "--negatives 2 --lr 0.01 --threads 1 --json ";
+  const fs::path one = m_dir / "one.json", two = m_dir / "two.json";
+  r = halo(args + one.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = mpiexec(2, args + two.string() + " --partitions " + series.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;  // rank 0's summary
+  const nlohmann::json a = nlohmann::json::parse(halo::testing::read_file(one));
+  const nlohmann::json b = nlohmann::json::parse(halo::testing::read_file(two));
+  EXPECT_EQ(b.at("world_size"), 2);
+  const double la = a.at("final_train_loss"), lb = b.at("final_train_loss");
+  EXPECT_NEAR(lb, la, 1e-4 * la);
+  ASSERT_EQ(b.at("snapshot_bytes").size(), 14u);
+  EXPECT_GT(b.at("snapshot_bytes_total").get<std::int64_t>(), 0);
+  EXPECT_LE(b.at("snapshot_bytes_total").get<std::int64_t>(),
+            b.at("snapshot_resend_bytes_total").get<std::int64_t>());
+  EXPECT_GT(b.at("exchange_bytes_per_epoch").get<std::int64_t>(), 0);
+  EXPECT_GT(b.at("embedding_bytes_per_epoch").get<std::int64_t>(), 0);
+  // GCRN's state cannot follow migrating rows; a series of 2 parts needs 2 ranks; several
+  // ranks need the series.
+  r = mpiexec(2, args + two.string() + " --partitions " + series.string() + " --model gcrn");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("GCRN"), std::string::npos) << r.err;
+  r = halo(args + two.string() + " --partitions " + series.string());
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("meta.json"), std::string::npos) << r.err;
+  r = mpiexec(2, args + two.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--partitions"), std::string::npos) << r.err;
+}
+
 // Mini-batch across ranks reports its traffic: sampling, feature rows, the cache.
 TEST_F(DistributedTrainCli, MiniBatchReportsItsTraffic) {
   const fs::path json = m_dir / "mb.json";

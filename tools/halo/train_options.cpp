@@ -49,12 +49,16 @@ void check_task(const TrainOptions& o) {
   if (!(o.link_split[0] > 0 && o.link_split[0] + o.link_split[1] < 1))
     throw UsageError("--link-split: expected TRAIN,VAL with TRAIN > 0 and TRAIN + VAL < 1");
   for (const char* flag : {"--layers", "--dropout", "--features", "--split", "--num-bases",
-                           "--heads", "--featureless", "--partitions"})
+                           "--heads", "--featureless"})
     if (was_given(o, flag))
       throw UsageError(std::string(flag) + ": not supported with --task link");
   if (o.mode != "full-graph")
     throw UsageError("--mode " + o.mode + ": not supported with --task link");
   if (o.device != "cpu") throw UsageError("--device " + o.device + ": --task link runs on the CPU");
+  if (!o.partitions.empty() && o.model == "gcrn")
+    throw UsageError(
+        "--partitions: distributed --task link trains --model evolvegcn-o (GCRN's per-node "
+        "state would have to follow the rows that migrate between snapshots)");
 }
 
 runtime::TrainConfig train_config(const TrainOptions& o) {
@@ -210,9 +214,10 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
   auto* partitions =
       sub->add_option("--partitions", o.partitions,
                       "The partition directory DIR written by `halo partition`, one rank per part: "
-                      "mpiexec -n P halo train --partitions DIR (docs/distributed.md)")
+                      "mpiexec -n P halo train --partitions DIR (docs/distributed.md); with "
+                      "--task link, the snapshot partition series of --dataset (halo partition "
+                      "--snapshots, docs/dynamic.md)")
           ->check(CLI::ExistingDirectory);
-  partitions->excludes(sub->get_option("--dataset"));
   auto* no_overlap = sub->add_flag(
       "--no-overlap", o.no_overlap,
       "Full graph with --partitions: wait for the halo exchange before aggregating (for "
@@ -222,6 +227,11 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
   return [&o, sub, mini_batch_only, no_overlap, partitions] {
     check_dataset_options(o.data);
     check_snapshot_options(o.snapshots);
+    if (partitions->count() > 0 && sub->get_option("--dataset")->count() > 0 && o.task != "link")
+      throw CLI::ValidationError("--dataset",
+                                 "excludes --partitions (a partition holds its data; both "
+                                 "together only with --task link, whose snapshot series holds "
+                                 "the nodes' owners, not the events)");
     o.given.clear();
     for (const char* flag : {"--model",        "--split",           "--num-bases",
                              "--heads",        "--featureless",     "--layers",
