@@ -2,7 +2,7 @@
 # The one performance model (`halo plan`) against every measured point of the emulated-cluster
 # study (bench/cluster/run.sh's CSVs), and its extrapolation to P = 1024 on the partition metrics
 # of large R-MAT graphs.
-# STATUS: written on 2026-12-01 but not yet run (no measured model.csv / extrapolation.csv yet).
+# Results and what the misses are: docs/performance.md, "The performance model against the study".
 #
 #   bash bench/cluster/model.sh [--calibration FILE] [--extrapolate "20 21" [--parts "4 .. 1024"]
 #                               [--parts-dir D]] [DIR] [BUILD_DIR]
