@@ -71,8 +71,8 @@ TemporalCommon temporal_common(const kernels::Resources& res, const datasets::Te
                                const datasets::SnapshotConfig& snapshots, double train_fraction,
                                TemporalShard& s) {
   HALO_EXPECTS(res.device() == kernels::Device::Cpu,
-               "local_temporal_shard: prepares host data (a CPU Resources)");
-  HALO_EXPECTS(train_fraction > 0, "local_temporal_shard: the training share must be > 0");
+               "temporal shard: prepares host data (a CPU Resources)");
+  HALO_EXPECTS(train_fraction > 0, "temporal shard: the training share must be > 0");
   s.dataset = g.name;
   s.num_nodes = g.num_nodes();
   s.num_events = g.num_events();

@@ -258,23 +258,40 @@ TEST(TemporalPart, OwnersFromASeriesAndItsMismatches) {
   if (comm().rank() == 0) std::filesystem::remove_all(dir);
 }
 
+/// tiny_graph's 5 snapshots, 2 steps sliding (every node of the run in each), the owners of
+/// `owners` and this rank's rows of each (distribute_snapshots).
+struct StepRows {
+  std::int64_t num_nodes = 0;
+  std::vector<Snapshot> snaps;
+  std::vector<std::vector<std::int32_t>> own;
+  std::vector<TemporalRows> rows;
+};
+StepRows step_rows() {
+  const datasets::TemporalGraph g = tiny_graph();
+  StepRows r;
+  r.num_nodes = g.num_nodes();
+  datasets::SnapshotConfig config;
+  config.num_snapshots = 5;
+  config.window_snapshots = 2;
+  r.snaps = datasets::make_snapshots(g, config);
+  for (Snapshot& s : r.snaps) s.num_nodes = r.num_nodes;
+  r.own = owners(r.num_nodes, r.snaps.size(), comm().size());
+  std::vector<SnapshotTraffic> traffic;
+  r.rows = distribute_snapshots(r.snaps, r.own, comm(), traffic);
+  return r;
+}
+
 /// A rank's GCN matrix of each snapshot (temporal_step_part + HaloExchange) applied to a
 /// matrix, forward and adjoint, equals the one-process matrix D^-1/2 (A + I) D^-1/2 of the
 /// snapshot made symmetric, on the rows the rank owns (a self-loop pair, an empty part at
 /// step 1, migrating rows).
 TEST(TemporalPart, StepPartsAggregateAsTheSnapshotsGcnMatrix) {
   const kernels::Resources host(kernels::Device::Cpu, 1);
-  const datasets::TemporalGraph g = tiny_graph();
-  const std::int64_t n = g.num_nodes();
-  datasets::SnapshotConfig config;
-  config.num_snapshots = 5;
-  config.window_snapshots = 2;
-  std::vector<Snapshot> snaps = datasets::make_snapshots(g, config);
-  for (Snapshot& s : snaps) s.num_nodes = n;
   const int me = comm().rank(), p = comm().size();
-  const auto own = owners(n, snaps.size(), p);
-  std::vector<SnapshotTraffic> traffic;
-  const std::vector<TemporalRows> rows = distribute_snapshots(snaps, own, comm(), traffic);
+  const StepRows sr = step_rows();
+  const std::vector<Snapshot>& snaps = sr.snaps;
+  const auto& own = sr.own;
+  const std::vector<TemporalRows>& rows = sr.rows;
   constexpr std::int64_t width = 3;
   const auto x_of = [](NodeId v, std::int64_t c) {
     return static_cast<float>(std::sin(1.0 + 0.7 * static_cast<double>(v) + 1.3 * c));
@@ -326,16 +343,11 @@ TEST(TemporalPart, StepPartsAggregateAsTheSnapshotsGcnMatrix) {
 /// rank owns and every parameter's gradient as one process over the whole snapshots does.
 TEST(TemporalPart, EvolveGcnOOnStepPartsMatchesOneProcess) {
   const kernels::Resources host(kernels::Device::Cpu, 1);
-  const datasets::TemporalGraph g = tiny_graph();
-  const std::int64_t n = g.num_nodes();
-  datasets::SnapshotConfig config;
-  config.num_snapshots = 5;
-  config.window_snapshots = 2;
-  std::vector<Snapshot> snaps = datasets::make_snapshots(g, config);
-  for (Snapshot& s : snaps) s.num_nodes = n;
-  const auto own = owners(n, snaps.size(), comm().size());
-  std::vector<SnapshotTraffic> traffic;
-  const std::vector<TemporalRows> rows = distribute_snapshots(snaps, own, comm(), traffic);
+  const StepRows sr = step_rows();
+  const std::int64_t n = sr.num_nodes;
+  const std::vector<Snapshot>& snaps = sr.snaps;
+  const auto& own = sr.own;
+  const std::vector<TemporalRows>& rows = sr.rows;
   constexpr std::int32_t kCap = 3;
   std::vector<kernels::CsrMatrix<NodeId, float>> whole;
   std::vector<std::vector<std::int32_t>> whole_feature, part_feature;
