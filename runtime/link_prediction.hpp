@@ -17,6 +17,16 @@
 
 namespace halo::runtime {
 
+/// The validation metric that selects the epoch a run keeps.
+enum class LinkSelect {
+  Map,  ///< the mean average precision over every pair (EvolveGCN's UC Irvine target_measure)
+  Mrr,  ///< the mean reciprocal rank
+};
+
+/// "map" or "mrr"; halo::LogicError for another name.
+LinkSelect parse_link_select(const std::string& name);
+std::string to_string(LinkSelect s);
+
 /// How the link-prediction task is set up (docs/dynamic.md).
 struct LinkPredictionConfig {
   /// The encoder: kind and embedding width (in_features is taken from the data).
@@ -38,6 +48,8 @@ struct LinkPredictionConfig {
   /// Class weights of the loss (EvolveGCN weights its two classes).
   double positive_weight = 0.9;
   double negative_weight = 0.1;
+  /// What selects the epoch kept: its validation MAP or MRR, computed after every epoch.
+  LinkSelect select_by = LinkSelect::Map;
 };
 
 /// The steps of each split, as [begin, end) of the step index: train begins at the window.

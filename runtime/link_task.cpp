@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <utility>
@@ -31,6 +32,14 @@ using detail::seconds_since;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
+
+LinkSelect parse_link_select(const std::string& name) {
+  if (name == "map") return LinkSelect::Map;
+  if (name == "mrr") return LinkSelect::Mrr;
+  throw LogicError("link prediction: unknown selection metric '" + name + "' (map or mrr)");
+}
+
+std::string to_string(LinkSelect s) { return s == LinkSelect::Map ? "map" : "mrr"; }
 
 LinkSplit link_split(std::int64_t num_steps, const LinkPredictionConfig& c) {
   HALO_EXPECTS(c.window >= 1, "link prediction: the window must be >= 1 step");
@@ -231,19 +240,33 @@ std::vector<std::int64_t> descending(std::span<const float> scores) {
 
 double average_precision(std::span<const float> scores, std::span<const std::int8_t> positive) {
   HALO_EXPECTS(scores.size() == positive.size(), "average_precision: one label per score");
-  const auto total = std::count_if(positive.begin(), positive.end(), [](auto p) { return p; });
-  if (total == 0) return kNaN;
-  const std::vector<std::int64_t> order = descending(scores);
+  // Only the thresholds at a positive's score add to the sum: the positives' distinct scores,
+  // highest first, and per threshold the negatives scored >= it (each negative counted at the
+  // highest threshold it reaches, then summed): O(entries log positives), no full sort.
+  std::vector<float> pos;
+  for (std::size_t i = 0; i < scores.size(); ++i)
+    if (positive[i] != 0) pos.push_back(scores[i]);
+  if (pos.empty()) return kNaN;
+  std::sort(pos.begin(), pos.end(), std::greater<>());
+  std::vector<float> level;            // distinct, descending
+  std::vector<double> pos_at, neg_at;  // positives at, negatives first reaching, each level
+  for (const float x : pos) {
+    if (level.empty() || x != level.back()) level.push_back(x), pos_at.push_back(0);
+    ++pos_at.back();
+  }
+  neg_at.assign(level.size(), 0);
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    if (positive[i] != 0) continue;
+    const auto k = std::lower_bound(level.begin(), level.end(), scores[i], std::greater<>()) -
+                   level.begin();  // the first level <= the score
+    if (k < std::ssize(level)) ++neg_at[static_cast<std::size_t>(k)];
+  }
+  const auto total = static_cast<double>(pos.size());
   double ap = 0, tp = 0, seen = 0;
-  for (std::size_t i = 0; i < order.size();) {
-    std::size_t j = i;
-    double group_tp = 0;
-    for (; j < order.size() && scores[order[j]] == scores[order[i]]; ++j)
-      group_tp += positive[order[j]] != 0 ? 1 : 0;
-    tp += group_tp;
-    seen += static_cast<double>(j - i);
-    ap += group_tp / static_cast<double>(total) * (tp / seen);
-    i = j;
+  for (std::size_t k = 0; k < level.size(); ++k) {
+    tp += pos_at[k];
+    seen += pos_at[k] + neg_at[k];
+    ap += pos_at[k] / total * (tp / seen);
   }
   return ap;
 }
@@ -311,12 +334,12 @@ class LinkPrediction final : public Trainer::Task {
   /// Sums `params`' gradients over the ranks (one reduction).
   void sum_gradients(const std::vector<nn::Parameter<float>*>& params);
   void sum_over_ranks(std::span<float> v);
-  /// Step t's pairs: each source node with a positive pair ranks every other node (MRR); with
-  /// `all_pairs` also AP and AUC over every pair u != v.
+  /// Step t's pairs: each source node with a positive pair ranks every other node (MRR), and
+  /// AP (and with `auc` the ROC AUC) over every pair u != v.
   struct StepMetrics {
     double mrr = kNaN, ap = kNaN, auc = kNaN;
   };
-  StepMetrics score_step(std::int64_t t, bool all_pairs);
+  StepMetrics score_step(std::int64_t t, bool auc);
 
   const kernels::Resources& m_res;
   TemporalShard& m_shard;
@@ -591,7 +614,7 @@ bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s,
   return true;
 }
 
-LinkPrediction::StepMetrics LinkPrediction::score_step(std::int64_t t, bool all_pairs) {
+LinkPrediction::StepMetrics LinkPrediction::score_step(std::int64_t t, bool auc) {
   const std::vector<TemporalEdge>& pos = m_shard.targets[static_cast<std::size_t>(t)];
   StepMetrics m;
   if (pos.empty()) return m;
@@ -607,7 +630,6 @@ LinkPrediction::StepMetrics LinkPrediction::score_step(std::int64_t t, bool all_
   for (std::int64_t u = 0; u < n; ++u) {
     const std::size_t first = next;
     while (next < pos.size() && pos[next].src == u) ++next;
-    if (first == next && !all_pairs) continue;
     m_model.scorer.score_row(static_cast<NodeId>(u), row);
     std::fill(is_pos.begin(), is_pos.end(), 0);
     for (std::size_t k = first; k < next; ++k) is_pos[static_cast<std::size_t>(pos[k].dst)] = 1;
@@ -620,16 +642,12 @@ LinkPrediction::StepMetrics LinkPrediction::score_step(std::int64_t t, bool all_
       mrr_sum += mean_reciprocal_rank(cand, cand_pos);
       ++rows;
     }
-    if (all_pairs) {
-      all_scores.insert(all_scores.end(), cand.begin(), cand.end());
-      all_pos.insert(all_pos.end(), cand_pos.begin(), cand_pos.end());
-    }
+    all_scores.insert(all_scores.end(), cand.begin(), cand.end());
+    all_pos.insert(all_pos.end(), cand_pos.begin(), cand_pos.end());
   }
   m.mrr = mrr_sum / static_cast<double>(rows);
-  if (all_pairs) {
-    m.ap = average_precision(all_scores, all_pos);
-    m.auc = roc_auc(all_scores, all_pos);
-  }
+  m.ap = average_precision(all_scores, all_pos);
+  if (auc) m.auc = roc_auc(all_scores, all_pos);
   return m;
 }
 
@@ -650,17 +668,25 @@ double mean_over_steps(std::int64_t begin, std::int64_t end, F&& metric) {
 Trainer::Evaluation LinkPrediction::evaluate() {
   Trainer::Evaluation e;
   e.train_accuracy = e.val_accuracy = e.test_accuracy = e.val_loss = kNaN;
-  e.val_mrr = mean_over_steps(m_split.train_end, m_split.val_end,
-                              [&](std::int64_t t) { return score_step(t, false).mrr; });
-  // Without validation pairs the last epoch is kept (a MRR of 0 selects nothing over it).
-  if (std::isnan(e.val_mrr)) e.val_mrr = 0;
+  std::vector<StepMetrics> m;
+  for (std::int64_t t = m_split.train_end; t < m_split.val_end; ++t)
+    m.push_back(score_step(t, false));
+  const auto mean = [&](double StepMetrics::*field) {
+    return mean_over_steps(0, static_cast<std::int64_t>(m.size()),
+                           [&](std::int64_t i) { return m[static_cast<std::size_t>(i)].*field; });
+  };
+  e.val_mrr = mean(&StepMetrics::mrr);
+  e.val_map = mean(&StepMetrics::ap);
+  e.val_score = m_config.link.select_by == LinkSelect::Map ? e.val_map : e.val_mrr;
+  // Without validation pairs the last epoch is kept (a score of 0 selects nothing over it).
+  if (std::isnan(e.val_score)) e.val_score = 0;
   return e;
 }
 
 void LinkPrediction::finish(TrainResult& result) {
   std::vector<StepMetrics> m;
   for (std::int64_t t = m_split.val_end; t < m_split.test_end; ++t)
-    m.push_back(score_step(t, true));
+    m.push_back(score_step(t, true));  // with AUC
   const auto mean = [&](double StepMetrics::*field) {
     return mean_over_steps(0, static_cast<std::int64_t>(m.size()),
                            [&](std::int64_t i) { return m[static_cast<std::size_t>(i)].*field; });

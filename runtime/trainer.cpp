@@ -1267,6 +1267,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   std::vector<Tensor<float>> best;
   for (const NamedTensor& t : state) best.push_back(t.tensor->clone(m_res));
   double best_val_loss = 0;
+  double best_val_score = 0;  // link prediction (which has no checkpoints yet)
   const int epochs = m_epochs;
   Comm& comm = *m_comm;
   const CheckpointConfig& ck = m_checkpoint;
@@ -1314,11 +1315,12 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
     s.test_macro_f1 = e.test_macro_f1;
     s.test_micro_f1 = e.test_micro_f1;
     s.val_mrr = e.val_mrr;
+    s.val_map = e.val_map;
     // Without validation nodes there is nothing to select by: the last epoch is kept. Link
-    // prediction selects by the validation MRR.
-    const bool link = !std::isnan(e.val_mrr);
+    // prediction selects by its validation score (MAP or MRR).
+    const bool link = !std::isnan(e.val_score);
     const bool no_val = !link && std::isnan(e.val_accuracy);
-    if (result.best_epoch == 0 || no_val || (link && e.val_mrr > result.val_mrr) ||
+    if (result.best_epoch == 0 || no_val || (link && e.val_score > best_val_score) ||
         (!link && e.val_accuracy > result.val_accuracy) ||
         (!link && e.val_accuracy == result.val_accuracy && e.val_loss < best_val_loss)) {
       result.best_epoch = epoch;
@@ -1328,6 +1330,8 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
       result.test_macro_f1 = e.test_macro_f1;
       result.test_micro_f1 = e.test_micro_f1;
       result.val_mrr = e.val_mrr;
+      result.val_map = e.val_map;
+      best_val_score = e.val_score;
       best_val_loss = e.val_loss;
       for (std::size_t i = 0; i < state.size(); ++i)
         kernels::copy_async(m_res, best[i], *state[i].tensor);

@@ -111,8 +111,9 @@ struct EpochStats {
   double val_macro_f1 = std::numeric_limits<double>::quiet_NaN();
   double test_macro_f1 = std::numeric_limits<double>::quiet_NaN();
   double test_micro_f1 = std::numeric_limits<double>::quiet_NaN();
-  /// The link-prediction task: the validation MRR (NaN otherwise).
+  /// The link-prediction task: the validation MRR and MAP (NaN otherwise).
   double val_mrr = std::numeric_limits<double>::quiet_NaN();
+  double val_map = std::numeric_limits<double>::quiet_NaN();
   double epoch_time_s = 0;  // the training step(s): forward, loss, backward, optimizer
   /// The heterogeneous task: the HGNN stages of the training step(s) (zero otherwise).
   nn::HeteroStageTimes stages;
@@ -149,9 +150,11 @@ struct TrainResult {
   double val_macro_f1 = std::numeric_limits<double>::quiet_NaN();
   double test_macro_f1 = std::numeric_limits<double>::quiet_NaN();
   double test_micro_f1 = std::numeric_limits<double>::quiet_NaN();
-  /// The link-prediction task (NaN otherwise): the validation MRR of best_epoch, which selects
-  /// it, and the test metrics of its parameters, computed once after training.
+  /// The link-prediction task (NaN otherwise): the validation MRR and MAP of best_epoch (one of
+  /// them selects it: LinkPredictionConfig::select_by), and the test metrics of its parameters,
+  /// computed once after training.
   double val_mrr = std::numeric_limits<double>::quiet_NaN();
+  double val_map = std::numeric_limits<double>::quiet_NaN();
   double test_mrr = std::numeric_limits<double>::quiet_NaN();
   double test_map = std::numeric_limits<double>::quiet_NaN();
   double test_auc = std::numeric_limits<double>::quiet_NaN();
@@ -334,7 +337,10 @@ class Trainer {
     double val_macro_f1 = std::numeric_limits<double>::quiet_NaN();
     double test_macro_f1 = std::numeric_limits<double>::quiet_NaN();
     double test_micro_f1 = std::numeric_limits<double>::quiet_NaN();
-    double val_mrr = std::numeric_limits<double>::quiet_NaN();  // link prediction
+    // Link prediction: the validation MRR and MAP, and the one of them that selects the epoch.
+    double val_mrr = std::numeric_limits<double>::quiet_NaN();
+    double val_map = std::numeric_limits<double>::quiet_NaN();
+    double val_score = std::numeric_limits<double>::quiet_NaN();
   };
   /// A full-graph forward pass without dropout, scored on every split (collective).
   Evaluation evaluate();

@@ -294,5 +294,45 @@ TEST(LinkPredictionTask, TrainsOnATinyTemporalGraphAndReplaysFromItsSeed) {
   }
 }
 
+TEST(LinkPredictionTask, KeepsTheEpochOfBestValidationMapOrMrr) {
+  const datasets::TemporalGraph g = hub_graph(8, 14);
+  datasets::SnapshotConfig sc;
+  sc.num_snapshots = 14;
+  sc.window_snapshots = 1;
+  TemporalShard shard = local_temporal_shard(testing::host(), g, sc);
+  TrainConfig config;
+  config.epochs = 12;
+  config.lr = 0.02;
+  config.weight_decay = 0;
+  config.seed = 5;
+  config.link.window = 3;
+  config.link.negatives = 4;
+  config.link.model.hidden = 6;
+  config.link.scorer_hidden = 8;
+  config.link.train_fraction = 0.6;
+  config.link.val_fraction = 0.2;
+  for (const LinkSelect by : {LinkSelect::Map, LinkSelect::Mrr}) {
+    SCOPED_TRACE(to_string(by));
+    config.link.select_by = by;
+    const TrainResult r = train(testing::host(), shard, config).result;
+    ASSERT_EQ(r.history.size(), 12u);
+    const auto score = [&](const EpochStats& s) {
+      return by == LinkSelect::Map ? s.val_map : s.val_mrr;
+    };
+    std::size_t best = 0;  // the first epoch of the highest score
+    for (std::size_t e = 0; e < r.history.size(); ++e) {
+      EXPECT_GE(r.history[e].val_map, 0.0);
+      EXPECT_LE(r.history[e].val_map, 1.0);
+      if (score(r.history[e]) > score(r.history[best])) best = e;
+    }
+    EXPECT_EQ(r.best_epoch, static_cast<int>(best) + 1);
+    EXPECT_EQ(r.val_map, r.history[best].val_map);
+    EXPECT_EQ(r.val_mrr, r.history[best].val_mrr);
+  }
+  EXPECT_EQ(parse_link_select("map"), LinkSelect::Map);
+  EXPECT_EQ(parse_link_select("mrr"), LinkSelect::Mrr);
+  EXPECT_THROW(parse_link_select("auc"), LogicError);
+}
+
 }  // namespace
 }  // namespace halo::runtime

@@ -42,7 +42,9 @@ TEST_F(LinkCli, BadFlagCombinationsExitTwoWithOneLine) {
         "train --window 3" + data,                              // a link flag, node task
         "train --task link --snapshots 14 --layers 3" + data,   // a static model's flag
         "train --task link --snapshots 14 --link-split 0.8,0.3" + data,  // no test steps
-        "train --task link --snapshots 14 --mode mini-batch" + data}) {
+        "train --task link --snapshots 14 --mode mini-batch" + data,
+        "train --task link --snapshots 14 --select-by auc" + data,  // not a selection metric
+        "train --select-by mrr" + data}) {                          // a link flag, node task
     const Outcome r = run(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
@@ -57,8 +59,13 @@ TEST_F(LinkCli, TrainsOnATemporalFixtureAndWritesTheMetrics) {
                         json.string());
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(halo::testing::read_file(json));
-  for (const char* key : {"test_mrr", "test_map", "test_auc", "val_mrr", "final_train_loss"})
+  for (const char* key :
+       {"test_mrr", "test_map", "test_auc", "val_mrr", "val_map", "final_train_loss"})
     EXPECT_TRUE(j.at(key).is_number()) << key;
+  EXPECT_EQ(j.at("select_by"), "map");  // EvolveGCN's UC Irvine target_measure
+  ASSERT_EQ(j.at("history").size(), 2u);
+  EXPECT_EQ(j.at("history")[1].at("epoch"), 2);
+  EXPECT_TRUE(j.at("history")[1].at("val_map").is_number());
   EXPECT_EQ(j.at("model"), "gcrn");
   EXPECT_EQ(j.at("train_steps"), 10);  // round(0.7 * 14)
   EXPECT_EQ(j.at("test_steps"), 3);

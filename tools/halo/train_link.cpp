@@ -84,17 +84,17 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
                  static_cast<double>(total(degrees)) / 1e3);
   const runtime::EpochCallback on_epoch = [rank](const runtime::EpochStats& s) {
     if (rank == 0 && (s.epoch % 10 == 0 || s.epoch == s.epochs || s.epoch == 1))
-      std::fprintf(stderr, "epoch %4d/%d  loss %.4f  val MRR %.4f  %.2f s/epoch\n", s.epoch,
-                   s.epochs, s.train_loss, s.val_mrr, s.epoch_time_s);
+      std::fprintf(stderr, "epoch %4d/%d  loss %.4f  val MRR %.4f  MAP %.4f  %.2f s/epoch\n",
+                   s.epoch, s.epochs, s.train_loss, s.val_mrr, s.val_map, s.epoch_time_s);
   };
   const runtime::LinkTrainRun run = runtime::train(res, shard, config, on_epoch);
   const runtime::TrainResult& r = run.result;
   if (rank != 0) return 0;
   std::printf(
-      "best epoch %d: val MRR %.4f; test MRR %.4f, MAP %.4f, AUC %.4f; median epoch %.3f s; "
-      "trained in %.2f s\n",
-      r.best_epoch, r.val_mrr, r.test_mrr, r.test_map, r.test_auc, r.epoch_time_median_s,
-      r.train_time_s);
+      "best epoch %d (by val %s): val MRR %.4f, MAP %.4f; test MRR %.4f, MAP %.4f, AUC %.4f; "
+      "median epoch %.3f s; trained in %.2f s\n",
+      r.best_epoch, runtime::to_string(config.link.select_by).c_str(), r.val_mrr, r.val_map,
+      r.test_mrr, r.test_map, r.test_auc, r.epoch_time_median_s, r.train_time_s);
   if (!json.empty()) {
     const runtime::LinkPredictionConfig& lc = config.link;
     nlohmann::json j = {{"dataset", shard.dataset},
@@ -119,8 +119,10 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
                         {"weight_decay", config.weight_decay},
                         {"seed", config.seed},
                         {"threads", res.cpu_exec().num_threads},
+                        {"select_by", runtime::to_string(lc.select_by)},
                         {"best_epoch", r.best_epoch},
                         {"val_mrr", json_number(r.val_mrr)},
+                        {"val_map", json_number(r.val_map)},
                         {"test_mrr", json_number(r.test_mrr)},
                         {"test_map", json_number(r.test_map)},
                         {"test_auc", json_number(r.test_auc)},
@@ -145,6 +147,14 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
       j["exchange_exposed_s"] = r.exchange_exposed_s;
       j["allreduce_time_s"] = r.allreduce_time_s;
     }
+    nlohmann::json history = nlohmann::json::array();
+    for (const runtime::EpochStats& s : r.history)
+      history.push_back({{"epoch", s.epoch},
+                         {"train_loss", s.train_loss},
+                         {"val_mrr", json_number(s.val_mrr)},
+                         {"val_map", json_number(s.val_map)},
+                         {"epoch_time_s", s.epoch_time_s}});
+    j["history"] = std::move(history);
     kernels::write_file_atomically(json, j.dump(2) + "\n");
   }
   return 0;

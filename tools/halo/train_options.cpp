@@ -37,8 +37,8 @@ void check_task(const TrainOptions& o) {
   if (o.task == "node") {
     if (temporal_model)
       throw UsageError("--model " + o.model + ": a temporal model, for --task link");
-    for (const char* flag : {"--window", "--negatives", "--link-split", "--snapshots",
-                             "--snapshot-window", "--window-snapshots"})
+    for (const char* flag : {"--window", "--negatives", "--link-split", "--select-by",
+                             "--snapshots", "--snapshot-window", "--window-snapshots"})
       if (was_given(o, flag)) throw UsageError(std::string(flag) + ": applies to --task link");
     return;
   }
@@ -70,6 +70,7 @@ runtime::TrainConfig train_config(const TrainOptions& o) {
     if (was_given(o, "--hidden")) config.link.model.hidden = o.hidden;
     config.link.train_fraction = o.link_split[0];
     config.link.val_fraction = o.link_split[1];
+    config.link.select_by = runtime::parse_link_select(o.select_by);
     config.epochs = o.epochs;
     config.lr = o.lr;
     config.weight_decay = o.weight_decay;
@@ -174,6 +175,11 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
       ->expected(2)
       ->check(finite_range(0.0, 1.0))
       ->capture_default_str();
+  sub->add_option("--select-by", o.select_by,
+                  "--task link: the validation metric that selects the epoch kept: map (mean "
+                  "average precision, EvolveGCN's UC Irvine choice) or mrr")
+      ->check(CLI::IsMember({"map", "mrr"}))
+      ->capture_default_str();
   auto* mode = sub->add_option("--mode", o.mode,
                                "full-graph, or mini-batch (sampled blocks, docs/sampler.md)")
                    ->check(CLI::IsMember({"full-graph", "mini-batch"}))
@@ -233,13 +239,13 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
                                  "together only with --task link, whose snapshot series holds "
                                  "the nodes' owners, not the events)");
     o.given.clear();
-    for (const char* flag : {"--model",        "--split",           "--num-bases",
-                             "--heads",        "--featureless",     "--layers",
-                             "--hidden",       "--dropout",         "--lr",
-                             "--weight-decay", "--epochs",          "--features",
-                             "--window",       "--negatives",       "--link-split",
-                             "--snapshots",    "--snapshot-window", "--window-snapshots",
-                             "--partitions",   "--max-batches"})
+    for (const char* flag :
+         {"--model",       "--split",           "--num-bases",        "--heads",
+          "--featureless", "--layers",          "--hidden",           "--dropout",
+          "--lr",          "--weight-decay",    "--epochs",           "--features",
+          "--window",      "--negatives",       "--link-split",       "--select-by",
+          "--snapshots",   "--snapshot-window", "--window-snapshots", "--partitions",
+          "--max-batches"})
       if (sub->get_option(flag)->count() > 0) o.given.emplace_back(flag);
     const bool hetero = o.partitions.empty() && datasets::is_hetero_dataset(o.data.dataset);
     // Heterogeneous datasets: --fanouts or --batch-size without --mode select mini-batch.

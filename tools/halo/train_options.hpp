@@ -46,6 +46,7 @@ struct TrainOptions {
   std::string task = "node";
   datasets::SnapshotConfig snapshots;
   runtime::LinkPredictionConfig link;
+  std::string select_by = "map";  // --select-by
   std::vector<double> link_split = {0.7, 0.1};
 };
 
