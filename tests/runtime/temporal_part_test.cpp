@@ -485,6 +485,8 @@ TEST(DistributedLinkPrediction, EqualsOneProcess) {
       // nearly tied scores: close, not equal.
       EXPECT_NEAR(b.result.history[e].val_mrr, a.result.history[e].val_mrr, 0.02)
           << "epoch " << e + 1;
+      EXPECT_NEAR(b.result.history[e].val_map, a.result.history[e].val_map, 0.02)
+          << "epoch " << e + 1;
     }
     EXPECT_LT(a.result.history.back().train_loss, a.result.history.front().train_loss);
     EXPECT_NEAR(b.result.test_mrr, a.result.test_mrr, 0.02);
