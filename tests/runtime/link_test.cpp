@@ -257,23 +257,33 @@ TEST(LinkPredictionTask, RepeatedStepsArePredictedNearlyPerfectly) {
   }
 }
 
-TEST(LinkPredictionTask, TrainsOnATinyTemporalGraphAndReplaysFromItsSeed) {
-  const datasets::TemporalGraph g = hub_graph(8, 14);
+/// The hub graph of 8 leaves over 14 one-step snapshots, one process.
+TemporalShard hub_shard() {
   datasets::SnapshotConfig sc;
   sc.num_snapshots = 14;
   sc.window_snapshots = 1;
-  TemporalShard shard = local_temporal_shard(testing::host(), g, sc);
+  return local_temporal_shard(testing::host(), hub_graph(8, 14), sc);
+}
+
+/// A small model trained briefly on hub_shard().
+TrainConfig hub_config(int epochs, std::uint64_t seed) {
   TrainConfig config;
-  config.epochs = 25;
+  config.epochs = epochs;
   config.lr = 0.02;
   config.weight_decay = 0;
-  config.seed = 3;
+  config.seed = seed;
   config.link.window = 3;
   config.link.negatives = 4;
   config.link.model.hidden = 6;
   config.link.scorer_hidden = 8;
   config.link.train_fraction = 0.6;
   config.link.val_fraction = 0.2;
+  return config;
+}
+
+TEST(LinkPredictionTask, TrainsOnATinyTemporalGraphAndReplaysFromItsSeed) {
+  TemporalShard shard = hub_shard();
+  TrainConfig config = hub_config(25, 3);
   for (const auto kind : {nn::TemporalKind::EvolveGcnO, nn::TemporalKind::Gcrn}) {
     SCOPED_TRACE(nn::to_string(kind));
     config.link.model.kind = kind;
@@ -295,22 +305,8 @@ TEST(LinkPredictionTask, TrainsOnATinyTemporalGraphAndReplaysFromItsSeed) {
 }
 
 TEST(LinkPredictionTask, KeepsTheEpochOfBestValidationMapOrMrr) {
-  const datasets::TemporalGraph g = hub_graph(8, 14);
-  datasets::SnapshotConfig sc;
-  sc.num_snapshots = 14;
-  sc.window_snapshots = 1;
-  TemporalShard shard = local_temporal_shard(testing::host(), g, sc);
-  TrainConfig config;
-  config.epochs = 12;
-  config.lr = 0.02;
-  config.weight_decay = 0;
-  config.seed = 5;
-  config.link.window = 3;
-  config.link.negatives = 4;
-  config.link.model.hidden = 6;
-  config.link.scorer_hidden = 8;
-  config.link.train_fraction = 0.6;
-  config.link.val_fraction = 0.2;
+  TemporalShard shard = hub_shard();
+  TrainConfig config = hub_config(12, 5);
   for (const LinkSelect by : {LinkSelect::Map, LinkSelect::Mrr}) {
     SCOPED_TRACE(to_string(by));
     config.link.select_by = by;
