@@ -46,10 +46,10 @@ void relu(const Resources& res, ConstSpan<T> x, Span<T> y) {
 }
 
 template <class T>
-void relu_backward(const Resources& res, ConstSpan<T> y, ConstSpan<T> dy, Span<T> dx) {
+void relu_backward(const Resources& res, ConstSpan<T> y, ConstSpan<T> dy, Span<T> dx, T scale) {
   HALO_EXPECTS(y.size == dy.size && dy.size == dx.size, "relu_backward: size mismatch");
   const OpTimer timer(res, Op::Elementwise, bytes_of<T>(3 * dx.size), static_cast<double>(dx.size));
-  launch(res, dx.size, detail::ReluBackwardBody<T>{y, dy, dx});
+  launch(res, dx.size, detail::ReluBackwardBody<T>{y, dy, dx, scale});
 }
 
 template <class T>
@@ -85,6 +85,25 @@ void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixVi
                                                   dropout_scale<T>(p), x, y});
 }
 
+template <class T>
+void relu_dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
+                  MatrixView<T> y) {
+  HALO_EXPECTS(p >= 0.f && p < 1.f, "relu_dropout: p must be in [0, 1)");
+  HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "relu_dropout: shape mismatch");
+  HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size == x.rows,
+               "relu_dropout: row_ids must hold one id per row");
+  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * x.size()),
+                      2.0 * static_cast<double>(x.size()));
+  const std::uint64_t rng_key = detail::dropout_rng_key(key);
+  const std::uint64_t threshold = detail::dropout_threshold(p);
+  launch_by_device(res, x.rows,
+                   detail::ReluDropoutBody<T>{rng_key, threshold, key.row_offset, key.row_ids,
+                                              dropout_scale<T>(p), x, y},
+                   x.size(),
+                   detail::ReluDropoutElementsBody<T>{rng_key, threshold, key.row_offset,
+                                                      key.row_ids, dropout_scale<T>(p), x, y});
+}
+
 template <class Idx, class T>
 void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, T> x,
              Span<T> values_out) {
@@ -104,19 +123,21 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
                                         values_out.data});
 }
 
-#define HALO_INSTANTIATE(T)                                                                 \
-  template void fill<T>(const Resources&, Span<T>, T);                                      \
-  template void axpy<T>(const Resources&, T, Span<const T>, Span<T>);                       \
-  template void add_bias<T>(const Resources&, MatrixView<T>, Span<const T>);                \
-  template void relu<T>(const Resources&, Span<const T>, Span<T>);                          \
-  template void relu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>);  \
-  template void gelu<T>(const Resources&, Span<const T>, Span<T>);                          \
-  template void gelu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>);  \
-  template void dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>, \
-                           MatrixView<T>);                                                  \
-  template void dropout<std::int32_t, T>(const Resources&, const DropoutKey&, float,        \
-                                         CsrView<std::int32_t, T>, Span<T>);                \
-  template void dropout<std::int64_t, T>(const Resources&, const DropoutKey&, float,        \
+#define HALO_INSTANTIATE(T)                                                                      \
+  template void fill<T>(const Resources&, Span<T>, T);                                           \
+  template void axpy<T>(const Resources&, T, Span<const T>, Span<T>);                            \
+  template void add_bias<T>(const Resources&, MatrixView<T>, Span<const T>);                     \
+  template void relu<T>(const Resources&, Span<const T>, Span<T>);                               \
+  template void relu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>, T);    \
+  template void gelu<T>(const Resources&, Span<const T>, Span<T>);                               \
+  template void gelu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>);       \
+  template void dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>,      \
+                           MatrixView<T>);                                                       \
+  template void relu_dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>, \
+                                MatrixView<T>);                                                  \
+  template void dropout<std::int32_t, T>(const Resources&, const DropoutKey&, float,             \
+                                         CsrView<std::int32_t, T>, Span<T>);                     \
+  template void dropout<std::int64_t, T>(const Resources&, const DropoutKey&, float,             \
                                          CsrView<std::int64_t, T>, Span<T>);
 HALO_FOR_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE

@@ -24,9 +24,11 @@ void add_bias(const Resources& res, MatrixView<T> x, ConstSpan<T> bias);
 template <class T>
 void relu(const Resources& res, ConstSpan<T> x, Span<T> y);
 
-/// dx = dy where y > 0, else 0, given ReLU's output y. dx may alias dy.
+/// dx = scale * dy where y > 0, else 0, given ReLU's output y (scale 1), or relu_dropout's
+/// (scale 1 / (1 - p): y > 0 exactly where ReLU passed and the mask kept). dx may alias dy.
 template <class T>
-void relu_backward(const Resources& res, ConstSpan<T> y, ConstSpan<T> dy, Span<T> dx);
+void relu_backward(const Resources& res, ConstSpan<T> y, ConstSpan<T> dy, Span<T> dx,
+                   T scale = T(1));
 
 /// y = gelu(x), the tanh approximation x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). y may
 /// alias x.
@@ -43,6 +45,13 @@ void gelu_backward(const Resources& res, ConstSpan<T> x, ConstSpan<T> dy, Span<T
 template <class T>
 void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
              MatrixView<T> y);
+
+/// dropout(relu(x)) in one pass over x: y = max(x, 0) / (1 - p) where the mask keyed by `key`
+/// keeps, else 0 (the same mask and values as relu, then dropout). Its backward needs no mask:
+/// relu_backward(y, dy, dx, 1 / (1 - p)). y may alias x.
+template <class T>
+void relu_dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
+                  MatrixView<T> y);
 
 /// Dropout of a sparse matrix's stored entries with exactly the mask `dropout` would apply to
 /// its dense form: values_out[e] = x.value(e) / (1 - p) or 0. values_out has x.num_edges().

@@ -84,11 +84,12 @@ struct ReluBody {
 };
 
 template <class T>
-struct ReluBackwardBody {  // dx = dy where the output was positive
+struct ReluBackwardBody {  // dx = scale * dy where the output was positive
   Span<const T> y;
   Span<const T> dy;
   Span<T> dx;
-  HALO_HD void operator()(std::int64_t i) const { dx[i] = y[i] > T(0) ? dy[i] : T(0); }
+  T scale;
+  HALO_HD void operator()(std::int64_t i) const { dx[i] = y[i] > T(0) ? dy[i] * scale : T(0); }
 };
 
 /// GELU with the tanh approximation (Hendrycks & Gimpel): y = x/2 (1 + tanh(u)),
@@ -147,7 +148,30 @@ struct DropoutBody {  // one index = one row
   }
 };
 
-/// GPU variants of the two row bodies above, one element per index so neighbouring threads
+template <class T>
+struct ReluDropoutBody {  // one index = one row: dropout(relu(x)) in one pass
+  std::uint64_t rng_key;
+  std::uint64_t threshold;
+  std::int64_t row_offset;
+  Span<const NodeId> row_ids;
+  T scale;  // 1 / (1 - p)
+  MatrixView<const T> x;
+  MatrixView<T> y;
+  HALO_HD void operator()(std::int64_t r) const {
+    const T* in = x.row(r);
+    T* out = y.row(r);
+    const std::int64_t cols = x.cols;
+    const std::int64_t g = dropout_row(row_ids, row_offset, r);
+    const std::uint64_t key = rng_key, thr = threshold;
+    const T s = scale;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const T v = in[c] > T(0) ? in[c] : T(0);
+      out[c] = dropout_keep(key, thr, g, c, cols) ? v * s : T(0);
+    }
+  }
+};
+
+/// GPU variants of the row bodies above, one element per index so neighbouring threads
 /// touch neighbouring columns (coalesced): index k is row k / cols, column k % cols.
 template <class T>
 struct AddBiasElementsBody {
@@ -170,6 +194,24 @@ struct DropoutElementsBody {
     const std::int64_t c = k - r * x.cols;
     const std::int64_t g = dropout_row(row_ids, row_offset, r);
     y.data[k] = dropout_keep(rng_key, threshold, g, c, x.cols) ? x.data[k] * scale : T(0);
+  }
+};
+
+template <class T>
+struct ReluDropoutElementsBody {
+  std::uint64_t rng_key;
+  std::uint64_t threshold;
+  std::int64_t row_offset;
+  Span<const NodeId> row_ids;
+  T scale;
+  MatrixView<const T> x;
+  MatrixView<T> y;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t r = k / x.cols;
+    const std::int64_t c = k - r * x.cols;
+    const std::int64_t g = dropout_row(row_ids, row_offset, r);
+    const T v = x.data[k] > T(0) ? x.data[k] : T(0);
+    y.data[k] = dropout_keep(rng_key, threshold, g, c, x.cols) ? v * scale : T(0);
   }
 };
 

@@ -237,6 +237,40 @@ const Tensor<T>& Dropout<T>::backward(const Context& ctx, Adjacency<T> graph, co
   return m_dx;
 }
 
+// ---- ReluDropout ---------------------------------------------------------------------------
+
+template <class T>
+ReluDropout<T>::ReluDropout(float p, std::uint64_t layer_id) : m_p(p), m_layer_id(layer_id) {
+  HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
+}
+
+template <class T>
+const Features<T>& ReluDropout<T>::forward(const Context& ctx, Adjacency<T> graph,
+                                           const Features<T>& x) {
+  const Tensor<T>& in = detail::dense(x, "relu");
+  Tensor<T>& y = dense_output(*ctx.res, m_output, in.rows(), in.cols());
+  m_active = ctx.training && m_p > 0.f;
+  if (m_active)
+    kernels::relu_dropout(
+        *ctx.res,
+        kernels::DropoutKey{ctx.seed, ctx.epoch, m_layer_id, ctx.row_offset, graph.source_ids}, m_p,
+        in.view(), y.view());
+  else
+    kernels::relu(*ctx.res, in.span(), y.span());
+  return m_output;
+}
+
+template <class T>
+const Tensor<T>& ReluDropout<T>::backward(const Context& ctx, Adjacency<T>, const Tensor<T>& dy,
+                                          bool need_input_grad) {
+  if (!need_input_grad) return m_dx;
+  const Tensor<T>& y = std::get<Tensor<T>>(m_output);
+  kernels::ensure_shape(*ctx.res, m_dx, dy.rows(), dy.cols());
+  const T scale = m_active ? T(1) / (T(1) - static_cast<T>(m_p)) : T(1);
+  kernels::relu_backward(*ctx.res, y.span(), dy.span(), m_dx.span(), scale);
+  return m_dx;
+}
+
 // ---- reserve: the buffers of passes within a mini-batch envelope ---------------------------
 
 namespace {
@@ -299,6 +333,14 @@ void Dropout<T>::reserve(const kernels::Resources& res, std::int64_t src_rows, s
   kernels::reserve(res, m_dx, src_rows * in_width);
 }
 
+template <class T>
+void ReluDropout<T>::reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t,
+                             std::int64_t in_width, std::int64_t) {
+  // Before the next convolution: one row per source of its block (the previous one's outputs).
+  reserve_output(res, m_output, src_rows, in_width);
+  kernels::reserve(res, m_dx, src_rows * in_width);
+}
+
 template class Linear<float>;
 template class Linear<double>;
 template class GCNConv<float>;
@@ -309,5 +351,7 @@ template class ReLU<float>;
 template class ReLU<double>;
 template class Dropout<float>;
 template class Dropout<double>;
+template class ReluDropout<float>;
+template class ReluDropout<double>;
 
 }  // namespace halo::nn

@@ -122,4 +122,28 @@ class Dropout final : public Module<T> {
   kernels::Tensor<T> m_dx;
 };
 
+/// ReLU followed by the next convolution's Dropout(p, layer_id), in one pass each way: while
+/// training y = max(x, 0) / (1 - p) where Dropout's mask keeps, else 0 (kernels::relu_dropout:
+/// the same mask and values as the two modules), and the backward pass needs no mask (dx =
+/// dy / (1 - p) where y > 0); otherwise the plain ReLU. Like Dropout, `graph` is the next
+/// convolution's (its sources are this module's rows).
+template <class T>
+class ReluDropout final : public Module<T> {
+ public:
+  ReluDropout(float p, std::uint64_t layer_id);
+  const Features<T>& forward(const Context& ctx, Adjacency<T> graph, const Features<T>& x) override;
+  const kernels::Tensor<T>& backward(const Context& ctx, Adjacency<T> graph,
+                                     const kernels::Tensor<T>& dy, bool need_input_grad) override;
+  std::string name() const override { return "relu_dropout"; }
+  void reserve(const kernels::Resources& res, std::int64_t src_rows, std::int64_t dst_rows,
+               std::int64_t in_width, std::int64_t in_entries) override;
+
+ private:
+  float m_p;
+  std::uint64_t m_layer_id;
+  bool m_active = false;  // whether the last forward dropped anything
+  Features<T> m_output;
+  kernels::Tensor<T> m_dx;
+};
+
 }  // namespace halo::nn

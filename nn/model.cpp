@@ -25,12 +25,16 @@ Model<T>::Model(const kernels::Resources& res, const ModelConfig& config, std::u
   HALO_EXPECTS(config.num_classes >= 2, "model: at least two classes are needed");
   HALO_EXPECTS(config.dropout >= 0.f && config.dropout < 1.f, "model: dropout must be in [0, 1)");
   std::uint64_t param_id = 0;
+  // Dropout(0), conv 1, ReLU + Dropout(1) fused, conv 2, ...: the ReLU after a convolution
+  // and the next convolution's dropout run as one module (one pass each way, no mask needed
+  // backward), which belongs to the next convolution (its graph keys the mask; embed() takes
+  // it as its layer's ReLU).
+  m_modules.push_back(std::make_unique<Dropout<T>>(config.dropout, 0));
+  m_layer_of_module.push_back(1);
   for (int layer = 0; layer < config.num_layers; ++layer) {
     const std::int64_t in = layer == 0 ? config.in_features : config.hidden;
     const bool last = layer + 1 == config.num_layers;
     const std::int64_t out = last ? config.num_classes : config.hidden;
-    m_modules.push_back(std::make_unique<Dropout<T>>(config.dropout, layer));
-    m_layer_of_module.push_back(layer + 1);
     if (config.kind == ModelKind::Gcn) {
       m_modules.push_back(std::make_unique<GCNConv<T>>(res, in, out, seed, param_id));
     } else {
@@ -39,8 +43,8 @@ Model<T>::Model(const kernels::Resources& res, const ModelConfig& config, std::u
     param_id += 2;
     m_layer_of_module.push_back(layer + 1);
     if (!last) {
-      m_modules.push_back(std::make_unique<ReLU<T>>());
-      m_layer_of_module.push_back(layer + 1);
+      m_modules.push_back(std::make_unique<ReluDropout<T>>(config.dropout, layer + 1));
+      m_layer_of_module.push_back(layer + 2);
     }
   }
 }
@@ -87,8 +91,9 @@ const Tensor<T>& Model<T>::embed(const Context& ctx, Adjacency<T> graph, const F
   HALO_EXPECTS(layer >= 1 && layer <= m_config.num_layers, "model: layer " + std::to_string(layer) +
                                                                " out of range 1.." +
                                                                std::to_string(m_config.num_layers));
-  std::size_t end = 0;  // one past the last module of convolution `layer`
+  std::size_t end = 0;  // one past the last module of convolution `layer`, its ReLU included
   while (end < m_modules.size() && m_layer_of_module[end] <= layer) ++end;
+  if (layer < m_config.num_layers) ++end;  // the fused ReLU + next dropout (a ReLU here)
   return run(ctx, std::span<const Adjacency<T>>(&graph, 1), x, end);
 }
 

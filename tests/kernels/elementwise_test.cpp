@@ -381,5 +381,62 @@ TYPED_TEST(Dropout, RejectsBadArguments) {
   EXPECT_THROW(dropout(res, DropoutKey{}, 1.5f, a.view(), right.span()), LogicError);
 }
 
+// relu_dropout is relu, then dropout, in one pass: the same values (exactly), and its backward
+// from the output alone (relu_backward scaled by 1 / (1 - p)) equals dropout's then ReLU's.
+TYPED_TEST(Dropout, ReluDropoutEqualsReluThenDropoutBothWays) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_value_type([&](auto value) {
+    using T = decltype(value);
+    for (const auto& [rows, cols] : {std::pair{0, 4}, std::pair{1, 1}, std::pair{257, 33}})
+      for (const float p : {0.f, 0.3f, 0.9f})
+        for (const bool use_ids : {false, true}) {
+          SCOPED_TRACE(::testing::Message()
+                       << rows << " x " << cols << ", p = " << p << (use_ids ? ", row ids" : ""));
+          std::vector<NodeId> ids(static_cast<std::size_t>(rows));
+          for (std::int64_t r = 0; r < rows; ++r) ids[r] = static_cast<NodeId>((r * 31 + 5) % 997);
+          const auto id_tensor =
+              testing::to_device(res, testing::host_tensor<NodeId>(ids, rows, 1));
+          DropoutKey key{/*seed=*/17, /*epoch=*/3, /*layer=*/2, /*row_offset=*/100};
+          if (use_ids) key.row_ids = id_tensor.span();
+          const auto x = testing::to_device(res, testing::random_matrix<T>(rows, cols, 9));
+          const auto dy = testing::to_device(res, testing::random_matrix<T>(rows, cols, 10));
+          // Two passes: r = relu(x), d = dropout(r); backward dropout(dy), then ReLU's on r.
+          auto r = testing::filled(res, rows, cols, T(0));
+          auto d = testing::filled(res, rows, cols, T(0));
+          relu(res, x.span(), r.span());
+          dropout(res, key, p, r.view(), d.view());
+          auto g = testing::filled(res, rows, cols, T(0));
+          auto dx_two = testing::filled(res, rows, cols, T(0));
+          dropout(res, key, p, dy.view(), g.view());
+          relu_backward(res, r.span(), g.span(), dx_two.span());
+          // One pass each way.
+          auto y = testing::filled(res, rows, cols, std::numeric_limits<T>::quiet_NaN());
+          relu_dropout(res, key, p, x.view(), y.view());
+          auto dx_one = testing::filled(res, rows, cols, std::numeric_limits<T>::quiet_NaN());
+          relu_backward(res, y.span(), dy.span(), dx_one.span(), T(1) / (T(1) - T(p)));
+          EXPECT_EQ(testing::to_host(res, y).to_vector(host()),
+                    testing::to_host(res, d).to_vector(host()));
+          EXPECT_EQ(testing::to_host(res, dx_one).to_vector(host()),
+                    testing::to_host(res, dx_two).to_vector(host()));
+          if (res.device() == Device::Cpu) {  // the GPU's element body, by the CPU launcher
+            auto e = testing::filled(res, rows, cols, std::numeric_limits<T>::quiet_NaN());
+            for_each_index(
+                res.cpu_exec(), rows * cols,
+                detail::ReluDropoutElementsBody<T>{
+                    detail::dropout_rng_key(key), detail::dropout_threshold(p), key.row_offset,
+                    key.row_ids, T(1) / (T(1) - T(p)), x.view(), e.view()});
+            EXPECT_EQ(e.to_vector(res), d.to_vector(res));
+          }
+        }
+  });
+  const Resources cpu(Device::Cpu, 1);
+  const auto a = testing::random_matrix<float>(3, 4, 1);
+  auto b = testing::filled(cpu, 3, 5, 0.f);
+  EXPECT_THROW(relu_dropout(cpu, DropoutKey{}, 0.5f, a.view(), b.view()), LogicError);
+  auto c = testing::filled(cpu, 3, 4, 0.f);
+  EXPECT_THROW(relu_dropout(cpu, DropoutKey{}, 1.f, a.view(), c.view()), LogicError);
+}
+
 }  // namespace
 }  // namespace halo::kernels
