@@ -1,3 +1,5 @@
+#include <string>
+
 #include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/exec.hpp>
@@ -66,42 +68,39 @@ void gelu_backward(const Resources& res, ConstSpan<T> x, ConstSpan<T> dy, Span<T
   launch(res, dx.size, detail::GeluBackwardBody<T>{x, dy, dx});
 }
 
-template <class T>
-void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
-             MatrixView<T> y) {
-  HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
-  HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "dropout: shape mismatch");
+namespace {
+/// dropout (Relu false) or relu_dropout (Relu true) of a dense matrix.
+template <bool Relu, class T>
+void dense_dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
+                   MatrixView<T> y, const char* op) {
+  const std::string name(op);
+  HALO_EXPECTS(p >= 0.f && p < 1.f, name + ": p must be in [0, 1)");
+  HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, name + ": shape mismatch");
   HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size == x.rows,
-               "dropout: row_ids must hold one id per row");
+               name + ": row_ids must hold one id per row");
   const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * x.size()),
-                      static_cast<double>(x.size()));
+                      (Relu ? 2.0 : 1.0) * static_cast<double>(x.size()));
   const std::uint64_t rng_key = detail::dropout_rng_key(key);
   const std::uint64_t threshold = detail::dropout_threshold(p);
   launch_by_device(res, x.rows,
-                   detail::DropoutBody<T>{rng_key, threshold, key.row_offset, key.row_ids,
-                                          dropout_scale<T>(p), x, y},
+                   detail::DropoutBody<T, Relu>{rng_key, threshold, key.row_offset, key.row_ids,
+                                                dropout_scale<T>(p), x, y},
                    x.size(),
-                   detail::DropoutElementsBody<T>{rng_key, threshold, key.row_offset, key.row_ids,
-                                                  dropout_scale<T>(p), x, y});
+                   detail::DropoutElementsBody<T, Relu>{rng_key, threshold, key.row_offset,
+                                                        key.row_ids, dropout_scale<T>(p), x, y});
+}
+}  // namespace
+
+template <class T>
+void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
+             MatrixView<T> y) {
+  dense_dropout<false>(res, key, p, x, y, "dropout");
 }
 
 template <class T>
 void relu_dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
                   MatrixView<T> y) {
-  HALO_EXPECTS(p >= 0.f && p < 1.f, "relu_dropout: p must be in [0, 1)");
-  HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, "relu_dropout: shape mismatch");
-  HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size == x.rows,
-               "relu_dropout: row_ids must hold one id per row");
-  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * x.size()),
-                      2.0 * static_cast<double>(x.size()));
-  const std::uint64_t rng_key = detail::dropout_rng_key(key);
-  const std::uint64_t threshold = detail::dropout_threshold(p);
-  launch_by_device(res, x.rows,
-                   detail::ReluDropoutBody<T>{rng_key, threshold, key.row_offset, key.row_ids,
-                                              dropout_scale<T>(p), x, y},
-                   x.size(),
-                   detail::ReluDropoutElementsBody<T>{rng_key, threshold, key.row_offset,
-                                                      key.row_ids, dropout_scale<T>(p), x, y});
+  dense_dropout<true>(res, key, p, x, y, "relu_dropout");
 }
 
 template <class Idx, class T>

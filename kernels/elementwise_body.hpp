@@ -125,7 +125,8 @@ struct GeluBackwardBody {  // dx = gelu'(x) dy, given GELU's input x; dx may ali
   }
 };
 
-template <class T>
+/// Relu: dropout(relu(x)) in the same pass (relu_dropout).
+template <class T, bool Relu = false>
 struct DropoutBody {  // one index = one row
   std::uint64_t rng_key;
   std::uint64_t threshold;
@@ -143,29 +144,8 @@ struct DropoutBody {  // one index = one row
     const std::int64_t g = dropout_row(row_ids, row_offset, r);
     const std::uint64_t key = rng_key, thr = threshold;
     const T s = scale;
-    for (std::int64_t c = 0; c < cols; ++c)
-      out[c] = dropout_keep(key, thr, g, c, cols) ? in[c] * s : T(0);
-  }
-};
-
-template <class T>
-struct ReluDropoutBody {  // one index = one row: dropout(relu(x)) in one pass
-  std::uint64_t rng_key;
-  std::uint64_t threshold;
-  std::int64_t row_offset;
-  Span<const NodeId> row_ids;
-  T scale;  // 1 / (1 - p)
-  MatrixView<const T> x;
-  MatrixView<T> y;
-  HALO_HD void operator()(std::int64_t r) const {
-    const T* in = x.row(r);
-    T* out = y.row(r);
-    const std::int64_t cols = x.cols;
-    const std::int64_t g = dropout_row(row_ids, row_offset, r);
-    const std::uint64_t key = rng_key, thr = threshold;
-    const T s = scale;
     for (std::int64_t c = 0; c < cols; ++c) {
-      const T v = in[c] > T(0) ? in[c] : T(0);
+      const T v = Relu && !(in[c] > T(0)) ? T(0) : in[c];
       out[c] = dropout_keep(key, thr, g, c, cols) ? v * s : T(0);
     }
   }
@@ -180,7 +160,7 @@ struct AddBiasElementsBody {
   HALO_HD void operator()(std::int64_t k) const { x.data[k] += bias[k % x.cols]; }
 };
 
-template <class T>
+template <class T, bool Relu = false>
 struct DropoutElementsBody {
   std::uint64_t rng_key;
   std::uint64_t threshold;
@@ -193,24 +173,7 @@ struct DropoutElementsBody {
     const std::int64_t r = k / x.cols;
     const std::int64_t c = k - r * x.cols;
     const std::int64_t g = dropout_row(row_ids, row_offset, r);
-    y.data[k] = dropout_keep(rng_key, threshold, g, c, x.cols) ? x.data[k] * scale : T(0);
-  }
-};
-
-template <class T>
-struct ReluDropoutElementsBody {
-  std::uint64_t rng_key;
-  std::uint64_t threshold;
-  std::int64_t row_offset;
-  Span<const NodeId> row_ids;
-  T scale;
-  MatrixView<const T> x;
-  MatrixView<T> y;
-  HALO_HD void operator()(std::int64_t k) const {
-    const std::int64_t r = k / x.cols;
-    const std::int64_t c = k - r * x.cols;
-    const std::int64_t g = dropout_row(row_ids, row_offset, r);
-    const T v = x.data[k] > T(0) ? x.data[k] : T(0);
+    const T v = Relu && !(x.data[k] > T(0)) ? T(0) : x.data[k];
     y.data[k] = dropout_keep(rng_key, threshold, g, c, x.cols) ? v * scale : T(0);
   }
 };

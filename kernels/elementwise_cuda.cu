@@ -12,7 +12,7 @@
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::GeluBody<T>);                     \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::GeluBackwardBody<T>);             \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::DropoutElementsBody<T>);          \
-  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::ReluDropoutElementsBody<T>);      \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::DropoutElementsBody<T, true>);    \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::CsrDropoutBody<std::int32_t, T>); \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::CsrDropoutBody<std::int64_t, T>);
 HALO_FOR_VALUE_TYPES(HALO_INSTANTIATE)

@@ -423,7 +423,7 @@ TYPED_TEST(Dropout, ReluDropoutEqualsReluThenDropoutBothWays) {
             auto e = testing::filled(res, rows, cols, std::numeric_limits<T>::quiet_NaN());
             for_each_index(
                 res.cpu_exec(), rows * cols,
-                detail::ReluDropoutElementsBody<T>{
+                detail::DropoutElementsBody<T, true>{
                     detail::dropout_rng_key(key), detail::dropout_threshold(p), key.row_offset,
                     key.row_ids, T(1) / (T(1) - T(p)), x.view(), e.view()});
             EXPECT_EQ(e.to_vector(res), d.to_vector(res));
