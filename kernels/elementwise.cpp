@@ -7,10 +7,7 @@
 
 namespace halo::kernels {
 namespace {
-template <class T>
-T dropout_scale(float p) {
-  return T(1) / (T(1) - static_cast<T>(p));
-}
+using detail::dropout_scale;
 /// Bytes of `n` values of T (a profile's traffic count).
 template <class T>
 double bytes_of(std::int64_t n) {

@@ -37,6 +37,13 @@ inline std::uint64_t dropout_threshold(float p) {
   return static_cast<std::uint64_t>(std::ceil(static_cast<double>(p) * 16777216.0));
 }
 
+/// The factor kept elements are scaled by, 1 / (1 - p): one definition for the forward pass and
+/// for a backward pass that scales without the mask (relu_dropout's).
+template <class T>
+HALO_HD inline T dropout_scale(float p) {
+  return T(1) / (T(1) - static_cast<T>(p));
+}
+
 /// Keeps element (global_row, c) iff rng::uniform_keyed(rng_key, global_row * cols + c) >= p,
 /// given rng_key = dropout_rng_key(key) and threshold = dropout_threshold(p), both per op.
 /// The global node id of local row r under DropoutKey's rule.

@@ -187,14 +187,18 @@ const Tensor<T>& ReLU<T>::backward(const Context& ctx, Adjacency<T>, const Tenso
 
 // ---- Dropout ---------------------------------------------------------------------------------
 
+namespace {
+/// The mask key of dropout `layer_id` on the rows `graph` (the next convolution's) sources.
+template <class T>
+kernels::DropoutKey dropout_key(const Context& ctx, std::uint64_t layer_id,
+                                const Adjacency<T>& graph) {
+  return {ctx.seed, ctx.epoch, layer_id, ctx.row_offset, graph.source_ids};
+}
+}  // namespace
+
 template <class T>
 Dropout<T>::Dropout(float p, std::uint64_t layer_id) : m_p(p), m_layer_id(layer_id) {
   HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout: p must be in [0, 1)");
-}
-
-template <class T>
-kernels::DropoutKey Dropout<T>::key(const Context& ctx, const Adjacency<T>& graph) const {
-  return {ctx.seed, ctx.epoch, m_layer_id, ctx.row_offset, graph.source_ids};
 }
 
 template <class T>
@@ -215,11 +219,12 @@ const Features<T>& Dropout<T>::forward(const Context& ctx, Adjacency<T> graph,
     kernels::copy_async(res, out.indices, sparse->indices);
     out.num_cols = sparse->num_cols;
     kernels::ensure_shape(res, out.values, sparse->num_edges(), 1);
-    kernels::dropout(res, key(ctx, graph), m_p, sparse->view(), out.values.span());
+    kernels::dropout(res, dropout_key(ctx, m_layer_id, graph), m_p, sparse->view(),
+                     out.values.span());
   } else {
     const Tensor<T>& in = std::get<Tensor<T>>(x);
     Tensor<T>& y = dense_output(res, m_output, in.rows(), in.cols());
-    kernels::dropout(res, key(ctx, graph), m_p, in.view(), y.view());
+    kernels::dropout(res, dropout_key(ctx, m_layer_id, graph), m_p, in.view(), y.view());
   }
   return m_output;
 }
@@ -230,7 +235,7 @@ const Tensor<T>& Dropout<T>::backward(const Context& ctx, Adjacency<T> graph, co
   if (!need_input_grad) return m_dx;
   kernels::ensure_shape(*ctx.res, m_dx, dy.rows(), dy.cols());
   if (m_active) {
-    kernels::dropout(*ctx.res, key(ctx, graph), m_p, dy.view(), m_dx.view());
+    kernels::dropout(*ctx.res, dropout_key(ctx, m_layer_id, graph), m_p, dy.view(), m_dx.view());
   } else {
     kernels::copy_async(*ctx.res, m_dx, dy);
   }
@@ -247,14 +252,11 @@ ReluDropout<T>::ReluDropout(float p, std::uint64_t layer_id) : m_p(p), m_layer_i
 template <class T>
 const Features<T>& ReluDropout<T>::forward(const Context& ctx, Adjacency<T> graph,
                                            const Features<T>& x) {
-  const Tensor<T>& in = detail::dense(x, "relu");
+  const Tensor<T>& in = detail::dense(x, "relu_dropout");
   Tensor<T>& y = dense_output(*ctx.res, m_output, in.rows(), in.cols());
   m_active = ctx.training && m_p > 0.f;
   if (m_active)
-    kernels::relu_dropout(
-        *ctx.res,
-        kernels::DropoutKey{ctx.seed, ctx.epoch, m_layer_id, ctx.row_offset, graph.source_ids}, m_p,
-        in.view(), y.view());
+    kernels::relu_dropout(*ctx.res, dropout_key(ctx, m_layer_id, graph), m_p, in.view(), y.view());
   else
     kernels::relu(*ctx.res, in.span(), y.span());
   return m_output;
@@ -266,7 +268,7 @@ const Tensor<T>& ReluDropout<T>::backward(const Context& ctx, Adjacency<T>, cons
   if (!need_input_grad) return m_dx;
   const Tensor<T>& y = std::get<Tensor<T>>(m_output);
   kernels::ensure_shape(*ctx.res, m_dx, dy.rows(), dy.cols());
-  const T scale = m_active ? T(1) / (T(1) - static_cast<T>(m_p)) : T(1);
+  const T scale = m_active ? kernels::detail::dropout_scale<T>(m_p) : T(1);
   kernels::relu_backward(*ctx.res, y.span(), dy.span(), m_dx.span(), scale);
   return m_dx;
 }

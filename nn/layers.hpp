@@ -114,7 +114,6 @@ class Dropout final : public Module<T> {
                std::int64_t in_width, std::int64_t in_entries) override;
 
  private:
-  kernels::DropoutKey key(const Context& ctx, const Adjacency<T>& graph) const;
   float m_p;
   std::uint64_t m_layer_id;
   bool m_active = false;  // whether the last forward dropped anything

@@ -340,6 +340,8 @@ class LinkPrediction final : public Trainer::Task {
     double mrr = kNaN, ap = kNaN, auc = kNaN;
   };
   StepMetrics score_step(std::int64_t t, bool auc);
+  /// The mean of each metric over the steps [begin, end) that have pairs to predict.
+  StepMetrics score_steps(std::int64_t begin, std::int64_t end, bool auc);
 
   const kernels::Resources& m_res;
   TemporalShard& m_shard;
@@ -665,18 +667,23 @@ double mean_over_steps(std::int64_t begin, std::int64_t end, F&& metric) {
   return count == 0 ? kNaN : sum / static_cast<double>(count);
 }
 
-Trainer::Evaluation LinkPrediction::evaluate() {
-  Trainer::Evaluation e;
-  e.train_accuracy = e.val_accuracy = e.test_accuracy = e.val_loss = kNaN;
+LinkPrediction::StepMetrics LinkPrediction::score_steps(std::int64_t begin, std::int64_t end,
+                                                        bool auc) {
   std::vector<StepMetrics> m;
-  for (std::int64_t t = m_split.train_end; t < m_split.val_end; ++t)
-    m.push_back(score_step(t, false));
+  for (std::int64_t t = begin; t < end; ++t) m.push_back(score_step(t, auc));
   const auto mean = [&](double StepMetrics::*field) {
     return mean_over_steps(0, static_cast<std::int64_t>(m.size()),
                            [&](std::int64_t i) { return m[static_cast<std::size_t>(i)].*field; });
   };
-  e.val_mrr = mean(&StepMetrics::mrr);
-  e.val_map = mean(&StepMetrics::ap);
+  return {mean(&StepMetrics::mrr), mean(&StepMetrics::ap), mean(&StepMetrics::auc)};
+}
+
+Trainer::Evaluation LinkPrediction::evaluate() {
+  Trainer::Evaluation e;
+  e.train_accuracy = e.val_accuracy = e.test_accuracy = e.val_loss = kNaN;
+  const StepMetrics m = score_steps(m_split.train_end, m_split.val_end, false);
+  e.val_mrr = m.mrr;
+  e.val_map = m.ap;
   e.val_score = m_config.link.select_by == LinkSelect::Map ? e.val_map : e.val_mrr;
   // Without validation pairs the last epoch is kept (a score of 0 selects nothing over it).
   if (std::isnan(e.val_score)) e.val_score = 0;
@@ -684,16 +691,10 @@ Trainer::Evaluation LinkPrediction::evaluate() {
 }
 
 void LinkPrediction::finish(TrainResult& result) {
-  std::vector<StepMetrics> m;
-  for (std::int64_t t = m_split.val_end; t < m_split.test_end; ++t)
-    m.push_back(score_step(t, true));  // with AUC
-  const auto mean = [&](double StepMetrics::*field) {
-    return mean_over_steps(0, static_cast<std::int64_t>(m.size()),
-                           [&](std::int64_t i) { return m[static_cast<std::size_t>(i)].*field; });
-  };
-  result.test_mrr = mean(&StepMetrics::mrr);
-  result.test_map = mean(&StepMetrics::ap);
-  result.test_auc = mean(&StepMetrics::auc);
+  const StepMetrics m = score_steps(m_split.val_end, m_split.test_end, true);
+  result.test_mrr = m.mrr;
+  result.test_map = m.ap;
+  result.test_auc = m.auc;
   result.val_accuracy = result.test_accuracy = kNaN;
 }
 
