@@ -260,7 +260,8 @@ void NeighborSampler::sample_hop(const kernels::Resources& res, Span<const NodeI
   HALO_ASSERT(slots <= m_table.numel(), 1);
   m_used.table_slots = std::max(m_used.table_slots, slots);
   const detail::HashTable table{m_table.data(), static_cast<std::uint64_t>(slots - 1)};
-  run(res, num_dst + num_edges, detail::InsertBody{table, dst, sampled});
+  run(res, num_dst + num_edges,
+      detail::InsertBody{table, dst, sampled, nullptr, num_dst + num_edges});
   if (check_distinct) {
     for (std::int64_t i = 0; i < num_dst; ++i)
       if (table.position(dst[i]) != i) {
@@ -270,7 +271,8 @@ void NeighborSampler::sample_hop(const kernels::Resources& res, Span<const NodeI
   }
   std::int64_t* prefix = m_scratch.data();
   prefix[0] = 0;
-  run(res, num_edges, detail::FirstOccurrenceBody{table, num_dst, sampled, prefix + 1});
+  run(res, num_edges,
+      detail::FirstOccurrenceBody{table, num_dst, sampled, prefix + 1, nullptr, num_edges});
   kernels::inclusive_scan(res, prefix + 1, num_edges, m_scan.data(), detail::kScanBlock);
   const std::int64_t num_src = num_dst + prefix[num_edges];
   HALO_ASSERT(num_src <= bound.num_src, 1);

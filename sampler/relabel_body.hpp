@@ -46,11 +46,17 @@ struct HashTable {
     while (slots[s] >> 32 != static_cast<std::uint64_t>(id)) s = (s + 1) & mask;
     return static_cast<std::int64_t>(s);
   }
+  /// Starts fetching the home slot of `id` (host code: random slots of a large table are
+  /// latency-bound, so the loops over positions ask kProbeAhead indices ahead).
+  void prefetch(NodeId id) const { __builtin_prefetch(slots + home(id), 1); }
   /// The smallest position of `id`, which must be present.
   HALO_HD std::int64_t position(NodeId id) const {
     return static_cast<std::int64_t>(slots[find_slot(id)] & 0xFFFFFFFFu);
   }
 };
+
+/// How many indices ahead the host loops over a table prefetch their slot.
+constexpr std::int64_t kProbeAhead = 8;
 
 /// Index i < |dst|: destination i at position i; else sampled edge e = i - |dst| at i.
 /// (`sizes` in this file: see CountBody in sample_body.hpp; there |dst| = sizes[0].)
@@ -59,12 +65,17 @@ struct InsertBody {
   kernels::Span<const NodeId> dst;
   const NodeId* sampled;
   const std::int64_t* sizes = nullptr;
+  std::int64_t count = 0;  // the positions, where known (CPU): later slots are prefetched
   HALO_HD void operator()(std::int64_t i) const {
     std::int64_t num_dst = dst.size;
     if (sizes != nullptr) {
       num_dst = sizes[0];
       if (i >= num_dst + sizes[1]) return;
     }
+#if !defined(__CUDA_ARCH__)
+    if (const std::int64_t a = i + kProbeAhead; a < count)
+      table.prefetch(a < num_dst ? dst[a] : sampled[a - num_dst]);
+#endif
     const NodeId id = i < num_dst ? dst[i] : sampled[i - num_dst];
     table.insert_min(id, static_cast<std::uint32_t>(i));
   }
@@ -79,11 +90,15 @@ struct FirstOccurrenceBody {
   NodeId* sampled;
   std::int64_t* flags;
   const std::int64_t* sizes = nullptr;
+  std::int64_t count = 0;  // the edges, where known (CPU): later slots are prefetched
   HALO_HD void operator()(std::int64_t e) const {
     if (sizes != nullptr && e >= sizes[1]) {
       flags[e] = 0;
       return;
     }
+#if !defined(__CUDA_ARCH__)
+    if (e + kProbeAhead < count) table.prefetch(sampled[e + kProbeAhead]);
+#endif
     const std::int64_t own = (sizes != nullptr ? sizes[0] : num_dst) + e;  // this edge's position
     const std::int64_t pos = table.position(sampled[e]);
     flags[e] = pos == own ? 1 : 0;

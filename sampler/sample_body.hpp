@@ -65,6 +65,14 @@ struct FillBody {
   const std::int64_t* sizes = nullptr;  // see CountBody
   HALO_HD void operator()(std::int64_t i) const {
     if (sizes != nullptr && i >= sizes[0]) return;
+#if !defined(__CUDA_ARCH__)
+    // Random destinations' rows are latency-bound: start fetching a later destination's
+    // degree (8 ahead) and neighbour row (4 ahead, its degree fetched by then) now.
+    if (sizes == nullptr) {
+      if (i + 8 < dst.size) __builtin_prefetch(graph.indptr + dst[i + 8]);
+      if (i + 4 < dst.size) __builtin_prefetch(graph.indices + graph.indptr[dst[i + 4]]);
+    }
+#endif
     const NodeId v = dst[i];
     const NodeId* row = graph.indices + graph.indptr[v];
     const std::int64_t d = graph.degree(v);

@@ -44,4 +44,39 @@ void BM_Relu(benchmark::State& state) {
 }
 BENCHMARK(BM_Relu)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+void BM_ReluBackward(benchmark::State& state) {
+  const kernels::Resources res;
+  Tensor<float> y = Tensor<float>::zeros(res, rows(), 256),
+                dy = Tensor<float>::zeros(res, rows(), 256), dx(res, rows(), 256);
+  for (auto _ : state) {
+    kernels::relu_backward(res, y.span(), dy.span(), dx.span(), 2.f);
+    benchmark::ClobberMemory();
+  }
+  report(state, 3.0 * static_cast<double>(y.bytes()));
+}
+BENCHMARK(BM_ReluBackward)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Axpy(benchmark::State& state) {
+  const kernels::Resources res;
+  Tensor<float> x = Tensor<float>::zeros(res, rows(), 256),
+                y = Tensor<float>::zeros(res, rows(), 256);
+  for (auto _ : state) {
+    kernels::axpy(res, 1.f, x.span(), y.span());
+    benchmark::ClobberMemory();
+  }
+  report(state, 3.0 * static_cast<double>(y.bytes()));
+}
+BENCHMARK(BM_Axpy)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_AddBias(benchmark::State& state) {
+  const kernels::Resources res;
+  Tensor<float> x = Tensor<float>::zeros(res, rows(), 256), b = Tensor<float>::zeros(res, 256, 1);
+  for (auto _ : state) {
+    kernels::add_bias(res, x.view(), b.span());
+    benchmark::ClobberMemory();
+  }
+  report(state, 2.0 * static_cast<double>(x.bytes()));
+}
+BENCHMARK(BM_AddBias)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace

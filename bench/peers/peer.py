@@ -13,8 +13,10 @@ Prints one JSON object per line: per epoch / repetition records and a final summ
     test accuracy is taken at the epoch of best validation accuracy (ties: lower validation
     loss), evaluated without dropout after each epoch, as Halo does;
   * input features as exported: sparse ones stay sparse (torch sparse COO), as Halo reads them;
-  * SAGE: mean aggregation, root weight, ReLU and dropout between layers; an epoch is every
-    training node once in shuffled batches, sampling and feature gathering included.
+  * SAGE: mean aggregation, root weight, ReLU and dropout between layers (as the PyG and DGL
+    examples), with --input-dropout also on the input features (as Halo's model does); an
+    epoch is every training node once in shuffled batches, sampling and feature gathering
+    included.
 """
 import argparse
 import json
@@ -219,30 +221,33 @@ def run_sample(args, g):
 
 
 class PygSage(torch.nn.Module):
-    def __init__(self, sizes, dropout):
+    def __init__(self, sizes, dropout, input_dropout):
         super().__init__()
+        self.input_dropout = input_dropout
         from torch_geometric.nn import SAGEConv
         self.convs = torch.nn.ModuleList(SAGEConv(a, b, aggr="mean") for a, b in zip(sizes[:-1], sizes[1:]))
         self.dropout = dropout
 
     def forward(self, x, edge_index, num_seeds):
         for i, conv in enumerate(self.convs):
-            x = conv(F.dropout(x, self.dropout, self.training) if i else x, edge_index)
+            x = conv(F.dropout(x, self.dropout, self.training) if i or self.input_dropout else x,
+                     edge_index)
             if i + 1 < len(self.convs):
                 x = F.relu(x)
         return x[:num_seeds]
 
 
 class DglSage(torch.nn.Module):
-    def __init__(self, sizes, dropout):
+    def __init__(self, sizes, dropout, input_dropout):
         super().__init__()
+        self.input_dropout = input_dropout
         from dgl.nn import SAGEConv
         self.convs = torch.nn.ModuleList(SAGEConv(a, b, "mean") for a, b in zip(sizes[:-1], sizes[1:]))
         self.dropout = dropout
 
     def forward(self, blocks, x):
         for i, (conv, block) in enumerate(zip(self.convs, blocks)):
-            x = conv(block, F.dropout(x, self.dropout, self.training) if i else x)
+            x = conv(block, F.dropout(x, self.dropout, self.training) if i or self.input_dropout else x)
             if i + 1 < len(self.convs):
                 x = F.relu(x)
         return x
@@ -255,7 +260,7 @@ def run_sage(args, g):
     if x.is_sparse:
         x = x.to_dense()  # the peers' SAGE layers gather dense input rows
     s = Sampler(args.system, g, fanouts, args.batch, g["train_idx"], shuffle=True)
-    model = (DglSage if args.system == "dgl" else PygSage)(sizes, args.dropout)
+    model = (DglSage if args.system == "dgl" else PygSage)(sizes, args.dropout, args.input_dropout)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     times = []
     for epoch in range(1, args.epochs + 1):
@@ -327,6 +332,8 @@ def main():
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=16)
     p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--input-dropout", action="store_true",
+                   help="sage: drop out the input features too, as Halo's model does")
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--weight-decay", type=float, default=5e-4)
     p.add_argument("--fanouts", default="10,5")
