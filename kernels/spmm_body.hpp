@@ -2,6 +2,10 @@
 // Single-source bodies of the CSR x dense products.
 
 #include <cstdint>
+#include <type_traits>
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+#include <immintrin.h>
+#endif
 
 #include <halo/kernels/hd.hpp>
 #include <halo/kernels/views.hpp>
@@ -26,6 +30,11 @@ struct SpmmRowBody {
   bool mean_source = false;
   bool accumulate = false;
   HALO_HD void operator()(std::int64_t r) const {
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+    if constexpr (std::is_same_v<T, float>) {
+      if (out.cols >= 1 && out.cols <= kMaxRegisterWidth) return register_row_dispatch(r);
+    }
+#endif
     // Locals, not members, in the loops: stores through `o` could otherwise alias them and
     // block vectorisation.
     const std::int64_t width = out.cols;
@@ -54,6 +63,86 @@ struct SpmmRowBody {
       for (std::int64_t j = 0; j < width; ++j) o[j] *= inv;
     }
   }
+
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+  /// Rows of at most kMaxRegisterWidth floats: the row's sums stay in V registers of 16 floats
+  /// (the last masked) across its entries. Summed in out's row, every entry waited for the
+  /// previous entry's store (a store through the row could alias x), and that chain, more
+  /// than the reads, set the time: 4x at 16 columns on the ogbn-arxiv shape
+  /// (bench/results/speed.md). The same fused multiply-adds in the same order as the loop
+  /// above, so the same values.
+  static constexpr std::int64_t kMaxRegisterWidth = 256;
+  template <int V>
+  void register_row(std::int64_t r) const {
+    const std::int64_t width = out.cols;
+    const auto tail = static_cast<__mmask16>((1u << (width - 16 * (V - 1))) - 1u);
+    float* o = out.row(r);
+    const std::int64_t begin = a.indptr[r];
+    const std::int64_t end = a.indptr[r + 1];
+    __m512 acc[V];
+    for (int v = 0; v < V; ++v) {
+      const __mmask16 m = v + 1 < V ? __mmask16(0xFFFF) : tail;
+      acc[v] = accumulate ? _mm512_maskz_loadu_ps(m, o + 16 * v) : _mm512_setzero_ps();
+    }
+    for (std::int64_t e = begin; e < end; ++e) {
+      const auto c = static_cast<std::int64_t>(a.indices[e]);
+      const float w = mean_source ? a.value(e) / static_cast<float>(a.degree(c)) : a.value(e);
+      if (e + 4 < end) {  // as the loop above: a later edge's row
+        const char* next = reinterpret_cast<const char*>(x.row(a.indices[e + 4]));
+        for (std::int64_t b = 0; b < width * 4; b += 64) __builtin_prefetch(next + b);
+      }
+      const float* xr = x.row(c);
+      const __m512 wv = _mm512_set1_ps(w);
+      for (int v = 0; v < V; ++v) {
+        const __mmask16 m = v + 1 < V ? __mmask16(0xFFFF) : tail;
+        acc[v] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, xr + 16 * v), acc[v]);
+      }
+    }
+    if (mean && end > begin) {
+      const __m512 inv = _mm512_set1_ps(1.f / static_cast<float>(end - begin));
+      for (int v = 0; v < V; ++v) acc[v] = _mm512_mul_ps(acc[v], inv);
+    }
+    for (int v = 0; v < V; ++v)
+      _mm512_mask_storeu_ps(o + 16 * v, v + 1 < V ? __mmask16(0xFFFF) : tail, acc[v]);
+  }
+  /// register_row<ceil(width / 16)>(r), 1 <= width <= kMaxRegisterWidth.
+  void register_row_dispatch(std::int64_t r) const {
+    switch ((out.cols + 15) / 16) {
+      case 1:
+        return register_row<1>(r);
+      case 2:
+        return register_row<2>(r);
+      case 3:
+        return register_row<3>(r);
+      case 4:
+        return register_row<4>(r);
+      case 5:
+        return register_row<5>(r);
+      case 6:
+        return register_row<6>(r);
+      case 7:
+        return register_row<7>(r);
+      case 8:
+        return register_row<8>(r);
+      case 9:
+        return register_row<9>(r);
+      case 10:
+        return register_row<10>(r);
+      case 11:
+        return register_row<11>(r);
+      case 12:
+        return register_row<12>(r);
+      case 13:
+        return register_row<13>(r);
+      case 14:
+        return register_row<14>(r);
+      case 15:
+        return register_row<15>(r);
+      default:
+        return register_row<16>(r);
+    }
+  }
+#endif
 };
 
 /// The adjoint product out = A^T y (out zeroed beforehand). One index = one block of

@@ -164,6 +164,58 @@ TEST(Spmm, GpuBodiesMatchReferenceOnTheCpu) {
 }
 
 #if HALO_WITH_CUDA
+// Every width a CPU row can take: rows of up to 256 floats keep their sums in registers, 16
+// columns each (the last vector masked), wider ones sum in the output row. Against the
+// reference, and column-exact: the first k columns of a product equal the product of x's first
+// k columns bit for bit (the same additions in the same order, whichever path a width takes).
+TEST(Spmm, EveryCpuRowWidthIsColumnExact) {
+  const Resources res(Device::Cpu, 2);
+  using T = float;
+  const auto a = testing::random_csr<std::int32_t, T>(41, 53, 6.0, 31, /*weighted=*/true);
+  const auto sym = testing::random_symmetric_csr<std::int32_t, T>(53, 6.0, 32, /*weighted=*/true);
+  for (const int width : {1, 2, 7, 15, 16, 17, 31, 33, 40, 64, 65, 128, 129, 255, 256, 257, 300}) {
+    SCOPED_TRACE(::testing::Message() << "width " << width);
+    const auto x = testing::random_matrix<T>(53, width, 33);
+    const auto prior = testing::random_matrix<T>(41, width, 34);
+    const auto xv = x.to_vector(res), pv = prior.to_vector(res);
+    // The first k columns of a row-major matrix as a matrix of their own.
+    const auto first = [](const std::vector<T>& m, int w, int k) {
+      std::vector<T> out;
+      for (std::size_t i = 0; i < m.size(); i += static_cast<std::size_t>(w))
+        out.insert(out.end(), m.begin() + static_cast<std::ptrdiff_t>(i),
+                   m.begin() + static_cast<std::ptrdiff_t>(i) + k);
+      return out;
+    };
+    // kind 0: spmm Sum, 1: spmm Mean, 2: spmm_accumulate onto prior, 3: symmetric Mean adjoint.
+    const auto run = [&](int kind, const std::vector<T>& xs, const std::vector<T>& ps, int w) {
+      const std::int64_t rows = kind == 3 ? 53 : 41;
+      const auto xt = Tensor<T>::from_host(res, xs, 53, w);
+      auto out = kind == 2 ? Tensor<T>::from_host(res, ps, 41, w)
+                           : testing::filled(res, rows, w, std::numeric_limits<T>::quiet_NaN());
+      if (kind == 0) spmm(res, a.view(), xt.view(), out.view(), Aggregate::Sum);
+      if (kind == 1) spmm(res, a.view(), xt.view(), out.view(), Aggregate::Mean);
+      if (kind == 2) spmm_accumulate(res, a.view(), xt.view(), out.view());
+      if (kind == 3) spmm_transposed(res, sym.view(), xt.view(), out.view(), Aggregate::Mean);
+      return out.to_vector(res);
+    };
+    for (int kind = 0; kind < 4; ++kind) {
+      SCOPED_TRACE(::testing::Message() << "kind " << kind);
+      const auto got = run(kind, xv, pv, width);
+      auto expected = kind == 3   ? ref::spmm_transposed(sym, x, Aggregate::Mean)
+                      : kind == 1 ? ref::spmm(a, x, Aggregate::Mean)
+                                  : ref::spmm(a, x, Aggregate::Sum);
+      if (kind == 2)
+        for (std::size_t i = 0; i < expected.size(); ++i) expected[i] += pv[i];
+      EXPECT_TRUE(testing::all_close(got, expected, testing::rtol<T>(), testing::atol<T>()));
+      for (const int k : {1, 16, 17, 256}) {
+        if (k >= width) continue;
+        EXPECT_EQ(first(got, width, k), run(kind, first(xv, width, k), first(pv, width, k), k))
+            << "first " << k << " columns";
+      }
+    }
+  }
+}
+
 // Each GPU implementation on its own, over widths that give every row-group size (1 .. 32
 // lanes), the 16-byte-per-lane variant and both sides of cuSPARSE's minimum width.
 TEST(SpmmCuda, EveryAlgorithmMatchesReference) {
