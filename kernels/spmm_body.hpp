@@ -76,14 +76,13 @@ struct SpmmRowBody {
   void register_row(std::int64_t r) const {
     const std::int64_t width = out.cols;
     const auto tail = static_cast<__mmask16>((1u << (width - 16 * (V - 1))) - 1u);
+    const auto mask = [tail](int v) { return v + 1 < V ? __mmask16(0xFFFF) : tail; };
     float* o = out.row(r);
     const std::int64_t begin = a.indptr[r];
     const std::int64_t end = a.indptr[r + 1];
     __m512 acc[V];
-    for (int v = 0; v < V; ++v) {
-      const __mmask16 m = v + 1 < V ? __mmask16(0xFFFF) : tail;
-      acc[v] = accumulate ? _mm512_maskz_loadu_ps(m, o + 16 * v) : _mm512_setzero_ps();
-    }
+    for (int v = 0; v < V; ++v)
+      acc[v] = accumulate ? _mm512_maskz_loadu_ps(mask(v), o + 16 * v) : _mm512_setzero_ps();
     for (std::int64_t e = begin; e < end; ++e) {
       const auto c = static_cast<std::int64_t>(a.indices[e]);
       const float w = mean_source ? a.value(e) / static_cast<float>(a.degree(c)) : a.value(e);
@@ -93,17 +92,14 @@ struct SpmmRowBody {
       }
       const float* xr = x.row(c);
       const __m512 wv = _mm512_set1_ps(w);
-      for (int v = 0; v < V; ++v) {
-        const __mmask16 m = v + 1 < V ? __mmask16(0xFFFF) : tail;
-        acc[v] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, xr + 16 * v), acc[v]);
-      }
+      for (int v = 0; v < V; ++v)
+        acc[v] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(mask(v), xr + 16 * v), acc[v]);
     }
     if (mean && end > begin) {
       const __m512 inv = _mm512_set1_ps(1.f / static_cast<float>(end - begin));
       for (int v = 0; v < V; ++v) acc[v] = _mm512_mul_ps(acc[v], inv);
     }
-    for (int v = 0; v < V; ++v)
-      _mm512_mask_storeu_ps(o + 16 * v, v + 1 < V ? __mmask16(0xFFFF) : tail, acc[v]);
+    for (int v = 0; v < V; ++v) _mm512_mask_storeu_ps(o + 16 * v, mask(v), acc[v]);
   }
   /// register_row<ceil(width / 16)>(r), 1 <= width <= kMaxRegisterWidth.
   void register_row_dispatch(std::int64_t r) const {
