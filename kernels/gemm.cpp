@@ -1,5 +1,8 @@
 #include <algorithm>
 #include <cblas.h>
+#include <cstddef>
+#include <omp.h>
+#include <vector>
 
 #include <halo/kernels/detail/cuda_ops.hpp>
 #include <halo/kernels/elementwise.hpp>
@@ -28,6 +31,110 @@ int as_int(std::int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
+/// One product in row-major BLAS terms: c (m x n) = alpha op(a) op(b) + beta c.
+template <class T>
+struct Product {
+  Trans ta, tb;
+  int m, n, k;
+  T alpha;
+  const T* a;
+  int lda;
+  const T* b;
+  int ldb;
+  T beta;
+  T* c;
+  int ldc;
+
+  void run() const { blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); }
+  /// Rows [r0, r1) of c: rows of op(a).
+  Product rows(int r0, int r1) const {
+    Product p = *this;
+    p.m = r1 - r0;
+    p.a += static_cast<std::ptrdiff_t>(r0) * (ta == Trans::No ? lda : 1);
+    p.c += static_cast<std::ptrdiff_t>(r0) * ldc;
+    return p;
+  }
+  /// Columns [c0, c1) of c: columns of op(b).
+  Product cols(int c0, int c1) const {
+    Product p = *this;
+    p.n = c1 - c0;
+    p.b += static_cast<std::ptrdiff_t>(c0) * (tb == Trans::No ? 1 : ldb);
+    p.c += c0;
+    return p;
+  }
+  /// The part of the sum over [k0, k1), into `out` (ld n) with beta `out_beta`.
+  Product depth(int k0, int k1, T* out, int ld, T out_beta) const {
+    Product p = *this;
+    p.k = k1 - k0;
+    p.a += static_cast<std::ptrdiff_t>(k0) * (ta == Trans::No ? 1 : lda);
+    p.b += static_cast<std::ptrdiff_t>(k0) * (tb == Trans::No ? ldb : 1);
+    p.c = out;
+    p.ldc = ld;
+    p.beta = out_beta;
+    return p;
+  }
+};
+
+/// OpenBLAS's own threads meet at every block of a product. On the tall and the long products of
+/// a graph layer, one single-threaded call per thread on a slice of its own is faster (2 threads,
+/// ogbn-arxiv shape: (169k x 128)(128 x 256) 88 -> 66 ms, (169k x 40)(40 x 256) 45 -> 25 ms,
+/// (256 x 169k)(169k x 40) 51 -> 31 ms; square products equal: bench/kernels/gemm_bench).
+/// The rows of c are split, or its columns where they are more; where k is the longest by far
+/// (a weight gradient: k = the graph's rows), each thread sums its slice of k into a private
+/// product, and the products are added into c in thread order (fixed for a thread count, so
+/// results repeat; with a different thread count they differ by float rounding).
+/// Small products, and calls inside a parallel region, stay with OpenBLAS (which then runs them
+/// on one thread).
+template <class T>
+void run_cpu(const Product<T>& p, int threads) {
+  const double flops = 2.0 * p.m * p.n * static_cast<double>(p.k);
+  constexpr double kMinSplitFlops = 1 << 24;  // ~0.1 ms: below, a parallel region costs more
+  constexpr int kMinSlice = 64;               // rows, columns or depth per thread
+  const int longest_mn = std::max(p.m, p.n);
+  if (threads <= 1 || omp_in_parallel() || flops < kMinSplitFlops ||
+      std::max(longest_mn, p.k / 4) < kMinSlice * threads) {
+    openblas_set_num_threads(omp_in_parallel() ? 1 : threads);
+    return p.run();
+  }
+  const auto bound = [threads](int len, int t) {
+    return static_cast<int>(static_cast<std::int64_t>(len) * t / threads);
+  };
+  if (p.k >= 4 * longest_mn) {
+    thread_local std::vector<T> partials;
+    const std::size_t size = static_cast<std::size_t>(p.m) * p.n;
+    if (partials.size() < size * (threads - 1)) partials.resize(size * (threads - 1));
+    T* scratch = partials.data();
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num();
+      if (t == 0) {
+        p.depth(0, bound(p.k, 1), p.c, p.ldc, p.beta).run();
+      } else {
+        p.depth(bound(p.k, t), bound(p.k, t + 1), scratch + size * (t - 1), p.n, T(0)).run();
+      }
+#pragma omp barrier
+      for (int i = bound(p.m, t); i < bound(p.m, t + 1); ++i) {
+        T* row = p.c + static_cast<std::ptrdiff_t>(i) * p.ldc;
+        for (int s = 1; s < threads; ++s) {
+          const T* part = scratch + size * (s - 1) + static_cast<std::size_t>(i) * p.n;
+          for (int j = 0; j < p.n; ++j) row[j] += part[j];
+        }
+      }
+    }
+    return;
+  }
+  const bool by_rows = p.m >= p.n;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    if (by_rows) {
+      p.rows(bound(p.m, t), bound(p.m, t + 1)).run();
+    } else {
+      p.cols(bound(p.n, t), bound(p.n, t + 1)).run();
+    }
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -53,11 +160,11 @@ void gemm(const Resources& res, Trans trans_a, Trans trans_b, T alpha, ConstMatr
   }
   switch (res.device()) {
     case Device::Cpu:
-      openblas_set_num_threads(res.cpu_exec().num_threads);
-      return blas(trans_a, trans_b, as_int(m, "m"), as_int(n, "n"), as_int(k, "k"), alpha, a.data,
-                  as_int(std::max<std::int64_t>(a.cols, 1), "lda"), b.data,
-                  as_int(std::max<std::int64_t>(b.cols, 1), "ldb"), beta, c.data,
-                  as_int(std::max<std::int64_t>(c.cols, 1), "ldc"));
+      return run_cpu(Product<T>{trans_a, trans_b, as_int(m, "m"), as_int(n, "n"), as_int(k, "k"),
+                                alpha, a.data, as_int(std::max<std::int64_t>(a.cols, 1), "lda"),
+                                b.data, as_int(std::max<std::int64_t>(b.cols, 1), "ldb"), beta,
+                                c.data, as_int(std::max<std::int64_t>(c.cols, 1), "ldc")},
+                     res.cpu_exec().num_threads);
     case Device::Cuda:
 #if HALO_WITH_CUDA
       return detail::gemm_cuda(res, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);

@@ -18,18 +18,22 @@ void BM_SgemmPeak(benchmark::State& state) {
 }
 BENCHMARK(BM_SgemmPeak)->Iterations(1);
 
-/// op(A) (m x k) * op(B) (k x n) with A, B as laid out in a GCN layer on n_nodes rows.
+/// op(A) (m x k) * op(B) (k x n) with A, B as laid out in a GCN layer on n_nodes rows: the
+/// forward X W (n x out), the weight gradient X^T dY (in x out), the input gradient dY W^T
+/// (n x in).
 void BM_Gemm(benchmark::State& state) {
   const std::int64_t nodes = bench::smoke() ? 8467 : 169343;
   const std::int64_t in_f = state.range(0), out_f = state.range(1);
-  const bool weight_grad = state.range(2) != 0;  // X^T dY (in x out) instead of X W (n x out)
+  const auto pass = state.range(2);  // 0 forward, 1 weight gradient, 2 input gradient
   const kernels::Resources res;
   Tensor<float> x = Tensor<float>::zeros(res, nodes, in_f);
   Tensor<float> w = Tensor<float>::zeros(res, in_f, out_f);
   Tensor<float> y = Tensor<float>::zeros(res, nodes, out_f);
   for (auto _ : state) {
-    if (weight_grad) {
+    if (pass == 1) {
       kernels::gemm(res, Trans::Yes, Trans::No, 1.f, x.view(), y.view(), 0.f, w.view());
+    } else if (pass == 2) {
+      kernels::gemm(res, Trans::No, Trans::Yes, 1.f, y.view(), w.view(), 0.f, x.view());
     } else {
       kernels::gemm(res, Trans::No, Trans::No, 1.f, x.view(), w.view(), 0.f, y.view());
     }
@@ -48,7 +52,8 @@ BENCHMARK(BM_Gemm)
     ->Args({128, 256, 1})
     ->Args({256, 40, 0})
     ->Args({256, 40, 1})
-    ->ArgNames({"in", "out", "weight_grad"})
+    ->Args({256, 40, 2})
+    ->ArgNames({"in", "out", "pass"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -61,6 +61,32 @@ TYPED_TEST(Gemm, MatchesReferenceForAllTransposes) {
   });
 }
 
+/// Products large enough that the CPU splits them over its threads: by rows of c (m the
+/// longest), by columns (n), and by the sum's depth (k the longest by far, each thread's partial
+/// product added into c), at 2 and 3 threads (uneven slices), every transpose, beta 0 and not.
+/// The same call twice gives the same bits (the partial products are added in thread order).
+TEST(Gemm, CpuSplitsOfLargeProductsMatchReference) {
+  const std::tuple<int, int, int> shapes[] = {{1031, 37, 229}, {41, 1031, 229}, {37, 29, 8209}};
+  for (const int threads : {2, 3}) {
+    const Resources res(Device::Cpu, threads);
+    testing::for_each_value_type([&](auto value) {
+      using T = decltype(value);
+      for (const Trans ta : {Trans::No, Trans::Yes})
+        for (const Trans tb : {Trans::No, Trans::Yes})
+          for (const auto& [m, n, k] : shapes) {
+            check_gemm<T>(res, ta, tb, m, n, k, T(1), T(0));
+            check_gemm<T>(res, ta, tb, m, n, k, T(-0.75), T(1.5));
+          }
+    });
+    const auto [m, n, k] = shapes[2];
+    const auto a = operand<float>(Trans::Yes, m, k, 4), b = operand<float>(Trans::No, k, n, 5);
+    auto c1 = Tensor<float>::zeros(res, m, n), c2 = Tensor<float>::zeros(res, m, n);
+    gemm<float>(res, Trans::Yes, Trans::No, 1.f, a.view(), b.view(), 0.f, c1.view());
+    gemm<float>(res, Trans::Yes, Trans::No, 1.f, a.view(), b.view(), 0.f, c2.view());
+    EXPECT_EQ(c1.to_vector(res), c2.to_vector(res));
+  }
+}
+
 TYPED_TEST(Gemm, EmptyShapes) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();
