@@ -2,7 +2,6 @@
 #include <cblas.h>
 #include <cstddef>
 #include <omp.h>
-#include <vector>
 
 #include <halo/kernels/detail/cuda_ops.hpp>
 #include <halo/kernels/elementwise.hpp>
@@ -86,7 +85,8 @@ struct Product {
 /// Small products, and calls inside a parallel region, stay with OpenBLAS (which then runs them
 /// on one thread).
 template <class T>
-void run_cpu(const Product<T>& p, int threads) {
+void run_cpu(const Resources& res, const Product<T>& p) {
+  const int threads = res.cpu_exec().num_threads;
   const double flops = 2.0 * p.m * p.n * static_cast<double>(p.k);
   constexpr double kMinSplitFlops = 1 << 24;  // ~0.1 ms: below, a parallel region costs more
   constexpr int kMinSlice = 64;               // rows, columns or depth per thread
@@ -100,10 +100,8 @@ void run_cpu(const Product<T>& p, int threads) {
     return static_cast<int>(static_cast<std::int64_t>(len) * t / threads);
   };
   if (p.k >= 4 * longest_mn) {
-    thread_local std::vector<T> partials;
     const std::size_t size = static_cast<std::size_t>(p.m) * p.n;
-    if (partials.size() < size * (threads - 1)) partials.resize(size * (threads - 1));
-    T* scratch = partials.data();
+    T* scratch = static_cast<T*>(res.scratch(0, size * (threads - 1) * sizeof(T)));
 #pragma omp parallel num_threads(threads)
     {
       const int t = omp_get_thread_num();
@@ -160,11 +158,11 @@ void gemm(const Resources& res, Trans trans_a, Trans trans_b, T alpha, ConstMatr
   }
   switch (res.device()) {
     case Device::Cpu:
-      return run_cpu(Product<T>{trans_a, trans_b, as_int(m, "m"), as_int(n, "n"), as_int(k, "k"),
-                                alpha, a.data, as_int(std::max<std::int64_t>(a.cols, 1), "lda"),
-                                b.data, as_int(std::max<std::int64_t>(b.cols, 1), "ldb"), beta,
-                                c.data, as_int(std::max<std::int64_t>(c.cols, 1), "ldc")},
-                     res.cpu_exec().num_threads);
+      return run_cpu(
+          res, Product<T>{trans_a, trans_b, as_int(m, "m"), as_int(n, "n"), as_int(k, "k"), alpha,
+                          a.data, as_int(std::max<std::int64_t>(a.cols, 1), "lda"), b.data,
+                          as_int(std::max<std::int64_t>(b.cols, 1), "ldb"), beta, c.data,
+                          as_int(std::max<std::int64_t>(c.cols, 1), "ldc")});
     case Device::Cuda:
 #if HALO_WITH_CUDA
       return detail::gemm_cuda(res, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
