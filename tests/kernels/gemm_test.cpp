@@ -1,6 +1,7 @@
 // Dense products: all four transpose cases against ref::gemm, alpha/beta handling, gradients.
 #include <gtest/gtest.h>
 #include <limits>
+#include <span>
 #include <string>
 #include <tuple>
 
@@ -45,11 +46,8 @@ void check_gemm(const Resources& res, Trans ta, Trans tb, std::int64_t m, std::i
                                  testing::rtol<T>(), atol));
 }
 
-TYPED_TEST(Gemm, MatchesReferenceForAllTransposes) {
-  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
-  const auto res = testing::make_resources<TypeParam>();
-  const std::tuple<int, int, int> shapes[] = {{1, 1, 1},   {3, 5, 7},   {257, 3, 17},
-                                              {4, 257, 1}, {2, 9, 257}, {33, 31, 29}};
+/// check_gemm for every value type and transpose, beta 0 and not, on each (m, n, k).
+void check_all_transposes(const Resources& res, std::span<const std::tuple<int, int, int>> shapes) {
   testing::for_each_value_type([&](auto value) {
     using T = decltype(value);
     for (const Trans ta : {Trans::No, Trans::Yes})
@@ -61,6 +59,14 @@ TYPED_TEST(Gemm, MatchesReferenceForAllTransposes) {
   });
 }
 
+TYPED_TEST(Gemm, MatchesReferenceForAllTransposes) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  const std::tuple<int, int, int> shapes[] = {{1, 1, 1},   {3, 5, 7},   {257, 3, 17},
+                                              {4, 257, 1}, {2, 9, 257}, {33, 31, 29}};
+  check_all_transposes(res, shapes);
+}
+
 /// Products large enough that the CPU splits them over its threads: by rows of c (m the
 /// longest), by columns (n), and by the sum's depth (k the longest by far, each thread's partial
 /// product added into c), at 2 and 3 threads (uneven slices), every transpose, beta 0 and not.
@@ -69,15 +75,7 @@ TEST(Gemm, CpuSplitsOfLargeProductsMatchReference) {
   const std::tuple<int, int, int> shapes[] = {{1031, 37, 229}, {41, 1031, 229}, {37, 29, 8209}};
   for (const int threads : {2, 3}) {
     const Resources res(Device::Cpu, threads);
-    testing::for_each_value_type([&](auto value) {
-      using T = decltype(value);
-      for (const Trans ta : {Trans::No, Trans::Yes})
-        for (const Trans tb : {Trans::No, Trans::Yes})
-          for (const auto& [m, n, k] : shapes) {
-            check_gemm<T>(res, ta, tb, m, n, k, T(1), T(0));
-            check_gemm<T>(res, ta, tb, m, n, k, T(-0.75), T(1.5));
-          }
-    });
+    check_all_transposes(res, shapes);
     const auto [m, n, k] = shapes[2];
     const auto a = operand<float>(Trans::Yes, m, k, 4), b = operand<float>(Trans::No, k, n, 5);
     auto c1 = Tensor<float>::zeros(res, m, n), c2 = Tensor<float>::zeros(res, m, n);
