@@ -93,7 +93,7 @@ void run_cpu(const Resources& res, const Product<T>& p) {
   const int longest_mn = std::max(p.m, p.n);
   if (threads <= 1 || omp_in_parallel() || flops < kMinSplitFlops ||
       std::max(longest_mn, p.k / 4) < kMinSlice * threads) {
-    openblas_set_num_threads(omp_in_parallel() ? 1 : threads);
+    if (!omp_in_parallel()) openblas_set_num_threads(threads);  // inside, OpenBLAS runs on one
     return p.run();
   }
   const auto bound = [threads](int len, int t) {
