@@ -66,38 +66,57 @@ void gelu_backward(const Resources& res, ConstSpan<T> x, ConstSpan<T> dy, Span<T
 }
 
 namespace {
-/// dropout (Relu false) or relu_dropout (Relu true) of a dense matrix.
+/// dropout (Relu false) or relu_dropout (Relu true) into y of x's rows, or with `gather` of the
+/// rows of x it names (gather_dropout); shapes checked by the callers.
 template <bool Relu, class T>
 void dense_dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
-                   MatrixView<T> y, const char* op) {
-  const std::string name(op);
-  HALO_EXPECTS(p >= 0.f && p < 1.f, name + ": p must be in [0, 1)");
-  HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, name + ": shape mismatch");
-  HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size == x.rows,
-               name + ": row_ids must hold one id per row");
-  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * x.size()),
-                      (Relu ? 2.0 : 1.0) * static_cast<double>(x.size()));
+                   MatrixView<T> y, const std::string& op, const NodeId* gather = nullptr) {
+  HALO_EXPECTS(p >= 0.f && p < 1.f, op + ": p must be in [0, 1)");
+  HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size == y.rows,
+               op + ": row_ids must hold one id per row");
+  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * y.size()),
+                      (Relu ? 2.0 : 1.0) * static_cast<double>(y.size()));
   const std::uint64_t rng_key = detail::dropout_rng_key(key);
   const std::uint64_t threshold = detail::dropout_threshold(p);
-  launch_by_device(res, x.rows,
-                   detail::DropoutBody<T, Relu>{rng_key, threshold, key.row_offset, key.row_ids,
-                                                dropout_scale<T>(p), x, y},
-                   x.size(),
-                   detail::DropoutElementsBody<T, Relu>{rng_key, threshold, key.row_offset,
-                                                        key.row_ids, dropout_scale<T>(p), x, y});
+  launch_by_device(
+      res, y.rows,
+      detail::DropoutBody<T, Relu>{rng_key, threshold, key.row_offset, key.row_ids,
+                                   dropout_scale<T>(p), x, y, gather},
+      y.size(),
+      detail::DropoutElementsBody<T, Relu>{rng_key, threshold, key.row_offset, key.row_ids,
+                                           dropout_scale<T>(p), x, y, gather});
+}
+
+template <class T>
+void check_same_shape(ConstMatrixView<T> x, MatrixView<T> y, const char* op) {
+  HALO_EXPECTS(x.rows == y.rows && x.cols == y.cols, std::string(op) + ": shape mismatch");
 }
 }  // namespace
 
 template <class T>
 void dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
              MatrixView<T> y) {
+  check_same_shape<T>(x, y, "dropout");
   dense_dropout<false>(res, key, p, x, y, "dropout");
 }
 
 template <class T>
 void relu_dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
                   MatrixView<T> y) {
+  check_same_shape<T>(x, y, "relu_dropout");
   dense_dropout<true>(res, key, p, x, y, "relu_dropout");
+}
+
+template <class T>
+void gather_dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
+                    Span<const NodeId> idx, MatrixView<T> y) {
+  HALO_EXPECTS(idx.size == y.rows && x.cols == y.cols, "gather_dropout: shape mismatch");
+  if (res.device() == Device::Cpu)  // device ids are validated where they are produced
+    for (std::int64_t i = 0; i < idx.size; ++i)
+      HALO_EXPECTS(idx[i] >= 0 && idx[i] < x.rows,
+                   "gather_dropout: row id " + std::to_string(idx[i]) + " out of range [0, " +
+                       std::to_string(x.rows) + ")");
+  if (y.rows > 0) dense_dropout<false>(res, key, p, x, y, "gather_dropout", idx.data);
 }
 
 template <class Idx, class T>
@@ -119,21 +138,23 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
                                         values_out.data});
 }
 
-#define HALO_INSTANTIATE(T)                                                                      \
-  template void fill<T>(const Resources&, Span<T>, T);                                           \
-  template void axpy<T>(const Resources&, T, Span<const T>, Span<T>);                            \
-  template void add_bias<T>(const Resources&, MatrixView<T>, Span<const T>);                     \
-  template void relu<T>(const Resources&, Span<const T>, Span<T>);                               \
-  template void relu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>, T);    \
-  template void gelu<T>(const Resources&, Span<const T>, Span<T>);                               \
-  template void gelu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>);       \
-  template void dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>,      \
-                           MatrixView<T>);                                                       \
-  template void relu_dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>, \
-                                MatrixView<T>);                                                  \
-  template void dropout<std::int32_t, T>(const Resources&, const DropoutKey&, float,             \
-                                         CsrView<std::int32_t, T>, Span<T>);                     \
-  template void dropout<std::int64_t, T>(const Resources&, const DropoutKey&, float,             \
+#define HALO_INSTANTIATE(T)                                                                        \
+  template void fill<T>(const Resources&, Span<T>, T);                                             \
+  template void axpy<T>(const Resources&, T, Span<const T>, Span<T>);                              \
+  template void add_bias<T>(const Resources&, MatrixView<T>, Span<const T>);                       \
+  template void relu<T>(const Resources&, Span<const T>, Span<T>);                                 \
+  template void relu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>, T);      \
+  template void gelu<T>(const Resources&, Span<const T>, Span<T>);                                 \
+  template void gelu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>);         \
+  template void dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>,        \
+                           MatrixView<T>);                                                         \
+  template void relu_dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>,   \
+                                MatrixView<T>);                                                    \
+  template void gather_dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>, \
+                                  Span<const NodeId>, MatrixView<T>);                              \
+  template void dropout<std::int32_t, T>(const Resources&, const DropoutKey&, float,               \
+                                         CsrView<std::int32_t, T>, Span<T>);                       \
+  template void dropout<std::int64_t, T>(const Resources&, const DropoutKey&, float,               \
                                          CsrView<std::int64_t, T>, Span<T>);
 HALO_FOR_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE

@@ -53,6 +53,14 @@ template <class T>
 void relu_dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
                   MatrixView<T> y);
 
+/// y(i, :) = dropout of row idx[i] of x, with the mask `dropout` would apply to the gathered
+/// matrix (row i is node key.row_ids[i], or key.row_offset + i): a gather and a dropout in one
+/// pass. p = 0 keeps every entry. idx entries must be in [0, x.rows) (checked on the host for CPU
+/// data); y has idx.size rows and must not overlap x.
+template <class T>
+void gather_dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
+                    Span<const NodeId> idx, MatrixView<T> y);
+
 /// Dropout of a sparse matrix's stored entries with exactly the mask `dropout` would apply to
 /// its dense form: values_out[e] = x.value(e) / (1 - p) or 0. values_out has x.num_edges().
 template <class Idx, class T>

@@ -132,7 +132,8 @@ struct GeluBackwardBody {  // dx = gelu'(x) dy, given GELU's input x; dx may ali
   }
 };
 
-/// Relu: dropout(relu(x)) in the same pass (relu_dropout).
+/// Relu: dropout(relu(x)) in the same pass (relu_dropout). With `gather`, row r of y is the
+/// dropout of row gather[r] of x (gather_dropout), else of row r.
 template <class T, bool Relu = false>
 struct DropoutBody {  // one index = one row
   std::uint64_t rng_key;
@@ -142,12 +143,23 @@ struct DropoutBody {  // one index = one row
   T scale;  // 1 / (1 - p)
   MatrixView<const T> x;
   MatrixView<T> y;
+  const NodeId* gather;
   HALO_HD void operator()(std::int64_t r) const {
     // Members copied to locals: a store through `out` could alias `scale` (same type), which
     // stops the compiler from vectorising the loop (measured: 7x slower on AVX-512).
-    const T* in = x.row(r);
+    const T* in = x.row(gather ? static_cast<std::int64_t>(gather[r]) : r);
     T* out = y.row(r);
-    const std::int64_t cols = x.cols;
+    const std::int64_t cols = y.cols;
+#if !defined(__CUDA_ARCH__)
+    // Gathered rows are random rows of a large x, latency-bound while the mask's arithmetic
+    // keeps the core busy: start fetching a later row now (as the SpMM's row body does).
+    constexpr std::int64_t kAhead = 4;
+    if (gather && r + kAhead < y.rows) {
+      const char* next = reinterpret_cast<const char*>(x.row(gather[r + kAhead]));
+      for (std::int64_t b = 0; b < cols * static_cast<std::int64_t>(sizeof(T)); b += 64)
+        __builtin_prefetch(next + b);
+    }
+#endif
     const std::int64_t g = dropout_row(row_ids, row_offset, r);
     const std::uint64_t key = rng_key, thr = threshold;
     const T s = scale;
@@ -176,12 +188,14 @@ struct DropoutElementsBody {
   T scale;
   MatrixView<const T> x;
   MatrixView<T> y;
+  const NodeId* gather;  // as DropoutBody's
   HALO_HD void operator()(std::int64_t k) const {
-    const std::int64_t r = k / x.cols;
-    const std::int64_t c = k - r * x.cols;
+    const std::int64_t r = k / y.cols;
+    const std::int64_t c = k - r * y.cols;
     const std::int64_t g = dropout_row(row_ids, row_offset, r);
-    const T v = Relu && !(x.data[k] > T(0)) ? T(0) : x.data[k];
-    y.data[k] = dropout_keep(rng_key, threshold, g, c, x.cols) ? v * scale : T(0);
+    const T in = x(gather ? static_cast<std::int64_t>(gather[r]) : r, c);
+    const T v = Relu && !(in > T(0)) ? T(0) : in;
+    y(r, c) = dropout_keep(rng_key, threshold, g, c, y.cols) ? v * scale : T(0);
   }
 };
 

@@ -75,13 +75,15 @@ struct Product {
 };
 
 /// OpenBLAS's own threads meet at every block of a product. On the tall and the long products of
-/// a graph layer, one single-threaded call per thread on a slice of its own is faster (2 threads,
+/// a graph layer, single-threaded calls on slices of their own are faster (2 threads,
 /// ogbn-arxiv shape: (169k x 128)(128 x 256) 88 -> 66 ms, (169k x 40)(40 x 256) 45 -> 25 ms,
 /// (256 x 169k)(169k x 40) 51 -> 31 ms; square products equal: bench/kernels/gemm_bench).
-/// The rows of c are split, or its columns where they are more; where k is the longest by far
-/// (a weight gradient: k = the graph's rows), each thread sums its slice of k into a private
-/// product, and the products are added into c in thread order (fixed for a thread count, so
-/// results repeat; with a different thread count they differ by float rounding).
+/// The rows of c are cut into pieces, or its columns where they are more; where k is the longest
+/// by far (a weight gradient: k = the graph's rows), the sum's depth is, each piece summed into a
+/// private product, and the products are added into c in piece order. Up to kPiecesPerThread
+/// pieces per thread, taken by whichever thread is free (a thread the OS runs something else on,
+/// such as the mini-batch producer, takes fewer): the cut depends only on the shape and the
+/// thread count, so results repeat for a thread count (with another they differ by rounding).
 /// Small products, and calls inside a parallel region, stay with OpenBLAS (which then runs them
 /// on one thread).
 template <class T>
@@ -89,46 +91,55 @@ void run_cpu(const Resources& res, const Product<T>& p) {
   const int threads = res.cpu_exec().num_threads;
   const double flops = 2.0 * p.m * p.n * static_cast<double>(p.k);
   constexpr double kMinSplitFlops = 1 << 24;  // ~0.1 ms: below, a parallel region costs more
-  constexpr int kMinSlice = 64;               // rows, columns or depth per thread
+  constexpr int kMinSlice = 64;               // rows, columns or depth per piece
+  constexpr int kPiecesPerThread = 4;
+  constexpr double kMaxPartialBytes = 16 << 20;  // the depth split's private products, in all
   const int longest_mn = std::max(p.m, p.n);
   if (threads <= 1 || omp_in_parallel() || flops < kMinSplitFlops ||
       std::max(longest_mn, p.k / 4) < kMinSlice * threads) {
     if (!omp_in_parallel()) openblas_set_num_threads(threads);  // inside, OpenBLAS runs on one
     return p.run();
   }
-  const auto bound = [threads](int len, int t) {
-    return static_cast<int>(static_cast<std::int64_t>(len) * t / threads);
+  const bool by_depth = p.k >= 4 * longest_mn;
+  const bool by_rows = p.m >= p.n;
+  const int len = by_depth ? p.k : by_rows ? p.m : p.n;  // >= kMinSlice * threads (above)
+  int pieces = std::min(kPiecesPerThread * threads, len / kMinSlice);
+  const std::size_t size = static_cast<std::size_t>(p.m) * p.n;
+  if (by_depth)  // at least one piece per thread, whatever the products' size
+    pieces = std::min(pieces, 1 + static_cast<int>(kMaxPartialBytes / (size * sizeof(T))));
+  pieces = std::max(pieces, threads);
+  const auto bound = [pieces, len](int i) {
+    return static_cast<int>(static_cast<std::int64_t>(len) * i / pieces);
   };
-  if (p.k >= 4 * longest_mn) {
-    const std::size_t size = static_cast<std::size_t>(p.m) * p.n;
-    T* scratch = static_cast<T*>(res.scratch(0, size * (threads - 1) * sizeof(T)));
+  if (by_depth) {
+    T* partial = static_cast<T*>(res.scratch(0, size * (pieces - 1) * sizeof(T)));
 #pragma omp parallel num_threads(threads)
     {
-      const int t = omp_get_thread_num();
-      if (t == 0) {
-        p.depth(0, bound(p.k, 1), p.c, p.ldc, p.beta).run();
-      } else {
-        p.depth(bound(p.k, t), bound(p.k, t + 1), scratch + size * (t - 1), p.n, T(0)).run();
+#pragma omp for schedule(dynamic, 1)
+      for (int i = 0; i < pieces; ++i) {
+        if (i == 0) {
+          p.depth(0, bound(1), p.c, p.ldc, p.beta).run();
+        } else {
+          p.depth(bound(i), bound(i + 1), partial + size * (i - 1), p.n, T(0)).run();
+        }
       }
-#pragma omp barrier
-      for (int i = bound(p.m, t); i < bound(p.m, t + 1); ++i) {
-        T* row = p.c + static_cast<std::ptrdiff_t>(i) * p.ldc;
-        for (int s = 1; s < threads; ++s) {
-          const T* part = scratch + size * (s - 1) + static_cast<std::size_t>(i) * p.n;
+#pragma omp for schedule(static)
+      for (int r = 0; r < p.m; ++r) {
+        T* row = p.c + static_cast<std::ptrdiff_t>(r) * p.ldc;
+        for (int i = 1; i < pieces; ++i) {
+          const T* part = partial + size * (i - 1) + static_cast<std::size_t>(r) * p.n;
           for (int j = 0; j < p.n; ++j) row[j] += part[j];
         }
       }
     }
     return;
   }
-  const bool by_rows = p.m >= p.n;
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (int i = 0; i < pieces; ++i) {
     if (by_rows) {
-      p.rows(bound(p.m, t), bound(p.m, t + 1)).run();
+      p.rows(bound(i), bound(i + 1)).run();
     } else {
-      p.cols(bound(p.n, t), bound(p.n, t + 1)).run();
+      p.cols(bound(i), bound(i + 1)).run();
     }
   }
 }

@@ -29,7 +29,7 @@ Model<T>::Model(const kernels::Resources& res, const ModelConfig& config, std::u
   // and the next convolution's dropout run as one module (one pass each way, no mask needed
   // backward), which belongs to the next convolution (its graph keys the mask; embed() takes
   // it as its layer's ReLU).
-  m_modules.push_back(std::make_unique<Dropout<T>>(config.dropout, 0));
+  m_modules.push_back(std::make_unique<Dropout<T>>(config.dropout, kInputDropoutLayer));
   m_layer_of_module.push_back(1);
   for (int layer = 0; layer < config.num_layers; ++layer) {
     const std::int64_t in = layer == 0 ? config.in_features : config.hidden;
@@ -75,7 +75,10 @@ const Tensor<T>& Model<T>::run(const Context& ctx, std::span<const Adjacency<T>>
                "model: input has " + std::to_string(kernels::num_cols(x)) +
                    " features, the model " + std::to_string(m_config.in_features));
   const Features<T>* h = &x;
-  for (std::size_t i = 0; i < end; ++i) h = &m_modules[i]->forward(ctx, graph_of(graphs, i), *h);
+  // Module 0 is the input dropout: skipped when the input already has it.
+  const std::size_t begin = ctx.training && ctx.input_dropped ? 1 : 0;
+  for (std::size_t i = begin; i < end; ++i)
+    h = &m_modules[i]->forward(ctx, graph_of(graphs, i), *h);
   return std::get<Tensor<T>>(*h);
 }
 

@@ -56,6 +56,9 @@ class Model final : public Network<T> {
   NetworkShape shape() const override {
     return {m_config.kind, m_config.num_layers, m_config.in_features, m_config.num_classes};
   }
+  /// The first module's dropout (its mask keyed kInputDropoutLayer); skipped when
+  /// ctx.input_dropped.
+  float input_dropout() const override { return m_config.dropout; }
   /// Names like "layer1.weight": stable across runs, used by save/load.
   std::vector<std::string> parameter_names();
 

@@ -21,6 +21,10 @@ struct ModelConfig {
   std::int64_t num_classes = 0;
 };
 
+/// The mask key's layer of a model's input dropout (kernels::DropoutKey::layer); the dropout
+/// before convolution l + 1 is keyed l (l >= 1).
+inline constexpr std::uint64_t kInputDropoutLayer = 0;
+
 /// What a model file (nn/model_file.hpp, docs/formats.md) says about its model besides the
 /// parameters: enough to rebuild it and to feed it data prepared as in training.
 struct ModelFileInfo {

@@ -61,6 +61,9 @@ struct Context {
   std::uint64_t seed = 0;       // base seed of the run (dropout masks)
   std::uint64_t epoch = 0;      // keys the dropout masks of this pass
   std::int64_t row_offset = 0;  // global node id of local row 0 (see Adjacency::source_ids)
+  /// The input already went through the model's input dropout, with the mask it would draw
+  /// (a batch whose gather applied it, runtime::SampledBatches): the model skips that module.
+  bool input_dropped = false;
 };
 
 /// A trainable tensor and its gradient (same shape, same device).

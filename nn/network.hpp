@@ -43,6 +43,11 @@ class Network {
                         const kernels::Tensor<T>& dlogits) = 0;
   virtual std::vector<Parameter<T>*> parameters() = 0;
   virtual NetworkShape shape() const = 0;
+  /// The dropout the network applies to its input first, with the mask kernels::dropout draws
+  /// for DropoutKey{ctx.seed, ctx.epoch, kInputDropoutLayer, ctx.row_offset, the input graph's
+  /// source_ids}, or 0 for none. A network that reports p > 0 skips it when ctx.input_dropped
+  /// (the trainer applies it while gathering a batch's rows and says so). Default: 0.
+  virtual float input_dropout() const { return 0.f; }
   /// Sizes buffers for graphs within `bounds` ((sources, destinations) per layer, input layer
   /// first) and inputs of at most `input_entries` stored entries (0: dense), so that later passes
   /// allocate nothing. Optional: the default does nothing (passes then allocate as needed).

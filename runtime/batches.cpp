@@ -9,6 +9,7 @@
 #include <halo/kernels/buffer.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/kernels/rng.hpp>
+#include <halo/nn/model_types.hpp>
 #include <halo/runtime/batches.hpp>
 #include <halo/runtime/detail/timing.hpp>
 #include <halo/runtime/feature_store.hpp>
@@ -138,7 +139,7 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
                                Comm& comm, FeatureStore& features,
                                kernels::Span<const std::int32_t> labels,
                                const MiniBatchConfig& config, nn::ModelKind kind,
-                               std::uint64_t seed, std::vector<NodeId> seeds)
+                               std::uint64_t seed, float input_dropout, std::vector<NodeId> seeds)
     : m_res(res),
       m_producer_res(kernels::Device::Cpu,
                      res.device() == kernels::Device::Cpu && config.prefetch > 0
@@ -151,6 +152,7 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
       m_config(config),
       m_kind(kind),
       m_seed(seed),
+      m_input_dropout(input_dropout),
       m_fixed(std::move(seeds)) {
   const std::int64_t num_train =
       m_fixed.empty() ? part.all_train.numel() : static_cast<std::int64_t>(m_fixed.size());
@@ -311,7 +313,10 @@ void SampledBatches::prepare(Slot& slot, std::int64_t b) {
                           device_seeds ? m_res.device() : kernels::Device::Cpu);
   slot.host_syncs += slot.sampler.host_syncs_last_batch();
   lap(slot.sample_s);
-  m_features.gather(work, comm, mb.input_nodes, slot.inputs, slot.fetch, slot.host_syncs);
+  const std::uint64_t dropout_key = m_epoch << 32 | static_cast<std::uint64_t>(b);
+  const sampler::GatherDropout dropout{{m_seed, dropout_key, nn::kInputDropoutLayer, 0, {}},
+                                       m_input_dropout};
+  m_features.gather(work, comm, mb.input_nodes, slot.inputs, slot.fetch, slot.host_syncs, dropout);
 
   // The seeds' labels (owned nodes: local id = partition id - first owned).
   slot.labels.reshape_within(count, 1);
@@ -357,7 +362,8 @@ void SampledBatches::prepare(Slot& slot, std::int64_t b) {
   slot.batch.labels = {slot.labels.data(), count};
   slot.batch.rows = {m_iota.data(), count};
   slot.batch.loss_rows = std::min(m_batch_size, n - b * m_batch_size);
-  slot.batch.dropout_key = m_epoch << 32 | static_cast<std::uint64_t>(b);
+  slot.batch.dropout_key = dropout_key;
+  slot.batch.input_dropped = m_input_dropout > 0;
 }
 
 const Batch& SampledBatches::next() {

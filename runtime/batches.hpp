@@ -32,6 +32,8 @@ struct Batch {
   std::int64_t loss_rows = 0;
   /// nn::Context::epoch of the step: keys its dropout masks.
   std::uint64_t dropout_key = 0;
+  /// x already holds the model's input dropout (nn::Context::input_dropped).
+  bool input_dropped = false;
 };
 
 /// Contract: begin_epoch(e, first), then next() for batches first .. batches_per_epoch() - 1
@@ -71,8 +73,10 @@ class FullGraphBatches final : public BatchSource {
 /// sampler::NeighborSampler (the part's own rows in one process, RemoteNeighbors with several
 /// ranks), its input rows from the FeatureStore, its seeds' labels from the part; GCN blocks get
 /// their self-loops and weights (sampler::gcn_block_weights). Dropout masks are keyed by (seed,
-/// epoch << 32 | batch, layer, original id). On the CPU, a producer thread (its own Resources
-/// of one thread and its own communicator, a duplicate of `comm`) prepares batch i + 1 ..
+/// epoch << 32 | batch, layer, original id); with `input_dropout` > 0 (training) the input
+/// layer's mask (nn::kInputDropoutLayer) is applied as the rows are gathered, off the training
+/// thread, and the batch says so (Batch::input_dropped). On the CPU, a producer thread (its own
+/// Resources of one thread and its own communicator, a duplicate of `comm`) prepares batch i + 1 ..
 /// i + prefetch while batch i computes, each in its own slot (sampler and buffers sized once
 /// from the envelope); on a device batches are prepared in stream order on `res`, one slot.
 /// Nothing is allocated per batch.
@@ -85,7 +89,7 @@ class SampledBatches final : public BatchSource {
   SampledBatches(const kernels::Resources& res, const partition::Part& part, Comm& comm,
                  FeatureStore& features, kernels::Span<const std::int32_t> labels,
                  const MiniBatchConfig& config, nn::ModelKind kind, std::uint64_t seed,
-                 std::vector<kernels::NodeId> seeds = {});
+                 float input_dropout, std::vector<kernels::NodeId> seeds = {});
   /// This rank's seeds of batch b (partition ids), in the order of the batch's logit rows.
   kernels::Span<const kernels::NodeId> seeds_of(std::int64_t b) const {
     const auto at = m_mine_at[static_cast<std::size_t>(b)];
@@ -120,6 +124,7 @@ class SampledBatches final : public BatchSource {
   MiniBatchConfig m_config;
   nn::ModelKind m_kind;
   std::uint64_t m_seed;
+  float m_input_dropout;
   bool m_sample_on_host = false;  // a device run with several ranks: blocks copied over
   int m_prefetch = 0;
   std::int64_t m_batch_size = 0, m_batches = 0;

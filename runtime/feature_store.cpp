@@ -5,6 +5,7 @@
 #include <variant>
 
 #include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/scan.hpp>
 #include <halo/runtime/feature_store.hpp>
@@ -113,12 +114,13 @@ void FeatureStore::copy_owned_row(std::int64_t local, float* out) const {
 
 void FeatureStore::gather(const kernels::Resources& res, Comm& comm,
                           kernels::Span<const NodeId> nodes, BatchInputs& out, FetchStats& stats,
-                          std::int64_t& host_syncs) {
+                          std::int64_t& host_syncs, sampler::GatherDropout dropout) {
   const std::int64_t n = nodes.size;
   HALO_EXPECTS(n <= m_max_rows, "feature store: more rows than the batch bound");
   out.degrees.reshape_within(n, 1);
   if (m_part.ids.identity()) {  // every node is owned; ids are local ids, on res's device
-    sampler::gather_feature_rows(res, m_owned, nodes, out.x, out.scan_sums, host_syncs);
+    dropout.key.row_ids = nodes;
+    sampler::gather_feature_rows(res, m_owned, nodes, out.x, out.scan_sums, host_syncs, dropout);
     sampler::gather_values(res, m_degrees.data(), nodes, 0, out.degrees.data());
     out.original = nodes;
     return;
@@ -188,6 +190,10 @@ void FeatureStore::gather(const kernels::Resources& res, Comm& comm,
                               kernels::Device::Cpu, static_cast<std::size_t>(n) * sizeof(NodeId));
     kernels::copy_bytes_async(res, out.degrees.data(), res.device(), degrees, kernels::Device::Cpu,
                               static_cast<std::size_t>(n) * sizeof(std::int64_t));
+  }
+  if (dropout.p > 0) {  // rows assembled from several sources: dropped out in place
+    dropout.key.row_ids = out.original;
+    kernels::dropout(res, dropout.key, dropout.p, x.view(), x.view());
   }
 }
 

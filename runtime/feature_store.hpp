@@ -11,6 +11,7 @@
 #include <halo/partition/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/trainer.hpp>
+#include <halo/sampler/batch.hpp>
 
 namespace halo::runtime {
 
@@ -60,8 +61,11 @@ class FeatureStore {
   BatchInputs make_inputs(const kernels::Resources& res) const;
   /// Gathers `nodes` (partition ids; on res's device with one part, on the host otherwise)
   /// into `out`, asynchronously on res's stream. Collective over `comm` with several ranks.
+  /// With dropout.p > 0 the rows are dropped out as kernels::dropout with dropout.key would,
+  /// each row keyed by its node's original id (the store sets key.row_ids to out.original).
   void gather(const kernels::Resources& res, Comm& comm, kernels::Span<const kernels::NodeId> nodes,
-              BatchInputs& out, FetchStats& stats, std::int64_t& host_syncs);
+              BatchInputs& out, FetchStats& stats, std::int64_t& host_syncs,
+              sampler::GatherDropout dropout = {});
   /// After epoch `epoch` (collective): with CachePolicy::Access, fills the cache from the
   /// first epoch's counts.
   void end_epoch(Comm& comm, std::uint64_t epoch);

@@ -131,7 +131,7 @@ Inference::SampledRows Inference::run_sampled(nn::Model<float>& model, std::vect
   const partition::Part& part = m_shard.part;
   const kernels::Tensor<std::int32_t> labels = part.labels.copy_to(m_res, m_res.device());
   SampledBatches batches(m_res, part, *m_shard.comm, *m_features, labels.span(), config, m_kind,
-                         seed, std::move(seeds));
+                         seed, /*input_dropout=*/0.f, std::move(seeds));
   SampledRows out;
   out.cols = c.num_classes;
   const nn::Context ctx{&m_res, /*training=*/false, seed, 0, 0};

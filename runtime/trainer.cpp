@@ -294,9 +294,9 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
                                                 {},
                                                 std::move(keys)});
   if (config.mini_batch) {
-    m_batches =
-        std::make_unique<SampledBatches>(res, part, comm, *m_features, m_targets->labels.span(),
-                                         *config.mini_batch, kind, config.seed);
+    m_batches = std::make_unique<SampledBatches>(res, part, comm, *m_features,
+                                                 m_targets->labels.span(), *config.mini_batch, kind,
+                                                 config.seed, model.input_dropout());
     if (res.device() != kernels::Device::Cpu && comm.size() == 1)
       m_targets->loss_total = Tensor<float>(res, 1);
     // Every buffer of a step sized for the envelope: no batch allocates.
@@ -385,7 +385,8 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
     if (profile) mark = Clock::now();
     const Batch& batch = m_batches->next();
     lap(&EpochProfile::wait_s);
-    const nn::Context ctx{&m_res, /*training=*/true, m_config.seed, batch.dropout_key, 0};
+    const nn::Context ctx{&m_res, /*training=*/true,  m_config.seed, batch.dropout_key,
+                          0,      batch.input_dropped};
     const Tensor<float>& logits = m_model.forward(ctx, batch.graphs, *batch.x);
     lap(&EpochProfile::forward_s);
     kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());

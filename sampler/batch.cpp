@@ -4,6 +4,7 @@
 #include <variant>
 #include <vector>
 
+#include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/gather.hpp>
 #include <halo/kernels/scan.hpp>
@@ -41,7 +42,8 @@ template void gather_values<std::int64_t>(const kernels::Resources&, const std::
 
 void gather_feature_rows(const kernels::Resources& res, const kernels::FeatureMatrix<float>& x,
                          kernels::Span<const NodeId> ids, kernels::FeatureMatrix<float>& out,
-                         kernels::Tensor<std::int64_t>& scan_sums, std::int64_t& host_syncs) {
+                         kernels::Tensor<std::int64_t>& scan_sums, std::int64_t& host_syncs,
+                         const GatherDropout& dropout) {
   if (const auto* all = std::get_if<SparseFeatures>(&x)) {
     auto& o = std::get<SparseFeatures>(out);
     o.indptr.reshape_within(ids.size + 1, 1);
@@ -61,12 +63,17 @@ void gather_feature_rows(const kernels::Resources& res, const kernels::FeatureMa
         res, ids.size,
         detail::SparseRowCopyBody{all->indptr.data(), all->indices.data(), all->values.data(),
                                   ids.data, indptr, o.indices.data(), o.values.data()});
+    if (dropout.p > 0) kernels::dropout(res, dropout.key, dropout.p, o.view(), o.values.span());
     return;
   }
   auto& dense = std::get<kernels::Tensor<float>>(out);
   dense.reshape_within(ids.size, dense.cols());
-  kernels::gather_rows<NodeId, float>(res, std::get<kernels::Tensor<float>>(x).view(), ids,
-                                      dense.view());
+  const auto& all = std::get<kernels::Tensor<float>>(x);
+  if (dropout.p > 0) {
+    kernels::gather_dropout(res, dropout.key, dropout.p, all.view(), ids, dense.view());
+  } else {
+    kernels::gather_rows<NodeId, float>(res, all.view(), ids, dense.view());
+  }
 }
 
 std::int64_t gather_scan_sums_size(std::int64_t rows) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include <halo/kernels/csr.hpp>
+#include <halo/kernels/elementwise_body.hpp>
 #include <halo/kernels/features.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/tensor.hpp>
@@ -27,14 +28,24 @@ template <class T>
 void gather_values(const kernels::Resources& res, const T* in,
                    kernels::Span<const kernels::NodeId> ids, kernels::NodeId offset, T* out);
 
+/// A dropout applied to rows as they are gathered (a model's input dropout, fused into the
+/// batch's gather): the gathered matrix gets the mask kernels::dropout with `key` would apply
+/// to it (key.row_ids: one id per gathered row, on the gather's device). p = 0: none.
+struct GatherDropout {
+  kernels::DropoutKey key;
+  float p = 0;
+};
+
 /// Rows ids[i] of `x` (dense or sparse, on res's device) into `out`, which has the
 /// same kind and was sized for at most as many rows and (sparse) entries: it is reshaped within
-/// its storage. `scan_sums` holds gather_scan_sums_size(ids.size) entries. A sparse gather reads
-/// back its entry count (one synchronisation on a device, counted in `host_syncs`).
+/// its storage; with `dropout`, dropped out as they are copied (dense: in the same pass).
+/// `scan_sums` holds gather_scan_sums_size(ids.size) entries. A sparse gather reads back its
+/// entry count (one synchronisation on a device, counted in `host_syncs`).
 void gather_feature_rows(const kernels::Resources& res, const kernels::FeatureMatrix<float>& x,
                          kernels::Span<const kernels::NodeId> ids,
                          kernels::FeatureMatrix<float>& out,
-                         kernels::Tensor<std::int64_t>& scan_sums, std::int64_t& host_syncs);
+                         kernels::Tensor<std::int64_t>& scan_sums, std::int64_t& host_syncs,
+                         const GatherDropout& dropout = {});
 
 /// The entries gather_feature_rows' `scan_sums` needs for a gather of up to `rows` rows.
 std::int64_t gather_scan_sums_size(std::int64_t rows);

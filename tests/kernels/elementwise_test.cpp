@@ -7,6 +7,7 @@
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/elementwise_body.hpp>
 #include <halo/kernels/exec.hpp>
+#include <halo/kernels/gather.hpp>
 
 #include "ref/ref.hpp"
 #include "support/testing.hpp"
@@ -261,9 +262,10 @@ TEST(Dropout, GpuElementBodiesMatchReferenceOnTheCpu) {
         const float p = 0.3f;
         auto y = testing::filled(res, rows, cols, std::numeric_limits<T>::quiet_NaN());
         for_each_index(res.cpu_exec(), rows * cols,
-                       detail::DropoutElementsBody<T>{
-                           detail::dropout_rng_key(key), detail::dropout_threshold(p),
-                           key.row_offset, key.row_ids, T(1) / (T(1) - T(p)), x.view(), y.view()});
+                       detail::DropoutElementsBody<T>{detail::dropout_rng_key(key),
+                                                      detail::dropout_threshold(p), key.row_offset,
+                                                      key.row_ids, T(1) / (T(1) - T(p)), x.view(),
+                                                      y.view(), nullptr});
         EXPECT_TRUE(testing::all_close(y.to_vector(res), ref::dropout(key, p, x),
                                        testing::rtol<T>(), testing::atol<T>()));
       }
@@ -292,6 +294,58 @@ TYPED_TEST(Dropout, RowIdsSelectGlobalRows) {
   EXPECT_EQ(run_dropout(res, key, 0.4f, testing::host_tensor<float>(picked, rows, cols))
                 .to_vector(host()),
             expected);
+}
+
+// gather_dropout is gather_rows, then dropout keyed by the gathered rows' ids, in one pass: the
+// same values bit for bit (repeated and unordered indices, with row ids and with a row offset,
+// p = 0, no rows), on every backend and by the GPU's element body on the CPU launcher.
+TYPED_TEST(Dropout, GatherDropoutEqualsGatherThenDropout) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_value_type([&](auto value) {
+    using T = decltype(value);
+    const std::int64_t n = 50, cols = 37;
+    const auto x = testing::to_device(res, testing::random_matrix<T>(n, cols, 8));
+    for (const std::vector<NodeId>& idx :
+         {std::vector<NodeId>{}, std::vector<NodeId>{3}, std::vector<NodeId>{49, 0, 7, 7, 21, 3}})
+      for (const bool use_ids : {false, true})
+        for (const float p : {0.f, 0.5f}) {
+          const auto rows = static_cast<std::int64_t>(idx.size());
+          SCOPED_TRACE(::testing::Message() << rows << " rows, ids " << use_ids << ", p " << p);
+          const auto idx_d = testing::to_device(res, testing::host_tensor<NodeId>(idx, rows, 1));
+          std::vector<NodeId> ids(idx.size());
+          for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = 1000 + 3 * idx[i];
+          const auto ids_d = testing::to_device(res, testing::host_tensor<NodeId>(ids, rows, 1));
+          DropoutKey key{/*seed=*/5, /*epoch=*/2, /*layer=*/0, /*row_offset=*/40};
+          if (use_ids) key.row_ids = ids_d.span();
+          auto gathered = testing::filled(res, rows, cols, T(0));
+          gather_rows<NodeId, T>(res, x.view(), idx_d.span(), gathered.view());
+          auto expected = testing::filled(res, rows, cols, T(0));
+          dropout(res, key, p, gathered.view(), expected.view());
+          auto y = testing::filled(res, rows, cols, std::numeric_limits<T>::quiet_NaN());
+          gather_dropout(res, key, p, x.view(), idx_d.span(), y.view());
+          EXPECT_EQ(testing::to_host(res, y).to_vector(host()),
+                    testing::to_host(res, expected).to_vector(host()));
+          if (res.device() == Device::Cpu) {  // the GPU's element body, by the CPU launcher
+            auto e = testing::filled(res, rows, cols, std::numeric_limits<T>::quiet_NaN());
+            for_each_index(
+                res.cpu_exec(), rows * cols,
+                detail::DropoutElementsBody<T>{
+                    detail::dropout_rng_key(key), detail::dropout_threshold(p), key.row_offset,
+                    key.row_ids, T(1) / (T(1) - T(p)), x.view(), e.view(), idx_d.data()});
+            EXPECT_EQ(e.to_vector(res), expected.to_vector(res));
+          }
+        }
+  });
+  if (testing::make_resources<TypeParam>().device() != Device::Cpu) return;
+  const auto x = testing::random_matrix<float>(4, 2, 1);
+  auto y = testing::filled(host(), 1, 2, 0.f);
+  const auto bad = testing::host_tensor<NodeId>({4}, 1, 1);
+  EXPECT_THROW(gather_dropout(host(), DropoutKey{}, 0.5f, x.view(), bad.span(), y.view()),
+               LogicError);
+  const auto two = testing::host_tensor<NodeId>({0, 1}, 2, 1);
+  EXPECT_THROW(gather_dropout(host(), DropoutKey{}, 0.5f, x.view(), two.span(), y.view()),
+               LogicError);
 }
 
 TYPED_TEST(Dropout, InPlace) {
@@ -425,7 +479,7 @@ TYPED_TEST(Dropout, ReluDropoutEqualsReluThenDropoutBothWays) {
                 res.cpu_exec(), rows * cols,
                 detail::DropoutElementsBody<T, true>{
                     detail::dropout_rng_key(key), detail::dropout_threshold(p), key.row_offset,
-                    key.row_ids, T(1) / (T(1) - T(p)), x.view(), e.view()});
+                    key.row_ids, T(1) / (T(1) - T(p)), x.view(), e.view(), nullptr});
             EXPECT_EQ(e.to_vector(res), d.to_vector(res));
           }
         }

@@ -1,10 +1,15 @@
 // Mini-batch training end to end: determinism with and without the prefetching pipeline, a
-// falling loss on a larger synthetic graph, and the errors (Cora accuracy: accuracy_test.cpp).
+// falling loss on a larger synthetic graph, the input dropout in the gather, and the errors (Cora
+// accuracy: accuracy_test.cpp).
 #include <cmath>
 #include <gtest/gtest.h>
 #include <vector>
 
 #include <halo/datasets/synthetic.hpp>
+#include <halo/kernels/elementwise.hpp>
+#include <halo/nn/model.hpp>
+#include <halo/runtime/batches.hpp>
+#include <halo/runtime/feature_store.hpp>
 #include <halo/runtime/trainer.hpp>
 
 #include "runtime/runtime_test_util.hpp"
@@ -80,6 +85,67 @@ TEST(MiniBatchTraining, FullNeighbourhoodsInOneBatchEqualFullGraphTraining) {
                   1e-4 * full.history[e].train_loss)
           << "epoch " << e + 1;
     EXPECT_NEAR(mini.test_accuracy, full.test_accuracy, 0.002);
+  }
+}
+
+// The model's input dropout runs in the batch's gather (off the training thread): the gathered
+// rows equal the plain gather's rows through kernels::dropout with the model's key, and the
+// model, told so, computes the same logits as from the plain rows, bit for bit. Sparse (Cora)
+// and dense (synthetic) features; a source without dropout gathers plain rows.
+TEST(MiniBatchTraining, TheGatherAppliesTheModelsInputDropout) {
+  const kernels::Resources res(kernels::Device::Cpu, 2);
+  for (const bool sparse : {true, false}) {
+    SCOPED_TRACE(sparse ? "sparse features" : "dense features");
+    const datasets::Dataset synthetic = small_synthetic(3, 900);
+    Shard shard =
+        local_shard(res, halo::testing::copy_dataset(host(), sparse ? cora() : synthetic));
+    FeatureStore store(res, shard.part, /*normalize=*/true);
+    const kernels::Tensor<std::int32_t> labels = shard.part.labels.copy_to(res, res.device());
+    const MiniBatchConfig mb = batches(64, {4, 3});
+    const float p = 0.5f;
+    const std::uint64_t seed = 7;
+    SampledBatches plain(res, shard.part, *shard.comm, store, labels.span(), mb,
+                         nn::ModelKind::Sage, seed, /*input_dropout=*/0.f);
+    SampledBatches dropped(res, shard.part, *shard.comm, store, labels.span(), mb,
+                           nn::ModelKind::Sage, seed, p);
+    nn::ModelConfig mc;
+    mc.kind = nn::ModelKind::Sage;
+    mc.hidden = 8;
+    mc.dropout = p;
+    mc.in_features = store.num_features();
+    mc.num_classes = shard.part.num_classes;
+    nn::Model<float> model(res, mc, seed);
+    plain.begin_epoch(2, 0);
+    dropped.begin_epoch(2, 0);
+    for (std::int64_t b = 0; b < plain.batches_per_epoch(); ++b) {
+      const Batch& a = plain.next();
+      const Batch& d = dropped.next();
+      EXPECT_FALSE(a.input_dropped);
+      ASSERT_TRUE(d.input_dropped);
+      ASSERT_EQ(a.dropout_key, d.dropout_key);
+      const kernels::DropoutKey key{seed, d.dropout_key, nn::kInputDropoutLayer, 0,
+                                    d.graphs.front().source_ids};
+      if (sparse) {
+        const auto& x = std::get<kernels::CsrMatrix<std::int32_t, float>>(*a.x);
+        std::vector<float> expected(static_cast<std::size_t>(x.num_edges()));
+        kernels::dropout(res, key, p, x.view(),
+                         kernels::Span<float>{expected.data(), x.num_edges()});
+        const auto& got = std::get<kernels::CsrMatrix<std::int32_t, float>>(*d.x);
+        EXPECT_EQ(got.values.to_vector(res), expected);
+      } else {
+        const auto& x = std::get<kernels::Tensor<float>>(*a.x);
+        kernels::Tensor<float> expected(res, x.rows(), x.cols());
+        kernels::dropout(res, key, p, x.view(), expected.view());
+        EXPECT_EQ(std::get<kernels::Tensor<float>>(*d.x).to_vector(res), expected.to_vector(res));
+      }
+      const nn::Context own{&res, true, seed, a.dropout_key, 0, false};
+      const std::vector<float> want = model.forward(own, a.graphs, *a.x).to_vector(res);
+      const nn::Context told{&res, true, seed, d.dropout_key, 0, true};
+      EXPECT_EQ(model.forward(told, d.graphs, *d.x).to_vector(res), want) << "batch " << b;
+    }
+    EpochStats stats;
+    plain.end_epoch(stats);
+    dropped.end_epoch(stats);
   }
 }
 
