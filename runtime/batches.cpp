@@ -1,4 +1,9 @@
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -66,6 +71,20 @@ class Channel {
   std::size_t m_head = 0, m_size = 0;
 };
 
+/// Gives the calling thread a nice value 5 above the process's (Linux: per thread), so that on
+/// cores shared with the training threads (2 threads computing, a producer preparing) the
+/// scheduler runs the training kernels first: a training thread preempted inside a parallel
+/// region holds every other one at its barrier, while the producer only has to keep one batch
+/// ahead, which it still does whenever a training thread waits. Measured on 2 cores, GraphSAGE
+/// arxiv shape, batch 1024, fan-outs 10,5: epoch median 0.52 -> 0.48-0.49 s (nice 10: 0.51 s,
+/// the producer fell behind). Best effort: a refusal changes nothing else.
+void lower_priority() {
+  errno = 0;
+  const int now = getpriority(PRIO_PROCESS, 0);
+  if (errno != 0) return;
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), std::min(now + 5, 19));
+}
+
 }  // namespace
 
 /// One batch in preparation or in use: its sampler (whose buffers hold the blocks) and its
@@ -94,6 +113,7 @@ class SampledBatches::Pipeline {
       : m_free(owner.m_slots.size() + 1), m_ready(owner.m_slots.size() + 1) {
     for (int i = 0; i < static_cast<int>(owner.m_slots.size()); ++i) m_free.push(i);
     m_thread = std::thread([this, &owner, first, batches] {
+      lower_priority();
       try {
         for (std::int64_t b = first; b < batches; ++b) {
           const int s = m_free.pop();

@@ -1,8 +1,16 @@
 // Mini-batch training end to end: determinism with and without the prefetching pipeline, a
 // falling loss on a larger synthetic graph, the input dropout in the gather, and the errors (Cora
 // accuracy: accuracy_test.cpp).
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <iterator>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include <halo/datasets/synthetic.hpp>
@@ -147,6 +155,45 @@ TEST(MiniBatchTraining, TheGatherAppliesTheModelsInputDropout) {
     plain.end_epoch(stats);
     dropped.end_epoch(stats);
   }
+}
+
+/// The nice values of this process's threads (Linux: /proc/self/task/TID/stat, field 19).
+std::vector<int> thread_nice_values() {
+  std::vector<int> v;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(t.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // after "pid (comm) "
+    std::string f;
+    for (int i = 3; i <= 19 && fields >> f; ++i)
+      if (i == 19) v.push_back(std::stoi(f));
+  }
+  return v;
+}
+
+// The producer thread runs 5 nice levels below the training threads (they preempt it on shared
+// cores); the training thread keeps its own.
+TEST(MiniBatchTraining, TheProducerThreadYieldsToTraining) {
+  const kernels::Resources res(kernels::Device::Cpu, 2);
+  Shard shard = local_shard(res, halo::testing::copy_dataset(host(), cora()));
+  FeatureStore store(res, shard.part, /*normalize=*/true);
+  const kernels::Tensor<std::int32_t> labels = shard.part.labels.copy_to(res, res.device());
+  SampledBatches source(res, shard.part, *shard.comm, store, labels.span(),
+                        batches(16, {3, 3}, /*prefetch=*/1), nn::ModelKind::Sage, 1, 0.5f);
+  ASSERT_GT(source.batches_per_epoch(), 2);  // the producer then waits for a free slot
+  const int own = getpriority(PRIO_PROCESS, 0);
+  const int lowered = std::min(own + 5, 19);
+  if (lowered == own) GTEST_SKIP() << "the process already runs at the lowest priority";
+  const std::vector<int> before = thread_nice_values();
+  EXPECT_EQ(std::count(before.begin(), before.end(), lowered), 0);
+  source.begin_epoch(1, 0);
+  source.next();  // the producer has started
+  const std::vector<int> during = thread_nice_values();
+  EXPECT_EQ(std::count(during.begin(), during.end(), lowered), 1);
+  EXPECT_EQ(getpriority(PRIO_PROCESS, 0), own);
+  for (std::int64_t b = 1; b < source.batches_per_epoch(); ++b) source.next();
+  EpochStats stats;
+  source.end_epoch(stats);
 }
 
 TEST(MiniBatchTraining, RejectsMismatchedFanouts) {
