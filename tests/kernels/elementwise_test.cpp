@@ -152,6 +152,20 @@ Tensor<T> run_dropout(const Resources& res, const DropoutKey& key, float p, cons
   return testing::to_host(res, y);
 }
 
+/// The GPU's element-per-index dropout body (Relu: relu_dropout's), run by the CPU launcher on
+/// `rows` rows of x's width: rows of x, or with `gather` the rows it names.
+template <class T, bool Relu = false>
+std::vector<T> dropout_elements_on_cpu(const Resources& res, const DropoutKey& key, float p,
+                                       const Tensor<T>& x, std::int64_t rows,
+                                       const NodeId* gather = nullptr) {
+  auto y = testing::filled(res, rows, x.cols(), std::numeric_limits<T>::quiet_NaN());
+  for_each_index(res.cpu_exec(), rows * x.cols(),
+                 detail::DropoutElementsBody<T, Relu>{
+                     detail::dropout_rng_key(key), detail::dropout_threshold(p), key.row_offset,
+                     key.row_ids, T(1) / (T(1) - T(p)), x.view(), y.view(), gather});
+  return y.to_vector(res);
+}
+
 /// The fraction of positions where exactly one of two outputs (of all-ones inputs) is zero.
 double mask_difference(const Tensor<float>& a, const Tensor<float>& b) {
   std::int64_t differ = 0;
@@ -260,14 +274,9 @@ TEST(Dropout, GpuElementBodiesMatchReferenceOnTheCpu) {
         DropoutKey key{/*seed=*/17, /*epoch=*/3, /*layer=*/1, /*row_offset=*/1000};
         if (use_ids) key.row_ids = id_tensor.span();
         const float p = 0.3f;
-        auto y = testing::filled(res, rows, cols, std::numeric_limits<T>::quiet_NaN());
-        for_each_index(res.cpu_exec(), rows * cols,
-                       detail::DropoutElementsBody<T>{detail::dropout_rng_key(key),
-                                                      detail::dropout_threshold(p), key.row_offset,
-                                                      key.row_ids, T(1) / (T(1) - T(p)), x.view(),
-                                                      y.view(), nullptr});
-        EXPECT_TRUE(testing::all_close(y.to_vector(res), ref::dropout(key, p, x),
-                                       testing::rtol<T>(), testing::atol<T>()));
+        EXPECT_TRUE(testing::all_close(dropout_elements_on_cpu(res, key, p, x, rows),
+                                       ref::dropout(key, p, x), testing::rtol<T>(),
+                                       testing::atol<T>()));
       }
     }
   });
@@ -327,13 +336,8 @@ TYPED_TEST(Dropout, GatherDropoutEqualsGatherThenDropout) {
           EXPECT_EQ(testing::to_host(res, y).to_vector(host()),
                     testing::to_host(res, expected).to_vector(host()));
           if (res.device() == Device::Cpu) {  // the GPU's element body, by the CPU launcher
-            auto e = testing::filled(res, rows, cols, std::numeric_limits<T>::quiet_NaN());
-            for_each_index(
-                res.cpu_exec(), rows * cols,
-                detail::DropoutElementsBody<T>{
-                    detail::dropout_rng_key(key), detail::dropout_threshold(p), key.row_offset,
-                    key.row_ids, T(1) / (T(1) - T(p)), x.view(), e.view(), idx_d.data()});
-            EXPECT_EQ(e.to_vector(res), expected.to_vector(res));
+            EXPECT_EQ(dropout_elements_on_cpu(res, key, p, x, rows, idx_d.data()),
+                      expected.to_vector(res));
           }
         }
   });
@@ -474,13 +478,7 @@ TYPED_TEST(Dropout, ReluDropoutEqualsReluThenDropoutBothWays) {
           EXPECT_EQ(testing::to_host(res, dx_one).to_vector(host()),
                     testing::to_host(res, dx_two).to_vector(host()));
           if (res.device() == Device::Cpu) {  // the GPU's element body, by the CPU launcher
-            auto e = testing::filled(res, rows, cols, std::numeric_limits<T>::quiet_NaN());
-            for_each_index(
-                res.cpu_exec(), rows * cols,
-                detail::DropoutElementsBody<T, true>{
-                    detail::dropout_rng_key(key), detail::dropout_threshold(p), key.row_offset,
-                    key.row_ids, T(1) / (T(1) - T(p)), x.view(), e.view(), nullptr});
-            EXPECT_EQ(e.to_vector(res), d.to_vector(res));
+            EXPECT_EQ((dropout_elements_on_cpu<T, true>(res, key, p, x, rows)), d.to_vector(res));
           }
         }
   });
