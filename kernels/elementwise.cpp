@@ -1,5 +1,6 @@
 #include <string>
 
+#include <halo/kernels/detail/check_ids.hpp>
 #include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/exec.hpp>
@@ -111,12 +112,8 @@ template <class T>
 void gather_dropout(const Resources& res, const DropoutKey& key, float p, ConstMatrixView<T> x,
                     Span<const NodeId> idx, MatrixView<T> y) {
   HALO_EXPECTS(idx.size == y.rows && x.cols == y.cols, "gather_dropout: shape mismatch");
-  if (res.device() == Device::Cpu)  // device ids are validated where they are produced
-    for (std::int64_t i = 0; i < idx.size; ++i)
-      HALO_EXPECTS(idx[i] >= 0 && idx[i] < x.rows,
-                   "gather_dropout: row id " + std::to_string(idx[i]) + " out of range [0, " +
-                       std::to_string(x.rows) + ")");
-  if (y.rows > 0) dense_dropout<false>(res, key, p, x, y, "gather_dropout", idx.data);
+  detail::check_ids(res, idx, x.rows, "gather_dropout");
+  dense_dropout<false>(res, key, p, x, y, "gather_dropout", idx.data);
 }
 
 template <class Idx, class T>

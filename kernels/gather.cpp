@@ -1,19 +1,12 @@
+#include <halo/kernels/detail/check_ids.hpp>
 #include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/gather.hpp>
 #include <halo/kernels/gather_body.hpp>
 
 namespace halo::kernels {
-namespace {
-template <class Idx>
-void check_ids(const Resources& res, Span<const Idx> idx, std::int64_t bound, const char* op) {
-  if (res.device() != Device::Cpu) return;  // device data is validated where it is produced
-  for (std::int64_t i = 0; i < idx.size; ++i)
-    HALO_EXPECTS(idx[i] >= 0 && idx[i] < bound, std::string(op) + ": row id " +
-                                                    std::to_string(idx[i]) + " out of range [0, " +
-                                                    std::to_string(bound) + ")");
-}
-}  // namespace
+
+using detail::check_ids;
 
 template <class Idx, class T>
 void gather_rows(const Resources& res, ConstMatrixView<T> x, Span<const Idx> idx,

@@ -75,9 +75,8 @@ class Channel {
 /// cores shared with the training threads (2 threads computing, a producer preparing) the
 /// scheduler runs the training kernels first: a training thread preempted inside a parallel
 /// region holds every other one at its barrier, while the producer only has to keep one batch
-/// ahead, which it still does whenever a training thread waits. Measured on 2 cores, GraphSAGE
-/// arxiv shape, batch 1024, fan-outs 10,5: epoch median 0.52 -> 0.48-0.49 s (nice 10: 0.51 s,
-/// the producer fell behind). Best effort: a refusal changes nothing else.
+/// ahead, which it still does whenever a training thread waits (measured: bench/results/speed.md,
+/// Step 5). Best effort: a refusal changes nothing else.
 void lower_priority() {
   errno = 0;
   const int now = getpriority(PRIO_PROCESS, 0);

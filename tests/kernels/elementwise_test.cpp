@@ -341,7 +341,7 @@ TYPED_TEST(Dropout, GatherDropoutEqualsGatherThenDropout) {
           }
         }
   });
-  if (testing::make_resources<TypeParam>().device() != Device::Cpu) return;
+  if (res.device() != Device::Cpu) return;
   const auto x = testing::random_matrix<float>(4, 2, 1);
   auto y = testing::filled(host(), 1, 2, 0.f);
   const auto bad = testing::host_tensor<NodeId>({4}, 1, 1);
