@@ -13,6 +13,7 @@
 #include <functional>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <halo/datasets/rmat.hpp>
@@ -33,13 +34,35 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using kernels::Tensor;
 
-/// Cores this process may run on: the fits below plan this machine's runs, whose producer
-/// threads overlap the training threads only where they have cores of their own.
-int usable_cores() {
+/// The CPUs this process may run on (all online ones if the affinity cannot be read).
+std::vector<int> usable_cpus() {
+  std::vector<int> cpus;
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &set)) cpus.push_back(i);
+  }
+  if (cpus.empty())
+    for (int i = 0; i < std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN))); ++i)
+      cpus.push_back(i);
+  return cpus;
+}
+
+/// Cores this process may run on: the fits below plan this machine's runs, whose producer
+/// threads overlap the training threads only where they have cores of their own.
+int usable_cores() { return static_cast<int>(usable_cpus().size()); }
+
+/// Cores the ranks of `comm` may run on together: the union of their CPUs (ranks bound to one
+/// core each, `mpiexec --bind-to core`, share as many cores as there are ranks; unbound ranks
+/// share the machine's).
+int shared_cores(Comm& comm) {
+  std::vector<double> used(CPU_SETSIZE, 0.0);
+  for (const int cpu : usable_cpus()) used[static_cast<std::size_t>(cpu)] = 1;
+  comm.allreduce(kernels::Span<double>(used.data(), static_cast<std::int64_t>(used.size())),
+                 ReduceOp::Sum);
+  return std::max<int>(1, static_cast<int>(std::count_if(used.begin(), used.end(),
+                                                         [](double v) { return v > 0; })));
 }
 
 /// Mean seconds of a call of `f` over one window: after one untimed warm-up call, at least
@@ -75,6 +98,37 @@ double mean_seconds(int repeats, int rounds, const std::function<void()>& f) {
 std::pair<double, double> fit(double w1, double t1, double w2, double t2) {
   const double beta = std::max(0.0, (t2 - t1) / (w2 - w1));
   return {std::max(0.0, t1 - beta * w1), beta};
+}
+
+/// The least-squares x of rows . x = y over the unknowns `used` (the others held at 0): the
+/// normal equations by Gaussian elimination; {-1, -1, -1} when they are singular.
+std::array<double, 3> least_squares3(const std::vector<std::array<double, 3>>& rows,
+                                     const std::vector<double>& y, std::array<bool, 3> used) {
+  double a[3][3] = {}, b[3] = {};
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (!used[i]) continue;
+      b[i] += rows[k][i] * y[k];
+      for (std::size_t j = 0; j < 3; ++j)
+        if (used[j]) a[i][j] += rows[k][i] * rows[k][j];
+    }
+  for (std::size_t i = 0; i < 3; ++i)
+    if (!used[i]) a[i][i] = 1;
+  for (int i = 0; i < 3; ++i) {
+    int piv = i;
+    for (int r = i + 1; r < 3; ++r)
+      if (std::abs(a[r][i]) > std::abs(a[piv][i])) piv = r;
+    std::swap(a[i], a[piv]);
+    std::swap(b[i], b[piv]);
+    if (std::abs(a[i][i]) < 1e-300) return {-1, -1, -1};
+    for (int r = 0; r < 3; ++r) {
+      if (r == i) continue;
+      const double f = a[r][i] / a[i][i];
+      for (int j = 0; j < 3; ++j) a[r][j] -= f * a[i][j];
+      b[r] -= f * b[i];
+    }
+  }
+  return {b[0] / a[0][0], b[1] / a[1][1], b[2] / a[2][2]};
 }
 
 Tensor<float> filled(const kernels::Resources& res, std::int64_t rows, std::int64_t cols, float v) {
@@ -235,7 +289,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     m.disk_s_per_byte = s / (static_cast<double>(blocks) * static_cast<double>(block.size()));
   }
   // Whole steps: short Trainer runs on R-MAT graphs with 16 features (GCN full graph, SAGE
-  // mini-batch) at two scales, measured against what the terms above predict for them.
+  // mini-batch) of growing scale, measured against what the terms above predict for them.
   {
     struct Fit {
       double measured = 0, modelled = 0, batches = 1, working_set = 0;
@@ -251,8 +305,8 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       // train() consumes its shard's features: a fresh shard per round.
       Shard shard = local_shard(res, ds.clone(res));
       CostModel unscaled = m;
-      unscaled.full_graph_step_scale = unscaled.mini_batch_step_scale = 1;
-      unscaled.working_set_large_bytes = 0;
+      unscaled.full_graph_steps.clear();
+      unscaled.mini_batch_steps.clear();
       unscaled.batch_alpha_s = unscaled.epoch_alpha_s = 0;
       unscaled.host_cores = usable_cores();
       const Plan plan =
@@ -265,19 +319,25 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       return Fit{measured, plan.epoch_seconds, static_cast<double>(plan.batches_per_epoch),
                  static_cast<double>(plan.per_rank.front().working_set_bytes)};
     };
+    // The working-set rule's graphs: rmat_scale, every second scale above it, and
+    // large_rmat_scale (14, 16, 18, 19 by default: working sets about 4x apart).
+    std::vector<int> scales;
+    for (int s = c.rmat_scale; s < c.large_rmat_scale; s += 2) scales.push_back(s);
+    scales.push_back(c.large_rmat_scale);
+    auto point = [](const Fit& f, double scale) {
+      return StepScalePoint{static_cast<std::int64_t>(f.working_set), scale};
+    };
     TrainConfig full;
     full.model.kind = nn::ModelKind::Gcn;
-    const Fit f_small = run_step(c.rmat_scale, full, 5);
-    const Fit f_large = run_step(c.large_rmat_scale, full, 3);
-    auto ratio = [](const Fit& f) { return f.modelled > 0 ? f.measured / f.modelled : 1.0; };
-    m.full_graph_step_scale = ratio(f_small);
-    m.full_graph_step_scale_large = ratio(f_large);
-    m.working_set_small_bytes = static_cast<std::int64_t>(f_small.working_set);
-    m.working_set_large_bytes = static_cast<std::int64_t>(f_large.working_set);
+    m.full_graph_steps.clear();
+    for (const int s : scales) {
+      const Fit f = run_step(s, full, s == c.rmat_scale ? 5 : 3);
+      m.full_graph_steps.push_back(point(f, f.modelled > 0 ? f.measured / f.modelled : 1.0));
+    }
     // Mini-batch: measured = scale x modelled + batches x batch_alpha + epoch_alpha, solved
     // from batches of 1024, 128 and 32 seeds on the small graph (three equations); a term that
-    // noise makes negative is dropped and the rest solved again. The large graph's scale then
-    // with those fixed costs.
+    // noise makes negative is dropped and the rest solved again. The larger graphs' scales then
+    // with those fixed costs (batches of 1024, one epoch).
     TrainConfig mini;
     mini.model.kind = nn::ModelKind::Sage;
     MiniBatchConfig mb;
@@ -291,36 +351,12 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     // Least squares over the fits for the unknowns kept (x: scale, batch, epoch).
     auto solve = [&](bool use_batch, bool use_epoch) {
       std::vector<std::array<double, 3>> rows;
-      for (const Fit& f : fits) rows.push_back({f.modelled, use_batch ? f.batches : 0.0, 1.0});
-      double a[3][3] = {}, b[3] = {};
-      const bool used[3] = {true, use_batch, use_epoch};
-      for (std::size_t k = 0; k < rows.size(); ++k)
-        for (int i = 0; i < 3; ++i) {
-          if (!used[i]) continue;
-          b[i] += rows[k][static_cast<std::size_t>(i)] * fits[k].measured;
-          for (int j = 0; j < 3; ++j)
-            if (used[j])
-              a[i][j] +=
-                  rows[k][static_cast<std::size_t>(i)] * rows[k][static_cast<std::size_t>(j)];
-        }
-      for (int i = 0; i < 3; ++i)
-        if (!used[i]) a[i][i] = 1;
-      // Gaussian elimination on the 3 x 3 normal equations.
-      for (int i = 0; i < 3; ++i) {
-        int piv = i;
-        for (int r2 = i + 1; r2 < 3; ++r2)
-          if (std::abs(a[r2][i]) > std::abs(a[piv][i])) piv = r2;
-        std::swap(a[i], a[piv]);
-        std::swap(b[i], b[piv]);
-        if (std::abs(a[i][i]) < 1e-300) return std::array<double, 3>{-1, -1, -1};
-        for (int r2 = 0; r2 < 3; ++r2) {
-          if (r2 == i) continue;
-          const double f = a[r2][i] / a[i][i];
-          for (int j = 0; j < 3; ++j) a[r2][j] -= f * a[i][j];
-          b[r2] -= f * b[i];
-        }
+      std::vector<double> y;
+      for (const Fit& f : fits) {
+        rows.push_back({f.modelled, f.batches, 1.0});
+        y.push_back(f.measured);
       }
-      return std::array<double, 3>{b[0] / a[0][0], b[1] / a[1][1], b[2] / a[2][2]};
+      return least_squares3(rows, y, {true, use_batch, use_epoch});
     };
     std::array<double, 3> x = solve(true, true);
     if (x[0] <= 0 || x[1] < 0 || x[2] < 0) {
@@ -332,15 +368,16 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       else
         x = {fits[0].modelled > 0 ? fits[0].measured / fits[0].modelled : 1.0, 0, 0};
     }
-    m.mini_batch_step_scale = x[0];
     m.batch_alpha_s = x[1];
     m.epoch_alpha_s = x[2];
+    m.mini_batch_steps = {point(fits[0], x[0])};
     mini.mini_batch->batch_size = 1024;
-    const Fit b_large = run_step(c.large_rmat_scale, mini, 1);
-    m.mini_batch_step_scale_large =
-        b_large.modelled > 0
-            ? std::max(0.0, b_large.measured - b_large.batches * x[1] - x[2]) / b_large.modelled
-            : x[0];
+    for (std::size_t i = 1; i < scales.size(); ++i) {
+      const Fit f = run_step(scales[i], mini, 1);
+      const double fixed = f.batches * x[1] + x[2];
+      m.mini_batch_steps.push_back(
+          point(f, f.modelled > 0 ? std::max(0.0, f.measured - fixed) / f.modelled : x[0]));
+    }
   }
   m.threads = res.cpu_exec().num_threads;
   char host[256] = {};
@@ -402,8 +439,12 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
 
   // The in-step message latency: short distributed Trainer runs on generated graphs. Full
   // graph on a small one (scale 12: its epoch is mostly messages, so the residual is theirs);
-  // mini-batch on the graph the one-process mini-batch scale was fitted on (config.rmat_scale,
-  // batches of 1024 as there), so that the compute the plan subtracts is the calibrated one.
+  // mini-batch on a graph one scale above config.rmat_scale's (batches of 1024, as in the
+  // one-process fits). The fitted latency also carries the fetches' per-row work, which grows
+  // with the rows a batch fetches: on config.rmat_scale's graph a rank has one batch per epoch
+  // whose 2-hop samples cover much of its part (283 KB fetched per batch at scale 14, against
+  // about 550 KB at 16 and 17), and on larger graphs the latency overcharges the small batches
+  // of small graphs (bench/results/plan.md, "Which graph the mini-batch latency is fitted on").
   const std::string stem =
       ".halo-calibrate-parts-" +
       std::to_string(static_cast<long long>(from_rank0(static_cast<double>(::getpid()))));
@@ -423,16 +464,18 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
     comm.barrier();
     return dir;
   };
+  const int host_cores = shared_cores(comm);
+  // The plan's epoch is linear in the message latency x once the exchange is exposed: two
+  // latencies large enough for that give its slope (messages) and intercept; the measured
+  // epoch's excess over the intercept, per message, is the fitted latency.
   auto fit_message = [&](const std::filesystem::path& dir, TrainConfig config, int epochs) {
     config.epochs = epochs;
     config.model.hidden = 16;
     Shard shard = open_shard(res, comm, dir);
     const PlanInput in = shard_plan_input(shard);
-    // The plan's epoch is linear in the message latency x once the exchange is exposed: two
-    // latencies large enough for that give its slope (messages) and intercept.
     auto plan_at = [&](double x) {
       CostModel p = m;
-      p.host_cores = usable_cores();
+      p.host_cores = host_cores;
       p.full_graph_message_s = p.mini_batch_message_s = x;
       return make_plan(in, config, p, "cpu", res.cpu_exec().num_threads).epoch_seconds;
     };
@@ -447,7 +490,7 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
     return messages > 0 ? std::max(m.link_alpha_s, (measured - base) / messages) : m.link_alpha_s;
   };
   const std::filesystem::path small = write_parts(std::min(12, c.rmat_scale));
-  const std::filesystem::path large = write_parts(c.rmat_scale);
+  const std::filesystem::path large = write_parts(std::min(c.rmat_scale + 1, c.large_rmat_scale));
   TrainConfig full;
   full.model.kind = nn::ModelKind::Gcn;
   m.full_graph_message_s = fit_message(small, full, 40);

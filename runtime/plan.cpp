@@ -17,6 +17,9 @@ namespace halo::runtime {
 namespace {
 
 using nlohmann::json;
+
+/// 2: the working-set rule as a list of points (step.full_graph, step.mini_batch).
+constexpr int kCalibrationVersion = 2;
 constexpr std::int64_t kF = 4;  // bytes of a float, of a 32-bit id
 constexpr std::int64_t kI = 8;  // bytes of a 64-bit offset
 
@@ -111,9 +114,13 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
     t += ew_s(m, 6 * b.dst * wo * kF, 4);
     s.compute_s += t;
     s.exchanged_floats += static_cast<std::int64_t>(agg_cols);
-    // Cached activations: the dropout output (dense), the cached product, the output, the
-    // backward temporaries and dX.
-    const double act = (sparse_in ? input_nnz * 2 : b.src * wi * 2) + rows_t * agg_cols +
+    // Cached activations: the dropout's copy of the layer input (its mask is a hash, never
+    // stored; below the input layer the fused ReLU's output and its gradient; the input layer's
+    // copy only in a full-graph step with p > 0: a batch's input rows are dropped in the
+    // gather, into the batch's workspace), the cached product, the output, the backward
+    // temporaries and dX.
+    const double in_copies = l > 0 ? 2 : (sampled || c.model.dropout <= 0 ? 0 : 1);
+    const double act = (sparse_in ? input_nnz * 2 : b.src * wi) * in_copies + rows_t * agg_cols +
                        b.dst * wo * 3 + (l > 0 ? b.src * wi : 0);
     s.activation_bytes += as_bytes(act * kF);
   }
@@ -131,17 +138,47 @@ double allreduce_s(const CostModel& m, double alpha, double bytes, int p) {
   return 2.0 * (p - 1) * (alpha + m.link_s_per_byte * bytes / p);
 }
 
+json points_json(const std::vector<StepScalePoint>& pts) {
+  json a = json::array();
+  for (const StepScalePoint& p : pts)
+    a.push_back({{"working_set_bytes", p.working_set_bytes}, {"scale", p.scale}});
+  return a;
+}
+
+/// step.<key>: the working-set rule's points, in growing working set.
+std::vector<StepScalePoint> read_points(const json& j, const char* key, const std::string& where) {
+  const std::string at = std::string("step.") + key;
+  if (!j.contains("step") || !j["step"].contains(key) || !j["step"][key].is_array())
+    throw IoError(where + ": expected an array at " + at);
+  std::vector<StepScalePoint> pts;
+  for (const json& p : j["step"][key]) {
+    const std::string name = at + "[" + std::to_string(pts.size()) + "]";
+    if (!p.is_object() || !p.contains("working_set_bytes") || !p.contains("scale") ||
+        !p["working_set_bytes"].is_number_integer() || !p["scale"].is_number() ||
+        p["working_set_bytes"].get<std::int64_t>() < 0 ||
+        !(std::isfinite(p["scale"].get<double>()) && p["scale"].get<double>() >= 0))
+      throw IoError(where + ": expected {\"working_set_bytes\": integer >= 0, \"scale\": number >= 0} at " + name);
+    pts.push_back({p["working_set_bytes"].get<std::int64_t>(), p["scale"].get<double>()});
+    if (pts.size() > 1 && pts.back().working_set_bytes <= pts[pts.size() - 2].working_set_bytes)
+      throw IoError(where + ": " + at + " must be in growing working_set_bytes");
+  }
+  return pts;
+}
+
 }  // namespace
 
 double step_scale(const CostModel& m, bool mini, double working_set) {
-  const double small = mini ? m.mini_batch_step_scale : m.full_graph_step_scale;
-  const double large = mini ? m.mini_batch_step_scale_large : m.full_graph_step_scale_large;
-  const auto w0 = static_cast<double>(m.working_set_small_bytes);
-  const auto w1 = static_cast<double>(m.working_set_large_bytes);
-  if (w0 <= 0 || w1 <= w0 || working_set <= w0) return small;
-  if (working_set >= w1) return large;
-  const double t = std::log(working_set / w0) / std::log(w1 / w0);
-  return small + t * (large - small);
+  const std::vector<StepScalePoint>& pts = mini ? m.mini_batch_steps : m.full_graph_steps;
+  if (pts.empty()) return 1;
+  if (working_set <= static_cast<double>(pts.front().working_set_bytes)) return pts.front().scale;
+  for (std::size_t i = 1; i < pts.size(); ++i) {
+    const auto w0 = static_cast<double>(pts[i - 1].working_set_bytes);
+    const auto w1 = static_cast<double>(pts[i].working_set_bytes);
+    if (working_set >= w1) continue;
+    const double t = w0 > 0 && w1 > w0 ? std::log(working_set / w0) / std::log(w1 / w0) : 1;
+    return pts[i - 1].scale + t * (pts[i].scale - pts[i - 1].scale);
+  }
+  return pts.back().scale;
 }
 
 std::filesystem::path default_calibration_path() {
@@ -152,7 +189,7 @@ std::filesystem::path default_calibration_path() {
 void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
   const json j = {
       {"format", "halo-calibration"},
-      {"version", 1},
+      {"version", kCalibrationVersion},
       {"host", m.host},
       {"threads", m.threads},
       {"gemm", {{"alpha_s", m.gemm_alpha_s}, {"s_per_flop", m.gemm_s_per_flop}}},
@@ -169,12 +206,8 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
         {"measured", m.link_calibrated}}},
       {"disk", {{"s_per_byte", m.disk_s_per_byte}}},
       {"step",
-       {{"full_graph_scale", m.full_graph_step_scale},
-        {"mini_batch_scale", m.mini_batch_step_scale},
-        {"full_graph_scale_large", m.full_graph_step_scale_large},
-        {"mini_batch_scale_large", m.mini_batch_step_scale_large},
-        {"working_set_small_bytes", m.working_set_small_bytes},
-        {"working_set_large_bytes", m.working_set_large_bytes},
+       {{"full_graph", points_json(m.full_graph_steps)},
+        {"mini_batch", points_json(m.mini_batch_steps)},
         {"batch_alpha_s", m.batch_alpha_s},
         {"epoch_alpha_s", m.epoch_alpha_s}}},
       {"collective",
@@ -202,8 +235,12 @@ CostModel read_cost_model(const std::filesystem::path& path) {
       throw IoError(where + ": " + group + "." + key + " must be a finite number >= 0");
     return v;
   };
-  if (j.value("format", std::string()) != "halo-calibration" || j.value("version", 0) != 1)
-    throw IoError(where + ": expected \"format\": \"halo-calibration\", \"version\": 1");
+  if (j.value("format", std::string()) != "halo-calibration")
+    throw IoError(where + ": expected \"format\": \"halo-calibration\"");
+  if (j.value("version", 0) != kCalibrationVersion)
+    throw IoError(where + ": calibration format version " + std::to_string(j.value("version", 0)) +
+                  ", this halo reads version " + std::to_string(kCalibrationVersion) +
+                  ": rerun halo calibrate");
   CostModel m;
   m.gemm_alpha_s = num("gemm", "alpha_s");
   m.gemm_s_per_flop = num("gemm", "s_per_flop");
@@ -217,17 +254,13 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   m.link_alpha_s = num("link", "alpha_s");
   m.link_s_per_byte = num("link", "s_per_byte");
   m.disk_s_per_byte = num("disk", "s_per_byte");
-  m.full_graph_step_scale = num("step", "full_graph_scale");
-  m.mini_batch_step_scale = num("step", "mini_batch_scale");
-  // The working-set and per-batch terms and the in-step message latency: optional (files
-  // written before them read as one scale throughout and the ping-pong's latency).
+  // The per-batch terms and the in-step message latency: optional (files written before them
+  // read as none and the ping-pong's latency).
   auto opt = [&](const char* group, const char* key, double fallback) {
     return j.contains(group) && j[group].contains(key) ? num(group, key) : fallback;
   };
-  m.full_graph_step_scale_large = opt("step", "full_graph_scale_large", m.full_graph_step_scale);
-  m.mini_batch_step_scale_large = opt("step", "mini_batch_scale_large", m.mini_batch_step_scale);
-  m.working_set_small_bytes = static_cast<std::int64_t>(opt("step", "working_set_small_bytes", 0));
-  m.working_set_large_bytes = static_cast<std::int64_t>(opt("step", "working_set_large_bytes", 0));
+  m.full_graph_steps = read_points(j, "full_graph", where);
+  m.mini_batch_steps = read_points(j, "mini_batch", where);
   m.batch_alpha_s = opt("step", "batch_alpha_s", 0);
   m.epoch_alpha_s = opt("step", "epoch_alpha_s", 0);
   m.full_graph_message_s = opt("collective", "full_graph_message_s", 0);

@@ -15,6 +15,13 @@
 
 namespace halo::runtime {
 
+/// One point of the working-set rule (CostModel::full_graph_steps, mini_batch_steps): the step
+/// scale measured on a calibration run whose working set was `working_set_bytes`.
+struct StepScalePoint {
+  std::int64_t working_set_bytes = 0;
+  double scale = 1;
+};
+
 /// The measured costs of this machine (`halo calibrate`, docs/scheduler.md). Every term is
 /// seconds = alpha + beta x work; the defaults are conservative guesses, used (and reported as
 /// "uncalibrated") when no calibration file exists.
@@ -39,20 +46,16 @@ struct CostModel {
   double link_s_per_byte = 1.0 / 2e9;
   /// Writing a checkpoint: seconds per byte written and fsynced.
   double disk_s_per_byte = 1.0 / 200e6;
-  /// Measured over modelled time of a whole training step in one process (full graph; mini-batch),
-  /// fitted by `halo calibrate` on short runs of the Trainer: the work the kernel terms leave
-  /// out (dropout's hashing, the loss's exponentials, OpenMP regions, the machine's sharing).
-  /// Scales the compute and sampling terms; 1 uncalibrated.
-  double full_graph_step_scale = 1;
-  double mini_batch_step_scale = 1;
-  /// The working-set rule: the same two scales measured on a second, larger calibration graph,
-  /// and the working sets (RankPlan::working_set_bytes) of the two. A rank's scale is
-  /// interpolated linearly in log(working set) between the two points and held constant
-  /// outside them (docs/scheduler.md); working_set_large_bytes = 0: the first scale throughout.
-  double full_graph_step_scale_large = 1;
-  double mini_batch_step_scale_large = 1;
-  std::int64_t working_set_small_bytes = 0;
-  std::int64_t working_set_large_bytes = 0;
+  /// Measured over modelled time of a whole training step in one process, fitted by `halo
+  /// calibrate` on short runs of the Trainer: the work the kernel terms leave out (dropout's
+  /// hashing, the loss's exponentials, OpenMP regions, caches missed once a step's data outgrows
+  /// them, the machine's sharing). Scales the compute and sampling terms. The working-set rule:
+  /// one point per calibration graph, of growing size (R-MAT scales 14, 16, 18 and 19 by
+  /// default); a rank's scale is interpolated linearly in log(working set) between the two
+  /// points around its working set (RankPlan::working_set_bytes) and held at the first or last
+  /// point's outside them (docs/scheduler.md). No points: 1 (uncalibrated).
+  std::vector<StepScalePoint> full_graph_steps;
+  std::vector<StepScalePoint> mini_batch_steps;
   /// Mini-batch: seconds per batch the kernel terms leave out (the producer thread's hand-over,
   /// per-block set-up), fitted with epoch_alpha_s from three batch sizes on the small
   /// calibration graph.
@@ -230,8 +233,8 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                const std::string& device, int threads);
 
 /// The step scale of a rank whose working set is `working_set` bytes (CostModel's working-set
-/// rule): the small graph's scale below its working set, the large graph's above, linear in
-/// log(working set) between.
+/// rule): the first point's scale below its working set, the last point's above, between two
+/// neighbouring points linear in log(working set); 1 without points.
 double step_scale(const CostModel& m, bool mini_batch, double working_set);
 
 /// Parameters of the model `config.model` describes for `in_features` inputs and `classes`

@@ -4,9 +4,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <gtest/gtest.h>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <halo/kernels/error.hpp>
 #include <halo/runtime/plan.hpp>
@@ -17,6 +20,8 @@
 
 namespace halo::runtime::test {
 namespace {
+
+using nlohmann::json;
 
 /// The counts of `shard` as halo plan reads them from a cache.
 PlanInput input_of(const Shard& shard) { return shard_plan_input(shard); }
@@ -158,10 +163,8 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   m.threads = 3;
   m.host = "h";
   m.link_calibrated = true;
-  m.full_graph_step_scale_large = 1.75;
-  m.mini_batch_step_scale_large = 0.5;
-  m.working_set_small_bytes = 1 << 20;
-  m.working_set_large_bytes = 1 << 28;
+  m.full_graph_steps = {{1 << 20, 1.25}, {1 << 24, 2.5}, {std::int64_t{1} << 33, 1.75}};
+  m.mini_batch_steps = {{1 << 20, 0.5}};
   m.batch_alpha_s = 3e-4;
   m.epoch_alpha_s = 5e-3;
   m.full_graph_message_s = 2e-5;
@@ -174,10 +177,13 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   EXPECT_EQ(r.link_alpha_s, m.link_alpha_s);
   EXPECT_EQ(r.process_base_bytes, m.process_base_bytes);
   EXPECT_EQ(r.threads, 3);
-  EXPECT_EQ(r.full_graph_step_scale_large, 1.75);
-  EXPECT_EQ(r.mini_batch_step_scale_large, 0.5);
-  EXPECT_EQ(r.working_set_small_bytes, 1 << 20);
-  EXPECT_EQ(r.working_set_large_bytes, 1 << 28);
+  ASSERT_EQ(r.full_graph_steps.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.full_graph_steps[i].working_set_bytes, m.full_graph_steps[i].working_set_bytes);
+    EXPECT_EQ(r.full_graph_steps[i].scale, m.full_graph_steps[i].scale);
+  }
+  ASSERT_EQ(r.mini_batch_steps.size(), 1u);
+  EXPECT_EQ(r.mini_batch_steps[0].scale, 0.5);
   EXPECT_EQ(r.batch_alpha_s, 3e-4);
   EXPECT_EQ(r.epoch_alpha_s, 5e-3);
   EXPECT_EQ(r.full_graph_message_s, 2e-5);
@@ -191,6 +197,27 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("gemm.alpha_s"), std::string::npos) << e.what();
   }
+  // A point out of order, a negative scale, and a file of an older format are refused, each
+  // naming what it expected.
+  auto refused = [&](const std::string& name, const std::function<void(json&)>& edit,
+                     const std::string& expected) {
+    json j = json::parse(halo::testing::read_file(path));
+    edit(j);
+    std::ofstream(dir.path() / name) << j.dump();
+    try {
+      read_cost_model(dir.path() / name);
+      ADD_FAILURE() << name << " accepted";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  refused("order.json", [](json& j) { j["step"]["full_graph"][1]["working_set_bytes"] = 1; },
+          "step.full_graph must be in growing working_set_bytes");
+  refused("negative.json", [](json& j) { j["step"]["mini_batch"][0]["scale"] = -1; },
+          "at step.mini_batch[0]");
+  refused("missing.json", [](json& j) { j["step"].erase("full_graph"); },
+          "expected an array at step.full_graph");
+  refused("old.json", [](json& j) { j["version"] = 1; }, "rerun halo calibrate");
   std::ofstream(dir.path() / "junk.json") << "not json";
   EXPECT_THROW(read_cost_model(dir.path() / "junk.json"), IoError);
 }
@@ -199,26 +226,25 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
 // its own, and between them linear in log(working set); one point only: the first scale.
 TEST(Plan, StepScaleFollowsTheWorkingSet) {
   CostModel m;
-  m.full_graph_step_scale = 1;
-  m.full_graph_step_scale_large = 3;
-  m.mini_batch_step_scale = 0.5;
-  m.mini_batch_step_scale_large = 0.25;
-  m.working_set_small_bytes = 1 << 20;
-  m.working_set_large_bytes = 1 << 24;
+  EXPECT_EQ(step_scale(m, false, 1 << 20), 1);  // no points: uncalibrated
+  m.full_graph_steps = {{1 << 20, 1}, {1 << 24, 3}, {1 << 26, 2}};
+  m.mini_batch_steps = {{1 << 20, 0.5}, {1 << 24, 0.25}};
   EXPECT_EQ(step_scale(m, false, 1000), 1);
   EXPECT_EQ(step_scale(m, false, 1 << 20), 1);
-  EXPECT_EQ(step_scale(m, false, 1 << 30), 3);
+  EXPECT_EQ(step_scale(m, false, 1 << 24), 3);
+  EXPECT_EQ(step_scale(m, false, 1 << 30), 2);
   EXPECT_NEAR(step_scale(m, false, 1 << 22), 2, 1e-12);  // half way in log2: 20, 22, 24
   EXPECT_NEAR(step_scale(m, false, 1 << 21), 1.5, 1e-12);
+  EXPECT_NEAR(step_scale(m, false, 1 << 25), 2.5, 1e-12);  // between the second and third
   EXPECT_NEAR(step_scale(m, true, 1 << 22), 0.375, 1e-12);
-  m.working_set_large_bytes = 0;
-  EXPECT_EQ(step_scale(m, false, 1 << 30), 1);
+  m.full_graph_steps.resize(1);
+  EXPECT_EQ(step_scale(m, false, 1 << 30), 1);  // one point: its scale throughout
   // The plan reports the working set (its data but the process) and the scale it used.
   PlanInput in;
   in.graph = big_graph();
   in.parts = estimate_parts(in.graph, 1);
   const TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
-  m.working_set_large_bytes = 1 << 24;
+  m.full_graph_steps = {{1 << 20, 1}, {std::int64_t{1} << 40, 3}};
   const Plan plan = make_plan(in, c, m, "cpu", 1);
   const RankPlan& r = plan.per_rank.front();
   std::int64_t data = 0;

@@ -223,9 +223,13 @@ TEST_F(PlanCli, CalibrateWritesWhatPlanReads) {
     EXPECT_TRUE(c.contains(group)) << group;
   EXPECT_GT(c["gemm"]["s_per_flop"].get<double>(), 0);
   EXPECT_EQ(c["link"]["measured"], false);  // one process measures no link
-  // The working-set rule's two points: the larger graph's working set is the larger.
-  EXPECT_GT(c["step"]["working_set_large_bytes"].get<double>(),
-            c["step"]["working_set_small_bytes"].get<double>());
+  // The working-set rule's points, one per graph (scales 8 and 9), in growing working set.
+  for (const char* mode : {"full_graph", "mini_batch"}) {
+    const json& pts = c["step"][mode];
+    ASSERT_EQ(pts.size(), 2u) << mode;
+    EXPECT_GT(pts[1]["working_set_bytes"].get<double>(), pts[0]["working_set_bytes"].get<double>());
+    EXPECT_GT(pts[0]["scale"].get<double>(), 0) << mode;
+  }
   EXPECT_GE(c["step"]["batch_alpha_s"].get<double>(), 0);
   const json j = plan("--partitions " + partition(1).string() + " --calibration " + cal.string());
   EXPECT_EQ(j["calibrated"], true);

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <halo/runtime/calibrate.hpp>
 #include <halo/tools/halo/commands.hpp>
@@ -18,23 +19,32 @@ struct CalibrateOptions {
   runtime::CalibrateConfig config;
 };
 
+/// "x1.39 @ 14.5, x1.93 @ 58.4 MiB": the working-set rule's points.
+std::string points_text(const std::vector<runtime::StepScalePoint>& pts) {
+  std::string out;
+  char buf[64];
+  for (const runtime::StepScalePoint& p : pts) {
+    std::snprintf(buf, sizeof buf, "%sx%.2f @ %.1f", out.empty() ? "" : ", ", p.scale,
+                  static_cast<double>(p.working_set_bytes) / 1048576.0);
+    out += buf;
+  }
+  return out + " MiB";
+}
+
 void print_model(const runtime::CostModel& m, bool link) {
   std::fprintf(
       stderr,
       "halo calibrate: gemm %.1f GFLOP/s (+%.1f us/call); spmm %.2f ns/entry + %.2f GB/s "
       "gathered (+%.1f us/call); element-wise %.2f GB/s (+%.1f us/call); sampler %.1f ns/edge "
-      "(+%.1f us/batch); disk %.0f MB/s; process %.0f MiB; step x%.2f -> x%.2f (full graph), "
-      "x%.2f -> x%.2f (mini-batch) from %.1f to %.1f MiB of working set; batch +%.1f us, epoch "
-      "+%.1f us\n",
+      "(+%.1f us/batch); disk %.0f MB/s; process %.0f MiB; step by working set: full graph %s, "
+      "mini-batch %s; batch +%.1f us, epoch +%.1f us\n",
       1e-9 / m.gemm_s_per_flop, m.gemm_alpha_s * 1e6, m.spmm_s_per_edge * 1e9,
       m.spmm_s_per_byte > 0 ? 1e-9 / m.spmm_s_per_byte : 0.0, m.spmm_alpha_s * 1e6,
       1e-9 / m.elementwise_s_per_byte, m.elementwise_alpha_s * 1e6, m.sampler_s_per_edge * 1e9,
       m.sampler_alpha_s * 1e6, 1e-6 / m.disk_s_per_byte,
-      static_cast<double>(m.process_base_bytes) / 1048576.0, m.full_graph_step_scale,
-      m.full_graph_step_scale_large, m.mini_batch_step_scale, m.mini_batch_step_scale_large,
-      static_cast<double>(m.working_set_small_bytes) / 1048576.0,
-      static_cast<double>(m.working_set_large_bytes) / 1048576.0, m.batch_alpha_s * 1e6,
-      m.epoch_alpha_s * 1e6);
+      static_cast<double>(m.process_base_bytes) / 1048576.0,
+      points_text(m.full_graph_steps).c_str(), points_text(m.mini_batch_steps).c_str(),
+      m.batch_alpha_s * 1e6, m.epoch_alpha_s * 1e6);
   if (link)
     std::fprintf(stderr,
                  "halo calibrate: link %.2f us + %.2f GB/s; in-step message %.1f us (full graph), "
