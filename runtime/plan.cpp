@@ -541,7 +541,11 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const double adam = ew_s(m, param_bytes * 7, tensors);
     for (const MemoryItem& i : data)
       if (i.name != "process") rp.working_set_bytes += i.bytes;
-    const double scale = step_scale(m, mini, static_cast<double>(rp.working_set_bytes));
+    // Ranks sharing one host (--host-cores) share its caches: the scale of the host's working
+    // set, this rank's times the ranks.
+    const double scale =
+        step_scale(m, mini,
+                   static_cast<double>(rp.working_set_bytes) * (m.host_cores > 0 ? ranks : 1));
     rp.step_scale = scale;
     // The latency of a message inside a step (fitted on distributed runs), else the link's.
     const double fitted_alpha = mini ? m.mini_batch_message_s : m.full_graph_message_s;

@@ -9,7 +9,7 @@
 #
 # REPS rounds (default 5). Each round calibrates the machine (`halo calibrate`: R-MAT graphs of
 # scales 14, 16, 18 and 19, never the validated graphs; then `mpiexec -n 2 halo calibrate` for
-# the link and the in-step message latency, on R-MAT graphs of scales 12 and 16) into a scratch
+# the link and the in-step message latency, on R-MAT graphs of scales 12 and 15) into a scratch
 # file, plans every configuration from it, and runs every configuration once. A round's ratio
 # compares a prediction with runs made within the same half minute; the table gives the medians
 # over the rounds of the predictions, of the measurements and of the per-round ratios, and the
@@ -108,7 +108,10 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 "$py" - "$csv" "$out/plan.md" "$scale" "$load_before" "$load_after" "$work/calibrate.log" "$reps" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-cal = [l for l in open(sys.argv[6]).read().splitlines() if l.startswith("halo calibrate:")]
+cal = []
+for l in open(sys.argv[6]).read().splitlines():  # the link run repeats the compute line
+    if l.startswith("halo calibrate:") and (not cal or cal[-1] != l):
+        cal.append(l)
 med = statistics.median
 with open(sys.argv[2], "w") as f:
     f.write("# `halo plan` against measurement\n\n")

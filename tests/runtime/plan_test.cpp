@@ -190,7 +190,7 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   EXPECT_EQ(r.mini_batch_message_s, 4e-5);
   EXPECT_TRUE(r.calibrated);
   EXPECT_TRUE(r.link_calibrated);
-  std::ofstream(dir.path() / "bad.json") << "{\"format\": \"halo-calibration\", \"version\": 1}";
+  std::ofstream(dir.path() / "bad.json") << "{\"format\": \"halo-calibration\", \"version\": 2}";
   try {
     read_cost_model(dir.path() / "bad.json");
     FAIL() << "accepted a file without coefficients";
@@ -252,6 +252,20 @@ TEST(Plan, StepScaleFollowsTheWorkingSet) {
     if (i.name != "process") data += i.bytes;
   EXPECT_EQ(r.working_set_bytes, data);
   EXPECT_EQ(r.step_scale, step_scale(m, false, static_cast<double>(data)));
+  // Ranks sharing one host (host_cores set) share its caches: the scale of their working sets
+  // together; on separate hosts each rank's own.
+  in.parts = estimate_parts(in.graph, 2);
+  in.from_partition = true;
+  for (const int cores : {0, 4}) {
+    m.host_cores = cores;
+    const RankPlan& r2 = make_plan(in, c, m, "cpu", 1).per_rank.front();
+    const double ws = static_cast<double>(r2.working_set_bytes) * (cores > 0 ? 2 : 1);
+    EXPECT_EQ(r2.step_scale, step_scale(m, false, ws)) << cores;
+  }
+  m.host_cores = 4;
+  const double shared = make_plan(in, c, m, "cpu", 1).per_rank.front().step_scale;
+  m.host_cores = 0;
+  EXPECT_GT(shared, make_plan(in, c, m, "cpu", 1).per_rank.front().step_scale);
 }
 
 // The in-step message latency replaces the ping-pong's in every message of a step, and a

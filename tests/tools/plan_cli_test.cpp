@@ -186,11 +186,11 @@ TEST_F(PlanCli, DatasetCacheAndTheSmallestFittingP) {
   EXPECT_EQ(plan("--dataset cora --parts 4")["parts"], "estimated");
   // A machine whose processes cost nothing but their data, so that splitting pays on Cora.
   const fs::path cal = m_dir / "lean.json";
-  std::ofstream(cal) << R"({"format": "halo-calibration", "version": 1,
+  std::ofstream(cal) << R"({"format": "halo-calibration", "version": 2,
     "gemm": {"alpha_s": 0, "s_per_flop": 1e-10}, "spmm": {"alpha_s": 0, "s_per_edge": 1e-9,
     "s_per_byte": 1e-10}, "elementwise": {"alpha_s": 0, "s_per_byte": 1e-10}, "sampler": {"alpha_s": 0,
     "s_per_edge": 1e-8}, "link": {"alpha_s": 1e-6, "s_per_byte": 1e-9}, "disk":
-    {"s_per_byte": 1e-8}, "step": {"full_graph_scale": 1, "mini_batch_scale": 1},
+    {"s_per_byte": 1e-8}, "step": {"full_graph": [], "mini_batch": []},
     "memory": {"process_base_bytes": 0, "mpi_rank_extra_bytes": 0}})";
   const std::string lean = "--dataset cora --calibration " + cal.string();
   std::vector<std::int64_t> peak(9);

@@ -125,8 +125,8 @@ Command add_calibrate_command(CLI::App& app) {
       ->check(CLI::Range(4, 22))
       ->capture_default_str();
   sub->add_option("--large-rmat-scale", o->config.large_rmat_scale,
-                  "R-MAT scale of the second, larger graph of the whole-step fits (the "
-                  "working-set rule)")
+                  "R-MAT scale of the largest graph of the whole-step fits (the working-set "
+                  "rule: --rmat-scale, every second scale above it, and this one)")
       ->check(CLI::Range(4, 22))
       ->capture_default_str();
   return {sub, [o] {
