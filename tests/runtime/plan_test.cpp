@@ -258,7 +258,8 @@ TEST(Plan, StepScaleFollowsTheWorkingSet) {
   in.from_partition = true;
   for (const int cores : {0, 4}) {
     m.host_cores = cores;
-    const RankPlan& r2 = make_plan(in, c, m, "cpu", 1).per_rank.front();
+    const Plan p2 = make_plan(in, c, m, "cpu", 1);
+    const RankPlan& r2 = p2.per_rank.front();
     const double ws = static_cast<double>(r2.working_set_bytes) * (cores > 0 ? 2 : 1);
     EXPECT_EQ(r2.step_scale, step_scale(m, false, ws)) << cores;
   }
