@@ -13,7 +13,6 @@
 #include <functional>
 #include <numeric>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include <halo/datasets/rmat.hpp>
@@ -61,8 +60,8 @@ int shared_cores(Comm& comm) {
   for (const int cpu : usable_cpus()) used[static_cast<std::size_t>(cpu)] = 1;
   comm.allreduce(kernels::Span<double>(used.data(), static_cast<std::int64_t>(used.size())),
                  ReduceOp::Sum);
-  return std::max<int>(1, static_cast<int>(std::count_if(used.begin(), used.end(),
-                                                         [](double v) { return v > 0; })));
+  return std::max<int>(
+      1, static_cast<int>(std::count_if(used.begin(), used.end(), [](double v) { return v > 0; })));
 }
 
 /// Mean seconds of a call of `f` over one window: after one untimed warm-up call, at least

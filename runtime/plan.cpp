@@ -157,7 +157,9 @@ std::vector<StepScalePoint> read_points(const json& j, const char* key, const st
         !p["working_set_bytes"].is_number_integer() || !p["scale"].is_number() ||
         p["working_set_bytes"].get<std::int64_t>() < 0 ||
         !(std::isfinite(p["scale"].get<double>()) && p["scale"].get<double>() >= 0))
-      throw IoError(where + ": expected {\"working_set_bytes\": integer >= 0, \"scale\": number >= 0} at " + name);
+      throw IoError(where +
+                    ": expected {\"working_set_bytes\": integer >= 0, \"scale\": number >= 0} at " +
+                    name);
     pts.push_back({p["working_set_bytes"].get<std::int64_t>(), p["scale"].get<double>()});
     if (pts.size() > 1 && pts.back().working_set_bytes <= pts[pts.size() - 2].working_set_bytes)
       throw IoError(where + ": " + at + " must be in growing working_set_bytes");
@@ -237,8 +239,10 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   };
   if (j.value("format", std::string()) != "halo-calibration")
     throw IoError(where + ": expected \"format\": \"halo-calibration\"");
-  if (j.value("version", 0) != kCalibrationVersion)
-    throw IoError(where + ": calibration format version " + std::to_string(j.value("version", 0)) +
+  const int version =
+      j.contains("version") && j["version"].is_number_integer() ? j["version"].get<int>() : 0;
+  if (version != kCalibrationVersion)
+    throw IoError(where + ": calibration format version " + std::to_string(version) +
                   ", this halo reads version " + std::to_string(kCalibrationVersion) +
                   ": rerun halo calibrate");
   CostModel m;
@@ -543,9 +547,8 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       if (i.name != "process") rp.working_set_bytes += i.bytes;
     // Ranks sharing one host (--host-cores) share its caches: the scale of the host's working
     // set, this rank's times the ranks.
-    const double scale =
-        step_scale(m, mini,
-                   static_cast<double>(rp.working_set_bytes) * (m.host_cores > 0 ? ranks : 1));
+    const double scale = step_scale(
+        m, mini, static_cast<double>(rp.working_set_bytes) * (m.host_cores > 0 ? ranks : 1));
     rp.step_scale = scale;
     // The latency of a message inside a step (fitted on distributed runs), else the link's.
     const double fitted_alpha = mini ? m.mini_batch_message_s : m.full_graph_message_s;

@@ -6,10 +6,9 @@
 #include <fstream>
 #include <functional>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include <halo/kernels/error.hpp>
 #include <halo/runtime/plan.hpp>
@@ -211,13 +210,17 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
     }
   };
-  refused("order.json", [](json& j) { j["step"]["full_graph"][1]["working_set_bytes"] = 1; },
-          "step.full_graph must be in growing working_set_bytes");
-  refused("negative.json", [](json& j) { j["step"]["mini_batch"][0]["scale"] = -1; },
-          "at step.mini_batch[0]");
-  refused("missing.json", [](json& j) { j["step"].erase("full_graph"); },
-          "expected an array at step.full_graph");
-  refused("old.json", [](json& j) { j["version"] = 1; }, "rerun halo calibrate");
+  refused(
+      "order.json", [](json& j) { j["step"]["full_graph"][1]["working_set_bytes"] = 1; },
+      "step.full_graph must be in growing working_set_bytes");
+  refused(
+      "negative.json", [](json& j) { j["step"]["mini_batch"][0]["scale"] = -1; },
+      "at step.mini_batch[0]");
+  refused(
+      "missing.json", [](json& j) { j["step"].erase("full_graph"); },
+      "expected an array at step.full_graph");
+  refused(
+      "old.json", [](json& j) { j["version"] = 1; }, "rerun halo calibrate");
   std::ofstream(dir.path() / "junk.json") << "not json";
   EXPECT_THROW(read_cost_model(dir.path() / "junk.json"), IoError);
 }
