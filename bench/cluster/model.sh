@@ -54,7 +54,7 @@ export OMP_NUM_THREADS=1
 if [ -z "$cal" ]; then
   cal=$work/calibration.json
   "$halo" calibrate --threads 1 --output "$cal" > "$work/calibrate.log" 2>&1
-  mpiexec.mpich -n 2 "$halo" calibrate --threads 1 --output "$cal" >> "$work/calibrate.log" 2>&1
+  mpiexec.mpich --bind-to core -n 2 "$halo" calibrate --threads 1 --output "$cal" >> "$work/calibrate.log" 2>&1
   grep "^halo calibrate:" "$work/calibrate.log" | sed 's/^/model.sh: /' >&2
 fi
 cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS

@@ -8,24 +8,25 @@
 #   bash bench/plan/validate.sh BUILD_DIR [OUT_DIR] [RMAT_SCALE]
 #
 # REPS rounds (default 5). Each round calibrates the machine (`halo calibrate`: R-MAT graphs of
-# scales 14, 16, 18 and 19, never the validated graphs; then `mpiexec -n 2 halo calibrate` for
-# the link and the in-step message latency, on R-MAT graphs of scales 12 and 15) into a scratch
-# file, plans every configuration from it, and runs every configuration once. A round's ratio
-# compares a prediction with runs made within the same half minute; the table gives the medians
-# over the rounds of the predictions, of the measurements and of the per-round ratios, and the
-# targets are judged on the median ratio (this 2-core machine's speed drifts by more than 25 %
-# from one minute to the next).
+# scales 14, 16, 18 and 19, never the validated graphs; then `mpiexec --bind-to core -n 2 halo
+# calibrate` for the link and the in-step message latency, on R-MAT graphs of scales 12 and 15)
+# into a scratch file, plans every configuration from it, and runs every configuration once. A
+# round's ratio compares a prediction with runs made within the same half minute; the table
+# gives the medians over the rounds of the predictions, of the measurements and of the
+# per-round ratios, and the targets are judged on the median ratio (this 2-core machine's speed
+# drifts by more than 25 % from one minute to the next).
 #
 # BUILD_DIR holds tools/halo/halo (a Release build with MPI, e.g. the `bench` preset); MPIEXEC
 # (default mpiexec.mpich, MPICH's, which the build links) must be the launcher of the MPI it
 # links. Two-rank runs (and the link calibration) bind each rank to a core (`--bind-to core`,
 # which MPICH's and Open MPI's launchers both take): unbound, Linux sometimes puts both ranks'
 # producer threads on one core and every message of a batch then waits for a time slice
-# (docs/scheduler.md, "Several ranks on one host"). Every plan is told the cores the ranks share here (--host-cores $(getconf
-# _NPROCESSORS_ONLN): nproc obeys OMP_NUM_THREADS). One thread per rank. Cora comes from
-# ../shared/datasets: as the registered dataset `cora` (its binary cache, built by a first load
-# through a file:// mirror of the shared raw files) for P = 1, and as a METIS partition of the
-# plain directory for P = 2; R-MAT (scale RMAT_SCALE, default 17) as 1- and 2-part partitions.
+# (docs/scheduler.md, "Several ranks on one host"). Every plan is told the cores the ranks share
+# here (--host-cores $(getconf _NPROCESSORS_ONLN): nproc obeys OMP_NUM_THREADS). One thread per
+# rank. Cora comes from ../shared/datasets: as the registered dataset `cora` (its binary cache,
+# built by a first load through a file:// mirror of the shared raw files) for P = 1, and as a
+# METIS partition of the plain directory for P = 2; R-MAT (scale RMAT_SCALE, default 17) as 1-
+# and 2-part partitions.
 set -euo pipefail
 build=${1:?usage: bench/plan/validate.sh BUILD_DIR [OUT_DIR] [RMAT_SCALE]}
 out=${2:-bench/results}
