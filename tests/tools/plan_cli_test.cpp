@@ -293,6 +293,38 @@ TEST_F(PlanCli, PredictedExchangeBytesAreTheMeasuredOnes) {
     EXPECT_EQ(predicted, measured["exchange_bytes_per_epoch"].get<std::int64_t>()) << model;
   }
 }
+
+// Under mpiexec -n 2, calibrate keeps the one-process terms, adds the link and the in-step
+// message latencies fitted on 2-rank Trainer runs (at least the ping-pong's), and removes the
+// partitions it wrote for them.
+TEST_F(PlanCli, LinkCalibrationAddsTheInStepLatencies) {
+  const fs::path cal = m_dir / "link-cal.json";
+  const std::string flags =
+      " calibrate --output " + cal.string() +
+      " --repeats 1 --rounds 1 --rmat-scale 8 --large-rmat-scale 9 --threads 1";
+  Outcome r = halo(flags);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json one = json::parse(halo::testing::read_file(cal));
+  r = halo::testing::run_command(env() + "OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 " +
+                                     HALO_TEST_MPIEXEC + " -n 2 " + HALO_TEST_BINARY + flags,
+                                 m_dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("in-step message"), std::string::npos) << r.err;
+  const json two = json::parse(halo::testing::read_file(cal));
+  EXPECT_EQ(two["link"]["measured"], true);
+  EXPECT_EQ(two["gemm"], one["gemm"]);
+  EXPECT_EQ(two["step"], one["step"]);
+  const double alpha = two["link"]["alpha_s"].get<double>();
+  EXPECT_GT(alpha, 0);
+  for (const char* key : {"full_graph_message_s", "mini_batch_message_s"})
+    EXPECT_GE(two["collective"][key].get<double>(), alpha) << key;
+  for (const auto& e : fs::directory_iterator(m_dir))
+    EXPECT_EQ(e.path().filename().string().rfind(".halo-calibrate", 0), std::string::npos)
+        << e.path();
+  const json j = plan("--partitions " + partition(2).string() + " --calibration " + cal.string());
+  EXPECT_EQ(j["calibrated"], true);
+  EXPECT_GT(j["epoch_seconds"].get<double>(), 0);
+}
 #endif
 
 }  // namespace
