@@ -488,6 +488,22 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
     }));
     return messages > 0 ? std::max(m.link_alpha_s, (measured - base) / messages) : m.link_alpha_s;
   };
+  // Mini-batch: a remote row's fetch cost, the fetch time per row fetched of a run (its epochs
+  // after the first, rank 0's figure), measured before the latency is fitted, so that the
+  // latency carries the messages only.
+  auto fetch_row_cost = [&](const std::filesystem::path& dir, TrainConfig config, int epochs) {
+    config.epochs = epochs;
+    config.model.hidden = 16;
+    Shard shard = open_shard(res, comm, dir);
+    const TrainResult r = train(res, shard, config).result;
+    double seconds = 0, rows = 0;
+    for (std::size_t e = 1; e < r.history.size(); ++e) {
+      seconds += r.history[e].fetch_time_s;
+      rows += static_cast<double>(r.history[e].remote_rows - r.history[e].cache_hits) /
+              static_cast<double>(comm.size());
+    }
+    return from_rank0(rows > 0 ? seconds / rows : 0.0);
+  };
   const std::filesystem::path small = write_parts(std::min(12, c.rmat_scale));
   const std::filesystem::path large = write_parts(std::min(c.rmat_scale + 1, c.large_rmat_scale));
   TrainConfig full;
@@ -499,6 +515,7 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
   mb.fanouts = {10, 5};
   mb.batch_size = 1024;
   mini.mini_batch = mb;
+  m.mini_batch_fetch_row_s = fetch_row_cost(large, mini, 4);
   m.mini_batch_message_s = fit_message(large, mini, 10);
   comm.barrier();
   if (rank == 0) {

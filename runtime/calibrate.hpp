@@ -49,7 +49,9 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
 /// METIS partition of generated R-MAT graphs (16 features; GCN full graph on scale 12, SAGE
 /// mini-batch with batches of 1024 on config.rmat_scale + 1; config.rounds runs each, the
 /// median), measured epoch minus the plan's epoch without message latency, per message the plan
-/// counts. The plans assume the cores the ranks share (the union of their CPU affinities).
+/// counts; before the mini-batch latency, mini_batch_fetch_row_s from one 4-epoch run on the same
+/// graph (fetch time per remote row fetched). The plans assume the cores the ranks share (the
+/// union of their CPU affinities).
 /// Written under `scratch_dir` and removed. Also what an MPI rank adds to the resident set
 /// (mpi_rank_extra_bytes: this process's resident set minus base.process_base_bytes, which must
 /// come from a one-process calibration). Returns `base` with those terms replaced.

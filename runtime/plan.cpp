@@ -214,7 +214,8 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
         {"epoch_alpha_s", m.epoch_alpha_s}}},
       {"collective",
        {{"full_graph_message_s", m.full_graph_message_s},
-        {"mini_batch_message_s", m.mini_batch_message_s}}},
+        {"mini_batch_message_s", m.mini_batch_message_s},
+        {"mini_batch_fetch_row_s", m.mini_batch_fetch_row_s}}},
       {"memory",
        {{"process_base_bytes", m.process_base_bytes},
         {"mpi_rank_extra_bytes", m.mpi_rank_extra_bytes}}}};
@@ -269,6 +270,7 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   m.epoch_alpha_s = opt("step", "epoch_alpha_s", 0);
   m.full_graph_message_s = opt("collective", "full_graph_message_s", 0);
   m.mini_batch_message_s = opt("collective", "mini_batch_message_s", 0);
+  m.mini_batch_fetch_row_s = opt("collective", "mini_batch_fetch_row_s", 0);
   m.process_base_bytes = static_cast<std::int64_t>(num("memory", "process_base_bytes"));
   m.mpi_rank_extra_bytes = static_cast<std::int64_t>(num("memory", "mpi_rank_extra_bytes"));
   m.threads = j.value("threads", 0);
@@ -583,8 +585,8 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         rp.feature_fetch_bytes = as_bytes(steps * rows * kF * (2.0 + g.num_features));
         // One all-to-all of requests and one of rows per batch, plus the sampler's per hop.
         const double msgs = steps * (2.0 + 2.0 * config.model.num_layers) * (ranks - 1);
-        rp.exchange_s =
-            msgs * msg_alpha + m.link_s_per_byte * static_cast<double>(rp.feature_fetch_bytes);
+        rp.exchange_s = msgs * msg_alpha + steps * rows * m.mini_batch_fetch_row_s +
+                        m.link_s_per_byte * static_cast<double>(rp.feature_fetch_bytes);
       }
       // The producer thread (--prefetch >= 1, CPU) samples, gathers and fetches batch b + 1
       // while the training thread computes batch b: a two-stage pipeline, when the producers

@@ -70,6 +70,11 @@ struct CostModel {
   /// producer threads sharing cores); 0 = link_alpha_s.
   double full_graph_message_s = 0;
   double mini_batch_message_s = 0;
+  /// Mini-batch with several ranks: seconds per remote input row a batch fetches, besides its
+  /// bytes on the link (the owners' id lookups, gathering, packing and unpacking), measured
+  /// from the fetch time and rows of a 2-rank run on the graph mini_batch_message_s is fitted
+  /// on; 0 = none.
+  double mini_batch_fetch_row_s = 0;
   /// Cores all ranks share (emulated hosts on one machine; `halo plan --host-cores`, not
   /// calibrated): the compute and sampling terms are multiplied by
   /// max(1, ranks x threads / host_cores), and the mini-batch producer threads overlap the

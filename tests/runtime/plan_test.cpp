@@ -168,6 +168,7 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   m.epoch_alpha_s = 5e-3;
   m.full_graph_message_s = 2e-5;
   m.mini_batch_message_s = 4e-5;
+  m.mini_batch_fetch_row_s = 1.5e-7;
   const auto path = dir.path() / "c.json";
   write_cost_model(m, path);
   const CostModel r = read_cost_model(path);
@@ -187,6 +188,7 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   EXPECT_EQ(r.epoch_alpha_s, 5e-3);
   EXPECT_EQ(r.full_graph_message_s, 2e-5);
   EXPECT_EQ(r.mini_batch_message_s, 4e-5);
+  EXPECT_EQ(r.mini_batch_fetch_row_s, 1.5e-7);
   EXPECT_TRUE(r.calibrated);
   EXPECT_TRUE(r.link_calibrated);
   std::ofstream(dir.path() / "bad.json") << "{\"format\": \"halo-calibration\", \"version\": 2}";
@@ -303,6 +305,21 @@ TEST(Plan, MessageLatencyAndBatchCostsAreCharged) {
   const Plan b1 = make_plan(in, c, one, "cpu", 1);
   EXPECT_EQ(b0.batches_per_epoch, 100);
   EXPECT_NEAR(b1.epoch_seconds - b0.epoch_seconds, 100 * 1e-3 + 7e-3, 1e-9);
+  // With several ranks every remote row a batch fetches costs mini_batch_fetch_row_s on top of
+  // its bytes: the exchange grows by rows x that cost (rows = fetched bytes / bytes a row).
+  in.parts = estimate_parts(in.graph, 2);
+  in.from_partition = true;
+  CostModel two;
+  two.host_cores = 0;
+  c.mini_batch->prefetch = 0;  // nothing hidden: the exchange is the exposed one
+  const RankPlan r0 = make_plan(in, c, two, "cpu", 1).per_rank.front();
+  two.mini_batch_fetch_row_s = 2e-7;
+  const RankPlan r1 = make_plan(in, c, two, "cpu", 1).per_rank.front();
+  ASSERT_GT(r0.feature_fetch_bytes, 0);
+  const double rows = static_cast<double>(r0.feature_fetch_bytes) /
+                      (4.0 * (2.0 + static_cast<double>(in.graph.num_features)));
+  EXPECT_NEAR(r1.exchange_s - r0.exchange_s, rows * 2e-7, 3e-7);  // bytes are whole: a row
+  EXPECT_NEAR(r1.epoch_s - r0.epoch_s, rows * 2e-7, 3e-7);
 }
 
 // The mini-batch producer thread is a pipeline stage: with a core of its own its sampling

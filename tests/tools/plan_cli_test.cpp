@@ -318,6 +318,7 @@ TEST_F(PlanCli, LinkCalibrationAddsTheInStepLatencies) {
   EXPECT_GT(alpha, 0);
   for (const char* key : {"full_graph_message_s", "mini_batch_message_s"})
     EXPECT_GE(two["collective"][key].get<double>(), alpha) << key;
+  EXPECT_GT(two["collective"]["mini_batch_fetch_row_s"].get<double>(), 0);  // rows were fetched
   for (const auto& e : fs::directory_iterator(m_dir))
     EXPECT_EQ(e.path().filename().string().rfind(".halo-calibrate", 0), std::string::npos)
         << e.path();

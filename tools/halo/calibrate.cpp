@@ -48,9 +48,10 @@ void print_model(const runtime::CostModel& m, bool link) {
   if (link)
     std::fprintf(stderr,
                  "halo calibrate: link %.2f us + %.2f GB/s; in-step message %.1f us (full graph), "
-                 "%.1f us (mini-batch); MPI rank +%.0f MiB\n",
+                 "%.1f us (mini-batch), %.0f ns per fetched row; MPI rank +%.0f MiB\n",
                  m.link_alpha_s * 1e6, m.link_s_per_byte > 0 ? 1e-9 / m.link_s_per_byte : 0.0,
                  m.full_graph_message_s * 1e6, m.mini_batch_message_s * 1e6,
+                 m.mini_batch_fetch_row_s * 1e9,
                  static_cast<double>(m.mpi_rank_extra_bytes) / 1048576.0);
 }
 
