@@ -439,11 +439,9 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
   // The in-step message latency: short distributed Trainer runs on generated graphs. Full
   // graph on a small one (scale 12: its epoch is mostly messages, so the residual is theirs);
   // mini-batch on a graph one scale above config.rmat_scale's (batches of 1024, as in the
-  // one-process fits). The fitted latency also carries the fetches' per-row work, which grows
-  // with the rows a batch fetches: on config.rmat_scale's graph a rank has one batch per epoch
-  // whose 2-hop samples cover much of its part (283 KB fetched per batch at scale 14, against
-  // about 550 KB at 16 and 17), and on larger graphs the latency overcharges the small batches
-  // of small graphs (bench/results/plan.md, "Which graph the mini-batch latency is fitted on").
+  // one-process fits; on config.rmat_scale's graph a rank has one batch per epoch whose 2-hop
+  // samples cover much of its part), after the per-row fetch cost measured on the same graph,
+  // so that the latency carries the messages only (bench/results/plan.md, items 6 and 7).
   const std::string stem =
       ".halo-calibrate-parts-" +
       std::to_string(static_cast<long long>(from_rank0(static_cast<double>(::getpid()))));
