@@ -227,8 +227,9 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   EXPECT_THROW(read_cost_model(dir.path() / "junk.json"), IoError);
 }
 
-// The working-set rule: the small graph's scale up to its working set, the large graph's from
-// its own, and between them linear in log(working set); one point only: the first scale.
+// The working-set rule: the first point's scale up to its working set, the last point's from
+// its own, and between two neighbouring points linear in log(working set); one point only: its
+// scale throughout; none: 1.
 TEST(Plan, StepScaleFollowsTheWorkingSet) {
   CostModel m;
   EXPECT_EQ(step_scale(m, false, 1 << 20), 1);  // no points: uncalibrated
