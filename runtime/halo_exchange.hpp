@@ -21,6 +21,10 @@ struct ExchangeStats {
   double exchange_s = 0;
   /// The part of exchange_s the rank spent not computing: packing, posting, waiting.
   double exposed_s = 0;
+  /// With overlap, from posting an exchange whose messages are in flight to waiting for them,
+  /// outside MPI calls: the owned rows' product, the work the transfer can hide behind
+  /// (exchange_s - exposed_s <= overlap_window_s).
+  double overlap_window_s = 0;
 };
 
 /// The full-graph aggregation of one part, as an nn::Propagation over the part's owned rows:
@@ -107,7 +111,9 @@ class HaloExchange final : public nn::Propagation<float> {
   float* m_unstage_to = nullptr;  // where finish() copies m_recv_host, and how many bytes
   std::size_t m_unstage_bytes = 0;
   std::vector<Request> m_requests;
-  double m_posted_at = 0;  // when the last post ended; -1 once test_all saw completion
+  double m_posted_at = 0;     // when the last post ended; -1 once test_all saw completion
+  double m_window_from = -1;  // overlap: when the window of the exchange in flight opened
+  double m_window_mpi = 0;    // time in MPI calls since then (not part of the window)
   ExchangeStats m_stats;
 };
 

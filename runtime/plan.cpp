@@ -53,9 +53,12 @@ struct Block {
 /// Seconds and bytes of one forward + backward pass over `blocks` (input layer first).
 struct StepCost {
   double compute_s = 0;
+  double gemm_s = 0;         // the dense products within compute_s
   double aggregation_s = 0;  // the SpMMs (what overlaps the halo exchange)
   std::int64_t activation_bytes = 0;
-  std::int64_t exchanged_floats = 0;  // columns x rows of the aggregated matrices (per halo row)
+  // Floats per halo row the exchanges of a step move, forward and backward.
+  std::int64_t exchanged_floats = 0;
+  int exchanges = 0;  // halo exchanges of a step (aggregations forward and backward)
 };
 
 double gemm_s(const CostModel& m, double rows, double k, double n) {
@@ -103,17 +106,22 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
     if (sparse_in) {
       t += spmm_s(m, input_nnz, wo) * 2;  // X W and Xᵀ dY
     } else {
-      t += transforms * (gemm_s(m, rows_t, wi, wo) * 2);       // forward, dW
-      if (l > 0) t += transforms * gemm_s(m, rows_t, wi, wo);  // dX
+      // Forward and dW, and dX but for the input layer.
+      const double dense = transforms * gemm_s(m, rows_t, wi, wo) * (l > 0 ? 3 : 2);
+      s.gemm_s += dense;
+      t += dense;
     }
-    // Aggregation forward and transposed backward.
-    const double agg = 2 * spmm_s(m, entries, agg_cols);
+    // Aggregation forward and transposed backward; the input layer aggregating first needs
+    // no backward one (its dW reads the cached aggregate, and it has no dX).
+    const int aggregations = l == 0 && agg_first ? 1 : 2;
+    const double agg = aggregations * spmm_s(m, entries, agg_cols);
     s.aggregation_s += agg;
     t += agg;
     // Bias, ReLU and their backward: a few passes over the output.
     t += ew_s(m, 6 * b.dst * wo * kF, 4);
     s.compute_s += t;
-    s.exchanged_floats += static_cast<std::int64_t>(agg_cols);
+    s.exchanged_floats += aggregations * static_cast<std::int64_t>(agg_cols);
+    s.exchanges += aggregations;
     // Cached activations: the dropout's copy of the layer input (its mask is a hash, never
     // stored; below the input layer the fused ReLU's output and its gradient; the input layer's
     // copy only in a full-graph step with p > 0: a batch's input rows are dropped in the
@@ -560,9 +568,12 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         m.host_cores > 0
             ? std::max(1.0, static_cast<double>(ranks) * std::max(1, threads) / m.host_cores)
             : 1.0;
-    // The step scale stands for what the kernel terms miss in the layers (block sizes, dropout's
-    // hashing, OpenMP regions); Adam is plain streaming over the parameters, costed as measured.
-    rp.compute_s = share * steps * (scale * step.compute_s + adam);
+    // The step scale stands for what the graph's kernel terms miss in the layers (caches missed
+    // by irregular gathers, dropout's hashing, OpenMP regions). The dense products (their cost
+    // is their shape's, measured as such) and Adam (plain streaming over the parameters) are
+    // costed as measured.
+    rp.dense_s = share * steps * (step.gemm_s + adam);
+    rp.compute_s = share * steps * scale * (step.compute_s - step.gemm_s) + rp.dense_s;
     // Fixed costs of a batch the kernel terms leave out.
     if (mini) rp.compute_s += steps * m.batch_alpha_s + m.epoch_alpha_s;
     if (mini) {
@@ -604,13 +615,15 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       rp.exposed_exchange_s = std::max(0.0, rp.exchange_s - hidden);
       rp.exposed_sampling_s = rp.sampling_s - std::max(0.0, hidden - rp.exchange_s);
     } else if (ranks > 1) {
-      // Every layer sends its aggregated matrix's halo rows forward and their gradients back.
+      // Every aggregation sends its matrix's halo rows forward, and their gradients back (but
+      // the input layer's when it aggregates first: it has no backward aggregation).
       const double peers = std::min<double>(ranks - 1, static_cast<double>(p.num_send));
-      rp.halo_exchange_bytes = 2 * kF * p.num_send * step.exchanged_floats;
-      rp.exchange_s = 2.0 * config.model.num_layers * peers * msg_alpha +
+      rp.halo_exchange_bytes = kF * p.num_send * step.exchanged_floats;
+      rp.exchange_s = step.exchanges * peers * msg_alpha +
                       m.link_s_per_byte * static_cast<double>(rp.halo_exchange_bytes);
-      // Overlap: the owned rows' aggregation runs while the rows travel.
-      const double inner = config.overlap ? step.aggregation_s : 0;
+      // Overlap: the owned rows' aggregation (as the step runs it: scaled, shared) runs while
+      // the rows travel.
+      const double inner = config.overlap ? share * scale * step.aggregation_s : 0;
       rp.exposed_exchange_s = std::max(0.0, rp.exchange_s - inner);
     }
     if (ranks > 1) {

@@ -49,7 +49,8 @@ struct CostModel {
   /// Measured over modelled time of a whole training step in one process, fitted by `halo
   /// calibrate` on short runs of the Trainer: the work the kernel terms leave out (dropout's
   /// hashing, the loss's exponentials, OpenMP regions, caches missed once a step's data outgrows
-  /// them, the machine's sharing). Scales the compute and sampling terms. The working-set rule:
+  /// them, the machine's sharing). Scales the compute and sampling terms but the dense products
+  /// and Adam (costed as measured: RankPlan::dense_s). The working-set rule:
   /// one point per calibration graph, of growing size (R-MAT scales 14, 16, 18 and 19 by
   /// default); a rank's scale is interpolated linearly in log(working set) between the two
   /// points around its working set (RankPlan::working_set_bytes) and held at the first or last
@@ -185,6 +186,7 @@ struct RankPlan {
   std::int64_t allreduce_bytes = 0;
   /// Predicted seconds per epoch and its terms.
   double compute_s = 0;
+  double dense_s = 0;     // of compute_s: the dense products and Adam (outside the step scale)
   double sampling_s = 0;  // the producer's sampling and gathering
   double exchange_s = 0;  // transfer time of the halo exchange / feature fetches
   /// The parts of sampling_s and exchange_s that overlap (with the owned rows' aggregation,

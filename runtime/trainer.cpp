@@ -432,6 +432,7 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   s.exchange_bytes = x.bytes_sent;
   s.exchange_time_s = x.exchange_s;
   s.exchange_exposed_s = x.exposed_s;
+  s.exchange_window_s = x.overlap_window_s;
   s.allreduce_time_s = allreduce_s;
   if (!distributed) return !stopped;
   // Bytes summed over the ranks, times averaged.
@@ -444,7 +445,8 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
                            static_cast<double>(s.remote_rows),
                            static_cast<double>(s.cache_hits),
                            s.fetch_time_s,
-                           s.batch_wait_s};
+                           s.batch_wait_s,
+                           s.exchange_window_s};
   comm.allreduce(kernels::Span<double>(v.data(), static_cast<std::int64_t>(v.size())),
                  ReduceOp::Sum);
   const double p = comm.size();
@@ -458,6 +460,7 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   s.cache_hits = static_cast<std::int64_t>(v[7]);
   s.fetch_time_s = v[8] / p;
   s.batch_wait_s = v[9] / p;
+  s.exchange_window_s = v[10] / p;
   return !stopped;
 }
 
@@ -1354,7 +1357,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   result.preemption_checks = m_stop_checks;
   result.preemption_check_s = m_stop_check_s;
   // The medians and totals over the epochs completed (those before a resume included).
-  std::vector<double> times, exchange, exposed, allreduce, compute, fetch, wait;
+  std::vector<double> times, exchange, exposed, window, allreduce, compute, fetch, wait;
   std::vector<std::int64_t> bytes, sampling, features;
   double exchange_total = 0, exposed_total = 0;
   std::int64_t remote = 0, hits = 0, syncs = 0;
@@ -1363,6 +1366,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
     times.push_back(s.epoch_time_s);
     exchange.push_back(s.exchange_time_s);
     exposed.push_back(s.exchange_exposed_s);
+    window.push_back(s.exchange_window_s);
     allreduce.push_back(s.allreduce_time_s);
     compute.push_back(s.epoch_time_s - s.exchange_exposed_s - s.allreduce_time_s);
     fetch.push_back(s.fetch_time_s);
@@ -1383,6 +1387,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   result.epoch_time_median_s = median(times);
   result.exchange_time_s = median(exchange);
   result.exchange_exposed_s = median(exposed);
+  result.exchange_window_s = median(window);
   result.allreduce_time_s = median(allreduce);
   result.compute_time_s = median(compute);
   result.fetch_time_s = median(fetch);

@@ -125,6 +125,7 @@ struct EpochStats {
   std::int64_t exchange_bytes = 0;  // full graph: halo rows sent
   double exchange_time_s = 0;       // packing until the messages completed
   double exchange_exposed_s = 0;    // the part of it not hidden behind computation
+  double exchange_window_s = 0;     // the owned rows' products it could hide behind (overlap)
   double allreduce_time_s = 0;      // the gradient all-reduce
   // Mini-batch runs.
   std::int64_t sampling_bytes = 0;  // frontier requests and sampled neighbours sent
@@ -167,6 +168,9 @@ struct TrainResult {
   std::int64_t exchange_bytes_per_epoch = 0;
   double exchange_time_s = 0;
   double exchange_exposed_s = 0;
+  /// The owned rows' aggregation of the layers whose exchange was in flight (overlap on): what
+  /// the exchange can hide behind, so exchange - exposed <= this.
+  double exchange_window_s = 0;
   /// Epoch time minus the exposed exchange and the all-reduce: the rank's own work.
   double compute_time_s = 0;
   /// 1 - exposed / exchange time over all epochs: the share of the exchange hidden behind the

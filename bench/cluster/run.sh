@@ -116,7 +116,7 @@ measure_link() {
 }
 
 echo "profile,bytes_per_s,rtt_s" > "$work/links.csv"
-echo "profile,rep,ranks,overlap,epoch_time_s,exchange_bytes,exchange_time_s,exchange_exposed_s,hidden_fraction,allreduce_time_s,test_accuracy" > "$work/full-graph.csv"
+echo "profile,rep,ranks,overlap,epoch_time_s,exchange_bytes,exchange_time_s,exchange_exposed_s,hidden_fraction,allreduce_time_s,test_accuracy,exchange_window_s" > "$work/full-graph.csv"
 echo "profile,rep,ranks,cache_mb,epoch_time_s,feature_bytes,fetch_time_s,batch_wait_s,cache_hit_rate,sampling_bytes" > "$work/minibatch.csv"
 echo "profile,rep,method,comm_volume,epoch_time_s,exchange_exposed_s" > "$work/partition.csv"
 row() {  # json file, then the keys to print after the given prefix
@@ -141,7 +141,7 @@ for profile in $profiles; do
         train "$p" "$work/metis-$p" "$work/f.json" "${model[@]}" --epochs "$full_epochs" "${flags[@]}"
         row "$work/f.json" "$profile|$r|$p|$ov" epoch_time_median_s exchange_bytes_per_epoch \
           exchange_time_s exchange_exposed_s exchange_hidden_fraction allreduce_time_s \
-          test_accuracy >> "$work/full-graph.csv"
+          test_accuracy exchange_window_s >> "$work/full-graph.csv"
       done
     done
     for p in 2 4; do

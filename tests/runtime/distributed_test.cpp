@@ -251,6 +251,15 @@ void expect_exchange_matches_one_process(const kernels::Resources& run,
           }
           EXPECT_EQ(comm().sum(ex.stats().bytes_sent),
                     2 * shared.meta().metrics.comm_volume * w * 4);
+          // The owned products that ran with messages in flight bound what was hidden.
+          const ExchangeStats& st = ex.stats();
+          EXPECT_LE(st.exposed_s, st.exchange_s + 1e-9);
+          if (!overlap) {
+            EXPECT_EQ(st.overlap_window_s, 0.0);
+          } else {
+            EXPECT_LE(st.exchange_s - st.exposed_s, st.overlap_window_s + 1e-9);
+            if (ex.num_halo() > 0) EXPECT_GT(st.overlap_window_s, 0.0);
+          }
         }
       }
     }

@@ -275,6 +275,39 @@ TEST(Plan, StepScaleFollowsTheWorkingSet) {
   EXPECT_GT(shared, make_plan(in, c, m, "cpu", 1).per_rank.front().step_scale);
 }
 
+// The step scale multiplies the graph's terms, not the dense products and Adam: doubling the
+// scale adds (compute - dense) once, full graph and mini-batch; wider layers make more of the
+// step dense.
+TEST(Plan, DenseProductsAreOutsideTheStepScale) {
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 1);
+  for (const bool mini : {false, true}) {
+    TrainConfig c = config_for(mini ? nn::ModelKind::Sage : nn::ModelKind::Gcn, 0, 1);
+    if (mini) {
+      MiniBatchConfig mb;
+      mb.batch_size = 256;
+      mb.fanouts = {5, 5};
+      c.mini_batch = mb;
+    }
+    CostModel m;
+    auto at = [&](double scale) {
+      (mini ? m.mini_batch_steps : m.full_graph_steps) = {{1, scale}};
+      return make_plan(in, c, m, "cpu", 1).per_rank.front();
+    };
+    const RankPlan one = at(1), two = at(2);
+    SCOPED_TRACE(mini ? "mini-batch" : "full graph");
+    EXPECT_GT(one.dense_s, 0);
+    EXPECT_LT(one.dense_s, one.compute_s);
+    EXPECT_EQ(two.dense_s, one.dense_s);
+    EXPECT_NEAR(two.compute_s, 2 * (one.compute_s - one.dense_s) + one.dense_s,
+                1e-9 * one.compute_s);
+    c.model.hidden *= 8;
+    const RankPlan wide = at(1);
+    EXPECT_GT(wide.dense_s / wide.compute_s, one.dense_s / one.compute_s);
+  }
+}
+
 // The in-step message latency replaces the ping-pong's in every message of a step, and a
 // mini-batch epoch pays the per-batch fixed cost once per batch and the per-epoch one once.
 TEST(Plan, MessageLatencyAndBatchCostsAreCharged) {

@@ -82,6 +82,7 @@ TEST_F(DistributedTrainCli, TwoRanksWriteOneResult) {
   EXPECT_GT(j["exchange_bytes_per_epoch"].get<std::int64_t>(), 0);
   for (const char* key : {"exchange_time_s", "exchange_hidden_fraction", "allreduce_time_s"})
     EXPECT_GE(j[key].get<double>(), 0.0) << key;
+  EXPECT_GT(j["exchange_window_s"].get<double>(), 0.0) << "overlap on: owned products ran";
   EXPECT_GT(j["test_accuracy"].get<double>(), 0.5);
 }
 

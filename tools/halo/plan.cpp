@@ -187,6 +187,7 @@ json plan_json(const runtime::Plan& p, const PlanOptions& o) {
                        {"allreduce", r.allreduce_bytes}}},
                      {"seconds_per_epoch",
                       {{"compute", r.compute_s},
+                       {"dense", r.dense_s},
                        {"sampling", r.sampling_s},
                        {"exposed_sampling", r.exposed_sampling_s},
                        {"exchange", r.exchange_s},

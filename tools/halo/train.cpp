@@ -167,6 +167,7 @@ nlohmann::json result_json(const TrainCommandOptions& o, const runtime::Shard& s
               {"exchange_bytes_per_epoch", r.exchange_bytes_per_epoch},
               {"exchange_time_s", r.exchange_time_s},
               {"exchange_exposed_s", r.exchange_exposed_s},
+              {"exchange_window_s", r.exchange_window_s},
               {"compute_time_s", r.compute_time_s},
               {"exchange_hidden_fraction", r.exchange_hidden_fraction}});
   }
