@@ -258,7 +258,9 @@ void expect_exchange_matches_one_process(const kernels::Resources& run,
             EXPECT_EQ(st.overlap_window_s, 0.0);
           } else {
             EXPECT_LE(st.exchange_s - st.exposed_s, st.overlap_window_s + 1e-9);
-            if (ex.num_halo() > 0) EXPECT_GT(st.overlap_window_s, 0.0);
+            if (ex.num_halo() > 0) {
+              EXPECT_GT(st.overlap_window_s, 0.0);
+            }
           }
         }
       }
