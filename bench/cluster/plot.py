@@ -53,10 +53,12 @@ def main(d):
                     gain = f"{off / med(rs, 'epoch_time_s'):.2f}x"
                 # The owned rows' products while messages were in flight: the most overlap can
                 # hide (older CSVs have no such column).
-                win = med(rs, "exchange_window_s") if "exchange_window_s" in rs[0] else float("nan")
                 exch = med(rs, "exchange_time_s")
-                bound = f"{min(1.0, win / exch):.2f}" if exch > 0 and win == win and ov == "on" and p > 1 else ""
-                wms = f"{win * 1e3:.0f}" if win == win and ov == "on" and p > 1 else ""
+                wms = bound = ""
+                if ov == "on" and p > 1 and "exchange_window_s" in rs[0]:
+                    win = med(rs, "exchange_window_s")
+                    wms = f"{win * 1e3:.0f}"
+                    bound = f"{min(1.0, win / exch):.2f}" if exch > 0 else ""
                 md.append(f"| {pr} | {gbps:.2f} | {rtt:.0f} | {p} | {ov} | {med(rs, 'epoch_time_s') * 1e3:.0f} | "
                           f"{exch * 1e3:.0f} | {med(rs, 'exchange_exposed_s') * 1e3:.0f} | "
                           f"{med(rs, 'hidden_fraction'):.2f} | {wms} | {bound} | {gain} |")

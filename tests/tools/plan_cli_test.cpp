@@ -292,6 +292,25 @@ TEST_F(PlanCli, PredictedExchangeBytesAreTheMeasuredOnes) {
       predicted += rank["comm_bytes_per_epoch"]["halo_exchange"].get<std::int64_t>();
     EXPECT_EQ(predicted, measured["exchange_bytes_per_epoch"].get<std::int64_t>()) << model;
   }
+  // Dense inputs narrower than the hidden layer: the input layer aggregates first, so it
+  // exchanges forward only (no backward aggregation, no dX).
+  const fs::path rmat = m_dir / "rmat-p2";
+  Outcome r = halo("partition --dataset rmat --rmat-scale 8 --rmat-features 8 --parts 2 --out " +
+                   rmat.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = halo::testing::run_command(env() + "OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 " +
+                                     HALO_TEST_MPIEXEC + " -n 2 " + HALO_TEST_BINARY +
+                                     " train --partitions " + rmat.string() +
+                                     " --epochs 2 --model gcn --hidden 32 --json " + out.string(),
+                                 m_dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json measured = json::parse(halo::testing::read_file(out));
+  const json j = plan("--partitions " + rmat.string() + " --model gcn --hidden 32");
+  std::int64_t predicted = 0;
+  for (const json& rank : j["per_rank"])
+    predicted += rank["comm_bytes_per_epoch"]["halo_exchange"].get<std::int64_t>();
+  EXPECT_GT(predicted, 0);
+  EXPECT_EQ(predicted, measured["exchange_bytes_per_epoch"].get<std::int64_t>());
 }
 
 // Under mpiexec -n 2, calibrate keeps the one-process terms, adds the link and the in-step
