@@ -455,11 +455,12 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         (p.num_halo > 0 ? kI * (n_o + 1) + kI * (p.num_halo + 1) + 2 * (kF + kF) * halo_entries
                         : 0);
     data.push_back({"adjacency", adjacency});
-    // Halo exchange buffers (full graph) or the feature cache and fetch buffers (mini-batch).
+    // Halo exchange buffers, and (mini-batch) the feature cache.
     const std::vector<std::int64_t> w = layer_widths(config, g.num_features, g.num_classes);
     const std::int64_t widest = *std::max_element(w.begin() + 1, w.end());
     std::int64_t halo_bytes = 0;
-    if (ranks > 1 && !mini) halo_bytes = kF * (p.num_send + p.num_halo) * widest + kF * p.num_send;
+    // (Mini-batch: the end-of-epoch evaluation's full-graph pass exchanges through them too.)
+    if (ranks > 1) halo_bytes = kF * (p.num_send + p.num_halo) * widest + kF * p.num_send;
     data.push_back({"halo", halo_bytes});
     std::int64_t cache_bytes = 0;
     if (mini && ranks > 1) {
@@ -486,9 +487,11 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                       ? input_nnz_total * blocks.front().src / static_cast<double>(g.num_nodes)
                       : 0;
     } else {
+      // A layer reads and writes the owned rows only: its halo rows come through HaloExchange's
+      // buffers (the "halo" item), after the transform when it transforms first.
       for (int l = 0; l < config.model.num_layers; ++l)
         blocks.push_back(
-            {static_cast<double>(n_o), static_cast<double>(n_l), static_cast<double>(p.num_edges)});
+            {static_cast<double>(n_o), static_cast<double>(n_o), static_cast<double>(p.num_edges)});
       input_nnz = static_cast<double>(nnz_o);
     }
     // A batch's input rows stay sparse in one process only: with several parts, owned and
@@ -505,7 +508,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         const bool sparse_in = l == 0 && g.sparse_features;
         const bool agg_first = !sparse_in && w[l] < w[l + 1];
         const std::int64_t agg_cols = agg_first ? w[l] : w[l + 1];
-        activations += kF * ((agg_first ? n_o : n_l) * agg_cols + 2 * n_o * w[l + 1]);
+        activations += kF * (n_o * agg_cols + 2 * n_o * w[l + 1]);
       }
       activations += kF * n_o * g.num_classes;
     }

@@ -313,6 +313,39 @@ TEST_F(PlanCli, PredictedExchangeBytesAreTheMeasuredOnes) {
   EXPECT_EQ(predicted, measured["exchange_bytes_per_epoch"].get<std::int64_t>());
 }
 
+// The plan's dense products are the ones the trainer runs: with the GEMM costed 1 ps a FLOP
+// (and no other dense cost), rank 0's `dense` seconds are the FLOPs of its profiled epoch. On
+// the full graph a layer transforms its owned rows only; the halo rows are exchanged after the
+// transform (hidden -> classes) or before the aggregation (features -> hidden).
+TEST_F(PlanCli, PredictedDenseProductsAreTheTrainersOnes) {
+  const fs::path rmat = m_dir / "rmat-p2", cal = m_dir / "flop-cal.json", out = m_dir / "r.json";
+  Outcome r = halo("partition --dataset rmat --rmat-scale 8 --rmat-features 8 --parts 2 --out " +
+                   rmat.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = halo("calibrate --output " + cal.string() +
+           " --repeats 1 --rounds 1 --rmat-scale 8 --large-rmat-scale 9 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  json c = json::parse(halo::testing::read_file(cal));
+  c["gemm"] = {{"alpha_s", 0.0}, {"s_per_flop", 1e-12}};
+  c["elementwise"] = {{"alpha_s", 0.0}, {"s_per_byte", 0.0}};  // Adam's passes
+  std::ofstream(cal) << c.dump();
+  for (const char* model : {"gcn", "sage"}) {
+    const std::string flags =
+        " --partitions " + rmat.string() + " --model " + model + " --hidden 32";
+    r = halo::testing::run_command(env() + "OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 " +
+                                       HALO_TEST_MPIEXEC + " -n 2 " + HALO_TEST_BINARY +
+                                       " train --epochs 2 --profile --json " + out.string() + flags,
+                                   m_dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json measured = json::parse(halo::testing::read_file(out));
+    const double flops = measured["profile"]["kernels"]["gemm"]["flops"].get<double>();
+    const json j = plan(flags + " --calibration " + cal.string());
+    const double predicted = j["per_rank"][0]["seconds_per_epoch"]["dense"].get<double>() * 1e12;
+    EXPECT_GT(flops, 0) << model;
+    EXPECT_NEAR(predicted, flops, 1e-6 * flops) << model;
+  }
+}
+
 // Under mpiexec -n 2, calibrate keeps the one-process terms, adds the link and the in-step
 // message latencies fitted on 2-rank Trainer runs (at least the ping-pong's), and removes the
 // partitions it wrote for them.
