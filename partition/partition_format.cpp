@@ -302,6 +302,7 @@ PartInfo write_part_file(const Part& part, std::int32_t k, std::int32_t p, const
   info.num_owned = part.num_owned();
   info.num_halo = part.num_halo();
   info.num_edges = part.graph.num_edges();
+  info.num_halo_entries = part.num_halo_entries();
   info.num_train = part.train_idx.numel();
   PartFileWriter out(file, k, p, info);
   const kernels::Span<const NodeId> original = part.ids.original_ids(), halo = part.ids.halo_ids();
@@ -385,12 +386,11 @@ json meta_json(const datasets::Dataset& ds, const PartitionResult& r, const Shar
                         {"shape", {a.rows, a.cols}},
                         {"offset", a.offset},
                         {"fnv1a64", hex(a.fnv1a64)}});
-    jp.push_back({{"num_owned", p.num_owned},
-                  {"num_halo", p.num_halo},
-                  {"num_edges", p.num_edges},
-                  {"num_train", p.num_train},
-                  {"file_bytes", p.file_bytes},
-                  {"arrays", arrays}});
+    json part = {{"num_owned", p.num_owned},   {"num_halo", p.num_halo},
+                 {"num_edges", p.num_edges},   {"num_train", p.num_train},
+                 {"file_bytes", p.file_bytes}, {"arrays", arrays}};
+    if (p.num_halo_entries >= 0) part["num_halo_entries"] = p.num_halo_entries;
+    jp.push_back(std::move(part));
   }
   j["parts"] = jp;
   return j;
@@ -578,6 +578,13 @@ std::vector<std::int64_t> to_vector(const kernels::Tensor<std::int64_t>& t) {
 
 }  // namespace
 
+std::int64_t Part::num_halo_entries() const {
+  const std::int64_t owned = num_owned();
+  const kernels::Span<const NodeId> ix = graph.indices.span();
+  return static_cast<std::int64_t>(
+      std::count_if(ix.data, ix.data + ix.size, [owned](NodeId c) { return c >= owned; }));
+}
+
 std::int64_t ArrayEntry::bytes() const { return rows * cols * dtype_size(dtype); }
 
 const ArrayEntry* PartInfo::find(const std::string& name) const {
@@ -757,6 +764,12 @@ PartitionMeta read_partition_meta(const fs::path& dir) {
     info.num_owned = get<std::int64_t>(pj, "num_owned", file);
     info.num_halo = get<std::int64_t>(pj, "num_halo", file);
     info.num_edges = get<std::int64_t>(pj, "num_edges", file);
+    if (pj.contains("num_halo_entries")) {
+      info.num_halo_entries = get<std::int64_t>(pj, "num_halo_entries", file);
+      if (info.num_halo_entries < 0 || info.num_halo_entries > info.num_edges)
+        throw IoError(file.string() + ": part " + std::to_string(k) +
+                      ": num_halo_entries must be in [0, num_edges]");
+    }
     info.num_train = get<std::int64_t>(pj, "num_train", file);
     if (info.num_owned != m.book.size(k))
       throw IoError(file.string() + ": part " + std::to_string(k) + " owns " +

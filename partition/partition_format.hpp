@@ -51,6 +51,9 @@ struct PartInfo {
   std::int64_t num_halo = 0;
   /// Entries of the part's training-graph rows.
   std::int64_t num_edges = 0;
+  /// Of those, the entries whose column is a halo node (the part's cut entries); -1 when
+  /// meta.json does not record it (partitions written before it did).
+  std::int64_t num_halo_entries = -1;
   std::int64_t num_train = 0;
   /// Size of part-<k>.bin in bytes.
   std::int64_t file_bytes = 0;
@@ -157,6 +160,8 @@ struct Part {
   const PartitionBook& book() const { return ids.book(); }
   std::int64_t num_owned() const { return ids.num_owned(); }
   std::int64_t num_halo() const { return ids.num_halo(); }
+  /// Entries of `graph` whose column is a halo node (host tensors).
+  std::int64_t num_halo_entries() const;
 };
 
 /// The one part of a one-part partition of `ds`, built in memory: what one process trains on

@@ -24,6 +24,7 @@
 #include <halo/partition/partitioner.hpp>
 #include <halo/runtime/calibrate.hpp>
 #include <halo/runtime/detail/timing.hpp>
+#include <halo/sampler/batch.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 
 namespace halo::runtime {
@@ -268,6 +269,33 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     m.sampler_alpha_s = t0;
     m.sampler_s_per_edge = edges > 0 ? std::max(0.0, t - t0) / edges : m.sampler_s_per_edge;
   }
+  // Gathering a batch's input rows as the producer does (sampler::gather_feature_rows with the
+  // input dropout): scattered rows of a 64 MiB feature matrix (beyond the caches, as a large
+  // graph's), 16 and 128 floats a row: seconds per row and per byte.
+  {
+    const std::int64_t rows = 16384;
+    auto per_row = [&](std::int64_t cols) {
+      const std::int64_t n = (std::int64_t{64} << 20) / (4 * cols);
+      const kernels::FeatureMatrix<float> x = filled(res, n, cols, 1.f);
+      kernels::FeatureMatrix<float> out = Tensor<float>(res, rows, cols);
+      std::vector<kernels::NodeId> ids(static_cast<std::size_t>(rows));
+      for (std::int64_t i = 0; i < rows; ++i)
+        ids[static_cast<std::size_t>(i)] = static_cast<kernels::NodeId>(
+            (static_cast<std::uint64_t>(i) * 2654435761u) % static_cast<std::uint64_t>(n));
+      Tensor<std::int64_t> scan(res, sampler::gather_scan_sums_size(rows), 1);
+      std::int64_t syncs = 0;
+      sampler::GatherDropout dropout{{1, 0, 0, 0, {ids.data(), rows}}, 0.5f};
+      return mean_seconds(r, c.rounds,
+                          [&] {
+                            sampler::gather_feature_rows(res, x, {ids.data(), rows}, out, scan,
+                                                         syncs, dropout);
+                          }) /
+             static_cast<double>(rows);
+    };
+    const double t16 = per_row(16), t128 = per_row(128);
+    m.gather_s_per_byte = std::max(0.0, (t128 - t16) / (112.0 * 4));
+    m.gather_s_per_row = std::max(0.0, t16 - 64 * m.gather_s_per_byte);
+  }
   // Disk: a checkpoint-sized write, fsynced.
   {
     const std::filesystem::path path =
@@ -324,9 +352,11 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
                  static_cast<double>(plan.batches_per_epoch),
                  static_cast<double>(plan.per_rank.front().working_set_bytes)};
     };
-    // The working-set rule's graphs: rmat_scale, every second scale above it, and
-    // large_rmat_scale (14, 16, 18, 19 by default: working sets about 4x apart).
+    // The working-set rule's graphs: two scales below rmat_scale (a working set that fits in
+    // the caches, as small graphs such as Cora do), rmat_scale, every second scale above it,
+    // and large_rmat_scale (12, 14, 16, 18, 19 by default: working sets about 4x apart).
     std::vector<int> scales;
+    if (c.rmat_scale - 2 >= 4) scales.push_back(c.rmat_scale - 2);
     for (int s = c.rmat_scale; s < c.large_rmat_scale; s += 2) scales.push_back(s);
     scales.push_back(c.large_rmat_scale);
     auto point = [](const Fit& f, double scale) {
@@ -336,7 +366,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     full.model.kind = nn::ModelKind::Gcn;
     m.full_graph_steps.clear();
     for (const int s : scales) {
-      const Fit f = run_step(s, full, s == c.rmat_scale ? 5 : 3);
+      const Fit f = run_step(s, full, s <= c.rmat_scale ? 5 : 3);
       m.full_graph_steps.push_back(
           point(f, f.modelled > 0 ? std::max(0.0, f.measured) / f.modelled : 1.0));
     }
@@ -378,8 +408,9 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     m.epoch_alpha_s = x[2];
     m.mini_batch_steps = {point(fits[0], x[0])};
     mini.mini_batch->batch_size = 1024;
-    for (std::size_t i = 1; i < scales.size(); ++i) {
-      const Fit f = run_step(scales[i], mini, 1);
+    for (const int s : scales) {
+      if (s <= c.rmat_scale) continue;
+      const Fit f = run_step(s, mini, 1);
       const double fixed = f.batches * x[1] + x[2];
       m.mini_batch_steps.push_back(
           point(f, f.modelled > 0 ? std::max(0.0, f.measured - fixed) / f.modelled : x[0]));

@@ -139,6 +139,22 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
   return s;
 }
 
+/// The expected distinct remote rows among a batch's input rows, hop by hop from the owned
+/// seeds: a draw from an owned node is remote with probability `cut` (the part's cut entries
+/// over its entries), one from a remote node stays remote with probability 1 - `back`; the
+/// remote draws fall on the `pool` halo nodes (distinct: pool (1 - exp(-draws / pool))), a
+/// skewed graph's hubs among them drawn again and again.
+double remote_input_rows(const std::vector<Block>& blocks, double cut, double back, double pool) {
+  double share = 0, draws = 0;  // remote share of a block's destinations; remote draws so far
+  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) {
+    const double p = share * (1 - back) + (1 - share) * cut;  // a draw of this block is remote
+    draws += b->edges * p;
+    const double fresh = std::max(0.0, b->src - b->dst);
+    share = b->src > 0 ? (share * std::min(b->dst, b->src) + p * fresh) / b->src : 0;
+  }
+  return pool > 0 ? std::min(blocks.front().src, -pool * std::expm1(-draws / pool)) : 0;
+}
+
 /// Ring all-reduce of `bytes` over `p` ranks: 2 (P - 1) messages of bytes / P each, each
 /// costing `alpha` (the in-step message latency) plus its bytes over the link.
 double allreduce_s(const CostModel& m, double alpha, double bytes, int p) {
@@ -209,6 +225,7 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
         {"s_per_byte", m.spmm_s_per_byte}}},
       {"elementwise",
        {{"alpha_s", m.elementwise_alpha_s}, {"s_per_byte", m.elementwise_s_per_byte}}},
+      {"gather", {{"s_per_row", m.gather_s_per_row}, {"s_per_byte", m.gather_s_per_byte}}},
       {"sampler", {{"alpha_s", m.sampler_alpha_s}, {"s_per_edge", m.sampler_s_per_edge}}},
       {"link",
        {{"alpha_s", m.link_alpha_s},
@@ -262,6 +279,10 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   m.spmm_s_per_byte = num("spmm", "s_per_byte");
   m.elementwise_alpha_s = num("elementwise", "alpha_s");
   m.elementwise_s_per_byte = num("elementwise", "s_per_byte");
+  // gather: optional (files written before it: two element-wise passes over the rows' bytes).
+  m.gather_s_per_row = j.contains("gather") ? num("gather", "s_per_row") : 0;
+  m.gather_s_per_byte =
+      j.contains("gather") ? num("gather", "s_per_byte") : 2 * m.elementwise_s_per_byte;
   m.sampler_alpha_s = num("sampler", "alpha_s");
   m.sampler_s_per_edge = num("sampler", "s_per_edge");
   m.link_alpha_s = num("link", "alpha_s");
@@ -332,6 +353,7 @@ PlanInput shard_plan_input(const Shard& shard) {
   p.num_owned = part.num_owned();
   p.num_halo = part.num_halo();
   p.num_edges = part.graph.num_edges();
+  p.num_halo_entries = part.num_halo_entries();
   p.num_train = part.train_idx.numel();
   p.num_send = part.send_rows.numel();
   if (const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&part.features)) {
@@ -446,9 +468,11 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // HaloExchange keeps the owned block, the halo block and the halo block's transpose (the
     // backward product), and for SAGE the owned block's transpose too (GCN's is symmetric).
     const std::int64_t halo_entries =
-        n_l > 0 ? as_bytes(static_cast<double>(p.num_edges) * static_cast<double>(p.num_halo) /
-                           static_cast<double>(n_l))
-                : 0;
+        p.num_halo_entries >= 0
+            ? p.num_halo_entries
+            : (n_l > 0 ? as_bytes(static_cast<double>(p.num_edges) *
+                                  static_cast<double>(p.num_halo) / static_cast<double>(n_l))
+                       : 0);
     const std::int64_t own_entries = p.num_edges - halo_entries + (sage ? 0 : n_o);
     const std::int64_t adjacency =
         kI * (n_o + 1) * (sage ? 2 : 1) + (kF + kF) * own_entries * (sage ? 2 : 1) +
@@ -560,8 +584,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       if (i.name != "process") rp.working_set_bytes += i.bytes;
     // Ranks sharing one host (--host-cores) share its caches: the scale of the host's working
     // set, this rank's times the ranks.
-    const double scale = step_scale(
-        m, mini, static_cast<double>(rp.working_set_bytes) * (m.host_cores > 0 ? ranks : 1));
+    const double host_working_set =
+        static_cast<double>(rp.working_set_bytes) * (m.host_cores > 0 ? ranks : 1);
+    const double scale = step_scale(m, mini, host_working_set);
     rp.step_scale = scale;
     // The latency of a message inside a step (fitted on distributed runs), else the link's.
     const double fitted_alpha = mini ? m.mini_batch_message_s : m.full_graph_message_s;
@@ -585,17 +610,25 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       // Gathering the input rows of every batch.
       const double row_bytes = sparse_input ? 8.0 * input_nnz / std::max(1.0, blocks.front().src)
                                             : kF * static_cast<double>(g.num_features);
-      rp.sampling_s += steps * ew_s(m, 2 * blocks.front().src * row_bytes);
-      rp.sampling_s *= share * scale;
+      rp.sampling_s +=
+          steps * blocks.front().src * (m.gather_s_per_row + m.gather_s_per_byte * row_bytes);
+      // The producer's terms are costed as measured (the sampler's and the gather's own
+      // benchmarks): a one-process calibration run hides them behind the training thread, so
+      // the step scale never sees them.
+      rp.sampling_s *= share;
       if (ranks > 1) {
-        // Remote input rows: the halo's share of the local nodes, less what the cache holds.
-        const double remote_share =
-            n_l > 0 ? static_cast<double>(p.num_halo) / static_cast<double>(n_l) : 0;
+        // Remote input rows, hop by hop from the seeds (a remote node's cut entries spread
+        // over the other P - 1 parts), less what the cache holds.
+        const double cut =
+            p.num_edges > 0 ? static_cast<double>(halo_entries) / static_cast<double>(p.num_edges)
+                            : 0;
+        const double remote =
+            remote_input_rows(blocks, cut, cut / (ranks - 1), static_cast<double>(p.num_halo));
         const double cached = p.num_halo > 0 ? std::min(1.0, static_cast<double>(cache_bytes) /
                                                                  (static_cast<double>(p.num_halo) *
                                                                   (kF * (2.0 + g.num_features))))
                                              : 0;
-        const double rows = blocks.front().src * remote_share * (1 - cached);
+        const double rows = remote * (1 - cached);
         rp.feature_fetch_bytes = as_bytes(steps * rows * kF * (2.0 + g.num_features));
         // One all-to-all of requests and one of rows per batch, plus the sampler's per hop.
         const double msgs = steps * (2.0 + 2.0 * config.model.num_layers) * (ranks - 1);

@@ -38,6 +38,10 @@ struct CostModel {
   /// or written.
   double elementwise_alpha_s = 2e-6;
   double elementwise_s_per_byte = 1.0 / 8e9;
+  /// Gathering a batch's input rows (the producer's gather with the input dropout, from a
+  /// feature matrix beyond the caches): seconds per row and per byte gathered.
+  double gather_s_per_row = 0;
+  double gather_s_per_byte = 2.0 / 8e9;
   /// The neighbour sampler: seconds per batch and per sampled edge.
   double sampler_alpha_s = 2e-5;
   double sampler_s_per_edge = 5e-8;
@@ -129,6 +133,9 @@ struct PartCounts {
   std::int64_t num_owned = 0;
   std::int64_t num_halo = 0;
   std::int64_t num_edges = 0;  // entries of the owned rows of S
+  /// Of those, the entries whose column is a halo node (the cut entries); -1: not known
+  /// (estimated parts, older partitions), estimated as num_edges x halo / (owned + halo).
+  std::int64_t num_halo_entries = -1;
   std::int64_t num_train = 0;
   std::int64_t num_send = 0;  // rows this part sends per exchange
   /// Sparse features: stored entries of the owned rows.

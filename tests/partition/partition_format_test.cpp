@@ -71,6 +71,10 @@ void expect_parts_reassemble(const Dataset& ds, const PartitionResult& r, const 
     ASSERT_EQ(owned, part.book().size(k));
     const auto& g = part.graph;
     ASSERT_EQ(g.num_cols, part.ids.num_local());
+    std::int64_t cut_entries = 0;  // entries with a halo column, counted by hand
+    for (std::int64_t e = 0; e < g.num_edges(); ++e) cut_entries += g.indices(e) >= owned ? 1 : 0;
+    EXPECT_EQ(part.num_halo_entries(), cut_entries);
+    EXPECT_EQ(meta.parts[static_cast<std::size_t>(k)].num_halo_entries, cut_entries);
     for (std::int64_t i = 0; i < owned; ++i) {
       EXPECT_EQ(part.ids.to_partition(i), base + i);
       EXPECT_EQ(original[static_cast<std::size_t>(base + i)], part.ids.to_original(i));
@@ -500,6 +504,20 @@ TEST_F(DamagedPartition, InconsistentMetaIsRefused) {
   EXPECT_NE(error_of_reading(0).find("meta.json: missing"), std::string::npos);
   EXPECT_THROW(verify_partitions(m_dir), IoError);
   EXPECT_THROW(read_part(cpu(), m_temp.path() / "nothing", 0), IoError);
+}
+
+// num_halo_entries (the cut entries `halo plan` reads) is optional, as in partitions written
+// before meta.json recorded it, and must lie in [0, num_edges].
+TEST_F(DamagedPartition, HaloEntriesAreOptionalAndChecked) {
+  EXPECT_GE(read_partition_meta(m_dir).parts[0].num_halo_entries, 0);
+  edit_meta([](nlohmann::json& j) { j["parts"][0].erase("num_halo_entries"); });
+  EXPECT_EQ(read_partition_meta(m_dir).parts[0].num_halo_entries, -1);
+  edit_meta([](nlohmann::json& j) {
+    j["parts"][0]["num_halo_entries"] = j["parts"][0]["num_edges"].get<std::int64_t>() + 1;
+  });
+  EXPECT_NE(error_of_reading(0).find("num_halo_entries must be in [0, num_edges]"),
+            std::string::npos)
+      << error_of_reading(0);
 }
 
 TEST(PartitionFormat, RefusesToOverwriteAndLeavesNoTemporaryBehind) {

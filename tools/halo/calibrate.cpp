@@ -35,12 +35,14 @@ void print_model(const runtime::CostModel& m, bool link) {
   std::fprintf(
       stderr,
       "halo calibrate: gemm %.1f GFLOP/s (+%.1f us/call); spmm %.2f ns/entry + %.2f GB/s "
-      "gathered (+%.1f us/call); element-wise %.2f GB/s (+%.1f us/call); sampler %.1f ns/edge "
+      "gathered (+%.1f us/call); element-wise %.2f GB/s (+%.1f us/call); gather %.1f ns/row + "
+      "%.2f GB/s; sampler %.1f ns/edge "
       "(+%.1f us/batch); disk %.0f MB/s; process %.0f MiB; step by working set: full graph %s, "
       "mini-batch %s; batch +%.1f us, epoch +%.1f us\n",
       1e-9 / m.gemm_s_per_flop, m.gemm_alpha_s * 1e6, m.spmm_s_per_edge * 1e9,
       m.spmm_s_per_byte > 0 ? 1e-9 / m.spmm_s_per_byte : 0.0, m.spmm_alpha_s * 1e6,
-      1e-9 / m.elementwise_s_per_byte, m.elementwise_alpha_s * 1e6, m.sampler_s_per_edge * 1e9,
+      1e-9 / m.elementwise_s_per_byte, m.elementwise_alpha_s * 1e6, m.gather_s_per_row * 1e9,
+      m.gather_s_per_byte > 0 ? 1e-9 / m.gather_s_per_byte : 0.0, m.sampler_s_per_edge * 1e9,
       m.sampler_alpha_s * 1e6, 1e-6 / m.disk_s_per_byte,
       static_cast<double>(m.process_base_bytes) / 1048576.0,
       points_text(m.full_graph_steps).c_str(), points_text(m.mini_batch_steps).c_str(),
@@ -125,9 +127,11 @@ Command add_calibrate_command(CLI::App& app) {
                   "R-MAT scale of the SpMM and sampler graph (2^scale nodes, degree 8)")
       ->check(CLI::Range(4, 22))
       ->capture_default_str();
-  sub->add_option("--large-rmat-scale", o->config.large_rmat_scale,
-                  "R-MAT scale of the largest graph of the whole-step fits (the working-set "
-                  "rule: --rmat-scale, every second scale above it, and this one)")
+  sub->add_option(
+         "--large-rmat-scale", o->config.large_rmat_scale,
+         "R-MAT scale of the largest graph of the whole-step fits (the working-set "
+         "rule: two scales below --rmat-scale, --rmat-scale, every second scale above it, and "
+         "this one)")
       ->check(CLI::Range(4, 22))
       ->capture_default_str();
   return {sub, [o] {

@@ -109,6 +109,7 @@ runtime::PlanInput partition_input(const std::string& dir) {
     c.num_owned = p.num_owned;
     c.num_halo = p.num_halo;
     c.num_edges = p.num_edges;
+    c.num_halo_entries = p.num_halo_entries;
     c.num_train = p.num_train;
     c.file_bytes = p.file_bytes;
     auto rows = [&](const char* name) {
