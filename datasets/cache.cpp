@@ -104,16 +104,20 @@ kernels::Tensor<T> read_array(const kernels::Resources& res, const fs::path& dir
   return t;
 }
 
-/// Entries and largest row of S = A ∪ Aᵀ without self-loops (built once, when the entry is
-/// written).
-std::pair<std::int64_t, std::int64_t> training_graph_stats(const kernels::Resources& res,
-                                                           const Graph& a) {
+struct TrainingGraphStats {
+  std::int64_t entries = 0, max_degree = 0;
+  DegreeHistogram histogram;
+};
+
+/// Entries, largest row and degree histogram of S = A ∪ Aᵀ without self-loops (built once,
+/// when the entry is written).
+TrainingGraphStats training_graph_stats(const kernels::Resources& res, const Graph& a) {
   const Graph structure{a.indptr.clone(res), a.indices.clone(res), {}, a.num_cols, a.symmetric};
   const Graph s = remove_self_loops(res, symmetrize(res, structure));
   std::int64_t max_degree = 0;
   for (std::int64_t v = 0; v < s.num_rows(); ++v)
     max_degree = std::max(max_degree, s.indptr.data()[v + 1] - s.indptr.data()[v]);
-  return {s.num_edges(), max_degree};
+  return {s.num_edges(), max_degree, degree_histogram(s.indptr.data(), s.num_rows())};
 }
 
 json read_meta(const fs::path& meta_path) {
@@ -139,10 +143,33 @@ fs::path sibling(const fs::path& target, const char* tag) {
 
 }  // namespace
 
+DegreeHistogram degree_histogram(const std::int64_t* indptr, std::int64_t rows) {
+  DegreeHistogram h;
+  for (std::int64_t v = 0; v < rows; ++v) {
+    const std::int64_t d = indptr[v + 1] - indptr[v];
+    std::size_t b = 0;
+    while (b < 63 && (std::int64_t{1} << b) <= d) ++b;  // d in [2^(b-1), 2^b)
+    if (h.size() <= b) h.resize(b + 1, {0, 0});
+    ++h[b][0];
+    h[b][1] += d;
+  }
+  return h;
+}
+
+bool degree_histogram_covers(const DegreeHistogram& h, std::int64_t rows, std::int64_t entries) {
+  std::int64_t r = 0, e = 0;
+  for (const auto& [count, sum] : h) {
+    if (count < 0 || sum < 0) return false;
+    r += count;
+    e += sum;
+  }
+  return r == rows && e == entries;
+}
+
 void write_cache(const kernels::Resources& res, const Dataset& ds, const fs::path& dir,
                  const std::string& source_checksum) {
   validate(ds);
-  const auto [training_edges, max_degree] = training_graph_stats(res, ds.graph);
+  const TrainingGraphStats stats = training_graph_stats(res, ds.graph);
   fs::path target = dir.lexically_normal();
   if (target.filename().empty()) target = target.parent_path();
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
@@ -181,8 +208,9 @@ void write_cache(const kernels::Resources& res, const Dataset& ds, const fs::pat
                        {"num_edges", ds.graph.num_edges()},
                        {"symmetric", ds.graph.symmetric},
                        {"weighted", !ds.graph.values.empty()},
-                       {"training_edges", training_edges},
-                       {"max_degree", max_degree},
+                       {"training_edges", stats.entries},
+                       {"max_degree", stats.max_degree},
+                       {"degree_histogram", stats.histogram},
                        {"num_train", ds.train_idx.numel()},
                        {"num_val", ds.val_idx.numel()},
                        {"num_test", ds.test_idx.numel()},
@@ -230,6 +258,13 @@ std::optional<CacheCounts> read_cache_counts(const fs::path& dir) {
     c.weighted = meta.at("weighted").get<bool>();
     c.training_edges = meta.at("training_edges").get<std::int64_t>();
     c.max_degree = meta.at("max_degree").get<std::int64_t>();
+    if (meta.contains("degree_histogram")) {
+      c.degree_histogram = meta.at("degree_histogram").get<DegreeHistogram>();
+      if (!degree_histogram_covers(c.degree_histogram, c.num_nodes, c.training_edges))
+        throw IoError(meta_path.string() +
+                      ": corrupt cache entry: degree_histogram does not cover num_nodes rows "
+                      "and training_edges entries");
+    }
     c.num_features = meta.at("num_features").get<std::int64_t>();
     c.sparse_features = meta.at("features").get<std::string>() == "sparse";
     c.feature_nnz = meta.at("feature_nnz").get<std::int64_t>();

@@ -1,9 +1,12 @@
 #pragma once
 // The binary dataset cache: raw little-endian arrays plus meta.json, reloaded through mmap.
 
+#include <array>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <halo/datasets/dataset.hpp>
 #include <halo/kernels/resources.hpp>
@@ -17,13 +20,24 @@ inline constexpr int kCacheFormatVersion = 2;
 /// The counts meta.json records, readable without loading any array (read_cache_counts): what
 /// `halo plan` needs. The training graph S is A ∪ Aᵀ of the stored structure without self-loops
 /// or duplicates (what every model trains on, partition::partitioning_graph).
+/// The rows of the training graph S by degree, in log2 buckets: entry 0 counts the rows of
+/// degree 0, entry b >= 1 those of degree 2^(b-1) .. 2^b - 1, each as {rows, sum of their
+/// degrees}. `halo plan` sizes sampled blocks with it (on a skewed graph most rows have fewer
+/// neighbours than the mean degree, and the draws fall on the hubs).
+using DegreeHistogram = std::vector<std::array<std::int64_t, 2>>;
+/// Of the rows of a CSR (rows + 1 offsets).
+DegreeHistogram degree_histogram(const std::int64_t* indptr, std::int64_t rows);
+/// Whether `h` has no negative count and covers `rows` rows holding `entries` entries.
+bool degree_histogram_covers(const DegreeHistogram& h, std::int64_t rows, std::int64_t entries);
+
 struct CacheCounts {
   std::string name;
   std::int64_t num_nodes = 0;
   std::int64_t num_edges = 0;  ///< stored entries of the input graph
   bool weighted = false;
-  std::int64_t training_edges = 0;  ///< entries of S
-  std::int64_t max_degree = 0;      ///< largest row of S
+  std::int64_t training_edges = 0;   ///< entries of S
+  std::int64_t max_degree = 0;       ///< largest row of S
+  DegreeHistogram degree_histogram;  ///< of S's rows (empty: an entry written before it)
   std::int64_t num_features = 0;
   bool sparse_features = false;
   std::int64_t feature_nnz = 0;

@@ -355,6 +355,7 @@ json meta_json(const datasets::Dataset& ds, const PartitionResult& r, const Shar
       {"num_edges", ds.graph.num_edges()},
       {"training_edges", sh.s.num_edges()},
       {"max_degree", sh.max_degree},
+      {"degree_histogram", datasets::degree_histogram(sh.s.indptr.data(), sh.s.num_rows())},
       {"num_features", ds.num_features()},
       {"num_classes", ds.num_classes},
       {"num_train", ds.train_idx.numel()},
@@ -714,6 +715,13 @@ PartitionMeta read_partition_meta(const fs::path& dir) {
   m.num_edges = get<std::int64_t>(d, "num_edges", file);
   m.training_edges = get<std::int64_t>(d, "training_edges", file);
   m.max_degree = get<std::int64_t>(d, "max_degree", file);
+  if (d.contains("degree_histogram")) {
+    m.degree_histogram = get<datasets::DegreeHistogram>(d, "degree_histogram", file);
+    if (!datasets::degree_histogram_covers(m.degree_histogram, m.num_nodes, m.training_edges))
+      throw IoError(file.string() +
+                    ": dataset.degree_histogram must cover num_nodes rows and training_edges "
+                    "entries with counts >= 0");
+  }
   m.num_features = get<std::int64_t>(d, "num_features", file);
   m.num_classes = get<std::int32_t>(d, "num_classes", file);
   m.num_train = get<std::int64_t>(d, "num_train", file);

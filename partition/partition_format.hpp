@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <halo/datasets/cache.hpp>
 #include <halo/datasets/dataset.hpp>
 #include <halo/datasets/hetero.hpp>
 #include <halo/kernels/features.hpp>
@@ -97,6 +98,9 @@ struct PartitionMeta {
   /// and its largest row: what a sampler plans its envelope from.
   std::int64_t training_edges = 0;
   std::int64_t max_degree = 0;
+  /// S's rows by degree (datasets::degree_histogram); empty for partitions written before
+  /// meta.json recorded it.
+  datasets::DegreeHistogram degree_histogram;
   std::int64_t num_features = 0;
   std::int32_t num_classes = 0;
   std::int64_t num_train = 0;

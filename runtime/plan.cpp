@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <halo/datasets/cache.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
@@ -24,12 +25,6 @@ constexpr std::int64_t kF = 4;  // bytes of a float, of a 32-bit id
 constexpr std::int64_t kI = 8;  // bytes of a 64-bit offset
 
 std::int64_t as_bytes(double v) { return static_cast<std::int64_t>(std::ceil(v)); }
-
-/// Expected distinct ids among `draws` uniform draws from `n` (balls into bins).
-double expected_distinct(double n, double draws) {
-  if (n <= 0) return 0;
-  return n * -std::expm1(-draws / n);
-}
 
 /// Bytes of sparse features with `rows` rows and `nnz` entries (CSR: int64 offsets, int32
 /// columns, float values), or of dense ones.
@@ -153,6 +148,48 @@ double remote_input_rows(const std::vector<Block>& blocks, double cut, double ba
     share = b->src > 0 ? (share * std::min(b->dst, b->src) + p * fresh) / b->src : 0;
   }
   return pool > 0 ? std::min(blocks.front().src, -pool * std::expm1(-draws / pool)) : 0;
+}
+
+/// The graph's rows as the block sizes see them: per degree bucket its rows and mean degree
+/// (without a histogram, every row has the mean degree).
+struct DegreeRows {
+  std::vector<double> rows, degree;
+  double entries = 0;
+  /// Expected draws of a row with fan-out k (< 0: all its neighbours): a row at random, or
+  /// (`drawn`) one reached as a neighbour (proportional to its degree).
+  double draws(int k, bool drawn) const {
+    double sum = 0, weight = 0;
+    for (std::size_t b = 0; b < rows.size(); ++b) {
+      const double w = drawn ? rows[b] * degree[b] : rows[b];
+      sum += w * (k < 0 ? degree[b] : std::min(static_cast<double>(k), degree[b]));
+      weight += w;
+    }
+    return weight > 0 ? sum / weight : 0;
+  }
+  /// Expected distinct rows among `draws` neighbour draws (each row hit with probability
+  /// degree / entries).
+  double distinct(double draws) const {
+    double sum = 0;
+    for (std::size_t b = 0; b < rows.size(); ++b)
+      if (degree[b] > 0 && entries > 0) sum += -rows[b] * std::expm1(-draws * degree[b] / entries);
+    return sum;
+  }
+};
+
+DegreeRows degree_rows(const GraphCounts& g) {
+  DegreeRows r;
+  r.entries = static_cast<double>(g.training_edges);
+  if (g.degree_histogram.empty()) {
+    const double n = static_cast<double>(g.num_nodes);
+    r.rows = {n};
+    r.degree = {n > 0 ? r.entries / n : 0};
+    return r;
+  }
+  for (const auto& [count, sum] : g.degree_histogram) {
+    r.rows.push_back(static_cast<double>(count));
+    r.degree.push_back(count > 0 ? static_cast<double>(sum) / static_cast<double>(count) : 0);
+  }
+  return r;
 }
 
 /// Ring all-reduce of `bytes` over `p` ranks: 2 (P - 1) messages of bytes / P each, each
@@ -345,6 +382,12 @@ PlanInput shard_plan_input(const Shard& shard) {
   g.num_nodes = part.book().num_nodes();
   g.training_edges = part.training_edges;
   g.max_degree = part.max_degree;
+  // S's rows by degree, from the owned rows (every part's alike: times the ranks).
+  g.degree_histogram = datasets::degree_histogram(part.graph.indptr.data(), part.graph.num_rows());
+  for (auto& [count, sum] : g.degree_histogram) {
+    count *= ranks;
+    sum *= ranks;
+  }
   g.input_edges = shard.num_edges;
   g.num_features = shard.num_features;
   g.num_classes = part.num_classes;
@@ -420,24 +463,28 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                                       mb.fanouts, mb.replace);
     const std::int64_t slots = cuda ? 1 : 1 + mb.prefetch;
     plan.sampler_envelope_bytes = static_cast<std::int64_t>(envelope.bytes()) * slots;
-    // Expected sizes: a destination draws min(fanout, mean degree) neighbours; the sources of
-    // a block are the distinct ids among its destinations and draws.
+    // Expected sizes: a destination draws min(fanout, its degree) neighbours; the sources of
+    // a block are the distinct ids among its destinations and draws. The seeds are rows at
+    // random; a drawn neighbour is a row with probability proportional to its degree.
     const double n = static_cast<double>(g.num_nodes);
-    const double dbar = n > 0 ? static_cast<double>(g.training_edges) / n : 0;
+    const DegreeRows rows = degree_rows(g);
     const double seeds = std::min(static_cast<double>(mb.batch_size),
                                   static_cast<double>(g.num_train) / plan.batches_per_epoch * 1.0);
     batch_blocks.resize(mb.fanouts.size());
-    double dst = seeds;
+    double dst = seeds, drawn_share = 0;  // of the destinations: the share drawn as neighbours
     for (std::size_t h = 0; h < mb.fanouts.size(); ++h) {
       const std::size_t l = mb.fanouts.size() - 1 - h;
       const int k = mb.fanouts[l];
-      const double per = k < 0 ? dbar : std::min(static_cast<double>(k), dbar);
+      const double per =
+          (1 - drawn_share) * rows.draws(k, false) + drawn_share * rows.draws(k, true);
       Block b;
       b.dst = dst;
       b.edges = dst * per;
-      b.src = std::min(n, dst + expected_distinct(n, b.edges) * (1 - dst / std::max(1.0, n)));
+      const double fresh = rows.distinct(b.edges) * (1 - dst / std::max(1.0, n));
+      b.src = std::min(n, dst + fresh);
       batch_blocks[l] = b;
       sampled_edges += b.edges;
+      drawn_share = b.src > 0 ? (drawn_share * dst + (b.src - dst)) / b.src : 0;
       dst = b.src;
     }
   }

@@ -6,6 +6,7 @@
 // every time is alpha + beta x work for a measured (alpha, beta) per kind of work
 // (docs/scheduler.md, "The model"). Nothing here builds or reads a graph.
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -115,6 +116,8 @@ struct GraphCounts {
   /// largest row (partition::PartitionMeta's fields of the same names).
   std::int64_t training_edges = 0;
   std::int64_t max_degree = 0;
+  /// S's rows by degree (datasets::DegreeHistogram); empty: every row has the mean degree.
+  std::vector<std::array<std::int64_t, 2>> degree_histogram;
   /// Entries of the input graph as stored, and whether it has edge values.
   std::int64_t input_edges = 0;
   bool weighted = false;

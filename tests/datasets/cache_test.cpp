@@ -1,6 +1,7 @@
 // The binary cache: round trips, invalidation (missing, version, checksum) and corrupt entries.
 
 #include <algorithm>
+#include <bit>
 #include <set>
 #include <string>
 #include <utility>
@@ -136,6 +137,26 @@ TEST(Cache, CountsOfTheTrainingGraphComeFromMetaAlone) {
   EXPECT_EQ(c->num_val, ds.val_idx.numel());
   EXPECT_EQ(c->num_test, ds.test_idx.numel());
   EXPECT_FALSE(c->weighted);
+  // S's rows by degree, in log2 buckets ({rows, degree sum}), counted by hand.
+  DegreeHistogram h;
+  for (const std::int64_t d : degree) {
+    const std::size_t b =
+        d == 0 ? 0 : static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(d)));
+    if (h.size() <= b) h.resize(b + 1, {0, 0});
+    ++h[b][0];
+    h[b][1] += d;
+  }
+  EXPECT_EQ(c->degree_histogram, h);
+  EXPECT_TRUE(degree_histogram_covers(h, 5, c->training_edges));
+  EXPECT_FALSE(degree_histogram_covers(h, 4, c->training_edges));
+  EXPECT_FALSE(degree_histogram_covers({{-1, 0}, {6, c->training_edges}}, 5, c->training_edges));
+  // An entry written before the histogram has none; one that does not cover S is corrupt.
+  replace_in_file(dir / "meta.json", "\"degree_histogram\"", "\"old_histogram\"");
+  EXPECT_TRUE(read_cache_counts(dir)->degree_histogram.empty());
+  replace_in_file(dir / "meta.json", "\"old_histogram\"", "\"degree_histogram\": [[5, 1]], \"x\"");
+  EXPECT_THROW(read_cache_counts(dir), IoError);
+  replace_in_file(dir / "meta.json", "\"degree_histogram\": [[5, 1]], \"x\"",
+                  "\"degree_histogram\"");
   // An entry of another format version has no counts (loading rebuilds it); none, neither.
   replace_in_file(dir / "meta.json", "\"format_version\": " + std::to_string(kCacheFormatVersion),
                   "\"format_version\": 1");

@@ -61,6 +61,9 @@ void expect_parts_reassemble(const Dataset& ds, const PartitionResult& r, const 
   // Local rows mapped back to original ids give S = A ∪ Aᵀ without self-loops, each row in
   // ascending original id.
   const datasets::Graph s = partitioning_graph(cpu(), ds.graph);
+  EXPECT_EQ(meta.degree_histogram, datasets::degree_histogram(s.indptr.data(), s.num_rows()));
+  EXPECT_TRUE(
+      datasets::degree_histogram_covers(meta.degree_histogram, ds.num_nodes(), s.num_edges()));
   Triples got;
   std::int64_t comm_volume = 0, max_halo = 0;
   std::vector<std::uint8_t> is_train(static_cast<std::size_t>(ds.num_nodes()), 0);
@@ -508,6 +511,15 @@ TEST_F(DamagedPartition, InconsistentMetaIsRefused) {
 
 // num_halo_entries (the cut entries `halo plan` reads) is optional, as in partitions written
 // before meta.json recorded it, and must lie in [0, num_edges].
+TEST_F(DamagedPartition, DegreeHistogramIsOptionalAndChecked) {
+  EXPECT_FALSE(read_partition_meta(m_dir).degree_histogram.empty());
+  edit_meta([](nlohmann::json& j) { j["dataset"].erase("degree_histogram"); });
+  EXPECT_TRUE(read_partition_meta(m_dir).degree_histogram.empty());
+  edit_meta([](nlohmann::json& j) { j["dataset"]["degree_histogram"] = {{1, 0}}; });
+  EXPECT_NE(error_of_reading(0).find("degree_histogram must cover"), std::string::npos)
+      << error_of_reading(0);
+}
+
 TEST_F(DamagedPartition, HaloEntriesAreOptionalAndChecked) {
   EXPECT_GE(read_partition_meta(m_dir).parts[0].num_halo_entries, 0);
   edit_meta([](nlohmann::json& j) { j["parts"][0].erase("num_halo_entries"); });

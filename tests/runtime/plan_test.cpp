@@ -1,6 +1,7 @@
 // The resource plan against the code it predicts: the model's parameters, the sampler's own
 // envelope, the partition's exchange lists; the estimated split; the calibration file.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -387,6 +388,51 @@ TEST(Plan, ProducerOverlapsComputeOnlyOnACoreOfItsOwn) {
   const double steps = 100, cb = (o.compute_s - 2e-3) / steps, qb = o.sampling_s / steps;
   EXPECT_NEAR(o.epoch_s, qb + (steps - 1) * std::max(cb, qb) + cb + 2e-3, 1e-9);
   EXPECT_LT(o.epoch_s, n.epoch_s);
+}
+
+// Sampled blocks follow the degrees: one bucket at the mean degree is the mean-degree model; a
+// skewed graph with the same rows and entries (most rows of degree 1, a few hubs) draws fewer
+// neighbours per row and its draws fall on fewer distinct rows.
+TEST(Plan, SkewedDegreesMakeSmallerBlocks) {
+  PlanInput in;
+  in.graph = big_graph();  // 2^20 rows, 16 x 2^20 entries
+  in.parts = estimate_parts(in.graph, 1);
+  TrainConfig c = config_for(nn::ModelKind::Sage, 0, 1);
+  MiniBatchConfig mb;
+  mb.batch_size = 1000;
+  mb.fanouts = {10, 10};
+  c.mini_batch = mb;
+  const auto sampled = [&](const std::vector<std::array<std::int64_t, 2>>& h) {
+    in.graph.degree_histogram = h;
+    const RankPlan r = make_plan(in, c, CostModel{}, "cpu", 1).per_rank.front();
+    std::int64_t activations = -1;
+    for (const MemoryItem& i : r.host)
+      if (i.name == "activations") activations = i.bytes;
+    return std::pair{r.sampling_s, activations};
+  };
+  const auto mean = sampled({});
+  const std::int64_t n = in.graph.num_nodes, e = in.graph.training_edges;
+  // Degree 16 sits in bucket 5 (16 .. 31).
+  const auto one_bucket = sampled({{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {n, e}});
+  EXPECT_NEAR(one_bucket.first, mean.first, 1e-12 * mean.first);
+  EXPECT_EQ(one_bucket.second, mean.second);
+  // 2^20 - 2^12 rows of degree 1, 2^12 hubs holding the rest.
+  const std::int64_t hubs = 1 << 12, leaves = n - hubs;
+  const auto skewed = sampled({{0, 0},
+                               {leaves, leaves},
+                               {0, 0},
+                               {0, 0},
+                               {0, 0},
+                               {0, 0},
+                               {0, 0},
+                               {0, 0},
+                               {0, 0},
+                               {0, 0},
+                               {0, 0},
+                               {0, 0},
+                               {hubs, e - leaves}});
+  EXPECT_LT(skewed.first, 0.5 * mean.first);
+  EXPECT_LT(skewed.second, mean.second);
 }
 
 TEST(Plan, CheckpointHoldsParametersAdamMomentsAndTheBestEpoch) {

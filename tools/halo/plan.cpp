@@ -99,6 +99,7 @@ runtime::PlanInput partition_input(const std::string& dir) {
   g.input_edges = meta.num_edges;
   g.training_edges = meta.training_edges;
   g.max_degree = meta.max_degree;
+  g.degree_histogram = meta.degree_histogram;
   g.weighted = meta.weighted;
   g.num_features = meta.num_features;
   g.sparse_features = meta.sparse_features;
@@ -154,6 +155,7 @@ runtime::GraphCounts dataset_counts(const DatasetOptions& d) {
   g.weighted = c->weighted;
   g.training_edges = c->training_edges;
   g.max_degree = c->max_degree;
+  g.degree_histogram = c->degree_histogram;
   g.num_features = c->num_features;
   g.sparse_features = c->sparse_features;
   g.feature_nnz = c->feature_nnz;
