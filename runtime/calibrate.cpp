@@ -322,8 +322,14 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     // costed as measured): measured - dense = scale x (modelled - dense) (+ the mini-batch
     // fixed costs).
     struct Fit {
-      double measured = 0, modelled = 0;  // the epochs less the dense part
+      double measured = 0, modelled = 0;  // the training thread's epoch less the dense part
       double batches = 1, working_set = 0;
+      // Mini-batch: the producer's sampling and gathering of an epoch, measured (the median
+      // epoch's, median over the rounds) and as the sampler and gather terms predict them.
+      double producer_measured = 0, producer_modelled = 0;
+      double producer() const {
+        return producer_modelled > 0 ? producer_measured / producer_modelled : 1.0;
+      }
     };
     auto run_step = [&](int scale, TrainConfig config, int epochs) {
       datasets::RmatConfig tc;
@@ -342,15 +348,29 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       unscaled.host_cores = usable_cores();
       const Plan plan =
           make_plan(shard_plan_input(shard), config, unscaled, "cpu", res.cpu_exec().num_threads);
+      std::vector<double> producer;
       const double measured = median_of(c.rounds, [&, first = true]() mutable {
         if (!first) shard = local_shard(res, ds.clone(res));
         first = false;
-        return train(res, shard, config).result.epoch_time_median_s;
+        // The training thread's time (the epoch less its waits for batches) and the
+        // producer's (sampling and gathering), each the median epoch's.
+        const TrainResult r = train(res, shard, config).result;
+        std::vector<double> compute, produce;
+        for (const EpochStats& e : r.history) {
+          compute.push_back(e.epoch_time_s - e.batch_wait_s);
+          produce.push_back(e.profile.sample_s + e.profile.gather_s);
+        }
+        producer.push_back(detail::median(std::move(produce)));
+        return detail::median(std::move(compute));
       });
-      const double dense = plan.per_rank.front().dense_s;
-      return Fit{measured - dense, plan.epoch_seconds - dense,
+      const RankPlan& rp = plan.per_rank.front();
+      const double dense = rp.dense_s;
+      return Fit{measured - dense,
+                 rp.compute_s - dense,
                  static_cast<double>(plan.batches_per_epoch),
-                 static_cast<double>(plan.per_rank.front().working_set_bytes)};
+                 static_cast<double>(plan.per_rank.front().working_set_bytes),
+                 detail::median(std::move(producer)),
+                 rp.sampling_s};
     };
     // The working-set rule's graphs: two scales below rmat_scale (a working set that fits in
     // the caches, as small graphs such as Cora do), rmat_scale, every second scale above it,
@@ -360,7 +380,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     for (int s = c.rmat_scale; s < c.large_rmat_scale; s += 2) scales.push_back(s);
     scales.push_back(c.large_rmat_scale);
     auto point = [](const Fit& f, double scale) {
-      return StepScalePoint{static_cast<std::int64_t>(f.working_set), scale};
+      return StepScalePoint{static_cast<std::int64_t>(f.working_set), scale, f.producer()};
     };
     TrainConfig full;
     full.model.kind = nn::ModelKind::Gcn;

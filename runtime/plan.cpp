@@ -199,10 +199,13 @@ double allreduce_s(const CostModel& m, double alpha, double bytes, int p) {
   return 2.0 * (p - 1) * (alpha + m.link_s_per_byte * bytes / p);
 }
 
-json points_json(const std::vector<StepScalePoint>& pts) {
+json points_json(const std::vector<StepScalePoint>& pts, bool producer) {
   json a = json::array();
-  for (const StepScalePoint& p : pts)
-    a.push_back({{"working_set_bytes", p.working_set_bytes}, {"scale", p.scale}});
+  for (const StepScalePoint& p : pts) {
+    json o = {{"working_set_bytes", p.working_set_bytes}, {"scale", p.scale}};
+    if (producer) o["producer_scale"] = p.producer;
+    a.push_back(std::move(o));
+  }
   return a;
 }
 
@@ -221,7 +224,13 @@ std::vector<StepScalePoint> read_points(const json& j, const char* key, const st
       throw IoError(where +
                     ": expected {\"working_set_bytes\": integer >= 0, \"scale\": number >= 0} at " +
                     name);
-    pts.push_back({p["working_set_bytes"].get<std::int64_t>(), p["scale"].get<double>()});
+    // producer_scale: optional (files written before it: 1, the terms as measured).
+    const double producer = p.contains("producer_scale") && p["producer_scale"].is_number()
+                                ? p["producer_scale"].get<double>()
+                                : (p.contains("producer_scale") ? -1.0 : 1.0);
+    if (!(std::isfinite(producer) && producer >= 0))
+      throw IoError(where + ": expected \"producer_scale\": number >= 0 at " + name);
+    pts.push_back({p["working_set_bytes"].get<std::int64_t>(), p["scale"].get<double>(), producer});
     if (pts.size() > 1 && pts.back().working_set_bytes <= pts[pts.size() - 2].working_set_bytes)
       throw IoError(where + ": " + at + " must be in growing working_set_bytes");
   }
@@ -230,18 +239,30 @@ std::vector<StepScalePoint> read_points(const json& j, const char* key, const st
 
 }  // namespace
 
-double step_scale(const CostModel& m, bool mini, double working_set) {
-  const std::vector<StepScalePoint>& pts = mini ? m.mini_batch_steps : m.full_graph_steps;
+namespace {
+/// The working-set rule over `field` of the points: log-linear in the working set between two.
+double interpolate(const std::vector<StepScalePoint>& pts, double working_set,
+                   double StepScalePoint::*field) {
   if (pts.empty()) return 1;
-  if (working_set <= static_cast<double>(pts.front().working_set_bytes)) return pts.front().scale;
+  if (working_set <= static_cast<double>(pts.front().working_set_bytes)) return pts.front().*field;
   for (std::size_t i = 1; i < pts.size(); ++i) {
     const auto w0 = static_cast<double>(pts[i - 1].working_set_bytes);
     const auto w1 = static_cast<double>(pts[i].working_set_bytes);
     if (working_set >= w1) continue;
     const double t = w0 > 0 && w1 > w0 ? std::log(working_set / w0) / std::log(w1 / w0) : 1;
-    return pts[i - 1].scale + t * (pts[i].scale - pts[i - 1].scale);
+    return pts[i - 1].*field + t * (pts[i].*field - pts[i - 1].*field);
   }
-  return pts.back().scale;
+  return pts.back().*field;
+}
+}  // namespace
+
+double step_scale(const CostModel& m, bool mini, double working_set) {
+  return interpolate(mini ? m.mini_batch_steps : m.full_graph_steps, working_set,
+                     &StepScalePoint::scale);
+}
+
+double producer_scale(const CostModel& m, double working_set) {
+  return interpolate(m.mini_batch_steps, working_set, &StepScalePoint::producer);
 }
 
 std::filesystem::path default_calibration_path() {
@@ -270,8 +291,8 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
         {"measured", m.link_calibrated}}},
       {"disk", {{"s_per_byte", m.disk_s_per_byte}}},
       {"step",
-       {{"full_graph", points_json(m.full_graph_steps)},
-        {"mini_batch", points_json(m.mini_batch_steps)},
+       {{"full_graph", points_json(m.full_graph_steps, false)},
+        {"mini_batch", points_json(m.mini_batch_steps, true)},
         {"batch_alpha_s", m.batch_alpha_s},
         {"epoch_alpha_s", m.epoch_alpha_s}}},
       {"collective",
@@ -659,10 +680,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                                             : kF * static_cast<double>(g.num_features);
       rp.sampling_s +=
           steps * blocks.front().src * (m.gather_s_per_row + m.gather_s_per_byte * row_bytes);
-      // The producer's terms are costed as measured (the sampler's and the gather's own
-      // benchmarks): a one-process calibration run hides them behind the training thread, so
-      // the step scale never sees them.
-      rp.sampling_s *= share;
+      // The producer's own scale, fitted on its measured sampling and gathering (a one-process
+      // calibration run hides them behind the training thread: the step scale cannot see them).
+      rp.sampling_s *= share * producer_scale(m, host_working_set);
       if (ranks > 1) {
         // Remote input rows, hop by hop from the seeds (a remote node's cut entries spread
         // over the other P - 1 parts), less what the cache holds.

@@ -21,6 +21,9 @@ namespace halo::runtime {
 struct StepScalePoint {
   std::int64_t working_set_bytes = 0;
   double scale = 1;
+  /// Mini-batch: the producer's scale (its sampling and gathering as measured on that run,
+  /// over what the sampler and gather terms predict); the full graph has no producer.
+  double producer = 1;
 };
 
 /// The measured costs of this machine (`halo calibrate`, docs/scheduler.md). Every term is
@@ -253,6 +256,8 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
 /// rule): the first point's scale below its working set, the last point's above, between two
 /// neighbouring points linear in log(working set); 1 without points.
 double step_scale(const CostModel& m, bool mini_batch, double working_set);
+/// The mini-batch producer's scale at `working_set` (the same rule over the points' `producer`).
+double producer_scale(const CostModel& m, double working_set);
 
 /// Parameters of the model `config.model` describes for `in_features` inputs and `classes`
 /// outputs (built on the CPU and counted, so the count cannot drift from the layers').

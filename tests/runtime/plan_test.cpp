@@ -164,7 +164,9 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   m.host = "h";
   m.link_calibrated = true;
   m.full_graph_steps = {{1 << 20, 1.25}, {1 << 24, 2.5}, {std::int64_t{1} << 33, 1.75}};
-  m.mini_batch_steps = {{1 << 20, 0.5}};
+  m.mini_batch_steps = {{1 << 20, 0.5, 1.75}};
+  m.gather_s_per_row = 2e-9;
+  m.gather_s_per_byte = 3e-10;
   m.batch_alpha_s = 3e-4;
   m.epoch_alpha_s = 5e-3;
   m.full_graph_message_s = 2e-5;
@@ -185,6 +187,9 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   }
   ASSERT_EQ(r.mini_batch_steps.size(), 1u);
   EXPECT_EQ(r.mini_batch_steps[0].scale, 0.5);
+  EXPECT_EQ(r.mini_batch_steps[0].producer, 1.75);
+  EXPECT_EQ(r.gather_s_per_row, 2e-9);
+  EXPECT_EQ(r.gather_s_per_byte, 3e-10);
   EXPECT_EQ(r.batch_alpha_s, 3e-4);
   EXPECT_EQ(r.epoch_alpha_s, 5e-3);
   EXPECT_EQ(r.full_graph_message_s, 2e-5);
@@ -220,10 +225,23 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
       "negative.json", [](json& j) { j["step"]["mini_batch"][0]["scale"] = -1; },
       "at step.mini_batch[0]");
   refused(
+      "producer.json", [](json& j) { j["step"]["mini_batch"][0]["producer_scale"] = "fast"; },
+      "\"producer_scale\": number >= 0 at step.mini_batch[0]");
+  refused(
       "missing.json", [](json& j) { j["step"].erase("full_graph"); },
       "expected an array at step.full_graph");
   refused(
       "old.json", [](json& j) { j["version"] = 1; }, "rerun halo calibrate");
+  // Files written before the gather and producer terms: two element-wise passes per gathered
+  // byte, the producer at its terms.
+  json old = json::parse(halo::testing::read_file(path));
+  old.erase("gather");
+  old["step"]["mini_batch"][0].erase("producer_scale");
+  std::ofstream(dir.path() / "older.json") << old.dump();
+  const CostModel o = read_cost_model(dir.path() / "older.json");
+  EXPECT_EQ(o.gather_s_per_row, 0);
+  EXPECT_EQ(o.gather_s_per_byte, 2 * m.elementwise_s_per_byte);
+  EXPECT_EQ(o.mini_batch_steps[0].producer, 1);
   std::ofstream(dir.path() / "junk.json") << "not json";
   EXPECT_THROW(read_cost_model(dir.path() / "junk.json"), IoError);
 }
@@ -374,6 +392,12 @@ TEST(Plan, ProducerOverlapsComputeOnlyOnACoreOfItsOwn) {
   m.epoch_alpha_s = 2e-3;
   m.host_cores = 2;  // one training thread + one producer
   const Plan own = make_plan(in, c, m, "cpu", 1);
+  // The producer's scale multiplies its sampling and gathering, nothing else.
+  CostModel slow_producer = m;
+  slow_producer.mini_batch_steps = {{1, 1.0, 3.0}};
+  const RankPlan tripled = make_plan(in, c, slow_producer, "cpu", 1).per_rank[0];
+  EXPECT_NEAR(tripled.sampling_s, 3 * own.per_rank[0].sampling_s, 1e-12);
+  EXPECT_NEAR(tripled.compute_s, own.per_rank[0].compute_s, 1e-12);
   m.host_cores = 1;
   const Plan shared = make_plan(in, c, m, "cpu", 1);
   c.mini_batch->prefetch = 0;

@@ -235,6 +235,7 @@ TEST_F(PlanCli, CalibrateWritesWhatPlanReads) {
     }
     EXPECT_GT(pts[0]["scale"].get<double>(), 0) << mode;
   }
+  for (const json& pt : c["step"]["mini_batch"]) EXPECT_GT(pt["producer_scale"].get<double>(), 0);
   EXPECT_GE(c["step"]["batch_alpha_s"].get<double>(), 0);
   const json j = plan("--partitions " + partition(1).string() + " --calibration " + cal.string());
   EXPECT_EQ(j["calibrated"], true);

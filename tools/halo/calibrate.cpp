@@ -19,12 +19,15 @@ struct CalibrateOptions {
   runtime::CalibrateConfig config;
 };
 
-/// "x1.39 @ 14.5, x1.93 @ 58.4 MiB": the working-set rule's points.
-std::string points_text(const std::vector<runtime::StepScalePoint>& pts) {
+/// "x1.39 @ 14.5, x1.93 @ 58.4 MiB": the working-set rule's points (with `producer`: "x0.55
+/// (producer x2.10) @ 15.4").
+std::string points_text(const std::vector<runtime::StepScalePoint>& pts, bool producer) {
   std::string out;
-  char buf[64];
+  char buf[96];
   for (const runtime::StepScalePoint& p : pts) {
-    std::snprintf(buf, sizeof buf, "%sx%.2f @ %.1f", out.empty() ? "" : ", ", p.scale,
+    char extra[32] = "";
+    if (producer) std::snprintf(extra, sizeof extra, " (producer x%.2f)", p.producer);
+    std::snprintf(buf, sizeof buf, "%sx%.2f%s @ %.1f", out.empty() ? "" : ", ", p.scale, extra,
                   static_cast<double>(p.working_set_bytes) / 1048576.0);
     out += buf;
   }
@@ -45,7 +48,7 @@ void print_model(const runtime::CostModel& m, bool link) {
       m.gather_s_per_byte > 0 ? 1e-9 / m.gather_s_per_byte : 0.0, m.sampler_s_per_edge * 1e9,
       m.sampler_alpha_s * 1e6, 1e-6 / m.disk_s_per_byte,
       static_cast<double>(m.process_base_bytes) / 1048576.0,
-      points_text(m.full_graph_steps).c_str(), points_text(m.mini_batch_steps).c_str(),
+      points_text(m.full_graph_steps, false).c_str(), points_text(m.mini_batch_steps, true).c_str(),
       m.batch_alpha_s * 1e6, m.epoch_alpha_s * 1e6);
   if (link)
     std::fprintf(stderr,
