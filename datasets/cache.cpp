@@ -147,8 +147,8 @@ DegreeHistogram degree_histogram(const std::int64_t* indptr, std::int64_t rows) 
   DegreeHistogram h;
   for (std::int64_t v = 0; v < rows; ++v) {
     const std::int64_t d = indptr[v + 1] - indptr[v];
-    std::size_t b = 0;
-    while (b < 63 && (std::int64_t{1} << b) <= d) ++b;  // d in [2^(b-1), 2^b)
+    // d in [2^(b-1), 2^b); 0 in bucket 0.
+    const auto b = static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(d)));
     if (h.size() <= b) h.resize(b + 1, {0, 0});
     ++h[b][0];
     h[b][1] += d;

@@ -17,9 +17,6 @@ namespace halo::datasets {
 /// rebuilt by the next load). Version 2 added the training graph's statistics (CacheCounts).
 inline constexpr int kCacheFormatVersion = 2;
 
-/// The counts meta.json records, readable without loading any array (read_cache_counts): what
-/// `halo plan` needs. The training graph S is A ∪ Aᵀ of the stored structure without self-loops
-/// or duplicates (what every model trains on, partition::partitioning_graph).
 /// The rows of the training graph S by degree, in log2 buckets: entry 0 counts the rows of
 /// degree 0, entry b >= 1 those of degree 2^(b-1) .. 2^b - 1, each as {rows, sum of their
 /// degrees}. `halo plan` sizes sampled blocks with it (on a skewed graph most rows have fewer
@@ -30,6 +27,9 @@ DegreeHistogram degree_histogram(const std::int64_t* indptr, std::int64_t rows);
 /// Whether `h` has no negative count and covers `rows` rows holding `entries` entries.
 bool degree_histogram_covers(const DegreeHistogram& h, std::int64_t rows, std::int64_t entries);
 
+/// The counts meta.json records, readable without loading any array (read_cache_counts): what
+/// `halo plan` needs. The training graph S is A ∪ Aᵀ of the stored structure without self-loops
+/// or duplicates (what every model trains on, partition::partitioning_graph).
 struct CacheCounts {
   std::string name;
   std::int64_t num_nodes = 0;

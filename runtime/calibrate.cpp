@@ -318,9 +318,9 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
   // Whole steps: short Trainer runs on R-MAT graphs with 16 features (GCN full graph, SAGE
   // mini-batch) of growing scale, measured against what the terms above predict for them.
   {
-    // The step scale multiplies the modelled epoch but its dense part (the GEMMs and Adam,
+    // The step scale multiplies the modelled compute but its dense part (the GEMMs and Adam,
     // costed as measured): measured - dense = scale x (modelled - dense) (+ the mini-batch
-    // fixed costs).
+    // fixed costs), the measured compute being the training thread's time.
     struct Fit {
       double measured = 0, modelled = 0;  // the training thread's epoch less the dense part
       double batches = 1, working_set = 0;
@@ -368,7 +368,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       return Fit{measured - dense,
                  rp.compute_s - dense,
                  static_cast<double>(plan.batches_per_epoch),
-                 static_cast<double>(plan.per_rank.front().working_set_bytes),
+                 static_cast<double>(rp.working_set_bytes),
                  detail::median(std::move(producer)),
                  rp.sampling_s};
     };

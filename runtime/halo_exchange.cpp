@@ -178,7 +178,7 @@ void HaloExchange::local_product(const kernels::Resources& res, const Csr& a,
   // Chunks give a host communicator's progress engine a turn between them. A device
   // communicator (NCCL) queues its transfers on the same stream, so chunks would only add
   // launches: it runs the product whole and waits in finish().
-  bool pending = !m_requests.empty() && m_overlap && m_comm.memory_device() == kernels::Device::Cpu;
+  bool pending = !m_requests.empty() && overlaps_on_host();
   const std::int64_t chunks = pending ? kChunks : 1;
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t r0 = rows * c / chunks, r1 = rows * (c + 1) / chunks;
@@ -229,8 +229,7 @@ void HaloExchange::posted(double start) {
       std::any_of(m_requests.begin(), m_requests.end(), [](const Request& r) { return r.active; });
   m_posted_at = in_flight ? t : -1;
   // With overlap, what runs from here to finish() is the window the messages can hide behind.
-  const bool hides = m_overlap && m_comm.memory_device() == kernels::Device::Cpu;
-  m_window_from = in_flight && hides ? t : -1;
+  m_window_from = in_flight && overlaps_on_host() ? t : -1;
   m_window_mpi = 0;
 }
 

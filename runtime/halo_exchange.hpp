@@ -91,6 +91,11 @@ class HaloExchange final : public nn::Propagation<float> {
   void check(kernels::Aggregate aggregate, kernels::ConstMatrixView<float> in,
              kernels::MatrixView<float> out) const;
   void posted(double start);  // after post(): counts packing and posting as exposed
+  /// Overlap on a host communicator: the owned product runs in chunks while messages travel
+  /// (a device communicator queues its transfers on the stream instead).
+  bool overlaps_on_host() const {
+    return m_overlap && m_comm.memory_device() == kernels::Device::Cpu;
+  }
   /// Waits for the requests (the wait counts as exposed), then, when staged, queues the copy of
   /// the received rows to the device on res's stream.
   void finish(const kernels::Resources& res);

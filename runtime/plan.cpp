@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include <halo/datasets/cache.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
@@ -224,12 +223,13 @@ std::vector<StepScalePoint> read_points(const json& j, const char* key, const st
       throw IoError(where +
                     ": expected {\"working_set_bytes\": integer >= 0, \"scale\": number >= 0} at " +
                     name);
-    // producer_scale: optional (files written before it: 1, the terms as measured).
-    const double producer = p.contains("producer_scale") && p["producer_scale"].is_number()
-                                ? p["producer_scale"].get<double>()
-                                : (p.contains("producer_scale") ? -1.0 : 1.0);
-    if (!(std::isfinite(producer) && producer >= 0))
-      throw IoError(where + ": expected \"producer_scale\": number >= 0 at " + name);
+    double producer = 1;  // optional: files written before it have the terms as measured
+    if (p.contains("producer_scale")) {
+      if (!p["producer_scale"].is_number() || !std::isfinite(p["producer_scale"].get<double>()) ||
+          p["producer_scale"].get<double>() < 0)
+        throw IoError(where + ": expected \"producer_scale\": number >= 0 at " + name);
+      producer = p["producer_scale"].get<double>();
+    }
     pts.push_back({p["working_set_bytes"].get<std::int64_t>(), p["scale"].get<double>(), producer});
     if (pts.size() > 1 && pts.back().working_set_bytes <= pts[pts.size() - 2].working_set_bytes)
       throw IoError(where + ": " + at + " must be in growing working_set_bytes");

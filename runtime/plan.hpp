@@ -6,12 +6,12 @@
 // every time is alpha + beta x work for a measured (alpha, beta) per kind of work
 // (docs/scheduler.md, "The model"). Nothing here builds or reads a graph.
 
-#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include <halo/datasets/cache.hpp>
 #include <halo/runtime/trainer.hpp>
 
 namespace halo::runtime {
@@ -57,10 +57,11 @@ struct CostModel {
   /// Measured over modelled time of a whole training step in one process, fitted by `halo
   /// calibrate` on short runs of the Trainer: the work the kernel terms leave out (dropout's
   /// hashing, the loss's exponentials, OpenMP regions, caches missed once a step's data outgrows
-  /// them, the machine's sharing). Scales the compute and sampling terms but the dense products
-  /// and Adam (costed as measured: RankPlan::dense_s). The working-set rule:
-  /// one point per calibration graph, of growing size (R-MAT scales 14, 16, 18 and 19 by
-  /// default); a rank's scale is interpolated linearly in log(working set) between the two
+  /// them, the machine's sharing). Scales the compute terms but the dense products and Adam
+  /// (costed as measured: RankPlan::dense_s); the mini-batch producer has its own scale
+  /// (StepScalePoint::producer). The working-set rule: one point per calibration graph, of
+  /// growing size (R-MAT scales 12, 14, 16, 18 and 19 by default, the mini-batch points from
+  /// 14); a rank's scale is interpolated linearly in log(working set) between the two
   /// points around its working set (RankPlan::working_set_bytes) and held at the first or last
   /// point's outside them (docs/scheduler.md). No points: 1 (uncalibrated).
   std::vector<StepScalePoint> full_graph_steps;
@@ -120,7 +121,7 @@ struct GraphCounts {
   std::int64_t training_edges = 0;
   std::int64_t max_degree = 0;
   /// S's rows by degree (datasets::DegreeHistogram); empty: every row has the mean degree.
-  std::vector<std::array<std::int64_t, 2>> degree_histogram;
+  datasets::DegreeHistogram degree_histogram;
   /// Entries of the input graph as stored, and whether it has edge values.
   std::int64_t input_edges = 0;
   bool weighted = false;

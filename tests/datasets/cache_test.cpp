@@ -1,7 +1,6 @@
 // The binary cache: round trips, invalidation (missing, version, checksum) and corrupt entries.
 
 #include <algorithm>
-#include <bit>
 #include <set>
 #include <string>
 #include <utility>
@@ -140,8 +139,8 @@ TEST(Cache, CountsOfTheTrainingGraphComeFromMetaAlone) {
   // S's rows by degree, in log2 buckets ({rows, degree sum}), counted by hand.
   DegreeHistogram h;
   for (const std::int64_t d : degree) {
-    const std::size_t b =
-        d == 0 ? 0 : static_cast<std::size_t>(std::bit_width(static_cast<std::uint64_t>(d)));
+    std::size_t b = 0;  // the bucket whose range [2^(b-1), 2^b) holds d
+    while (d >= (std::int64_t{1} << b)) ++b;
     if (h.size() <= b) h.resize(b + 1, {0, 0});
     ++h[b][0];
     h[b][1] += d;

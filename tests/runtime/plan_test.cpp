@@ -442,19 +442,10 @@ TEST(Plan, SkewedDegreesMakeSmallerBlocks) {
   EXPECT_EQ(one_bucket.second, mean.second);
   // 2^20 - 2^12 rows of degree 1, 2^12 hubs holding the rest.
   const std::int64_t hubs = 1 << 12, leaves = n - hubs;
-  const auto skewed = sampled({{0, 0},
-                               {leaves, leaves},
-                               {0, 0},
-                               {0, 0},
-                               {0, 0},
-                               {0, 0},
-                               {0, 0},
-                               {0, 0},
-                               {0, 0},
-                               {0, 0},
-                               {0, 0},
-                               {0, 0},
-                               {hubs, e - leaves}});
+  std::vector<std::array<std::int64_t, 2>> skew(13, {0, 0});  // degrees up to 4095: bucket 12
+  skew[1] = {leaves, leaves};
+  skew[12] = {hubs, e - leaves};
+  const auto skewed = sampled(skew);
   EXPECT_LT(skewed.first, 0.5 * mean.first);
   EXPECT_LT(skewed.second, mean.second);
 }
