@@ -39,6 +39,18 @@ Request from_mpi(MPI_Request m) {
 
 MPI_Op to_mpi(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
 
+/// Completes `n` requests, testing them and yielding the core between tests.
+void complete(int n, MPI_Request* requests, const char* call) {
+  for (int done = 0;;) {
+    check(MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE), call);
+    if (done) return;
+    std::this_thread::yield();
+  }
+}
+
+/// Completes one request so.
+void complete(MPI_Request request, const char* call) { complete(1, &request, call); }
+
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -107,10 +119,16 @@ class MpiComm final : public Comm {
   int rank() const override { return m_rank; }
   int size() const override { return m_size; }
   kernels::Device memory_device() const override { return kernels::Device::Cpu; }
-  void barrier() override { check(MPI_Barrier(m_comm), "MPI_Barrier"); }
+  void barrier() override {
+    MPI_Request r;
+    check(MPI_Ibarrier(m_comm, &r), "MPI_Ibarrier");
+    complete(r, "MPI_Barrier");
+  }
   void broadcast(void* data, std::size_t bytes, int root) override {
     const Bytes b(bytes, m_limit);
-    check(MPI_Bcast(data, b.count(), b.type(), root, m_comm), "MPI_Bcast");
+    MPI_Request r;
+    check(MPI_Ibcast(data, b.count(), b.type(), root, m_comm, &r), "MPI_Bcast");
+    complete(r, "MPI_Bcast");
   }
   void allreduce(kernels::Span<double> d, ReduceOp op) override {
     reduce(d.data, d.size, sizeof(double), MPI_DOUBLE, op);
@@ -126,15 +144,18 @@ class MpiComm final : public Comm {
                                     std::vector<std::size_t>& counts) override {
     std::vector<std::int64_t> all(static_cast<std::size_t>(m_size));
     auto mine = static_cast<std::int64_t>(bytes);
-    check(MPI_Allgather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, m_comm),
+    MPI_Request r;
+    check(MPI_Iallgather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, m_comm, &r),
           "MPI_Allgather");
+    complete(r, "MPI_Allgather");
     counts.assign(all.begin(), all.end());
     std::vector<std::byte> out(std::accumulate(counts.begin(), counts.end(), std::size_t{0}));
     if (fits(counts)) {
       displacements(counts, m_rc, m_rd);
-      check(MPI_Allgatherv(data, static_cast<int>(bytes), MPI_BYTE, out.data(), m_rc.data(),
-                           m_rd.data(), MPI_BYTE, m_comm),
+      check(MPI_Iallgatherv(data, static_cast<int>(bytes), MPI_BYTE, out.data(), m_rc.data(),
+                            m_rd.data(), MPI_BYTE, m_comm, &r),
             "MPI_Allgatherv");
+      complete(r, "MPI_Allgatherv");
       return out;
     }
     // Past MPI's int counts: every rank's block from its owner, point to point.
@@ -157,9 +178,11 @@ class MpiComm final : public Comm {
     if (fits(send_counts) && fits(recv_counts)) {
       displacements(send_counts, m_sc, m_sd);
       displacements(recv_counts, m_rc, m_rd);
-      check(MPI_Alltoallv(send, m_sc.data(), m_sd.data(), MPI_BYTE, recv, m_rc.data(), m_rd.data(),
-                          MPI_BYTE, m_comm),
+      MPI_Request r;
+      check(MPI_Ialltoallv(send, m_sc.data(), m_sd.data(), MPI_BYTE, recv, m_rc.data(), m_rd.data(),
+                           MPI_BYTE, m_comm, &r),
             "MPI_Alltoallv");
+      complete(r, "MPI_Alltoallv");
       return;
     }
     // Past MPI's int counts or displacements: one message per pair, of any size.
@@ -181,8 +204,10 @@ class MpiComm final : public Comm {
   void alltoall(kernels::Span<const std::int64_t> send, kernels::Span<std::int64_t> recv) override {
     HALO_EXPECTS(send.size == m_size && recv.size == m_size,
                  "alltoall: one value per rank expected");
-    check(MPI_Alltoall(send.data, 1, MPI_INT64_T, recv.data, 1, MPI_INT64_T, m_comm),
+    MPI_Request r;
+    check(MPI_Ialltoall(send.data, 1, MPI_INT64_T, recv.data, 1, MPI_INT64_T, m_comm, &r),
           "MPI_Alltoall");
+    complete(r, "MPI_Alltoall");
   }
   using Comm::alltoall;
 
@@ -208,8 +233,7 @@ class MpiComm final : public Comm {
   void wait_all(std::vector<Request>& requests) override {
     pending(requests);
     if (!m_pending.empty())
-      check(MPI_Waitall(static_cast<int>(m_pending.size()), m_pending.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
+      complete(static_cast<int>(m_pending.size()), m_pending.data(), "MPI_Waitall");
     for (Request& r : requests) r.active = false;
   }
   bool test_all(std::vector<Request>& requests) override {
@@ -234,9 +258,11 @@ class MpiComm final : public Comm {
     auto* p = static_cast<std::byte*>(data);
     for (std::int64_t done = 0; done < n;) {
       const std::int64_t k = std::min(per_piece, n - done);
-      check(MPI_Allreduce(MPI_IN_PLACE, p + done * static_cast<std::int64_t>(size),
-                          static_cast<int>(k), type, to_mpi(op), m_comm),
+      MPI_Request r;
+      check(MPI_Iallreduce(MPI_IN_PLACE, p + done * static_cast<std::int64_t>(size),
+                           static_cast<int>(k), type, to_mpi(op), m_comm, &r),
             "MPI_Allreduce");
+      complete(r, "MPI_Allreduce");
       done += k;
     }
   }
@@ -275,9 +301,7 @@ class MpiComm final : public Comm {
   void post_send(const void* data, std::size_t bytes, int peer) { post(true, data, bytes, peer); }
   void finish_peers(const char* call) {
     if (!m_peer_requests.empty())
-      check(MPI_Waitall(static_cast<int>(m_peer_requests.size()), m_peer_requests.data(),
-                        MPI_STATUSES_IGNORE),
-            call);
+      complete(static_cast<int>(m_peer_requests.size()), m_peer_requests.data(), call);
     m_peer_requests.clear();
   }
   // MPI_Testall needs the requests in one array; a completed MPI request becomes
