@@ -228,7 +228,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
   }
   // Element-wise passes.
   {
-    const std::int64_t count = std::int64_t{1} << 24;
+    const auto count = static_cast<std::int64_t>(kStreamingPassBytes / 8);
     Tensor<float> x = filled(res, count, 1, -0.5f), y(res, count, 1);
     const double s =
         mean_seconds(r, c.rounds, [&] { kernels::relu<float>(res, x.span(), y.span()); });
@@ -237,6 +237,12 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
         mean_seconds(r, c.rounds, [&] { kernels::relu<float>(res, tx.span(), ty.span()); });
     m.elementwise_s_per_byte =
         std::max(0.0, s - m.elementwise_alpha_s) / (8.0 * static_cast<double>(count));
+    // In the caches: kCachedPassBytes read and written, over and over.
+    const auto small = static_cast<std::int64_t>(kCachedPassBytes / 8);
+    Tensor<float> cx = filled(res, small, 1, -0.5f), cy(res, small, 1);
+    const double sc =
+        mean_seconds(r, c.rounds, [&] { kernels::relu<float>(res, cx.span(), cy.span()); });
+    m.elementwise_cached_s_per_byte = std::max(0.0, sc - m.elementwise_alpha_s) / kCachedPassBytes;
   }
   // The sampler.
   {

@@ -61,7 +61,8 @@ double gemm_s(const CostModel& m, double rows, double k, double n) {
 double spmm_s(const CostModel& m, double entries, double cols) {
   return m.spmm_alpha_s + m.spmm_s_per_edge * entries + m.spmm_s_per_byte * entries * cols * kF;
 }
-/// One element-wise pass (calls of them: `calls`) over `bytes` bytes in all.
+/// One element-wise pass (calls of them: `calls`) over `bytes` bytes in all, at the streaming
+/// rate.
 double ew_s(const CostModel& m, double bytes, double calls = 1) {
   return m.elementwise_alpha_s * calls + m.elementwise_s_per_byte * bytes;
 }
@@ -92,9 +93,11 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
     // SAGE also transforms the root rows (a second product over the dst rows).
     const double transforms = sage ? 2 : 1;
     double t = 0;
-    // Dropout of the input (forward, and its mask applied backward).
+    // Dropout of the input (forward, and its mask applied backward; the input layer has no
+    // backward). A batch's input rows are dropped as the producer gathers them (the gather
+    // term), so a sampled step's input layer has no pass of its own.
     const double in_bytes = sparse_in ? input_nnz * kF : b.src * wi * kF;
-    t += ew_s(m, 2 * in_bytes) + (l > 0 ? ew_s(m, 2 * in_bytes) : 0);
+    if (l > 0 || !sampled) t += ew_s(m, 2 * in_bytes) * (l > 0 ? 2 : 1);
     // Transform and its two backward products.
     const double rows_t = agg_first ? b.dst : b.src;
     if (sparse_in) {
@@ -270,6 +273,16 @@ std::filesystem::path default_calibration_path() {
   return datasets::default_data_dir() / "calibration.json";
 }
 
+double elementwise_s_per_byte(const CostModel& m, double footprint) {
+  const double cached = m.elementwise_cached_s_per_byte > 0 ? m.elementwise_cached_s_per_byte
+                                                            : m.elementwise_s_per_byte;
+  if (footprint <= kCachedPassBytes) return cached;
+  if (footprint >= kStreamingPassBytes) return m.elementwise_s_per_byte;
+  const double t =
+      std::log(footprint / kCachedPassBytes) / std::log(kStreamingPassBytes / kCachedPassBytes);
+  return cached + t * (m.elementwise_s_per_byte - cached);
+}
+
 void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
   const json j = {
       {"format", "halo-calibration"},
@@ -282,7 +295,9 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
         {"s_per_edge", m.spmm_s_per_edge},
         {"s_per_byte", m.spmm_s_per_byte}}},
       {"elementwise",
-       {{"alpha_s", m.elementwise_alpha_s}, {"s_per_byte", m.elementwise_s_per_byte}}},
+       {{"alpha_s", m.elementwise_alpha_s},
+        {"s_per_byte", m.elementwise_s_per_byte},
+        {"cached_s_per_byte", m.elementwise_cached_s_per_byte}}},
       {"gather", {{"s_per_row", m.gather_s_per_row}, {"s_per_byte", m.gather_s_per_byte}}},
       {"sampler", {{"alpha_s", m.sampler_alpha_s}, {"s_per_edge", m.sampler_s_per_edge}}},
       {"link",
@@ -337,6 +352,9 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   m.spmm_s_per_byte = num("spmm", "s_per_byte");
   m.elementwise_alpha_s = num("elementwise", "alpha_s");
   m.elementwise_s_per_byte = num("elementwise", "s_per_byte");
+  // cached_s_per_byte: optional (files written before it: the streaming rate everywhere).
+  m.elementwise_cached_s_per_byte =
+      j["elementwise"].contains("cached_s_per_byte") ? num("elementwise", "cached_s_per_byte") : 0;
   // gather: optional (files written before it: two element-wise passes over the rows' bytes).
   m.gather_s_per_row = j.contains("gather") ? num("gather", "s_per_row") : 0;
   m.gather_s_per_byte =
@@ -645,9 +663,11 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
 
     // Time of one epoch.
     const double steps = static_cast<double>(plan.batches_per_epoch);
-    // Adam: read grad, m, v, w; write m, v, w; one call per parameter tensor (weights, bias).
+    // Adam: read grad, m, v, w; write m, v, w; one call per parameter tensor (weights, bias),
+    // at the rate of its footprint (the four arrays): small models' stay in the caches.
     const double tensors = config.model.num_layers * (sage ? 3.0 : 2.0);
-    const double adam = ew_s(m, param_bytes * 7, tensors);
+    const double adam = m.elementwise_alpha_s * tensors +
+                        elementwise_s_per_byte(m, 4.0 * param_bytes) * 7.0 * param_bytes;
     for (const MemoryItem& i : data)
       if (i.name != "process") rp.working_set_bytes += i.bytes;
     // Ranks sharing one host (--host-cores) share its caches: the scale of the host's working

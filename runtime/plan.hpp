@@ -42,6 +42,10 @@ struct CostModel {
   /// or written.
   double elementwise_alpha_s = 2e-6;
   double elementwise_s_per_byte = 1.0 / 8e9;
+  /// The same pass over data that stay in the caches (kCachedPassBytes read and written in all,
+  /// measured over and over): seconds per byte; 0 = the streaming rate. Adam's passes, which
+  /// the plan costs outside the step scale, run at the rate of their footprint (RankPlan).
+  double elementwise_cached_s_per_byte = 0;
   /// Gathering a batch's input rows (the producer's gather with the input dropout, from a
   /// feature matrix beyond the caches): seconds per row and per byte gathered.
   double gather_s_per_row = 0;
@@ -102,6 +106,16 @@ struct CostModel {
   /// Whether the link terms were measured (`mpiexec -n 2 halo calibrate`), not defaults.
   bool link_calibrated = false;
 };
+
+/// The footprint (bytes read and written) of the element-wise pass `halo calibrate` times for
+/// the in-cache rate, and of the one it times for the streaming rate: a pass over less than
+/// the first runs at the in-cache rate, over more than the second at the streaming one, and
+/// between the two at a rate interpolated linearly in log(footprint).
+inline constexpr double kCachedPassBytes = 8.0 * (1 << 17);     // 1 MiB
+inline constexpr double kStreamingPassBytes = 8.0 * (1 << 24);  // 128 MiB
+
+/// Seconds per byte of an element-wise pass whose data span `footprint` bytes.
+double elementwise_s_per_byte(const CostModel& m, double footprint);
 
 /// The calibration file's default place: $HALO_CALIBRATION, else <data dir>/calibration.json
 /// (the data directory of datasets::default_data_dir()).

@@ -172,6 +172,7 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   m.full_graph_message_s = 2e-5;
   m.mini_batch_message_s = 4e-5;
   m.mini_batch_fetch_row_s = 1.5e-7;
+  m.elementwise_cached_s_per_byte = 1.5e-11;
   const auto path = dir.path() / "c.json";
   write_cost_model(m, path);
   const CostModel r = read_cost_model(path);
@@ -195,6 +196,7 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   EXPECT_EQ(r.full_graph_message_s, 2e-5);
   EXPECT_EQ(r.mini_batch_message_s, 4e-5);
   EXPECT_EQ(r.mini_batch_fetch_row_s, 1.5e-7);
+  EXPECT_EQ(r.elementwise_cached_s_per_byte, 1.5e-11);
   EXPECT_TRUE(r.calibrated);
   EXPECT_TRUE(r.link_calibrated);
   std::ofstream(dir.path() / "bad.json") << "{\"format\": \"halo-calibration\", \"version\": 2}";
@@ -232,16 +234,22 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
       "expected an array at step.full_graph");
   refused(
       "old.json", [](json& j) { j["version"] = 1; }, "rerun halo calibrate");
-  // Files written before the gather and producer terms: two element-wise passes per gathered
-  // byte, the producer at its terms.
+  refused(
+      "cached.json", [](json& j) { j["elementwise"]["cached_s_per_byte"] = -1; },
+      "elementwise.cached_s_per_byte must be a finite number >= 0");
+  // Files written before the gather, producer and in-cache terms: two element-wise passes per
+  // gathered byte, the producer at its terms, the streaming rate everywhere.
   json old = json::parse(halo::testing::read_file(path));
   old.erase("gather");
+  old["elementwise"].erase("cached_s_per_byte");
   old["step"]["mini_batch"][0].erase("producer_scale");
   std::ofstream(dir.path() / "older.json") << old.dump();
   const CostModel o = read_cost_model(dir.path() / "older.json");
   EXPECT_EQ(o.gather_s_per_row, 0);
   EXPECT_EQ(o.gather_s_per_byte, 2 * m.elementwise_s_per_byte);
   EXPECT_EQ(o.mini_batch_steps[0].producer, 1);
+  EXPECT_EQ(o.elementwise_cached_s_per_byte, 0);
+  EXPECT_EQ(elementwise_s_per_byte(o, 1024), o.elementwise_s_per_byte);
   std::ofstream(dir.path() / "junk.json") << "not json";
   EXPECT_THROW(read_cost_model(dir.path() / "junk.json"), IoError);
 }
@@ -324,6 +332,69 @@ TEST(Plan, DenseProductsAreOutsideTheStepScale) {
     c.model.hidden *= 8;
     const RankPlan wide = at(1);
     EXPECT_GT(wide.dense_s / wide.compute_s, one.dense_s / one.compute_s);
+  }
+}
+
+// An element-wise pass runs at the in-cache rate up to the footprint that rate was measured
+// at, at the streaming rate from the streaming measurement's, linearly in log(footprint)
+// between; Adam's passes over the parameters (7 per parameter, 4 arrays) take the rate of
+// their footprint.
+TEST(Plan, SmallPassesRunAtTheInCacheRate) {
+  CostModel m;
+  m.elementwise_s_per_byte = 4e-11;
+  m.elementwise_cached_s_per_byte = 1e-11;
+  EXPECT_EQ(elementwise_s_per_byte(m, 1000), 1e-11);
+  EXPECT_EQ(elementwise_s_per_byte(m, kCachedPassBytes), 1e-11);
+  EXPECT_EQ(elementwise_s_per_byte(m, kStreamingPassBytes), 4e-11);
+  EXPECT_EQ(elementwise_s_per_byte(m, 1e12), 4e-11);
+  const double mid = std::sqrt(kCachedPassBytes * kStreamingPassBytes);
+  EXPECT_NEAR(elementwise_s_per_byte(m, mid), 2.5e-11, 1e-20);
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 1);
+  TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
+  CostModel only_ew;  // nothing costs time but the element-wise bytes
+  only_ew.gemm_alpha_s = only_ew.gemm_s_per_flop = only_ew.elementwise_alpha_s = 0;
+  only_ew.elementwise_s_per_byte = 4e-11;
+  const Plan streaming = make_plan(in, c, only_ew, "cpu", 1);
+  only_ew.elementwise_cached_s_per_byte = 1e-11;
+  const Plan cached = make_plan(in, c, only_ew, "cpu", 1);
+  const double p = static_cast<double>(streaming.parameters), bytes = 4 * p;
+  ASSERT_LT(4 * bytes, kCachedPassBytes);  // 128 -> 16 -> 40: the parameters fit
+  EXPECT_NEAR(streaming.per_rank[0].dense_s - cached.per_rank[0].dense_s,
+              7 * bytes * (4e-11 - 1e-11), 1e-15);
+}
+
+// A batch's input rows are dropped as the producer gathers them: the training step has no
+// pass over the input (the element-wise bytes of a mini-batch step do not grow with the input
+// width), where a full-graph step drops its input itself.
+TEST(Plan, SampledInputIsDroppedInTheGather) {
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 1);
+  CostModel only_ew;
+  only_ew.gemm_alpha_s = only_ew.gemm_s_per_flop = only_ew.spmm_alpha_s = 0;
+  only_ew.spmm_s_per_edge = only_ew.spmm_s_per_byte = only_ew.elementwise_alpha_s = 0;
+  for (const bool mini : {false, true}) {
+    TrainConfig c = config_for(mini ? nn::ModelKind::Sage : nn::ModelKind::Gcn, 0, 1);
+    if (mini) {
+      MiniBatchConfig mb;
+      mb.batch_size = 256;
+      mb.fanouts = {5, 5};
+      c.mini_batch = mb;
+    }
+    auto layers_s = [&](std::int64_t features) {
+      in.graph.num_features = features;
+      const RankPlan r = make_plan(in, c, only_ew, "cpu", 1).per_rank[0];
+      return r.compute_s - r.dense_s;  // without Adam, whose parameters grow with the width
+    };
+    const double narrow = layers_s(128), wide = layers_s(1024);
+    SCOPED_TRACE(mini ? "mini-batch" : "full graph");
+    ASSERT_GT(narrow, 0);
+    if (mini)
+      EXPECT_NEAR(wide, narrow, 1e-12 * narrow);
+    else
+      EXPECT_GT(wide, narrow + 1e-3);  // 2 x 4 bytes x 896 more features x 1 Mi rows, at 8 GB/s
   }
 }
 
