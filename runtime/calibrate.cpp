@@ -397,9 +397,10 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
           point(f, f.modelled > 0 ? std::max(0.0, f.measured) / f.modelled : 1.0));
     }
     // Mini-batch: measured = scale x modelled + batches x batch_alpha + epoch_alpha, solved
-    // from batches of 1024, 128 and 32 seeds on the small graph (three equations); a term that
-    // noise makes negative is dropped and the rest solved again. The larger graphs' scales then
-    // with those fixed costs (batches of 1024, one epoch).
+    // from batches of 1024, 128 and 32 seeds on the smallest graph (three equations; epochs of
+    // a few batches, as on small graphs such as Cora, where the fixed costs weigh most); a term
+    // that noise makes negative is dropped and the rest solved again. The larger graphs'
+    // scales then with those fixed costs (batches of 1024, one epoch).
     TrainConfig mini;
     mini.model.kind = nn::ModelKind::Sage;
     MiniBatchConfig mb;
@@ -408,7 +409,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     std::vector<Fit> fits;
     for (const std::int64_t batch : {1024, 128, 32}) {
       mini.mini_batch->batch_size = batch;
-      fits.push_back(run_step(c.rmat_scale, mini, batch == 1024 ? 3 : 2));
+      fits.push_back(run_step(scales.front(), mini, batch == 1024 ? 3 : 2));
     }
     // Least squares over the fits for the unknowns kept (x: scale, batch, epoch).
     auto solve = [&](bool use_batch, bool use_epoch) {
@@ -435,7 +436,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     m.mini_batch_steps = {point(fits[0], x[0])};
     mini.mini_batch->batch_size = 1024;
     for (const int s : scales) {
-      if (s <= c.rmat_scale) continue;
+      if (s == scales.front()) continue;
       const Fit f = run_step(s, mini, 1);
       const double fixed = f.batches * x[1] + x[2];
       m.mini_batch_steps.push_back(
