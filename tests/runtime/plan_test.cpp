@@ -302,6 +302,18 @@ TEST(Plan, StepScaleFollowsTheWorkingSet) {
   EXPECT_GT(shared, make_plan(in, c, m, "cpu", 1).per_rank.front().step_scale);
 }
 
+/// GCN on the full graph, or SAGE mini-batch (batches of 256, fan-outs 5,5).
+TrainConfig mode_config(bool mini) {
+  TrainConfig c = config_for(mini ? nn::ModelKind::Sage : nn::ModelKind::Gcn, 0, 1);
+  if (mini) {
+    MiniBatchConfig mb;
+    mb.batch_size = 256;
+    mb.fanouts = {5, 5};
+    c.mini_batch = mb;
+  }
+  return c;
+}
+
 // The step scale multiplies the graph's terms, not the dense products and Adam: doubling the
 // scale adds (compute - dense) once, full graph and mini-batch; wider layers make more of the
 // step dense.
@@ -310,13 +322,7 @@ TEST(Plan, DenseProductsAreOutsideTheStepScale) {
   in.graph = big_graph();
   in.parts = estimate_parts(in.graph, 1);
   for (const bool mini : {false, true}) {
-    TrainConfig c = config_for(mini ? nn::ModelKind::Sage : nn::ModelKind::Gcn, 0, 1);
-    if (mini) {
-      MiniBatchConfig mb;
-      mb.batch_size = 256;
-      mb.fanouts = {5, 5};
-      c.mini_batch = mb;
-    }
+    TrainConfig c = mode_config(mini);
     CostModel m;
     auto at = [&](double scale) {
       (mini ? m.mini_batch_steps : m.full_graph_steps) = {{1, scale}};
@@ -376,13 +382,7 @@ TEST(Plan, SampledInputIsDroppedInTheGather) {
   only_ew.gemm_alpha_s = only_ew.gemm_s_per_flop = only_ew.spmm_alpha_s = 0;
   only_ew.spmm_s_per_edge = only_ew.spmm_s_per_byte = only_ew.elementwise_alpha_s = 0;
   for (const bool mini : {false, true}) {
-    TrainConfig c = config_for(mini ? nn::ModelKind::Sage : nn::ModelKind::Gcn, 0, 1);
-    if (mini) {
-      MiniBatchConfig mb;
-      mb.batch_size = 256;
-      mb.fanouts = {5, 5};
-      c.mini_batch = mb;
-    }
+    TrainConfig c = mode_config(mini);
     auto layers_s = [&](std::int64_t features) {
       in.graph.num_features = features;
       const RankPlan r = make_plan(in, c, only_ew, "cpu", 1).per_rank[0];
