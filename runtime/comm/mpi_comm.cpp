@@ -121,7 +121,7 @@ class MpiComm final : public Comm {
   kernels::Device memory_device() const override { return kernels::Device::Cpu; }
   void barrier() override {
     MPI_Request r;
-    check(MPI_Ibarrier(m_comm, &r), "MPI_Ibarrier");
+    check(MPI_Ibarrier(m_comm, &r), "MPI_Barrier");
     complete(r, "MPI_Barrier");
   }
   void broadcast(void* data, std::size_t bytes, int root) override {
