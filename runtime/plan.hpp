@@ -64,9 +64,10 @@ struct CostModel {
   /// them, the machine's sharing). Scales the compute terms but the dense products and Adam
   /// (costed as measured: RankPlan::dense_s); the mini-batch producer has its own scale
   /// (StepScalePoint::producer). The working-set rule: one point per calibration graph, of
-  /// growing size (R-MAT scales 12, 14, 16, 18 and 19 by default, for both modes); a rank's scale is interpolated linearly in log(working set) between the two
-  /// points around its working set (RankPlan::working_set_bytes) and held at the first or last
-  /// point's outside them (docs/scheduler.md). No points: 1 (uncalibrated).
+  /// growing size (R-MAT scales 12, 14, 16, 18 and 19 by default, for both modes); a rank's scale
+  /// is interpolated linearly in log(working set) between the two points around its working set
+  /// (RankPlan::working_set_bytes) and held at the first or last point's outside them
+  /// (docs/scheduler.md). No points: 1 (uncalibrated).
   std::vector<StepScalePoint> full_graph_steps;
   std::vector<StepScalePoint> mini_batch_steps;
   /// Mini-batch: seconds per batch the kernel terms leave out (the producer thread's hand-over,
