@@ -226,23 +226,19 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     m.spmm_s_per_byte = std::max(0.0, (t64 - t1) / (e * 63 * 4));
     m.spmm_s_per_edge = std::max(0.0, (t1 - m.spmm_alpha_s) / e - 4 * m.spmm_s_per_byte);
   }
-  // Element-wise passes.
+  // Element-wise passes: ReLU over 16 floats (the call), over kStreamingPassBytes moved
+  // (beyond the caches) and over kCachedPassBytes moved, over and over (in them).
   {
-    const auto count = static_cast<std::int64_t>(kStreamingPassBytes / 8);
-    Tensor<float> x = filled(res, count, 1, -0.5f), y(res, count, 1);
-    const double s =
-        mean_seconds(r, c.rounds, [&] { kernels::relu<float>(res, x.span(), y.span()); });
-    Tensor<float> tx = filled(res, 16, 1, -0.5f), ty(res, 16, 1);
-    m.elementwise_alpha_s =
-        mean_seconds(r, c.rounds, [&] { kernels::relu<float>(res, tx.span(), ty.span()); });
+    auto relu_s = [&](double bytes_moved) {
+      const auto count = static_cast<std::int64_t>(bytes_moved / 8);
+      Tensor<float> x = filled(res, count, 1, -0.5f), y(res, count, 1);
+      return mean_seconds(r, c.rounds, [&] { kernels::relu<float>(res, x.span(), y.span()); });
+    };
+    m.elementwise_alpha_s = relu_s(8 * 16);
     m.elementwise_s_per_byte =
-        std::max(0.0, s - m.elementwise_alpha_s) / (8.0 * static_cast<double>(count));
-    // In the caches: kCachedPassBytes read and written, over and over.
-    const auto small = static_cast<std::int64_t>(kCachedPassBytes / 8);
-    Tensor<float> cx = filled(res, small, 1, -0.5f), cy(res, small, 1);
-    const double sc =
-        mean_seconds(r, c.rounds, [&] { kernels::relu<float>(res, cx.span(), cy.span()); });
-    m.elementwise_cached_s_per_byte = std::max(0.0, sc - m.elementwise_alpha_s) / kCachedPassBytes;
+        std::max(0.0, relu_s(kStreamingPassBytes) - m.elementwise_alpha_s) / kStreamingPassBytes;
+    m.elementwise_cached_s_per_byte =
+        std::max(0.0, relu_s(kCachedPassBytes) - m.elementwise_alpha_s) / kCachedPassBytes;
   }
   // The sampler.
   {
@@ -435,9 +431,8 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     m.epoch_alpha_s = x[2];
     m.mini_batch_steps = {point(fits[0], x[0])};
     mini.mini_batch->batch_size = 1024;
-    for (const int s : scales) {
-      if (s == scales.front()) continue;
-      const Fit f = run_step(s, mini, 1);
+    for (std::size_t i = 1; i < scales.size(); ++i) {
+      const Fit f = run_step(scales[i], mini, 1);
       const double fixed = f.batches * x[1] + x[2];
       m.mini_batch_steps.push_back(
           point(f, f.modelled > 0 ? std::max(0.0, f.measured - fixed) / f.modelled : x[0]));

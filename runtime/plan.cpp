@@ -243,6 +243,13 @@ std::vector<StepScalePoint> read_points(const json& j, const char* key, const st
 }  // namespace
 
 namespace {
+/// y0 at x <= x0, y1 at x >= x1, linear in log(x) between (0 < x0 < x1).
+double log_lerp(double x, double x0, double y0, double x1, double y1) {
+  if (x <= x0) return y0;
+  if (x >= x1) return y1;
+  return y0 + std::log(x / x0) / std::log(x1 / x0) * (y1 - y0);
+}
+
 /// The working-set rule over `field` of the points: log-linear in the working set between two.
 double interpolate(const std::vector<StepScalePoint>& pts, double working_set,
                    double StepScalePoint::*field) {
@@ -252,8 +259,8 @@ double interpolate(const std::vector<StepScalePoint>& pts, double working_set,
     const auto w0 = static_cast<double>(pts[i - 1].working_set_bytes);
     const auto w1 = static_cast<double>(pts[i].working_set_bytes);
     if (working_set >= w1) continue;
-    const double t = w0 > 0 && w1 > w0 ? std::log(working_set / w0) / std::log(w1 / w0) : 1;
-    return pts[i - 1].*field + t * (pts[i].*field - pts[i - 1].*field);
+    if (w0 <= 0) return pts[i].*field;
+    return log_lerp(working_set, w0, pts[i - 1].*field, w1, pts[i].*field);
   }
   return pts.back().*field;
 }
@@ -276,11 +283,8 @@ std::filesystem::path default_calibration_path() {
 double elementwise_s_per_byte(const CostModel& m, double footprint) {
   const double cached = m.elementwise_cached_s_per_byte > 0 ? m.elementwise_cached_s_per_byte
                                                             : m.elementwise_s_per_byte;
-  if (footprint <= kCachedPassBytes) return cached;
-  if (footprint >= kStreamingPassBytes) return m.elementwise_s_per_byte;
-  const double t =
-      std::log(footprint / kCachedPassBytes) / std::log(kStreamingPassBytes / kCachedPassBytes);
-  return cached + t * (m.elementwise_s_per_byte - cached);
+  return log_lerp(footprint, kCachedPassBytes, cached, kStreamingPassBytes,
+                  m.elementwise_s_per_byte);
 }
 
 void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
@@ -336,6 +340,10 @@ CostModel read_cost_model(const std::filesystem::path& path) {
       throw IoError(where + ": " + group + "." + key + " must be a finite number >= 0");
     return v;
   };
+  // A key files written before it lack (they read as `fallback`).
+  auto opt = [&](const char* group, const char* key, double fallback) {
+    return j.contains(group) && j[group].contains(key) ? num(group, key) : fallback;
+  };
   if (j.value("format", std::string()) != "halo-calibration")
     throw IoError(where + ": expected \"format\": \"halo-calibration\"");
   const int version =
@@ -352,9 +360,8 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   m.spmm_s_per_byte = num("spmm", "s_per_byte");
   m.elementwise_alpha_s = num("elementwise", "alpha_s");
   m.elementwise_s_per_byte = num("elementwise", "s_per_byte");
-  // cached_s_per_byte: optional (files written before it: the streaming rate everywhere).
-  m.elementwise_cached_s_per_byte =
-      j["elementwise"].contains("cached_s_per_byte") ? num("elementwise", "cached_s_per_byte") : 0;
+  // Optional: files written before it have the streaming rate everywhere.
+  m.elementwise_cached_s_per_byte = opt("elementwise", "cached_s_per_byte", 0);
   // gather: optional (files written before it: two element-wise passes over the rows' bytes).
   m.gather_s_per_row = j.contains("gather") ? num("gather", "s_per_row") : 0;
   m.gather_s_per_byte =
@@ -366,9 +373,6 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   m.disk_s_per_byte = num("disk", "s_per_byte");
   // The per-batch terms and the in-step message latency: optional (files written before them
   // read as none and the ping-pong's latency).
-  auto opt = [&](const char* group, const char* key, double fallback) {
-    return j.contains(group) && j[group].contains(key) ? num(group, key) : fallback;
-  };
   m.full_graph_steps = read_points(j, "full_graph", where);
   m.mini_batch_steps = read_points(j, "mini_batch", where);
   m.batch_alpha_s = opt("step", "batch_alpha_s", 0);
