@@ -525,6 +525,7 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
   // The plan's epoch is linear in the message latency x once the exchange is exposed: two
   // latencies large enough for that give its slope (messages) and intercept; the measured
   // epoch's excess over the intercept, per message, is the fitted latency.
+  double fetch_row_s = 0;  // mini-batch: measured before the latency is fitted
   auto fit_message = [&](const std::filesystem::path& dir, TrainConfig config, int epochs) {
     config.epochs = epochs;
     config.model.hidden = 16;
@@ -533,7 +534,8 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
     auto plan_at = [&](double x) {
       CostModel p = m;
       p.host_cores = host_cores;
-      p.full_graph_message_s = p.mini_batch_message_s = x;
+      p.transport_s_per_byte = m.link_s_per_byte;  // as halo plan charges it by default
+      p.collectives = {{comm.size(), x, x, fetch_row_s}};
       return make_plan(in, config, p, "cpu", res.cpu_exec().num_threads).epoch_seconds;
     };
     const double x1 = 1e-3, x2 = 2e-3, y1 = plan_at(x1), y2 = plan_at(x2);
@@ -566,15 +568,23 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
   const std::filesystem::path large = write_parts(std::min(c.rmat_scale + 1, c.large_rmat_scale));
   TrainConfig full;
   full.model.kind = nn::ModelKind::Gcn;
-  m.full_graph_message_s = fit_message(small, full, 40);
+  CollectiveCosts fitted;
+  fitted.ranks = comm.size();
+  fitted.full_graph_message_s = fit_message(small, full, 40);
   TrainConfig mini;
   mini.model.kind = nn::ModelKind::Sage;
   MiniBatchConfig mb;
   mb.fanouts = {10, 5};
   mb.batch_size = 1024;
   mini.mini_batch = mb;
-  m.mini_batch_fetch_row_s = fetch_row_cost(large, mini, 4);
-  m.mini_batch_message_s = fit_message(large, mini, 10);
+  fitted.mini_batch_fetch_row_s = fetch_row_s = fetch_row_cost(large, mini, 4);
+  fitted.mini_batch_message_s = fit_message(large, mini, 10);
+  // This rank count's entry, beside (or in place of) the other counts' calibrated before.
+  std::erase_if(m.collectives, [&](const CollectiveCosts& e) { return e.ranks == fitted.ranks; });
+  m.collectives.insert(
+      std::find_if(m.collectives.begin(), m.collectives.end(),
+                   [&](const CollectiveCosts& e) { return e.ranks > fitted.ranks; }),
+      fitted);
   comm.barrier();
   if (rank == 0) {
     std::filesystem::remove_all(small);

@@ -44,17 +44,18 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
 /// The link terms between ranks 0 and 1 of `comm` (collective; at least 2 ranks): ping-pong of
 /// 8-byte and 1 MiB messages (30 x repeats round trips each, the median round trip: a rank
 /// descheduled by another process must not count as the link), alpha = half the small round
-/// trip, beta = the large one's extra half round trip per byte. Then the in-step message latency
-/// (full_graph_message_s, mini_batch_message_s): short Trainer runs on all ranks of `comm` over a
-/// METIS partition of generated R-MAT graphs (16 features; GCN full graph on scale 12, SAGE
-/// mini-batch with batches of 1024 on config.rmat_scale + 1; config.rounds runs each, the
-/// median), measured epoch minus the plan's epoch without message latency, per message the plan
-/// counts; before the mini-batch latency, mini_batch_fetch_row_s from one 4-epoch run on the same
-/// graph (fetch time per remote row fetched). The plans assume the cores the ranks share (the
-/// union of their CPU affinities).
-/// Written under `scratch_dir` and removed. Also what an MPI rank adds to the resident set
-/// (mpi_rank_extra_bytes: this process's resident set minus base.process_base_bytes, which must
-/// come from a one-process calibration). Returns `base` with those terms replaced.
+/// trip, beta = the large one's extra half round trip per byte. Then the collectives' entry for
+/// comm.size() ranks (CostModel::collectives; other rank counts' entries are kept): the in-step
+/// message latency (full_graph_message_s, mini_batch_message_s) from short Trainer runs on all
+/// ranks of `comm` over a METIS partition of generated R-MAT graphs (16 features; GCN full graph on
+/// scale 12, SAGE mini-batch with batches of 1024 on config.rmat_scale + 1; config.rounds runs
+/// each, the median), measured epoch minus the plan's epoch without message latency, per message
+/// the plan counts; before the mini-batch latency, mini_batch_fetch_row_s from one 4-epoch run on
+/// the same graph (fetch time per remote row fetched). The plans assume the cores the ranks share
+/// (the union of their CPU affinities). Written under `scratch_dir` and removed. Also what an MPI
+/// rank adds to the resident set (mpi_rank_extra_bytes: this process's resident set minus
+/// base.process_base_bytes, which must come from a one-process calibration). Returns `base` with
+/// those terms replaced.
 CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const CalibrateConfig& config,
                          const std::filesystem::path& scratch_dir, CostModel base);
 

@@ -19,9 +19,9 @@ namespace {
 using nlohmann::json;
 
 /// 2: the working-set rule as a list of points (step.full_graph, step.mini_batch).
-constexpr int kCalibrationVersion = 2;
-constexpr std::int64_t kF = 4;  // bytes of a float, of a 32-bit id
-constexpr std::int64_t kI = 8;  // bytes of a 64-bit offset
+constexpr int kCalibrationVersion = 3;  // 3: collective per rank count
+constexpr std::int64_t kF = 4;          // bytes of a float, of a 32-bit id
+constexpr std::int64_t kI = 8;          // bytes of a 64-bit offset
 
 std::int64_t as_bytes(double v) { return static_cast<std::int64_t>(std::ceil(v)); }
 
@@ -194,13 +194,6 @@ DegreeRows degree_rows(const GraphCounts& g) {
   return r;
 }
 
-/// Ring all-reduce of `bytes` over `p` ranks: 2 (P - 1) messages of bytes / P each, each
-/// costing `alpha` (the in-step message latency) plus its bytes over the link.
-double allreduce_s(const CostModel& m, double alpha, double bytes, int p) {
-  if (p <= 1) return 0;
-  return 2.0 * (p - 1) * (alpha + m.link_s_per_byte * bytes / p);
-}
-
 json points_json(const std::vector<StepScalePoint>& pts, bool producer) {
   json a = json::array();
   for (const StepScalePoint& p : pts) {
@@ -240,7 +233,64 @@ std::vector<StepScalePoint> read_points(const json& j, const char* key, const st
   return pts;
 }
 
+json collectives_json(const std::vector<CollectiveCosts>& cs) {
+  json a = json::array();
+  for (const CollectiveCosts& c : cs)
+    a.push_back({{"ranks", c.ranks},
+                 {"full_graph_message_s", c.full_graph_message_s},
+                 {"mini_batch_message_s", c.mini_batch_message_s},
+                 {"mini_batch_fetch_row_s", c.mini_batch_fetch_row_s}});
+  return a;
+}
+
+/// collective: one entry per rank count calibrated, in growing ranks (none: a one-process
+/// calibration).
+std::vector<CollectiveCosts> read_collectives(const json& j, const std::string& where) {
+  std::vector<CollectiveCosts> cs;
+  if (!j.contains("collective")) return cs;
+  if (!j["collective"].is_array()) throw IoError(where + ": expected an array at collective");
+  for (const json& e : j["collective"]) {
+    const std::string name = "collective[" + std::to_string(cs.size()) + "]";
+    if (!e.is_object() || !e.contains("ranks") || !e["ranks"].is_number_integer() ||
+        e["ranks"].get<int>() < 2 || (!cs.empty() && e["ranks"].get<int>() <= cs.back().ranks))
+      throw IoError(where + ": expected \"ranks\": integer >= 2, growing, at " + name);
+    CollectiveCosts c;
+    c.ranks = e["ranks"].get<int>();
+    for (auto [key, field] : {std::pair{"full_graph_message_s", &c.full_graph_message_s},
+                              std::pair{"mini_batch_message_s", &c.mini_batch_message_s},
+                              std::pair{"mini_batch_fetch_row_s", &c.mini_batch_fetch_row_s}}) {
+      if (!e.contains(key) || !e[key].is_number() || !std::isfinite(e[key].get<double>()) ||
+          e[key].get<double>() < 0)
+        throw IoError(where + ": expected \"" + key + "\": number >= 0 at " + name);
+      *field = e[key].get<double>();
+    }
+    cs.push_back(c);
+  }
+  return cs;
+}
+
 }  // namespace
+
+/// The gradient all-reduce of `bytes` over `ranks` as MPICH schedules it
+/// (MPIR_Iallreduce_intra_sched_auto), every message costing `alpha` (the in-step message
+/// latency) plus its bytes over the link: up to kShortAllreduceBytes, recursive doubling
+/// (log2 p' rounds of the whole message, p' the largest power of two <= ranks); above,
+/// Rabenseifner's reduce-scatter by recursive halving and all-gather by recursive doubling
+/// (2 log2 p' rounds moving 2 (p' - 1) / p' of the bytes). When ranks is not a power of two,
+/// the ranks - p' extra ones first hand their data to a partner and get the result back after: two
+/// more whole-message rounds.
+double allreduce_s(const CostModel& m, double alpha, double bytes, int ranks) {
+  if (ranks <= 1) return 0;
+  int pof2 = 1, rounds = 0;
+  while (2 * pof2 <= ranks) {
+    pof2 *= 2;
+    ++rounds;
+  }
+  const double whole = alpha + m.link_s_per_byte * bytes;
+  const double fold = pof2 < ranks ? 2 * whole : 0;
+  if (bytes <= kShortAllreduceBytes) return rounds * whole + fold;
+  return 2.0 * rounds * alpha + 2.0 * (pof2 - 1) / pof2 * m.link_s_per_byte * bytes + fold;
+}
 
 namespace {
 /// y0 at x <= x0, y1 at x >= x1, linear in log(x) between (0 < x0 < x1).
@@ -265,6 +315,24 @@ double interpolate(const std::vector<StepScalePoint>& pts, double working_set,
   return pts.back().*field;
 }
 }  // namespace
+
+CollectiveCosts CostModel::collective_at(int ranks) const {
+  CollectiveCosts c;
+  c.ranks = ranks;
+  if (collectives.empty()) return c;
+  // The first entry at or above `ranks` and the one before it; the first or the last alone
+  // outside them.
+  std::size_t h = 0;
+  while (h + 1 < collectives.size() && collectives[h].ranks < ranks) ++h;
+  const CollectiveCosts& hi = collectives[h];
+  const CollectiveCosts& lo = h > 0 && hi.ranks >= ranks ? collectives[h - 1] : hi;
+  const auto r = static_cast<double>(ranks);
+  for (double CollectiveCosts::*f :
+       {&CollectiveCosts::full_graph_message_s, &CollectiveCosts::mini_batch_message_s,
+        &CollectiveCosts::mini_batch_fetch_row_s})
+    c.*f = lo.ranks == hi.ranks ? lo.*f : log_lerp(r, lo.ranks, lo.*f, hi.ranks, hi.*f);
+  return c;
+}
 
 double step_scale(const CostModel& m, bool mini, double working_set) {
   return interpolate(mini ? m.mini_batch_steps : m.full_graph_steps, working_set,
@@ -314,10 +382,7 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
         {"mini_batch", points_json(m.mini_batch_steps, true)},
         {"batch_alpha_s", m.batch_alpha_s},
         {"epoch_alpha_s", m.epoch_alpha_s}}},
-      {"collective",
-       {{"full_graph_message_s", m.full_graph_message_s},
-        {"mini_batch_message_s", m.mini_batch_message_s},
-        {"mini_batch_fetch_row_s", m.mini_batch_fetch_row_s}}},
+      {"collective", collectives_json(m.collectives)},
       {"memory",
        {{"process_base_bytes", m.process_base_bytes},
         {"mpi_rank_extra_bytes", m.mpi_rank_extra_bytes}}}};
@@ -377,9 +442,7 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   m.mini_batch_steps = read_points(j, "mini_batch", where);
   m.batch_alpha_s = opt("step", "batch_alpha_s", 0);
   m.epoch_alpha_s = opt("step", "epoch_alpha_s", 0);
-  m.full_graph_message_s = opt("collective", "full_graph_message_s", 0);
-  m.mini_batch_message_s = opt("collective", "mini_batch_message_s", 0);
-  m.mini_batch_fetch_row_s = opt("collective", "mini_batch_fetch_row_s", 0);
+  m.collectives = read_collectives(j, where);
   m.process_base_bytes = static_cast<std::int64_t>(num("memory", "process_base_bytes"));
   m.mpi_rank_extra_bytes = static_cast<std::int64_t>(num("memory", "mpi_rank_extra_bytes"));
   m.threads = j.value("threads", 0);
@@ -681,7 +744,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const double scale = step_scale(m, mini, host_working_set);
     rp.step_scale = scale;
     // The latency of a message inside a step (fitted on distributed runs), else the link's.
-    const double fitted_alpha = mini ? m.mini_batch_message_s : m.full_graph_message_s;
+    const CollectiveCosts collective = m.collective_at(ranks);
+    const double fitted_alpha =
+        mini ? collective.mini_batch_message_s : collective.full_graph_message_s;
     const double msg_alpha = fitted_alpha > 0 ? fitted_alpha : m.link_alpha_s;
     // Ranks sharing fewer cores than they have threads run their compute that much slower.
     const double share =
@@ -723,7 +788,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         rp.feature_fetch_bytes = as_bytes(steps * rows * kF * (2.0 + g.num_features));
         // One all-to-all of requests and one of rows per batch, plus the sampler's per hop.
         const double msgs = steps * (2.0 + 2.0 * config.model.num_layers) * (ranks - 1);
-        rp.exchange_s = msgs * msg_alpha + steps * rows * m.mini_batch_fetch_row_s +
+        rp.exchange_s = msgs * msg_alpha + steps * rows * collective.mini_batch_fetch_row_s +
                         m.link_s_per_byte * static_cast<double>(rp.feature_fetch_bytes);
       }
       // The producer thread (--prefetch >= 1, CPU) samples, gathers and fetches batch b + 1
@@ -752,6 +817,17 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       // the rows travel.
       const double inner = config.overlap ? share * scale * step.aggregation_s : 0;
       rp.exposed_exchange_s = std::max(0.0, rp.exchange_s - inner);
+    }
+    // Where the ranks' threads fill the host's cores, the transport's own CPU work (copying
+    // every byte sent and received) runs on cores that are computing: it cannot hide, and
+    // takes the share of a core the rank gets.
+    const bool cores_full =
+        m.host_cores > 0 && static_cast<double>(ranks) * std::max(1, threads) >= m.host_cores;
+    if (ranks > 1 && cores_full) {
+      const double transport = share * m.transport_s_per_byte *
+                               static_cast<double>(rp.halo_exchange_bytes + rp.feature_fetch_bytes);
+      rp.exchange_s = std::max(rp.exchange_s, transport);
+      rp.exposed_exchange_s = std::max(rp.exposed_exchange_s, transport);
     }
     if (ranks > 1) {
       rp.allreduce_bytes = as_bytes(steps * 2.0 * (ranks - 1) / ranks * (param_bytes + 8));

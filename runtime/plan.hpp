@@ -26,6 +26,23 @@ struct StepScalePoint {
   double producer = 1;
 };
 
+/// What the collectives inside a training step cost with `ranks` ranks on this host, fitted by
+/// `mpiexec -n <ranks> halo calibrate` on short distributed runs of the Trainer on a generated
+/// graph. The latencies carry what the ping-pong alone does not (ranks and producer threads
+/// sharing the cores: with more ranks than cores, a message waits for its peer to get one).
+struct CollectiveCosts {
+  int ranks = 2;
+  /// Latency of one message of a collective inside a step (full graph: the halo exchange and
+  /// the all-reduce; mini-batch: also the sampler's and the fetches' all-to-alls); 0 = the
+  /// ping-pong's (link_alpha_s).
+  double full_graph_message_s = 0;
+  double mini_batch_message_s = 0;
+  /// Mini-batch: seconds per remote input row a batch fetches, besides its bytes on the link
+  /// (the owners' id lookups, gathering, packing and unpacking), from the fetch time and rows
+  /// of the same runs; 0 = none.
+  double mini_batch_fetch_row_s = 0;
+};
+
 /// The measured costs of this machine (`halo calibrate`, docs/scheduler.md). Every term is
 /// seconds = alpha + beta x work; the defaults are conservative guesses, used (and reported as
 /// "uncalibrated") when no calibration file exists.
@@ -77,23 +94,23 @@ struct CostModel {
   /// Mini-batch: seconds per epoch the kernel terms leave out (the producer thread's start and
   /// join; the pipeline's fill and drain are modelled).
   double epoch_alpha_s = 0;
-  /// Latency of one message of a collective inside a training step with several ranks (full
-  /// graph: halo exchange and all-reduce; mini-batch: also the sampler's and the fetches'
-  /// all-to-alls), fitted by `mpiexec -n 2 halo calibrate` on short distributed runs of the
-  /// Trainer on a generated graph. It carries what the ping-pong alone does not (ranks and
-  /// producer threads sharing cores); 0 = link_alpha_s.
-  double full_graph_message_s = 0;
-  double mini_batch_message_s = 0;
-  /// Mini-batch with several ranks: seconds per remote input row a batch fetches, besides its
-  /// bytes on the link (the owners' id lookups, gathering, packing and unpacking), measured
-  /// from the fetch time and rows of a 2-rank run on the graph mini_batch_message_s is fitted
-  /// on; 0 = none.
-  double mini_batch_fetch_row_s = 0;
+  /// The collectives inside a training step with several ranks, per number of ranks on this
+  /// host, in growing ranks (`mpiexec -n R halo calibrate` fits the entry for R); empty: the
+  /// ping-pong's latency and no per-row cost. collective_at(ranks) reads them.
+  std::vector<CollectiveCosts> collectives;
+  /// The entry for `ranks`; between two entries each cost log-linear in the ranks, outside
+  /// them the nearest entry's; {ranks} with no costs when there are none.
+  CollectiveCosts collective_at(int ranks) const;
   /// Cores all ranks share (emulated hosts on one machine; `halo plan --host-cores`, not
   /// calibrated): the compute and sampling terms are multiplied by
   /// max(1, ranks x threads / host_cores), and the mini-batch producer threads overlap the
   /// training threads only if ranks x (threads + 1) <= host_cores. 0: every thread has a core.
   int host_cores = 0;
+  /// With host_cores: CPU seconds the host's cores spend per message byte (the transport's
+  /// copies; `halo plan`: the calibrated link's rate or --host-transport-gbps, not calibrated
+  /// apart). Where the ranks' threads fill the cores (ranks x threads >= host_cores) that work
+  /// runs on cores that compute: the exposed exchange is at least share x bytes x this.
+  double transport_s_per_byte = 0;
   /// Resident set of a `halo` process before it loads data (libraries, thread stacks), and
   /// what an MPI rank adds to it.
   std::int64_t process_base_bytes = 48ll << 20;
@@ -113,6 +130,14 @@ struct CostModel {
 /// between the two at a rate interpolated linearly in log(footprint).
 inline constexpr double kCachedPassBytes = 8.0 * (1 << 17);     // 1 MiB
 inline constexpr double kStreamingPassBytes = 8.0 * (1 << 24);  // 128 MiB
+
+/// MPICH's all-reduce runs recursive doubling up to this many bytes and Rabenseifner's
+/// reduce-scatter + all-gather above (MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE's default).
+inline constexpr double kShortAllreduceBytes = 2048;
+
+/// Seconds of one all-reduce of `bytes` over `ranks`, messages costing `alpha` each plus their
+/// bytes over the link (m.link_s_per_byte), as MPICH schedules it (plan.cpp).
+double allreduce_s(const CostModel& m, double alpha, double bytes, int ranks);
 
 /// Seconds per byte of an element-wise pass whose data span `footprint` bytes.
 double elementwise_s_per_byte(const CostModel& m, double footprint);

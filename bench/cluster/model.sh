@@ -13,8 +13,10 @@
 # the same partition (rebuilt with run.sh's data flags), model flags and link (the profile's
 # measured TCP throughput and round trip / 2 from links.csv, as --link-gbps and
 # --link-latency-us), with --host-cores set to this machine's cores (the emulated hosts share
-# them). The costs come from FILE (default: a fresh `halo calibrate` and `mpiexec -n 2 halo
-# calibrate` on this machine, R-MAT graphs only: nothing is fitted on the cluster's runs).
+# them) and --host-transport-gbps to the fastest profile's throughput (the unshaped link's TCP,
+# bound by those cores). The costs come from FILE (default: a fresh `halo calibrate` and
+# `mpiexec -n 2` and `-n 4 halo calibrate` on this machine, R-MAT graphs only: nothing is fitted
+# on the cluster's runs).
 # Writes DIR/model.csv (study, profile, ranks, variant, measured, predicted, ratio, within 20 %).
 #
 # --extrapolate SCALES: METIS partitions of R-MAT graphs at those scales (degree 8, 16 features)
@@ -33,7 +35,7 @@ while [ $# -gt 0 ]; do
     --extrapolate) scales=${2:?}; shift ;;
     --parts-dir) partdir=${2:?}; shift ;;
     --parts) plist=${2:?}; shift ;;
-    -h | --help) sed -n 2,24p "$0"; exit 0 ;;
+    -h | --help) sed -n 2,27p "$0"; exit 0 ;;
     -*) echo "bench/cluster/model.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) if [ -z "$dir" ]; then dir=$1; else build=$1; fi ;;
   esac
@@ -54,7 +56,11 @@ export OMP_NUM_THREADS=1
 if [ -z "$cal" ]; then
   cal=$work/calibration.json
   "$halo" calibrate --threads 1 --output "$cal" > "$work/calibrate.log" 2>&1
-  mpiexec.mpich --bind-to core -n 2 "$halo" calibrate --threads 1 --output "$cal" >> "$work/calibrate.log" 2>&1
+  # The in-step collectives at both rank counts of the study (its P = 4 hosts share the two
+  # cores four ways): the plan takes the entry for its ranks.
+  for n in 2 4; do
+    mpiexec.mpich --bind-to core -n "$n" "$halo" calibrate --threads 1 --output "$cal" >> "$work/calibrate.log" 2>&1
+  done
   grep "^halo calibrate:" "$work/calibrate.log" | sed 's/^/model.sh: /' >&2
 fi
 cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
@@ -67,6 +73,9 @@ done
 "$halo" partition "${data[@]}" --parts 4 --method random --out "$work/random-4" > /dev/null 2>> "$work/partition.log"
 gcn="--model gcn --layers 2 --hidden 256"
 sage="--model sage --layers 2 --hidden 256 --mode mini-batch --batch-size 1024 --fanouts 10,5"
+# The rate at which the cores move TCP bytes: the fastest profile's throughput (the unshaped
+# link's, which the cores bound, not the wire).
+transport=$("$py" -c "import csv, sys; print(max(float(r['bytes_per_s']) for r in csv.DictReader(open(sys.argv[1]))) * 8 / 1e9)" "$dir/links.csv")
 plan() {  # profile, partition dir, flags... -> epoch_seconds
   local profile=$1 part=$2; shift 2
   local lat gbps
@@ -78,7 +87,8 @@ PY
 )
   # shellcheck disable=SC2068
   "$halo" plan --partitions "$part" --threads 1 --calibration "$cal" --link-latency-us "$lat" \
-    --link-gbps "$gbps" --host-cores "$cores" $@ --output "$work/plan.json" 2>> "$work/plan.log"
+    --link-gbps "$gbps" --host-cores "$cores" --host-transport-gbps "$transport" $@ \
+    --output "$work/plan.json" 2>> "$work/plan.log"
   "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['epoch_seconds'])" "$work/plan.json"
 }
 # The configurations measured, with their median epoch: study|profile|ranks|variant|median.
@@ -129,7 +139,7 @@ if [ -n "$scales" ]; then
   "$py" - "$cal" "$work/cluster-cal.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
-c["collective"] = {"full_graph_message_s": 0.0, "mini_batch_message_s": 0.0}
+c["collective"] = []
 json.dump(c, open(sys.argv[2], "w"), indent=2)
 PY
   echo "scale,parts,profile,num_nodes,max_owned,max_edges,max_halo,comm_volume,epoch_s,compute_s,exposed_exchange_s,allreduce_s" > "$work/extrapolation.csv"

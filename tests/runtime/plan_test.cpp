@@ -169,9 +169,7 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   m.gather_s_per_byte = 3e-10;
   m.batch_alpha_s = 3e-4;
   m.epoch_alpha_s = 5e-3;
-  m.full_graph_message_s = 2e-5;
-  m.mini_batch_message_s = 4e-5;
-  m.mini_batch_fetch_row_s = 1.5e-7;
+  m.collectives = {{2, 2e-5, 4e-5, 1.5e-7}, {4, 3e-5, 9e-5, 2.5e-7}};
   m.elementwise_cached_s_per_byte = 1.5e-11;
   const auto path = dir.path() / "c.json";
   write_cost_model(m, path);
@@ -193,13 +191,17 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   EXPECT_EQ(r.gather_s_per_byte, 3e-10);
   EXPECT_EQ(r.batch_alpha_s, 3e-4);
   EXPECT_EQ(r.epoch_alpha_s, 5e-3);
-  EXPECT_EQ(r.full_graph_message_s, 2e-5);
-  EXPECT_EQ(r.mini_batch_message_s, 4e-5);
-  EXPECT_EQ(r.mini_batch_fetch_row_s, 1.5e-7);
+  ASSERT_EQ(r.collectives.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.collectives[i].ranks, m.collectives[i].ranks);
+    EXPECT_EQ(r.collectives[i].full_graph_message_s, m.collectives[i].full_graph_message_s);
+    EXPECT_EQ(r.collectives[i].mini_batch_message_s, m.collectives[i].mini_batch_message_s);
+    EXPECT_EQ(r.collectives[i].mini_batch_fetch_row_s, m.collectives[i].mini_batch_fetch_row_s);
+  }
   EXPECT_EQ(r.elementwise_cached_s_per_byte, 1.5e-11);
   EXPECT_TRUE(r.calibrated);
   EXPECT_TRUE(r.link_calibrated);
-  std::ofstream(dir.path() / "bad.json") << "{\"format\": \"halo-calibration\", \"version\": 2}";
+  std::ofstream(dir.path() / "bad.json") << "{\"format\": \"halo-calibration\", \"version\": 3}";
   try {
     read_cost_model(dir.path() / "bad.json");
     FAIL() << "accepted a file without coefficients";
@@ -234,6 +236,12 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
       "expected an array at step.full_graph");
   refused(
       "old.json", [](json& j) { j["version"] = 1; }, "rerun halo calibrate");
+  refused(
+      "ranks.json", [](json& j) { j["collective"][1]["ranks"] = 2; },
+      "\"ranks\": integer >= 2, growing, at collective[1]");
+  refused(
+      "latency.json", [](json& j) { j["collective"][0].erase("mini_batch_message_s"); },
+      "\"mini_batch_message_s\": number >= 0 at collective[0]");
   refused(
       "cached.json", [](json& j) { j["elementwise"]["cached_s_per_byte"] = -1; },
       "elementwise.cached_s_per_byte must be a finite number >= 0");
@@ -409,10 +417,10 @@ TEST(Plan, MessageLatencyAndBatchCostsAreCharged) {
   c.overlap = false;
   CostModel m;
   const Plan base = make_plan(in, c, m, "cpu", 1);
-  m.full_graph_message_s = m.link_alpha_s + 1e-3;
+  m.collectives = {{4, m.link_alpha_s + 1e-3, 0, 0}};
   const Plan slow = make_plan(in, c, m, "cpu", 1);
-  // Per step: 2 L exchanges with each of the 3 peers, and a ring all-reduce of 2 (P - 1).
-  const double messages = 2.0 * c.model.num_layers * 3 + 2.0 * 3;
+  // Per step: 2 L exchanges with each of the 3 peers, and the all-reduce's 2 log2 P rounds.
+  const double messages = 2.0 * c.model.num_layers * 3 + 2.0 * 2;
   EXPECT_NEAR(slow.epoch_seconds - base.epoch_seconds, messages * 1e-3, 1e-9);
   c.model.kind = nn::ModelKind::Sage;
   c.overlap = true;  // the default; --no-overlap is a full-graph flag
@@ -437,13 +445,92 @@ TEST(Plan, MessageLatencyAndBatchCostsAreCharged) {
   two.host_cores = 0;
   c.mini_batch->prefetch = 0;  // nothing hidden: the exchange is the exposed one
   const RankPlan r0 = make_plan(in, c, two, "cpu", 1).per_rank.front();
-  two.mini_batch_fetch_row_s = 2e-7;
+  two.collectives = {{2, 0, 0, 2e-7}};
   const RankPlan r1 = make_plan(in, c, two, "cpu", 1).per_rank.front();
   ASSERT_GT(r0.feature_fetch_bytes, 0);
   const double rows = static_cast<double>(r0.feature_fetch_bytes) /
                       (4.0 * (2.0 + static_cast<double>(in.graph.num_features)));
   EXPECT_NEAR(r1.exchange_s - r0.exchange_s, rows * 2e-7, 3e-7);  // bytes are whole: a row
   EXPECT_NEAR(r1.epoch_s - r0.epoch_s, rows * 2e-7, 3e-7);
+}
+
+// The collectives' costs per rank count: an entry's at its ranks, log-linear in the ranks
+// between two, the nearest entry's outside them; none: nothing fitted (the link's latency).
+TEST(Plan, CollectiveCostsFollowTheRankCount) {
+  CostModel m;
+  EXPECT_EQ(m.collective_at(4).full_graph_message_s, 0.0);
+  m.collectives = {{2, 1e-5, 2e-5, 1e-7}, {8, 4e-5, 8e-5, 3e-7}};
+  for (int r : {1, 2}) EXPECT_EQ(m.collective_at(r).mini_batch_message_s, 2e-5) << r;
+  for (int r : {8, 64}) EXPECT_EQ(m.collective_at(r).full_graph_message_s, 4e-5) << r;
+  const CollectiveCosts mid = m.collective_at(4);  // halfway in log(ranks)
+  EXPECT_EQ(mid.ranks, 4);
+  EXPECT_NEAR(mid.full_graph_message_s, 2.5e-5, 1e-12);
+  EXPECT_NEAR(mid.mini_batch_message_s, 5e-5, 1e-12);
+  EXPECT_NEAR(mid.mini_batch_fetch_row_s, 2e-7, 1e-15);
+  // The plan charges the entry for its rank count: with the latencies above, the 4-rank plan's
+  // epoch grows by its messages x the 4-rank latency, not the 2-rank one.
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 4);
+  in.from_partition = true;
+  TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
+  c.overlap = false;
+  CostModel none;
+  const double base = make_plan(in, c, none, "cpu", 1).epoch_seconds;
+  CostModel two = none, eight = none;
+  two.collectives = {{2, none.link_alpha_s + 1e-3, 0, 0}};
+  eight.collectives = {{2, none.link_alpha_s, 0, 0}, {8, none.link_alpha_s + 4e-3, 0, 0}};
+  const double messages = 2.0 * c.model.num_layers * 3 + 2.0 * 2;
+  EXPECT_NEAR(make_plan(in, c, two, "cpu", 1).epoch_seconds - base, messages * 1e-3, 1e-9);
+  EXPECT_NEAR(make_plan(in, c, eight, "cpu", 1).epoch_seconds - base, messages * 2e-3, 1e-9);
+}
+
+// Where the ranks' threads fill the host's cores, the transport's CPU work (its copies of the
+// bytes) cannot hide behind the compute: the exposed exchange is at least share x bytes x its
+// cost. With cores to spare, or a core per thread (host_cores 0), it is not charged.
+TEST(Plan, TransportCannotHideWhereTheRanksFillTheCores) {
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 4);
+  in.from_partition = true;
+  const TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);  // overlap on
+  CostModel m;
+  m.transport_s_per_byte = 1e-8;  // 0.1 GB/s: far slower than the link's default
+  auto rank0 = [&](int cores) {
+    m.host_cores = cores;
+    return make_plan(in, c, m, "cpu", 1).per_rank.front();
+  };
+  const RankPlan full = rank0(2), spare = rank0(16), own = rank0(0);
+  ASSERT_GT(full.halo_exchange_bytes, 0);
+  const double transport = 1e-8 * static_cast<double>(full.halo_exchange_bytes);
+  EXPECT_DOUBLE_EQ(full.exposed_exchange_s, 2 * transport);  // 4 ranks on 2 cores: share 2
+  EXPECT_DOUBLE_EQ(full.exchange_s, 2 * transport);
+  EXPECT_LT(spare.exposed_exchange_s, transport);
+  EXPECT_LT(own.exposed_exchange_s, transport);
+  // 4 ranks on 4 cores fill them: share 1.
+  EXPECT_DOUBLE_EQ(rank0(4).exposed_exchange_s, transport);
+}
+
+// The gradient all-reduce as MPICH schedules it: above 2 KiB Rabenseifner's reduce-scatter +
+// all-gather (2 log2 P rounds, 2 (P - 1) / P of the bytes; at P = 2 what a ring costs), below
+// it recursive doubling (log2 P rounds of the whole message), and two whole-message rounds
+// more for the ranks past the largest power of two.
+TEST(Plan, AllReduceFollowsMpichsAlgorithms) {
+  CostModel m;
+  m.link_s_per_byte = 1e-9;
+  const double a = 1e-5, big = 1e6, small = 1024;
+  const double whole_big = a + big * 1e-9, whole_small = a + small * 1e-9;
+  EXPECT_EQ(allreduce_s(m, a, big, 1), 0.0);
+  EXPECT_NEAR(allreduce_s(m, a, big, 2), 2 * a + big * 1e-9, 1e-15);
+  EXPECT_NEAR(allreduce_s(m, a, big, 1024), 20 * a + 2.0 * 1023 / 1024 * big * 1e-9, 1e-12);
+  EXPECT_NEAR(allreduce_s(m, a, big, 6), 4 * a + 1.5 * big * 1e-9 + 2 * whole_big, 1e-12);
+  EXPECT_NEAR(allreduce_s(m, a, small, 8), 3 * whole_small, 1e-15);
+  EXPECT_NEAR(allreduce_s(m, a, small, 5), 2 * whole_small + 2 * whole_small, 1e-15);
+  EXPECT_NEAR(allreduce_s(m, a, kShortAllreduceBytes + 1, 4),
+              4 * a + 1.5 * (kShortAllreduceBytes + 1) * 1e-9, 1e-15);
+  // Its latencies at scale: 20 at P = 1024, where a ring pays 2 (P - 1) = 2046.
+  m.link_s_per_byte = 0;
+  EXPECT_NEAR(allreduce_s(m, a, big, 1024), 20 * a, 1e-15);
 }
 
 // The mini-batch producer thread is a pipeline stage: with a core of its own its sampling

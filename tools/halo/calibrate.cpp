@@ -34,7 +34,7 @@ std::string points_text(const std::vector<runtime::StepScalePoint>& pts, bool pr
   return out + " MiB";
 }
 
-void print_model(const runtime::CostModel& m, bool link) {
+void print_model(const runtime::CostModel& m, int ranks) {
   std::fprintf(
       stderr,
       "halo calibrate: gemm %.1f GFLOP/s (+%.1f us/call); spmm %.2f ns/entry + %.2f GB/s "
@@ -53,14 +53,17 @@ void print_model(const runtime::CostModel& m, bool link) {
       static_cast<double>(m.process_base_bytes) / 1048576.0,
       points_text(m.full_graph_steps, false).c_str(), points_text(m.mini_batch_steps, true).c_str(),
       m.batch_alpha_s * 1e6, m.epoch_alpha_s * 1e6);
-  if (link)
+  if (ranks > 1) {
+    const runtime::CollectiveCosts c = m.collective_at(ranks);
     std::fprintf(stderr,
-                 "halo calibrate: link %.2f us + %.2f GB/s; in-step message %.1f us (full graph), "
-                 "%.1f us (mini-batch), %.0f ns per fetched row; MPI rank +%.0f MiB\n",
+                 "halo calibrate: link %.2f us + %.2f GB/s; %d ranks: in-step message %.1f us "
+                 "(full graph), %.1f us (mini-batch), %.0f ns per fetched row; MPI rank +%.0f "
+                 "MiB\n",
                  m.link_alpha_s * 1e6, m.link_s_per_byte > 0 ? 1e-9 / m.link_s_per_byte : 0.0,
-                 m.full_graph_message_s * 1e6, m.mini_batch_message_s * 1e6,
-                 m.mini_batch_fetch_row_s * 1e9,
+                 ranks, c.full_graph_message_s * 1e6, c.mini_batch_message_s * 1e6,
+                 c.mini_batch_fetch_row_s * 1e9,
                  static_cast<double>(m.mpi_rank_extra_bytes) / 1048576.0);
+  }
 }
 
 int run_calibrate(const CalibrateOptions& o) {
@@ -73,7 +76,7 @@ int run_calibrate(const CalibrateOptions& o) {
     const kernels::Resources res = make_resources("cpu", o.threads, 1);
     const runtime::CostModel m =
         runtime::calibrate_compute(res, o.config, out.has_parent_path() ? out.parent_path() : ".");
-    print_model(m, false);
+    print_model(m, 1);
     runtime::write_cost_model(m, out);
     std::printf("%s\n", out.string().c_str());
     return 0;
@@ -99,7 +102,7 @@ int run_calibrate(const CalibrateOptions& o) {
     m.calibrated = measured || m.calibrated;
   }
   if (world->rank() == 0) {
-    print_model(m, true);
+    print_model(m, ranks);
     runtime::write_cost_model(m, out);
     std::printf("%s\n", out.string().c_str());
   }
@@ -114,7 +117,8 @@ Command add_calibrate_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "calibrate",
       "Measure this machine's costs for `halo plan` (compute in one process; the link between "
-      "ranks under mpiexec -n 2, merged into the same file)");
+      "ranks and the in-step message costs at R ranks under mpiexec -n R, merged into the same "
+      "file)");
   sub->add_option("--output", o->output,
                   "Calibration file to write (default: $HALO_CALIBRATION, else <data "
                   "dir>/calibration.json, which halo plan reads)");

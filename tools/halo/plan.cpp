@@ -33,7 +33,8 @@ struct PlanOptions : TrainOptions {
   std::string calibration;
   double link_latency_us = -1;  // --link-latency-us / --link-gbps: this link instead
   double link_gbps = -1;
-  int host_cores = 0;  // --host-cores: cores the ranks share
+  int host_cores = 0;               // --host-cores: cores the ranks share
+  double host_transport_gbps = -1;  // --host-transport-gbps: the cores' rate moving messages
   std::string emit = "json";
   std::string output;
   std::string image = "halo:latest";
@@ -356,10 +357,15 @@ int run_plan(PlanOptions& o) {
   if (o.link_latency_us >= 0) {
     // The wire's latency replaced; the in-step messages keep what they add to the ping-pong.
     const double a = o.link_latency_us * 1e-6;
-    for (double* msg : {&costs.full_graph_message_s, &costs.mini_batch_message_s})
-      if (*msg > 0) *msg = std::max(a, *msg - costs.link_alpha_s + a);
+    for (runtime::CollectiveCosts& c : costs.collectives)
+      for (double* msg : {&c.full_graph_message_s, &c.mini_batch_message_s})
+        if (*msg > 0) *msg = std::max(a, *msg - costs.link_alpha_s + a);
     costs.link_alpha_s = a;
   }
+  // The host's cores move message bytes at the calibrated link's rate (a ping-pong between two
+  // ranks of one host is their copies) unless told otherwise.
+  costs.transport_s_per_byte =
+      o.host_transport_gbps > 0 ? 8.0 / (o.host_transport_gbps * 1e9) : costs.link_s_per_byte;
   if (o.link_gbps > 0) costs.link_s_per_byte = 8.0 / (o.link_gbps * 1e9);
   costs.host_cores = o.host_cores;
   check_output(o.output, "--output");
@@ -447,6 +453,12 @@ Command add_plan_command(CLI::App& app) {
                   "Cores all ranks share (emulated hosts on one machine): compute slows by "
                   "ranks x threads / cores when that exceeds 1 (default: a core per thread)")
       ->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--host-transport-gbps", o->host_transport_gbps,
+                  "With --host-cores: the rate, Gb/s, at which the host's cores move message "
+                  "bytes (TCP between emulated hosts: an unshaped link's throughput); where the "
+                  "ranks' threads fill the cores, that CPU work cannot hide behind compute "
+                  "(default: the calibrated link's rate)")
+      ->check(CLI::Range(1e-6, 1e6));
   sub->add_option("--emit", o->emit,
                   "json (the plan), k8s (a Kubeflow MPIJob v2beta1 manifest, as JSON) or slurm "
                   "(an sbatch script that requeues itself when preempted; docs/checkpoints.md)")
