@@ -41,6 +41,15 @@ GraphCounts big_graph() {
   return g;
 }
 
+/// big_graph() split into `parts` estimated parts, as a partition's counts.
+PlanInput big_parts(int parts) {
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, parts);
+  in.from_partition = true;
+  return in;
+}
+
 TEST(Plan, ParameterCountIsTheModels) {
   for (auto kind : {nn::ModelKind::Gcn, nn::ModelKind::Sage})
     for (int layers : {1, 2, 3}) {
@@ -122,10 +131,7 @@ TEST(Plan, MoreRanksNeedLessMemoryEachButCommunicateMore) {
 }
 
 TEST(Plan, OverlapHidesPartOfTheExchange) {
-  PlanInput in;
-  in.graph = big_graph();
-  in.parts = estimate_parts(in.graph, 4);
-  in.from_partition = true;
+  PlanInput in = big_parts(4);
   TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
   CostModel slow_link;
   slow_link.link_s_per_byte = 1.0 / 1e8;
@@ -409,10 +415,7 @@ TEST(Plan, SampledInputIsDroppedInTheGather) {
 // The in-step message latency replaces the ping-pong's in every message of a step, and a
 // mini-batch epoch pays the per-batch fixed cost once per batch and the per-epoch one once.
 TEST(Plan, MessageLatencyAndBatchCostsAreCharged) {
-  PlanInput in;
-  in.graph = big_graph();
-  in.parts = estimate_parts(in.graph, 4);
-  in.from_partition = true;
+  PlanInput in = big_parts(4);
   TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
   c.overlap = false;
   CostModel m;
@@ -469,10 +472,7 @@ TEST(Plan, CollectiveCostsFollowTheRankCount) {
   EXPECT_NEAR(mid.mini_batch_fetch_row_s, 2e-7, 1e-15);
   // The plan charges the entry for its rank count: with the latencies above, the 4-rank plan's
   // epoch grows by its messages x the 4-rank latency, not the 2-rank one.
-  PlanInput in;
-  in.graph = big_graph();
-  in.parts = estimate_parts(in.graph, 4);
-  in.from_partition = true;
+  PlanInput in = big_parts(4);
   TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
   c.overlap = false;
   CostModel none;
@@ -489,10 +489,7 @@ TEST(Plan, CollectiveCostsFollowTheRankCount) {
 // bytes) cannot hide behind the compute: the exposed exchange is at least share x bytes x its
 // cost. With cores to spare, or a core per thread (host_cores 0), it is not charged.
 TEST(Plan, TransportCannotHideWhereTheRanksFillTheCores) {
-  PlanInput in;
-  in.graph = big_graph();
-  in.parts = estimate_parts(in.graph, 4);
-  in.from_partition = true;
+  PlanInput in = big_parts(4);
   const TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);  // overlap on
   CostModel m;
   m.transport_s_per_byte = 1e-8;  // 0.1 GB/s: far slower than the link's default
