@@ -1,5 +1,6 @@
 // The resource plan: the memory and cost model of a run (docs/scheduler.md, "The model").
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -18,10 +19,11 @@ namespace {
 
 using nlohmann::json;
 
-/// 2: the working-set rule as a list of points (step.full_graph, step.mini_batch).
-constexpr int kCalibrationVersion = 3;  // 3: collective per rank count
-constexpr std::int64_t kF = 4;          // bytes of a float, of a 32-bit id
-constexpr std::int64_t kI = 8;          // bytes of a 64-bit offset
+/// 2: the working-set rule as a list of points (step.full_graph, step.mini_batch); 3: the
+/// collectives' costs per rank count (a list at collective).
+constexpr int kCalibrationVersion = 3;
+constexpr std::int64_t kF = 4;  // bytes of a float, of a 32-bit id
+constexpr std::int64_t kI = 8;  // bytes of a 64-bit offset
 
 std::int64_t as_bytes(double v) { return static_cast<std::int64_t>(std::ceil(v)); }
 
@@ -233,13 +235,20 @@ std::vector<StepScalePoint> read_points(const json& j, const char* key, const st
   return pts;
 }
 
+/// A collective entry's costs, by their key in the calibration file.
+constexpr std::array<std::pair<const char*, double CollectiveCosts::*>, 3> kCollectiveCosts = {{
+    {"full_graph_message_s", &CollectiveCosts::full_graph_message_s},
+    {"mini_batch_message_s", &CollectiveCosts::mini_batch_message_s},
+    {"mini_batch_fetch_row_s", &CollectiveCosts::mini_batch_fetch_row_s},
+}};
+
 json collectives_json(const std::vector<CollectiveCosts>& cs) {
   json a = json::array();
-  for (const CollectiveCosts& c : cs)
-    a.push_back({{"ranks", c.ranks},
-                 {"full_graph_message_s", c.full_graph_message_s},
-                 {"mini_batch_message_s", c.mini_batch_message_s},
-                 {"mini_batch_fetch_row_s", c.mini_batch_fetch_row_s}});
+  for (const CollectiveCosts& c : cs) {
+    json e = {{"ranks", c.ranks}};
+    for (const auto& [key, field] : kCollectiveCosts) e[key] = c.*field;
+    a.push_back(std::move(e));
+  }
   return a;
 }
 
@@ -256,13 +265,11 @@ std::vector<CollectiveCosts> read_collectives(const json& j, const std::string& 
       throw IoError(where + ": expected \"ranks\": integer >= 2, growing, at " + name);
     CollectiveCosts c;
     c.ranks = e["ranks"].get<int>();
-    for (auto [key, field] : {std::pair{"full_graph_message_s", &c.full_graph_message_s},
-                              std::pair{"mini_batch_message_s", &c.mini_batch_message_s},
-                              std::pair{"mini_batch_fetch_row_s", &c.mini_batch_fetch_row_s}}) {
+    for (const auto& [key, field] : kCollectiveCosts) {
       if (!e.contains(key) || !e[key].is_number() || !std::isfinite(e[key].get<double>()) ||
           e[key].get<double>() < 0)
         throw IoError(where + ": expected \"" + key + "\": number >= 0 at " + name);
-      *field = e[key].get<double>();
+      c.*field = e[key].get<double>();
     }
     cs.push_back(c);
   }
@@ -327,9 +334,7 @@ CollectiveCosts CostModel::collective_at(int ranks) const {
   const CollectiveCosts& hi = collectives[h];
   const CollectiveCosts& lo = h > 0 && hi.ranks >= ranks ? collectives[h - 1] : hi;
   const auto r = static_cast<double>(ranks);
-  for (double CollectiveCosts::*f :
-       {&CollectiveCosts::full_graph_message_s, &CollectiveCosts::mini_batch_message_s,
-        &CollectiveCosts::mini_batch_fetch_row_s})
+  for (const auto& [key, f] : kCollectiveCosts)
     c.*f = lo.ranks == hi.ranks ? lo.*f : log_lerp(r, lo.ranks, lo.*f, hi.ranks, hi.*f);
   return c;
 }
