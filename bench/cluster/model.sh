@@ -16,7 +16,7 @@
 # them) and --host-transport-gbps to the fastest profile's throughput (the unshaped link's TCP,
 # bound by those cores). The costs come from FILE (default: a fresh `halo calibrate` and
 # `mpiexec -n 2` and `-n 4 halo calibrate` on this machine, R-MAT graphs only: nothing is fitted
-# on the cluster's runs).
+# on the cluster's runs; a fresh one is kept as DIR/calibration.json).
 # Writes DIR/model.csv (study, profile, ranks, variant, measured, predicted, ratio, within 20 %).
 #
 # --extrapolate SCALES: METIS partitions of R-MAT graphs at those scales (degree 8, 16 features)
@@ -62,6 +62,9 @@ if [ -z "$cal" ]; then
     mpiexec.mpich --bind-to core -n "$n" "$halo" calibrate --threads 1 --output "$cal" >> "$work/calibrate.log" 2>&1
   done
   grep "^halo calibrate:" "$work/calibrate.log" | sed 's/^/model.sh: /' >&2
+  # Kept beside the results: model.csv and extrapolation.csv are reproducible from it
+  # (--calibration DIR/calibration.json).
+  cp "$cal" "$dir/calibration.json"
 fi
 cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
 # run.sh's data (the arxiv shape) and its partitions.

@@ -58,7 +58,7 @@ if [ $quick = 1 ]; then
 else
   data=(--dataset synthetic --synthetic-nodes 169343 --synthetic-classes 40 --synthetic-features 128
         --synthetic-degree 13.7 --synthetic-seed 1)
-  full_epochs=6 mb_epochs=2
+  full_epochs=6 mb_epochs=5
 fi
 for p in 1 2 4; do
   "$halo" partition "${data[@]}" --parts "$p" --out "$work/metis-$p" >/dev/null 2>"$work/partition.log"
