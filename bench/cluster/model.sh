@@ -14,9 +14,10 @@
 # measured TCP throughput and round trip / 2 from links.csv, as --link-gbps and
 # --link-latency-us), with --host-cores set to this machine's cores (the emulated hosts share
 # them) and --host-transport-gbps to the fastest profile's throughput (the unshaped link's TCP,
-# bound by those cores). The costs come from FILE (default: a fresh `halo calibrate` and
-# `mpiexec -n 2` and `-n 4 halo calibrate` on this machine, R-MAT graphs only: nothing is fitted
-# on the cluster's runs; a fresh one is kept as DIR/calibration.json).
+# bound by those cores). The costs come from FILE (default: a fresh `halo calibrate` on this
+# machine, then `halo calibrate` at 2 and 4 ranks over the emulated hosts' unshaped TCP, as
+# run.sh launches its ranks: needs root; R-MAT graphs only, nothing is fitted on the cluster's
+# runs; a fresh one is kept as DIR/calibration.json).
 # Writes DIR/model.csv (study, profile, ranks, variant, measured, predicted, ratio, within 20 %).
 #
 # --extrapolate SCALES: METIS partitions of R-MAT graphs at those scales (degree 8, 16 features)
@@ -54,13 +55,24 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1
 if [ -z "$cal" ]; then
+  [ "$(id -u)" = 0 ] || { echo "bench/cluster/model.sh: a fresh calibration runs over the emulated hosts and needs root (or give --calibration FILE)" >&2; exit 2; }
   cal=$work/calibration.json
   "$halo" calibrate --threads 1 --output "$cal" > "$work/calibrate.log" 2>&1
   # The in-step collectives at both rank counts of the study (its P = 4 hosts share the two
-  # cores four ways): the plan takes the entry for its ranks.
+  # cores four ways), over the transport the study's ranks use: one rank per emulated host,
+  # UCX over TCP on the unshaped veth (run.sh's launch), as a user calibrates on the cluster
+  # itself. The plan takes the entry for its ranks.
+  trap 'bash "$here/hosts.sh" down > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
+  bash "$here/hosts.sh" up 4 none > /dev/null
   for n in 2 4; do
-    mpiexec.mpich --bind-to core -n "$n" "$halo" calibrate --threads 1 --output "$cal" >> "$work/calibrate.log" 2>&1
+    # Done once rank 0 has printed the file it wrote (on_hosts.sh stops a finalize hang).
+    bash "$here/on_hosts.sh" "$n" "$work/calibrate-$n.log" \
+      "grep -qxF $(printf %q "$cal") $(printf %q "$work/calibrate-$n.log")" \
+      "$halo" calibrate --threads 1 --output "$cal" ||
+      [ $? = 3 ] || { cat "$work/calibrate-$n.log" >&2; echo "bench/cluster/model.sh: calibration at $n ranks failed" >&2; exit 1; }
+    cat "$work/calibrate-$n.log" >> "$work/calibrate.log"
   done
+  bash "$here/hosts.sh" down > /dev/null
   grep "^halo calibrate:" "$work/calibrate.log" | sed 's/^/model.sh: /' >&2
   # Kept beside the results: model.csv and extrapolation.csv are reproducible from it
   # (--calibration DIR/calibration.json).

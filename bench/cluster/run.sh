@@ -37,7 +37,7 @@ build=$(cd "${build:-$root/build/bench}" 2>/dev/null && pwd) ||
   { echo "bench/cluster/run.sh: build directory not found (cmake --preset bench)" >&2; exit 2; }
 halo=$build/tools/halo/halo
 [ -x "$halo" ] || { echo "bench/cluster/run.sh: $halo missing" >&2; exit 2; }
-mpiexec=$(command -v mpiexec.hydra || command -v mpiexec.mpich) ||
+command -v mpiexec.hydra > /dev/null || command -v mpiexec.mpich > /dev/null ||
   { echo "bench/cluster/run.sh: MPICH's mpiexec.hydra not found" >&2; exit 2; }
 [ -n "$reps" ] || reps=$([ $quick = 1 ] && echo 1 || echo 2)
 [ -n "$out" ] || out=$([ $quick = 1 ] && echo "$root/build/cluster-quick" || echo "$root/bench/results/cluster")
@@ -66,44 +66,17 @@ done
 "$halo" partition "${data[@]}" --parts 4 --method random --out "$work/random-4" >/dev/null 2>>"$work/partition.log"
 
 hosts up 4 none
-# Runs `halo train` with one rank per host: ranks, partition dir, json, extra flags...
-# UCX's TCP transport (Debian's UCX 1.13, the only transport of Debian's MPICH between hosts)
-# can hang in MPI_Finalize after every rank is done (openucx/ucx#8738: progress stops before
-# the endpoints are flushed). The results are complete by then (--json is written before
-# finalising), so once the JSON is there a run that has not exited within 10 s is stopped and
-# counted in DIR/finalize_hangs.txt.
+# Runs `halo train` with one rank per host (on_hosts.sh): ranks, partition dir, json, extra
+# flags... The results are complete once the JSON is there (it is written before finalising);
+# a run on_hosts.sh had to stop in MPI_Finalize (UCX over TCP, see there) is counted in
+# DIR/finalize_hangs.txt.
 train() {
-  local ranks=$1 part=$2 json=$3; shift 3
-  local list pid waited=0
-  list=$(seq -s, -f "10.77.0.%g" 1 "$ranks")
+  local ranks=$1 part=$2 json=$3 status=0; shift 3
   rm -f "$json"
-  # UCX over TCP on the namespace's eth0 only: ranks of different hosts never share memory.
-  "$mpiexec" -launcher ssh -launcher-exec "$here/launcher.sh" -localhost 10.77.0.254 \
-    -hosts "$list" -n "$ranks" -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0 \
-    -genv OMP_NUM_THREADS 1 -genv GOMP_SPINCOUNT 100 \
-    "$halo" train --partitions "$part" --threads 1 --seed 1 --json "$json" "$@" \
-    >"$work/train.log" 2>&1 &
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ -s "$json" ]; then
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-      if kill -0 "$pid" 2>/dev/null; then
-        echo "$* (P=$ranks)" >> "$out/finalize_hangs.txt"
-        kill "$pid" 2>/dev/null || true
-        pkill -f "^$halo train --partitions" 2>/dev/null || true
-      fi
-      break
-    fi
-    sleep 0.2
-    waited=$((waited + 1))
-    if [ $waited -gt 4500 ]; then  # 15 minutes without a result
-      kill "$pid" 2>/dev/null || true
-      pkill -f "^$halo train --partitions" 2>/dev/null || true
-      break
-    fi
-  done
-  wait "$pid" 2>/dev/null || true
-  [ -s "$json" ] || { cat "$work/train.log" >&2; echo "cluster: run failed: $* (P=$ranks)" >&2; exit 1; }
+  bash "$here/on_hosts.sh" "$ranks" "$work/train.log" "test -s $(printf %q "$json")" \
+    "$halo" train --partitions "$part" --threads 1 --seed 1 --json "$json" "$@" || status=$?
+  [ $status = 3 ] && echo "$* (P=$ranks)" >> "$out/finalize_hangs.txt"
+  [ $status != 1 ] || { cat "$work/train.log" >&2; echo "cluster: run failed: $* (P=$ranks)" >&2; exit 1; }
 }
 # Throughput and round-trip time between host 0 and host 1 over TCP (Python sockets).
 measure_link() {
