@@ -4,8 +4,9 @@
 # of large R-MAT graphs.
 # Results and what the misses are: docs/performance.md, "The performance model against the study".
 #
-#   bash bench/cluster/model.sh [--calibration FILE] [--extrapolate "20 21" [--parts "4 .. 1024"]
-#                               [--parts-dir D]] [DIR] [BUILD_DIR]
+#   bash bench/cluster/model.sh [--calibration FILE | --calibrations K]
+#                               [--extrapolate "20 21" [--parts "4 .. 1024"] [--parts-dir D]]
+#                               [DIR] [BUILD_DIR]
 #
 # DIR (default bench/results/cluster) holds links.csv, full-graph.csv, minibatch.csv and
 # partition.csv. For every configuration (profile, P, overlap / cache / method) the median
@@ -14,10 +15,12 @@
 # measured TCP throughput and round trip / 2 from links.csv, as --link-gbps and
 # --link-latency-us), with --host-cores set to this machine's cores (the emulated hosts share
 # them) and --host-transport-gbps to the fastest profile's throughput (the unshaped link's TCP,
-# bound by those cores). The costs come from FILE (default: a fresh `halo calibrate` on this
-# machine, then `halo calibrate` at 2 and 4 ranks over the emulated hosts' unshaped TCP, as
-# run.sh launches its ranks: needs root; R-MAT graphs only, nothing is fitted on the cluster's
-# runs; a fresh one is kept as DIR/calibration.json).
+# bound by those cores). The costs come from FILE, else from K fresh calibrations (default 5),
+# each a `halo calibrate` on this machine, then `halo calibrate` at 2 and 4 ranks over the
+# emulated hosts' unshaped TCP, as run.sh launches its ranks (needs root; R-MAT graphs only,
+# nothing is fitted on the cluster's runs): their field-by-field median is the model's
+# calibration, kept as DIR/calibration.json, the K runs as DIR/calibrations/ (one calibration's
+# step scales moved 1.5-2x between runs minutes apart on this machine: docs/performance.md).
 # Writes DIR/model.csv (study, profile, ranks, variant, measured, predicted, ratio, within 20 %).
 #
 # --extrapolate SCALES: METIS partitions of R-MAT graphs at those scales (degree 8, 16 features)
@@ -29,14 +32,15 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-cal="" scales="" dir="" build="" partdir="" plist="4 16 64 256 1024"
+cal="" ncal=5 scales="" dir="" build="" partdir="" plist="4 16 64 256 1024"
 while [ $# -gt 0 ]; do
   case "$1" in
     --calibration) cal=${2:?}; shift ;;
+    --calibrations) ncal=${2:?}; shift ;;
     --extrapolate) scales=${2:?}; shift ;;
     --parts-dir) partdir=${2:?}; shift ;;
     --parts) plist=${2:?}; shift ;;
-    -h | --help) sed -n 2,27p "$0"; exit 0 ;;
+    -h | --help) sed -n 2,30p "$0"; exit 0 ;;
     -*) echo "bench/cluster/model.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) if [ -z "$dir" ]; then dir=$1; else build=$1; fi ;;
   esac
@@ -54,29 +58,55 @@ py=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1
+[[ "$ncal" =~ ^[1-9][0-9]?$ ]] || { echo "bench/cluster/model.sh: --calibrations takes 1-99, not '$ncal'" >&2; exit 2; }
 if [ -z "$cal" ]; then
   [ "$(id -u)" = 0 ] || { echo "bench/cluster/model.sh: a fresh calibration runs over the emulated hosts and needs root (or give --calibration FILE)" >&2; exit 2; }
-  cal=$work/calibration.json
-  "$halo" calibrate --threads 1 --output "$cal" > "$work/calibrate.log" 2>&1
   # The in-step collectives at both rank counts of the study (its P = 4 hosts share the two
   # cores four ways), over the transport the study's ranks use: one rank per emulated host,
   # UCX over TCP on the unshaped veth (run.sh's launch), as a user calibrates on the cluster
   # itself. The plan takes the entry for its ranks.
   trap 'bash "$here/hosts.sh" down > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
   bash "$here/hosts.sh" up 4 none > /dev/null
-  for n in 2 4; do
-    # Done once rank 0 has printed the file it wrote (on_hosts.sh stops a finalize hang).
-    bash "$here/on_hosts.sh" "$n" "$work/calibrate-$n.log" \
-      "grep -qxF $(printf %q "$cal") $(printf %q "$work/calibrate-$n.log")" \
-      "$halo" calibrate --threads 1 --output "$cal" ||
-      [ $? = 3 ] || { cat "$work/calibrate-$n.log" >&2; echo "bench/cluster/model.sh: calibration at $n ranks failed" >&2; exit 1; }
-    cat "$work/calibrate-$n.log" >> "$work/calibrate.log"
+  mkdir "$work/calibrations"
+  for i in $(seq "$ncal"); do
+    one=$work/calibrations/calibration-$i.json
+    "$halo" calibrate --threads 1 --output "$one" > "$work/calibrate.log" 2>&1 ||
+      { cat "$work/calibrate.log" >&2; echo "bench/cluster/model.sh: calibration $i failed" >&2; exit 1; }
+    for n in 2 4; do
+      # Done once rank 0 has printed the file it wrote (on_hosts.sh stops a finalize hang).
+      bash "$here/on_hosts.sh" "$n" "$work/calibrate-$n.log" \
+        "grep -qxF $(printf %q "$one") $(printf %q "$work/calibrate-$n.log")" \
+        "$halo" calibrate --threads 1 --output "$one" ||
+        [ $? = 3 ] || { cat "$work/calibrate-$n.log" >&2; echo "bench/cluster/model.sh: calibration $i at $n ranks failed" >&2; exit 1; }
+      cat "$work/calibrate-$n.log" >> "$work/calibrate.log"
+    done
+    grep "^halo calibrate:" "$work/calibrate.log" | awk '!seen[$0]++' | sed "s/^/model.sh: [$i] /" >&2
   done
   bash "$here/hosts.sh" down > /dev/null
-  grep "^halo calibrate:" "$work/calibrate.log" | sed 's/^/model.sh: /' >&2
+  # Every number the median of the runs' (the same keys and list lengths in every run: one
+  # binary, one machine); text and flags from the first.
+  cal=$work/calibration.json
+  "$py" - "$cal" "$work"/calibrations/*.json <<'PY'
+import json, statistics, sys
+runs = [json.load(open(f)) for f in sys.argv[2:]]
+def median(xs):
+    x = xs[0]
+    if isinstance(x, dict):
+        return {k: median([r[k] for r in xs]) for k in x}
+    if isinstance(x, list):
+        return [median([r[i] for r in xs]) for i in range(len(x))]
+    if isinstance(x, (bool, str)) or x is None:
+        return x
+    m = statistics.median(xs)
+    return int(m) if isinstance(x, int) and m == int(m) else m
+with open(sys.argv[1], "w") as f:
+    json.dump(median(runs), f, indent=1)
+PY
   # Kept beside the results: model.csv and extrapolation.csv are reproducible from it
   # (--calibration DIR/calibration.json).
   cp "$cal" "$dir/calibration.json"
+  rm -rf "$dir/calibrations"
+  cp -r "$work/calibrations" "$dir/calibrations"
 fi
 cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
 # run.sh's data (the arxiv shape) and its partitions.
