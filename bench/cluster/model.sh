@@ -24,11 +24,12 @@
 # Writes DIR/model.csv (study, profile, ranks, variant, measured, predicted, ratio, within 20 %).
 #
 # --extrapolate SCALES: METIS partitions of R-MAT graphs at those scales (degree 8, 16 features)
-# into P = 4, 16, 64, 256, 1024 parts (--parts: others), and `halo plan` for GCN full graph (hidden 256, as the study) on each
-# at each link profile, with a core per rank (a real cluster): DIR/extrapolation.csv and
-# DIR/extrapolation.png. Partitions go to D/rmat<scale>-p<P> (kept and reused when there; default a
-# scratch directory, removed); the largest scale that partitions in this machine's memory is the
-# caller's choice (see docs/performance.md).
+# into P = 4, 16, 64, 256, 1024 parts (--parts: others), and `halo plan` for GCN full graph
+# (hidden 256, as the study) on each at each link profile, with a core per rank (a real
+# cluster): DIR/extrapolation.csv and DIR/extrapolation.png. Partitions go to
+# D/rmat<scale>-p<P> (kept and reused when there; default a scratch directory, removed); the
+# largest scale that partitions in this machine's memory is the caller's choice (see
+# docs/performance.md).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
     --extrapolate) scales=${2:?}; shift ;;
     --parts-dir) partdir=${2:?}; shift ;;
     --parts) plist=${2:?}; shift ;;
-    -h | --help) sed -n 2,30p "$0"; exit 0 ;;
+    -h | --help) sed -n 2,32p "$0"; exit 0 ;;
     -*) echo "bench/cluster/model.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) if [ -z "$dir" ]; then dir=$1; else build=$1; fi ;;
   esac
