@@ -98,8 +98,7 @@ def median(xs):
         return [median([r[i] for r in xs]) for i in range(len(x))]
     if isinstance(x, (bool, str)) or x is None:
         return x
-    m = statistics.median(xs)
-    return int(m) if isinstance(x, int) and m == int(m) else m
+    return statistics.median_low(xs) if isinstance(x, int) else statistics.median(xs)
 with open(sys.argv[1], "w") as f:
     json.dump(median(runs), f, indent=1)
 PY
