@@ -1,3 +1,4 @@
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -7,8 +8,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <fstream>
 #include <mutex>
 #include <numeric>
+#include <string>
 #include <thread>
 
 #include <halo/kernels/buffer.hpp>
@@ -26,6 +29,51 @@ namespace halo::runtime {
 
 using kernels::NodeId;
 using kernels::Tensor;
+
+int auto_prefetch(int threads, int affinity_cpus, int machine_cpus, int ranks_on_machine) {
+  const double cores = std::min(static_cast<double>(affinity_cpus),
+                                static_cast<double>(machine_cpus) / std::max(1, ranks_on_machine));
+  return std::max(1, threads) + 1 <= cores ? 1 : 0;
+}
+
+namespace {
+
+/// This machine's identity: its kernel's boot id (network namespaces and containers of one
+/// machine share it, and so share its cores), else its host name; hashed (FNV-1a, 62 bits).
+std::int64_t machine_id() {
+  std::string id;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> id;
+  if (id.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    id = host;
+  }
+  std::uint64_t h = 14695981039346656037ull;
+  for (const char ch : id) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  return static_cast<std::int64_t>(h >> 2) + 1;
+}
+
+/// MiniBatchConfig::prefetch as this run applies it: kAutoPrefetch resolved by auto_prefetch on
+/// every rank (its CPUs, the machine's, the ranks of `comm` on the same machine), 1 only where
+/// it is 1 on every rank (a collective call: every rank's pipeline is the same).
+int applied_prefetch(Comm& comm, int prefetch, int threads) {
+  if (prefetch != kAutoPrefetch) return prefetch;
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(comm.size()), 0);
+  ids[static_cast<std::size_t>(comm.rank())] = machine_id();
+  comm.allreduce(kernels::Span<std::int64_t>(ids.data(), comm.size()), ReduceOp::Sum);
+  const auto here = std::count(ids.begin(), ids.end(), ids[static_cast<std::size_t>(comm.rank())]);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const long online = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+  const int mine =
+      sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : static_cast<int>(online);
+  std::int64_t none =
+      auto_prefetch(threads, mine, static_cast<int>(online), static_cast<int>(here)) == 0;
+  comm.allreduce(kernels::Span<std::int64_t>(&none, 1), ReduceOp::Max);
+  return none ? 0 : 1;
+}
+
+}  // namespace
 
 FullGraphBatches::FullGraphBatches(nn::Adjacency<float> graph,
                                    const kernels::FeatureMatrix<float>& x,
@@ -160,10 +208,10 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
                                const MiniBatchConfig& config, nn::ModelKind kind,
                                std::uint64_t seed, float input_dropout, std::vector<NodeId> seeds)
     : m_res(res),
-      m_producer_res(kernels::Device::Cpu,
-                     res.device() == kernels::Device::Cpu && config.prefetch > 0
-                         ? 1
-                         : res.cpu_exec().num_threads),
+      m_prefetch(res.device() == kernels::Device::Cpu
+                     ? applied_prefetch(comm, config.prefetch, res.cpu_exec().num_threads)
+                     : 0),
+      m_producer_res(kernels::Device::Cpu, m_prefetch > 0 ? 1 : res.cpu_exec().num_threads),
       m_part(part),
       m_comm(comm),
       m_features(features),
@@ -179,7 +227,6 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
   const bool on_device = res.device() != kernels::Device::Cpu;
   const bool one_part = part.ids.identity();
   m_sample_on_host = on_device && !one_part;
-  m_prefetch = on_device ? 0 : config.prefetch;
   if (m_prefetch > 0 && !one_part) {
     if (comm.concurrent_duplicates()) {
       m_producer_comm = comm.duplicate();

@@ -77,9 +77,9 @@ class FullGraphBatches final : public BatchSource {
 /// layer's mask (nn::kInputDropoutLayer) is applied as the rows are gathered, off the training
 /// thread, and the batch says so (Batch::input_dropped). On the CPU, a producer thread (its own
 /// Resources of one thread and its own communicator, a duplicate of `comm`) prepares batch i + 1 ..
-/// i + prefetch while batch i computes, each in its own slot (sampler and buffers sized once
-/// from the envelope); on a device batches are prepared in stream order on `res`, one slot.
-/// Nothing is allocated per batch.
+/// i + prefetch (--prefetch auto: resolved by auto_prefetch on every rank, the same on all) while
+/// batch i computes, each in its own slot (sampler and buffers sized once from the envelope); on a
+/// device batches are prepared in stream order on `res`, one slot. Nothing is allocated per batch.
 ///
 /// With `seeds` (partition ids of the whole graph, the same list on every rank, no repeats) the
 /// batches cut that list in its order, every epoch the same (inference on sampled
@@ -107,6 +107,8 @@ class SampledBatches final : public BatchSource {
   /// Bytes every sampler allocated up front, summed; the most one batch used.
   std::size_t envelope_bytes() const;
   std::size_t peak_bytes() const;
+  /// Batches the producer thread prepares ahead, as applied (0: none, on the training thread).
+  int prefetch() const { return m_prefetch; }
 
  private:
   struct Slot;
@@ -115,6 +117,7 @@ class SampledBatches final : public BatchSource {
   const kernels::Resources& prepare_res() const;
 
   const kernels::Resources& m_res;
+  int m_prefetch = 0;                       // MiniBatchConfig::prefetch as applied
   const kernels::Resources m_producer_res;  // the producer thread's (one thread)
   const partition::Part& m_part;
   Comm& m_comm;
@@ -126,7 +129,6 @@ class SampledBatches final : public BatchSource {
   std::uint64_t m_seed;
   float m_input_dropout;
   bool m_sample_on_host = false;  // a device run with several ranks: blocks copied over
-  int m_prefetch = 0;
   std::int64_t m_batch_size = 0, m_batches = 0;
   std::uint64_t m_epoch = 0;
   std::int64_t m_first = 0;  // the epoch's first batch (a resumed epoch starts later)

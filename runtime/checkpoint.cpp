@@ -328,12 +328,13 @@ CheckpointIdentity checkpoint_identity(const TrainConfig& c, const Shard& shard)
     const MiniBatchConfig& mb = *c.mini_batch;
     std::string fanouts;
     for (const int f : mb.fanouts) fanouts += (fanouts.empty() ? "" : ",") + std::to_string(f);
-    id.insert(id.end(), {{"batch_size", std::to_string(mb.batch_size)},
-                         {"fanouts", fanouts},
-                         {"replace", mb.replace ? "true" : "false"},
-                         {"prefetch", std::to_string(mb.prefetch)},
-                         {"cache_mb", number(mb.cache_mb)},
-                         {"cache_policy", to_string(mb.cache_policy)}});
+    id.insert(id.end(),
+              {{"batch_size", std::to_string(mb.batch_size)},
+               {"fanouts", fanouts},
+               {"replace", mb.replace ? "true" : "false"},
+               {"prefetch", mb.prefetch == kAutoPrefetch ? "auto" : std::to_string(mb.prefetch)},
+               {"cache_mb", number(mb.cache_mb)},
+               {"cache_policy", to_string(mb.cache_policy)}});
   }
   return id;
 }

@@ -560,6 +560,15 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
   plan.checkpoint_bytes = checkpoint_bytes(plan.parameters);
   plan.checkpoint_seconds = m.disk_s_per_byte * static_cast<double>(plan.checkpoint_bytes);
   const double param_bytes = static_cast<double>(plan.parameters) * kF;
+  // The producer thread (CPU mini-batch) has cores of its own where the ranks' threads and
+  // their producers fit in the host's cores (ranks x (threads + 1) <= host_cores; 0: a core
+  // per thread); --prefetch auto runs one only then, as the Trainer does (auto_prefetch).
+  const bool producer_core =
+      m.host_cores == 0 || static_cast<double>(ranks) * (std::max(1, threads) + 1) <= m.host_cores;
+  const int prefetch = cuda || !mini                                  ? 0
+                       : config.mini_batch->prefetch == kAutoPrefetch ? (producer_core ? 1 : 0)
+                                                                      : config.mini_batch->prefetch;
+  plan.prefetch = prefetch;
 
   // Mini-batch: batches and the sampler's envelope (the sampler's own bound, from the whole
   // graph's degree statistics, as the Trainer plans it) and expected block sizes.
@@ -572,7 +581,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         std::max<std::int64_t>(1, (g.num_train + mb.batch_size - 1) / mb.batch_size);
     envelope = sampler::plan_envelope({g.num_nodes, g.training_edges, g.max_degree}, mb.batch_size,
                                       mb.fanouts, mb.replace);
-    const std::int64_t slots = cuda ? 1 : 1 + mb.prefetch;
+    const std::int64_t slots = 1 + prefetch;
     plan.sampler_envelope_bytes = static_cast<std::int64_t>(envelope.bytes()) * slots;
     // Expected sizes: a destination draws min(fanout, its degree) neighbours; the sources of
     // a block are the distinct ids among its destinations and draws. The seeds are rows at
@@ -702,7 +711,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // One such block per batch slot (the producer's prefetched batches each have theirs).
     std::int64_t workspace = 0;
     if (mini)
-      workspace = (cuda ? 1 : 1 + config.mini_batch->prefetch) *
+      workspace = (1 + prefetch) *
                   (g.sparse_features && ranks == 1
                        ? as_bytes(kI * blocks.front().src + 8.0 * input_nnz)
                        : as_bytes(blocks.front().src * (static_cast<double>(g.num_features) * kF +
@@ -801,12 +810,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       // have cores of their own (ranks x (threads + 1) <= host_cores; 0: a core per thread).
       // Its epoch is one batch produced, then steps - 1 of the slower stage, then one batch
       // computed. Otherwise both run on the same cores, one after the other.
-      const bool producer_core =
-          m.host_cores == 0 ||
-          static_cast<double>(ranks) * (std::max(1, threads) + 1) <= m.host_cores;
       const double produce = rp.sampling_s + rp.exchange_s;
       double hidden = 0;  // (steps - 1) x the faster stage's time per batch
-      if (!cuda && config.mini_batch->prefetch > 0 && producer_core && steps > 1)
+      if (prefetch > 0 && producer_core && steps > 1)
         hidden = (steps - 1) * std::min((rp.compute_s - m.epoch_alpha_s) / steps, produce / steps);
       // What the overlap hides comes off the exchange first, then off the sampling.
       rp.exposed_exchange_s = std::max(0.0, rp.exchange_s - hidden);

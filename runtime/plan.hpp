@@ -264,6 +264,7 @@ struct Plan {
   int epochs = 0;
   std::int64_t parameters = 0;
   std::int64_t batches_per_epoch = 1;
+  int prefetch = 0;  // mini-batch: batches prepared ahead (--prefetch auto resolved; 0 on a GPU)
   std::int64_t sampler_envelope_bytes = 0;
   std::vector<RankPlan> per_rank;
   /// Maxima over the ranks (the scheduler's request) and totals.

@@ -71,7 +71,8 @@ void check_config(const TrainConfig& c, int ranks) {
       "train: one fan-out per layer expected (" + std::to_string(c.model.num_layers) + " layers, " +
           std::to_string(mb.fanouts.size()) + " fan-outs)");
   for (const int k : mb.fanouts) HALO_EXPECTS(k >= -1, "train: fan-outs must be -1 or >= 0");
-  HALO_EXPECTS(mb.prefetch >= 0 && mb.prefetch <= 16, "train: prefetch must be in [0, 16]");
+  HALO_EXPECTS(mb.prefetch == kAutoPrefetch || (mb.prefetch >= 0 && mb.prefetch <= 16),
+               "train: prefetch must be in [0, 16] or auto");
   HALO_EXPECTS(std::isfinite(mb.cache_mb) && mb.cache_mb >= 0,
                "train: the cache size must be a finite number >= 0");
   HALO_EXPECTS(mb.cache_mb == 0 || ranks > 1,
@@ -217,6 +218,7 @@ class NodeClassification final : public Trainer::Task {
   std::int64_t batches_per_epoch() const override { return m_batches->batches_per_epoch(); }
   void finish(TrainResult& result) override {
     if (const auto* sampled = dynamic_cast<const SampledBatches*>(m_batches.get())) {
+      result.prefetch = sampled->prefetch();
       result.sampler_envelope_bytes = sampled->envelope_bytes();
       result.sampler_peak_bytes = sampled->peak_bytes();
     }

@@ -36,6 +36,16 @@ enum class CachePolicy {
 std::string to_string(CachePolicy p);
 CachePolicy parse_cache_policy(const std::string& s);
 
+/// MiniBatchConfig::prefetch: a producer thread where it has a core of its own.
+inline constexpr int kAutoPrefetch = -1;
+
+/// What --prefetch auto applies on one rank: 1 where the rank's training threads and a producer
+/// thread fit in the cores it may use (its own CPUs, `affinity_cpus`, and no more than its share
+/// of the machine's `machine_cpus` with `ranks_on_machine` ranks on it), else 0. A producer that
+/// shares cores with the training threads (and with other ranks') costs more than it hides:
+/// bench/results/cluster, docs/performance.md.
+int auto_prefetch(int threads, int affinity_cpus, int machine_cpus, int ranks_on_machine);
+
 /// Mini-batch training: what a batch is and how batches are prepared.
 struct MiniBatchConfig {
   /// Seeds (training nodes) per batch, over all ranks; the last batch of an epoch may be
@@ -50,9 +60,10 @@ struct MiniBatchConfig {
   /// Sample neighbours with replacement.
   bool replace = false;
   /// Batches sampled and gathered ahead of the one being computed, by a producer thread (each
-  /// one its own sampler and buffers); 0 prepares each batch on the training thread. On a
-  /// device batches are prepared in stream order (0 is used).
-  int prefetch = 1;
+  /// one its own sampler and buffers); 0 prepares each batch on the training thread;
+  /// kAutoPrefetch (the default): 1 where every rank's producer thread has a core of its own,
+  /// else 0 (auto_prefetch). On a device batches are prepared in stream order (0 is used).
+  int prefetch = kAutoPrefetch;
   /// MiB of remote feature rows each rank keeps (several ranks only; 0: none).
   double cache_mb = 0;
   CachePolicy cache_policy = CachePolicy::Degree;
@@ -92,8 +103,8 @@ struct TrainConfig {
 /// halo::LogicError naming the field unless `config` is valid for a run of `ranks` ranks:
 /// epochs >= 1, checkpoint.every >= 0 and checkpoint.keep >= 1, finite positive lr, finite
 /// non-negative weight decay, dropout in [0, 1), batch size >= 1, one fan-out >= -1 per layer,
-/// prefetch in [0, 16], a finite cache size >= 0 (and 0 with one rank, where no row is remote),
-/// overlap left on in mini-batch mode.
+/// prefetch in [0, 16] or kAutoPrefetch, a finite cache size >= 0 (and 0 with one rank, where no
+/// row is remote), overlap left on in mini-batch mode.
 void check_config(const TrainConfig& config, int ranks);
 
 /// What one epoch measured. Accuracies and losses come from an evaluation pass (no dropout)
@@ -179,6 +190,7 @@ struct TrainResult {
   double allreduce_time_s = 0;
   /// Mini-batch runs.
   std::int64_t batches_per_epoch = 0;
+  int prefetch = 0;  // batches prepared ahead, as applied (--prefetch auto resolved; 0 on a device)
   std::size_t sampler_envelope_bytes = 0;  // allocated once, every pipeline slot
   std::size_t sampler_peak_bytes = 0;      // the most one batch used
   double host_syncs_per_batch = 0;

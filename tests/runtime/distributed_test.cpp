@@ -4,6 +4,9 @@
 // process on Cora and on a directed Cora, full graph and mini-batch, and no allocation per batch.
 // Suites named *Cuda* run GPU ranks (NCCL) and skip without a device; ctest runs them as the
 // separate distributed_cuda_np* entries.
+#include <sched.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -452,6 +455,28 @@ TEST(DistributedMiniBatch, NothingIsAllocatedPerBatchAfterTheFirst) {
           << "epoch " << e + 1 << ": allocations after its first batch";
     }
   }
+}
+
+// --prefetch auto is decided for all ranks together: each applies what auto_prefetch says for
+// its machine (ctest's ranks share this one: they have one boot id), and a producer only where
+// every rank has its core; every rank reports the same.
+TEST(DistributedMiniBatch, AutoPrefetchIsDecidedTogether) {
+  const SharedPartition shared(cora(), partition::Method::MetisKway, "mb-auto");
+  TrainConfig config = test::config_for(nn::ModelKind::Sage, 3, 1);
+  config.mini_batch = test::batches(64, {5, 3}, kAutoPrefetch);
+  const TrainResult r = train_partition(res(), shared, config).result;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  std::int64_t none =
+      auto_prefetch(res().cpu_exec().num_threads, CPU_COUNT(&set),
+                    static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)), comm().size()) == 0;
+  comm().allreduce(kernels::Span<std::int64_t>(&none, 1), ReduceOp::Max);
+  EXPECT_EQ(r.prefetch, none ? 0 : 1);
+  std::int64_t most = r.prefetch, least = -r.prefetch;
+  comm().allreduce(kernels::Span<std::int64_t>(&most, 1), ReduceOp::Max);
+  comm().allreduce(kernels::Span<std::int64_t>(&least, 1), ReduceOp::Max);
+  EXPECT_EQ(most, -least) << "ranks applied different prefetches";
 }
 
 // ---- start-up ----------------------------------------------------------------------------------

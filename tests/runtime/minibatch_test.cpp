@@ -1,7 +1,9 @@
 // Mini-batch training end to end: determinism with and without the prefetching pipeline, a
 // falling loss on a larger synthetic graph, the input dropout in the gather, and the errors (Cora
 // accuracy: accuracy_test.cpp).
+#include <sched.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -53,6 +55,45 @@ TEST(MiniBatchTraining, PrefetchAndThreadsDoNotChangeTheRun) {
       EXPECT_NEAR(losses[i], reference[i], 1e-5 * reference[i]);
     EXPECT_GT(peak, 0u);
     EXPECT_LE(peak * static_cast<std::size_t>(prefetch + 1), envelope);
+  }
+}
+
+// --prefetch auto: a producer thread only where the rank's threads and the producer fit in the
+// cores it may use (its CPUs, and its share of the machine's).
+TEST(MiniBatchTraining, AutoPrefetchNeedsACoreForTheProducer) {
+  EXPECT_EQ(auto_prefetch(1, 2, 2, 1), 1);    // one process, one thread, two cores
+  EXPECT_EQ(auto_prefetch(2, 2, 2, 1), 0);    // two threads fill them
+  EXPECT_EQ(auto_prefetch(1, 2, 2, 2), 0);    // two ranks share them
+  EXPECT_EQ(auto_prefetch(1, 2, 2, 4), 0);    // the emulated cluster's P = 4
+  EXPECT_EQ(auto_prefetch(0, 2, 2, 1), 1);    // 0 threads is one
+  EXPECT_EQ(auto_prefetch(1, 1, 16, 1), 0);   // bound to one core of many
+  EXPECT_EQ(auto_prefetch(3, 16, 16, 4), 1);  // four ranks of 3 + 1 threads on 16 cores
+  EXPECT_EQ(auto_prefetch(4, 16, 16, 4), 0);  // ... of 4 + 1 threads
+  EXPECT_EQ(auto_prefetch(4, 5, 64, 8), 1);   // bound to 5 cores each, 8 ranks on 64
+}
+
+// The run applies what auto_prefetch says for this process (one rank on this machine) and
+// reports it; explicit values are applied as given; the envelope has a slot per batch ahead.
+TEST(MiniBatchTraining, ReportsThePrefetchItApplies) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int online = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  for (const int threads : {1, 2}) {
+    const kernels::Resources res(kernels::Device::Cpu, threads);
+    MiniBatchConfig mb = batches(40, {5, 3});
+    mb.prefetch = kAutoPrefetch;
+    const TrainResult a = train(res, cora(), sage_config(4, 1), mb);
+    EXPECT_EQ(a.prefetch, auto_prefetch(threads, CPU_COUNT(&set), online, 1)) << threads;
+    mb.prefetch = 2;
+    const TrainResult two = train(res, cora(), sage_config(4, 1), mb);
+    EXPECT_EQ(two.prefetch, 2);
+    mb.prefetch = 0;
+    const TrainResult none = train(res, cora(), sage_config(4, 1), mb);
+    EXPECT_EQ(none.prefetch, 0);
+    EXPECT_EQ(two.sampler_envelope_bytes, 3 * none.sampler_envelope_bytes);
+    EXPECT_EQ(a.sampler_envelope_bytes,
+              static_cast<std::size_t>(1 + a.prefetch) * none.sampler_envelope_bytes);
   }
 }
 

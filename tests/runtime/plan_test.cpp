@@ -567,6 +567,22 @@ TEST(Plan, ProducerOverlapsComputeOnlyOnACoreOfItsOwn) {
   const double steps = 100, cb = (o.compute_s - 2e-3) / steps, qb = o.sampling_s / steps;
   EXPECT_NEAR(o.epoch_s, qb + (steps - 1) * std::max(cb, qb) + cb + 2e-3, 1e-9);
   EXPECT_LT(o.epoch_s, n.epoch_s);
+  EXPECT_EQ(own.prefetch, 1);
+  EXPECT_EQ(none.prefetch, 0);
+  EXPECT_EQ(own.sampler_envelope_bytes, 2 * none.sampler_envelope_bytes);
+  // --prefetch auto runs the producer only with a core of its own, as the Trainer does: the
+  // plan of --prefetch 1 on two cores, of --prefetch 0 on one.
+  c.mini_batch->prefetch = kAutoPrefetch;
+  const Plan auto_own = make_plan(in, c, m, "cpu", 1);
+  EXPECT_EQ(auto_own.prefetch, 1);
+  EXPECT_EQ(auto_own.epoch_seconds, own.epoch_seconds);
+  EXPECT_EQ(auto_own.sampler_envelope_bytes, own.sampler_envelope_bytes);
+  m.host_cores = 1;
+  const Plan auto_shared = make_plan(in, c, m, "cpu", 1);
+  EXPECT_EQ(auto_shared.prefetch, 0);
+  EXPECT_EQ(auto_shared.sampler_envelope_bytes, none.sampler_envelope_bytes);
+  EXPECT_EQ(auto_shared.per_rank[0].exposed_sampling_s, auto_shared.per_rank[0].sampling_s);
+  EXPECT_EQ(make_plan(in, c, m, "cuda", 1).prefetch, 0);
 }
 
 // Sampled blocks follow the degrees: one bucket at the mean degree is the mean-degree model; a

@@ -75,6 +75,9 @@ TEST_F(Cli, UsageErrorsExitTwoWithOneClearLine) {
         // A flag of the other mode is refused, not silently ignored.
         Case{"train --fanouts 5,5", "--fanouts"}, Case{"train --batch-size 8", "--batch-size"},
         Case{"train --prefetch 0", "--prefetch"},
+        Case{"train --mode mini-batch --prefetch x", "--prefetch"},
+        Case{"train --mode mini-batch --prefetch 17", "--prefetch"},
+        Case{"train --mode mini-batch --prefetch -1", "--prefetch"},
         Case{"train --mode mini-batch --cache-mb 1", "--cache-mb"},
         Case{"train --mode mini-batch --fanouts 5", "--fanouts"},
         Case{"train --json .", "--json"}}) {

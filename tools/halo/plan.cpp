@@ -209,6 +209,7 @@ json plan_json(const runtime::Plan& p, const PlanOptions& o) {
             {"epochs", p.epochs},
             {"parameters", p.parameters},
             {"batches_per_epoch", p.batches_per_epoch},
+            {"prefetch", p.prefetch},
             {"sampler_envelope_bytes", p.sampler_envelope_bytes},
             {"peak_host_bytes_per_rank", p.peak_host_bytes_per_rank},
             {"peak_gpu_bytes_per_rank", p.peak_gpu_bytes_per_rank},

@@ -59,7 +59,7 @@ HeteroTrainOptions hetero_options(const TrainCommandOptions& o) {
   h.offline = o.data.offline;
   h.mag = o.data.mag;
   if (o.mode == "mini-batch") {
-    if (o.mb.prefetch != runtime::MiniBatchConfig{}.prefetch)
+    if (o.mb.prefetch > 0)
       throw UsageError(
           "--prefetch: heterogeneous mini-batches are prepared on the training thread");
     if (o.mb.cache_mb != 0)
@@ -150,7 +150,7 @@ nlohmann::json result_json(const TrainCommandOptions& o, const runtime::Shard& s
     j.update({{"batch_size", mb.batch_size},
               {"fanouts", mb.fanouts},
               {"replace", mb.replace},
-              {"prefetch", res.device() == kernels::Device::Cpu ? mb.prefetch : 0},
+              {"prefetch", r.prefetch},
               {"cache_mb", mb.cache_mb},
               {"cache_policy", o.cache_policy},
               {"batches_per_epoch", r.batches_per_epoch},

@@ -1,6 +1,7 @@
 // The flags of a training run, shared by `halo train` and `halo plan`.
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -198,9 +199,27 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
                       "and *=N for the others, e.g. writes=5,*=10:5")
           ->capture_default_str(),
       sub->add_option("--prefetch", mb.prefetch,
-                      "Mini-batch: batches prepared ahead by a producer thread (0 = none)")
-          ->check(CLI::Range(0, 16))
-          ->capture_default_str(),
+                      "Mini-batch: batches prepared ahead by a producer thread (0 = none; "
+                      "auto = 1 where every rank's producer has a core of its own, else 0)")
+          ->transform(CLI::Validator(
+              [](std::string& s) -> std::string {
+                if (s == "auto") {
+                  s = std::to_string(runtime::kAutoPrefetch);
+                  return "";
+                }
+                std::size_t used = 0;
+                int v = -1;
+                try {
+                  v = std::stoi(s, &used);
+                } catch (const std::exception&) {
+                  used = 0;
+                }
+                if (used == 0 || used != s.size() || v < 0 || v > 16)
+                  return "'auto' or an integer in [0, 16] expected, not '" + s + "'";
+                return "";
+              },
+              "auto|0..16"))
+          ->default_str("auto"),
       sub->add_flag("--replace", mb.replace, "Mini-batch: sample neighbours with replacement"),
       sub->add_option("--max-batches", mb.max_batches,
                       "Heterogeneous mini-batch: train at most N batches an epoch (0 = all; a "
