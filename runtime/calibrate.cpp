@@ -187,8 +187,32 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       return std::pair<double, double>{2.0 * rows * k * n, s};
     };
     const auto [f1, t1] = run(16, 16, 16);
-    const auto [f2, t2] = run(16384, 128, 64);
+    const auto [f2, t2] = run(kGemmCalibrationRows, 128, 64);
     std::tie(m.gemm_alpha_s, m.gemm_s_per_flop) = fit(f1, t1, f2, t2);
+    // The rate of each product of a layer (forward X W, weight gradient X^T dY, input gradient
+    // dY W^T) on a grid of widths: BLAS's rate moves with the shape (gemm_s_per_flop_of).
+    m.gemm_shapes.clear();
+    const std::int64_t rows = kGemmCalibrationRows;
+    for (const GemmPass pass : {GemmPass::Forward, GemmPass::WeightGrad, GemmPass::InputGrad})
+      for (const std::int64_t in : kGemmCalibrationWidths)
+        for (const std::int64_t out : kGemmCalibrationWidths) {
+          Tensor<float> x = filled(res, rows, in, 0.5f), w = filled(res, in, out, 0.25f),
+                        y = filled(res, rows, out, 0.125f);
+          const double s = mean_seconds(r, c.rounds, [&] {
+            using kernels::Trans;
+            if (pass == GemmPass::Forward)
+              kernels::gemm<float>(res, Trans::No, Trans::No, 1.f, x.view(), w.view(), 0.f,
+                                   y.view());
+            else if (pass == GemmPass::WeightGrad)
+              kernels::gemm<float>(res, Trans::Yes, Trans::No, 1.f, x.view(), y.view(), 0.f,
+                                   w.view());
+            else
+              kernels::gemm<float>(res, Trans::No, Trans::Yes, 1.f, y.view(), w.view(), 0.f,
+                                   x.view());
+          });
+          const double flops = 2.0 * static_cast<double>(rows * in * out);
+          m.gemm_shapes.push_back({pass, in, out, std::max(s - m.gemm_alpha_s, 0.1 * s) / flops});
+        }
   }
   // The R-MAT graph of the SpMM and sampler terms.
   datasets::RmatConfig rc;
@@ -225,6 +249,26 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     });
     m.spmm_s_per_byte = std::max(0.0, (t64 - t1) / (e * 63 * 4));
     m.spmm_s_per_edge = std::max(0.0, (t1 - m.spmm_alpha_s) / e - 4 * m.spmm_s_per_byte);
+    m.spmm_footprint_bytes = static_cast<double>(n) * 64 * 4;
+    // The per-byte rate with a dense input beyond the caches: 256 columns of a graph two scales
+    // larger (64 MiB at the default scale; a layer's 256-wide input of a large batch or part).
+    datasets::RmatConfig big = rc;
+    big.scale = c.rmat_scale + 2;
+    const datasets::Dataset bds = datasets::make_rmat(res, big);
+    const std::int64_t bn = bds.num_nodes();
+    const auto be = static_cast<double>(bds.graph.num_edges());
+    kernels::CsrMatrix<kernels::NodeId, float> ba{
+        bds.graph.indptr.clone(res), bds.graph.indices.clone(res),
+        filled(res, bds.graph.num_edges(), 1, 1.f), bn, false};
+    auto run_big = [&](std::int64_t cols) {
+      Tensor<float> x = filled(res, bn, cols, 1.f), o(res, bn, cols);
+      return mean_seconds(r, c.rounds, [&] {
+        kernels::spmm<kernels::NodeId, float>(res, ba.view(), x.view(), o.view());
+      });
+    };
+    const double b1 = run_big(1), b256 = run_big(256);
+    m.spmm_streaming_s_per_byte = std::max(0.0, (b256 - b1) / (be * 255 * 4));
+    m.spmm_streaming_footprint_bytes = static_cast<double>(bn) * 256 * 4;
   }
   // Element-wise passes: ReLU over 16 floats (the call), over kStreamingPassBytes moved
   // (beyond the caches) and over kCachedPassBytes moved, over and over (in them).

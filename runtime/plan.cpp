@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/atomic_file.hpp>
@@ -57,11 +58,14 @@ struct StepCost {
   int exchanges = 0;  // halo exchanges of a step (aggregations forward and backward)
 };
 
-double gemm_s(const CostModel& m, double rows, double k, double n) {
-  return m.gemm_alpha_s + m.gemm_s_per_flop * 2 * rows * k * n;
+double gemm_s(const CostModel& m, GemmPass pass, double rows, double in, double out) {
+  return m.gemm_alpha_s + gemm_s_per_flop_of(m, pass, in, out) * 2 * rows * in * out;
 }
-double spmm_s(const CostModel& m, double entries, double cols) {
-  return m.spmm_alpha_s + m.spmm_s_per_edge * entries + m.spmm_s_per_byte * entries * cols * kF;
+/// A sparse x dense product over `entries` stored entries gathering `cols`-wide rows of a dense
+/// input of `rows` rows.
+double spmm_s(const CostModel& m, double entries, double cols, double rows) {
+  return m.spmm_alpha_s + m.spmm_s_per_edge * entries +
+         spmm_s_per_byte_at(m, rows * cols * kF) * entries * cols * kF;
 }
 /// One element-wise pass (calls of them: `calls`) over `bytes` bytes in all, at the streaming
 /// rate.
@@ -103,17 +107,22 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
     // Transform and its two backward products.
     const double rows_t = agg_first ? b.dst : b.src;
     if (sparse_in) {
-      t += spmm_s(m, input_nnz, wo) * 2;  // X W and Xᵀ dY
+      t += spmm_s(m, input_nnz, wo, wi) * 2;  // X W and Xᵀ dY (rows of W, of dY: W's size)
     } else {
-      // Forward and dW, and dX but for the input layer.
-      const double dense = transforms * gemm_s(m, rows_t, wi, wo) * (l > 0 ? 3 : 2);
+      // Forward and dW, and dX but for the input layer, each at its shape's rate.
+      double dense = gemm_s(m, GemmPass::Forward, rows_t, wi, wo) +
+                     gemm_s(m, GemmPass::WeightGrad, rows_t, wi, wo);
+      if (l > 0) dense += gemm_s(m, GemmPass::InputGrad, rows_t, wi, wo);
+      dense *= transforms;
       s.gemm_s += dense;
       t += dense;
     }
     // Aggregation forward and transposed backward; the input layer aggregating first needs
     // no backward one (its dW reads the cached aggregate, and it has no dX).
     const int aggregations = l == 0 && agg_first ? 1 : 2;
-    const double agg = aggregations * spmm_s(m, entries, agg_cols);
+    // Forward it gathers the sources' rows, backward (transposed) the destinations'.
+    const double agg = spmm_s(m, entries, agg_cols, b.src) +
+                       (aggregations > 1 ? spmm_s(m, entries, agg_cols, b.dst) : 0);
     s.aggregation_s += agg;
     t += agg;
     // Bias, ReLU and their backward: a few passes over the output.
@@ -307,6 +316,37 @@ double log_lerp(double x, double x0, double y0, double x1, double y1) {
   return y0 + std::log(x / x0) / std::log(x1 / x0) * (y1 - y0);
 }
 
+const char* gemm_pass_name(GemmPass p) {
+  switch (p) {
+    case GemmPass::Forward:
+      return "forward";
+    case GemmPass::WeightGrad:
+      return "weight_grad";
+    case GemmPass::InputGrad:
+      return "input_grad";
+  }
+  return "";
+}
+
+/// The distinct widths of `pass`'s points (ins or outs), sorted.
+std::vector<double> gemm_widths(const std::vector<GemmPoint>& pts, GemmPass pass, bool ins) {
+  std::vector<double> v;
+  for (const GemmPoint& p : pts)
+    if (p.pass == pass) v.push_back(static_cast<double>(ins ? p.in : p.out));
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+/// The grid's widths around x: (x's own, the same) at or outside the edges, else the two
+/// neighbours.
+std::pair<double, double> around(const std::vector<double>& v, double x) {
+  if (x <= v.front()) return {v.front(), v.front()};
+  if (x >= v.back()) return {v.back(), v.back()};
+  const auto hi = std::lower_bound(v.begin(), v.end(), x);
+  return *hi == x ? std::pair{x, x} : std::pair{*(hi - 1), *hi};
+}
+
 /// The working-set rule over `field` of the points: log-linear in the working set between two.
 double interpolate(const std::vector<StepScalePoint>& pts, double working_set,
                    double StepScalePoint::*field) {
@@ -353,6 +393,33 @@ std::filesystem::path default_calibration_path() {
   return datasets::default_data_dir() / "calibration.json";
 }
 
+double spmm_s_per_byte_at(const CostModel& m, double footprint) {
+  if (m.spmm_streaming_s_per_byte <= 0 ||
+      m.spmm_streaming_footprint_bytes <= m.spmm_footprint_bytes)
+    return m.spmm_s_per_byte;
+  return log_lerp(footprint, m.spmm_footprint_bytes, m.spmm_s_per_byte,
+                  m.spmm_streaming_footprint_bytes, m.spmm_streaming_s_per_byte);
+}
+
+double gemm_s_per_flop_of(const CostModel& m, GemmPass pass, double in, double out) {
+  const std::vector<double> ins = gemm_widths(m.gemm_shapes, pass, true),
+                            outs = gemm_widths(m.gemm_shapes, pass, false);
+  if (ins.empty()) return m.gemm_s_per_flop;
+  auto at = [&](double i, double o) {
+    for (const GemmPoint& p : m.gemm_shapes)
+      if (p.pass == pass && static_cast<double>(p.in) == i && static_cast<double>(p.out) == o)
+        return p.s_per_flop;
+    HALO_EXPECTS(false, "plan: the GEMM rate table is not a full grid of widths");
+    return 0.0;
+  };
+  const auto [i0, i1] = around(ins, in);
+  const auto [o0, o1] = around(outs, out);
+  auto along_out = [&](double i) {
+    return o0 == o1 ? at(i, o0) : log_lerp(out, o0, at(i, o0), o1, at(i, o1));
+  };
+  return i0 == i1 ? along_out(i0) : log_lerp(in, i0, along_out(i0), i1, along_out(i1));
+}
+
 double elementwise_s_per_byte(const CostModel& m, double footprint) {
   const double cached = m.elementwise_cached_s_per_byte > 0 ? m.elementwise_cached_s_per_byte
                                                             : m.elementwise_s_per_byte;
@@ -360,17 +427,87 @@ double elementwise_s_per_byte(const CostModel& m, double footprint) {
                   m.elementwise_s_per_byte);
 }
 
+namespace {
+
+json gemm_json(const CostModel& m) {
+  json g = {{"alpha_s", m.gemm_alpha_s}, {"s_per_flop", m.gemm_s_per_flop}};
+  if (!m.gemm_shapes.empty()) {
+    json shapes = json::array();
+    for (const GemmPoint& p : m.gemm_shapes)
+      shapes.push_back({{"pass", gemm_pass_name(p.pass)},
+                        {"in", p.in},
+                        {"out", p.out},
+                        {"s_per_flop", p.s_per_flop}});
+    g["shapes"] = shapes;
+  }
+  return g;
+}
+
+/// gemm.shapes (optional: files written before it have one rate): every entry a pass, two
+/// widths >= 1 and a rate, every pass's entries a full grid of its widths.
+std::vector<GemmPoint> read_gemm_shapes(const json& j, const std::string& where) {
+  std::vector<GemmPoint> pts;
+  if (!j.contains("gemm") || !j["gemm"].contains("shapes")) return pts;
+  const json& a = j["gemm"]["shapes"];
+  const std::string at = where + ": gemm.shapes";
+  if (!a.is_array()) throw IoError(at + " must be a list");
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const json& e = a[i];
+    const std::string here = at + "[" + std::to_string(i) + "]";
+    GemmPoint p;
+    const std::string pass = e.is_object() && e.contains("pass") && e["pass"].is_string()
+                                 ? e["pass"].get<std::string>()
+                                 : "";
+    bool known = false;
+    for (const GemmPass g : {GemmPass::Forward, GemmPass::WeightGrad, GemmPass::InputGrad})
+      if (pass == gemm_pass_name(g)) {
+        p.pass = g;
+        known = true;
+      }
+    if (!known) throw IoError(here + ": expected \"pass\": forward, weight_grad or input_grad");
+    for (const auto& [key, field] : {std::pair{"in", &GemmPoint::in}, {"out", &GemmPoint::out}}) {
+      if (!e.contains(key) || !e[key].is_number_integer() || e[key].get<std::int64_t>() < 1)
+        throw IoError(here + ": expected an integer >= 1 at " + key);
+      p.*field = e[key].get<std::int64_t>();
+    }
+    if (!e.contains("s_per_flop") || !e["s_per_flop"].is_number() ||
+        !std::isfinite(e["s_per_flop"].get<double>()) || e["s_per_flop"].get<double>() <= 0)
+      throw IoError(here + ": expected a finite number > 0 at s_per_flop");
+    p.s_per_flop = e["s_per_flop"].get<double>();
+    pts.push_back(p);
+  }
+  // Every pass's entries: each pair of its in and out widths exactly once.
+  for (const GemmPass g : {GemmPass::Forward, GemmPass::WeightGrad, GemmPass::InputGrad})
+    for (const double i : gemm_widths(pts, g, true))
+      for (const double o : gemm_widths(pts, g, false)) {
+        const auto n = std::count_if(pts.begin(), pts.end(), [&](const GemmPoint& p) {
+          return p.pass == g && static_cast<double>(p.in) == i && static_cast<double>(p.out) == o;
+        });
+        if (n != 1)
+          throw IoError(at + ": " + std::to_string(n) + " " + gemm_pass_name(g) +
+                        " entries for in " + std::to_string(static_cast<std::int64_t>(i)) +
+                        ", out " + std::to_string(static_cast<std::int64_t>(o)) +
+                        " (one per pair of widths expected: a grid)");
+      }
+  return pts;
+}
+
+}  // namespace
+
 void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
   const json j = {
       {"format", "halo-calibration"},
       {"version", kCalibrationVersion},
       {"host", m.host},
       {"threads", m.threads},
-      {"gemm", {{"alpha_s", m.gemm_alpha_s}, {"s_per_flop", m.gemm_s_per_flop}}},
+      {"gemm", gemm_json(m)},
       {"spmm",
        {{"alpha_s", m.spmm_alpha_s},
         {"s_per_edge", m.spmm_s_per_edge},
-        {"s_per_byte", m.spmm_s_per_byte}}},
+        {"s_per_byte", m.spmm_s_per_byte},
+        {"footprint_bytes", m.spmm_footprint_bytes},
+        {"streaming_s_per_byte", m.spmm_streaming_s_per_byte},
+        {"streaming_footprint_bytes", m.spmm_streaming_footprint_bytes}}},
       {"elementwise",
        {{"alpha_s", m.elementwise_alpha_s},
         {"s_per_byte", m.elementwise_s_per_byte},
@@ -425,9 +562,14 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   CostModel m;
   m.gemm_alpha_s = num("gemm", "alpha_s");
   m.gemm_s_per_flop = num("gemm", "s_per_flop");
+  m.gemm_shapes = read_gemm_shapes(j, where);
   m.spmm_alpha_s = num("spmm", "alpha_s");
   m.spmm_s_per_edge = num("spmm", "s_per_edge");
   m.spmm_s_per_byte = num("spmm", "s_per_byte");
+  // Optional: files written before them have one per-byte rate.
+  m.spmm_footprint_bytes = opt("spmm", "footprint_bytes", 0);
+  m.spmm_streaming_s_per_byte = opt("spmm", "streaming_s_per_byte", 0);
+  m.spmm_streaming_footprint_bytes = opt("spmm", "streaming_footprint_bytes", 0);
   m.elementwise_alpha_s = num("elementwise", "alpha_s");
   m.elementwise_s_per_byte = num("elementwise", "s_per_byte");
   // Optional: files written before it have the streaming rate everywhere.

@@ -26,6 +26,23 @@ struct StepScalePoint {
   double producer = 1;
 };
 
+/// The three products of a layer's transform (rows x in inputs, in x out weights): the forward
+/// X W, the weight gradient X^T dY and the input gradient dY W^T.
+enum class GemmPass { Forward, WeightGrad, InputGrad };
+
+/// One point of the dense products' rate table (CostModel::gemm_shapes): seconds per
+/// floating-point operation of `pass` for a layer of `in` -> `out` widths, measured by `halo
+/// calibrate` on kGemmCalibrationRows rows.
+struct GemmPoint {
+  GemmPass pass = GemmPass::Forward;
+  std::int64_t in = 1, out = 1;
+  double s_per_flop = 0;
+};
+
+/// The rows and the widths of the grid `halo calibrate` measures the products' rates on.
+inline constexpr std::int64_t kGemmCalibrationRows = 16384;
+inline constexpr std::int64_t kGemmCalibrationWidths[] = {16, 64, 256};
+
 /// What the collectives inside a training step cost with `ranks` ranks on this host, fitted by
 /// `mpiexec -n <ranks> halo calibrate` on short distributed runs of the Trainer on a generated
 /// graph. The latencies carry what the ping-pong alone does not (ranks and producer threads
@@ -50,11 +67,25 @@ struct CostModel {
   /// Dense products (BLAS sgemm): seconds per call and per floating-point operation (2 m n k).
   double gemm_alpha_s = 5e-6;
   double gemm_s_per_flop = 1.0 / 20e9;
+  /// The rate per product and layer shape, a full grid of in x out widths per pass (BLAS's
+  /// rate moves with them: a narrow output runs at half the rate of a wide one on this
+  /// machine); a layer's rate is interpolated linearly in log(in) and log(out) between the
+  /// grid's widths around its own, held at the grid's edge outside them (gemm_s_per_flop_of).
+  /// Empty: gemm_s_per_flop for every product.
+  std::vector<GemmPoint> gemm_shapes;
   /// CSR x dense products: per call, per stored entry and per byte of gathered rows
   /// (entries x columns x 4 bytes).
   double spmm_alpha_s = 5e-6;
   double spmm_s_per_edge = 2e-9;
   double spmm_s_per_byte = 1.0 / 4e9;
+  /// The per-byte rate moves with the dense input the product gathers rows of (rows x columns
+  /// x 4 bytes): spmm_s_per_byte was measured with an input of spmm_footprint_bytes (in the
+  /// caches), spmm_streaming_s_per_byte with one of spmm_streaming_footprint_bytes (beyond
+  /// them); between the two, linear in log(footprint), outside them the nearer one's
+  /// (spmm_s_per_byte_at). 0: spmm_s_per_byte everywhere.
+  double spmm_footprint_bytes = 0;
+  double spmm_streaming_s_per_byte = 0;
+  double spmm_streaming_footprint_bytes = 0;
   /// Element-wise passes (ReLU, dropout, bias, loss, Adam): seconds per call and per byte read
   /// or written.
   double elementwise_alpha_s = 2e-6;
@@ -138,6 +169,14 @@ inline constexpr double kShortAllreduceBytes = 2048;
 /// Seconds of one all-reduce of `bytes` over `ranks`, messages costing `alpha` each plus their
 /// bytes over the link (m.link_s_per_byte), as MPICH schedules it (plan.cpp).
 double allreduce_s(const CostModel& m, double alpha, double bytes, int ranks);
+
+/// Seconds per floating-point operation of a layer's product `pass` with widths `in` -> `out`:
+/// CostModel::gemm_shapes' rule, else gemm_s_per_flop.
+double gemm_s_per_flop_of(const CostModel& m, GemmPass pass, double in, double out);
+
+/// Seconds per byte gathered of a sparse x dense product whose dense input spans `footprint`
+/// bytes (CostModel::spmm_streaming_s_per_byte's rule).
+double spmm_s_per_byte_at(const CostModel& m, double footprint);
 
 /// Seconds per byte of an element-wise pass whose data span `footprint` bytes.
 double elementwise_s_per_byte(const CostModel& m, double footprint);

@@ -177,6 +177,14 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   m.epoch_alpha_s = 5e-3;
   m.collectives = {{2, 2e-5, 4e-5, 1.5e-7}, {4, 3e-5, 9e-5, 2.5e-7}};
   m.elementwise_cached_s_per_byte = 1.5e-11;
+  m.spmm_footprint_bytes = 1 << 22;
+  m.spmm_streaming_s_per_byte = 4.5e-11;
+  m.spmm_streaming_footprint_bytes = 1 << 26;
+  for (const GemmPass pass : {GemmPass::Forward, GemmPass::WeightGrad, GemmPass::InputGrad})
+    for (const std::int64_t in : {16, 256})
+      for (const std::int64_t out : {8, 64, 512})
+        m.gemm_shapes.push_back(
+            {pass, in, out, 1e-11 * (1 + static_cast<int>(pass)) + 1e-14 * (in + out)});
   const auto path = dir.path() / "c.json";
   write_cost_model(m, path);
   const CostModel r = read_cost_model(path);
@@ -205,6 +213,16 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
     EXPECT_EQ(r.collectives[i].mini_batch_fetch_row_s, m.collectives[i].mini_batch_fetch_row_s);
   }
   EXPECT_EQ(r.elementwise_cached_s_per_byte, 1.5e-11);
+  EXPECT_EQ(r.spmm_footprint_bytes, m.spmm_footprint_bytes);
+  EXPECT_EQ(r.spmm_streaming_s_per_byte, m.spmm_streaming_s_per_byte);
+  EXPECT_EQ(r.spmm_streaming_footprint_bytes, m.spmm_streaming_footprint_bytes);
+  ASSERT_EQ(r.gemm_shapes.size(), m.gemm_shapes.size());
+  for (std::size_t i = 0; i < m.gemm_shapes.size(); ++i) {
+    EXPECT_EQ(r.gemm_shapes[i].pass, m.gemm_shapes[i].pass);
+    EXPECT_EQ(r.gemm_shapes[i].in, m.gemm_shapes[i].in);
+    EXPECT_EQ(r.gemm_shapes[i].out, m.gemm_shapes[i].out);
+    EXPECT_EQ(r.gemm_shapes[i].s_per_flop, m.gemm_shapes[i].s_per_flop);
+  }
   EXPECT_TRUE(r.calibrated);
   EXPECT_TRUE(r.link_calibrated);
   std::ofstream(dir.path() / "bad.json") << "{\"format\": \"halo-calibration\", \"version\": 3}";
@@ -242,6 +260,21 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
       "expected an array at step.full_graph");
   refused(
       "old.json", [](json& j) { j["version"] = 1; }, "rerun halo calibrate");
+  refused(
+      "grid.json", [](json& j) { j["gemm"]["shapes"].erase(3); },
+      "gemm.shapes: 0 forward entries for in 256, out 8 (one per pair of widths expected");
+  refused(
+      "twice.json", [](json& j) { j["gemm"]["shapes"][1] = j["gemm"]["shapes"][0]; },
+      "gemm.shapes: 2 forward entries for in 16, out 8");
+  refused(
+      "pass.json", [](json& j) { j["gemm"]["shapes"][0]["pass"] = "backward"; },
+      "gemm.shapes[0]: expected \"pass\": forward, weight_grad or input_grad");
+  refused(
+      "width.json", [](json& j) { j["gemm"]["shapes"][2]["out"] = 0; },
+      "gemm.shapes[2]: expected an integer >= 1 at out");
+  refused(
+      "rate.json", [](json& j) { j["gemm"]["shapes"][2]["s_per_flop"] = -1; },
+      "gemm.shapes[2]: expected a finite number > 0 at s_per_flop");
   refused(
       "ranks.json", [](json& j) { j["collective"][1]["ranks"] = 2; },
       "\"ranks\": integer >= 2, growing, at collective[1]");
@@ -353,6 +386,84 @@ TEST(Plan, DenseProductsAreOutsideTheStepScale) {
     const RankPlan wide = at(1);
     EXPECT_GT(wide.dense_s / wide.compute_s, one.dense_s / one.compute_s);
   }
+}
+
+// A layer's products run at their pass's rate for its widths: the grid's own at its widths,
+// linear in log(width) between them, the edge's outside; without a table, gemm_s_per_flop. In a
+// plan, the input gradient (every layer but the input one) is costed at its own rate.
+TEST(Plan, DenseProductsRunAtTheirShapesRate) {
+  CostModel m;
+  m.gemm_s_per_flop = 1e-11;
+  EXPECT_EQ(gemm_s_per_flop_of(m, GemmPass::WeightGrad, 40, 256), 1e-11);
+  const double a = 1e-11, b = 2e-11, c = 4e-11, d = 8e-11;  // (16, 16) (16, 256) (256, 16) ..
+  m.gemm_shapes = {{GemmPass::Forward, 16, 16, a},
+                   {GemmPass::Forward, 16, 256, b},
+                   {GemmPass::Forward, 256, 16, c},
+                   {GemmPass::Forward, 256, 256, d}};
+  auto fwd = [&](double in, double out) {
+    return gemm_s_per_flop_of(m, GemmPass::Forward, in, out);
+  };
+  EXPECT_EQ(fwd(16, 256), b);
+  EXPECT_EQ(fwd(256, 16), c);
+  EXPECT_NEAR(fwd(64, 16), (a + c) / 2, 1e-24);  // log(64 / 16) = log(256 / 16) / 2
+  EXPECT_NEAR(fwd(64, 64), (a + b + c + d) / 4, 1e-24);
+  EXPECT_EQ(fwd(1000, 1000), d);
+  EXPECT_EQ(fwd(8, 300), b);
+  EXPECT_EQ(gemm_s_per_flop_of(m, GemmPass::InputGrad, 64, 64), 1e-11);  // no entries: one rate
+
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 1);
+  const TrainConfig gcn = mode_config(false);
+  CostModel flat;
+  flat.gemm_s_per_flop = 1e-11;
+  CostModel table = flat;
+  table.gemm_shapes.clear();
+  for (const GemmPass pass : {GemmPass::Forward, GemmPass::WeightGrad, GemmPass::InputGrad})
+    for (const std::int64_t w1 : {8, 4096})
+      for (const std::int64_t w2 : {8, 4096})
+        table.gemm_shapes.push_back({pass, w1, w2, pass == GemmPass::InputGrad ? 3e-11 : 1e-11});
+  const RankPlan one = make_plan(in, gcn, flat, "cpu", 1).per_rank.front();
+  const RankPlan three = make_plan(in, gcn, table, "cpu", 1).per_rank.front();
+  // Two layers: only the second has an input gradient, 2 x rows x hidden x classes flops, at
+  // 2e-11 s more per flop.
+  const double extra = 2e-11 * 2.0 * static_cast<double>(in.graph.num_nodes) *
+                       static_cast<double>(gcn.model.hidden) *
+                       static_cast<double>(in.graph.num_classes);
+  EXPECT_NEAR(three.dense_s - one.dense_s, extra, 1e-9 * extra);
+}
+
+// A sparse x dense product gathers at the in-cache rate up to the dense input's footprint that
+// rate was measured at, at the streaming rate from the streaming measurement's, linearly in
+// log(footprint) between; without a streaming measurement, one rate. A plan's aggregation
+// gathers the sources' rows forward and the destinations' backward, each at its footprint.
+TEST(Plan, SparseProductsGatherAtTheRateOfTheirInputsFootprint) {
+  CostModel m;
+  m.spmm_s_per_byte = 1e-11;
+  EXPECT_EQ(spmm_s_per_byte_at(m, 1e12), 1e-11);
+  m.spmm_footprint_bytes = 1 << 22;
+  m.spmm_streaming_s_per_byte = 5e-11;
+  m.spmm_streaming_footprint_bytes = 1 << 26;
+  EXPECT_EQ(spmm_s_per_byte_at(m, 1000), 1e-11);
+  EXPECT_EQ(spmm_s_per_byte_at(m, 1 << 26), 5e-11);
+  EXPECT_EQ(spmm_s_per_byte_at(m, 1e12), 5e-11);
+  EXPECT_NEAR(spmm_s_per_byte_at(m, 1 << 24), 3e-11, 1e-22);  // halfway in log
+  PlanInput in;
+  in.graph = big_graph();  // 2^20 rows: a 16-column input is 64 MiB, beyond 2^26 bytes
+  in.parts = estimate_parts(in.graph, 1);
+  const TrainConfig c = mode_config(false);
+  CostModel one = m;
+  one.spmm_streaming_s_per_byte = 0;
+  const RankPlan in_cache = make_plan(in, c, one, "cpu", 1).per_rank.front();
+  const RankPlan streaming = make_plan(in, c, m, "cpu", 1).per_rank.front();
+  // GCN, 128 -> 16 -> 40: the input layer transforms first and aggregates its 16 columns
+  // forward and back, the second aggregates its 16 input columns first, forward and back;
+  // every gathered input is 2^20 rows x 16 x 4 bytes (2^26), at the streaming rate: 4e-11 s
+  // more a byte gathered.
+  ASSERT_EQ(c.model.hidden, 16);
+  const double entries = static_cast<double>(in.graph.training_edges + in.graph.num_nodes);
+  const double extra = 4 * entries * 16 * 4 * 4e-11;
+  EXPECT_NEAR(streaming.compute_s - in_cache.compute_s, extra, 1e-9 * extra);
 }
 
 // An element-wise pass runs at the in-cache rate up to the footprint that rate was measured

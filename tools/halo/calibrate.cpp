@@ -38,14 +38,16 @@ void print_model(const runtime::CostModel& m, int ranks) {
   std::fprintf(
       stderr,
       "halo calibrate: gemm %.1f GFLOP/s (+%.1f us/call); spmm %.2f ns/entry + %.2f GB/s "
-      "gathered (+%.1f us/call); element-wise %.2f GB/s (in cache %.2f GB/s, +%.1f us/call); "
+      "gathered (%.2f GB/s beyond the caches, +%.1f us/call); element-wise %.2f GB/s (in cache "
+      "%.2f GB/s, +%.1f us/call); "
       "gather %.1f ns/row + "
       "%.2f GB/s; sampler %.1f ns/edge "
       "(+%.1f us/batch); disk %.0f MB/s; process %.0f MiB; step by working set: full graph %s, "
       "mini-batch %s; batch +%.1f us, epoch +%.1f us\n",
       1e-9 / m.gemm_s_per_flop, m.gemm_alpha_s * 1e6, m.spmm_s_per_edge * 1e9,
-      m.spmm_s_per_byte > 0 ? 1e-9 / m.spmm_s_per_byte : 0.0, m.spmm_alpha_s * 1e6,
-      1e-9 / m.elementwise_s_per_byte,
+      m.spmm_s_per_byte > 0 ? 1e-9 / m.spmm_s_per_byte : 0.0,
+      m.spmm_streaming_s_per_byte > 0 ? 1e-9 / m.spmm_streaming_s_per_byte : 0.0,
+      m.spmm_alpha_s * 1e6, 1e-9 / m.elementwise_s_per_byte,
       m.elementwise_cached_s_per_byte > 0 ? 1e-9 / m.elementwise_cached_s_per_byte : 0.0,
       m.elementwise_alpha_s * 1e6, m.gather_s_per_row * 1e9,
       m.gather_s_per_byte > 0 ? 1e-9 / m.gather_s_per_byte : 0.0, m.sampler_s_per_edge * 1e9,
