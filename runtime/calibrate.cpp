@@ -223,16 +223,18 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
   const std::int64_t n = ds.num_nodes();
   const auto e = static_cast<double>(ds.graph.num_edges());
   {
-    kernels::CsrMatrix<kernels::NodeId, float> a{
-        ds.graph.indptr.clone(res), ds.graph.indices.clone(res),
-        filled(res, ds.graph.num_edges(), 1, 1.f), n, false};
-    auto run = [&](std::int64_t cols) {
-      Tensor<float> x = filled(res, n, cols, 1.f), o(res, n, cols);
+    // Seconds of a product of g's adjacency (unit weights) with a `cols`-column input.
+    auto spmm_seconds = [&](const datasets::Dataset& g, std::int64_t cols) {
+      const std::int64_t rows = g.num_nodes();
+      kernels::CsrMatrix<kernels::NodeId, float> a{
+          g.graph.indptr.clone(res), g.graph.indices.clone(res),
+          filled(res, g.graph.num_edges(), 1, 1.f), rows, false};
+      Tensor<float> x = filled(res, rows, cols, 1.f), o(res, rows, cols);
       return mean_seconds(r, c.rounds, [&] {
         kernels::spmm<kernels::NodeId, float>(res, a.view(), x.view(), o.view());
       });
     };
-    const double t1 = run(1), t64 = run(64);
+    const double t1 = spmm_seconds(ds, 1), t64 = spmm_seconds(ds, 64);
     // 16 rows of one entry each: the call's fixed cost.
     kernels::CsrMatrix<kernels::NodeId, float> tiny{
         Tensor<std::int64_t>::from_host(res,
@@ -250,23 +252,14 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     m.spmm_s_per_byte = std::max(0.0, (t64 - t1) / (e * 63 * 4));
     m.spmm_s_per_edge = std::max(0.0, (t1 - m.spmm_alpha_s) / e - 4 * m.spmm_s_per_byte);
     m.spmm_footprint_bytes = static_cast<double>(n) * 64 * 4;
-    // The per-byte rate with a dense input beyond the caches: 256 columns of a graph two scales
-    // larger (64 MiB at the default scale; a layer's 256-wide input of a large batch or part).
+    // The per-byte rate with a dense input beyond the caches: 256 columns of the R-MAT graph of
+    // scale 16 (a 64 MiB input, as a layer's 256-wide input of a large batch or part).
     datasets::RmatConfig big = rc;
-    big.scale = c.rmat_scale + 2;
+    big.scale = 16;
     const datasets::Dataset bds = datasets::make_rmat(res, big);
     const std::int64_t bn = bds.num_nodes();
     const auto be = static_cast<double>(bds.graph.num_edges());
-    kernels::CsrMatrix<kernels::NodeId, float> ba{
-        bds.graph.indptr.clone(res), bds.graph.indices.clone(res),
-        filled(res, bds.graph.num_edges(), 1, 1.f), bn, false};
-    auto run_big = [&](std::int64_t cols) {
-      Tensor<float> x = filled(res, bn, cols, 1.f), o(res, bn, cols);
-      return mean_seconds(r, c.rounds, [&] {
-        kernels::spmm<kernels::NodeId, float>(res, ba.view(), x.view(), o.view());
-      });
-    };
-    const double b1 = run_big(1), b256 = run_big(256);
+    const double b1 = spmm_seconds(bds, 1), b256 = spmm_seconds(bds, 256);
     m.spmm_streaming_s_per_byte = std::max(0.0, (b256 - b1) / (be * 255 * 4));
     m.spmm_streaming_footprint_bytes = static_cast<double>(bn) * 256 * 4;
   }

@@ -25,8 +25,11 @@ struct CalibrateConfig {
 };
 
 /// The compute terms, measured on res's CPU threads, with two points per alpha + beta fit:
-///   gemm:   a 16 x 16 x 16 product (alpha) and a 16384 x 128 x 64 one (beta);
-///   spmm:   an R-MAT graph at 1 and 64 columns (per entry and per byte), a 16-row graph (alpha);
+///   gemm:   a 16 x 16 x 16 product (alpha) and a 16384 x 128 x 64 one (beta), then the three
+///           products of a layer (forward, weight and input gradient) on 16384 rows with in and
+///           out widths of 16, 64 and 256 (gemm_shapes);
+///   spmm:   an R-MAT graph at 1 and 64 columns (per entry and per byte), a 16-row graph (alpha),
+///           the R-MAT graph of scale 16 at 1 and 256 columns (per byte beyond the caches);
 ///   elementwise: ReLU over 16 Mi floats (8 bytes moved per float);
 ///   sampler: batches of 1024 seeds, fan-outs 10,5, on the R-MAT graph (per sampled edge, and
 ///            the per-batch remainder as alpha);
