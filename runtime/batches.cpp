@@ -1,4 +1,3 @@
-#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include <halo/kernels/rng.hpp>
 #include <halo/nn/model_types.hpp>
 #include <halo/runtime/batches.hpp>
+#include <halo/runtime/detail/cpus.hpp>
 #include <halo/runtime/detail/timing.hpp>
 #include <halo/runtime/feature_store.hpp>
 #include <halo/runtime/remote_neighbors.hpp>
@@ -62,13 +62,9 @@ int applied_prefetch(Comm& comm, int prefetch, int threads) {
   ids[static_cast<std::size_t>(comm.rank())] = machine_id();
   comm.allreduce(kernels::Span<std::int64_t>(ids.data(), comm.size()), ReduceOp::Sum);
   const auto here = std::count(ids.begin(), ids.end(), ids[static_cast<std::size_t>(comm.rank())]);
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const long online = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
-  const int mine =
-      sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : static_cast<int>(online);
+  const auto mine = static_cast<int>(detail::usable_cpus().size());
   std::int64_t none =
-      auto_prefetch(threads, mine, static_cast<int>(online), static_cast<int>(here)) == 0;
+      auto_prefetch(threads, mine, detail::online_cpus(), static_cast<int>(here)) == 0;
   comm.allreduce(kernels::Span<std::int64_t>(&none, 1), ReduceOp::Max);
   return none ? 0 : 1;
 }

@@ -23,6 +23,7 @@
 #include <halo/partition/partition_format.hpp>
 #include <halo/partition/partitioner.hpp>
 #include <halo/runtime/calibrate.hpp>
+#include <halo/runtime/detail/cpus.hpp>
 #include <halo/runtime/detail/timing.hpp>
 #include <halo/sampler/batch.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
@@ -34,31 +35,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using kernels::Tensor;
 
-/// The CPUs this process may run on (all online ones if the affinity cannot be read).
-std::vector<int> usable_cpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int i = 0; i < CPU_SETSIZE; ++i)
-      if (CPU_ISSET(i, &set)) cpus.push_back(i);
-  }
-  if (cpus.empty())
-    for (int i = 0; i < std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN))); ++i)
-      cpus.push_back(i);
-  return cpus;
-}
-
 /// Cores this process may run on: the fits below plan this machine's runs, whose producer
 /// threads overlap the training threads only where they have cores of their own.
-int usable_cores() { return static_cast<int>(usable_cpus().size()); }
+int usable_cores() { return static_cast<int>(detail::usable_cpus().size()); }
 
 /// Cores the ranks of `comm` may run on together: the union of their CPUs (ranks bound to one
 /// core each, `mpiexec --bind-to core`, share as many cores as there are ranks; unbound ranks
 /// share the machine's).
 int shared_cores(Comm& comm) {
   std::vector<double> used(CPU_SETSIZE, 0.0);
-  for (const int cpu : usable_cpus()) used[static_cast<std::size_t>(cpu)] = 1;
+  for (const int cpu : detail::usable_cpus()) used[static_cast<std::size_t>(cpu)] = 1;
   comm.allreduce(kernels::Span<double>(used.data(), static_cast<std::int64_t>(used.size())),
                  ReduceOp::Sum);
   return std::max<int>(
@@ -193,7 +179,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     // dY W^T) on a grid of widths: BLAS's rate moves with the shape (gemm_s_per_flop_of).
     m.gemm_shapes.clear();
     const std::int64_t rows = kGemmCalibrationRows;
-    for (const GemmPass pass : {GemmPass::Forward, GemmPass::WeightGrad, GemmPass::InputGrad})
+    for (const GemmPass pass : kGemmPasses)
       for (const std::int64_t in : kGemmCalibrationWidths)
         for (const std::int64_t out : kGemmCalibrationWidths) {
           Tensor<float> x = filled(res, rows, in, 0.5f), w = filled(res, in, out, 0.25f),

@@ -459,7 +459,7 @@ std::vector<GemmPoint> read_gemm_shapes(const json& j, const std::string& where)
                                  ? e["pass"].get<std::string>()
                                  : "";
     bool known = false;
-    for (const GemmPass g : {GemmPass::Forward, GemmPass::WeightGrad, GemmPass::InputGrad})
+    for (const GemmPass g : kGemmPasses)
       if (pass == gemm_pass_name(g)) {
         p.pass = g;
         known = true;
@@ -477,7 +477,7 @@ std::vector<GemmPoint> read_gemm_shapes(const json& j, const std::string& where)
     pts.push_back(p);
   }
   // Every pass's entries: each pair of its in and out widths exactly once.
-  for (const GemmPass g : {GemmPass::Forward, GemmPass::WeightGrad, GemmPass::InputGrad})
+  for (const GemmPass g : kGemmPasses)
     for (const double i : gemm_widths(pts, g, true))
       for (const double o : gemm_widths(pts, g, false)) {
         const auto n = std::count_if(pts.begin(), pts.end(), [&](const GemmPoint& p) {

@@ -29,6 +29,8 @@ struct StepScalePoint {
 /// The three products of a layer's transform (rows x in inputs, in x out weights): the forward
 /// X W, the weight gradient X^T dY and the input gradient dY W^T.
 enum class GemmPass { Forward, WeightGrad, InputGrad };
+inline constexpr GemmPass kGemmPasses[] = {GemmPass::Forward, GemmPass::WeightGrad,
+                                           GemmPass::InputGrad};
 
 /// One point of the dense products' rate table (CostModel::gemm_shapes): seconds per
 /// floating-point operation of `pass` for a layer of `in` -> `out` widths, measured by `halo

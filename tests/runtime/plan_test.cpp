@@ -180,7 +180,7 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   m.spmm_footprint_bytes = 1 << 22;
   m.spmm_streaming_s_per_byte = 4.5e-11;
   m.spmm_streaming_footprint_bytes = 1 << 26;
-  for (const GemmPass pass : {GemmPass::Forward, GemmPass::WeightGrad, GemmPass::InputGrad})
+  for (const GemmPass pass : kGemmPasses)
     for (const std::int64_t in : {16, 256})
       for (const std::int64_t out : {8, 64, 512})
         m.gemm_shapes.push_back(
@@ -419,7 +419,7 @@ TEST(Plan, DenseProductsRunAtTheirShapesRate) {
   flat.gemm_s_per_flop = 1e-11;
   CostModel table = flat;
   table.gemm_shapes.clear();
-  for (const GemmPass pass : {GemmPass::Forward, GemmPass::WeightGrad, GemmPass::InputGrad})
+  for (const GemmPass pass : kGemmPasses)
     for (const std::int64_t w1 : {8, 4096})
       for (const std::int64_t w2 : {8, 4096})
         table.gemm_shapes.push_back({pass, w1, w2, pass == GemmPass::InputGrad ? 3e-11 : 1e-11});
