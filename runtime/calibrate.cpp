@@ -16,9 +16,11 @@
 #include <vector>
 
 #include <halo/datasets/rmat.hpp>
+#include <halo/datasets/synthetic.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/gemm.hpp>
+#include <halo/kernels/loss.hpp>
 #include <halo/kernels/spmm.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/partition/partitioner.hpp>
@@ -210,7 +212,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
   const auto e = static_cast<double>(ds.graph.num_edges());
   {
     // Seconds of a product of g's adjacency (unit weights) with a `cols`-column input.
-    auto spmm_seconds = [&](const datasets::Dataset& g, std::int64_t cols) {
+    auto product_seconds = [&](const datasets::Dataset& g, std::int64_t cols) {
       const std::int64_t rows = g.num_nodes();
       kernels::CsrMatrix<kernels::NodeId, float> a{
           g.graph.indptr.clone(res), g.graph.indices.clone(res),
@@ -220,7 +222,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
         kernels::spmm<kernels::NodeId, float>(res, a.view(), x.view(), o.view());
       });
     };
-    const double t1 = spmm_seconds(ds, 1), t64 = spmm_seconds(ds, 64);
+    const double t1 = product_seconds(ds, 1), t64 = product_seconds(ds, 64);
     // 16 rows of one entry each: the call's fixed cost.
     kernels::CsrMatrix<kernels::NodeId, float> tiny{
         Tensor<std::int64_t>::from_host(res,
@@ -238,16 +240,32 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     m.spmm_s_per_byte = std::max(0.0, (t64 - t1) / (e * 63 * 4));
     m.spmm_s_per_edge = std::max(0.0, (t1 - m.spmm_alpha_s) / e - 4 * m.spmm_s_per_byte);
     m.spmm_footprint_bytes = static_cast<double>(n) * 64 * 4;
-    // The per-byte rate with a dense input beyond the caches: 256 columns of the R-MAT graph of
-    // scale 16 (a 64 MiB input, as a layer's 256-wide input of a large batch or part).
-    datasets::RmatConfig big = rc;
-    big.scale = 16;
-    const datasets::Dataset bds = datasets::make_rmat(res, big);
-    const std::int64_t bn = bds.num_nodes();
-    const auto be = static_cast<double>(bds.graph.num_edges());
-    const double b1 = spmm_seconds(bds, 1), b256 = spmm_seconds(bds, 256);
-    m.spmm_streaming_s_per_byte = std::max(0.0, (b256 - b1) / (be * 255 * 4));
-    m.spmm_streaming_footprint_bytes = static_cast<double>(bn) * 256 * 4;
+    // The per-entry and per-byte rates of a gather that misses the caches: random graphs
+    // without hubs (every row gathered about as often) and inputs of 16 x spmm_footprint_bytes
+    // (as a layer's input of a large batch or part): rows of 16 columns (a cache line) and of
+    // 256 (sixteen), 64 MiB at the default scale. The entries the plan counts as hits
+    // (spmm_miss_share) at the in-cache rates, the rest solved for.
+    const std::int64_t cached_rows = n;  // spmm_footprint_bytes of 64-column rows
+    const std::array<std::int64_t, 2> widths = {16, 256};
+    std::array<double, 2> cost{};
+    for (std::size_t i = 0; i < widths.size(); ++i) {
+      datasets::SyntheticConfig sc;
+      sc.num_nodes = 16 * cached_rows * 64 / widths[i];
+      sc.avg_degree = 8;
+      sc.num_features = 1;
+      sc.seed = 1;
+      const datasets::Dataset u = datasets::make_synthetic(res, sc);
+      const auto entries = static_cast<double>(u.graph.num_edges());
+      const auto cols = static_cast<double>(widths[i]);
+      const double miss =
+          spmm_miss_share(m, entries, cols, static_cast<double>(sc.num_nodes), nullptr);
+      const double hit = m.spmm_s_per_edge + cols * 4 * m.spmm_s_per_byte;
+      cost[i] = std::max(0.0, product_seconds(u, widths[i]) / entries - (1 - miss) * hit) /
+                std::max(miss, 1e-3);
+    }
+    m.spmm_streaming_s_per_byte = std::max(m.spmm_s_per_byte, (cost[1] - cost[0]) / (240 * 4));
+    m.spmm_streaming_s_per_edge =
+        std::max(m.spmm_s_per_edge, cost[0] - 16 * 4 * m.spmm_streaming_s_per_byte);
   }
   // Element-wise passes: ReLU over 16 floats (the call), over kStreamingPassBytes moved
   // (beyond the caches) and over kCachedPassBytes moved, over and over (in them).
@@ -262,6 +280,31 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
         std::max(0.0, relu_s(kStreamingPassBytes) - m.elementwise_alpha_s) / kStreamingPassBytes;
     m.elementwise_cached_s_per_byte =
         std::max(0.0, relu_s(kCachedPassBytes) - m.elementwise_alpha_s) / kCachedPassBytes;
+  }
+  // The loss and its gradient over every other row of 2^16 rows x 16 classes: seconds per
+  // scored cell, the gradient's zeroing of every row (an element-wise pass) left out.
+  {
+    const std::int64_t rows = 65536, classes = 16;
+    std::vector<float> host(static_cast<std::size_t>(rows * classes));
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 7) * 0.25f;
+    const Tensor<float> logits = Tensor<float>::from_host(res, host, rows, classes);
+    Tensor<float> grad(res, rows, classes);
+    std::vector<std::int32_t> label(static_cast<std::size_t>(rows));
+    for (std::int64_t i = 0; i < rows; ++i)
+      label[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i % classes);
+    const Tensor<std::int32_t> labels = Tensor<std::int32_t>::from_host(res, label);
+    std::vector<std::int64_t> scored;
+    for (std::int64_t i = 0; i < rows; i += 2) scored.push_back(i);
+    const Tensor<std::int64_t> ids = Tensor<std::int64_t>::from_host(res, scored);
+    const double s = mean_seconds(r, c.rounds, [&] {
+      kernels::log_softmax_nll<std::int64_t, float>(res, logits.view(), labels.span(), ids.span());
+      kernels::log_softmax_nll_backward<std::int64_t, float>(res, logits.view(), labels.span(),
+                                                             ids.span(), grad.view());
+    });
+    const double cells = static_cast<double>(scored.size()) * static_cast<double>(classes);
+    const double zeroing = 2 * m.elementwise_alpha_s +
+                           m.elementwise_s_per_byte * static_cast<double>(rows * classes) * 4;
+    m.loss_s_per_cell = std::max(0.0, s - zeroing) / cells;
   }
   // The sampler.
   {
@@ -340,8 +383,12 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     const double s = std::chrono::duration<double>(Clock::now() - start).count();
     m.disk_s_per_byte = s / (static_cast<double>(blocks) * static_cast<double>(block.size()));
   }
-  // Whole steps: short Trainer runs on R-MAT graphs with 16 features (GCN full graph, SAGE
-  // mini-batch) of growing scale, measured against what the terms above predict for them.
+  // Whole steps: short Trainer runs on random graphs without hubs, 16 features (GCN full
+  // graph, SAGE mini-batch), of growing size, measured against what the terms above predict for
+  // them; the full graph again on R-MAT graphs. Without hubs the sparse products' terms hold
+  // and the scale keeps what the step adds to its kernels; on R-MAT graphs it also takes what
+  // the terms miss of a skewed graph, which fitted alone carried into every graph
+  // (docs/performance.md).
   {
     // The step scale multiplies the modelled compute but its dense part (the GEMMs and Adam,
     // costed as measured): measured - dense = scale x (modelled - dense) (+ the mini-batch
@@ -352,27 +399,41 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       // Mini-batch: the producer's sampling and gathering of an epoch, measured (the median
       // epoch's, median over the rounds) and as the sampler and gather terms predict them.
       double producer_measured = 0, producer_modelled = 0;
+      double hubs = 0;  // the graph's hub share
       double producer() const {
         return producer_modelled > 0 ? producer_measured / producer_modelled : 1.0;
       }
     };
-    auto run_step = [&](int scale, TrainConfig config, int epochs) {
-      datasets::RmatConfig tc;
-      tc.scale = scale;
-      tc.avg_degree = 8;
-      tc.num_features = 16;
+    // A graph of 2^scale nodes, degree 8, 16 features: random without hubs, or R-MAT.
+    auto step_graph = [&](int scale, bool skewed) {
+      if (skewed) {
+        datasets::RmatConfig rmat;
+        rmat.scale = scale;
+        rmat.avg_degree = 8;
+        rmat.num_features = 16;
+        return datasets::make_rmat(res, rmat);
+      }
+      datasets::SyntheticConfig random;
+      random.num_nodes = std::int64_t{1} << scale;
+      random.avg_degree = 8;
+      random.num_features = 16;
+      random.seed = 2;
+      return datasets::make_synthetic(res, random);
+    };
+    auto run_step = [&](int scale, TrainConfig config, int epochs, bool skewed = false) {
       config.epochs = epochs;
       config.model.hidden = 16;
-      const datasets::Dataset ds = datasets::make_rmat(res, tc);
+      const datasets::Dataset ds = step_graph(scale, skewed);
       // train() consumes its shard's features: a fresh shard per round.
       Shard shard = local_shard(res, ds.clone(res));
       CostModel unscaled = m;
       unscaled.full_graph_steps.clear();
+      unscaled.full_graph_skewed_steps.clear();
       unscaled.mini_batch_steps.clear();
       unscaled.batch_alpha_s = unscaled.epoch_alpha_s = 0;
       unscaled.host_cores = usable_cores();
-      const Plan plan =
-          make_plan(shard_plan_input(shard), config, unscaled, "cpu", res.cpu_exec().num_threads);
+      const PlanInput input = shard_plan_input(shard);
+      const Plan plan = make_plan(input, config, unscaled, "cpu", res.cpu_exec().num_threads);
       std::vector<double> producer;
       const double measured = median_of(c.rounds, [&, first = true]() mutable {
         if (!first) shard = local_shard(res, ds.clone(res));
@@ -395,11 +456,13 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
                  static_cast<double>(plan.batches_per_epoch),
                  static_cast<double>(rp.working_set_bytes),
                  detail::median(std::move(producer)),
-                 rp.sampling_s};
+                 rp.sampling_s,
+                 hub_share(input.graph)};
     };
-    // The working-set rule's graphs: two scales below rmat_scale (a working set that fits in
-    // the caches, as small graphs such as Cora do), rmat_scale, every second scale above it,
-    // and large_rmat_scale (12, 14, 16, 18, 19 by default: working sets about 4x apart).
+    // The working-set rule's graphs: 2^scale nodes for two scales below rmat_scale (a working
+    // set that fits in the caches, as small graphs such as Cora do), rmat_scale, every second
+    // scale above it, and large_rmat_scale (12, 14, 16, 18, 19 by default: working sets about
+    // 4x apart).
     std::vector<int> scales;
     if (c.rmat_scale - 2 >= 4) scales.push_back(c.rmat_scale - 2);
     for (int s = c.rmat_scale; s < c.large_rmat_scale; s += 2) scales.push_back(s);
@@ -409,12 +472,17 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     };
     TrainConfig full;
     full.model.kind = nn::ModelKind::Gcn;
+    // Full graph: on random graphs without hubs, then on R-MAT graphs of the same sizes (the
+    // skewed graphs' rule), each rule's hub share the largest graph's.
     m.full_graph_steps.clear();
-    for (const int s : scales) {
-      const Fit f = run_step(s, full, s <= c.rmat_scale ? 5 : 3);
-      m.full_graph_steps.push_back(
-          point(f, f.modelled > 0 ? std::max(0.0, f.measured) / f.modelled : 1.0));
-    }
+    m.full_graph_skewed_steps.clear();
+    for (const bool skewed : {false, true})
+      for (const int s : scales) {
+        const Fit f = run_step(s, full, s <= c.rmat_scale ? 5 : 3, skewed);
+        (skewed ? m.full_graph_skewed_steps : m.full_graph_steps)
+            .push_back(point(f, f.modelled > 0 ? std::max(0.0, f.measured) / f.modelled : 1.0));
+        (skewed ? m.full_graph_skewed_hub_share : m.full_graph_hub_share) = f.hubs;
+      }
     // Mini-batch: measured = scale x modelled + batches x batch_alpha + epoch_alpha, solved
     // from batches of 1024, 128 and 32 seeds on the smallest graph (three equations; epochs of
     // a few batches, as on small graphs such as Cora, where the fixed costs weigh most); a term

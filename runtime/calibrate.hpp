@@ -18,9 +18,9 @@ struct CalibrateConfig {
   /// lost, a page-cache flush) then moves nothing. Odd counts give a measured value itself.
   int rounds = 3;
   /// R-MAT scale of the graph the SpMM and sampler terms are measured on (2^scale nodes,
-  /// degree 8).
+  /// degree 8); the whole-step fits' graphs are sized from it too.
   int rmat_scale = 14;
-  /// R-MAT scale of the second, larger graph of the whole-step fits (the working-set rule).
+  /// Scale (2^scale nodes) of the largest graph of the whole-step fits (the working-set rule).
   int large_rmat_scale = 19;
 };
 
@@ -28,16 +28,19 @@ struct CalibrateConfig {
 ///   gemm:   a 16 x 16 x 16 product (alpha) and a 16384 x 128 x 64 one (beta), then the three
 ///           products of a layer (forward, weight and input gradient) on 16384 rows with in and
 ///           out widths of 16, 64 and 256 (gemm_shapes);
-///   spmm:   an R-MAT graph at 1 and 64 columns (per entry and per byte), a 16-row graph (alpha),
-///           the R-MAT graph of scale 16 at 1 and 256 columns (per byte beyond the caches);
+///   spmm:   an R-MAT graph at 1 and 64 columns (per entry and per byte in the caches), a
+///           16-row graph (alpha), random graphs without hubs whose input is 16 times the R-MAT
+///           one's at 16 and 256 columns (per entry and per byte beyond the caches);
 ///   elementwise: ReLU over 16 Mi floats (8 bytes moved per float);
+///   loss:   the log-softmax loss and its gradient over every other row of 2^16 x 16 (per cell);
 ///   sampler: batches of 1024 seeds, fan-outs 10,5, on the R-MAT graph (per sampled edge, and
 ///            the per-batch remainder as alpha);
 ///   disk: 32 MiB written and fsynced in `scratch_dir`;
 ///   memory: the resident set after one epoch of each mode on a 64-node graph (libraries,
 ///           threads, BLAS buffers, the code pages a run touches);
-///   step:   GCN full graph (5 epochs) and SAGE mini-batch (fan-outs 10,5) on R-MAT graphs with
-///           16 features at rmat_scale and large_rmat_scale: measured median epoch / modelled
+///   step:   GCN full graph (5 epochs) and SAGE mini-batch (fan-outs 10,5) on random graphs
+///           without hubs (datasets::make_synthetic, degree 8, 16 features) of 2^scale nodes,
+///           scales from rmat_scale - 2 to large_rmat_scale: measured median epoch / modelled
 ///           epoch at each (the working-set rule); mini-batch at batches of 1024, 128 and 32 on the
 ///           small graph, solved for the scale and the per-batch and per-epoch fixed costs.
 /// The link and MPI terms keep `base`'s values. Host only.

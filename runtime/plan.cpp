@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 #include <utility>
 
@@ -61,12 +62,6 @@ struct StepCost {
 double gemm_s(const CostModel& m, GemmPass pass, double rows, double in, double out) {
   return m.gemm_alpha_s + gemm_s_per_flop_of(m, pass, in, out) * 2 * rows * in * out;
 }
-/// A sparse x dense product over `entries` stored entries gathering `cols`-wide rows of a dense
-/// input of `rows` rows.
-double spmm_s(const CostModel& m, double entries, double cols, double rows) {
-  return m.spmm_alpha_s + m.spmm_s_per_edge * entries +
-         spmm_s_per_byte_at(m, rows * cols * kF) * entries * cols * kF;
-}
 /// One element-wise pass (calls of them: `calls`) over `bytes` bytes in all, at the streaming
 /// rate.
 double ew_s(const CostModel& m, double bytes, double calls = 1) {
@@ -79,7 +74,7 @@ double ew_s(const CostModel& m, double bytes, double calls = 1) {
 /// input layer).
 StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& g,
                    const std::vector<Block>& blocks, double input_nnz, bool sampled,
-                   bool sparse_input) {
+                   bool sparse_input, double loss_rows) {
   StepCost s;
   const std::vector<std::int64_t> w = layer_widths(c, g.num_features, g.num_classes);
   const bool sage = c.model.kind == nn::ModelKind::Sage;
@@ -107,7 +102,8 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
     // Transform and its two backward products.
     const double rows_t = agg_first ? b.dst : b.src;
     if (sparse_in) {
-      t += spmm_s(m, input_nnz, wo, wi) * 2;  // X W and Xᵀ dY (rows of W, of dY: W's size)
+      // X W and Xᵀ dY (rows of W, of dY: W's size).
+      t += spmm_seconds(m, input_nnz, wo, wi, nullptr) * 2;
     } else {
       // Forward and dW, and dX but for the input layer, each at its shape's rate.
       double dense = gemm_s(m, GemmPass::Forward, rows_t, wi, wo) +
@@ -120,9 +116,13 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
     // Aggregation forward and transposed backward; the input layer aggregating first needs
     // no backward one (its dW reads the cached aggregate, and it has no dX).
     const int aggregations = l == 0 && agg_first ? 1 : 2;
-    // Forward it gathers the sources' rows, backward (transposed) the destinations'.
-    const double agg = spmm_s(m, entries, agg_cols, b.src) +
-                       (aggregations > 1 ? spmm_s(m, entries, agg_cols, b.dst) : 0);
+    // Forward it gathers the sources' rows, backward (transposed) the destinations'. The rows
+    // gathered most often are the graph's hubs: forward the sources, reached in proportion to
+    // their degree; backward the destinations, the graph's own rows in a full-graph step (S is
+    // symmetric), a block's with at most a fan-out of entries each.
+    const double agg =
+        spmm_seconds(m, entries, agg_cols, b.src, &g) +
+        (aggregations > 1 ? spmm_seconds(m, entries, agg_cols, b.dst, sampled ? nullptr : &g) : 0);
     s.aggregation_s += agg;
     t += agg;
     // Bias, ReLU and their backward: a few passes over the output.
@@ -140,9 +140,11 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
                        b.dst * wo * 3 + (l > 0 ? b.src * wi : 0);
     s.activation_bytes += as_bytes(act * kF);
   }
-  // Loss and its gradient over the output rows.
+  // The loss and its gradient: the scored rows' exponentials, and the gradient's zeroing of
+  // every output row.
   const double out_rows = blocks.back().dst;
-  s.compute_s += ew_s(m, 4 * out_rows * static_cast<double>(g.num_classes) * kF, 2);
+  const auto classes = static_cast<double>(g.num_classes);
+  s.compute_s += m.loss_s_per_cell * loss_rows * classes + ew_s(m, out_rows * classes * kF, 2);
   s.activation_bytes += as_bytes(out_rows * static_cast<double>(g.num_classes) * kF);
   return s;
 }
@@ -379,10 +381,17 @@ CollectiveCosts CostModel::collective_at(int ranks) const {
   return c;
 }
 
-double step_scale(const CostModel& m, bool mini, double working_set) {
-  return interpolate(mini ? m.mini_batch_steps : m.full_graph_steps, working_set,
-                     &StepScalePoint::scale);
+double step_scale(const CostModel& m, bool mini, double working_set, double hub_share) {
+  if (mini) return interpolate(m.mini_batch_steps, working_set, &StepScalePoint::scale);
+  const double plain = interpolate(m.full_graph_steps, working_set, &StepScalePoint::scale);
+  const double span = m.full_graph_skewed_hub_share - m.full_graph_hub_share;
+  if (m.full_graph_skewed_steps.empty() || span <= 0) return plain;
+  const double t = std::clamp((hub_share - m.full_graph_hub_share) / span, 0.0, 1.0);
+  return plain +
+         t * (interpolate(m.full_graph_skewed_steps, working_set, &StepScalePoint::scale) - plain);
 }
+
+double hub_share(const GraphCounts& g) { return hot_entry_share(g, 0.01); }
 
 double producer_scale(const CostModel& m, double working_set) {
   return interpolate(m.mini_batch_steps, working_set, &StepScalePoint::producer);
@@ -393,12 +402,52 @@ std::filesystem::path default_calibration_path() {
   return datasets::default_data_dir() / "calibration.json";
 }
 
-double spmm_s_per_byte_at(const CostModel& m, double footprint) {
-  if (m.spmm_streaming_s_per_byte <= 0 ||
-      m.spmm_streaming_footprint_bytes <= m.spmm_footprint_bytes)
-    return m.spmm_s_per_byte;
-  return log_lerp(footprint, m.spmm_footprint_bytes, m.spmm_s_per_byte,
-                  m.spmm_streaming_footprint_bytes, m.spmm_streaming_s_per_byte);
+double hot_entry_share(const GraphCounts& g, double fraction) {
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  const DegreeRows r = degree_rows(g);
+  // Buckets from the highest degree down, the last one taken in part.
+  std::vector<std::size_t> order(r.rows.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return r.degree[a] > r.degree[b]; });
+  double rows = 0, entries = 0;
+  for (const std::size_t b : order) {
+    rows += r.rows[b];
+    entries += r.rows[b] * r.degree[b];
+  }
+  if (rows <= 0 || entries <= 0) return fraction;
+  double left = fraction * rows, hot = 0;
+  for (const std::size_t b : order) {
+    const double take = std::min(left, r.rows[b]);
+    hot += take * r.degree[b];
+    left -= take;
+    if (left <= 0) break;
+  }
+  return hot / entries;
+}
+
+double spmm_miss_share(const CostModel& m, double entries, double cols, double rows,
+                       const GraphCounts* skew) {
+  if (entries <= 0) return 0;
+  const double footprint = rows * cols * kF;
+  // The rows that stay in the caches (as many as the in-cache rates were measured with), and
+  // the share of the entries they take.
+  const double cached = footprint > 0 ? std::min(1.0, m.spmm_footprint_bytes / footprint) : 1.0;
+  // An input that fits stays there from the op that wrote it; of a larger one, the rows
+  // gathered most often stay after their first gather, the others miss.
+  return 1 - (skew != nullptr ? hot_entry_share(*skew, cached) : cached);
+}
+
+double spmm_seconds(const CostModel& m, double entries, double cols, double rows,
+                    const GraphCounts* skew) {
+  const double row_bytes = cols * kF;
+  const double hit = m.spmm_s_per_edge + row_bytes * m.spmm_s_per_byte;
+  if (m.spmm_streaming_s_per_byte <= 0) return m.spmm_alpha_s + entries * hit;
+  const double miss =
+      (m.spmm_streaming_s_per_edge > 0 ? m.spmm_streaming_s_per_edge : m.spmm_s_per_edge) +
+      row_bytes * m.spmm_streaming_s_per_byte;
+  const double share = spmm_miss_share(m, entries, cols, rows, skew);
+  return m.spmm_alpha_s + entries * ((1 - share) * hit + share * miss);
 }
 
 double gemm_s_per_flop_of(const CostModel& m, GemmPass pass, double in, double out) {
@@ -507,11 +556,12 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
         {"s_per_byte", m.spmm_s_per_byte},
         {"footprint_bytes", m.spmm_footprint_bytes},
         {"streaming_s_per_byte", m.spmm_streaming_s_per_byte},
-        {"streaming_footprint_bytes", m.spmm_streaming_footprint_bytes}}},
+        {"streaming_s_per_edge", m.spmm_streaming_s_per_edge}}},
       {"elementwise",
        {{"alpha_s", m.elementwise_alpha_s},
         {"s_per_byte", m.elementwise_s_per_byte},
         {"cached_s_per_byte", m.elementwise_cached_s_per_byte}}},
+      {"loss", {{"s_per_cell", m.loss_s_per_cell}}},
       {"gather", {{"s_per_row", m.gather_s_per_row}, {"s_per_byte", m.gather_s_per_byte}}},
       {"sampler", {{"alpha_s", m.sampler_alpha_s}, {"s_per_edge", m.sampler_s_per_edge}}},
       {"link",
@@ -521,6 +571,9 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
       {"disk", {{"s_per_byte", m.disk_s_per_byte}}},
       {"step",
        {{"full_graph", points_json(m.full_graph_steps, false)},
+        {"full_graph_skewed", points_json(m.full_graph_skewed_steps, false)},
+        {"hub_share", m.full_graph_hub_share},
+        {"skewed_hub_share", m.full_graph_skewed_hub_share},
         {"mini_batch", points_json(m.mini_batch_steps, true)},
         {"batch_alpha_s", m.batch_alpha_s},
         {"epoch_alpha_s", m.epoch_alpha_s}}},
@@ -569,11 +622,13 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   // Optional: files written before them have one per-byte rate.
   m.spmm_footprint_bytes = opt("spmm", "footprint_bytes", 0);
   m.spmm_streaming_s_per_byte = opt("spmm", "streaming_s_per_byte", 0);
-  m.spmm_streaming_footprint_bytes = opt("spmm", "streaming_footprint_bytes", 0);
+  m.spmm_streaming_s_per_edge = opt("spmm", "streaming_s_per_edge", 0);
   m.elementwise_alpha_s = num("elementwise", "alpha_s");
   m.elementwise_s_per_byte = num("elementwise", "s_per_byte");
   // Optional: files written before it have the streaming rate everywhere.
   m.elementwise_cached_s_per_byte = opt("elementwise", "cached_s_per_byte", 0);
+  // Optional: files written before it read as the default guess.
+  m.loss_s_per_cell = opt("loss", "s_per_cell", CostModel{}.loss_s_per_cell);
   // gather: optional (files written before it: two element-wise passes over the rows' bytes).
   m.gather_s_per_row = j.contains("gather") ? num("gather", "s_per_row") : 0;
   m.gather_s_per_byte =
@@ -587,6 +642,14 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   // read as none and the ping-pong's latency).
   m.full_graph_steps = read_points(j, "full_graph", where);
   m.mini_batch_steps = read_points(j, "mini_batch", where);
+  // The skewed graphs' rule: optional (files written before it have one rule).
+  if (j["step"].contains("full_graph_skewed")) {
+    m.full_graph_skewed_steps = read_points(j, "full_graph_skewed", where);
+    m.full_graph_hub_share = num("step", "hub_share");
+    m.full_graph_skewed_hub_share = num("step", "skewed_hub_share");
+    if (m.full_graph_hub_share > 1 || m.full_graph_skewed_hub_share > 1)
+      throw IoError(where + ": step.hub_share and step.skewed_hub_share must be in [0, 1]");
+  }
   m.batch_alpha_s = opt("step", "batch_alpha_s", 0);
   m.epoch_alpha_s = opt("step", "epoch_alpha_s", 0);
   m.collectives = read_collectives(j, where);
@@ -715,8 +778,8 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
   // Mini-batch: batches and the sampler's envelope (the sampler's own bound, from the whole
   // graph's degree statistics, as the Trainer plans it) and expected block sizes.
   sampler::SamplerEnvelope envelope;
-  std::vector<Block> batch_blocks;
-  double sampled_edges = 0;
+  std::vector<Block> batch_blocks;  // a rank's
+  double sampled_edges = 0;         // a rank's, a batch
   if (mini) {
     const MiniBatchConfig& mb = *config.mini_batch;
     plan.batches_per_epoch =
@@ -725,13 +788,16 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                                       mb.fanouts, mb.replace);
     const std::int64_t slots = 1 + prefetch;
     plan.sampler_envelope_bytes = static_cast<std::int64_t>(envelope.bytes()) * slots;
-    // Expected sizes: a destination draws min(fanout, its degree) neighbours; the sources of
-    // a block are the distinct ids among its destinations and draws. The seeds are rows at
-    // random; a drawn neighbour is a row with probability proportional to its degree.
+    // Expected sizes of a rank's blocks (every rank samples its 1/P of a batch's seeds): a
+    // destination draws min(fanout, its degree) neighbours; the sources of a block are the
+    // distinct ids among its destinations and draws (fewer seeds draw fewer repeats: a rank's
+    // sources are more than 1/P of the whole batch's). The seeds are rows at random; a drawn
+    // neighbour is a row with probability proportional to its degree.
     const double n = static_cast<double>(g.num_nodes);
     const DegreeRows rows = degree_rows(g);
     const double seeds = std::min(static_cast<double>(mb.batch_size),
-                                  static_cast<double>(g.num_train) / plan.batches_per_epoch * 1.0);
+                                  static_cast<double>(g.num_train) / plan.batches_per_epoch) /
+                         ranks;
     batch_blocks.resize(mb.fanouts.size());
     double dst = seeds, drawn_share = 0;  // of the destinations: the share drawn as neighbours
     for (std::size_t h = 0; h < mb.fanouts.size(); ++h) {
@@ -811,11 +877,6 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     double input_nnz = 0;
     if (mini) {
       blocks = batch_blocks;
-      for (Block& b : blocks) {  // this rank's share of the batch's seeds and their blocks
-        b.dst /= ranks;
-        b.src /= ranks;
-        b.edges /= ranks;
-      }
       input_nnz = g.num_nodes > 0
                       ? input_nnz_total * blocks.front().src / static_cast<double>(g.num_nodes)
                       : 0;
@@ -831,7 +892,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // fetched rows are gathered into one dense block (FeatureStore::make_inputs), so the input
     // layer's products are dense.
     const bool sparse_input = g.sparse_features && !(mini && ranks > 1);
-    const StepCost step = step_cost(m, config, g, blocks, input_nnz, mini, sparse_input);
+    // The loss scores a batch's seeds, or the part's training rows.
+    const double loss_rows = mini ? blocks.back().dst : static_cast<double>(p.num_train);
+    const StepCost step = step_cost(m, config, g, blocks, input_nnz, mini, sparse_input, loss_rows);
     std::int64_t activations = step.activation_bytes;
     if (mini) {
       // Every epoch ends with a full-graph forward pass (Trainer::evaluate), which grows the
@@ -897,7 +960,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // set, this rank's times the ranks.
     const double host_working_set =
         static_cast<double>(rp.working_set_bytes) * (m.host_cores > 0 ? ranks : 1);
-    const double scale = step_scale(m, mini, host_working_set);
+    const double scale = step_scale(m, mini, host_working_set, hub_share(g));
     rp.step_scale = scale;
     // The latency of a message inside a step (fitted on distributed runs), else the link's.
     const CollectiveCosts collective = m.collective_at(ranks);
@@ -918,8 +981,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // Fixed costs of a batch the kernel terms leave out.
     if (mini) rp.compute_s += steps * m.batch_alpha_s + m.epoch_alpha_s;
     if (mini) {
-      const double local_edges = sampled_edges / ranks;
-      rp.sampling_s = steps * (m.sampler_alpha_s + m.sampler_s_per_edge * local_edges);
+      rp.sampling_s = steps * (m.sampler_alpha_s + m.sampler_s_per_edge * sampled_edges);
       // Gathering the input rows of every batch.
       const double row_bytes = sparse_input ? 8.0 * input_nnz / std::max(1.0, blocks.front().src)
                                             : kF * static_cast<double>(g.num_features);

@@ -75,19 +75,18 @@ struct CostModel {
   /// grid's widths around its own, held at the grid's edge outside them (gemm_s_per_flop_of).
   /// Empty: gemm_s_per_flop for every product.
   std::vector<GemmPoint> gemm_shapes;
-  /// CSR x dense products: per call, per stored entry and per byte of gathered rows
-  /// (entries x columns x 4 bytes).
+  /// CSR x dense products: per call, and per stored entry and per byte of its gathered row
+  /// (columns x 4 bytes) when the row is in the caches (measured over and over on an input of
+  /// spmm_footprint_bytes, which stays in them) ...
   double spmm_alpha_s = 5e-6;
   double spmm_s_per_edge = 2e-9;
   double spmm_s_per_byte = 1.0 / 4e9;
-  /// The per-byte rate moves with the dense input the product gathers rows of (rows x columns
-  /// x 4 bytes): spmm_s_per_byte was measured with an input of spmm_footprint_bytes (in the
-  /// caches), spmm_streaming_s_per_byte with one of spmm_streaming_footprint_bytes (beyond
-  /// them); between the two, linear in log(footprint), outside them the nearer one's
-  /// (spmm_s_per_byte_at). 0: spmm_s_per_byte everywhere.
   double spmm_footprint_bytes = 0;
+  /// ... and when it is not (measured on random graphs without hubs whose input is 16 times
+  /// that, solved for the entries that miss). 0: every entry at the in-cache rates. Which
+  /// entries miss: spmm_miss_share.
+  double spmm_streaming_s_per_edge = 0;
   double spmm_streaming_s_per_byte = 0;
-  double spmm_streaming_footprint_bytes = 0;
   /// Element-wise passes (ReLU, dropout, bias, loss, Adam): seconds per call and per byte read
   /// or written.
   double elementwise_alpha_s = 2e-6;
@@ -96,6 +95,10 @@ struct CostModel {
   /// measured over and over): seconds per byte; 0 = the streaming rate. Adam's passes, which
   /// the plan costs outside the step scale, run at the rate of their footprint (RankPlan).
   double elementwise_cached_s_per_byte = 0;
+  /// The loss (log-softmax, negative log-likelihood and its gradient): seconds per cell (row x
+  /// class) of the rows it scores, its exponentials; the gradient's zeroing of every output
+  /// row is an element-wise pass.
+  double loss_s_per_cell = 5e-9;
   /// Gathering a batch's input rows (the producer's gather with the input dropout, from a
   /// feature matrix beyond the caches): seconds per row and per byte gathered.
   double gather_s_per_row = 0;
@@ -110,16 +113,28 @@ struct CostModel {
   double disk_s_per_byte = 1.0 / 200e6;
   /// Measured over modelled time of a whole training step in one process, fitted by `halo
   /// calibrate` on short runs of the Trainer: the work the kernel terms leave out (dropout's
-  /// hashing, the loss's exponentials, OpenMP regions, caches missed once a step's data outgrows
-  /// them, the machine's sharing). Scales the compute terms but the dense products and Adam
-  /// (costed as measured: RankPlan::dense_s); the mini-batch producer has its own scale
-  /// (StepScalePoint::producer). The working-set rule: one point per calibration graph, of
-  /// growing size (R-MAT scales 12, 14, 16, 18 and 19 by default, for both modes); a rank's scale
+  /// hashing, OpenMP regions, a step's kernels evicting each other's data, the machine's
+  /// sharing). Scales the compute terms but the dense products and Adam (costed as measured:
+  /// RankPlan::dense_s); the mini-batch producer has its own scale (StepScalePoint::producer).
+  /// Fitted on random graphs without hubs, where the sparse products' terms hold (a skewed
+  /// graph's hubs are in spmm_miss_share, not in the scale). The working-set rule: one point per
+  /// calibration graph, of growing size (2^12, 2^14, 2^16, 2^18 and 2^19 nodes by default, for
+  /// both modes); a rank's scale
   /// is interpolated linearly in log(working set) between the two points around its working set
   /// (RankPlan::working_set_bytes) and held at the first or last point's outside them
   /// (docs/scheduler.md). No points: 1 (uncalibrated).
   std::vector<StepScalePoint> full_graph_steps;
   std::vector<StepScalePoint> mini_batch_steps;
+  /// The full-graph rule again on skewed graphs (R-MAT, the same sizes), whose steps the terms
+  /// underpredict more (a hub's row stays in the caches but the permuted ids scatter the hubs
+  /// over every page). A graph's full-graph scale lies between the two rules by its hub share
+  /// (hub_share: the share of its entries on its 1 % of rows of highest degree), linearly from
+  /// full_graph_hub_share (full_graph_steps) to full_graph_skewed_hub_share (these), held at the
+  /// ends. Empty: full_graph_steps for every graph. (The mini-batch scales came out alike on both
+  /// kinds of graph: one rule.)
+  std::vector<StepScalePoint> full_graph_skewed_steps;
+  double full_graph_hub_share = 0;
+  double full_graph_skewed_hub_share = 0;
   /// Mini-batch: seconds per batch the kernel terms leave out (the producer thread's hand-over,
   /// per-block set-up), fitted with epoch_alpha_s from three batch sizes on the smallest
   /// calibration graph.
@@ -176,9 +191,22 @@ double allreduce_s(const CostModel& m, double alpha, double bytes, int ranks);
 /// CostModel::gemm_shapes' rule, else gemm_s_per_flop.
 double gemm_s_per_flop_of(const CostModel& m, GemmPass pass, double in, double out);
 
-/// Seconds per byte gathered of a sparse x dense product whose dense input spans `footprint`
-/// bytes (CostModel::spmm_streaming_s_per_byte's rule).
-double spmm_s_per_byte_at(const CostModel& m, double footprint);
+struct GraphCounts;
+/// The share of a graph's entries in its `fraction` (0..1) most connected rows, from S's degree
+/// histogram (a log2 bucket's rows at their mean degree); without one every row has the mean
+/// degree: `fraction`.
+double hot_entry_share(const GraphCounts& g, double fraction);
+/// The share of a CSR x dense product's `entries` entries, gathering `cols`-wide rows of a dense
+/// input of `rows` rows, whose row is not in the caches: every row's first gather (a step's
+/// other data have pushed the input out), and of the others those whose row is not among the
+/// spmm_footprint_bytes of rows gathered most often (the top hot_entry_share of `skew`'s rows;
+/// nullptr: every row as often, the cached rows' share of the input).
+double spmm_miss_share(const CostModel& m, double entries, double cols, double rows,
+                       const GraphCounts* skew);
+/// Seconds of that product: per call, its hits at the in-cache rates, its misses at the
+/// streaming ones.
+double spmm_seconds(const CostModel& m, double entries, double cols, double rows,
+                    const GraphCounts* skew);
 
 /// Seconds per byte of an element-wise pass whose data span `footprint` bytes.
 double elementwise_s_per_byte(const CostModel& m, double footprint);
@@ -336,8 +364,12 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
 
 /// The step scale of a rank whose working set is `working_set` bytes (CostModel's working-set
 /// rule): the first point's scale below its working set, the last point's above, between two
-/// neighbouring points linear in log(working set); 1 without points.
-double step_scale(const CostModel& m, bool mini_batch, double working_set);
+/// neighbouring points linear in log(working set); 1 without points. A full-graph step's on a
+/// graph of `hub_share` (hub_share(g)) lies between the rule of graphs without hubs and the
+/// skewed graphs' (CostModel::full_graph_skewed_steps).
+double step_scale(const CostModel& m, bool mini_batch, double working_set, double hub_share);
+/// The share of g's entries on its 1 % of rows of highest degree (hot_entry_share).
+double hub_share(const GraphCounts& g);
 /// The mini-batch producer's scale at `working_set` (the same rule over the points' `producer`).
 double producer_scale(const CostModel& m, double working_set);
 

@@ -179,7 +179,11 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   m.elementwise_cached_s_per_byte = 1.5e-11;
   m.spmm_footprint_bytes = 1 << 22;
   m.spmm_streaming_s_per_byte = 4.5e-11;
-  m.spmm_streaming_footprint_bytes = 1 << 26;
+  m.spmm_streaming_s_per_edge = 7.5e-9;
+  m.loss_s_per_cell = 1.25e-8;
+  m.full_graph_skewed_steps = {{1 << 20, 2.25}, {1 << 26, 3.5}};
+  m.full_graph_hub_share = 0.02;
+  m.full_graph_skewed_hub_share = 0.375;
   for (const GemmPass pass : kGemmPasses)
     for (const std::int64_t in : {16, 256})
       for (const std::int64_t out : {8, 64, 512})
@@ -215,7 +219,12 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   EXPECT_EQ(r.elementwise_cached_s_per_byte, 1.5e-11);
   EXPECT_EQ(r.spmm_footprint_bytes, m.spmm_footprint_bytes);
   EXPECT_EQ(r.spmm_streaming_s_per_byte, m.spmm_streaming_s_per_byte);
-  EXPECT_EQ(r.spmm_streaming_footprint_bytes, m.spmm_streaming_footprint_bytes);
+  EXPECT_EQ(r.spmm_streaming_s_per_edge, m.spmm_streaming_s_per_edge);
+  EXPECT_EQ(r.loss_s_per_cell, m.loss_s_per_cell);
+  ASSERT_EQ(r.full_graph_skewed_steps.size(), 2u);
+  EXPECT_EQ(r.full_graph_skewed_steps[1].scale, 3.5);
+  EXPECT_EQ(r.full_graph_hub_share, 0.02);
+  EXPECT_EQ(r.full_graph_skewed_hub_share, 0.375);
   ASSERT_EQ(r.gemm_shapes.size(), m.gemm_shapes.size());
   for (std::size_t i = 0; i < m.gemm_shapes.size(); ++i) {
     EXPECT_EQ(r.gemm_shapes[i].pass, m.gemm_shapes[i].pass);
@@ -306,19 +315,19 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
 // scale throughout; none: 1.
 TEST(Plan, StepScaleFollowsTheWorkingSet) {
   CostModel m;
-  EXPECT_EQ(step_scale(m, false, 1 << 20), 1);  // no points: uncalibrated
+  EXPECT_EQ(step_scale(m, false, 1 << 20, 0), 1);  // no points: uncalibrated
   m.full_graph_steps = {{1 << 20, 1}, {1 << 24, 3}, {1 << 26, 2}};
   m.mini_batch_steps = {{1 << 20, 0.5}, {1 << 24, 0.25}};
-  EXPECT_EQ(step_scale(m, false, 1000), 1);
-  EXPECT_EQ(step_scale(m, false, 1 << 20), 1);
-  EXPECT_EQ(step_scale(m, false, 1 << 24), 3);
-  EXPECT_EQ(step_scale(m, false, 1 << 30), 2);
-  EXPECT_NEAR(step_scale(m, false, 1 << 22), 2, 1e-12);  // half way in log2: 20, 22, 24
-  EXPECT_NEAR(step_scale(m, false, 1 << 21), 1.5, 1e-12);
-  EXPECT_NEAR(step_scale(m, false, 1 << 25), 2.5, 1e-12);  // between the second and third
-  EXPECT_NEAR(step_scale(m, true, 1 << 22), 0.375, 1e-12);
+  EXPECT_EQ(step_scale(m, false, 1000, 0), 1);
+  EXPECT_EQ(step_scale(m, false, 1 << 20, 0), 1);
+  EXPECT_EQ(step_scale(m, false, 1 << 24, 0), 3);
+  EXPECT_EQ(step_scale(m, false, 1 << 30, 0), 2);
+  EXPECT_NEAR(step_scale(m, false, 1 << 22, 0), 2, 1e-12);  // half way in log2: 20, 22, 24
+  EXPECT_NEAR(step_scale(m, false, 1 << 21, 0), 1.5, 1e-12);
+  EXPECT_NEAR(step_scale(m, false, 1 << 25, 0), 2.5, 1e-12);  // between the second and third
+  EXPECT_NEAR(step_scale(m, true, 1 << 22, 0), 0.375, 1e-12);
   m.full_graph_steps.resize(1);
-  EXPECT_EQ(step_scale(m, false, 1 << 30), 1);  // one point: its scale throughout
+  EXPECT_EQ(step_scale(m, false, 1 << 30, 0), 1);  // one point: its scale throughout
   // The plan reports the working set (its data but the process) and the scale it used.
   PlanInput in;
   in.graph = big_graph();
@@ -331,7 +340,7 @@ TEST(Plan, StepScaleFollowsTheWorkingSet) {
   for (const MemoryItem& i : r.host)
     if (i.name != "process") data += i.bytes;
   EXPECT_EQ(r.working_set_bytes, data);
-  EXPECT_EQ(r.step_scale, step_scale(m, false, static_cast<double>(data)));
+  EXPECT_EQ(r.step_scale, step_scale(m, false, static_cast<double>(data), 0));
   // Ranks sharing one host (host_cores set) share its caches: the scale of their working sets
   // together; on separate hosts each rank's own.
   in.parts = estimate_parts(in.graph, 2);
@@ -341,12 +350,53 @@ TEST(Plan, StepScaleFollowsTheWorkingSet) {
     const Plan p2 = make_plan(in, c, m, "cpu", 1);
     const RankPlan& r2 = p2.per_rank.front();
     const double ws = static_cast<double>(r2.working_set_bytes) * (cores > 0 ? 2 : 1);
-    EXPECT_EQ(r2.step_scale, step_scale(m, false, ws)) << cores;
+    EXPECT_EQ(r2.step_scale, step_scale(m, false, ws, 0)) << cores;
   }
   m.host_cores = 4;
   const double shared = make_plan(in, c, m, "cpu", 1).per_rank.front().step_scale;
   m.host_cores = 0;
   EXPECT_GT(shared, make_plan(in, c, m, "cpu", 1).per_rank.front().step_scale);
+}
+
+// A full-graph step's scale lies between the rule of graphs without hubs and the skewed graphs'
+// by the graph's hub share (its 1 % of rows of highest degree), linearly, held at the two
+// rules' own hub shares; without the skewed rule, or in mini-batch, the one rule.
+TEST(Plan, SkewedGraphsTakeTheSkewedGraphsScale) {
+  CostModel m;
+  m.full_graph_steps = {{1 << 20, 1}, {1 << 24, 2}};
+  m.mini_batch_steps = {{1 << 20, 0.5}};
+  EXPECT_EQ(step_scale(m, false, 1 << 24, 0.9), 2);  // no skewed rule
+  m.full_graph_skewed_steps = {{1 << 20, 2}, {1 << 24, 4}};
+  m.full_graph_hub_share = 0.1;
+  m.full_graph_skewed_hub_share = 0.5;
+  EXPECT_EQ(step_scale(m, false, 1 << 24, 0.05), 2);
+  EXPECT_EQ(step_scale(m, false, 1 << 24, 0.1), 2);
+  EXPECT_NEAR(step_scale(m, false, 1 << 24, 0.2), 2.5, 1e-12);
+  EXPECT_NEAR(step_scale(m, false, 1 << 22, 0.3), 2.25, 1e-12);  // 1.5 and 3, half way
+  EXPECT_EQ(step_scale(m, false, 1 << 24, 0.5), 4);
+  EXPECT_EQ(step_scale(m, false, 1 << 24, 1), 4);
+  EXPECT_EQ(step_scale(m, true, 1 << 24, 1), 0.5);
+  // The hub share of a graph: every row at the mean degree, 1 %; 2^12 hubs of 2^20 rows
+  // holding 3/4 of the entries, 3/4 + the leaves' share of the rest.
+  GraphCounts g = big_graph();
+  EXPECT_DOUBLE_EQ(hub_share(g), 0.01);
+  const std::int64_t n = g.num_nodes, e = g.training_edges, hubs = 1 << 12;
+  g.degree_histogram.assign(13, {0, 0});
+  g.degree_histogram[12] = {hubs, e * 3 / 4};         // degree 3072: bucket 12
+  g.degree_histogram[3] = {n - hubs, e - e * 3 / 4};  // degree 4.03: bucket 3
+  const double leaves = 0.01 * static_cast<double>(n) - static_cast<double>(hubs);
+  EXPECT_NEAR(hub_share(g),
+              0.75 + leaves * static_cast<double>(e - e * 3 / 4) / static_cast<double>(n - hubs) /
+                         static_cast<double>(e),
+              1e-12);
+  // A plan reads the graph's own.
+  PlanInput in;
+  in.graph = g;
+  in.parts = estimate_parts(in.graph, 1);
+  const RankPlan r = make_plan(in, config_for(nn::ModelKind::Gcn, 0, 1), m, "cpu", 1).per_rank[0];
+  EXPECT_EQ(r.step_scale,
+            step_scale(m, false, static_cast<double>(r.working_set_bytes), hub_share(g)));
+  EXPECT_GT(r.step_scale, 3.5);
 }
 
 /// GCN on the full graph, or SAGE mini-batch (batches of 256, fan-outs 5,5).
@@ -433,37 +483,98 @@ TEST(Plan, DenseProductsRunAtTheirShapesRate) {
   EXPECT_NEAR(three.dense_s - one.dense_s, extra, 1e-9 * extra);
 }
 
-// A sparse x dense product gathers at the in-cache rate up to the dense input's footprint that
-// rate was measured at, at the streaming rate from the streaming measurement's, linearly in
-// log(footprint) between; without a streaming measurement, one rate. A plan's aggregation
-// gathers the sources' rows forward and the destinations' backward, each at its footprint.
-TEST(Plan, SparseProductsGatherAtTheRateOfTheirInputsFootprint) {
+// The share of the entries on a graph's most connected rows: a fraction of the rows when every
+// row has the mean degree; on a skewed graph the hubs' entries come first, a bucket taken in
+// part at its mean degree.
+TEST(Plan, HubsHoldTheirShareOfTheEntries) {
+  GraphCounts g = big_graph();  // 2^20 rows, 16 x 2^20 entries, no histogram
+  EXPECT_EQ(hot_entry_share(g, 0), 0);
+  EXPECT_DOUBLE_EQ(hot_entry_share(g, 0.25), 0.25);
+  EXPECT_EQ(hot_entry_share(g, 2), 1);
+  const std::int64_t n = g.num_nodes, e = g.training_edges;
+  const std::int64_t hubs = 1 << 12, leaves = n - hubs;
+  g.degree_histogram.assign(13, {0, 0});  // degree 1 in bucket 1, up to 4095 in bucket 12
+  g.degree_histogram[1] = {leaves, leaves};
+  g.degree_histogram[12] = {hubs, e - leaves};
+  const double hub_share = static_cast<double>(e - leaves) / static_cast<double>(e);
+  EXPECT_DOUBLE_EQ(hot_entry_share(g, static_cast<double>(hubs) / static_cast<double>(n)),
+                   hub_share);
+  EXPECT_DOUBLE_EQ(hot_entry_share(g, 0.5 * static_cast<double>(hubs) / static_cast<double>(n)),
+                   0.5 * hub_share);
+  // Past the hubs, the leaves' entries one each.
+  EXPECT_DOUBLE_EQ(hot_entry_share(g, static_cast<double>(2 * hubs) / static_cast<double>(n)),
+                   hub_share + static_cast<double>(hubs) / static_cast<double>(e));
+}
+
+// A product's entries hit the caches while its input fits in them (spmm_footprint_bytes); a
+// larger input keeps its most gathered rows: of a graph without hubs, the cached share of the
+// input; of a skewed graph, its hubs' share of the entries. Hits run at the in-cache rates,
+// misses at the streaming ones; a plan's aggregations (forward over the sources, backward over
+// the destinations) cost so.
+TEST(Plan, SparseProductsMissTheCachesBeyondTheirHotRows) {
   CostModel m;
+  m.spmm_alpha_s = 1e-6;
+  m.spmm_s_per_edge = 2e-9;
   m.spmm_s_per_byte = 1e-11;
-  EXPECT_EQ(spmm_s_per_byte_at(m, 1e12), 1e-11);
   m.spmm_footprint_bytes = 1 << 22;
-  m.spmm_streaming_s_per_byte = 5e-11;
-  m.spmm_streaming_footprint_bytes = 1 << 26;
-  EXPECT_EQ(spmm_s_per_byte_at(m, 1000), 1e-11);
-  EXPECT_EQ(spmm_s_per_byte_at(m, 1 << 26), 5e-11);
-  EXPECT_EQ(spmm_s_per_byte_at(m, 1e12), 5e-11);
-  EXPECT_NEAR(spmm_s_per_byte_at(m, 1 << 24), 3e-11, 1e-22);  // halfway in log
+  const double hit = 2e-9 + 64 * 1e-11;  // a 16-column row
+  // Without streaming rates every entry is a hit.
+  EXPECT_DOUBLE_EQ(spmm_seconds(m, 1e6, 16, 1 << 20, nullptr), 1e-6 + 1e6 * hit);
+  m.spmm_streaming_s_per_edge = 8e-9;
+  m.spmm_streaming_s_per_byte = 1e-10;
+  const double miss = 8e-9 + 64 * 1e-10;
+  // 2^16 rows of 64 bytes: 4 MiB, in the caches.
+  EXPECT_EQ(spmm_miss_share(m, 1e6, 16, 1 << 16, nullptr), 0);
+  EXPECT_DOUBLE_EQ(spmm_seconds(m, 1e6, 16, 1 << 16, nullptr), 1e-6 + 1e6 * hit);
+  // 2^20 rows: 64 MiB, a sixteenth of the rows cached.
+  EXPECT_DOUBLE_EQ(spmm_miss_share(m, 1e6, 16, 1 << 20, nullptr), 15.0 / 16);
+  EXPECT_DOUBLE_EQ(spmm_seconds(m, 1e6, 16, 1 << 20, nullptr),
+                   1e-6 + 1e6 * (hit / 16 + miss * 15 / 16));
+  // A skewed graph whose 2^16 hubs (the cached rows) hold 3/4 of the entries.
+  GraphCounts skewed = big_graph();
+  const std::int64_t n = skewed.num_nodes, e = skewed.training_edges, hubs = 1 << 16;
+  skewed.degree_histogram.assign(9, {0, 0});
+  skewed.degree_histogram[8] = {hubs, e * 3 / 4};          // degree 192: bucket 8 (128 .. 255)
+  skewed.degree_histogram[3] = {n - hubs, e - e * 3 / 4};  // degree 4.27: bucket 3 (4 .. 7)
+  EXPECT_DOUBLE_EQ(spmm_miss_share(m, 1e6, 16, 1 << 20, &skewed), 0.25);
+  // A plan: GCN 128 -> 16 -> 40 on 2^20 rows (no histogram). The input layer transforms first
+  // and aggregates its 16 columns forward and back, the second aggregates its 16 input
+  // columns first, forward and back: four products over 2^26-byte inputs, against the same
+  // plan without streaming rates.
   PlanInput in;
-  in.graph = big_graph();  // 2^20 rows: a 16-column input is 64 MiB, beyond 2^26 bytes
+  in.graph = big_graph();
   in.parts = estimate_parts(in.graph, 1);
   const TrainConfig c = mode_config(false);
-  CostModel one = m;
-  one.spmm_streaming_s_per_byte = 0;
-  const RankPlan in_cache = make_plan(in, c, one, "cpu", 1).per_rank.front();
-  const RankPlan streaming = make_plan(in, c, m, "cpu", 1).per_rank.front();
-  // GCN, 128 -> 16 -> 40: the input layer transforms first and aggregates its 16 columns
-  // forward and back, the second aggregates its 16 input columns first, forward and back;
-  // every gathered input is 2^20 rows x 16 x 4 bytes (2^26), at the streaming rate: 4e-11 s
-  // more a byte gathered.
   ASSERT_EQ(c.model.hidden, 16);
+  CostModel hits_only = m;
+  hits_only.spmm_streaming_s_per_byte = 0;
+  const RankPlan cached = make_plan(in, c, hits_only, "cpu", 1).per_rank.front();
+  const RankPlan missing = make_plan(in, c, m, "cpu", 1).per_rank.front();
   const double entries = static_cast<double>(in.graph.training_edges + in.graph.num_nodes);
-  const double extra = 4 * entries * 16 * 4 * 4e-11;
-  EXPECT_NEAR(streaming.compute_s - in_cache.compute_s, extra, 1e-9 * extra);
+  const double extra = 4 * entries * (miss - hit) * 15 / 16;
+  EXPECT_NEAR(missing.compute_s - cached.compute_s, extra, 1e-9 * extra);
+}
+
+// The loss costs its scored rows' cells: the part's training rows on the full graph, every
+// batch's seeds in mini-batch training.
+TEST(Plan, TheLossCostsTheCellsItScores) {
+  PlanInput in;
+  in.graph = big_graph();
+  in.parts = estimate_parts(in.graph, 1);
+  for (const bool mini : {false, true}) {
+    SCOPED_TRACE(mini ? "mini-batch" : "full graph");
+    const TrainConfig c = mode_config(mini);
+    CostModel free_loss;
+    free_loss.loss_s_per_cell = 0;
+    CostModel m = free_loss;
+    m.loss_s_per_cell = 1e-8;
+    const Plan none = make_plan(in, c, free_loss, "cpu", 1);
+    const Plan some = make_plan(in, c, m, "cpu", 1);
+    // Every training row once an epoch either way (the batches split them evenly).
+    const double extra = 1e-8 * static_cast<double>(in.graph.num_train * in.graph.num_classes);
+    EXPECT_NEAR(some.per_rank.front().compute_s - none.per_rank.front().compute_s, extra,
+                1e-6 * extra);
+  }
 }
 
 // An element-wise pass runs at the in-cache rate up to the footprint that rate was measured

@@ -38,23 +38,25 @@ void print_model(const runtime::CostModel& m, int ranks) {
   std::fprintf(
       stderr,
       "halo calibrate: gemm %.1f GFLOP/s (+%.1f us/call); spmm %.2f ns/entry + %.2f GB/s "
-      "gathered (%.2f GB/s beyond the caches, +%.1f us/call); element-wise %.2f GB/s (in cache "
-      "%.2f GB/s, +%.1f us/call); "
+      "gathered (beyond the caches %.2f ns/entry + %.2f GB/s; +%.1f us/call); element-wise %.2f "
+      "GB/s (in cache %.2f GB/s, +%.1f us/call); loss %.2f ns/cell; "
       "gather %.1f ns/row + "
       "%.2f GB/s; sampler %.1f ns/edge "
-      "(+%.1f us/batch); disk %.0f MB/s; process %.0f MiB; step by working set: full graph %s, "
-      "mini-batch %s; batch +%.1f us, epoch +%.1f us\n",
+      "(+%.1f us/batch); disk %.0f MB/s; process %.0f MiB; step by working set: full graph %s "
+      "(hub share %.3f; skewed graphs, hub share %.3f: %s), mini-batch %s; batch +%.1f us, epoch "
+      "+%.1f us\n",
       1e-9 / m.gemm_s_per_flop, m.gemm_alpha_s * 1e6, m.spmm_s_per_edge * 1e9,
-      m.spmm_s_per_byte > 0 ? 1e-9 / m.spmm_s_per_byte : 0.0,
+      m.spmm_s_per_byte > 0 ? 1e-9 / m.spmm_s_per_byte : 0.0, m.spmm_streaming_s_per_edge * 1e9,
       m.spmm_streaming_s_per_byte > 0 ? 1e-9 / m.spmm_streaming_s_per_byte : 0.0,
       m.spmm_alpha_s * 1e6, 1e-9 / m.elementwise_s_per_byte,
       m.elementwise_cached_s_per_byte > 0 ? 1e-9 / m.elementwise_cached_s_per_byte : 0.0,
-      m.elementwise_alpha_s * 1e6, m.gather_s_per_row * 1e9,
+      m.elementwise_alpha_s * 1e6, m.loss_s_per_cell * 1e9, m.gather_s_per_row * 1e9,
       m.gather_s_per_byte > 0 ? 1e-9 / m.gather_s_per_byte : 0.0, m.sampler_s_per_edge * 1e9,
       m.sampler_alpha_s * 1e6, 1e-6 / m.disk_s_per_byte,
       static_cast<double>(m.process_base_bytes) / 1048576.0,
-      points_text(m.full_graph_steps, false).c_str(), points_text(m.mini_batch_steps, true).c_str(),
-      m.batch_alpha_s * 1e6, m.epoch_alpha_s * 1e6);
+      points_text(m.full_graph_steps, false).c_str(), m.full_graph_hub_share,
+      m.full_graph_skewed_hub_share, points_text(m.full_graph_skewed_steps, false).c_str(),
+      points_text(m.mini_batch_steps, true).c_str(), m.batch_alpha_s * 1e6, m.epoch_alpha_s * 1e6);
   if (ranks > 1) {
     const runtime::CollectiveCosts c = m.collective_at(ranks);
     std::fprintf(stderr,
@@ -136,14 +138,15 @@ Command add_calibrate_command(CLI::App& app) {
       ->check(CLI::Range(1, 99))
       ->capture_default_str();
   sub->add_option("--rmat-scale", o->config.rmat_scale,
-                  "R-MAT scale of the SpMM and sampler graph (2^scale nodes, degree 8)")
+                  "R-MAT scale of the SpMM and sampler graph (2^scale nodes, degree 8); the "
+                  "sparse products beyond the caches run on random graphs 16 times its input")
       ->check(CLI::Range(4, 22))
       ->capture_default_str();
   sub->add_option(
          "--large-rmat-scale", o->config.large_rmat_scale,
-         "R-MAT scale of the largest graph of the whole-step fits (the working-set "
-         "rule: two scales below --rmat-scale, --rmat-scale, every second scale above it, and "
-         "this one)")
+         "Scale (2^scale nodes) of the largest graph of the whole-step fits, random graphs "
+         "without hubs (the working-set rule: two scales below --rmat-scale, --rmat-scale, every "
+         "second scale above it, and this one)")
       ->check(CLI::Range(4, 22))
       ->capture_default_str();
   return {sub, [o] {
