@@ -766,10 +766,10 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
   plan.checkpoint_seconds = m.disk_s_per_byte * static_cast<double>(plan.checkpoint_bytes);
   const double param_bytes = static_cast<double>(plan.parameters) * kF;
   // The producer thread (CPU mini-batch) has cores of its own where the ranks' threads and
-  // their producers fit in the host's cores (ranks x (threads + 1) <= host_cores; 0: a core
-  // per thread); --prefetch auto runs one only then, as the Trainer does (auto_prefetch).
+  // their producers fit in the host's cores (the Trainer's rule, auto_prefetch, with the host's
+  // cores shared by the ranks; 0: a core per thread); --prefetch auto runs one only then.
   const bool producer_core =
-      m.host_cores == 0 || static_cast<double>(ranks) * (std::max(1, threads) + 1) <= m.host_cores;
+      m.host_cores == 0 || auto_prefetch(threads, m.host_cores, m.host_cores, ranks) == 1;
   const int prefetch = cuda || !mini                                  ? 0
                        : config.mini_batch->prefetch == kAutoPrefetch ? (producer_core ? 1 : 0)
                                                                       : config.mini_batch->prefetch;

@@ -117,7 +117,8 @@ struct CostModel {
   /// sharing). Scales the compute terms but the dense products and Adam (costed as measured:
   /// RankPlan::dense_s); the mini-batch producer has its own scale (StepScalePoint::producer).
   /// Fitted on random graphs without hubs, where the sparse products' terms hold (a skewed
-  /// graph's hubs are in spmm_miss_share, not in the scale). The working-set rule: one point per
+  /// graph's hubs staying cached are in spmm_miss_share; what the terms still miss on skewed
+  /// graphs is full_graph_skewed_steps). The working-set rule: one point per
   /// calibration graph, of growing size (2^12, 2^14, 2^16, 2^18 and 2^19 nodes by default, for
   /// both modes); a rank's scale
   /// is interpolated linearly in log(working set) between the two points around its working set
@@ -197,10 +198,10 @@ struct GraphCounts;
 /// degree: `fraction`.
 double hot_entry_share(const GraphCounts& g, double fraction);
 /// The share of a CSR x dense product's `entries` entries, gathering `cols`-wide rows of a dense
-/// input of `rows` rows, whose row is not in the caches: every row's first gather (a step's
-/// other data have pushed the input out), and of the others those whose row is not among the
-/// spmm_footprint_bytes of rows gathered most often (the top hot_entry_share of `skew`'s rows;
-/// nullptr: every row as often, the cached rows' share of the input).
+/// input of `rows` rows, whose row is not in the caches: none while the input fits in
+/// spmm_footprint_bytes (it stays there from the op that wrote it), else those whose row is
+/// not among the spmm_footprint_bytes of rows gathered most often (1 - hot_entry_share of
+/// `skew`'s rows at that fraction; nullptr: every row as often, 1 - the fraction).
 double spmm_miss_share(const CostModel& m, double entries, double cols, double rows,
                        const GraphCounts* skew);
 /// Seconds of that product: per call, its hits at the in-cache rates, its misses at the
