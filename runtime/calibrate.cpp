@@ -21,6 +21,7 @@
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/gemm.hpp>
 #include <halo/kernels/loss.hpp>
+#include <halo/kernels/profile.hpp>
 #include <halo/kernels/spmm.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/partition/partitioner.hpp>
@@ -392,9 +393,12 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
   {
     // The step scale multiplies the modelled compute but its dense part (the GEMMs and Adam,
     // costed as measured): measured - dense = scale x (modelled - dense) (+ the mini-batch
-    // fixed costs), the measured compute being the training thread's time.
+    // fixed costs), the measured compute being the training thread's time and the measured
+    // dense part its profiled GEMM and optimizer kernels (the step graphs' tall, narrow
+    // products run slower than the GEMM table's 16384-row shapes: subtracting the modelled
+    // dense part put that error into every graph's scale).
     struct Fit {
-      double measured = 0, modelled = 0;  // the training thread's epoch less the dense part
+      double measured = 0, modelled = 0;  // the training thread's epoch less its dense part
       double batches = 1, working_set = 0;
       // Mini-batch: the producer's sampling and gathering of an epoch, measured (the median
       // epoch's, median over the rounds) and as the sampler and gather terms predict them.
@@ -423,6 +427,7 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
     auto run_step = [&](int scale, TrainConfig config, int epochs, bool skewed = false) {
       config.epochs = epochs;
       config.model.hidden = 16;
+      config.profile = true;  // the dense kernels' time
       const datasets::Dataset ds = step_graph(scale, skewed);
       // train() consumes its shard's features: a fresh shard per round.
       Shard shard = local_shard(res, ds.clone(res));
@@ -438,21 +443,23 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
       const double measured = median_of(c.rounds, [&, first = true]() mutable {
         if (!first) shard = local_shard(res, ds.clone(res));
         first = false;
-        // The training thread's time (the epoch less its waits for batches) and the
-        // producer's (sampling and gathering), each the median epoch's.
+        // The training thread's time (the epoch less its waits for batches) less its GEMM and
+        // optimizer kernels, and the producer's (sampling and gathering), each the median
+        // epoch's.
         const TrainResult r = train(res, shard, config).result;
         std::vector<double> compute, produce;
         for (const EpochStats& e : r.history) {
-          compute.push_back(e.epoch_time_s - e.batch_wait_s);
+          const kernels::OpProfile& ops = e.profile.ops;
+          compute.push_back(e.epoch_time_s - e.batch_wait_s - ops[kernels::Op::Gemm].seconds -
+                            ops[kernels::Op::Optimizer].seconds);
           produce.push_back(e.profile.sample_s + e.profile.gather_s);
         }
         producer.push_back(detail::median(std::move(produce)));
         return detail::median(std::move(compute));
       });
       const RankPlan& rp = plan.per_rank.front();
-      const double dense = rp.dense_s;
-      return Fit{measured - dense,
-                 rp.compute_s - dense,
+      return Fit{measured,
+                 rp.compute_s - rp.dense_s,
                  static_cast<double>(plan.batches_per_epoch),
                  static_cast<double>(rp.working_set_bytes),
                  detail::median(std::move(producer)),
@@ -617,15 +624,18 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
   // latencies large enough for that give its slope (messages) and intercept; the measured
   // epoch's excess over the intercept, per message, is the fitted latency.
   double fetch_row_s = 0;  // mini-batch: measured before the latency is fitted
+  // The costs the plan charges here besides the fitted ones: this host's cores shared by the
+  // ranks, their transport at the link's rate (as halo plan charges it by default).
+  CostModel here = m;
+  here.host_cores = host_cores;
+  here.transport_s_per_byte = m.link_s_per_byte;
   auto fit_message = [&](const std::filesystem::path& dir, TrainConfig config, int epochs) {
     config.epochs = epochs;
     config.model.hidden = 16;
     Shard shard = open_shard(res, comm, dir);
     const PlanInput in = shard_plan_input(shard);
     auto plan_at = [&](double x) {
-      CostModel p = m;
-      p.host_cores = host_cores;
-      p.transport_s_per_byte = m.link_s_per_byte;  // as halo plan charges it by default
+      CostModel p = here;
       p.collectives = {{comm.size(), x, x, fetch_row_s}};
       return make_plan(in, config, p, "cpu", res.cpu_exec().num_threads).epoch_seconds;
     };
@@ -640,20 +650,25 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
     return messages > 0 ? std::max(m.link_alpha_s, (measured - base) / messages) : m.link_alpha_s;
   };
   // Mini-batch: a remote row's fetch cost, the fetch time per row fetched of a run (its epochs
-  // after the first, rank 0's figure), measured before the latency is fitted, so that the
-  // latency carries the messages only.
+  // after the first; the ranks' mean), less what the plan charges for the rows' bytes (the
+  // link's rate, and the transport's CPU work both ways where the ranks fill the cores),
+  // measured before the latency is fitted, so that the latency carries the messages only.
   auto fetch_row_cost = [&](const std::filesystem::path& dir, TrainConfig config, int epochs) {
     config.epochs = epochs;
     config.model.hidden = 16;
     Shard shard = open_shard(res, comm, dir);
     const TrainResult r = train(res, shard, config).result;
+    const double ranks = comm.size();
+    const double per_byte =
+        m.link_s_per_byte +
+        2 * transport_cpu_s_per_byte(here, comm.size(), res.cpu_exec().num_threads);
     double seconds = 0, rows = 0;
     for (std::size_t e = 1; e < r.history.size(); ++e) {
-      seconds += r.history[e].fetch_time_s;
-      rows += static_cast<double>(r.history[e].remote_rows - r.history[e].cache_hits) /
-              static_cast<double>(comm.size());
+      seconds += r.history[e].fetch_time_s -
+                 per_byte * static_cast<double>(r.history[e].feature_bytes) / ranks;
+      rows += static_cast<double>(r.history[e].remote_rows - r.history[e].cache_hits) / ranks;
     }
-    return from_rank0(rows > 0 ? seconds / rows : 0.0);
+    return from_rank0(rows > 0 ? std::max(0.0, seconds) / rows : 0.0);
   };
   const std::filesystem::path small = write_parts(std::min(12, c.rmat_scale));
   const std::filesystem::path large = write_parts(std::min(c.rmat_scale + 1, c.large_rmat_scale));

@@ -57,7 +57,8 @@ CostModel calibrate_compute(const kernels::Resources& res, const CalibrateConfig
 /// scale 12, SAGE mini-batch with batches of 1024 on config.rmat_scale + 1; config.rounds runs
 /// each, the median), measured epoch minus the plan's epoch without message latency, per message
 /// the plan counts; before the mini-batch latency, mini_batch_fetch_row_s from one 4-epoch run on
-/// the same graph (fetch time per remote row fetched). The plans assume the cores the ranks share
+/// the same graph (fetch time, less the plan's charge for the rows' bytes, per remote row
+/// fetched). The plans assume the cores the ranks share
 /// (the union of their CPU affinities). Written under `scratch_dir` and removed. Also what an MPI
 /// rank adds to the resident set (mpi_rank_extra_bytes: this process's resident set minus
 /// base.process_base_bytes, which must come from a one-process calibration). Returns `base` with

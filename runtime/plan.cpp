@@ -310,6 +310,12 @@ double allreduce_s(const CostModel& m, double alpha, double bytes, int ranks) {
   return 2.0 * rounds * alpha + 2.0 * (pof2 - 1) / pof2 * m.link_s_per_byte * bytes + fold;
 }
 
+double transport_cpu_s_per_byte(const CostModel& m, int ranks, int threads) {
+  const double thread_count = static_cast<double>(ranks) * std::max(1, threads);
+  if (ranks <= 1 || m.host_cores <= 0 || thread_count < m.host_cores) return 0;
+  return std::max(1.0, thread_count / m.host_cores) * m.transport_s_per_byte;
+}
+
 namespace {
 /// y0 at x <= x0, y1 at x >= x1, linear in log(x) between (0 < x0 < x1).
 double log_lerp(double x, double x0, double y0, double x1, double y1) {
@@ -967,6 +973,11 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const double fitted_alpha =
         mini ? collective.mini_batch_message_s : collective.full_graph_message_s;
     const double msg_alpha = fitted_alpha > 0 ? fitted_alpha : m.link_alpha_s;
+    // Where the ranks fill the host's cores, the transport's CPU work: every byte this rank
+    // sends and every byte it receives crosses its cores once. It runs on cores that compute, so
+    // it adds to the exchange and never hides (UCX's TCP moves bytes only while its rank polls:
+    // the copies interleave with the wire, they do not overlap it).
+    const double cpu_per_byte = transport_cpu_s_per_byte(m, ranks, threads);
     // Ranks sharing fewer cores than they have threads run their compute that much slower.
     const double share =
         m.host_cores > 0
@@ -1006,8 +1017,11 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         rp.feature_fetch_bytes = as_bytes(steps * rows * kF * (2.0 + g.num_features));
         // One all-to-all of requests and one of rows per batch, plus the sampler's per hop.
         const double msgs = steps * (2.0 + 2.0 * config.model.num_layers) * (ranks - 1);
+        // A rank serves its peers about as many rows as it fetches (a balanced partition's
+        // all-to-all is symmetric): its transport's CPU work is on twice the bytes it fetches.
+        const auto fetched = static_cast<double>(rp.feature_fetch_bytes);
         rp.exchange_s = msgs * msg_alpha + steps * rows * collective.mini_batch_fetch_row_s +
-                        m.link_s_per_byte * static_cast<double>(rp.feature_fetch_bytes);
+                        m.link_s_per_byte * fetched + cpu_per_byte * 2 * fetched;
       }
       // The producer thread (--prefetch >= 1, CPU) samples, gathers and fetches batch b + 1
       // while the training thread computes batch b: a two-stage pipeline, when the producers
@@ -1018,7 +1032,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       double hidden = 0;  // (steps - 1) x the faster stage's time per batch
       if (prefetch > 0 && producer_core && steps > 1)
         hidden = (steps - 1) * std::min((rp.compute_s - m.epoch_alpha_s) / steps, produce / steps);
-      // What the overlap hides comes off the exchange first, then off the sampling.
+      // What the overlap hides comes off the exchange first, then off the sampling. (A
+      // producer with cores of its own and a transport with CPU work to charge exclude each
+      // other: the latter needs the ranks to fill the cores.)
       rp.exposed_exchange_s = std::max(0.0, rp.exchange_s - hidden);
       rp.exposed_sampling_s = rp.sampling_s - std::max(0.0, hidden - rp.exchange_s);
     } else if (ranks > 1) {
@@ -1026,27 +1042,23 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       // the input layer's when it aggregates first: it has no backward aggregation).
       const double peers = std::min<double>(ranks - 1, static_cast<double>(p.num_send));
       rp.halo_exchange_bytes = kF * p.num_send * step.exchanged_floats;
-      rp.exchange_s = step.exchanges * peers * msg_alpha +
-                      m.link_s_per_byte * static_cast<double>(rp.halo_exchange_bytes);
+      const double wait = step.exchanges * peers * msg_alpha +
+                          m.link_s_per_byte * static_cast<double>(rp.halo_exchange_bytes);
+      // Each exchange sends the part's send rows and receives its halo rows forward, and the
+      // other way backward: (send + halo) rows through the transport per exchanged column.
+      const double transport = cpu_per_byte * kF * static_cast<double>(p.num_send + p.num_halo) *
+                               static_cast<double>(step.exchanged_floats);
+      rp.exchange_s = wait + transport;
       // Overlap: the owned rows' aggregation (as the step runs it: scaled, shared) runs while
-      // the rows travel.
+      // the rows travel; it hides the wait, not the transport's CPU work.
       const double inner = config.overlap ? share * scale * step.aggregation_s : 0;
-      rp.exposed_exchange_s = std::max(0.0, rp.exchange_s - inner);
-    }
-    // Where the ranks' threads fill the host's cores, the transport's own CPU work (copying
-    // every byte sent and received) runs on cores that are computing: it cannot hide, and
-    // takes the share of a core the rank gets.
-    const bool cores_full =
-        m.host_cores > 0 && static_cast<double>(ranks) * std::max(1, threads) >= m.host_cores;
-    if (ranks > 1 && cores_full) {
-      const double transport = share * m.transport_s_per_byte *
-                               static_cast<double>(rp.halo_exchange_bytes + rp.feature_fetch_bytes);
-      rp.exchange_s = std::max(rp.exchange_s, transport);
-      rp.exposed_exchange_s = std::max(rp.exposed_exchange_s, transport);
+      rp.exposed_exchange_s = std::max(0.0, wait - inner) + transport;
     }
     if (ranks > 1) {
+      // Every rank sends and receives the all-reduce's bytes.
       rp.allreduce_bytes = as_bytes(steps * 2.0 * (ranks - 1) / ranks * (param_bytes + 8));
-      rp.allreduce_s = steps * allreduce_s(m, msg_alpha, param_bytes + 8, ranks);
+      rp.allreduce_s = steps * allreduce_s(m, msg_alpha, param_bytes + 8, ranks) +
+                       cpu_per_byte * 2 * static_cast<double>(rp.allreduce_bytes);
     }
     // AdaptDL's form: compute and network terms added, of the overlapped ones (the halo
     // exchange, the producer's sampling and fetches) their exposed parts only.

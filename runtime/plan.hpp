@@ -56,9 +56,9 @@ struct CollectiveCosts {
   /// ping-pong's (link_alpha_s).
   double full_graph_message_s = 0;
   double mini_batch_message_s = 0;
-  /// Mini-batch: seconds per remote input row a batch fetches, besides its bytes on the link
-  /// (the owners' id lookups, gathering, packing and unpacking), from the fetch time and rows
-  /// of the same runs; 0 = none.
+  /// Mini-batch: seconds per remote input row a batch fetches, besides its bytes (on the link,
+  /// and through the transport's CPU work: transport_cpu_s_per_byte): the owners' id lookups,
+  /// gathering, packing and unpacking, from the fetch time and rows of the same runs; 0 = none.
   double mini_batch_fetch_row_s = 0;
 };
 
@@ -155,10 +155,10 @@ struct CostModel {
   /// max(1, ranks x threads / host_cores), and the mini-batch producer threads overlap the
   /// training threads only if ranks x (threads + 1) <= host_cores. 0: every thread has a core.
   int host_cores = 0;
-  /// With host_cores: CPU seconds the host's cores spend per message byte (the transport's
-  /// copies; `halo plan`: the calibrated link's rate or --host-transport-gbps, not calibrated
-  /// apart). Where the ranks' threads fill the cores (ranks x threads >= host_cores) that work
-  /// runs on cores that compute: the exposed exchange is at least share x bytes x this.
+  /// With host_cores: CPU seconds the host's cores spend per message byte at each end (the
+  /// transport's copies; `halo plan`: the calibrated link's rate or --host-transport-gbps, not
+  /// calibrated apart). Where the ranks' threads fill the cores (ranks x threads >=
+  /// host_cores) that work runs on cores that compute: transport_cpu_s_per_byte.
   double transport_s_per_byte = 0;
   /// Resident set of a `halo` process before it loads data (libraries, thread stacks), and
   /// what an MPI rank adds to it.
@@ -187,6 +187,12 @@ inline constexpr double kShortAllreduceBytes = 2048;
 /// Seconds of one all-reduce of `bytes` over `ranks`, messages costing `alpha` each plus their
 /// bytes over the link (m.link_s_per_byte), as MPICH schedules it (plan.cpp).
 double allreduce_s(const CostModel& m, double alpha, double bytes, int ranks);
+/// CPU seconds a rank's messages cost it per byte sent or received where the ranks' threads
+/// fill the host's cores (ranks x threads >= host_cores): transport_s_per_byte at the share of
+/// a core the rank gets, max(1, ranks x threads / host_cores). That work runs on cores that
+/// compute, so it adds to the exchange and cannot hide; 0 where the ranks have cores to spare
+/// or a core per thread (host_cores 0), or one rank.
+double transport_cpu_s_per_byte(const CostModel& m, int ranks, int threads);
 
 /// Seconds per floating-point operation of a layer's product `pass` with widths `in` -> `out`:
 /// CostModel::gemm_shapes' rule, else gemm_s_per_flop.

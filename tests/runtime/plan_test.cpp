@@ -710,24 +710,63 @@ TEST(Plan, CollectiveCostsFollowTheRankCount) {
 // Where the ranks' threads fill the host's cores, the transport's CPU work (its copies of the
 // bytes) cannot hide behind the compute: the exposed exchange is at least share x bytes x its
 // cost. With cores to spare, or a core per thread (host_cores 0), it is not charged.
-TEST(Plan, TransportCannotHideWhereTheRanksFillTheCores) {
+TEST(Plan, TransportCpuWorkIsTheRanksShareOfACorePerByte) {
+  CostModel m;
+  m.transport_s_per_byte = 1e-8;
+  auto at = [&](int cores, int ranks, int threads) {
+    m.host_cores = cores;
+    return transport_cpu_s_per_byte(m, ranks, threads);
+  };
+  EXPECT_DOUBLE_EQ(at(2, 4, 1), 2e-8);  // 4 ranks on 2 cores: half a core each
+  EXPECT_DOUBLE_EQ(at(4, 4, 1), 1e-8);  // they fill the cores: a core each
+  EXPECT_DOUBLE_EQ(at(4, 2, 2), 1e-8);  // threads count
+  EXPECT_DOUBLE_EQ(at(8, 2, 3), 0.0);   // cores to spare: the copies hide
+  EXPECT_DOUBLE_EQ(at(0, 4, 1), 0.0);   // a core per thread
+  EXPECT_DOUBLE_EQ(at(1, 1, 4), 0.0);   // one rank sends nothing
+}
+
+// Where the ranks fill the cores, every byte a rank sends and receives costs its share of a
+// core, on top of the link's terms: the halo exchange's (send + halo rows each way, never
+// hidden by the overlap), the fetched rows' (served as many as fetched) and the all-reduce's.
+TEST(Plan, TransportAddsToTheExchangeWhereTheRanksFillTheCores) {
   PlanInput in = big_parts(4);
-  const TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);  // overlap on
+  const PartCounts& part = in.parts.front();
   CostModel m;
   m.transport_s_per_byte = 1e-8;  // 0.1 GB/s: far slower than the link's default
-  auto rank0 = [&](int cores) {
+  auto rank0 = [&](const TrainConfig& c, int cores) {
     m.host_cores = cores;
     return make_plan(in, c, m, "cpu", 1).per_rank.front();
   };
-  const RankPlan full = rank0(2), spare = rank0(16), own = rank0(0);
+  TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 1);
+  c.overlap = false;
+  const RankPlan full = rank0(c, 2), own = rank0(c, 0);
   ASSERT_GT(full.halo_exchange_bytes, 0);
-  const double transport = 1e-8 * static_cast<double>(full.halo_exchange_bytes);
-  EXPECT_DOUBLE_EQ(full.exposed_exchange_s, 2 * transport);  // 4 ranks on 2 cores: share 2
-  EXPECT_DOUBLE_EQ(full.exchange_s, 2 * transport);
-  EXPECT_LT(spare.exposed_exchange_s, transport);
-  EXPECT_LT(own.exposed_exchange_s, transport);
-  // 4 ranks on 4 cores fill them: share 1.
-  EXPECT_DOUBLE_EQ(rank0(4).exposed_exchange_s, transport);
+  ASSERT_GT(part.num_halo, 0);
+  // halo_exchange_bytes counts the send rows' floats; the transport moves send + halo rows.
+  const double moved = static_cast<double>(full.halo_exchange_bytes) *
+                       static_cast<double>(part.num_send + part.num_halo) /
+                       static_cast<double>(part.num_send);
+  EXPECT_NEAR(full.exchange_s - own.exchange_s, 2e-8 * moved, 1e-9 * full.exchange_s);
+  EXPECT_NEAR(full.exposed_exchange_s - own.exposed_exchange_s, 2e-8 * moved,
+              1e-9 * full.exposed_exchange_s);
+  ASSERT_GT(full.allreduce_bytes, 0);
+  EXPECT_NEAR(full.allreduce_s - own.allreduce_s,
+              2e-8 * 2 * static_cast<double>(full.allreduce_bytes), 1e-9 * full.allreduce_s);
+  // The overlap hides the wait, not the transport's CPU work.
+  c.overlap = true;
+  const RankPlan overlapped = rank0(c, 2), hidden = rank0(c, 0);
+  EXPECT_LT(hidden.exposed_exchange_s, hidden.exchange_s);
+  EXPECT_GE(overlapped.exposed_exchange_s, 2e-8 * moved);
+  EXPECT_LT(overlapped.exposed_exchange_s, full.exposed_exchange_s);
+  // Mini-batch: twice the fetched bytes.
+  TrainConfig mb = config_for(nn::ModelKind::Sage, 0, 1);
+  mb.mini_batch = batches(1024, {10, 5}, 0);
+  const RankPlan mini = rank0(mb, 2), mini_own = rank0(mb, 0);
+  ASSERT_GT(mini.feature_fetch_bytes, 0);
+  EXPECT_NEAR(mini.exchange_s - mini_own.exchange_s,
+              2e-8 * 2 * static_cast<double>(mini.feature_fetch_bytes), 1e-9 * mini.exchange_s);
+  // Cores to spare: nothing more than the link's terms.
+  EXPECT_DOUBLE_EQ(rank0(mb, 16).exchange_s, mini_own.exchange_s);
 }
 
 // The gradient all-reduce as MPICH schedules it: above 2 KiB Rabenseifner's reduce-scatter +

@@ -456,9 +456,9 @@ Command add_plan_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--host-transport-gbps", o->host_transport_gbps,
                   "With --host-cores: the rate, Gb/s, at which the host's cores move message "
-                  "bytes (TCP between emulated hosts: an unshaped link's throughput); where the "
-                  "ranks' threads fill the cores, that CPU work cannot hide behind compute "
-                  "(default: the calibrated link's rate)")
+                  "bytes at each end (TCP between emulated hosts: an unshaped link's throughput); "
+                  "where the ranks' threads fill the cores, that CPU work adds to the exchange "
+                  "and cannot hide (default: the calibrated link's rate)")
       ->check(CLI::Range(1e-6, 1e6));
   sub->add_option("--emit", o->emit,
                   "json (the plan), k8s (a Kubeflow MPIJob v2beta1 manifest, as JSON) or slurm "
