@@ -625,10 +625,10 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
   // epoch's excess over the intercept, per message, is the fitted latency.
   double fetch_row_s = 0;  // mini-batch: measured before the latency is fitted
   // The costs the plan charges here besides the fitted ones: this host's cores shared by the
-  // ranks, their transport at the link's rate (as halo plan charges it by default).
+  // ranks, and the transport's CPU work at the rate the caller gave (m.transport_s_per_byte,
+  // kept in the file: halo plan charges the same unless told otherwise).
   CostModel here = m;
   here.host_cores = host_cores;
-  here.transport_s_per_byte = m.link_s_per_byte;
   auto fit_message = [&](const std::filesystem::path& dir, TrainConfig config, int epochs) {
     config.epochs = epochs;
     config.model.hidden = 16;

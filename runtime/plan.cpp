@@ -573,6 +573,7 @@ void write_cost_model(const CostModel& m, const std::filesystem::path& path) {
       {"link",
        {{"alpha_s", m.link_alpha_s},
         {"s_per_byte", m.link_s_per_byte},
+        {"transport_s_per_byte", m.transport_s_per_byte},
         {"measured", m.link_calibrated}}},
       {"disk", {{"s_per_byte", m.disk_s_per_byte}}},
       {"step",
@@ -643,6 +644,8 @@ CostModel read_cost_model(const std::filesystem::path& path) {
   m.sampler_s_per_edge = num("sampler", "s_per_edge");
   m.link_alpha_s = num("link", "alpha_s");
   m.link_s_per_byte = num("link", "s_per_byte");
+  // Optional: files written before it assumed none.
+  m.transport_s_per_byte = opt("link", "transport_s_per_byte", 0);
   m.disk_s_per_byte = num("disk", "s_per_byte");
   // The per-batch terms and the in-step message latency: optional (files written before them
   // read as none and the ping-pong's latency).

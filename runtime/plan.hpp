@@ -155,9 +155,11 @@ struct CostModel {
   /// max(1, ranks x threads / host_cores), and the mini-batch producer threads overlap the
   /// training threads only if ranks x (threads + 1) <= host_cores. 0: every thread has a core.
   int host_cores = 0;
-  /// With host_cores: CPU seconds the host's cores spend per message byte at each end (the
-  /// transport's copies; `halo plan`: the calibrated link's rate or --host-transport-gbps, not
-  /// calibrated apart). Where the ranks' threads fill the cores (ranks x threads >=
+  /// With host_cores: CPU seconds the host's cores spend per message byte at each end besides
+  /// the link's own time (TCP's stack between emulated hosts that share cores; not measured:
+  /// the rate `halo calibrate --host-transport-gbps` was told, which its fits assumed, or `halo
+  /// plan --host-transport-gbps`). 0: none (over shared memory the link's per-byte time is the
+  /// copies themselves). Where the ranks' threads fill the cores (ranks x threads >=
   /// host_cores) that work runs on cores that compute: transport_cpu_s_per_byte.
   double transport_s_per_byte = 0;
   /// Resident set of a `halo` process before it loads data (libraries, thread stacks), and

@@ -15,7 +15,7 @@
 # measured TCP throughput and round trip / 2 from links.csv, as --link-gbps and
 # --link-latency-us), with --host-cores set to this machine's cores (the emulated hosts share
 # them) and --host-transport-gbps to the fastest profile's throughput (the unshaped link's TCP,
-# bound by those cores). The costs come from FILE, else from K fresh calibrations (default 5),
+# bound by those cores; the link calibrations are told the same). The costs come from FILE, else from K fresh calibrations (default 5),
 # each a `halo calibrate` on this machine, then `halo calibrate` at 2 and 4 ranks over the
 # emulated hosts' unshaped TCP, as run.sh launches its ranks (needs root; R-MAT graphs only,
 # nothing is fitted on the cluster's runs): their field-by-field median is the model's
@@ -56,6 +56,10 @@ for f in links full-graph minibatch partition; do
   [ -s "$dir/$f.csv" ] || { echo "bench/cluster/model.sh: $dir/$f.csv missing (bench/cluster/run.sh)" >&2; exit 2; }
 done
 py=/usr/bin/python3
+# The rate at which the cores move TCP bytes: the fastest profile's throughput (the unshaped
+# link's, which the cores bound, not the wire); the calibrations' in-step fits and every plan
+# charge it.
+transport=$("$py" -c "import csv, sys; print(max(float(r['bytes_per_s']) for r in csv.DictReader(open(sys.argv[1]))) * 8 / 1e9)" "$dir/links.csv")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMP_NUM_THREADS=1
@@ -77,7 +81,7 @@ if [ -z "$cal" ]; then
       # Done once rank 0 has printed the file it wrote (on_hosts.sh stops a finalize hang).
       bash "$here/on_hosts.sh" "$n" "$work/calibrate-$n.log" \
         "grep -qxF $(printf %q "$one") $(printf %q "$work/calibrate-$n.log")" \
-        "$halo" calibrate --threads 1 --output "$one" ||
+        "$halo" calibrate --threads 1 --host-transport-gbps "$transport" --output "$one" ||
         [ $? = 3 ] || { cat "$work/calibrate-$n.log" >&2; echo "bench/cluster/model.sh: calibration $i at $n ranks failed" >&2; exit 1; }
       cat "$work/calibrate-$n.log" >> "$work/calibrate.log"
     done
@@ -118,9 +122,6 @@ done
 "$halo" partition "${data[@]}" --parts 4 --method random --out "$work/random-4" > /dev/null 2>> "$work/partition.log"
 gcn="--model gcn --layers 2 --hidden 256"
 sage="--model sage --layers 2 --hidden 256 --mode mini-batch --batch-size 1024 --fanouts 10,5"
-# The rate at which the cores move TCP bytes: the fastest profile's throughput (the unshaped
-# link's, which the cores bound, not the wire).
-transport=$("$py" -c "import csv, sys; print(max(float(r['bytes_per_s']) for r in csv.DictReader(open(sys.argv[1]))) * 8 / 1e9)" "$dir/links.csv")
 plan() {  # profile, partition dir, flags... -> epoch_seconds
   local profile=$1 part=$2; shift 2
   local lat gbps

@@ -165,6 +165,7 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   m.gemm_s_per_flop = 1.25e-11;
   m.spmm_s_per_edge = 3.5e-9;
   m.link_alpha_s = 7e-6;
+  m.transport_s_per_byte = 6.5e-10;
   m.process_base_bytes = 12345678;
   m.threads = 3;
   m.host = "h";
@@ -195,6 +196,7 @@ TEST(Plan, CalibrationFileRoundTripsAndCorruptOnesAreRefused) {
   EXPECT_EQ(r.gemm_s_per_flop, m.gemm_s_per_flop);
   EXPECT_EQ(r.spmm_s_per_edge, m.spmm_s_per_edge);
   EXPECT_EQ(r.link_alpha_s, m.link_alpha_s);
+  EXPECT_EQ(r.transport_s_per_byte, m.transport_s_per_byte);
   EXPECT_EQ(r.process_base_bytes, m.process_base_bytes);
   EXPECT_EQ(r.threads, 3);
   ASSERT_EQ(r.full_graph_steps.size(), 3u);

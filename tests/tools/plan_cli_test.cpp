@@ -379,8 +379,9 @@ TEST_F(PlanCli, PredictedFeatureFetchesAreTheMeasuredOnes) {
 }
 
 // Under mpiexec -n 2, calibrate keeps the one-process terms, adds the link and the in-step
-// message latencies fitted on 2-rank Trainer runs (at least the ping-pong's), and removes the
-// partitions it wrote for them.
+// message latencies fitted on 2-rank Trainer runs (at least the ping-pong's), keeps the
+// transport rate it was told (which halo plan then charges unless told otherwise), and removes
+// the partitions it wrote for them.
 TEST_F(PlanCli, LinkCalibrationAddsTheInStepLatencies) {
   const fs::path cal = m_dir / "link-cal.json";
   const std::string flags =
@@ -390,12 +391,16 @@ TEST_F(PlanCli, LinkCalibrationAddsTheInStepLatencies) {
   ASSERT_EQ(r.code, 0) << r.err;
   const json one = json::parse(halo::testing::read_file(cal));
   r = halo::testing::run_command(env() + "OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 " +
-                                     HALO_TEST_MPIEXEC + " -n 2 " + HALO_TEST_BINARY + flags,
+                                     HALO_TEST_MPIEXEC + " -n 2 " + HALO_TEST_BINARY + flags +
+                                     " --host-transport-gbps 80",
                                  m_dir);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("in-step message"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("transport 10.00 GB/s at each end"), std::string::npos) << r.err;
   const json two = json::parse(halo::testing::read_file(cal));
   EXPECT_EQ(two["link"]["measured"], true);
+  EXPECT_DOUBLE_EQ(two["link"]["transport_s_per_byte"].get<double>(), 1e-10);
+  EXPECT_EQ(one["link"]["transport_s_per_byte"], 0.0);  // one process: none
   EXPECT_EQ(two["gemm"], one["gemm"]);
   EXPECT_EQ(two["step"], one["step"]);
   const double alpha = two["link"]["alpha_s"].get<double>();
@@ -412,6 +417,18 @@ TEST_F(PlanCli, LinkCalibrationAddsTheInStepLatencies) {
   const json j = plan("--partitions " + partition(2).string() + " --calibration " + cal.string());
   EXPECT_EQ(j["calibrated"], true);
   EXPECT_GT(j["epoch_seconds"].get<double>(), 0);
+  // Two ranks filling one core: the file's transport rate is charged unless overridden.
+  json without = two;
+  without["link"]["transport_s_per_byte"] = 0.0;
+  const fs::path cal0 = m_dir / "no-transport.json";
+  std::ofstream(cal0) << without.dump();
+  const std::string shared = "--partitions " + partition(2).string() + " --host-cores 1";
+  const double charged = plan(shared + " --calibration " + cal.string())["epoch_seconds"];
+  const double none = plan(shared + " --calibration " + cal0.string())["epoch_seconds"];
+  const double told = plan(shared + " --calibration " + cal0.string() +
+                           " --host-transport-gbps 80")["epoch_seconds"];
+  EXPECT_GT(charged, none);
+  EXPECT_DOUBLE_EQ(told, charged);
 }
 #endif
 

@@ -16,6 +16,7 @@ namespace {
 struct CalibrateOptions {
   std::string output;
   int threads = 0;
+  double host_transport_gbps = 0;  // --host-transport-gbps: 0, none
   runtime::CalibrateConfig config;
 };
 
@@ -59,12 +60,16 @@ void print_model(const runtime::CostModel& m, int ranks) {
       points_text(m.mini_batch_steps, true).c_str(), m.batch_alpha_s * 1e6, m.epoch_alpha_s * 1e6);
   if (ranks > 1) {
     const runtime::CollectiveCosts c = m.collective_at(ranks);
+    char transport[64] = "";
+    if (m.transport_s_per_byte > 0)
+      std::snprintf(transport, sizeof transport, " (transport %.2f GB/s at each end)",
+                    1e-9 / m.transport_s_per_byte);
     std::fprintf(stderr,
-                 "halo calibrate: link %.2f us + %.2f GB/s; %d ranks: in-step message %.1f us "
+                 "halo calibrate: link %.2f us + %.2f GB/s%s; %d ranks: in-step message %.1f us "
                  "(full graph), %.1f us (mini-batch), %.0f ns per fetched row; MPI rank +%.0f "
                  "MiB\n",
                  m.link_alpha_s * 1e6, m.link_s_per_byte > 0 ? 1e-9 / m.link_s_per_byte : 0.0,
-                 ranks, c.full_graph_message_s * 1e6, c.mini_batch_message_s * 1e6,
+                 transport, ranks, c.full_graph_message_s * 1e6, c.mini_batch_message_s * 1e6,
                  c.mini_batch_fetch_row_s * 1e9,
                  static_cast<double>(m.mpi_rank_extra_bytes) / 1048576.0);
   }
@@ -101,6 +106,7 @@ int run_calibrate(const CalibrateOptions& o) {
     const kernels::Resources res = make_resources("cpu", o.threads, ranks);
     runtime::warm_up(res);
     const bool measured = m.calibrated;
+    m.transport_s_per_byte = o.host_transport_gbps > 0 ? 8.0 / (o.host_transport_gbps * 1e9) : 0.0;
     m = runtime::calibrate_link(res, *world, o.config,
                                 out.has_parent_path() ? out.parent_path() : ".", m);
     m.calibrated = measured || m.calibrated;
@@ -128,6 +134,12 @@ Command add_calibrate_command(CLI::App& app) {
                   "dir>/calibration.json, which halo plan reads)");
   sub->add_option("--threads", o->threads, "CPU threads (default: as halo train)")
       ->check(CLI::Range(1, 4096));
+  sub->add_option("--host-transport-gbps", o->host_transport_gbps,
+                  "Under mpiexec: the rate, Gb/s, at which the host's cores move message bytes "
+                  "at each end besides the link's time, for ranks that share the cores over TCP "
+                  "(emulated hosts: an unshaped link's throughput); the in-step fits charge it, "
+                  "and the file keeps it for halo plan (default: none, as over shared memory)")
+      ->check(CLI::Range(1e-6, 1e6));
   sub->add_option("--repeats", o->config.repeats,
                   "Timed calls per measurement window (at least; their mean over at least 0.1 s)")
       ->check(CLI::Range(1, 1000))

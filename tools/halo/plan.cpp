@@ -363,10 +363,9 @@ int run_plan(PlanOptions& o) {
         if (*msg > 0) *msg = std::max(a, *msg - costs.link_alpha_s + a);
     costs.link_alpha_s = a;
   }
-  // The host's cores move message bytes at the calibrated link's rate (a ping-pong between two
-  // ranks of one host is their copies) unless told otherwise.
-  costs.transport_s_per_byte =
-      o.host_transport_gbps > 0 ? 8.0 / (o.host_transport_gbps * 1e9) : costs.link_s_per_byte;
+  // The transport's CPU work besides the link's time: the rate the calibration's fits assumed
+  // unless told otherwise.
+  if (o.host_transport_gbps > 0) costs.transport_s_per_byte = 8.0 / (o.host_transport_gbps * 1e9);
   if (o.link_gbps > 0) costs.link_s_per_byte = 8.0 / (o.link_gbps * 1e9);
   costs.host_cores = o.host_cores;
   check_output(o.output, "--output");
@@ -456,9 +455,10 @@ Command add_plan_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--host-transport-gbps", o->host_transport_gbps,
                   "With --host-cores: the rate, Gb/s, at which the host's cores move message "
-                  "bytes at each end (TCP between emulated hosts: an unshaped link's throughput); "
-                  "where the ranks' threads fill the cores, that CPU work adds to the exchange "
-                  "and cannot hide (default: the calibrated link's rate)")
+                  "bytes at each end besides the link's time (TCP between emulated hosts: an "
+                  "unshaped link's throughput); where the ranks' threads fill the cores, that CPU "
+                  "work adds to the exchange and cannot hide (default: the calibration's, as "
+                  "halo calibrate --host-transport-gbps was told; none over shared memory)")
       ->check(CLI::Range(1e-6, 1e6));
   sub->add_option("--emit", o->emit,
                   "json (the plan), k8s (a Kubeflow MPIJob v2beta1 manifest, as JSON) or slurm "
