@@ -239,6 +239,13 @@ TEST_F(PlanCli, CalibrateWritesWhatPlanReads) {
   const json j = plan("--partitions " + partition(1).string() + " --calibration " + cal.string());
   EXPECT_EQ(j["calibrated"], true);
   EXPECT_GT(j["epoch_seconds"].get<double>(), 0);
+  // The transport rate belongs to the link calibration: one process refuses it, before any
+  // work, and leaves the file as it was.
+  const std::string before = halo::testing::read_file(cal);
+  r = halo("calibrate --output " + cal.string() + " --host-transport-gbps 10");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--host-transport-gbps"), std::string::npos) << r.err;
+  EXPECT_EQ(halo::testing::read_file(cal), before);
 }
 
 TEST_F(PlanCli, UsageErrorsNameTheFlag) {

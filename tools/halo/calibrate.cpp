@@ -81,6 +81,9 @@ int run_calibrate(const CalibrateOptions& o) {
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
   check_output(out.string(), "--output");
   const int ranks = runtime::launcher_world_size();
+  if (ranks <= 1 && o.host_transport_gbps > 0)
+    throw UsageError(
+        "--host-transport-gbps is for the link calibration: run it under mpiexec -n R (R >= 2)");
   if (ranks <= 1) {
     const kernels::Resources res = make_resources("cpu", o.threads, 1);
     const runtime::CostModel m =
