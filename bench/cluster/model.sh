@@ -15,8 +15,9 @@
 # measured TCP throughput and round trip / 2 from links.csv, as --link-gbps and
 # --link-latency-us), with --host-cores set to this machine's cores (the emulated hosts share
 # them) and --host-transport-gbps to the fastest profile's throughput (the unshaped link's TCP,
-# bound by those cores; the link calibrations are told the same). The costs come from FILE, else from K fresh calibrations (default 5),
-# each a `halo calibrate` on this machine, then `halo calibrate` at 2 and 4 ranks over the
+# bound by those cores; the link calibrations are told the same). The costs come from FILE,
+# else from K fresh calibrations (default 5; the committed results used 15), each a `halo
+# calibrate` on this machine, then `halo calibrate` at 2 and 4 ranks over the
 # emulated hosts' unshaped TCP, as run.sh launches its ranks (needs root; R-MAT graphs only,
 # nothing is fitted on the cluster's runs): their field-by-field median is the model's
 # calibration, kept as DIR/calibration.json, the K runs as DIR/calibrations/ (one calibration's
@@ -41,7 +42,7 @@ while [ $# -gt 0 ]; do
     --extrapolate) scales=${2:?}; shift ;;
     --parts-dir) partdir=${2:?}; shift ;;
     --parts) plist=${2:?}; shift ;;
-    -h | --help) sed -n 2,32p "$0"; exit 0 ;;
+    -h | --help) sed -n 2,33p "$0"; exit 0 ;;
     -*) echo "bench/cluster/model.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) if [ -z "$dir" ]; then dir=$1; else build=$1; fi ;;
   esac
