@@ -659,9 +659,7 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
     Shard shard = open_shard(res, comm, dir);
     const TrainResult r = train(res, shard, config).result;
     const double ranks = comm.size();
-    const double per_byte =
-        m.link_s_per_byte +
-        2 * transport_cpu_s_per_byte(here, comm.size(), res.cpu_exec().num_threads);
+    const double per_byte = fetched_byte_s(here, comm.size(), res.cpu_exec().num_threads);
     double seconds = 0, rows = 0;
     for (std::size_t e = 1; e < r.history.size(); ++e) {
       seconds += r.history[e].fetch_time_s -

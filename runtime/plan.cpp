@@ -310,10 +310,19 @@ double allreduce_s(const CostModel& m, double alpha, double bytes, int ranks) {
   return 2.0 * rounds * alpha + 2.0 * (pof2 - 1) / pof2 * m.link_s_per_byte * bytes + fold;
 }
 
+double core_share(const CostModel& m, int ranks, int threads) {
+  if (m.host_cores <= 0) return 1.0;
+  return std::max(1.0, static_cast<double>(ranks) * std::max(1, threads) / m.host_cores);
+}
+
 double transport_cpu_s_per_byte(const CostModel& m, int ranks, int threads) {
-  const double thread_count = static_cast<double>(ranks) * std::max(1, threads);
-  if (ranks <= 1 || m.host_cores <= 0 || thread_count < m.host_cores) return 0;
-  return std::max(1.0, thread_count / m.host_cores) * m.transport_s_per_byte;
+  const bool cores_full =
+      m.host_cores > 0 && static_cast<double>(ranks) * std::max(1, threads) >= m.host_cores;
+  return ranks > 1 && cores_full ? core_share(m, ranks, threads) * m.transport_s_per_byte : 0;
+}
+
+double fetched_byte_s(const CostModel& m, int ranks, int threads) {
+  return m.link_s_per_byte + 2 * transport_cpu_s_per_byte(m, ranks, threads);
 }
 
 namespace {
@@ -828,6 +837,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
 
   double input_nnz_total =
       g.sparse_features ? static_cast<double>(g.feature_nnz) : 0;  // whole graph
+  const double hubs = hub_share(g);  // the full-graph step scale's rule
   for (int r = 0; r < ranks; ++r) {
     const PartCounts& p = in.parts[static_cast<std::size_t>(r)];
     RankPlan rp;
@@ -969,7 +979,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // set, this rank's times the ranks.
     const double host_working_set =
         static_cast<double>(rp.working_set_bytes) * (m.host_cores > 0 ? ranks : 1);
-    const double scale = step_scale(m, mini, host_working_set, hub_share(g));
+    const double scale = step_scale(m, mini, host_working_set, hubs);
     rp.step_scale = scale;
     // The latency of a message inside a step (fitted on distributed runs), else the link's.
     const CollectiveCosts collective = m.collective_at(ranks);
@@ -978,14 +988,12 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const double msg_alpha = fitted_alpha > 0 ? fitted_alpha : m.link_alpha_s;
     // Where the ranks fill the host's cores, the transport's CPU work: every byte this rank
     // sends and every byte it receives crosses its cores once. It runs on cores that compute, so
-    // it adds to the exchange and never hides (UCX's TCP moves bytes only while its rank polls:
-    // the copies interleave with the wire, they do not overlap it).
+    // it adds to the exchange and never hides (measured: the emulated cluster's fetches took the
+    // wire's time plus 0.11-0.17 s at every link; our reading, UCX's TCP moves bytes only while
+    // its rank polls, docs/performance.md).
     const double cpu_per_byte = transport_cpu_s_per_byte(m, ranks, threads);
     // Ranks sharing fewer cores than they have threads run their compute that much slower.
-    const double share =
-        m.host_cores > 0
-            ? std::max(1.0, static_cast<double>(ranks) * std::max(1, threads) / m.host_cores)
-            : 1.0;
+    const double share = core_share(m, ranks, threads);
     // The step scale stands for what the graph's kernel terms miss in the layers (caches missed
     // by irregular gathers, dropout's hashing, OpenMP regions). The dense products (their cost
     // is their shape's, measured as such) and Adam (plain streaming over the parameters) are
@@ -1020,11 +1028,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         rp.feature_fetch_bytes = as_bytes(steps * rows * kF * (2.0 + g.num_features));
         // One all-to-all of requests and one of rows per batch, plus the sampler's per hop.
         const double msgs = steps * (2.0 + 2.0 * config.model.num_layers) * (ranks - 1);
-        // A rank serves its peers about as many rows as it fetches (a balanced partition's
-        // all-to-all is symmetric): its transport's CPU work is on twice the bytes it fetches.
-        const auto fetched = static_cast<double>(rp.feature_fetch_bytes);
-        rp.exchange_s = msgs * msg_alpha + steps * rows * collective.mini_batch_fetch_row_s +
-                        m.link_s_per_byte * fetched + cpu_per_byte * 2 * fetched;
+        rp.exchange_s =
+            msgs * msg_alpha + steps * rows * collective.mini_batch_fetch_row_s +
+            fetched_byte_s(m, ranks, threads) * static_cast<double>(rp.feature_fetch_bytes);
       }
       // The producer thread (--prefetch >= 1, CPU) samples, gathers and fetches batch b + 1
       // while the training thread computes batch b: a two-stage pipeline, when the producers

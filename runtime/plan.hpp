@@ -189,12 +189,19 @@ inline constexpr double kShortAllreduceBytes = 2048;
 /// Seconds of one all-reduce of `bytes` over `ranks`, messages costing `alpha` each plus their
 /// bytes over the link (m.link_s_per_byte), as MPICH schedules it (plan.cpp).
 double allreduce_s(const CostModel& m, double alpha, double bytes, int ranks);
+/// The share of a core a rank's thread gets where the ranks share host_cores: max(1, ranks x
+/// threads / host_cores); 1 with host_cores 0 (a core per thread).
+double core_share(const CostModel& m, int ranks, int threads);
 /// CPU seconds a rank's messages cost it per byte sent or received where the ranks' threads
 /// fill the host's cores (ranks x threads >= host_cores): transport_s_per_byte at the share of
-/// a core the rank gets, max(1, ranks x threads / host_cores). That work runs on cores that
+/// a core the rank gets (core_share). That work runs on cores that
 /// compute, so it adds to the exchange and cannot hide; 0 where the ranks have cores to spare
 /// or a core per thread (host_cores 0), or one rank.
 double transport_cpu_s_per_byte(const CostModel& m, int ranks, int threads);
+/// Seconds a rank is charged per byte of remote feature rows it fetches: the link's, and the
+/// transport's CPU work at both ends (a rank serves its peers about as many rows as it fetches:
+/// a balanced partition's all-to-all is symmetric).
+double fetched_byte_s(const CostModel& m, int ranks, int threads);
 
 /// Seconds per floating-point operation of a layer's product `pass` with widths `in` -> `out`:
 /// CostModel::gemm_shapes' rule, else gemm_s_per_flop.
