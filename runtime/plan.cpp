@@ -1009,6 +1009,12 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                                             : kF * static_cast<double>(g.num_features);
       rp.sampling_s +=
           steps * blocks.front().src * (m.gather_s_per_row + m.gather_s_per_byte * row_bytes);
+      // With several parts a batch's rows come from the part, the cache and the owners
+      // (FeatureStore::gather), and the input dropout is a pass of its own over the assembled
+      // block (one process fuses it into the gather), costed as the step's dropout passes are;
+      // on a GPU it runs on the device, after the copy.
+      if (ranks > 1 && config.model.dropout > 0 && !cuda)
+        rp.sampling_s += steps * ew_s(m, 2 * blocks.front().src * row_bytes);
       // The producer's own scale, fitted on its measured sampling and gathering (a one-process
       // calibration run hides them behind the training thread: the step scale cannot see them).
       rp.sampling_s *= share * producer_scale(m, host_working_set);

@@ -636,6 +636,44 @@ TEST(Plan, SampledInputIsDroppedInTheGather) {
   }
 }
 
+// One process drops a batch's input rows inside the gather; with several parts the rows are
+// assembled first and dropped in a pass of their own, costed as the step's dropout passes (an
+// element-wise pass reading and writing the rows): the producer's stage pays it there only,
+// with dropout, on the CPU.
+TEST(Plan, AssembledInputIsDroppedInAPassOfItsOwn) {
+  CostModel no_pass;
+  no_pass.elementwise_alpha_s = no_pass.elementwise_s_per_byte = 0;
+  for (const int parts : {1, 2}) {
+    SCOPED_TRACE(parts);
+    PlanInput in = big_parts(parts);
+    TrainConfig c = mode_config(true);
+    auto sampling = [&](float dropout, const CostModel& m, const char* device = "cpu") {
+      c.model.dropout = dropout;
+      return make_plan(in, c, m, device, 1).per_rank[0].sampling_s;
+    };
+    CostModel slow_pass = no_pass;
+    slow_pass.elementwise_alpha_s = 1e-3;  // a millisecond a call: the pass is one call a batch
+    slow_pass.elementwise_s_per_byte = 1e-9;
+    const double base = sampling(0.5f, no_pass);
+    ASSERT_GT(base, 0);
+    // The pass alone: one call per batch over the input rows' bytes, read and written.
+    const Plan p = make_plan(in, c, no_pass, "cpu", 1);
+    const double extra = sampling(0.5f, slow_pass) - base;
+    if (parts == 1) {
+      EXPECT_NEAR(extra, 0, 1e-12);
+    } else {
+      const double steps = static_cast<double>(p.batches_per_epoch);
+      // A rank's rows of a batch: its 128 seeds at least, 128 x (1 + 5) x (1 + 5) at most.
+      const double row = 2.0 * 4 * 128 * 1e-9;  // read and written, 128 features
+      EXPECT_GT(extra, steps * (1e-3 + 128 * row));
+      EXPECT_LT(extra, steps * (1e-3 + 128 * 36 * row));
+      EXPECT_NEAR(sampling(0.5f, slow_pass, "cuda"), sampling(0.5f, no_pass, "cuda"), 1e-12);
+    }
+    // Nothing without dropout; the rest of the producer's stage does not depend on it.
+    EXPECT_NEAR(sampling(0.f, slow_pass), base, 1e-12);
+  }
+}
+
 // The in-step message latency replaces the ping-pong's in every message of a step, and a
 // mini-batch epoch pays the per-batch fixed cost once per batch and the per-epoch one once.
 TEST(Plan, MessageLatencyAndBatchCostsAreCharged) {
