@@ -657,12 +657,12 @@ TEST(Plan, AssembledInputIsDroppedInAPassOfItsOwn) {
     const double base = sampling(0.5f, no_pass);
     ASSERT_GT(base, 0);
     // The pass alone: one call per batch over the input rows' bytes, read and written.
-    const Plan p = make_plan(in, c, no_pass, "cpu", 1);
     const double extra = sampling(0.5f, slow_pass) - base;
     if (parts == 1) {
       EXPECT_NEAR(extra, 0, 1e-12);
     } else {
-      const double steps = static_cast<double>(p.batches_per_epoch);
+      const double steps =
+          static_cast<double>(make_plan(in, c, no_pass, "cpu", 1).batches_per_epoch);
       // A rank's rows of a batch: its 128 seeds at least, 128 x (1 + 5) x (1 + 5) at most.
       const double row = 2.0 * 4 * 128 * 1e-9;  // read and written, 128 features
       EXPECT_GT(extra, steps * (1e-3 + 128 * row));
