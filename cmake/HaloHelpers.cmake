@@ -29,13 +29,14 @@ function(halo_add_test)
   if(NOT ARG_LABELS)
     set(ARG_LABELS cpu)
   endif()
-  # Where the tests find the source tree (../shared/datasets beside it) and the halo program.
-  target_compile_definitions(${ARG_NAME} PRIVATE HALO_TEST_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-                                                 HALO_TEST_BINARY="$<TARGET_FILE:halo>")
+  # The tests find the build, the sources, the halo program and the datasets at run time
+  # (tests/support/testing.hpp): no path is compiled in, so the objects do not depend on where
+  # the checkout lies. The halo program is built first.
+  add_dependencies(${ARG_NAME} halo)
   gtest_discover_tests(${ARG_NAME} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
     TEST_FILTER "-*Cuda*"
-    PROPERTIES LABELS "${ARG_LABELS}" ENVIRONMENT "HALO_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+    PROPERTIES LABELS "${ARG_LABELS}")
   gtest_discover_tests(${ARG_NAME} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
     TEST_FILTER "*Cuda*"
-    PROPERTIES LABELS "cuda" ENVIRONMENT "HALO_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+    PROPERTIES LABELS "cuda")
 endfunction()

@@ -388,7 +388,10 @@ void write_npz(const fs::path& path, const std::map<std::string, NpyArray>& arra
       throw LogicError("write_npz: array '" + name + "': " + e.what());
     }
   }
-  const fs::path tmp = path.string() + ".tmp-" + std::to_string(::getpid());
+  // Beside the file the path names (a symbolic link is written through; a device or a FIFO
+  // is refused), then renamed over it.
+  const fs::path tmp =
+      kernels::output_file_target(path).string() + ".tmp-" + std::to_string(::getpid());
   const auto fail = [&](zip_t* z, const std::string& why) {
     if (z != nullptr) zip_discard(z);
     std::error_code ignored;
@@ -418,9 +421,7 @@ void write_npz(const fs::path& path, const std::map<std::string, NpyArray>& arra
     }
   }
   if (zip_close(z) != 0) fail(z, zip_strerror(z));
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) fail(nullptr, ec.message());
+  kernels::commit_output_file(tmp, path);
 }
 
 namespace {

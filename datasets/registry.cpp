@@ -17,6 +17,7 @@
 #include <halo/datasets/plain_format.hpp>
 #include <halo/datasets/planetoid.hpp>
 #include <halo/datasets/registry.hpp>
+#include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
 
@@ -343,13 +344,7 @@ void record_checksum(const fs::path& path, const RemoteFile& file, const std::st
     }
   }
   j["files"][file.file_name] = {{"sha256", r.sha256}, {"bytes", r.bytes}, {"url", url}};
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out || !(out << j.dump(2) << "\n") || !out.flush())
-      throw IoError(tmp.string() + ": cannot write");
-  }
-  fs::rename(tmp, path);
+  kernels::write_file_atomically(path, j.dump(2) + "\n");
 }
 
 /// The checksum that identifies the parsed content: the reader version, the name and every
@@ -564,12 +559,12 @@ std::optional<fs::path> temporal_events_file(const std::string& name_or_path) {
   return std::nullopt;
 }
 
-TemporalGraph load_temporal_dataset(const std::string& name_or_path) {
+TemporalGraph load_temporal_dataset(const std::string& name_or_path, TemporalLayout layout) {
   const auto file = temporal_events_file(name_or_path);
   if (!file)
     throw IoError(name_or_path +
                   ": not a temporal dataset (a directory holding events.tsv or events.csv)");
-  TemporalGraph g = read_temporal_events(*file);
+  TemporalGraph g = read_temporal_events(*file, layout);
   g.name = fs::path(name_or_path).lexically_normal().filename().string();
   if (g.name.empty())
     g.name = fs::path(name_or_path).lexically_normal().parent_path().filename().string();

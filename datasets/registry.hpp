@@ -153,7 +153,8 @@ std::optional<std::filesystem::path> temporal_events_file(const std::string& nam
 
 /// The temporal graph of the directory `name_or_path` (temporal_events_file), named after the
 /// directory. halo::IoError when it is not a temporal directory or the file is malformed.
-TemporalGraph load_temporal_dataset(const std::string& name_or_path);
+TemporalGraph load_temporal_dataset(const std::string& name_or_path,
+                                    TemporalLayout layout = TemporalLayout::Auto);
 
 /// Whether `name_or_path` names a heterogeneous dataset: a typed directory
 /// (is_hetero_directory), a registered heterogeneous name (ogbn-mag) or `synthetic-mag`.

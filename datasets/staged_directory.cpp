@@ -1,10 +1,14 @@
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <halo/datasets/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
@@ -28,6 +32,18 @@ fs::path parent_of(const fs::path& p) {
   return parent.empty() ? fs::path(".") : parent;
 }
 
+/// The staging directories being filled now (remove_staging_directories).
+std::mutex g_staging_mutex;
+std::vector<fs::path> g_staging;
+
+void track_staging(const fs::path& tmp, bool add) {
+  const std::lock_guard<std::mutex> lock(g_staging_mutex);
+  if (add)
+    g_staging.push_back(tmp);
+  else
+    g_staging.erase(std::remove(g_staging.begin(), g_staging.end(), tmp), g_staging.end());
+}
+
 bool exists_no_throw(const fs::path& p) {
   std::error_code ec;
   return fs::exists(fs::symlink_status(p, ec));
@@ -45,16 +61,22 @@ void check_output_directory(const fs::path& dir) {
                     ": already exists and is not an empty directory; refusing to overwrite it");
   }
   // The staging directory is created next to `target`, in its parent (created if missing), so
-  // the nearest ancestor that exists decides whether any of it can be created.
+  // the nearest ancestor that exists decides whether any of it can be created: probed by
+  // creating (and removing) a directory there, which access(2) cannot tell for root on /proc
+  // or a read-only mount.
   fs::path ancestor = parent_of(target);
   while (!exists_no_throw(ancestor) && ancestor != parent_of(ancestor))
     ancestor = parent_of(ancestor);
   if (!fs::is_directory(ancestor, ec))
     throw IoError(ancestor.string() + ": not a directory, so " + target.string() +
                   " cannot be created");
-  if (::access(ancestor.c_str(), W_OK | X_OK) != 0)
-    throw IoError(ancestor.string() + ": cannot create " + target.string() +
-                  " in it: " + std::strerror(errno));
+  static std::atomic<int> counter{0};
+  const fs::path probe = ancestor / (target.filename().string() + ".probe-" +
+                                     std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  if (::mkdir(probe.c_str(), 0755) != 0)
+    throw IoError(target.string() + ": cannot be created in " + ancestor.string() + ": " +
+                  std::strerror(errno));
+  ::rmdir(probe.c_str());
 }
 
 void write_staged_directory(const fs::path& dir, const std::function<void(const fs::path&)>& fill) {
@@ -89,20 +111,33 @@ void write_staged_directory(const fs::path& dir, const std::function<void(const 
   if (!fs::create_directory(tmp, ec) || ec) {
     const std::string why = ec.message();
     remove_created_parents();
-    throw IoError(tmp.string() + ": cannot create directory: " + why);
+    throw IoError(target.string() + ": cannot create its staging directory " + tmp.string() + ": " +
+                  why);
   }
+  track_staging(tmp, true);
   try {
     fill(tmp);
+    track_staging(tmp, false);
     fs::rename(tmp, target, ec);  // rename(2) replaces an empty directory atomically
     if (ec)
       throw IoError(target.string() +
                     ": cannot move the finished output in place: " + ec.message());
   } catch (...) {
+    track_staging(tmp, false);
     std::error_code ignored;
     fs::remove_all(tmp, ignored);
     remove_created_parents();
     throw;
   }
+}
+
+void remove_staging_directories() {
+  const std::lock_guard<std::mutex> lock(g_staging_mutex);
+  for (const fs::path& p : g_staging) {
+    std::error_code ignored;
+    fs::remove_all(p, ignored);
+  }
+  g_staging.clear();
 }
 
 }  // namespace halo::datasets

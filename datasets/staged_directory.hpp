@@ -22,4 +22,9 @@ void write_staged_directory(const std::filesystem::path& dir,
 /// output location is refused at once rather than after the work.
 void check_output_directory(const std::filesystem::path& dir);
 
+/// Removes the staging directories of every write_staged_directory call in progress (and the
+/// parents they created are left: a few empty directories at most). For a command ended by a
+/// signal, from a normal thread (not a signal handler): the output then stays absent. Thread-safe.
+void remove_staging_directories();
+
 }  // namespace halo::datasets

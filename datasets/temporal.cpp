@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -31,16 +32,64 @@ std::vector<std::string_view> fields_of(std::string_view line) {
   return out;
 }
 
+/// Where each field of a layout is: (src, dst, time, weight or -1) and the field count.
+struct Columns {
+  int src = 0, dst = 1, time = 2, weight = -1;
+  std::size_t count = 3;
+};
+
+Columns columns_of(TemporalLayout layout) {
+  switch (layout) {
+    case TemporalLayout::SrcDstTimeWeight:
+      return {0, 1, 2, 3, 4};
+    case TemporalLayout::SrcDstWeightTime:
+      return {0, 1, 3, 2, 4};
+    default:
+      return {};
+  }
+}
+
 const char* layout_text(TemporalLayout layout) {
   switch (layout) {
     case TemporalLayout::SrcDstTime:
       return "three integer fields \"src dst time\"";
+    case TemporalLayout::SrcDstTimeWeight:
+      return "four integer fields \"src dst time rating\"";
     case TemporalLayout::SrcDstWeightTime:
       return "four integer fields \"src,dst,rating,time\"";
     case TemporalLayout::Auto:
       break;
   }
-  return "three (src dst time) or four (src,dst,rating,time) integer fields";
+  return "three (src dst time) or four (src dst time rating) integer fields";
+}
+
+/// The column a header word names: 0 src, 1 dst, 2 time, 3 rating; -1 for another word.
+int column_of(std::string_view word) {
+  std::string w(word);
+  for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* x : {"src", "source", "from", "u"})
+    if (w == x) return 0;
+  for (const char* x : {"dst", "target", "to", "v"})
+    if (w == x) return 1;
+  for (const char* x : {"t", "time", "timestamp", "ts", "unix_ts"})
+    if (w == x) return 2;
+  for (const char* x : {"rating", "weight", "sign", "w"})
+    if (w == x) return 3;
+  return -1;
+}
+
+/// The layout a header line names (src, dst and time each once, a rating optionally), or Auto
+/// when the line is no such header.
+TemporalLayout header_layout(std::string_view line) {
+  while (!line.empty() && (line.front() == '#' || line.front() == '%')) line.remove_prefix(1);
+  const auto f = fields_of(detail::trim(line));
+  if (f.size() != 3 && f.size() != 4) return TemporalLayout::Auto;
+  std::vector<int> c;
+  for (const auto& word : f) c.push_back(column_of(word));
+  if (c == std::vector<int>{0, 1, 2}) return TemporalLayout::SrcDstTime;
+  if (c == std::vector<int>{0, 1, 2, 3}) return TemporalLayout::SrcDstTimeWeight;
+  if (c == std::vector<int>{0, 1, 3, 2}) return TemporalLayout::SrcDstWeightTime;
+  return TemporalLayout::Auto;
 }
 
 /// Sorted distinct pairs of events [begin, end).
@@ -57,44 +106,93 @@ std::vector<TemporalEdge> distinct_pairs(const TemporalGraph& g, std::int64_t be
 
 }  // namespace
 
+TemporalLayout parse_temporal_layout(const std::string& columns) {
+  if (columns == "auto") return TemporalLayout::Auto;
+  const TemporalLayout l = header_layout(columns);
+  if (l == TemporalLayout::Auto)
+    throw LogicError("--columns " + columns +
+                     ": expected src,dst,t or src,dst,t,rating or src,dst,rating,t (or auto)");
+  return l;
+}
+
 TemporalGraph read_temporal_events(const fs::path& path, TemporalLayout layout) {
   const std::string text = detail::read_whole_file(path);
   const std::string where = path.string();
   using Raw = RawTemporalEvent;
   std::vector<Raw> raw;
-  std::size_t want = layout == TemporalLayout::SrcDstTime         ? 3
-                     : layout == TemporalLayout::SrcDstWeightTime ? 4
-                                                                  : 0;
+  const bool explicit_layout = layout != TemporalLayout::Auto;
+  bool header_seen = false;  // a header decides the layout only before the first event
+  Columns col = columns_of(layout);
+  std::size_t want = explicit_layout ? col.count : 0;
   std::int64_t first_line = 0;
   detail::TextLines lines(text);
   std::string_view line;
   while (lines.next(line)) {
     const std::string_view t = detail::trim(line);
-    if (t.empty() || t.front() == '#' || t.front() == '%') continue;
+    if (t.empty()) continue;
+    const bool comment = t.front() == '#' || t.front() == '%';
+    if (want == 0 && !header_seen &&
+        (comment ||
+         !std::isdigit(static_cast<unsigned char>(t.front() == '-' ? 'x' : t.front())))) {
+      // A comment or a line of words before the first event may name the columns.
+      if (const TemporalLayout h = header_layout(t); h != TemporalLayout::Auto) {
+        layout = h;
+        col = columns_of(h);
+        want = col.count;
+        header_seen = true;
+        first_line = lines.number();
+        continue;
+      }
+    }
+    if (comment) continue;
     const auto f = fields_of(t);
     if (want == 0 && (f.size() == 3 || f.size() == 4)) {
       want = f.size();
+      col = columns_of(want == 3 ? TemporalLayout::SrcDstTime : TemporalLayout::SrcDstTimeWeight);
       first_line = lines.number();
     }
     Raw r{0, 0, 0, 0};
-    const bool ok = f.size() == want && detail::parse_int(f[0], r.src) &&
-                    detail::parse_int(f[1], r.dst) &&
-                    detail::parse_int(f[want == 3 ? 2 : 3], r.time) &&
-                    (want == 3 || detail::parse_int(f[2], r.weight));
+    const bool ok = f.size() == want && detail::parse_int(f[col.src], r.src) &&
+                    detail::parse_int(f[col.dst], r.dst) &&
+                    detail::parse_int(f[col.time], r.time) &&
+                    (col.weight < 0 || detail::parse_int(f[col.weight], r.weight));
     if (!ok) {
       std::string what = layout_text(
           layout == TemporalLayout::Auto && want != 0
-              ? (want == 3 ? TemporalLayout::SrcDstTime : TemporalLayout::SrcDstWeightTime)
+              ? (want == 3 ? TemporalLayout::SrcDstTime : TemporalLayout::SrcDstTimeWeight)
               : layout);
-      if (layout == TemporalLayout::Auto && first_line > 0)
-        what += " (as on line " + std::to_string(first_line) + ")";
+      if (first_line > 0)
+        what += std::string(header_seen ? " (as the header on line " : " (as on line ") +
+                std::to_string(first_line) + " says)";
       detail::fail_expected(where, lines.number(), what, line);
     }
     if (r.src < 0 || r.dst < 0)
       detail::fail_expected(where, lines.number(), "non-negative node ids", line);
     raw.push_back(r);
   }
-  TemporalGraph g = make_temporal_graph(std::move(raw), want == 4, where);
+  // A time column must be able to be time: a handful of values repeated over thousands of
+  // events is what a rating or sign column looks like (read in the wrong order, every event
+  // falls into a few snapshots and training learns nothing). A layout the caller named is
+  // trusted (time may be a coarse step index there).
+  constexpr std::size_t kEvents = 1000, kDistinct = 32;
+  if (!explicit_layout && raw.size() >= kEvents) {
+    std::vector<std::int64_t> times;
+    for (const Raw& r : raw) {
+      if (std::find(times.begin(), times.end(), r.time) == times.end()) times.push_back(r.time);
+      if (times.size() > kDistinct) break;
+    }
+    if (times.size() <= kDistinct) {
+      const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
+      throw IoError(where + ": the time column (field " + std::to_string(col.time + 1) +
+                    ") holds only " + std::to_string(times.size()) + " distinct values (" +
+                    std::to_string(*lo) + ".." + std::to_string(*hi) + ") over " +
+                    std::to_string(raw.size()) +
+                    " events, which is no time (ratings look like this); name the columns "
+                    "with a header line such as '# src dst rating time' or --columns "
+                    "src,dst,rating,t");
+    }
+  }
+  TemporalGraph g = make_temporal_graph(std::move(raw), col.weight >= 0, where);
   g.name = path.parent_path().filename().string();
   return g;
 }

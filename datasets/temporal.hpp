@@ -15,10 +15,20 @@ namespace halo::datasets {
 
 /// The column layout of an event file (docs/formats.md, "Temporal event lists").
 enum class TemporalLayout {
-  Auto,              ///< 3 columns: SrcDstTime; 4 columns: SrcDstWeightTime
+  /// A header line naming the columns decides (`# src dst rating time`, `SOURCE,TARGET,
+  /// RATING,TIME`); without one, 3 columns are SrcDstTime and 4 columns SrcDstTimeWeight; and
+  /// a "time" column that cannot be time (a few values repeated over thousands of events, as
+  /// ratings are) is refused by name rather than trained on.
+  Auto,
   SrcDstTime,        ///< `src dst t` (SNAP temporal networks: CollegeMsg, sx-*, wiki-talk)
+  SrcDstTimeWeight,  ///< `src dst t rating`: CollegeMsg's layout with a rating or sign after it
   SrcDstWeightTime,  ///< `src,dst,rating,t` (SNAP signed networks: soc-sign-bitcoin{alpha,otc})
 };
+
+/// The layout `--columns` names: "src,dst,t" (also "time"), "src,dst,t,rating" or
+/// "src,dst,rating,t" ("weight" and "sign" are read as "rating"); "auto" is Auto. halo::LogicError
+/// naming the text otherwise.
+TemporalLayout parse_temporal_layout(const std::string& columns);
 
 /// Time-sorted directed events (src -> dst at time t, with an optional integer weight). Node
 /// ids are dense: node v is the v-th distinct file id to appear when the events are walked in
@@ -54,11 +64,13 @@ TemporalGraph make_temporal_graph(std::vector<RawTemporalEvent> events, bool wei
                                   const std::string& where);
 
 /// Reads an event list: one event per line, fields separated by blanks (spaces, tabs) or
-/// commas; `#` and `%` lines and blank lines skipped; every field a decimal integer; ids
-/// non-negative; times any int64 (Unix seconds in SNAP's files); all data lines with the same
-/// number of fields (3 or 4 under Auto). Sorts the events by time (stable) and renumbers the
-/// ids as TemporalGraph describes. halo::IoError "<file>:<line>: expected ..., got ..." on a
-/// malformed line. Host; O(events log events).
+/// commas; `#` and `%` lines and blank lines skipped (a first such line, or a first line of
+/// words, that names every column is the header Auto follows); every field a decimal integer;
+/// ids non-negative; times any int64 (Unix seconds in SNAP's files); all data lines with the
+/// same number of fields (3 or 4 under Auto). Sorts the events by time (stable) and renumbers
+/// the ids as TemporalGraph describes. halo::IoError "<file>:<line>: expected ..., got ..." on
+/// a malformed line; under Auto, halo::IoError naming the file when its time column holds at
+/// most 32 distinct values over 1000 events or more. Host; O(events log events).
 TemporalGraph read_temporal_events(const std::filesystem::path& path,
                                    TemporalLayout layout = TemporalLayout::Auto);
 

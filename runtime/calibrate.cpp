@@ -128,13 +128,6 @@ Tensor<float> filled(const kernels::Resources& res, std::int64_t rows, std::int6
 
 }  // namespace
 
-std::int64_t current_host_memory_bytes() {
-  std::ifstream in("/proc/self/statm");
-  std::int64_t pages_total = 0, pages_resident = 0;
-  in >> pages_total >> pages_resident;
-  return pages_resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
-}
-
 void warm_up(const kernels::Resources& res) {
   datasets::RmatConfig tiny;
   tiny.scale = 6;

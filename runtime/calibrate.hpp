@@ -71,7 +71,4 @@ CostModel calibrate_link(const kernels::Resources& res, Comm& comm, const Calibr
 /// are freed again. What the footprint terms are measured after.
 void warm_up(const kernels::Resources& res);
 
-/// The resident set of this process now (VmRSS), in bytes.
-std::int64_t current_host_memory_bytes();
-
 }  // namespace halo::runtime

@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <vector>
 
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
@@ -276,18 +278,41 @@ std::vector<std::pair<std::int64_t, std::int64_t>> list_checkpoints(const fs::pa
   return found;
 }
 
-/// Rank 0 after a commit: removes every checkpoint directory without a manifest (a write that
-/// was interrupted) and the complete ones beyond the newest `keep`. The manifest goes first, so
-/// a removal cut short leaves an incomplete directory, never a complete-looking damaged one.
-void prune(const fs::path& dir, int keep) {
+/// The checkpoint directories this process's resume skipped as damaged (rank 0's list): they
+/// have a manifest, so only this record tells them from sound ones when pruning.
+std::mutex g_damaged_mutex;
+std::vector<fs::path> g_damaged;
+
+/// Removes checkpoint directory `c`, manifest first: a removal cut short leaves an incomplete
+/// directory, never a complete-looking damaged one.
+void remove_checkpoint(const fs::path& c) {
+  std::error_code ec;
+  fs::remove(c / "manifest.json", ec);
+  fs::remove_all(c, ec);
+  if (ec) HALO_LOG_WARN("checkpoint: cannot remove " + c.string() + ": " + ec.message());
+}
+
+/// Rank 0 after committing `committed`: removes every checkpoint directory without a manifest
+/// (a write that was interrupted), those the resume skipped as damaged, and the complete ones
+/// beyond the newest `keep`; `committed` itself is always kept.
+void prune(const fs::path& dir, int keep, const fs::path& committed) {
+  std::vector<fs::path> damaged;
+  {
+    const std::lock_guard<std::mutex> lock(g_damaged_mutex);
+    damaged.swap(g_damaged);
+  }
+  const auto is_damaged = [&](const fs::path& c) {
+    return std::find(damaged.begin(), damaged.end(), c) != damaged.end();
+  };
   int complete = 0;
   for (const auto& [e, s] : list_checkpoints(dir, false)) {
     const fs::path c = dir / checkpoint_name(e, s);
-    std::error_code ec;
-    if (fs::exists(c / "manifest.json") && ++complete <= keep) continue;
-    fs::remove(c / "manifest.json", ec);
-    fs::remove_all(c, ec);
-    if (ec) HALO_LOG_WARN("checkpoint: cannot remove " + c.string() + ": " + ec.message());
+    if (c == committed) {
+      ++complete;
+      continue;
+    }
+    if (fs::exists(c / "manifest.json") && !is_damaged(c) && ++complete <= keep) continue;
+    remove_checkpoint(c);
   }
 }
 
@@ -399,7 +424,7 @@ fs::path write_checkpoint(Comm& comm, const CheckpointConfig& config,
                                 {"identity", ids},
                                 {"shards", list}};
       kernels::write_file_atomically(dir / "manifest.json", m.dump(2) + "\n");
-      prune(config.dir, std::max(1, config.keep));
+      prune(config.dir, std::max(1, config.keep), dir);
     } catch (const std::exception& e) {
       committed = 0;
       error = e.what();
@@ -503,7 +528,12 @@ std::optional<FoundCheckpoint> read_newest_checkpoint(Comm& comm, const fs::path
       throw IoError(mine == kRefused ? why
                                      : c.string() + ": refused by another rank (see its message)");
     HALO_LOG_WARN("checkpoint: skipping " + c.string() + ": " +
-                  (mine == kDamaged ? why : "damaged on another rank"));
+                  (mine == kDamaged ? why : "damaged on another rank") +
+                  " (removed at the next commit)");
+    if (comm.rank() == 0) {
+      const std::lock_guard<std::mutex> lock(g_damaged_mutex);
+      g_damaged.push_back(c);
+    }
   }
   return std::nullopt;
 }

@@ -338,6 +338,8 @@ class LinkPrediction final : public Trainer::Task {
   /// AP (and with `auc` the ROC AUC) over every pair u != v.
   struct StepMetrics {
     double mrr = kNaN, ap = kNaN, auc = kNaN;
+    /// Every score of the step(s) equal: the model ranks nothing (all metrics are then ties).
+    bool tied = false;
   };
   StepMetrics score_step(std::int64_t t, bool auc);
   /// The mean of each metric over the steps [begin, end) that have pairs to predict.
@@ -595,7 +597,11 @@ bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s,
     loss_sum += loss;
     ++steps;
   }
-  HALO_EXPECTS(steps > 0, "train: no training step has a pair to predict");
+  if (steps == 0)
+    throw IoError(
+        "train: no training snapshot holds an event to predict (the dataset's events "
+        "fall outside the training snapshots " +
+        std::to_string(m_split.train_begin) + ".." + std::to_string(m_split.train_end - 1) + ")");
   s.train_loss = loss_sum / static_cast<double>(steps);
   s.epoch_time_s = seconds_since(start);
   if (m_shard.distributed()) {
@@ -648,6 +654,8 @@ LinkPrediction::StepMetrics LinkPrediction::score_step(std::int64_t t, bool auc)
     all_pos.insert(all_pos.end(), cand_pos.begin(), cand_pos.end());
   }
   m.mrr = mrr_sum / static_cast<double>(rows);
+  m.tied = !all_scores.empty() && std::all_of(all_scores.begin(), all_scores.end(),
+                                              [&](float x) { return x == all_scores.front(); });
   m.ap = average_precision(all_scores, all_pos);
   if (auc) m.auc = roc_auc(all_scores, all_pos);
   return m;
@@ -675,7 +683,14 @@ LinkPrediction::StepMetrics LinkPrediction::score_steps(std::int64_t begin, std:
     return mean_over_steps(0, static_cast<std::int64_t>(m.size()),
                            [&](std::int64_t i) { return m[static_cast<std::size_t>(i)].*field; });
   };
-  return {mean(&StepMetrics::mrr), mean(&StepMetrics::ap), mean(&StepMetrics::auc)};
+  // Tied: every step with pairs to score scored all its candidates the same.
+  bool tied = false;
+  for (const StepMetrics& x : m) {
+    if (std::isnan(x.mrr)) continue;
+    if (!x.tied) return {mean(&StepMetrics::mrr), mean(&StepMetrics::ap), mean(&StepMetrics::auc)};
+    tied = true;
+  }
+  return {mean(&StepMetrics::mrr), mean(&StepMetrics::ap), mean(&StepMetrics::auc), tied};
 }
 
 Trainer::Evaluation LinkPrediction::evaluate() {
@@ -692,6 +707,12 @@ Trainer::Evaluation LinkPrediction::evaluate() {
 
 void LinkPrediction::finish(TrainResult& result) {
   const StepMetrics m = score_steps(m_split.val_end, m_split.test_end, true);
+  if (m.tied)
+    HALO_LOG_WARN(
+        "link prediction: every test pair scored the same, so the ranking metrics are ties "
+        "(MRR and MAP at chance): the model learned nothing to tell pairs apart; check the "
+        "events' time column and the snapshots (a time column that holds ratings makes "
+        "meaningless snapshots)");
   result.test_mrr = m.mrr;
   result.test_map = m.ap;
   result.test_auc = m.auc;

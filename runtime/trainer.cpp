@@ -1,10 +1,12 @@
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -1468,10 +1470,20 @@ nn::ModelFileInfo model_file_info(const TrainConfig& config, const TrainResult& 
   return info;
 }
 
+std::int64_t current_host_memory_bytes() {
+  std::ifstream in("/proc/self/statm");
+  std::int64_t pages_total = 0, pages_resident = 0;
+  in >> pages_total >> pages_resident;
+  return pages_resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
+}
+
 std::int64_t peak_host_memory_bytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+  // The kernel's high-water mark is sampled from per-thread counters that it syncs now and
+  // then, so it can lag the resident size /proc/self/statm reports: a peak is never below it.
+  return std::max(static_cast<std::int64_t>(usage.ru_maxrss) * 1024,  // Linux reports KiB
+                  current_host_memory_bytes());
 }
 
 }  // namespace halo::runtime

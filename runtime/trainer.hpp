@@ -447,7 +447,10 @@ nn::ModelFileInfo model_file_info(const TrainConfig& config, const TrainResult& 
                                   const std::string& dataset,
                                   const std::string& structural_features = "");
 
-/// The process's peak resident set size so far, in bytes.
+/// The resident set of this process now (VmRSS), in bytes.
+std::int64_t current_host_memory_bytes();
+
+/// The process's peak resident set size so far, in bytes (never below the current one).
 std::int64_t peak_host_memory_bytes();
 
 }  // namespace halo::runtime

@@ -20,12 +20,18 @@ using kernels::Span;
 
 namespace {
 
+/// A problem in the --fanouts text a person typed: the message is for them, so it carries no
+/// source location or expression (HALO_EXPECTS's are for programming errors).
+void require(bool ok, const std::string& message) {
+  if (!ok) throw LogicError(message);
+}
+
 int parse_count(const std::string& token, const std::string& text) {
   char* end = nullptr;
   const long v = std::strtol(token.c_str(), &end, 10);
-  HALO_EXPECTS(!token.empty() && end == token.c_str() + token.size() && v >= -1 && v <= 1 << 20,
-               "--fanouts " + text + ": '" + token +
-                   "' is not a fan-out (an integer >= -1: -1 takes every neighbour)");
+  require(!token.empty() && end == token.c_str() + token.size() && v >= -1 && v <= 1 << 20,
+          "--fanouts " + text + ": '" + token +
+              "' is not a fan-out (an integer >= -1: -1 takes every neighbour)");
   return static_cast<int>(v);
 }
 
@@ -57,8 +63,8 @@ std::vector<std::vector<int>> parse_hetero_fanouts(const std::string& text,
     for (const std::string& item : split(layer, ',')) {
       const std::size_t eq = item.find('=');
       if (eq == std::string::npos) {
-        HALO_EXPECTS(layer.find('=') == std::string::npos,
-                     "--fanouts " + text + ": '" + item + "' mixes a plain count with rel=N pairs");
+        require(layer.find('=') == std::string::npos,
+                "--fanouts " + text + ": '" + item + "' mixes a plain count with rel=N pairs");
         rest = parse_count(item, text);
         single = true;
         continue;
@@ -70,14 +76,16 @@ std::vector<std::vector<int>> parse_hetero_fanouts(const std::string& text,
         continue;
       }
       const auto it = std::find(relations.begin(), relations.end(), name);
-      HALO_EXPECTS(it != relations.end(),
-                   "--fanouts " + text + ": unknown relation '" + name + "'");
+      std::string known;
+      for (const std::string& r : relations) known += (known.empty() ? "" : ", ") + r;
+      require(it != relations.end(), "--fanouts " + text + ": unknown relation '" + name +
+                                         "' (the relations: " + known + ")");
       auto& slot = f[static_cast<std::size_t>(it - relations.begin())];
-      HALO_EXPECTS(slot == -2, "--fanouts " + text + ": relation '" + name + "' named twice");
+      require(slot == -2, "--fanouts " + text + ": relation '" + name + "' named twice");
       slot = v;
     }
-    HALO_EXPECTS(!single || layer.find(',') == std::string::npos,
-                 "--fanouts " + text + ": layer '" + layer + "' has several plain counts");
+    require(!single || layer.find(',') == std::string::npos,
+            "--fanouts " + text + ": layer '" + layer + "' has several plain counts");
     for (int& v : f)
       if (v == -2) v = rest;
     out.push_back(std::move(f));

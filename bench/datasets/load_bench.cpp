@@ -91,7 +91,7 @@ void measure(benchmark::State& state, const Load& load) {
   state.counters["peak_over_size"] = peak_growth_kb * 1024 / static_cast<double>(bytes);
 }
 
-fs::path planetoid_raw() { return fs::path(HALO_SHARED_DATASETS) / "planetoid" / "raw"; }
+fs::path planetoid_raw() { return fs::path(HALO_BENCH_DATASETS) / "planetoid" / "raw"; }
 
 const fs::path& cora_cache() {
   static const fs::path dir = [] {

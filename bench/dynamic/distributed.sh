@@ -19,7 +19,7 @@ build=${1:-$root/build/bench}
 [ "${1:-}" = -- ] && shift
 halo=$build/tools/halo/halo
 [ -x "$halo" ] || { echo "bench/dynamic/distributed.sh: $halo missing" >&2; exit 2; }
-data=${HALO_SHARED_DATASETS:-$root/../shared/datasets}/collegemsg
+data=${HALO_DATASETS:-$build/data}/collegemsg
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 flags=(--dataset "$data" --task link --model evolvegcn-o --snapshots 88 --seed 0

@@ -23,7 +23,7 @@ for model in evolvegcn-o gcrn; do
     echo "$model $seed ${args[*]}${*:+ $*}"  # no trailing blank: xargs -L joins such lines
   done
 done | xargs -P "$jobs" -L 1 bash -c '
-  nice -n 5 "$0" train --dataset "$1/../shared/datasets/collegemsg" --task link --model "$3" \
+  nice -n 5 "$0" train --dataset "$1/build/bench/data/collegemsg" --task link --model "$3" \
     --snapshots 88 --seed "$4" --threads 1 --json "$2/$3-$4.json" "${@:5}" > "$2/$3-$4.log" 2>&1 ||
     { cat "$2/$3-$4.log" >&2; exit 1; }' "$halo" "$root" "$out"
 load=$(cat /proc/loadavg)

@@ -19,7 +19,7 @@ out=${2:-bench/results}
 scale=${3:-14}
 weight=${4:-}
 halo="$build/tools/halo/halo"
-shared=${HALO_SHARED_DATASETS:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/datasets}
+shared=${HALO_DATASETS:-$build/data}
 py=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

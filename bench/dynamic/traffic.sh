@@ -14,7 +14,7 @@ set -euo pipefail
 build=${1:?usage: bench/dynamic/traffic.sh BUILD_DIR BENCH_BUILD_DIR [OUT_DIR]}
 bench=${2:?usage: bench/dynamic/traffic.sh BUILD_DIR BENCH_BUILD_DIR [OUT_DIR]}
 out=${3:-bench/results}
-shared=${HALO_SHARED_DATASETS:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/datasets}
+shared=${HALO_DATASETS:-$build/data}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"

@@ -9,14 +9,10 @@
 # gpu_sampler_bench.json and gpu_ctest.log. BUILD_DIR (default build/gpu) is configured for this
 # machine's GPU architecture (CMAKE_CUDA_ARCHITECTURES=native) unless it already exists (an
 # existing one is used as configured). Relative paths are taken from the repository root.
-# Tests and benchmarks read ../shared/datasets beside the checkout, as everywhere (or
-# shared/datasets inside it, linked there when ../shared is missing).
+# Tests and benchmarks read the datasets of data/, which the configuration unpacks into BUILD_DIR.
 # HALO_BENCH_SMOKE=1 shrinks every benchmark to its smallest size (a check of the script).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# A copy of the checkout on a GPU machine may carry the datasets inside it (shared/datasets)
-# instead of beside it: point ../shared there so tests and benchmarks find them as everywhere.
-if [ ! -d ../shared/datasets ] && [ -d shared/datasets ]; then ln -sfn "$PWD/shared" ../shared; fi
 out=${1:-bench/results}
 build=${2:-build/gpu}
 mkdir -p "$out"

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 halo=${1:-build/cpu-release/tools/halo/halo}
-data=${2:-../shared/datasets/heco_acm}
+data=${2:-$(dirname "$halo")/../../data/heco_acm}
 out_md=${3:-bench/results/hgnn.md}
 configs=${CONFIGS:-"rgcn=rgcn;rgcn-embedding=rgcn --featureless embedding;rgcn-bases2=rgcn --num-bases 2"}
 runs=$(mktemp -d)

@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 halo=${1:-build/bench/tools/halo/halo}
-data=${2:-../shared/datasets/heco_acm}
+data=${2:-$(dirname "$halo")/../../data/heco_acm}
 out_md=${3:-bench/results/hgnn.md}
 parts=${PARTS:-2}
 splits=${SPLITS:-"20 40 60"}

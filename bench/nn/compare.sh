@@ -19,7 +19,7 @@ old=${1:?usage: compare.sh OLD_HALO NEW_HALO [REPEATS]}
 new=${2:?usage: compare.sh OLD_HALO NEW_HALO [REPEATS]}
 repeats=${3:-5}
 cd "$(dirname "$0")/../.."
-cora=../shared/datasets/planetoid/cora
+cora=${HALO_DATASETS:-build/bench/data}/planetoid/cora
 seed_flags() {  # the dataset-seed flags a binary accepts
   if "$1" train --help 2>/dev/null | grep -q -- --synthetic-seed; then
     echo "--seed 1 --synthetic-seed 1"

@@ -5,7 +5,7 @@
 #   bash bench/nn/cora_accuracy.sh [HALO_BINARY] [DATASET_DIR]
 set -euo pipefail
 halo=${1:-build/cpu-release/tools/halo/halo}
-data=${2:-../shared/datasets/planetoid/cora}
+data=${2:-$(dirname "$halo")/../../data/planetoid/cora}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "| model | seeds | mean test accuracy | std | min | max | median epoch (ms) |"

@@ -140,7 +140,7 @@ def main():
     thread_counts = [int(t) for t in env_list("THREADS", "2 1")]
     foreign_limit = float(os.environ.get("FOREIGN_LIMIT", "0.10"))
     retries = int(os.environ.get("RETRIES", "3"))
-    cora = os.environ.get("CORA", "../shared/datasets/planetoid/cora")
+    cora = os.environ.get("CORA", "build/bench/data/planetoid/cora")
 
     # Cora: 2708 nodes, an epoch is ~2 ms of many short parallel loops (the worst case for
     # waiting); the synthetic graph (20000 nodes) has ~8x longer epochs.

@@ -9,7 +9,7 @@
 #     defaults: build/cpu-release/tools/halo/halo, bench/results/omp_wait.md
 #   Environment: RUNS (5), POLICIES ("default passive spin=1000 spin=10000 spin=30000
 #   spin=100000"; also "halo", "active"), POLICIES_1 (1-thread rows, "default"), HOGS ("0 1 2"),
-#   THREADS ("2 1"), WORKLOADS ("cora synthetic-20k"), CORA (../shared/datasets/planetoid/cora),
+#   THREADS ("2 1"), WORKLOADS ("cora synthetic-20k"), CORA (build/bench/data/planetoid/cora),
 #   FOREIGN_LIMIT (0.10), RETRIES (3).
 set -euo pipefail
 command -v taskset >/dev/null || { echo "wait_policy.sh: needs taskset (util-linux)" >&2; exit 2; }

@@ -33,7 +33,7 @@ mkdir -p "$work"
 export OMP_NUM_THREADS=2 GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-100}
 arxiv="--dataset synthetic --synthetic-nodes 169343 --synthetic-classes 40 --synthetic-features 128 --synthetic-degree 13.7"
 rmat="--dataset rmat --rmat-scale 20 --rmat-degree 8 --rmat-features 1 --rmat-seed 1"
-cora="--dataset $root/../shared/datasets/planetoid/cora"
+cora="--dataset $root/build/bench/data/planetoid/cora"
 
 declare -A halo_args peer_args graph peers
 halo_args[sage-10-5]="train --model sage --hidden 256 --mode mini-batch --batch-size 1024 --fanouts 10,5 --epochs 3"

@@ -50,7 +50,7 @@ done
 mkdir -p "$out"
 threads=${HALO_PEERS_THREADS:-2}
 export OMP_NUM_THREADS=$threads GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-100}
-shared=$root/../shared/datasets
+shared=$build/data
 work=$root/build/peers-work
 mkdir -p "$work"
 

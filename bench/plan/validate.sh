@@ -23,7 +23,7 @@
 # producer threads on one core and every message of a batch then waits for a time slice
 # (docs/scheduler.md, "Several ranks on one host"). Every plan is told the cores the ranks share
 # here (--host-cores $(getconf _NPROCESSORS_ONLN): nproc obeys OMP_NUM_THREADS). One thread per
-# rank. Cora comes from ../shared/datasets: as the registered dataset `cora` (its binary cache,
+# rank. Cora comes from BUILD_DIR/data (data/, unpacked by the configuration): as the registered dataset `cora` (its binary cache,
 # built by a first load through a file:// mirror of the shared raw files) for P = 1, and as a
 # METIS partition of the plain directory for P = 2; R-MAT (scale RMAT_SCALE, default 17) as 1-
 # and 2-part partitions.
@@ -34,7 +34,7 @@ scale=${3:-17}
 halo="$(cd "$build" && pwd)/tools/halo/halo"
 cd "$(dirname "$0")/../.."
 py=/usr/bin/python3
-shared=${HALO_SHARED_DATASETS:-../shared/datasets}
+shared=${HALO_DATASETS:-$build/data}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out" "$work/mirror/cora"

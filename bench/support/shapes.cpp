@@ -8,7 +8,7 @@
 namespace halo::bench {
 
 datasets::Dataset cora(const kernels::Resources& res) {
-  return datasets::read_directory(res, HALO_SHARED_DATASETS "/planetoid/cora");
+  return datasets::read_directory(res, HALO_BENCH_DATASETS "/planetoid/cora");
 }
 
 datasets::Dataset arxiv_shape(const kernels::Resources& res) {

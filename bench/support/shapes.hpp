@@ -1,13 +1,13 @@
 #pragma once
-// The datasets the benchmarks run on: Cora (shared datasets) and synthetic graphs of the shapes
-// of ogbn-arxiv and ogbn-products.
+// The datasets the benchmarks run on: Cora (data/, unpacked into the build) and synthetic graphs of
+// the shapes of ogbn-arxiv and ogbn-products.
 
 #include <halo/datasets/dataset.hpp>
 #include <halo/kernels/resources.hpp>
 
 namespace halo::bench {
 
-/// Planetoid Cora from ../shared/datasets (aborts the benchmark with a message if missing).
+/// Planetoid Cora from <build>/data (aborts the benchmark with a message if missing).
 datasets::Dataset cora(const kernels::Resources& res);
 
 /// A synthetic graph of ogbn-arxiv's shape: 169,343 nodes, ~2.3M directed edges after

@@ -74,8 +74,7 @@ TEST(Cache, RoundTripsDenseAndWeighted) {
 
 TEST(Cache, RoundTripsCoraAndReplacesOldEntries) {
   TempDir tmp;
-  const fs::path raw =
-      fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "planetoid" / "raw";
+  const fs::path raw = halo::testing::datasets_dir() / "planetoid" / "raw";
   const Dataset cora = read_planetoid(cpu(), raw, "cora");
   const fs::path dir = tmp.path() / "cora";
   write_cache(cpu(), tiny_dataset(), dir, "old");

@@ -106,13 +106,8 @@ inline void write_text(const fs::path& path, const std::string& text) {
   ASSERT_TRUE(out.good()) << path;
 }
 
-/// Root of the Halo source tree: $HALO_SOURCE_DIR (set by ctest), else the configure-time path.
-inline fs::path source_dir() {
-  if (const char* env = std::getenv("HALO_SOURCE_DIR"); env != nullptr && env[0] != '\0') {
-    return env;
-  }
-  return HALO_DATASETS_TEST_SOURCE_DIR;
-}
+/// Root of the Halo source tree (found at run time, tests/support/testing.hpp).
+inline fs::path source_dir() { return halo::testing::source_dir(); }
 
 /// A small valid dataset: 5 nodes (node 4 isolated), 2 classes, dense 5 x 3 features.
 inline Dataset tiny_dataset() {
@@ -128,8 +123,6 @@ inline Dataset tiny_dataset() {
   return ds;
 }
 
-inline fs::path cora_dir() {
-  return source_dir() / ".." / "shared" / "datasets" / "planetoid" / "cora";
-}
+inline fs::path cora_dir() { return halo::testing::datasets_dir() / "planetoid" / "cora"; }
 
 }  // namespace halo::datasets::test

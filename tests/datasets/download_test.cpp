@@ -17,9 +17,7 @@ namespace {
 
 using halo::testing::HttpTestServer;
 
-fs::path planetoid_raw() {
-  return source_dir() / ".." / "shared" / "datasets" / "planetoid" / "raw";
-}
+fs::path planetoid_raw() { return halo::testing::datasets_dir() / "planetoid" / "raw"; }
 
 std::string read_all(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -10,7 +10,7 @@
 namespace halo::datasets::test {
 namespace {
 
-fs::path shared_datasets() { return fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets"; }
+fs::path shared_datasets() { return halo::testing::datasets_dir(); }
 
 std::string error_of(Graph (*read)(const Resources&, const fs::path&), const fs::path& path) {
   try {

@@ -24,7 +24,7 @@ namespace {
 
 using SparseFeatures = kernels::CsrMatrix<std::int32_t, float>;
 
-fs::path acm_dir() { return source_dir() / ".." / "shared" / "datasets" / "heco_acm"; }
+fs::path acm_dir() { return halo::testing::datasets_dir() / "heco_acm"; }
 
 const Relation& relation(const HeteroGraph& g, const std::string& name) {
   for (const Relation& r : g.relations)

@@ -18,9 +18,7 @@ namespace {
 
 using Kind = PickleValue::Kind;
 
-fs::path planetoid_raw_dir() {
-  return fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "planetoid" / "raw";
-}
+fs::path planetoid_raw_dir() { return halo::testing::datasets_dir() / "planetoid" / "raw"; }
 
 /// The bytes of a string literal, embedded NULs included.
 template <std::size_t N>

@@ -24,7 +24,7 @@ namespace {
 
 using halo::testing::HttpTestServer;
 
-fs::path shared_datasets() { return source_dir() / ".." / "shared" / "datasets"; }
+fs::path shared_datasets() { return halo::testing::datasets_dir(); }
 
 /// Sets (or unsets, with nullopt) an environment variable for the scope, then restores it.
 class ScopedEnv {

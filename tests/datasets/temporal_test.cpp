@@ -1,6 +1,7 @@
 // Temporal event lists, snapshots and deltas: CollegeMsg's published counts, a signed
 // four-column fixture with sparse ids, errors, and snapshots against a brute-force reference.
 
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -16,7 +17,7 @@
 namespace halo::datasets::test {
 namespace {
 
-fs::path collegemsg_dir() { return source_dir() / ".." / "shared" / "datasets" / "collegemsg"; }
+fs::path collegemsg_dir() { return halo::testing::datasets_dir() / "collegemsg"; }
 
 std::string read_error(const fs::path& path, TemporalLayout layout = TemporalLayout::Auto) {
   try {
@@ -79,6 +80,7 @@ TEST(TemporalGraph, ReadsSignedCsvWithSparseIds) {
   // SNAP's soc-sign-bitcoin layout: SOURCE,TARGET,RATING,TIME, not sorted by time.
   write_text(dir.path() / "events.csv",
              "# signed trust network\n"
+             "SOURCE,TARGET,RATING,TIME\n"
              "7188,1,10,1407470400\n"
              "\n"
              "430,1,-2,1376539200\n"
@@ -104,6 +106,57 @@ TEST(TemporalGraph, ReadsSignedCsvWithSparseIds) {
   EXPECT_EQ(s[0].edges, (std::vector<TemporalEdge>{{0, 1}, {1, 2}, {2, 1}}));
   EXPECT_EQ(s[1].num_nodes, 4);
   EXPECT_EQ(s[1].edges.size(), 4u);
+}
+
+// Four fields are `src dst t rating` (CollegeMsg's layout plus a rating); SNAP's signed
+// networks (`src,dst,rating,t`) are named by a header line or the layout; a "time" column that
+// holds ratings is refused by name instead of giving snapshots that teach nothing.
+TEST(TemporalGraph, FourFieldsAreSrcDstTimeRatingAndATimeColumnMustBeTime) {
+  const TempDir dir;
+  const TemporalGraph three = read_temporal_events(collegemsg_dir() / "events.tsv");
+  std::string with_rating, swapped;
+  {
+    std::ifstream in(collegemsg_dir() / "events.tsv");
+    std::int64_t i = 0;
+    for (std::string a, b, t; in >> a >> b >> t; ++i) {
+      const std::string r = std::to_string(static_cast<int>(i % 21) - 10);
+      with_rating += a + "\t" + b + "\t" + t + "\t" + r + "\n";
+      swapped += a + "," + b + "," + r + "," + t + "\n";
+    }
+  }
+  write_text(dir.path() / "four.tsv", with_rating);
+  const TemporalGraph four = read_temporal_events(dir.path() / "four.tsv");
+  EXPECT_EQ(four.src, three.src);
+  EXPECT_EQ(four.dst, three.dst);
+  EXPECT_EQ(four.time, three.time);
+  EXPECT_EQ(four.original_ids, three.original_ids);
+  ASSERT_EQ(four.weight.size(), three.time.size());
+
+  // The same events in SNAP's signed order: refused without a header, naming the file and
+  // the way out; read alike with a header line or the layout given.
+  write_text(dir.path() / "swapped.csv", swapped);
+  const std::string e = read_error(dir.path() / "swapped.csv");
+  EXPECT_NE(e.find("swapped.csv: the time column (field 3) holds only 21 distinct values "
+                   "(-10..10) over 59835 events"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("--columns src,dst,rating,t"), std::string::npos) << e;
+  const TemporalGraph named =
+      read_temporal_events(dir.path() / "swapped.csv", TemporalLayout::SrcDstWeightTime);
+  EXPECT_EQ(named.time, four.time);
+  EXPECT_EQ(named.weight, four.weight);
+  write_text(dir.path() / "header.csv", "# src,dst,rating,time\n" + swapped);
+  const TemporalGraph headed = read_temporal_events(dir.path() / "header.csv");
+  EXPECT_EQ(headed.time, four.time);
+  EXPECT_EQ(headed.weight, four.weight);
+  EXPECT_EQ(parse_temporal_layout("src,dst,rating,t"), TemporalLayout::SrcDstWeightTime);
+  EXPECT_EQ(parse_temporal_layout("src,dst,t,rating"), TemporalLayout::SrcDstTimeWeight);
+  EXPECT_EQ(parse_temporal_layout("auto"), TemporalLayout::Auto);
+  EXPECT_THROW(parse_temporal_layout("dst,src,t"), LogicError);
+
+  // Few events may repeat few times (a small test file), and a named layout is trusted.
+  write_text(dir.path() / "small.tsv", "1 2 5\n2 3 5\n3 1 6\n");
+  EXPECT_EQ(read_temporal_events(dir.path() / "small.tsv").num_events(), 3);
 }
 
 TEST(TemporalGraph, RejectsMalformedLines) {

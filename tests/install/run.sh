@@ -9,8 +9,8 @@
 #
 #   bash tests/install/run.sh BUILD_DIR      e.g. build/cpu-release
 #
-# Cora is read from $HALO_SHARED_DATASETS/planetoid/cora (default: ../shared/datasets beside the
-# repository).
+# Cora is read from BUILD_DIR/data/planetoid/cora (data/planetoid.tar.xz, unpacked by the
+# configuration).
 set -euo pipefail
 if [ $# -ne 1 ] || [ ! -f "$1/CMakeCache.txt" ]; then
   echo "usage: bash tests/install/run.sh BUILD_DIR (a configured, built Halo tree)" >&2
@@ -36,9 +36,9 @@ cmake --build "$tmp/build" --parallel "$jobs"
 "$tmp/build/consumer"
 
 echo "== examples/ against the installed package =="
-cora=${HALO_SHARED_DATASETS:-$repo/../shared/datasets}/planetoid/cora
+cora=$build_dir/data/planetoid/cora
 if [ ! -f "$cora/meta.tsv" ]; then
-  echo "install check: Cora not found at $cora (set HALO_SHARED_DATASETS)" >&2
+  echo "install check: Cora not found at $cora (configure $build_dir again: it unpacks data/)" >&2
   exit 1
 fi
 configure "$repo/examples" "$tmp/examples"

@@ -202,7 +202,7 @@ TEST(HeteroPartition, OnePartIsTheWholeGraph) {
 }
 
 TEST(HeteroPartition, BalancesEveryTypeOfAcmWithinTheTolerance) {
-  const fs::path dir = fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "heco_acm";
+  const fs::path dir = halo::testing::datasets_dir() / "heco_acm";
   if (!fs::exists(dir)) GTEST_SKIP() << dir << " is missing";
   const datasets::HeteroGraph g = datasets::read_hetero_directory(cpu(), dir);
   PartitionConfig c;

@@ -28,8 +28,7 @@ inline const Resources& cpu() {
 }
 
 inline std::filesystem::path cora_dir() {
-  return std::filesystem::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "planetoid" /
-         "cora";
+  return halo::testing::datasets_dir() / "planetoid" / "cora";
 }
 
 inline const Dataset& cora() {

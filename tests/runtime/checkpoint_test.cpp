@@ -155,6 +155,31 @@ TEST_F(CheckpointFormat, DamagedShardIsSkippedForTheOlderOne) {
   EXPECT_FALSE(read().has_value());
 }
 
+// A damaged checkpoint that a resume skipped is removed by the next commit (it has a manifest,
+// so it used to count among the newest two kept and stayed), and the commit keeps itself.
+TEST_F(CheckpointFormat, DamagedCheckpointSkippedByAResumeIsRemovedByTheNextCommit) {
+  write(1);
+  const fs::path older = write(2);
+  const fs::path newer = write(3);
+  fs::resize_file(newer / "rank-0.bin", 40);
+  {
+    const halo::testing::ExpectLogs warned("removed at the next commit");
+    const auto found = read();
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(found->state.epoch, 2);
+  }
+  // The resumed run commits epoch 2 again, then epoch 3 again (the damaged one's name).
+  const fs::path again = write(2, 1);
+  EXPECT_FALSE(fs::exists(newer)) << "the damaged checkpoint stayed";
+  EXPECT_TRUE(fs::exists(again / "manifest.json"));
+  EXPECT_TRUE(fs::exists(older / "manifest.json"));
+  const fs::path third = write(3);
+  EXPECT_TRUE(fs::exists(third / "manifest.json"));
+  const auto found = read();
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->state.epoch, 3);
+}
+
 TEST_F(CheckpointFormat, WithoutManifestIsIgnoredAndRemovedByTheNextCommit) {
   write(1);
   const fs::path newer = write(2);

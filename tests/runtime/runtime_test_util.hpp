@@ -20,8 +20,7 @@ inline const kernels::Resources& host() {
 
 inline const datasets::Dataset& cora() {
   static const datasets::Dataset d =
-      datasets::read_directory(host(), std::filesystem::path(HALO_TEST_SOURCE_DIR) / ".." /
-                                           "shared" / "datasets" / "planetoid" / "cora");
+      datasets::read_directory(host(), halo::testing::datasets_dir() / "planetoid" / "cora");
   return d;
 }
 

@@ -22,6 +22,7 @@
 #include <halo/runtime/trainer.hpp>
 
 #include "runtime/mpi_test_main.hpp"
+#include "support/testing.hpp"
 
 namespace halo::runtime {
 namespace {

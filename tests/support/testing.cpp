@@ -90,6 +90,44 @@ void record_log(LogLevel level, std::string_view message) {
 
 void install_log_sink() { set_log_sink(record_log); }
 
+const std::filesystem::path& build_dir() {
+  static const std::filesystem::path dir = [] {
+    std::error_code ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    for (std::filesystem::path d = self.parent_path(); !ec && !d.empty(); d = d.parent_path()) {
+      if (std::filesystem::exists(d / "CMakeCache.txt")) return d;
+      if (d == d.parent_path()) break;
+    }
+    std::fprintf(stderr, "test support: no CMakeCache.txt above %s\n", self.c_str());
+    std::abort();
+  }();
+  return dir;
+}
+
+const std::filesystem::path& source_dir() {
+  static const std::filesystem::path dir = [] {
+    std::ifstream in(build_dir() / "CMakeCache.txt");
+    const std::string key = "CMAKE_HOME_DIRECTORY:INTERNAL=";
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(key, 0) == 0) return std::filesystem::path(line.substr(key.size()));
+    std::fprintf(stderr, "test support: %s names no source tree\n",
+                 (build_dir() / "CMakeCache.txt").c_str());
+    std::abort();
+  }();
+  return dir;
+}
+
+const std::filesystem::path& test_program_dir() {
+  static const std::filesystem::path dir =
+      std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  return dir;
+}
+
+const std::string& halo_binary() {
+  static const std::string path = (build_dir() / "tools" / "halo" / "halo").string();
+  return path;
+}
+
 TempDir::TempDir() {
   static std::atomic<int> counter{0};
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

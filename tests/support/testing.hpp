@@ -27,6 +27,23 @@ using kernels::Device;
 using kernels::Resources;
 using kernels::Tensor;
 
+// Where a test finds the build, the sources, the `halo` program and the datasets: found at run
+// time from the test program's own location (the build tree holding it, by its CMakeCache.txt)
+// rather than compiled in, so that no test object depends on where the checkout lies and a
+// second clone's build reuses them from the compiler cache.
+
+/// The build tree that holds the running test program.
+const std::filesystem::path& build_dir();
+/// The source tree that build was configured from (CMakeCache.txt's CMAKE_HOME_DIRECTORY).
+const std::filesystem::path& source_dir();
+/// The directory of the running test program.
+const std::filesystem::path& test_program_dir();
+/// The `halo` program of that build.
+const std::string& halo_binary();
+/// The small public datasets of data/*.tar.xz, unpacked by the configuration into <build>/data
+/// (the layout of ../shared/datasets: planetoid/cora, heco_acm, collegemsg, karate, ...).
+inline std::filesystem::path datasets_dir() { return build_dir() / "data"; }
+
 /// The backends op tests are typed over; `Backend::device` reads like a member of a Resources,
 /// hence the lower-case constant.
 struct CpuBackend {
@@ -343,3 +360,8 @@ class TempDir {
 };
 
 }  // namespace halo::testing
+
+// The names the tests use for those paths.
+#define HALO_TEST_SOURCE_DIR (::halo::testing::source_dir().string())
+#define HALO_TEST_BINARY (::halo::testing::halo_binary())
+#define HALO_TEST_BINARY_DIR (::halo::testing::test_program_dir().string())

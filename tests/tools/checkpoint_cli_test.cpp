@@ -30,8 +30,7 @@ class CheckpointCli : public ::testing::Test {
                                       m_dir);
   }
   static std::string cora() {
-    return (fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "planetoid" / "cora")
-        .string();
+    return (halo::testing::datasets_dir() / "planetoid" / "cora").string();
   }
   std::string path(const std::string& name) const { return (m_dir / name).string(); }
   static double final_loss(const fs::path& json) {

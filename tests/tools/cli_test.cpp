@@ -63,10 +63,14 @@ TEST_F(Cli, UsageErrorsExitTwoWithOneClearLine) {
     const char* names;
   };
   for (const Case& c :
-       {Case{"", "subcommand"}, Case{"train --bogus", "--bogus"},
-        Case{"train --hidden 0", "--hidden"}, Case{"train --layers 0", "--layers"},
-        Case{"train --dropout 1", "--dropout"}, Case{"train --lr -1", "--lr"},
-        Case{"train --epochs x", "--epochs"}, Case{"train --model gat", "--model"},
+       {Case{"", "a command is required: train, datasets"},
+        Case{"trian --epochs 3", "unknown command 'trian' (did you mean 'train'?)"},
+        Case{"frobnicate", "unknown command 'frobnicate'; the commands are train,"},
+        Case{"train --epochs abc", "--epochs: expected an integer in [1, 1000000], got 'abc'"},
+        Case{"train --bogus", "--bogus"}, Case{"train --hidden 0", "--hidden"},
+        Case{"train --layers 0", "--layers"}, Case{"train --dropout 1", "--dropout"},
+        Case{"train --lr -1", "--lr"}, Case{"train --epochs x", "--epochs"},
+        Case{"train --model gat", "--model"},
         Case{"train --json /no/such/dir/out.json", "/no/such/dir"},
         // NaNs and infinities name their flag (they used to fail deep inside).
         Case{"train --lr nan", "--lr"}, Case{"train --lr inf", "--lr"},
@@ -86,6 +90,7 @@ TEST_F(Cli, UsageErrorsExitTwoWithOneClearLine) {
     EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << ": " << r.err;
     EXPECT_EQ(r.err.find("failed:"), std::string::npos) << "no assertion text: " << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+    EXPECT_EQ(r.err.rfind("halo: error: ", 0), 0u) << "one prefix for every error: " << r.err;
   }
 }
 
@@ -231,3 +236,33 @@ TEST_F(Cli, DefaultSyntheticRunIsSeededAndLearns) {
 }
 
 }  // namespace
+
+// The single re-execution that applies the OpenMP / OpenBLAS defaults keeps the program's name:
+// `ps`, `pgrep halo` and `top` used to show a running halo as "exe" (it re-executed itself
+// through /proc/self/exe). The defaults apply only where the user set neither variable.
+TEST_F(Cli, KeepsItsNameAfterApplyingRuntimeDefaults) {
+  const fs::path comm = m_dir / "comm.txt";
+  const std::string script =
+      "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT " + m_binary +
+      " train --synthetic-nodes 3000 --epochs 100000 --threads 1 >/dev/null 2>&1 & pid=$!; "
+      "for i in $(seq 100); do grep -q GOMP_SPINCOUNT /proc/$pid/environ 2>/dev/null && break; "
+      "sleep 0.05; done; sleep 0.2; cat /proc/$pid/comm > " +
+      comm.string() + "; kill $pid; wait $pid";
+  halo::testing::run_command("bash -c '" + script + "'", m_dir);
+  EXPECT_EQ(read_file(comm), fs::path(m_binary).filename().string().substr(0, 15) + "\n");
+}
+
+// Messages a newcomer reads: counts agree with their nouns, and a one-process mini-batch run
+// does not report remote rows it cannot have.
+TEST_F(Cli, SummaryLinesSpeakPlainly) {
+  Outcome r = run("train --synthetic-nodes 300 --epochs 2 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("1 rank, 1 thread\n"), std::string::npos) << r.err;
+  r =
+      run("train --synthetic-nodes 300 --epochs 2 --threads 2 --mode mini-batch --batch-size 32 "
+          "--fanouts 5,5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("1 rank, 2 threads\n"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("remote rows"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sampler: envelope"), std::string::npos) << r.out;
+}

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using Outcome = halo::testing::CommandOutcome;
 using halo::testing::read_file;
 
-fs::path shared_datasets() { return fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets"; }
+fs::path shared_datasets() { return halo::testing::datasets_dir(); }
 
 class DatasetOptionsCli : public ::testing::Test {
  protected:

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using Outcome = halo::testing::CommandOutcome;
 using halo::testing::read_file;
 
-fs::path shared_datasets() { return fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets"; }
+fs::path shared_datasets() { return halo::testing::datasets_dir(); }
 
 class DatasetsCli : public ::testing::Test {
  protected:
@@ -209,8 +209,8 @@ TEST_F(DatasetsCli, ExportWritesWhatTheTrainingRunReads) {
 
 TEST_F(DatasetsCli, ExportRefusesBadOutputBeforeLoading) {
   Outcome r = run("datasets export --dataset synthetic --out " + (m_dir / "no" / "x.npz").string());
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("No such file or directory"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(m_dir / "no"));
   EXPECT_EQ(run("datasets export --dataset synthetic").code, 2) << "--out is required";
 }

@@ -99,7 +99,7 @@ TEST_F(HeteroCli, TrainsOnSampledBlocksWithFanoutsPerRelation) {
 
 // The command: heco_acm on sampled blocks, Macro-F1 in the JSON.
 TEST_F(HeteroCli, TrainsHecoAcmInMiniBatches) {
-  const fs::path acm = fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "heco_acm";
+  const fs::path acm = halo::testing::datasets_dir() / "heco_acm";
   const fs::path json = m_temp.path() / "acm.json";
   const Outcome r = run("train --dataset " + acm.string() +
                         " --model rgcn --fanouts 10,5 --batch-size 64 --epochs 2 --hidden 16 "

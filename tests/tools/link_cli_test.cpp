@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "support/testing.hpp"
 
@@ -44,11 +45,58 @@ TEST_F(LinkCli, BadFlagCombinationsExitTwoWithOneLine) {
         "train --task link --snapshots 14 --link-split 0.8,0.3" + data,  // no test steps
         "train --task link --snapshots 14 --mode mini-batch" + data,
         "train --task link --snapshots 14 --select-by auc" + data,  // not a selection metric
-        "train --select-by mrr" + data}) {                          // a link flag, node task
+        "train --select-by mrr" + data,                             // a link flag, node task
+        "train --columns src,dst,rating,t" + data,                  // a temporal flag, node task
+        // Flag conflicts found before the data are read: a window of every snapshot, one
+        // snapshot in all, an HGT whose heads do not divide its width.
+        "train --task link --snapshots 14 --window 1000" + data,
+        "train --task link --snapshots 1" + data, "train --model hgt --heads 3" + data}) {
     const Outcome r = run(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("failed:"), std::string::npos) << "assertion text: " << r.err;
   }
+}
+
+// An event file in CollegeMsg's layout with a rating after each event (`src dst t rating`)
+// trains to exactly the result of the same events without it; the same file with the rating
+// and time swapped (SNAP's signed order) is refused by name unless --columns says so.
+TEST_F(LinkCli, FourColumnEventsTrainAsTheirThreeColumns) {
+  std::ifstream in(halo::testing::datasets_dir() / "collegemsg" / "events.tsv");
+  std::string three, four, swapped;
+  std::int64_t i = 0;
+  for (std::string a, b, t; in >> a >> b >> t; ++i) {
+    const std::string r = std::to_string(static_cast<int>(i % 21) - 10);
+    three += a + " " + b + " " + t + "\n";
+    four += a + " " + b + " " + t + " " + r + "\n";
+    swapped += a + " " + b + " " + r + " " + t + "\n";
+  }
+  const auto train = [&](const std::string& name, const std::string& events,
+                         const std::string& flags) {
+    fs::create_directories(m_dir / name);
+    std::ofstream(m_dir / name / "events.tsv") << events;
+    return run("train --task link --dataset " + (m_dir / name).string() +
+               " --snapshots 30 --epochs 2 --hidden 8 --threads 1 --json " +
+               (m_dir / (name + ".json")).string() + flags);
+  };
+  const auto result = [&](const std::string& name) {
+    nlohmann::json j = nlohmann::json::parse(halo::testing::read_file(m_dir / (name + ".json")));
+    return std::vector<double>{j.at("final_train_loss"), j.at("test_mrr"), j.at("test_map")};
+  };
+  Outcome r = train("three", three, "");
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = train("four", four, "");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(result("four"), result("three"));
+  r = train("swapped", swapped, "");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("events.tsv: the time column (field 3) holds only 21 distinct values"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(m_dir / "swapped.json"));
+  r = train("named", swapped, " --columns src,dst,rating,t");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(result("named"), result("three"));
 }
 
 TEST_F(LinkCli, TrainsOnATemporalFixtureAndWritesTheMetrics) {

@@ -27,10 +27,7 @@ namespace fs = std::filesystem;
 using Outcome = halo::testing::CommandOutcome;
 using halo::testing::read_file;
 
-std::string cora() {
-  return (fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "planetoid" / "cora")
-      .string();
-}
+std::string cora() { return (halo::testing::datasets_dir() / "planetoid" / "cora").string(); }
 
 /// One line on stderr, no assertion text.
 ::testing::AssertionResult one_line(const std::string& err) {
@@ -226,6 +223,14 @@ TEST_F(ModelCli, DamagedModelFilesAreOneLineErrors) {
       EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
     }
   }
+  // A directory where the model file should be: named, with the reason.
+  for (const std::string cmd : {"predict --out p.npy", "embed --layer 1 --out e.npy"}) {
+    const Outcome r = halo(cmd + " --model " + dir().string() + " --dataset " + cora());
+    EXPECT_EQ(r.code, 1) << cmd;
+    EXPECT_TRUE(one_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find(dir().string() + ": cannot read it: Is a directory"), std::string::npos)
+        << r.err;
+  }
   // A model of another feature width: the data are refused, naming the model file.
   const Outcome r =
       halo("predict --model " + model().string() + " --dataset synthetic --out p.npy");
@@ -258,19 +263,26 @@ TEST_F(ModelCli, UsageErrorsExitTwoWithOneLine) {
     std::string args;
     const char* names;
   };
-  for (const Case& c : {Case{"predict" + m, "--out"}, Case{"embed --layer 1" + m, "--out"},
-                        Case{"embed --out e.npy" + m, "--layer"},
-                        Case{"embed --layer 3 --out e.npy" + m, "--layer 3"},
-                        Case{"embed --layer 0 --out e.npy" + m, "--layer"},
-                        Case{"predict --split dev --out p.npy" + m, "--split"},
-                        Case{"predict --split test --nodes n.txt --out p.npy" + m, "--nodes"},
-                        Case{"predict --bogus --out p.npy" + m, "--bogus"},
-                        Case{"predict --out " + dir().string() + m, "is a directory"},
-                        Case{"predict --out p.npy --json /no/such/dir/p.json" + m, "--json"},
-                        Case{"predict --out p.npy --dataset cora", "--model"},
-                        Case{"predict --fanouts 5 --out p.npy" + m, "--fanouts"},
-                        Case{"predict --seed 1 --out p.npy" + m, "--seed"},
-                        Case{"predict --batch-size 8 --out p.npy" + m, "--batch-size"}}) {
+  for (const Case& c :
+       {Case{"predict" + m, "--out"}, Case{"embed --layer 1" + m, "--out"},
+        Case{"embed --out e.npy" + m, "--layer"},
+        Case{"embed --layer 3 --out e.npy" + m, "--layer 3"},
+        Case{"embed --layer 0 --out e.npy" + m, "--layer"},
+        Case{"predict --split dev --out p.npy" + m, "--split"},
+        Case{"predict --split test --nodes n.txt --out p.npy" + m, "--nodes"},
+        Case{"predict --bogus --out p.npy" + m, "--bogus"},
+        Case{"predict --out " + dir().string() + m, "a directory, not a regular file"},
+        Case{"predict --out p.npy --model " + model().string() + " --dataset " +
+                 (halo::testing::datasets_dir() / "heco_acm").string(),
+             "is a heterogeneous dataset; predict and embed take"},
+        Case{"embed --layer 1 --out e.npy --model " + model().string() + " --dataset " +
+                 (halo::testing::datasets_dir() / "collegemsg").string(),
+             "is a temporal dataset"},
+        Case{"predict --out p.npy --json /no/such/dir/p.json" + m, "--json"},
+        Case{"predict --out p.npy --dataset cora", "--model"},
+        Case{"predict --fanouts 5 --out p.npy" + m, "--fanouts"},
+        Case{"predict --seed 1 --out p.npy" + m, "--seed"},
+        Case{"predict --batch-size 8 --out p.npy" + m, "--batch-size"}}) {
     SCOPED_TRACE(c.args);
     const Outcome r = halo(c.args);
     EXPECT_EQ(r.code, 2);

@@ -22,8 +22,7 @@ class PartitionCli : public ::testing::Test {
     return halo::testing::run_command(std::string(HALO_TEST_BINARY) + " " + args, m_dir);
   }
   static std::string cora() {
-    return (fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "planetoid" / "cora")
-        .string();
+    return (halo::testing::datasets_dir() / "planetoid" / "cora").string();
   }
   const halo::testing::TempDir m_temp;
   const fs::path m_dir = m_temp.path();
@@ -281,4 +280,29 @@ TEST_F(PartitionCli, SnapshotSeriesWithMorePartsThanEarlyNodes) {
       run("partition --dataset " + events.string() + " --snapshots 3 --out " + out.string()).code,
       1)
       << "refuses to overwrite";
+}
+
+// SIGTERM or SIGINT while METIS runs ends `halo partition` as outside METIS: by the signal
+// (a shell sees 143 / 130), blaming no one (METIS used to catch SIGTERM itself and the run
+// reported "METIS failed (error, status -4)", exit 1), with no output and no staging left.
+TEST_F(PartitionCli, ASignalDuringMetisEndsTheRunByThatSignal) {
+  for (const auto& [sig, status] : {std::pair{"TERM", 143}, std::pair{"INT", 130}}) {
+    const fs::path out = m_dir / (std::string("p-") + sig);
+    const fs::path err = m_dir / "err.txt";
+    // set -m: a background job of a script ignores SIGINT otherwise.
+    const std::string script = "set -m; " + std::string(HALO_TEST_BINARY) +
+                               " partition --dataset rmat --rmat-scale 17 --parts 16 " +
+                               "--threads 1 --out " + out.string() + " 2>" + err.string() +
+                               " & pid=$!; " + "for i in $(seq 600); do grep -q \"METIS k-way\" " +
+                               err.string() + " && break; sleep 0.05; done; sleep 0.3; kill -" +
+                               sig + " $pid; wait $pid; " + "echo status $?";
+    const Outcome r = halo::testing::run_command("bash -c '" + script + "'", m_dir);
+    const std::string log = read_file(err);
+    ASSERT_NE(log.find("METIS k-way"), std::string::npos) << log;
+    EXPECT_NE(r.out.find("status " + std::to_string(status)), std::string::npos) << r.out << log;
+    EXPECT_EQ(log.find("error"), std::string::npos) << log;
+    EXPECT_FALSE(fs::exists(out));
+    for (const auto& e : fs::directory_iterator(m_dir))
+      EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+  }
 }

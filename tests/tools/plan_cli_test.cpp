@@ -2,6 +2,7 @@
 // manifest against the v2beta1 schema, the inverse question (--memory-per-rank), usage errors;
 // `halo train --metrics-file` checked by promtool; and, under mpiexec, the predicted exchange
 // bytes against the ones a 2-rank run measures.
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -99,7 +100,7 @@ class PlanCli : public ::testing::Test {
   Outcome halo(const std::string& args) const {
     return halo::testing::run_command(env() + HALO_TEST_BINARY + " " + args, m_dir);
   }
-  static fs::path shared() { return fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets"; }
+  static fs::path shared() { return halo::testing::datasets_dir(); }
   static std::string cora_dir() { return (shared() / "planetoid" / "cora").string(); }
   /// A partition of Cora into `parts` parts.
   fs::path partition(int parts) const {
@@ -286,6 +287,37 @@ TEST_F(PlanCli, TrainMetricsFilePassesPromtool) {
 }
 
 #ifdef HALO_TEST_MPIEXEC
+/// The value of metric `name` in a Prometheus text file (NaN when absent).
+double metric(const std::string& text, const std::string& name) {
+  const std::size_t at = text.find("\n" + name + "{");
+  if (at == std::string::npos) return std::nan("");
+  const std::size_t value = text.find("} ", at);
+  return std::stod(text.substr(value + 2, text.find('\n', value) - value - 2));
+}
+
+// Each rank's metrics file of a 2-rank run: promtool accepts it, and the resident size never
+// exceeds the peak (the kernel's high-water mark lags; it was reported above it).
+TEST_F(PlanCli, TwoRankMetricsFilesHoldAPeakAtLeastTheResidentSize) {
+  const fs::path p = partition(2), prom = m_dir / "m.prom";
+  const Outcome r = halo::testing::run_command(
+      env() + "OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 " + HALO_TEST_MPIEXEC + " -n 2 " +
+          HALO_TEST_BINARY + " train --partitions " + p.string() +
+          " --epochs 5 --metrics-interval 0 --metrics-file " + prom.string(),
+      m_dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    const fs::path file = m_dir / ("m-rank" + std::to_string(rank) + ".prom");
+    const std::string text = halo::testing::read_file(file);
+    const double resident = metric(text, "halo_host_resident_bytes");
+    const double peak = metric(text, "halo_host_peak_resident_bytes");
+    EXPECT_GT(resident, 0) << text;
+    EXPECT_LE(resident, peak) << file;
+    const Outcome check =
+        halo::testing::run_command("promtool check metrics < " + file.string(), m_dir);
+    EXPECT_EQ(check.code, 0) << check.out << check.err;
+  }
+}
+
 // The plan's halo exchange bytes are the trainer's: every rank sends its send list's rows of
 // every layer's aggregated matrix forward and their gradients back.
 TEST_F(PlanCli, PredictedExchangeBytesAreTheMeasuredOnes) {

@@ -42,8 +42,7 @@ class DistributedTrainCli : public ::testing::Test {
                                       m_dir);
   }
   static std::string cora() {
-    return (fs::path(HALO_TEST_SOURCE_DIR) / ".." / "shared" / "datasets" / "planetoid" / "cora")
-        .string();
+    return (halo::testing::datasets_dir() / "planetoid" / "cora").string();
   }
   fs::path parts() const { return m_dir / "parts"; }
   const halo::testing::TempDir m_temp;
@@ -259,7 +258,7 @@ TEST_F(DistributedTrainCli, OneFailingRankEndsEveryRank) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_NE(r.code, 0);
     EXPECT_LT(seconds, 30.0);
-    EXPECT_NE(r.err.find("[rank 1] halo: error: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("halo: error: [rank 1] "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("part-1.bin"), std::string::npos) << r.err;
   }
 }

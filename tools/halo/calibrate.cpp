@@ -76,6 +76,10 @@ void print_model(const runtime::CostModel& m, int ranks) {
 }
 
 int run_calibrate(const CalibrateOptions& o) {
+  if (o.config.large_rmat_scale <= o.config.rmat_scale)
+    throw UsageError("--large-rmat-scale " + std::to_string(o.config.large_rmat_scale) +
+                     ": must be above --rmat-scale " + std::to_string(o.config.rmat_scale) +
+                     " (the whole-step fits run on graphs up to that scale)");
   const std::filesystem::path out =
       o.output.empty() ? runtime::default_calibration_path() : std::filesystem::path(o.output);
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
@@ -136,7 +140,7 @@ Command add_calibrate_command(CLI::App& app) {
                   "Calibration file to write (default: $HALO_CALIBRATION, else <data "
                   "dir>/calibration.json, which halo plan reads)");
   sub->add_option("--threads", o->threads, "CPU threads (default: as halo train)")
-      ->check(CLI::Range(1, 4096));
+      ->check(integer_range(1, 4096));
   sub->add_option("--host-transport-gbps", o->host_transport_gbps,
                   "Under mpiexec: the rate, Gb/s, at which the host's cores move message bytes "
                   "at each end besides the link's time, for ranks that share the cores over TCP "
@@ -145,33 +149,26 @@ Command add_calibrate_command(CLI::App& app) {
       ->check(CLI::Range(1e-6, 1e6));
   sub->add_option("--repeats", o->config.repeats,
                   "Timed calls per measurement window (at least; their mean over at least 0.1 s)")
-      ->check(CLI::Range(1, 1000))
+      ->check(integer_range(1, 1000))
       ->capture_default_str();
   sub->add_option("--rounds", o->config.rounds,
                   "Independent rounds of every measurement, their median kept (a round "
                   "disturbed by another process then moves nothing)")
-      ->check(CLI::Range(1, 99))
+      ->check(integer_range(1, 99))
       ->capture_default_str();
   sub->add_option("--rmat-scale", o->config.rmat_scale,
                   "R-MAT scale of the SpMM and sampler graph (2^scale nodes, degree 8); the "
                   "sparse products beyond the caches run on random graphs 16 times its input")
-      ->check(CLI::Range(4, 22))
+      ->check(integer_range(4, 22))
       ->capture_default_str();
   sub->add_option(
          "--large-rmat-scale", o->config.large_rmat_scale,
          "Scale (2^scale nodes) of the largest graph of the whole-step fits, random graphs "
          "without hubs (the working-set rule: two scales below --rmat-scale, --rmat-scale, every "
          "second scale above it, and this one)")
-      ->check(CLI::Range(4, 22))
+      ->check(integer_range(4, 22))
       ->capture_default_str();
-  return {sub, [o] {
-            try {
-              return run_calibrate(*o);
-            } catch (const UsageError& e) {
-              std::fprintf(stderr, "halo calibrate: %s\n", e.what());
-              return 2;
-            }
-          }};
+  return {sub, [o] { return run_calibrate(*o); }};
 }
 
 }  // namespace halo::cli

@@ -4,6 +4,7 @@
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/runtime/checkpoint.hpp>
 #include <halo/tools/halo/checkpoint_options.hpp>
+#include <halo/tools/halo/dataset_options.hpp>
 
 namespace halo::cli {
 
@@ -20,7 +21,7 @@ void add_checkpoint_options(CLI::App* sub, CheckpointOptions& o) {
   sub->add_option("--checkpoint-every", o.every,
                   "With --checkpoint-dir: a checkpoint every N epochs (0 = only when the run "
                   "ends: after its last epoch or on a signal)")
-      ->check(CLI::Range(0, 1000000))
+      ->check(integer_range(0, 1000000))
       ->capture_default_str();
   sub->add_option("--resume", o.resume,
                   "With --checkpoint-dir: auto = continue from the newest complete checkpoint "

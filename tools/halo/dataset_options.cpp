@@ -34,6 +34,18 @@ CLI::Validator finite_range(double min, double max) {
       "FLOAT in " + range, "FiniteRange");
 }
 
+CLI::Validator integer_range(std::int64_t min, std::int64_t max) {
+  const std::string range = "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  return CLI::Validator(
+      [min, max, range](std::string& input) -> std::string {
+        std::int64_t v = 0;
+        if (!CLI::detail::lexical_cast(input, v) || v < min || v > max)
+          return "expected an integer in " + range + ", got '" + input + "'";
+        return {};
+      },
+      "INT in " + range, "IntegerRange");
+}
+
 CLI::Validator seed_value() {
   return CLI::Validator(
       [](std::string& input) -> std::string {
@@ -61,15 +73,21 @@ void add_dataset_options(CLI::App* sub, DatasetOptions& o) {
                   "column of ones). Needed for a dataset without features (an edge list). "
                   "Default: the dataset's features")
       ->check(CLI::IsMember({"degree", "constant"}));
+  sub->add_option("--columns", o.columns,
+                  "Temporal event lists: the order of each line's fields, src,dst,t or "
+                  "src,dst,t,rating or src,dst,rating,t (SNAP's signed networks); auto: a "
+                  "header line naming them, else src,dst,t (3 fields) or src,dst,t,rating (4)")
+      ->check(CLI::IsMember({"auto", "src,dst,t", "src,dst,t,rating", "src,dst,rating,t"}))
+      ->capture_default_str();
   auto& s = o.synthetic;
   sub->add_option("--synthetic-nodes", s.num_nodes, "Synthetic dataset: nodes")
-      ->check(CLI::Range(std::int64_t{10}, (std::int64_t{1} << 31) - 1))
+      ->check(integer_range(std::int64_t{10}, (std::int64_t{1} << 31) - 1))
       ->capture_default_str();
   sub->add_option("--synthetic-classes", s.num_classes, "Synthetic dataset: classes")
-      ->check(CLI::Range(2, 1000))
+      ->check(integer_range(2, 1000))
       ->capture_default_str();
   sub->add_option("--synthetic-features", s.num_features, "Synthetic dataset: feature width")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16))
+      ->check(integer_range(std::int64_t{1}, std::int64_t{1} << 16))
       ->capture_default_str();
   sub->add_option("--synthetic-degree", s.avg_degree, "Synthetic dataset: average degree")
       ->check(finite_range(0.0, 1000.0))
@@ -85,7 +103,7 @@ void add_dataset_options(CLI::App* sub, DatasetOptions& o) {
       ->capture_default_str();
   auto& r = o.rmat;
   sub->add_option("--rmat-scale", r.scale, "R-MAT dataset: 2^scale nodes")
-      ->check(CLI::Range(1, 30))
+      ->check(integer_range(1, 30))
       ->capture_default_str();
   sub->add_option("--rmat-degree", r.avg_degree,
                   "R-MAT dataset: edges drawn per node (directed entries after symmetrising); "
@@ -93,7 +111,7 @@ void add_dataset_options(CLI::App* sub, DatasetOptions& o) {
       ->check(finite_range(0.0, 1000.0))
       ->capture_default_str();
   sub->add_option("--rmat-features", r.num_features, "R-MAT dataset: feature width")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16))
+      ->check(integer_range(std::int64_t{1}, std::int64_t{1} << 16))
       ->capture_default_str();
   sub->add_option("--rmat-seed", r.seed,
                   "R-MAT dataset: seed of the generator (the dataset does not depend on --seed)")
@@ -109,17 +127,17 @@ void add_snapshot_options(CLI::App* sub, datasets::SnapshotConfig& o) {
   CLI::Option* n =
       sub->add_option("--snapshots", o.num_snapshots,
                       "Temporal dataset: cut the events into N snapshots of equal time spans")
-          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
+          ->check(integer_range(std::int64_t{1}, std::int64_t{1} << 24));
   CLI::Option* w = sub->add_option("--snapshot-window", o.window_seconds,
                                    "Temporal dataset: snapshots of this many seconds each, from "
                                    "the first event (EvolveGCN's UC Irvine steps: 190080)")
-                       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 62));
+                       ->check(integer_range(std::int64_t{1}, std::int64_t{1} << 62));
   n->excludes(w);
   w->excludes(n);
   sub->add_option("--window-snapshots", o.window_snapshots,
                   "Snapshot t holds the events of spans t-W+1..t (sliding window); 0: every event "
                   "so far (cumulative)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24))
+      ->check(integer_range(std::int64_t{0}, std::int64_t{1} << 24))
       ->capture_default_str();
 }
 

@@ -29,6 +29,8 @@ struct DatasetOptions {
   datasets::SyntheticConfig synthetic;
   datasets::RmatConfig rmat;
   datasets::SyntheticMagConfig mag;  // `synthetic-mag`: --mag-scale
+  /// --columns: the field order of a temporal event list (datasets::parse_temporal_layout).
+  std::string columns = "auto";
 };
 
 /// Registers --dataset, --offline, --features, the --synthetic-* flags and the --rmat-* flags on
@@ -69,6 +71,10 @@ void check_snapshot_options(const datasets::SnapshotConfig& o);
 /// A CLI11 check for a floating-point flag: a finite number in [min, max]. CLI::Range alone
 /// lets "nan" through (every comparison with NaN is false), which then fails deep inside.
 CLI::Validator finite_range(double min, double max);
+
+/// A CLI11 check for an integer flag in [min, max]: "expected an integer in [1, 4096], got
+/// 'abc'" (CLI::Range says "Value abc not in range" of a word that is no number at all).
+CLI::Validator integer_range(std::int64_t min, std::int64_t max);
 
 /// A CLI11 check for a seed (std::uint64_t): a non-negative integer. CLI11 reads "-1" into an
 /// unsigned flag as 2^64 - 1 without complaint.

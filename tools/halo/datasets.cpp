@@ -14,12 +14,15 @@
 #include <halo/datasets/plain_format.hpp>
 #include <halo/datasets/planetoid.hpp>
 #include <halo/datasets/registry.hpp>
+#include <halo/datasets/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/partition/partitioner.hpp>
 #include <halo/runtime/trainer.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/download_progress.hpp>
+#include <halo/tools/halo/run_support.hpp>
+#include <halo/tools/halo/termination.hpp>
 
 namespace halo::cli {
 namespace {
@@ -163,6 +166,9 @@ std::string planetoid_name_in(const fs::path& dir) {
 }
 
 int run_convert(const DatasetsOptions& opts) {
+  // Checked before the (possibly long) read, as partition's --out.
+  datasets::check_output_directory(opts.out);
+  end_by_signal_on_termination();
   const kernels::Resources res(kernels::Device::Cpu, 0);
   const fs::path in = opts.path;
   datasets::Dataset ds;
@@ -210,9 +216,7 @@ datasets::NpyArray npy_vector(const char* dtype, const kernels::Tensor<T>& t) {
 int run_export(const DatasetsOptions& opts) {
   const fs::path out = opts.out;
   // Checked before the (possibly long) load: an output that cannot be written fails first.
-  if (out.has_parent_path() && !fs::is_directory(out.parent_path())) {
-    throw IoError(out.string() + ": directory " + out.parent_path().string() + " does not exist");
-  }
+  check_output(opts.out, "--out");
   const kernels::Resources res(kernels::Device::Cpu, 0);
   datasets::Dataset ds = load_dataset(res, opts.data);
   const datasets::Graph s = partition::partitioning_graph(res, ds.graph);

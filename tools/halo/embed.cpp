@@ -55,18 +55,11 @@ Command add_embed_command(CLI::App& app) {
                   "K: the representation after graph convolution K (1 = the first; its ReLU "
                   "included; the last layer gives the logits)")
       ->required()
-      ->check(CLI::Range(1, 16));
+      ->check(integer_range(1, 16));
   sub->add_option("--out", o->out, "The embeddings: float32 (nodes, width), a NumPy .npy file")
       ->required();
   sub->callback([o] { check_dataset_options(o->in.data); });
-  return {sub, [o] {
-            try {
-              return run_embed(*o);
-            } catch (const UsageError& e) {
-              std::fprintf(stderr, "halo embed: %s\n", e.what());
-              return 2;
-            }
-          }};
+  return {sub, [o] { return run_embed(*o); }};
 }
 
 }  // namespace halo::cli

@@ -2,6 +2,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -11,6 +12,7 @@
 #include <halo/kernels/error.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/tools/halo/commands.hpp>
+#include <halo/tools/halo/run_support.hpp>
 
 namespace {
 
@@ -57,7 +59,67 @@ void apply_runtime_defaults(char** argv) {
     changed = setenv("GOMP_SPINCOUNT", kDefaultSpinCount, 0) == 0;
   if (const char* core = better_openblas_core())
     changed = setenv("OPENBLAS_CORETYPE", core, 0) == 0 || changed;
-  if (changed) execv("/proc/self/exe", argv);
+  if (!changed) return;
+  // The program's own path, not /proc/self/exe: the kernel names a process after the file it
+  // executes, and `ps`, `pgrep halo` and `top` would show it as "exe".
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    execv(self, argv);
+  }
+  execv("/proc/self/exe", argv);  // the file was replaced or removed since it started
+}
+
+/// Every error is one line on stderr: "halo: error: [rank r] <what>" (the rank tag only where
+/// several ranks run; a message that names its rank first keeps that one).
+void print_error(std::string what, const std::string& after = "") {
+  std::string tag;
+  if (what.rfind("[rank ", 0) == 0 && what.find("] ") != std::string::npos) {
+    tag = what.substr(0, what.find("] ") + 2);
+    what = what.substr(tag.size());
+  } else if (const int rank = halo::detail::error_rank(); rank >= 0) {
+    tag = "[rank " + std::to_string(rank) + "] ";
+  }
+  std::fprintf(stderr, "halo: error: %s%s%s\n", tag.c_str(), what.c_str(), after.c_str());
+  std::fflush(stderr);
+}
+
+/// Levenshtein distance, for "did you mean" on a mistyped command.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// The usage error for a first argument that names no command ("" when it names one, or is a
+/// flag such as --help, which CLI11 handles).
+std::string unknown_command(int argc, char** argv,
+                            const std::vector<halo::cli::Command>& commands) {
+  std::string names, closest;
+  std::size_t best = 3;  // suggest only close names
+  for (const auto& c : commands) {
+    names += (names.empty() ? "" : ", ") + c.app->get_name();
+    const std::size_t d = argc > 1 ? edit_distance(argv[1], c.app->get_name()) : 0;
+    if (d < best) best = d, closest = c.app->get_name();
+  }
+  if (argc < 2) return "a command is required: " + names + " (see --help)";
+  const std::string first = argv[1];
+  if (first.empty() || first[0] == '-') return "";
+  for (const auto& c : commands)
+    if (c.app->get_name() == first) return "";
+  return "unknown command '" + first + "'" +
+         (closest.empty() ? "" : " (did you mean '" + closest + "'?)") + "; the commands are " +
+         names + " (see --help)";
 }
 
 }  // namespace
@@ -69,34 +131,40 @@ int main(int argc, char** argv) {
   app.require_subcommand(1, 1);
   // A usage error is one line: what was wrong, naming the flag (CLI11's default adds a second).
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return "halo: usage error: " + std::string(e.what()) + " (see --help)\n";
+    return "halo: error: " + std::string(e.what()) + " (see --help)\n";
   });
   const std::vector<halo::cli::Command> commands = {
       halo::cli::add_train_command(app),     halo::cli::add_datasets_command(app),
       halo::cli::add_partition_command(app), halo::cli::add_predict_command(app),
       halo::cli::add_embed_command(app),     halo::cli::add_plan_command(app),
       halo::cli::add_calibrate_command(app)};
+  if (const std::string e = unknown_command(argc, argv, commands); !e.empty()) {
+    print_error(e);
+    return 2;
+  }
 
-  // Exit codes: 0 success, 1 data or runtime error, 2 usage error (CLI11 validates every flag),
-  // 75 `halo train` preempted with its checkpoint committed (runtime::kExitPreempted).
+  // Exit codes: 0 success, 1 data or runtime error, 2 usage error (CLI11 validates every flag;
+  // a command finds the rest, halo::cli::UsageError), 75 `halo train` preempted with its
+  // checkpoint committed (runtime::kExitPreempted).
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  const halo::cli::Command* command = nullptr;
+  for (const auto& c : commands)
+    if (c.app->parsed()) command = &c;
+  if (command == nullptr) return 2;
   try {
-    for (const auto& c : commands)
-      if (c.app->parsed()) return c.run();
+    return command->run();
+  } catch (const halo::cli::UsageError& e) {
+    // Every rank finds the same usage error: no rank is left waiting, nothing to abort.
+    print_error(e.what(), " (see halo " + command->app->get_name() + " --help)");
     return 2;
   } catch (const std::exception& e) {
     // In a multi-rank run: name the rank, then end every rank (MPI_Abort) so none waits forever
     // for a message this one will never send.
-    const std::string what = e.what();
-    const int rank = halo::detail::error_rank();
-    const std::string prefix =
-        rank >= 0 && what.rfind("[rank ", 0) != 0 ? "[rank " + std::to_string(rank) + "] " : "";
-    std::fprintf(stderr, "%shalo: error: %s\n", prefix.c_str(), what.c_str());
-    std::fflush(stderr);
+    print_error(e.what());
     halo::runtime::abort_world(1);
     return 1;
   }

@@ -1,4 +1,5 @@
 // `halo train`'s live metrics (docs/scheduler.md, "Live metrics").
+#include <algorithm>
 #include <filesystem>
 
 #include <halo/kernels/log.hpp>
@@ -20,7 +21,7 @@ void add_metrics_options(CLI::App* sub, MetricsOptions& o) {
   sub->add_option("--metrics-port", o.port,
                   "Serve the metrics on http://127.0.0.1:PORT/metrics while training (rank r "
                   "serves PORT + r; 0: a free port, logged)")
-      ->check(CLI::Range(0, 65535));
+      ->check(integer_range(0, 65535));
 }
 
 namespace {
@@ -58,7 +59,9 @@ TrainMetrics::TrainMetrics(const MetricsOptions& o, const runtime::Shard& shard,
 
 void TrainMetrics::publish(bool force) {
   m_snap.host_resident_bytes = runtime::current_host_memory_bytes();
-  m_snap.host_peak_resident_bytes = runtime::peak_host_memory_bytes();
+  // Read after the resident size, and never below it (the kernel's high-water mark lags).
+  m_snap.host_peak_resident_bytes =
+      std::max(runtime::peak_host_memory_bytes(), m_snap.host_resident_bytes);
   if (m_res.device() == kernels::Device::Cuda)
     m_snap.gpu_memory_bytes = static_cast<std::int64_t>(m_res.device_memory().used_bytes);
   m_sink.publish(m_snap, force);

@@ -1,3 +1,5 @@
+#include <halo/datasets/hetero.hpp>
+#include <halo/datasets/registry.hpp>
 #include <halo/tools/halo/model_data.hpp>
 #include <halo/tools/halo/run_support.hpp>
 
@@ -14,7 +16,7 @@ void add_model_data_options(CLI::App* sub, ModelDataOptions& o) {
       ->excludes(sub->get_option("--dataset"));
   sub->add_option("--threads", o.threads,
                   "CPU threads (default: all cores, shared by the ranks started on one host)")
-      ->check(CLI::Range(1, 4096));
+      ->check(integer_range(1, 4096));
   sub->add_option("--device", o.device, "cpu, or cuda: run on a GPU")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
@@ -27,6 +29,14 @@ namespace {
 DatasetOptions data_for(const ModelDataOptions& o, const nn::ModelFileInfo& info) {
   DatasetOptions d = o.data;
   if (!o.partitions.empty()) return d;
+  // Saved models are node classifiers of homogeneous graphs so far: a typed or temporal
+  // directory is refused by name rather than failing on a file it does not have.
+  if (datasets::is_hetero_directory(d.dataset) ||
+      datasets::temporal_events_file(d.dataset).has_value())
+    throw UsageError("--dataset: '" + d.dataset + "' is a " +
+                     (datasets::is_hetero_directory(d.dataset) ? "heterogeneous" : "temporal") +
+                     " dataset; predict and embed take models of homogeneous node "
+                     "classification (GCN, GraphSAGE) and their datasets");
   if (d.features.empty()) d.features = info.structural_features;
   if (d.features != info.structural_features)
     throw UsageError("--features: the model was trained on " +

@@ -18,6 +18,7 @@
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/run_support.hpp>
+#include <halo/tools/halo/termination.hpp>
 
 namespace halo::cli {
 namespace {
@@ -138,9 +139,11 @@ int run_snapshots(const PartitionOptions& o) {
     throw IoError("--snapshots: '" + o.data.dataset +
                   "' is not a temporal dataset (a directory holding events.tsv or events.csv, "
                   "or rmat)");
-  const datasets::TemporalGraph g = o.data.dataset == "rmat"
-                                        ? datasets::grow_rmat(res, o.data.rmat, kRmatGrowthSteps)
-                                        : datasets::load_temporal_dataset(o.data.dataset);
+  const datasets::TemporalGraph g =
+      o.data.dataset == "rmat"
+          ? datasets::grow_rmat(res, o.data.rmat, kRmatGrowthSteps)
+          : datasets::load_temporal_dataset(o.data.dataset,
+                                            datasets::parse_temporal_layout(o.data.columns));
   progress("dataset " + g.name + ": " + std::to_string(g.num_nodes()) + " nodes, " +
            std::to_string(g.num_events()) + " events");
   partition::RepartitionConfig c;
@@ -204,6 +207,7 @@ int run_hetero_partition(const PartitionOptions& o, const kernels::Resources& re
 
 int run_partition(const PartitionOptions& o) {
   if (!o.info.empty()) return run_info(o);
+  end_by_signal_on_termination();
   if (wants_snapshots(o.snapshots)) return run_snapshots(o);
   // Refuse an unusable --out before any work: partitioning a large graph takes minutes.
   datasets::check_output_directory(o.out);
@@ -266,7 +270,7 @@ Command add_partition_command(CLI::App& app) {
       "partition", "Split a dataset into P parts on disk (METIS or random), or describe one");
   add_dataset_options(sub, o->data);
   sub->add_option("--parts", o->parts, "Number of parts P")
-      ->check(CLI::Range(1, 1024))
+      ->check(integer_range(1, 1024))
       ->capture_default_str();
   CLI::Option* method =
       sub->add_option("--method", o->method,
@@ -295,7 +299,7 @@ Command add_partition_command(CLI::App& app) {
   sub->add_option("--split", o->split,
                   "Heterogeneous datasets (typed directories): the split K stored "
                   "(splits/train_K.txt; default: the smallest K)")
-      ->check(CLI::Range(0, 1000000));
+      ->check(integer_range(0, 1000000));
   add_snapshot_options(sub, o->snapshots);
   CLI::Option* weight =
       sub->add_option("--migration-weight", o->migration_weight,
@@ -307,12 +311,12 @@ Command add_partition_command(CLI::App& app) {
       sub->add_option("--repartition-every", o->repartition_every,
                       "--method streaming: repartition from scratch every K snapshots (0: only "
                       "the first)")
-          ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 24))
+          ->check(integer_range(std::int64_t{0}, std::int64_t{1} << 24))
           ->capture_default_str();
   CLI::Option* balance_opt = sub->get_option("--balance");
   CLI::Option* features_opt = sub->get_option("--features");
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")
-      ->check(CLI::Range(1, 4096));
+      ->check(integer_range(1, 4096));
   CLI::Option* out = sub->add_option(
       "--out", o->out, "Write the partition directory here (must not exist or be empty)");
   CLI::Option* info = sub->add_option(

@@ -431,12 +431,12 @@ Command add_plan_command(CLI::App& app) {
   auto* parts = sub->add_option("--parts", o->parts,
                                 "Ranks of a split estimated without a partition (see "
                                 "docs/scheduler.md for the estimate); default 1")
-                    ->check(CLI::Range(1, 1024));
+                    ->check(integer_range(1, 1024));
   sub->add_option("--memory-per-rank", o->memory_per_rank,
                   "Find the smallest P whose every rank fits in SIZE (e.g. 16GiB, 512MiB; GPU "
                   "memory with --device cuda) and plan that run");
   sub->add_option("--max-parts", o->max_parts, "Largest P --memory-per-rank tries")
-      ->check(CLI::Range(1, 1 << 20))
+      ->check(integer_range(1, 1 << 20))
       ->capture_default_str();
   sub->add_option("--calibration", o->calibration,
                   "Calibration file of `halo calibrate` (default: $HALO_CALIBRATION, else "
@@ -452,7 +452,7 @@ Command add_plan_command(CLI::App& app) {
   sub->add_option("--host-cores", o->host_cores,
                   "Cores all ranks share (emulated hosts on one machine): compute slows by "
                   "ranks x threads / cores when that exceeds 1 (default: a core per thread)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(integer_range(1, 1 << 20));
   sub->add_option("--host-transport-gbps", o->host_transport_gbps,
                   "With --host-cores: the rate, Gb/s, at which the host's cores move message "
                   "bytes at each end besides the link's time (TCP between emulated hosts: an "
@@ -467,7 +467,7 @@ Command add_plan_command(CLI::App& app) {
       ->capture_default_str();
   std::vector<CLI::Option*> slurm_only = {
       sub->add_option("--tasks-per-node", o->tasks_per_node, "slurm: ranks per node")
-          ->check(CLI::Range(1, 4096))
+          ->check(integer_range(1, 4096))
           ->capture_default_str(),
       sub->add_option("--slurm-partition", o->slurm_partition,
                       "slurm: the partition (queue) to submit to (default: the cluster's)"),
@@ -510,14 +510,7 @@ Command add_plan_command(CLI::App& app) {
       o->memory_limit = *b;
     }
   });
-  return {sub, [o] {
-            try {
-              return run_plan(*o);
-            } catch (const UsageError& e) {
-              std::fprintf(stderr, "halo plan: %s\n", e.what());
-              return 2;
-            }
-          }};
+  return {sub, [o] { return run_plan(*o); }};
 }
 
 }  // namespace halo::cli

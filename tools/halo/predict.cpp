@@ -198,10 +198,10 @@ Command add_predict_command(CLI::App& app) {
                       "sampled per node and layer, input layer first, one per layer (-1 = all), "
                       "e.g. 25,10")
           ->delimiter(',')
-          ->check(CLI::Range(-1, 1 << 20));
+          ->check(integer_range(-1, 1 << 20));
   auto* batch = sub->add_option("--batch-size", o->mb.batch_size,
                                 "With --fanouts: nodes per sampled batch (over all ranks)")
-                    ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+                    ->check(integer_range(std::int64_t{1}, std::int64_t{1} << 30))
                     ->capture_default_str();
   auto* seed = sub->add_option("--seed", o->seed, "With --fanouts: the sampling seed")
                    ->check(seed_value())
@@ -215,14 +215,7 @@ Command add_predict_command(CLI::App& app) {
       throw CLI::ValidationError("--nodes",
                                  "with --fanouts and --partitions, choose the nodes by --split");
   });
-  return {sub, [o] {
-            try {
-              return run_predict(*o);
-            } catch (const UsageError& e) {
-              std::fprintf(stderr, "halo predict: %s\n", e.what());
-              return 2;
-            }
-          }};
+  return {sub, [o] { return run_predict(*o); }};
 }
 
 }  // namespace halo::cli

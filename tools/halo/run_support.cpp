@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
+#include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/tools/halo/run_support.hpp>
 
@@ -15,15 +15,20 @@ namespace fs = std::filesystem;
 
 void check_output(const std::string& path, const char* flag) {
   if (path.empty()) return;
-  const fs::path p(path);
-  if (fs::is_directory(p)) throw UsageError(std::string(flag) + ": '" + path + "' is a directory");
-  const fs::path probe = path + ".probe-" + std::to_string(::getpid());
-  std::ofstream out(probe);
-  const bool ok = static_cast<bool>(out);
-  out.close();
-  std::error_code ec;
-  fs::remove(probe, ec);
-  if (!ok) throw UsageError(std::string(flag) + ": cannot create '" + path + "'");
+  try {
+    kernels::check_output_file(path);
+  } catch (const IoError& e) {
+    throw UsageError(std::string(flag) + ": " + e.what());
+  }
+}
+
+void check_output_directory(const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  try {
+    kernels::check_output_directory_path(path);
+  } catch (const IoError& e) {
+    throw UsageError(std::string(flag) + ": " + e.what());
+  }
 }
 
 std::unique_ptr<runtime::Comm> world_comm(const std::string& partitions, const char* command) {

@@ -22,10 +22,15 @@ struct UsageError : Error {
   using Error::Error;
 };
 
-/// Refuses, before any work, an output path that cannot be written: a directory, a missing
-/// parent, a place where a file cannot be created (probed with a file of this process's own).
-/// UsageError naming `flag` and the path. An empty path is not checked.
+/// Refuses, before any work, an output path that cannot be written (kernels::check_output_file):
+/// anything there but a regular file (a directory, a device, a FIFO; a symbolic link is judged
+/// by its target, which the write replaces), a missing parent, a place where a file cannot be
+/// created. UsageError naming `flag`, the path and the reason. An empty path is not checked.
 void check_output(const std::string& path, const char* flag);
+
+/// The same for an output directory (kernels::check_output_directory_path): an existing
+/// directory that takes files, or one that can be created. An empty path is not checked.
+void check_output_directory(const std::string& path, const char* flag);
 
 /// The communicator of the ranks the launcher started: a SelfComm without a launcher, else
 /// the world (error messages and log lines then name the rank). Several ranks need a partition:

@@ -212,7 +212,7 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
       "best epoch %d: val accuracy %.4f, test accuracy %.4f; median epoch %.3f ms; "
       "trained in %.2f s\n",
       r.best_epoch, r.val_accuracy, r.test_accuracy, r.epoch_time_median_s * 1e3, r.train_time_s);
-  if (o.mode == "mini-batch")
+  if (o.mode == "mini-batch" && r.world_size > 1)
     std::printf(
         "sampler: envelope %.1f MB allocated once, peak batch %.1f MB; remote rows: %.1f KB "
         "fetched per epoch, cache hit rate %.0f%%, %.3f ms not hidden\n",
@@ -220,6 +220,12 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
         static_cast<double>(r.sampler_peak_bytes) / 1e6,
         static_cast<double>(r.feature_bytes_per_epoch) / 1e3, r.cache_hit_rate * 100,
         r.batch_wait_s * 1e3);
+  else if (o.mode == "mini-batch")  // one process: every row is its own, nothing is fetched
+    std::printf(
+        "sampler: envelope %.1f MB allocated once, peak batch %.1f MB; batches waited %.3f ms "
+        "for their inputs per epoch\n",
+        static_cast<double>(r.sampler_envelope_bytes) / 1e6,
+        static_cast<double>(r.sampler_peak_bytes) / 1e6, r.batch_wait_s * 1e3);
   else if (r.world_size > 1)
     std::printf(
         "exchange: %.1f KB per epoch, %.3f ms per rank, %.0f%% hidden; all-reduce %.3f ms\n",
@@ -244,6 +250,8 @@ int run_train(const TrainCommandOptions& o) {
   prepare_checkpoints(o.checkpoint, world->rank());
   check_output(o.json, "--json");
   check_output(o.save_model, "--save-model");
+  check_output(o.metrics.file, "--metrics-file");
+  check_output_directory(o.checkpoint.dir, "--checkpoint-dir");
   const kernels::Resources res = make_resources(o.device, o.threads, world->size());
   runtime::TrainConfig config = train_config(o);
   config.profile = o.profile;
@@ -258,12 +266,13 @@ int run_train(const TrainCommandOptions& o) {
   if (rank == 0)
     std::fprintf(stderr,
                  "halo train: %s (%lld nodes, %lld training edges, %lld features, %d classes), "
-                 "%s, %s, %s, %d rank%s, %d threads\n",
+                 "%s, %s, %s, %d rank%s, %d thread%s\n",
                  shard.dataset.c_str(), static_cast<long long>(shard.part.book().num_nodes()),
                  static_cast<long long>(shard.part.training_edges),
                  static_cast<long long>(shard.num_features), shard.part.num_classes,
                  o.model.c_str(), o.mode.c_str(), device_name(res).c_str(), shard.comm->size(),
-                 shard.comm->size() > 1 ? "s" : "", res.cpu_exec().num_threads);
+                 shard.comm->size() > 1 ? "s" : "", res.cpu_exec().num_threads,
+                 res.cpu_exec().num_threads > 1 ? "s" : "");
   const bool tty = isatty(fileno(stderr)) != 0;
   // Live metrics (--metrics-file, --metrics-port): each rank publishes its own.
   const std::unique_ptr<TrainMetrics> metrics = start_metrics(o.metrics, shard, config, res);
@@ -336,14 +345,7 @@ Command add_train_command(CLI::App& app) {
     check_run();
     check_checkpoint_options(sub);
   });
-  return {sub, [o] {
-            try {
-              return run_train(*o);
-            } catch (const UsageError& e) {
-              std::fprintf(stderr, "halo train: %s\n", e.what());
-              return 2;
-            }
-          }};
+  return {sub, [o] { return run_train(*o); }};
 }
 
 }  // namespace halo::cli

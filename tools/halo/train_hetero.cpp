@@ -87,22 +87,23 @@ int run_hetero_train(const HeteroTrainOptions& o) {
   const auto& target = g.node_types[static_cast<std::size_t>(g.target_type)];
   if (parted && lead)
     std::fprintf(stderr,
-                 "halo train: %s, part 0 of %d (%lld local nodes), %s, %s across %d ranks, "
-                 "%d threads each\n",
+                 "halo train: %s, part 0 of %d (%lld local nodes), %s, %s across %d rank%s, "
+                 "%d thread%s each\n",
                  o.partitions.c_str(), world->size(), static_cast<long long>(g.num_nodes()),
                  o.model.c_str(), o.mini_batch ? "mini-batch" : "full-graph", world->size(),
-                 res.cpu_exec().num_threads);
+                 world->size() > 1 ? "s" : "", res.cpu_exec().num_threads,
+                 res.cpu_exec().num_threads > 1 ? "s" : "");
   else if (!parted)
     std::fprintf(stderr,
                  "halo train: %s (%d node types, %lld nodes, %d relations with reverses, %lld "
                  "edges; target '%s', %d classes, %lld training nodes), %s, %s, %s, %d "
-                 "threads\n",
+                 "thread%s\n",
                  g.name.c_str(), g.num_types(), static_cast<long long>(g.num_nodes()),
                  static_cast<int>(g.relations.size()), static_cast<long long>(g.num_edges()),
                  target.name.c_str(), g.num_classes, static_cast<long long>(g.train_idx.numel()),
                  o.model.c_str(), o.mini_batch ? "mini-batch" : "full-graph",
-                 res.device() == kernels::Device::Cuda ? "cuda" : "cpu",
-                 res.cpu_exec().num_threads);
+                 res.device() == kernels::Device::Cuda ? "cuda" : "cpu", res.cpu_exec().num_threads,
+                 res.cpu_exec().num_threads > 1 ? "s" : "");
   const bool tty = isatty(fileno(stderr)) != 0;
   runtime::HeteroTrainRun run =
       runtime::train(res, shard, config, [tty, lead](const runtime::EpochStats& s) {

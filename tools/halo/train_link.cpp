@@ -1,4 +1,5 @@
 // `halo train --task link`: the link-prediction task on a temporal dataset.
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -11,8 +12,32 @@
 
 namespace halo::cli {
 
+namespace {
+
+/// The usage error a split of `steps` snapshots meets, as runtime::link_split checks it ("" when
+/// none): said in the flags' words, before the data are read where --snapshots gives the count.
+std::string split_problem(std::int64_t steps, const runtime::LinkPredictionConfig& c) {
+  const auto t = static_cast<double>(steps);
+  const std::int64_t train_end = std::llround(c.train_fraction * t);
+  const std::int64_t val_end = train_end + std::llround(c.val_fraction * t);
+  if (train_end <= c.window)
+    return "--window " + std::to_string(c.window) + ": " + std::to_string(steps) +
+           " snapshots give " + std::to_string(train_end) +
+           " training snapshots, and a training step predicts snapshot t from the --window "
+           "before it, so none is left (use more snapshots or a smaller --window)";
+  if (val_end >= steps)
+    return "--link-split: " + std::to_string(steps) + " snapshots leave no test snapshot";
+  return "";
+}
+
+}  // namespace
+
 int run_link_train(const TrainOptions& o, const std::string& json) {
   check_task(o);
+  if (o.snapshots.num_snapshots > 0)
+    if (const std::string e = split_problem(o.snapshots.num_snapshots, train_config(o).link);
+        !e.empty())
+      throw UsageError(e);
   // The ranks the launcher started: one per part of the snapshot partition series.
   const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train --task link");
   const int rank = world->rank();
@@ -22,7 +47,8 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
                      "' is not a temporal dataset (a directory holding events.tsv or events.csv)");
   const runtime::TrainConfig config = train_config(o);
   const kernels::Resources res = make_resources("cpu", o.threads, world->size());
-  const datasets::TemporalGraph g = datasets::load_temporal_dataset(o.data.dataset);
+  const datasets::TemporalGraph g = datasets::load_temporal_dataset(
+      o.data.dataset, datasets::parse_temporal_layout(o.data.columns));
   // Each step's own events by default (EvolveGCN's adj_mat_time_window 1), not the cumulative
   // graph.
   datasets::SnapshotConfig snapshots = o.snapshots;
@@ -37,20 +63,23 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
                                               datasets::snapshot_boundaries(g, snapshots),
                                               world->size()),
                 *world, config.link.train_fraction);
+  if (const std::string e = split_problem(shard.num_steps(), config.link); !e.empty())
+    throw UsageError(e);
   const runtime::LinkSplit split = runtime::link_split(shard.num_steps(), config.link);
   if (rank == 0)
     std::fprintf(
         stderr,
         "halo train: %s (%lld nodes, %lld events, %lld snapshots, %lld degree features), "
         "%s, link prediction: %lld / %lld / %lld train / val / test steps, window %d, "
-        "%d rank%s, %d threads\n",
+        "%d rank%s, %d thread%s\n",
         shard.dataset.c_str(), static_cast<long long>(shard.num_nodes),
         static_cast<long long>(shard.num_events), static_cast<long long>(shard.num_steps()),
         static_cast<long long>(shard.num_features), nn::to_string(config.link.model.kind).c_str(),
         static_cast<long long>(split.train_end),
         static_cast<long long>(split.val_end - split.train_end),
         static_cast<long long>(split.test_end - split.val_end), config.link.window, world->size(),
-        world->size() == 1 ? "" : "s", res.cpu_exec().num_threads);
+        world->size() == 1 ? "" : "s", res.cpu_exec().num_threads,
+        res.cpu_exec().num_threads == 1 ? "" : "s");
   // What moving the snapshots to the ranks cost, summed over the ranks: per snapshot the
   // deltas (or rows sent whole) and the migrated rows, against resending it; and the halo's
   // degrees (the GCN normalisation needs them either way).

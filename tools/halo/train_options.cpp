@@ -9,6 +9,7 @@
 #include <halo/datasets/registry.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/tools/halo/run_support.hpp>
+#include <halo/tools/halo/train_hetero.hpp>
 #include <halo/tools/halo/train_options.hpp>
 
 namespace halo::cli {
@@ -35,11 +36,19 @@ void check_homogeneous_run(const TrainOptions& o) {
 
 void check_task(const TrainOptions& o) {
   const bool temporal_model = o.model == "evolvegcn-o" || o.model == "gcrn";
+  if (was_given(o, "--heads") && o.model != "hgt")
+    throw UsageError("--heads: applies to --model hgt");
+  // HGT trains heterogeneous datasets, whose --hidden default is HeteroDefaults'.
+  const std::int64_t hidden = was_given(o, "--hidden") ? o.hidden : HeteroDefaults::kHidden;
+  if (o.model == "hgt" && hidden % o.heads != 0)
+    throw UsageError("--heads " + std::to_string(o.heads) + ": must divide --hidden " +
+                     std::to_string(hidden) + " (every HGT layer is --hidden wide, split " +
+                     "evenly among the heads)");
   if (o.task == "node") {
     if (temporal_model)
       throw UsageError("--model " + o.model + ": a temporal model, for --task link");
     for (const char* flag : {"--window", "--negatives", "--link-split", "--select-by",
-                             "--snapshots", "--snapshot-window", "--window-snapshots"})
+                             "--snapshots", "--snapshot-window", "--window-snapshots", "--columns"})
       if (was_given(o, flag)) throw UsageError(std::string(flag) + ": applies to --task link");
     return;
   }
@@ -103,16 +112,16 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
   sub->add_option("--split", o.split,
                   "Heterogeneous datasets: the split splits/{train,val,test}_K.txt to use "
                   "(default: the smallest K)")
-      ->check(CLI::Range(0, 1000000));
+      ->check(integer_range(0, 1000000));
   sub->add_option("--num-bases", o.num_bases,
                   "R-GCN: basis matrices the relation weights are combined from (0 = one weight "
                   "per relation)")
-      ->check(CLI::Range(0, 4096))
+      ->check(integer_range(0, 4096))
       ->capture_default_str();
   sub->add_option("--heads", o.heads,
                   "HGT: attention heads (they must divide --hidden: every HGT layer is --hidden "
                   "wide, a linear classifier gives the logits)")
-      ->check(CLI::Range(1, 64))
+      ->check(integer_range(1, 64))
       ->capture_default_str();
   sub->add_option("--featureless", o.featureless,
                   "Heterogeneous datasets: the input of a node type without features: embedding "
@@ -121,10 +130,10 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
       ->check(CLI::IsMember({"embedding", "zero"}))
       ->capture_default_str();
   sub->add_option("--layers", o.layers, "Number of graph convolutions")
-      ->check(CLI::Range(1, 16))
+      ->check(integer_range(1, 16))
       ->capture_default_str();
   sub->add_option("--hidden", o.hidden, "Hidden layer width")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+      ->check(integer_range(std::int64_t{1}, std::int64_t{1} << 20))
       ->capture_default_str();
   sub->add_option("--dropout", o.dropout, "Dropout probability in [0, 1)")
       ->check(finite_range(0.0, 0.999))
@@ -136,7 +145,7 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
       ->check(finite_range(0.0, 1e6))
       ->capture_default_str();
   sub->add_option("--epochs", o.epochs, "Training epochs")
-      ->check(CLI::Range(1, 1000000))
+      ->check(integer_range(1, 1000000))
       ->capture_default_str();
   sub->add_option("--seed", o.seed,
                   "Seed of the run's random choices (initialisation, dropout, "
@@ -145,7 +154,7 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
       ->capture_default_str();
   sub->add_option("--threads", o.threads,
                   "CPU threads (default: all cores, shared by the ranks started on one host)")
-      ->check(CLI::Range(1, 4096));
+      ->check(integer_range(1, 4096));
   sub->add_option("--device", o.device,
                   "cpu, or cuda: train on a GPU (device 0; with --partitions one GPU per rank, "
                   "by local rank)")
@@ -163,11 +172,11 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
   sub->add_option("--window", o.link.window,
                   "--task link: snapshots the model reads before a predicted step (truncated "
                   "backpropagation through time over them)")
-      ->check(CLI::Range(1, 1000))
+      ->check(integer_range(1, 1000))
       ->capture_default_str();
   sub->add_option("--negatives", o.link.negatives,
                   "--task link: negative pairs sampled per positive pair of a training step")
-      ->check(CLI::Range(1, 100000))
+      ->check(integer_range(1, 100000))
       ->capture_default_str();
   sub->add_option("--link-split", o.link_split,
                   "--task link: TRAIN,VAL shares of the snapshots (the rest are test steps; "
@@ -190,7 +199,7 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
   std::vector<CLI::Option*> mini_batch_only = {
       sub->add_option("--batch-size", mb.batch_size,
                       "Mini-batch: training nodes per batch (over all ranks)")
-          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+          ->check(integer_range(std::int64_t{1}, std::int64_t{1} << 30))
           ->capture_default_str(),
       sub->add_option("--fanouts", o.fanouts,
                       "Mini-batch: neighbours sampled per node and layer, input layer first, "
@@ -224,7 +233,7 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
       sub->add_option("--max-batches", mb.max_batches,
                       "Heterogeneous mini-batch: train at most N batches an epoch (0 = all; a "
                       "timed sample of a long epoch)")
-          ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
+          ->check(integer_range(std::int64_t{0}, std::int64_t{1} << 40))
           ->capture_default_str(),
       sub->add_option("--cache-mb", mb.cache_mb,
                       "Mini-batch with --partitions: MiB per rank of remote feature rows kept "
