@@ -9,6 +9,10 @@
 # checks the unpacked tree again and, where the reference SHA256SUMS exists, that the
 # repository's sums agree with it for every file the repository keeps.
 
+if(CMAKE_SCRIPT_MODE_FILE)
+  cmake_minimum_required(VERSION 3.24)  # the policies of the project (IN_LIST, ZIP_LISTS)
+endif()
+
 # Reads a sha256sum file into the lists <prefix>_PATHS and <prefix>_HASHES (paths without "./").
 function(_halo_read_sums file prefix)
   file(STRINGS "${file}" lines)

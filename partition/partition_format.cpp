@@ -893,6 +893,15 @@ Part read_part(const kernels::Resources& res, const fs::path& dir, std::int32_t 
   }
   part.labels = take<std::int32_t>(arrays, pdir, "labels");
   expect_data(part.labels.numel() == owned, pdir, "labels", "expected one label per node");
+  // Against meta.json's class count now, not in the loss kernel of the first batch.
+  for (std::int64_t v = 0; v < owned; ++v) {
+    const std::int32_t label = part.labels.data()[v];
+    if (label < 0 || label >= m.num_classes)
+      expect_data(false, pdir, "labels",
+                  "label " + std::to_string(label) + " of local node " + std::to_string(v) +
+                      " is outside [0, " + std::to_string(m.num_classes) +
+                      ") (meta.json's num_classes)");
+  }
   for (const char* split : {"train_idx", "val_idx", "test_idx"}) {
     auto t = take<NodeId>(arrays, pdir, split);
     check_ids(t, 0, owned, true, pdir, split);

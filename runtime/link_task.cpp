@@ -11,6 +11,7 @@
 
 #include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/error.hpp>
+#include <halo/kernels/log.hpp>
 #include <halo/kernels/rng.hpp>
 #include <halo/runtime/detail/task.hpp>
 #include <halo/runtime/detail/timing.hpp>

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -31,6 +33,19 @@
 #include <halo/sampler/hetero_sampler.hpp>
 
 namespace halo::runtime {
+
+namespace {
+/// The test hook of the stall watchdog's healthy case (docs/distributed.md):
+/// HALO_TEST_SLOW_EPOCH=RANK:EPOCH:SECONDS makes rank RANK sleep SECONDS after training epoch
+/// EPOCH, a long but healthy step the others wait for. Read here only.
+void slow_epoch_hook(int rank, int epoch) {
+  const char* v = std::getenv("HALO_TEST_SLOW_EPOCH");
+  int r = -1, e = -1;
+  double seconds = 0;
+  if (v != nullptr && std::sscanf(v, "%d:%d:%lf", &r, &e, &seconds) == 3 && r == rank && e == epoch)
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
+}  // namespace
 
 using kernels::NodeId;
 using kernels::Tensor;
@@ -1314,6 +1329,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
       result.preempted = true;
       break;
     }
+    slow_epoch_hook(comm.rank(), epoch);
     const Evaluation e = evaluate();
     s.train_accuracy = e.train_accuracy;
     s.val_loss = e.val_loss;

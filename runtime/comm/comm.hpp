@@ -142,6 +142,12 @@ struct MpiOptions {
   /// (all-reduce), or point to point (all-to-all, all-gather). Tests lower it to exercise
   /// those paths with small buffers.
   std::size_t max_message_bytes = 2147483647;
+  /// The stall watchdog: > 0 starts a heartbeat thread (one per process, on a communicator of
+  /// its own), and a rank that has waited in a collective or an exchange longer than this many
+  /// seconds while some rank sent no heartbeat for as long throws halo::CommError naming that
+  /// rank ("stall: rank 1 did not arrive ..."): a stopped or hung rank, not a slow one (a rank
+  /// busy with a long step still beats). 0: off, wait forever.
+  double stall_timeout_s = 0;
 };
 
 /// The communicator of the processes mpiexec started: initialises MPI on first use

@@ -1,12 +1,16 @@
 // MpiComm: the Comm interface on MPI (MPICH), with errors returned as halo::CommError.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mpi.h>
 #include <numeric>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <halo/kernels/error.hpp>
 #include <halo/runtime/comm/comm.hpp>
@@ -39,11 +43,142 @@ Request from_mpi(MPI_Request m) {
 
 MPI_Op to_mpi(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
 
-/// Completes `n` requests, testing them and yielding the core between tests.
+using Clock = std::chrono::steady_clock;
+
+/// The stall watchdog (MpiOptions::stall_timeout_s): one thread per process sends every other
+/// rank a heartbeat on a communicator of its own and notes when each rank's last one arrived.
+/// A rank waiting in a collective or an exchange longer than the timeout looks at those notes:
+/// a rank not heard from for that long is stopped or hung (a rank busy with a long step still
+/// beats, from this thread), so the waiting rank stops with an error naming it rather than
+/// wait forever on a full core. Heartbeats cost one 8-byte message per peer per interval.
+class Heartbeat {
+ public:
+  Heartbeat(double timeout_s) : m_timeout_s(timeout_s) {
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &m_comm), "MPI_Comm_dup");
+    check(MPI_Comm_rank(m_comm, &m_rank), "MPI_Comm_rank");
+    check(MPI_Comm_size(m_comm, &m_size), "MPI_Comm_size");
+    m_last = std::vector<std::atomic<std::int64_t>>(static_cast<std::size_t>(m_size));
+    for (auto& t : m_last) t = now_ns();
+    m_sends.assign(static_cast<std::size_t>(m_size), MPI_REQUEST_NULL);
+    m_sent.assign(static_cast<std::size_t>(m_size), 0);
+    m_received.assign(static_cast<std::size_t>(m_size), 0);
+    m_thread = std::thread([this] { run(); });
+  }
+  ~Heartbeat() {  // after MPI_Finalize (a static's destructor): no MPI call here
+    m_stop = true;
+    if (m_thread.joinable()) m_thread.join();
+  }
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+  /// At exit, on every rank (before MPI_Finalize): stops the thread, then receives every
+  /// heartbeat still on its way, so none is left unmatched (UCX warns of each at finalize).
+  /// The ranks tell each other how many they sent; every rank is alive here (an error ends the
+  /// job through MPI_Abort, which runs no exit handlers).
+  void stop() {
+    if (!m_thread.joinable()) return;
+    m_stop = true;
+    m_thread.join();
+    std::vector<std::int64_t> incoming(static_cast<std::size_t>(m_size));
+    MPI_Alltoall(m_sent.data(), 1, MPI_INT64_T, incoming.data(), 1, MPI_INT64_T, m_comm);
+    for (int j = 0; j < m_size; ++j) {
+      for (auto& n = m_received[static_cast<std::size_t>(j)];
+           n < incoming[static_cast<std::size_t>(j)]; ++n) {
+        std::int64_t in = 0;
+        MPI_Recv(&in, 1, MPI_INT64_T, j, kTag, m_comm, MPI_STATUS_IGNORE);
+      }
+    }
+    MPI_Waitall(m_size, m_sends.data(), MPI_STATUSES_IGNORE);
+  }
+
+  double timeout_s() const { return m_timeout_s; }
+
+  /// Called while this rank has waited `waited_s` in `call`: an error naming every rank not
+  /// heard from within the timeout, if any.
+  void check_peers(double waited_s, const char* call) const {
+    const std::int64_t now = now_ns();
+    std::string silent;
+    double longest = 0;
+    for (int j = 0; j < m_size; ++j) {
+      if (j == m_rank) continue;
+      const double age = static_cast<double>(now - m_last[static_cast<std::size_t>(j)]) * 1e-9;
+      if (age <= m_timeout_s) continue;
+      silent += (silent.empty() ? "" : ", ") + std::to_string(j);
+      longest = std::max(longest, age);
+    }
+    if (silent.empty()) return;
+    char text[96];
+    std::snprintf(text, sizeof text, " (%.0f s without a heartbeat; waited %.0f s in ", longest,
+                  waited_s);
+    throw CommError("stall: rank " + silent + " did not arrive" + text + call +
+                    ", --stall-timeout " + std::to_string(static_cast<long long>(m_timeout_s)) +
+                    " s): it is stopped or hung; ending the job");
+  }
+
+ private:
+  static std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+        .count();
+  }
+  void run() {
+    // A beat at least 4 times within the timeout, at most 10 a second.
+    const auto interval = std::chrono::duration<double>(std::clamp(m_timeout_s / 4, 0.1, 1.0));
+    std::int64_t beat = 0;
+    while (!m_stop) {
+      ++beat;
+      for (int j = 0; j < m_size; ++j) {
+        if (j == m_rank) continue;
+        MPI_Request& r = m_sends[static_cast<std::size_t>(j)];
+        int done = 1;
+        if (r != MPI_REQUEST_NULL) MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+        if (!done) continue;
+        MPI_Isend(&m_beat_out, 1, MPI_INT64_T, j, kTag, m_comm, &r);
+        ++m_sent[static_cast<std::size_t>(j)];
+      }
+      for (;;) {
+        int flag = 0;
+        MPI_Status status;
+        MPI_Iprobe(MPI_ANY_SOURCE, kTag, m_comm, &flag, &status);
+        if (!flag) break;
+        std::int64_t in = 0;
+        MPI_Recv(&in, 1, MPI_INT64_T, status.MPI_SOURCE, kTag, m_comm, MPI_STATUS_IGNORE);
+        m_last[static_cast<std::size_t>(status.MPI_SOURCE)] = now_ns();
+        ++m_received[static_cast<std::size_t>(status.MPI_SOURCE)];
+      }
+      std::this_thread::sleep_for(interval);
+    }
+  }
+
+  static constexpr int kTag = 31999;
+  double m_timeout_s;
+  MPI_Comm m_comm = MPI_COMM_NULL;
+  int m_rank = 0, m_size = 1;
+  std::vector<std::atomic<std::int64_t>> m_last;  // ns of each rank's last heartbeat
+  std::vector<MPI_Request> m_sends;
+  std::vector<std::int64_t> m_sent, m_received;  // heartbeats per peer (the thread's, then stop's)
+  const std::int64_t m_beat_out = 1;  // what a heartbeat carries (its arrival is the news)
+  std::atomic<bool> m_stop{false};
+  std::thread m_thread;
+};
+
+/// The process's watchdog, when make_world_comm started one.
+std::unique_ptr<Heartbeat> g_heartbeat;
+
+void stop_heartbeat_at_exit() {
+  if (g_heartbeat) g_heartbeat->stop();
+}
+
+/// Completes `n` requests, testing them and yielding the core between tests; with the stall
+/// watchdog on, an error naming the silent ranks once it has waited longer than the timeout.
 void complete(int n, MPI_Request* requests, const char* call) {
+  const Clock::time_point start = Clock::now();
   for (int done = 0;;) {
     check(MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE), call);
     if (done) return;
+    if (g_heartbeat) {
+      const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+      if (waited > g_heartbeat->timeout_s()) g_heartbeat->check_peers(waited, call);
+    }
     std::this_thread::yield();
   }
 }
@@ -339,6 +474,15 @@ std::unique_ptr<Comm> make_world_comm(const MpiOptions& options) {
       throw CommError("MPI_Init_thread: this MPI provides thread level " +
                       std::to_string(provided) + ", below MPI_THREAD_FUNNELED");
     std::atexit(finalize_at_exit);
+  }
+  HALO_EXPECTS(options.stall_timeout_s >= 0, "make_world_comm: stall_timeout_s must be >= 0");
+  int size = 1;
+  check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  if (options.stall_timeout_s > 0 && size > 1 && !g_heartbeat && level == MPI_THREAD_MULTIPLE) {
+    g_heartbeat = std::make_unique<Heartbeat>(options.stall_timeout_s);
+    std::atexit(stop_heartbeat_at_exit);  // runs before finalize_at_exit, registered earlier
   }
   return std::make_unique<MpiComm>(MPI_COMM_WORLD, options.max_message_bytes);
 }

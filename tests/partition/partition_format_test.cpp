@@ -467,6 +467,15 @@ TEST_F(DamagedPartition, FileFromAnotherPartitionIsRefused) {
       << e;
 }
 
+// meta.json with fewer classes than the labels hold: refused when the part is opened, naming
+// the part and the label (it used to fail in the loss kernel of the first batch).
+TEST_F(DamagedPartition, LabelsBeyondTheClassCountAreRefusedWhenOpened) {
+  edit_meta([](nlohmann::json& j) { j["dataset"]["num_classes"] = 3; });  // Cora has 7
+  const std::string e = error_of_reading(0);
+  EXPECT_NE(e.find("part-0.bin: array 'labels': label "), std::string::npos) << e;
+  EXPECT_NE(e.find("is outside [0, 3) (meta.json's num_classes)"), std::string::npos) << e;
+}
+
 TEST_F(DamagedPartition, OtherFormatVersionIsRefused) {
   edit_meta([](nlohmann::json& j) { j["format_version"] = 1; });
   const std::string e = error_of_reading(0);

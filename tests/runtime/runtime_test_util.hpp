@@ -10,6 +10,7 @@
 #include <halo/runtime/trainer.hpp>
 
 #include "support/dataset_util.hpp"
+#include "support/testing.hpp"
 
 namespace halo::runtime::test {
 

@@ -113,7 +113,7 @@ TEST_F(Cli, JsonThatCannotBeWrittenFailsCleanly) {
   Outcome r =
       run("train --epochs 2 --dataset " + d.string() + " --json " + (m_dir / "adir").string());
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a directory, not a regular file"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("epoch"), std::string::npos) << "refused before training: " << r.err;
   const fs::path json = m_dir / "full" / "out.json";
   fs::create_directories(json.parent_path());

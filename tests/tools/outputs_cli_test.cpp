@@ -90,9 +90,10 @@ TEST_F(Outputs, DevicesAndFifosAreRefusedBeforeWork) {
   Outcome r = run("datasets export --synthetic-nodes 200 --out " + fifo.string());
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("a FIFO"), std::string::npos) << r.err;
-  r = run("plan --synthetic-nodes 200 --output " + fifo.string());
+  r = run("calibrate --output " + fifo.string());
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("--output"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a FIFO"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::is_fifo(fifo));
 }
 
@@ -127,6 +128,28 @@ TEST_F(Outputs, UnusableDirectoriesAreRefusedBeforeWorkWithTheReason) {
     EXPECT_EQ(r.code, 1) << r.err;
     EXPECT_NE(r.err.find("/proc/halo-x: cannot be created in /proc"), std::string::npos) << r.err;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// An allocation the machine cannot give names its bytes (std::bad_alloc named nothing).
+// ASan would abort on an allocation this size; it is told to return null as malloc does.
+TEST_F(Outputs, AnImpossibleAllocationNamesItsBytes) {
+  // Only where the kernel refuses an allocation beyond its memory (overcommit 0 or 2); with
+  // overcommit 1 it would grant 160 GiB and the run would be killed touching them.
+  if (read_file("/proc/sys/vm/overcommit_memory") == "1\n")
+    GTEST_SKIP() << "vm.overcommit_memory is 1: the kernel grants any allocation";
+  const Outcome r = halo::testing::run_command(
+      "ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=0 " + m_binary +
+          " train --synthetic-nodes 40000 --hidden 1048576 --epochs 1 --threads 1",
+      m_dir);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_TRUE(one_line(r.err.substr(r.err.find("halo: error:")))) << r.err;
+  EXPECT_NE(r.err.find("halo: error: out of host memory: cannot allocate "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(" bytes ("), std::string::npos) << r.err;
 }
 
 }  // namespace

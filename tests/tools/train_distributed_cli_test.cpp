@@ -264,3 +264,96 @@ TEST_F(DistributedTrainCli, OneFailingRankEndsEveryRank) {
 }
 
 }  // namespace
+
+namespace {
+
+/// The pid of rank `rank` of the running `halo` whose command line holds `marker` (its
+/// launcher's PMI_RANK in its environment), or 0 when there is none yet.
+int rank_pid(const std::string& marker, int rank) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string cmd = halo::testing::read_file(e.path() / "cmdline");
+    if (cmd.find(marker) == std::string::npos || cmd.find("train") == std::string::npos) continue;
+    std::string env = halo::testing::read_file(e.path() / "environ");
+    std::replace(env.begin(), env.end(), '\0', '\n');
+    if (env.find("\nPMI_RANK=" + std::to_string(rank) + "\n") != std::string::npos)
+      return std::stoi(name);
+  }
+  return 0;
+}
+
+}  // namespace
+
+// The stall watchdog: a rank stopped (SIGSTOP) ends the job within --stall-timeout + 10 s with
+// one line naming it, exit code 1, instead of the others spinning on a full core forever;
+// and a rank that is only slow (a 12 s epoch against a 4 s timeout) does not trip it.
+TEST_F(DistributedTrainCli, StallWatchdogNamesAStoppedRankAndSparesASlowOne) {
+  const std::string marker = (m_dir / "stall-parts").string();
+  fs::copy(parts(), marker, fs::copy_options::recursive);
+  const std::string run = "env OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 " +
+                          std::string(HALO_TEST_MPIEXEC) + " -n 2 " + HALO_TEST_BINARY +
+                          " train --partitions " + marker + " --stall-timeout 4 ";
+  // Healthy but slow: rank 1 sleeps 12 s after epoch 2; the run finishes normally.
+  Outcome r =
+      halo::testing::run_command("HALO_TEST_SLOW_EPOCH=1:2:12 " + run + "--epochs 4", m_dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("stall"), std::string::npos) << r.err;
+
+  // Stopped: SIGSTOP to rank 1 once it trains.
+  const fs::path err = m_dir / "stall.err";
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome launched = halo::testing::run_command(
+      "bash -c '" + run + "--epochs 100000 >/dev/null 2>" + err.string() +
+          " & job=$!; for i in $(seq 600); do grep -q \"epoch *1/\" " + err.string() +
+          " 2>/dev/null && break; sleep 0.1; done; echo started; "
+          "pid=$(for p in /proc/[0-9]*; do tr \"\\0\" \"\\n\" < $p/environ 2>/dev/null | "
+          "grep -qx PMI_RANK=1 && grep -q stall-parts $p/cmdline 2>/dev/null && "
+          "basename $p; done | head -1); kill -STOP $pid; wait $job; echo status $?; "
+          "kill -CONT $pid 2>/dev/null; true'",
+      m_dir);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string log = halo::testing::read_file(err);
+  EXPECT_NE(launched.out.find("status 1\n"), std::string::npos) << launched.out << log;
+  EXPECT_LT(seconds, 4 + 10 + 30) << "from launch, start-up included";
+  EXPECT_NE(log.find("halo: error: [rank 0] stall: rank 1 did not arrive"), std::string::npos)
+      << log;
+  EXPECT_EQ(rank_pid(marker, 1), 0) << "the stopped rank was ended too";
+}
+
+// Preemption under mpiexec: SIGUSR1 or SIGTERM to the launcher (as Slurm's scancel --signal
+// and Kubernetes send them) checkpoints and ends the job with exit status 75, ten times in a
+// row, through tools/launch/halo-mpiexec (MPICH's mpiexec alone answered 0 in some tries of
+// either signal, though the ranks had exited 75: docs/checkpoints.md). Ctrl-C without
+// checkpoints: 130, not 0.
+TEST_F(DistributedTrainCli, SignalledLauncherExitsSeventyFiveEveryTime) {
+  const std::string wrapper =
+      (halo::testing::source_dir() / "tools" / "launch" / "halo-mpiexec").string();
+  const fs::path err = m_dir / "sig.err";
+  // set -m: a background job of a script would ignore SIGINT otherwise.
+  const auto signalled = [&](const std::string& launcher, const std::string& sig,
+                             const std::string& flags) {
+    const Outcome r = halo::testing::run_command(
+        "bash -c 'set -m; env OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 HALO_MPIEXEC=" +
+            std::string(HALO_TEST_MPIEXEC) + " " + launcher + " -n 2 " + HALO_TEST_BINARY +
+            " train --partitions " + parts().string() + " --epochs 100000" + flags +
+            " >/dev/null 2>" + err.string() +
+            " & job=$!; for k in $(seq 600); do grep -q \"epoch *1/\" " + err.string() +
+            " 2>/dev/null && break; sleep 0.1; done; kill -" + sig +
+            " $job; wait $job; echo status $?'",
+        m_dir);
+    return r.out;
+  };
+  for (int i = 0; i < 10; ++i) {
+    const std::string sig = i % 2 == 0 ? "USR1" : "TERM";
+    const std::string out = signalled(
+        wrapper, sig, " --checkpoint-dir " + (m_dir / ("ckpt-" + std::to_string(i))).string());
+    EXPECT_NE(out.find("status 75\n"), std::string::npos)
+        << "try " << i << " (SIG" << sig << "): " << out << halo::testing::read_file(err);
+    EXPECT_NE(halo::testing::read_file(err).find("preempted after"), std::string::npos);
+  }
+  const std::string out = signalled(wrapper, "INT", " --json " + (m_dir / "r.json").string());
+  EXPECT_NE(out.find("status 130\n"), std::string::npos) << out << halo::testing::read_file(err);
+  EXPECT_FALSE(fs::exists(m_dir / "r.json"));
+}

@@ -1,11 +1,13 @@
 // The `halo` program: maps command-line flags onto the components' config structs.
 #include <strings.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -161,6 +163,16 @@ int main(int argc, char** argv) {
     // Every rank finds the same usage error: no rank is left waiting, nothing to abort.
     print_error(e.what(), " (see halo " + command->app->get_name() + " --help)");
     return 2;
+  } catch (const std::bad_alloc&) {
+    // An allocation outside halo's buffers (whose failures name their bytes): say what ran out.
+    std::string what = "out of host memory: an allocation failed (std::bad_alloc)";
+    rlimit limit{};
+    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+      what += " under an address-space limit of " + std::to_string(limit.rlim_cur >> 20) +
+              " MiB (ulimit -v)";
+    print_error(what + "; a smaller model, batch or dataset, or more memory, is needed");
+    halo::runtime::abort_world(1);
+    return 1;
   } catch (const std::exception& e) {
     // In a multi-rank run: name the rank, then end every rank (MPI_Abort) so none waits forever
     // for a message this one will never send.

@@ -31,6 +31,12 @@ void check_output_directory(const std::string& path, const char* flag) {
   }
 }
 
+namespace {
+double g_stall_timeout_s = 0;
+}  // namespace
+
+void set_stall_timeout(double seconds) { g_stall_timeout_s = seconds; }
+
 std::unique_ptr<runtime::Comm> world_comm(const std::string& partitions, const char* command) {
   if (runtime::launcher_world_size() <= 1) return std::make_unique<runtime::SelfComm>();
   if (partitions.empty())
@@ -38,7 +44,9 @@ std::unique_ptr<runtime::Comm> world_comm(const std::string& partitions, const c
                      " ranks were started, which work on one part each of a partition (halo "
                      "partition --parts P, then mpiexec -n P halo " +
                      command + " --partitions DIR); without it every rank would do the same work");
-  std::unique_ptr<runtime::Comm> world = runtime::make_world_comm();
+  runtime::MpiOptions options;
+  options.stall_timeout_s = g_stall_timeout_s;
+  std::unique_ptr<runtime::Comm> world = runtime::make_world_comm(options);
   detail::set_error_rank(world->rank());
   set_log_rank(world->rank());
   return world;

@@ -35,8 +35,13 @@ void check_output_directory(const std::string& path, const char* flag);
 /// The communicator of the ranks the launcher started: a SelfComm without a launcher, else
 /// the world (error messages and log lines then name the rank). Several ranks need a partition:
 /// without `partitions` it is a UsageError naming --partitions (every rank would do the same
-/// work and write the same files); `command` names the subcommand in the message.
+/// work and write the same files); `command` names the subcommand in the message. With
+/// set_stall_timeout, the stall watchdog watches every collective and exchange.
 std::unique_ptr<runtime::Comm> world_comm(const std::string& partitions, const char* command);
+
+/// The stall watchdog's timeout for the communicator world_comm makes (runtime::MpiOptions::
+/// stall_timeout_s; `halo train --stall-timeout`); 0, the default, leaves it off.
+void set_stall_timeout(double seconds);
 
 /// The Resources of `device` ("cpu" or "cuda") and `threads` (0: --threads not given; then
 /// OMP_NUM_THREADS, else the cores shared by the ranks started on this host). CUDA: device 0 in

@@ -36,6 +36,7 @@ struct TrainCommandOptions : TrainOptions {
   MetricsOptions metrics;
   CheckpointOptions checkpoint;
   bool profile = false;
+  double stall_timeout = 300;
 };
 
 /// The heterogeneous task's options: the flags given, its defaults for the others.
@@ -234,6 +235,7 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
 }
 
 int run_train(const TrainCommandOptions& o) {
+  set_stall_timeout(o.stall_timeout);
   if (o.task == "link") {
     if (!o.save_model.empty() || !o.metrics.file.empty() || o.metrics.port >= 0 ||
         !o.checkpoint.dir.empty())
@@ -339,6 +341,12 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--save-model", o->save_model,
                   "Save the kept epoch's model to FILE (a self-describing model file: "
                   "architecture, preprocessing, training record, parameters; docs/formats.md)");
+  sub->add_option("--stall-timeout", o->stall_timeout,
+                  "With several ranks: a rank that waits this many seconds in a collective or an "
+                  "exchange for a rank that sends no heartbeat either (stopped or hung, not just "
+                  "slow) ends the job with an error naming it, exit code 1; 0 waits forever")
+      ->check(finite_range(0.0, 1e6))
+      ->capture_default_str();
   add_metrics_options(sub, o->metrics);
   add_checkpoint_options(sub, o->checkpoint);
   sub->callback([check_run, sub] {

@@ -49,6 +49,15 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
   const kernels::Resources res = make_resources("cpu", o.threads, world->size());
   const datasets::TemporalGraph g = datasets::load_temporal_dataset(
       o.data.dataset, datasets::parse_temporal_layout(o.data.columns));
+  // Training predicts later snapshots' events from earlier ones: a file with fewer than two
+  // distinct times has nothing to learn from (said here, naming the file, rather than as
+  // "no training step" after the snapshots are cut).
+  if (g.num_events() == 0 || g.time.front() == g.time.back())
+    throw IoError(datasets::temporal_events_file(o.data.dataset)->string() + ": " +
+                  std::to_string(g.num_events()) + " event" + (g.num_events() == 1 ? "" : "s") +
+                  (g.num_events() > 1 ? ", all at one time" : "") +
+                  "; link prediction needs events at several times (its snapshots predict "
+                  "later events from earlier ones)");
   // Each step's own events by default (EvolveGCN's adj_mat_time_window 1), not the cumulative
   // graph.
   datasets::SnapshotConfig snapshots = o.snapshots;

@@ -273,7 +273,7 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
           "--lr",          "--weight-decay",    "--epochs",           "--features",
           "--window",      "--negatives",       "--link-split",       "--select-by",
           "--snapshots",   "--snapshot-window", "--window-snapshots", "--partitions",
-          "--max-batches"})
+          "--max-batches", "--columns"})
       if (sub->get_option(flag)->count() > 0) o.given.emplace_back(flag);
     const bool hetero = o.partitions.empty() && datasets::is_hetero_dataset(o.data.dataset);
     // Heterogeneous datasets: --fanouts or --batch-size without --mode select mini-batch.
