@@ -95,6 +95,12 @@ run_tests() {
   cmake --preset bench $(launcher) >/dev/null
   cmake --build build/bench --parallel "$(jobs)"
   bash tests/install/run.sh build/bench
+  # The README's examples as a user runs them after `setup.sh run` (build/cpu-release: the
+  # objects are the bench preset's, from the compiler cache).
+  echo "== the README's example commands, as written (tools/check_examples.sh) =="
+  cmake --preset cpu-release $(launcher) >/dev/null
+  cmake --build build/cpu-release --parallel "$(jobs)"
+  bash tools/check_examples.sh build/cpu-release
 
   local nvcc
   nvcc=$(find_nvcc)
