@@ -13,22 +13,25 @@ namespace halo::cli {
 
 namespace fs = std::filesystem;
 
-void check_output(const std::string& path, const char* flag) {
+namespace {
+/// `check(path)`, its halo::IoError a usage error naming `flag`; an empty path is not checked.
+void check_as_flag(const std::string& path, const char* flag,
+                   void (*check)(const std::filesystem::path&)) {
   if (path.empty()) return;
   try {
-    kernels::check_output_file(path);
+    check(path);
   } catch (const IoError& e) {
     throw UsageError(std::string(flag) + ": " + e.what());
   }
 }
+}  // namespace
+
+void check_output(const std::string& path, const char* flag) {
+  check_as_flag(path, flag, kernels::check_output_file);
+}
 
 void check_output_directory(const std::string& path, const char* flag) {
-  if (path.empty()) return;
-  try {
-    kernels::check_output_directory_path(path);
-  } catch (const IoError& e) {
-    throw UsageError(std::string(flag) + ": " + e.what());
-  }
+  check_as_flag(path, flag, kernels::check_output_directory_path);
 }
 
 namespace {
