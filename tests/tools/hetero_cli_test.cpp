@@ -118,6 +118,8 @@ TEST_F(HeteroCli, UsageErrors) {
   for (const std::string& args : std::vector<std::string>{
            "train --model gcn" + d, "train --fanouts 5,5,5" + d,
            "train --fanouts nosuchrel=5:5" + d, "train --fanouts buys=x:5" + d,
+           "train --fanouts nosuchrel=5,*=3:5" + d, "train --model hgt --heads 3" + d,
+           "calibrate --rmat-scale 8 --large-rmat-scale 8",
            "train --mode mini-batch --prefetch 2" + d, "train --save-model m.bin" + d,
            "train --checkpoint-dir ck" + d, "train --metrics-file m.prom" + d,
            "train --split 4 --dataset synthetic", "train --model rgcn --dataset synthetic",
@@ -126,7 +128,12 @@ TEST_F(HeteroCli, UsageErrors) {
     const Outcome r = run(args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+    EXPECT_EQ(r.err.find("failed:"), std::string::npos) << "no assertion text: " << r.err;
   }
+  // The unknown relation is named with the known ones.
+  const Outcome r = run("train --fanouts nosuchrel=5,*=3:5" + d);
+  EXPECT_NE(r.err.find("unknown relation 'nosuchrel' (the relations: "), std::string::npos)
+      << r.err;
 }
 
 TEST_F(HeteroCli, MalformedFileNamesFileAndLine) {
