@@ -63,7 +63,7 @@ launcher() {
 }
 
 run_main() {
-  cmake --preset cpu-release >/dev/null
+  cmake --preset cpu-release $(launcher) >/dev/null
   cmake --build build/cpu-release --parallel "$(jobs)"
   build/cpu-release/tools/halo/halo train --json build/cpu-release/train.json
 }
