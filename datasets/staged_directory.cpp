@@ -1,16 +1,14 @@
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include <halo/datasets/staged_directory.hpp>
+#include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
@@ -61,22 +59,8 @@ void check_output_directory(const fs::path& dir) {
                     ": already exists and is not an empty directory; refusing to overwrite it");
   }
   // The staging directory is created next to `target`, in its parent (created if missing), so
-  // the nearest ancestor that exists decides whether any of it can be created: probed by
-  // creating (and removing) a directory there, which access(2) cannot tell for root on /proc
-  // or a read-only mount.
-  fs::path ancestor = parent_of(target);
-  while (!exists_no_throw(ancestor) && ancestor != parent_of(ancestor))
-    ancestor = parent_of(ancestor);
-  if (!fs::is_directory(ancestor, ec))
-    throw IoError(ancestor.string() + ": not a directory, so " + target.string() +
-                  " cannot be created");
-  static std::atomic<int> counter{0};
-  const fs::path probe = ancestor / (target.filename().string() + ".probe-" +
-                                     std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  if (::mkdir(probe.c_str(), 0755) != 0)
-    throw IoError(target.string() + ": cannot be created in " + ancestor.string() + ": " +
-                  std::strerror(errno));
-  ::rmdir(probe.c_str());
+  // the nearest ancestor that exists decides whether any of it can be created.
+  kernels::check_directory_creatable(target);
 }
 
 void write_staged_directory(const fs::path& dir, const std::function<void(const fs::path&)>& fill) {

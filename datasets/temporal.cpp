@@ -1,5 +1,5 @@
 #include <algorithm>
-#include <cctype>
+#include <cctype>  // tolower
 #include <limits>
 #include <numeric>
 #include <string>
@@ -131,10 +131,9 @@ TemporalGraph read_temporal_events(const fs::path& path, TemporalLayout layout) 
     const std::string_view t = detail::trim(line);
     if (t.empty()) continue;
     const bool comment = t.front() == '#' || t.front() == '%';
-    if (want == 0 && !header_seen &&
-        (comment ||
-         !std::isdigit(static_cast<unsigned char>(t.front() == '-' ? 'x' : t.front())))) {
-      // A comment or a line of words before the first event may name the columns.
+    if (want == 0 && !header_seen) {
+      // A comment or a line of words before the first event may name the columns (an event
+      // line names none: numbers are no column names).
       if (const TemporalLayout h = header_layout(t); h != TemporalLayout::Auto) {
         layout = h;
         col = columns_of(h);

@@ -96,20 +96,27 @@ void check_output_directory_path(const fs::path& dir) {
     check_output_file(target / "probe");
     return;
   }
-  if (errno != ENOENT) throw IoError(dir.string() + ": " + os_error(errno));
-  // Missing: it will be created in its nearest existing ancestor, which must take a directory.
+  // Missing (ENOENT), or below a file (ENOTDIR): the ancestors say which.
+  if (errno != ENOENT && errno != ENOTDIR) throw IoError(dir.string() + ": " + os_error(errno));
+  check_directory_creatable(target);  // missing: created in its nearest existing ancestor
+}
+
+void check_directory_creatable(const fs::path& dir) {
+  fs::path target = dir.lexically_normal();
+  if (target.filename().empty()) target = target.parent_path();
   fs::path ancestor = directory_of(target);
-  while (::stat(ancestor.c_str(), &st) != 0 && errno == ENOENT &&
+  struct stat st {};
+  while (::stat(ancestor.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR) &&
          ancestor != directory_of(ancestor))
     ancestor = directory_of(ancestor);
   if (::stat(ancestor.c_str(), &st) != 0)
-    throw IoError(dir.string() + ": " + ancestor.string() + ": " + os_error(errno));
+    throw IoError(target.string() + ": " + ancestor.string() + ": " + os_error(errno));
   if (!S_ISDIR(st.st_mode))
-    throw IoError(dir.string() + ": cannot be created: " + ancestor.string() + ": " +
-                  os_error(ENOTDIR));
+    throw IoError(ancestor.string() + ": not a directory, so " + target.string() +
+                  " cannot be created");
   const fs::path probe = sibling(ancestor / target.filename(), "probe");
   if (::mkdir(probe.c_str(), 0755) != 0)
-    throw IoError(dir.string() + ": cannot be created in " + ancestor.string() + ": " +
+    throw IoError(target.string() + ": cannot be created in " + ancestor.string() + ": " +
                   os_error(errno));
   ::rmdir(probe.c_str());
 }

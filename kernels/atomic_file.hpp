@@ -21,6 +21,13 @@ std::filesystem::path output_file_target(const std::filesystem::path& path);
 /// denied", "No space left on device", ...).
 void check_output_file(const std::filesystem::path& path);
 
+/// Checks that directory `dir` can be created (whether or not it exists now): its nearest
+/// existing ancestor above it is a directory in which this process can create one, probed by
+/// creating and removing a sibling of `dir` there (access(2) cannot tell: root passes it on
+/// /proc or a read-only mount). halo::IoError naming the reason ("ANCESTOR: not a directory,
+/// so DIR cannot be created", "DIR: cannot be created in ANCESTOR: Permission denied", ...).
+void check_directory_creatable(const std::filesystem::path& dir);
+
 /// Checks that `dir` can be used as an output directory: an existing directory in which a
 /// file can be created, or a path whose nearest existing ancestor is a directory where one can
 /// be created (probed by creating and removing a directory there). halo::IoError naming `dir`

@@ -13,14 +13,14 @@
 
 namespace halo::kernels {
 
-namespace {
-/// "out of host memory: cannot allocate 4294967296 bytes (4.0 GiB)": what a refused allocation
-/// says (std::bad_alloc names neither the size nor the memory), with the process's limit when
-/// one is set (ulimit -v, a container's address-space limit).
-std::string out_of_memory(std::size_t bytes) {
+std::string out_of_host_memory(std::size_t bytes) {
+  // std::bad_alloc names neither the size nor the memory.
   char text[160];
-  std::snprintf(text, sizeof text, "out of host memory: cannot allocate %zu bytes (%.1f GiB)",
-                bytes, static_cast<double>(bytes) / (1ull << 30));
+  if (bytes > 0)
+    std::snprintf(text, sizeof text, "out of host memory: cannot allocate %zu bytes (%.1f GiB)",
+                  bytes, static_cast<double>(bytes) / (1ull << 30));
+  else
+    std::snprintf(text, sizeof text, "out of host memory: an allocation failed (std::bad_alloc)");
   std::string what = text;
   rlimit limit{};
   if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
@@ -30,7 +30,6 @@ std::string out_of_memory(std::size_t bytes) {
   }
   return what + "; a smaller model, batch or dataset, or more memory, is needed";
 }
-}  // namespace
 
 Buffer::Buffer(const Resources& res, Device device, std::size_t bytes, Pages pages)
     : m_bytes(bytes), m_device(device) {
@@ -48,7 +47,7 @@ Buffer::Buffer(const Resources& res, Device device, std::size_t bytes, Pages pag
     // round it up to 2 MiB again.
     if (posix_memalign(&m_data, align, (bytes + 63) / 64 * 64) != 0) {
       m_data = nullptr;
-      throw Error(out_of_memory(bytes));
+      throw Error(out_of_host_memory(bytes));
     }
     if (align == kHugePage) madvise(m_data, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
   } else {
@@ -93,7 +92,7 @@ PinnedBuffer::PinnedBuffer(const Resources& res, std::size_t bytes) : m_bytes(by
     m_pinned = true;
   } else {
     m_data = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (m_data == nullptr) throw Error(out_of_memory(bytes));
+    if (m_data == nullptr) throw Error(out_of_host_memory(bytes));
   }
 }
 

@@ -2,10 +2,16 @@
 // Buffer: owning, device-tagged, move-only raw memory.
 
 #include <cstddef>
+#include <string>
 
 #include <halo/kernels/resources.hpp>
 
 namespace halo::kernels {
+
+/// What a refused host allocation says: "out of host memory: cannot allocate N bytes (G GiB)"
+/// (`bytes` 0: "an allocation failed (std::bad_alloc)", the size unknown), the process's
+/// address-space limit when one is set (ulimit -v, a container's), and what would help.
+std::string out_of_host_memory(std::size_t bytes);
 
 /// The pages of a large CPU buffer. Auto: a buffer of 2 MiB or more gets transparent huge pages
 /// over its whole 2 MiB pages (the buffer is used whole: a feature matrix, a full-graph

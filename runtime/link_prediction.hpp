@@ -61,6 +61,11 @@ struct LinkSplit {
 /// outnumber the window and the test split is not empty.
 LinkSplit link_split(std::int64_t num_steps, const LinkPredictionConfig& config);
 
+/// Why `num_steps` steps cannot be split under `config` (the window leaves no training step,
+/// or no test step is left), in the words of halo train's flags; empty when they can. What
+/// link_split throws as halo::LogicError, for a caller that checks before reading data.
+std::string link_split_problem(std::int64_t num_steps, const LinkPredictionConfig& config);
+
 /// The temporal data a link-prediction run trains on, prepared once: per snapshot (step) t of
 /// the events cut by `snapshots`, over every node of the run,
 ///   - adjacency[t]: the GCN matrix D^-1/2 (A + I) D^-1/2 of the snapshot made symmetric;

@@ -51,20 +51,29 @@ LinkSplit link_split(std::int64_t num_steps, const LinkPredictionConfig& c) {
                    c.train_fraction > 0 && c.val_fraction >= 0 &&
                    c.train_fraction + c.val_fraction < 1,
                "link prediction: the split needs train > 0, val >= 0 and train + val < 1");
+  if (const std::string problem = link_split_problem(num_steps, c); !problem.empty())
+    throw LogicError(problem);
   const auto t = static_cast<double>(num_steps);
   LinkSplit s;
   s.train_begin = c.window;
   s.train_end = std::llround(c.train_fraction * t);
   s.val_end = s.train_end + std::llround(c.val_fraction * t);
   s.test_end = num_steps;
-  HALO_EXPECTS(s.train_end > s.train_begin,
-               "link prediction: the window (" + std::to_string(c.window) +
-                   " steps) leaves no training step among the first " +
-                   std::to_string(s.train_end) + " of " + std::to_string(num_steps) +
-                   " (use more snapshots or a smaller --window)");
-  HALO_EXPECTS(s.val_end < s.test_end, "link prediction: the split leaves no test step (" +
-                                           std::to_string(num_steps) + " snapshots)");
   return s;
+}
+
+std::string link_split_problem(std::int64_t num_steps, const LinkPredictionConfig& c) {
+  const auto t = static_cast<double>(num_steps);
+  const std::int64_t train_end = std::llround(c.train_fraction * t);
+  const std::int64_t val_end = train_end + std::llround(c.val_fraction * t);
+  if (train_end <= c.window)
+    return "--window " + std::to_string(c.window) + ": " + std::to_string(num_steps) +
+           " snapshots give " + std::to_string(train_end) +
+           " training snapshots, and a training step predicts snapshot t from the --window "
+           "before it, so none is left (use more snapshots or a smaller --window)";
+  if (val_end >= num_steps)
+    return "--link-split: " + std::to_string(num_steps) + " snapshots leave no test snapshot";
+  return "";
 }
 
 namespace {

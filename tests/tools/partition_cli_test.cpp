@@ -289,9 +289,10 @@ TEST_F(PartitionCli, ASignalDuringMetisEndsTheRunByThatSignal) {
   for (const auto& [sig, status] : {std::pair{"TERM", 143}, std::pair{"INT", 130}}) {
     const fs::path out = m_dir / (std::string("p-") + sig);
     const fs::path err = m_dir / "err.txt";
-    // set -m: a background job of a script ignores SIGINT otherwise.
+    // set -m: a background job of a script ignores SIGINT otherwise. METIS takes about 5 s
+    // on this graph, so the signal lands inside it even on a loaded machine.
     const std::string script = "set -m; " + std::string(HALO_TEST_BINARY) +
-                               " partition --dataset rmat --rmat-scale 17 --parts 16 " +
+                               " partition --dataset rmat --rmat-scale 18 --parts 16 " +
                                "--threads 1 --out " + out.string() + " 2>" + err.string() +
                                " & pid=$!; " + "for i in $(seq 600); do grep -q \"METIS k-way\" " +
                                err.string() + " && break; sleep 0.05; done; sleep 0.3; kill -" +

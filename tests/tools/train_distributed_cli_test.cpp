@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include <halo/datasets/numpy.hpp>
 #include <halo/nn/model_file.hpp>
@@ -309,7 +311,9 @@ TEST_F(DistributedTrainCli, StallWatchdogNamesAStoppedRankAndSparesASlowOne) {
           " 2>/dev/null && break; sleep 0.1; done; echo started; "
           "pid=$(for p in /proc/[0-9]*; do tr \"\\0\" \"\\n\" < $p/environ 2>/dev/null | "
           "grep -qx PMI_RANK=1 && grep -q stall-parts $p/cmdline 2>/dev/null && "
-          "basename $p; done | head -1); kill -STOP $pid; wait $job; echo status $?; "
+          "basename $p; done | head -1); kill -STOP $pid; t0=$EPOCHREALTIME; wait $job; "
+          "status=$?; t1=$EPOCHREALTIME; echo status $status; "
+          "echo stopped_for_ms $(( (${t1/./} - ${t0/./}) / 1000 )); "
           "kill -CONT $pid 2>/dev/null; true'",
       m_dir);
   const double seconds =
@@ -317,8 +321,18 @@ TEST_F(DistributedTrainCli, StallWatchdogNamesAStoppedRankAndSparesASlowOne) {
   const std::string log = halo::testing::read_file(err);
   EXPECT_NE(launched.out.find("status 1\n"), std::string::npos) << launched.out << log;
   EXPECT_LT(seconds, 4 + 10 + 30) << "from launch, start-up included";
+  // From the SIGSTOP to the job's end: within the timeout plus 10 s.
+  const std::size_t at = launched.out.find("stopped_for_ms ");
+  ASSERT_NE(at, std::string::npos) << launched.out;
+  const long stopped_ms = std::stol(launched.out.substr(at + 15));
+  EXPECT_LT(stopped_ms, (4 + 10) * 1000) << launched.out;
+  std::fprintf(stderr, "stall: the job ended %ld ms after the SIGSTOP (--stall-timeout 4)\n",
+               stopped_ms);
   EXPECT_NE(log.find("halo: error: [rank 0] stall: rank 1 did not arrive"), std::string::npos)
       << log;
+  // The launcher kills the stopped rank as it tears the job down (allow it a few seconds).
+  for (int i = 0; i < 100 && rank_pid(marker, 1) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(rank_pid(marker, 1), 0) << "the stopped rank was ended too";
 }
 

@@ -1,6 +1,5 @@
 // The `halo` program: maps command-line flags onto the components' config structs.
 #include <strings.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <halo/kernels/buffer.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/tools/halo/commands.hpp>
@@ -164,13 +164,8 @@ int main(int argc, char** argv) {
     print_error(e.what(), " (see halo " + command->app->get_name() + " --help)");
     return 2;
   } catch (const std::bad_alloc&) {
-    // An allocation outside halo's buffers (whose failures name their bytes): say what ran out.
-    std::string what = "out of host memory: an allocation failed (std::bad_alloc)";
-    rlimit limit{};
-    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
-      what += " under an address-space limit of " + std::to_string(limit.rlim_cur >> 20) +
-              " MiB (ulimit -v)";
-    print_error(what + "; a smaller model, batch or dataset, or more memory, is needed");
+    // An allocation outside halo's buffers (whose failures name their bytes): the size unknown.
+    print_error(halo::kernels::out_of_host_memory(0));
     halo::runtime::abort_world(1);
     return 1;
   } catch (const std::exception& e) {

@@ -213,21 +213,18 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
       "best epoch %d: val accuracy %.4f, test accuracy %.4f; median epoch %.3f ms; "
       "trained in %.2f s\n",
       r.best_epoch, r.val_accuracy, r.test_accuracy, r.epoch_time_median_s * 1e3, r.train_time_s);
-  if (o.mode == "mini-batch" && r.world_size > 1)
-    std::printf(
-        "sampler: envelope %.1f MB allocated once, peak batch %.1f MB; remote rows: %.1f KB "
-        "fetched per epoch, cache hit rate %.0f%%, %.3f ms not hidden\n",
-        static_cast<double>(r.sampler_envelope_bytes) / 1e6,
-        static_cast<double>(r.sampler_peak_bytes) / 1e6,
-        static_cast<double>(r.feature_bytes_per_epoch) / 1e3, r.cache_hit_rate * 100,
-        r.batch_wait_s * 1e3);
-  else if (o.mode == "mini-batch")  // one process: every row is its own, nothing is fetched
-    std::printf(
-        "sampler: envelope %.1f MB allocated once, peak batch %.1f MB; batches waited %.3f ms "
-        "for their inputs per epoch\n",
-        static_cast<double>(r.sampler_envelope_bytes) / 1e6,
-        static_cast<double>(r.sampler_peak_bytes) / 1e6, r.batch_wait_s * 1e3);
-  else if (r.world_size > 1)
+  if (o.mode == "mini-batch") {
+    std::printf("sampler: envelope %.1f MB allocated once, peak batch %.1f MB; ",
+                static_cast<double>(r.sampler_envelope_bytes) / 1e6,
+                static_cast<double>(r.sampler_peak_bytes) / 1e6);
+    if (r.world_size > 1)
+      std::printf(
+          "remote rows: %.1f KB fetched per epoch, cache hit rate %.0f%%, %.3f ms not hidden\n",
+          static_cast<double>(r.feature_bytes_per_epoch) / 1e3, r.cache_hit_rate * 100,
+          r.batch_wait_s * 1e3);
+    else  // one process: every row is its own, nothing is fetched
+      std::printf("batches waited %.3f ms for their inputs per epoch\n", r.batch_wait_s * 1e3);
+  } else if (r.world_size > 1)
     std::printf(
         "exchange: %.1f KB per epoch, %.3f ms per rank, %.0f%% hidden; all-reduce %.3f ms\n",
         static_cast<double>(r.exchange_bytes_per_epoch) / 1e3, r.exchange_time_s * 1e3,

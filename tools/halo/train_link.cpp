@@ -1,5 +1,4 @@
 // `halo train --task link`: the link-prediction task on a temporal dataset.
-#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -12,30 +11,11 @@
 
 namespace halo::cli {
 
-namespace {
-
-/// The usage error a split of `steps` snapshots meets, as runtime::link_split checks it ("" when
-/// none): said in the flags' words, before the data are read where --snapshots gives the count.
-std::string split_problem(std::int64_t steps, const runtime::LinkPredictionConfig& c) {
-  const auto t = static_cast<double>(steps);
-  const std::int64_t train_end = std::llround(c.train_fraction * t);
-  const std::int64_t val_end = train_end + std::llround(c.val_fraction * t);
-  if (train_end <= c.window)
-    return "--window " + std::to_string(c.window) + ": " + std::to_string(steps) +
-           " snapshots give " + std::to_string(train_end) +
-           " training snapshots, and a training step predicts snapshot t from the --window "
-           "before it, so none is left (use more snapshots or a smaller --window)";
-  if (val_end >= steps)
-    return "--link-split: " + std::to_string(steps) + " snapshots leave no test snapshot";
-  return "";
-}
-
-}  // namespace
-
 int run_link_train(const TrainOptions& o, const std::string& json) {
   check_task(o);
   if (o.snapshots.num_snapshots > 0)
-    if (const std::string e = split_problem(o.snapshots.num_snapshots, train_config(o).link);
+    if (const std::string e =
+            runtime::link_split_problem(o.snapshots.num_snapshots, train_config(o).link);
         !e.empty())
       throw UsageError(e);
   // The ranks the launcher started: one per part of the snapshot partition series.
@@ -72,7 +52,7 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
                                               datasets::snapshot_boundaries(g, snapshots),
                                               world->size()),
                 *world, config.link.train_fraction);
-  if (const std::string e = split_problem(shard.num_steps(), config.link); !e.empty())
+  if (const std::string e = runtime::link_split_problem(shard.num_steps(), config.link); !e.empty())
     throw UsageError(e);
   const runtime::LinkSplit split = runtime::link_split(shard.num_steps(), config.link);
   if (rank == 0)
