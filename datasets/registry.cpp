@@ -447,8 +447,11 @@ std::vector<fs::path> fetch_dataset(const DatasetInfo& info, const LoadOptions& 
   if (!missing.empty() && offline(options)) {
     std::string msg = "dataset \"" + info.name + "\" is not available offline: missing";
     for (const RemoteFile* f : missing)
-      msg +=
-          " " + (p.raw / f->file_name).string() + " (from " + source_url(info, *f, options) + ")";
+      msg.append(1, ' ')
+          .append((p.raw / f->file_name).string())
+          .append(" (from ")
+          .append(source_url(info, *f, options))
+          .append(")");
     msg += "; run `halo datasets fetch " + info.name +
            "` with network access, or copy the files into " + p.raw.string() +
            ", or set HALO_DATASET_MIRROR to a local copy (file://...)";

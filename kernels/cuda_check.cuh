@@ -7,10 +7,11 @@
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
 
-namespace halo::kernels::detail {
-/// HALO_DEBUG_SYNC=1 makes every launch synchronise so a fault is reported at its own op.
+namespace halo::kernels {
+/// HALO_DEBUG_SYNC=1 makes every launch synchronise so a fault is reported at its own op (read
+/// once); every component's CUDA code asks this after its launches.
 bool debug_sync();
-}  // namespace halo::kernels::detail
+}  // namespace halo::kernels
 
 #define HALO_CUDA_CHECK(expr)                                                   \
   do {                                                                          \

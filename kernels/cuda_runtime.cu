@@ -13,8 +13,6 @@ namespace halo::kernels {
 
 int cuda_device_count() { return detail::cuda_device_count_impl(); }
 
-namespace detail {
-
 bool debug_sync() {
   static const bool on = [] {
     const char* v = std::getenv("HALO_DEBUG_SYNC");
@@ -22,6 +20,8 @@ bool debug_sync() {
   }();
   return on;
 }
+
+namespace detail {
 
 int cuda_device_count_impl() {
   int count = 0;

@@ -8,7 +8,6 @@
 
 namespace halo::kernels {
 namespace {
-using detail::dropout_scale;
 /// Bytes of `n` values of T (a profile's traffic count).
 template <class T>
 double bytes_of(std::int64_t n) {

@@ -25,6 +25,13 @@ struct DropoutKey {
   Span<const NodeId> row_ids = {};
 };
 
+/// The factor kept elements are scaled by, 1 / (1 - p): one definition for the forward pass and
+/// for a backward pass that scales without the mask (relu_dropout's).
+template <class T>
+HALO_HD inline T dropout_scale(float p) {
+  return T(1) / (T(1) - static_cast<T>(p));
+}
+
 namespace detail {
 
 inline std::uint64_t dropout_rng_key(const DropoutKey& k) {
@@ -35,13 +42,6 @@ inline std::uint64_t dropout_rng_key(const DropoutKey& k) {
 /// because p * 2^24 is exact in double, and free of int-to-float conversions in the hot loop.
 inline std::uint64_t dropout_threshold(float p) {
   return static_cast<std::uint64_t>(std::ceil(static_cast<double>(p) * 16777216.0));
-}
-
-/// The factor kept elements are scaled by, 1 / (1 - p): one definition for the forward pass and
-/// for a backward pass that scales without the mask (relu_dropout's).
-template <class T>
-HALO_HD inline T dropout_scale(float p) {
-  return T(1) / (T(1) - static_cast<T>(p));
 }
 
 /// Keeps element (global_row, c) iff rng::uniform_keyed(rng_key, global_row * cols + c) >= p,

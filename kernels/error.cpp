@@ -2,13 +2,15 @@
 
 #include <halo/kernels/error.hpp>
 
-namespace halo::detail {
+namespace halo {
 namespace {
 std::atomic<int> g_rank{-1};
 }
 
 void set_error_rank(int rank) { g_rank = rank; }
 int error_rank() { return g_rank; }
+
+namespace detail {
 
 std::string format_error(const char* msg, const char* expr, const char* file, int line) {
   std::string out;
@@ -20,4 +22,5 @@ std::string format_error(const char* msg, const char* expr, const char* file, in
   return out;
 }
 
-}  // namespace halo::detail
+}  // namespace detail
+}  // namespace halo

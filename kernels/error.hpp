@@ -33,12 +33,15 @@ class CommError : public Error {
   using Error::Error;
 };
 
+/// Sets the rank shown in error messages and log lines (-1: single process, no prefix); a
+/// program that starts ranks sets it once (halo's CLI does).
+void set_error_rank(int rank);
+/// The rank set_error_rank set (-1: none).
+int error_rank();
+
 namespace detail {
 /// Formats "msg (expr at file:line)" with the rank prefix when one is set.
 std::string format_error(const char* msg, const char* expr, const char* file, int line);
-/// Sets the rank shown in error messages and log lines (-1: single process, no prefix).
-void set_error_rank(int rank);
-int error_rank();
 }  // namespace detail
 
 }  // namespace halo

@@ -36,12 +36,12 @@ void sparse_adam_step(const Resources& res, const AdamConfig& c, std::int64_t st
   HALO_EXPECTS(c.weight_decay == 0.0, "sparse_adam_step: SparseAdam has no weight decay");
   const double cells = static_cast<double>(grad.rows) * static_cast<double>(grad.cols);
   const OpTimer timer(res, Op::Optimizer, 7.0 * cells * sizeof(T), 12.0 * cells);
-  const T c1 = static_cast<T>(1.0 - std::pow(c.beta1, static_cast<double>(step)));
-  const T c2 = static_cast<T>(1.0 - std::pow(c.beta2, static_cast<double>(step)));
+  const double c1 = 1.0 - std::pow(c.beta1, static_cast<double>(step));
+  const double c2 = 1.0 - std::pow(c.beta2, static_cast<double>(step));
   launch(res, grad.rows * grad.cols,
-         detail::SparseAdamBody<Idx, T>{static_cast<T>(c.lr), static_cast<T>(c.beta1),
-                                        static_cast<T>(c.beta2), static_cast<T>(c.eps), c1, c2,
-                                        param, grad, rows, m, v});
+         detail::SparseAdamBody<Idx, T>{static_cast<T>(c.lr * std::sqrt(c2) / c1),
+                                        static_cast<T>(c.beta1), static_cast<T>(c.beta2),
+                                        static_cast<T>(c.eps), param, grad, rows, m, v});
 }
 
 template <class T>

@@ -31,8 +31,10 @@ void adam_step(const Resources& res, const AdamConfig& config, std::int64_t step
 /// One SparseAdam step (PyTorch's torch.optim.SparseAdam) for step number `step` >= 1 of the
 /// table `param` (n x d): only the rows listed in `rows` (distinct, in [0, n)) change, each
 /// from its gradient row grad(k, :) for rows[k]; their moments m and v (n x d, zero before the
-/// first step) are updated as Adam's, bias-corrected with the table's step count; the other
-/// rows and their moments are untouched. No weight decay (SparseAdam has none). Instantiated
+/// first step) are updated as Adam's and the row moves by lr sqrt(1 - beta2^t) / (1 - beta1^t)
+/// * m / (sqrt(v) + eps) with t the table's step count (PyTorch's placement of eps, on the
+/// uncorrected root: not dense Adam's); the other rows and their moments are untouched. No
+/// weight decay (SparseAdam has none). Instantiated
 /// for Idx in {int32_t, int64_t} and T in {float, double}.
 template <class Idx, class T>
 void sparse_adam_step(const Resources& res, const AdamConfig& config, std::int64_t step,

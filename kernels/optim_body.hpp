@@ -27,11 +27,13 @@ struct AdamBody {
 };
 
 /// PyTorch's SparseAdam on the rows of a table that a step touched: element (k, c) updates
-/// param(rows[k], c), m and v at the same place, from grad(k, c); no weight decay. `rows` holds
-/// distinct ids, so no two threads write one element.
+/// param(rows[k], c), m and v at the same place, from grad(k, c); no weight decay. ε sits
+/// where PyTorch's rule puts it, on the uncorrected root: p -= step_size * m / (sqrt(v) + eps)
+/// with step_size = lr * sqrt(1 - beta2^t) / (1 - beta1^t) (dense Adam adds ε to the corrected
+/// root instead). `rows` holds distinct ids, so no two threads write one element.
 template <class Idx, class T>
 struct SparseAdamBody {
-  T lr, beta1, beta2, eps, c1, c2;
+  T step_size, beta1, beta2, eps;
   MatrixView<T> param;
   MatrixView<const T> grad;
   Span<const Idx> rows;
@@ -44,7 +46,7 @@ struct SparseAdamBody {
     const T g = grad(k, c);
     m(r, c) = beta1 * m(r, c) + (T(1) - beta1) * g;
     v(r, c) = beta2 * v(r, c) + (T(1) - beta2) * g * g;
-    param(r, c) -= lr * (m(r, c) / c1) / (hd::sqrt(v(r, c) / c2) + eps);
+    param(r, c) -= step_size * m(r, c) / (hd::sqrt(v(r, c)) + eps);
   }
 };
 

@@ -52,7 +52,8 @@ class SparseEmbedding {
 };
 
 /// PyTorch's torch.optim.SparseAdam over some tables: each step updates, for every table with
-/// a recorded gradient, only the touched rows and their two moments (Adam's formulas); rows
+/// a recorded gradient, only the touched rows and their two moments (Adam's moments; eps on
+/// the uncorrected root as PyTorch's SparseAdam, kernels::sparse_adam_step); rows
 /// a step does not touch keep their values and moments (their moments do not decay). The bias
 /// correction uses the table's own step count (the steps that had a gradient for it, PyTorch's
 /// per-parameter `step`). No weight decay. Keeps pointers to the tables.

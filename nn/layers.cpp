@@ -268,7 +268,7 @@ const Tensor<T>& ReluDropout<T>::backward(const Context& ctx, Adjacency<T>, cons
   if (!need_input_grad) return m_dx;
   const Tensor<T>& y = std::get<Tensor<T>>(m_output);
   kernels::ensure_shape(*ctx.res, m_dx, dy.rows(), dy.cols());
-  const T scale = m_active ? kernels::detail::dropout_scale<T>(m_p) : T(1);
+  const T scale = m_active ? kernels::dropout_scale<T>(m_p) : T(1);
   kernels::relu_backward(*ctx.res, y.span(), dy.span(), m_dx.span(), scale);
   return m_dx;
 }

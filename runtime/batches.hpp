@@ -69,7 +69,8 @@ class FullGraphBatches final : public BatchSource {
 
 /// GraphSAGE-style batches. Every epoch orders the training nodes of the whole graph by a key
 /// drawn per (seed, epoch, original id) (ties by id), cuts them into batches of
-/// config.batch_size and gives each rank the seeds it owns. A batch's blocks come from a
+/// config.batch_size (the first config.max_batches when > 0) and gives each rank the seeds it
+/// owns. A batch's blocks come from a
 /// sampler::NeighborSampler (the part's own rows in one process, RemoteNeighbors with several
 /// ranks), its input rows from the FeatureStore, its seeds' labels from the part; GCN blocks get
 /// their self-loops and weights (sampler::gcn_block_weights). Dropout masks are keyed by (seed,
@@ -114,7 +115,6 @@ class SampledBatches final : public BatchSource {
   struct Slot;
   class Pipeline;
   void prepare(Slot& slot, std::int64_t batch);
-  const kernels::Resources& prepare_res() const;
 
   const kernels::Resources& m_res;
   int m_prefetch = 0;                       // MiniBatchConfig::prefetch as applied

@@ -360,6 +360,8 @@ CheckpointIdentity checkpoint_identity(const TrainConfig& c, const Shard& shard)
                {"prefetch", mb.prefetch == kAutoPrefetch ? "auto" : std::to_string(mb.prefetch)},
                {"cache_mb", number(mb.cache_mb)},
                {"cache_policy", to_string(mb.cache_policy)}});
+    // Only when set: checkpoints of runs over every batch keep their identity.
+    if (mb.max_batches > 0) id.emplace_back("max_batches", std::to_string(mb.max_batches));
   }
   return id;
 }
@@ -538,15 +540,22 @@ std::optional<FoundCheckpoint> read_newest_checkpoint(Comm& comm, const fs::path
   return std::nullopt;
 }
 
+std::string fresh_start_problem(const fs::path& dir) {
+  if (dir.empty()) return {};
+  const auto found = list_checkpoints(dir, true);
+  if (found.empty()) return {};
+  return dir.string() + ": holds " + std::to_string(found.size()) + " checkpoint" +
+         (found.size() > 1 ? "s" : "") + " of another run (newest " +
+         checkpoint_name(found.front().first, found.front().second) +
+         "); continue it with --resume auto, or start this run in another --checkpoint-dir (or "
+         "remove them)";
+}
+
 // ---- preemption --------------------------------------------------------------------------------
 
 namespace {
 volatile std::sig_atomic_t g_preempt = 0;
-volatile std::sig_atomic_t g_signal = 0;
-extern "C" void on_preemption_signal(int sig) {
-  g_signal = sig;
-  g_preempt = 1;
-}
+extern "C" void on_preemption_signal(int) { g_preempt = 1; }
 }  // namespace
 
 void install_preemption_handlers() {
@@ -560,11 +569,7 @@ void install_preemption_handlers() {
 }
 
 void request_preemption() { g_preempt = 1; }
-void clear_preemption() {
-  g_preempt = 0;
-  g_signal = 0;
-}
+void clear_preemption() { g_preempt = 0; }
 bool preemption_requested() { return g_preempt != 0; }
-int preemption_signal() { return g_signal; }
 
 }  // namespace halo::runtime

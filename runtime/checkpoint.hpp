@@ -74,6 +74,12 @@ struct FoundCheckpoint {
 std::optional<FoundCheckpoint> read_newest_checkpoint(Comm& comm, const std::filesystem::path& dir,
                                                       const CheckpointIdentity& identity);
 
+/// Why a run that does not resume cannot start writing checkpoints into `dir`: it holds a
+/// complete checkpoint (another run's; naming the newest), whose pruning would then remove
+/// this run's checkpoints or that run's, and whose `--resume auto` would then resume either.
+/// Empty when `dir` holds none (or does not exist). Rank 0's view of the directory.
+std::string fresh_start_problem(const std::filesystem::path& dir);
+
 /// SIGUSR1 and SIGTERM set the preemption flag (async-signal-safe; SA_RESTART) instead of
 /// ending the process. A Trainer with a checkpoint directory reduces the flag over the ranks
 /// at every step boundary, so all stop after the same step; it then checkpoints and returns
@@ -84,7 +90,5 @@ void request_preemption();
 void clear_preemption();
 /// This process's flag (not reduced).
 bool preemption_requested();
-/// The signal that set the flag (0: none, or request_preemption).
-int preemption_signal();
 
 }  // namespace halo::runtime

@@ -80,6 +80,9 @@ std::string link_split_problem(std::int64_t num_steps, const LinkPredictionConfi
 /// num_features = cap + 1. One process (a SelfComm), or a rank's part (distributed_temporal_shard).
 struct TemporalShard {
   std::string dataset;
+  /// The training share the degree cap was taken for (LinkPredictionConfig::train_fraction of
+  /// the run that trains on it; the Trainer checks they agree).
+  double train_fraction = 0;
   std::int64_t num_nodes = 0;
   std::int64_t num_events = 0;
   std::int64_t num_features = 0;
@@ -106,12 +109,13 @@ struct TemporalShard {
 };
 
 /// `g` cut by `snapshots` and prepared as TemporalShard describes for training on the first
-/// round(train_fraction T) steps: the cap is taken over the snapshots training reads, the
-/// first round(train_fraction T) - 1 (at least one; every snapshot when train_fraction >= 1).
+/// round(train_fraction T) steps (the run's LinkPredictionConfig::train_fraction): the cap is
+/// taken over the snapshots training reads, the first round(train_fraction T) - 1 (at least
+/// one; every snapshot when train_fraction >= 1, for a caller that only inspects snapshots).
 /// Host.
 TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets::TemporalGraph& g,
                                    const datasets::SnapshotConfig& snapshots,
-                                   double train_fraction = 1.0);
+                                   double train_fraction);
 
 /// This rank's part of `g` cut by `snapshots` (collective over `comm`, every rank with the same
 /// arguments), as local_temporal_shard prepares it for one process, but: the rank's rows of
@@ -126,13 +130,19 @@ TemporalShard distributed_temporal_shard(const kernels::Resources& res,
                                          const datasets::TemporalGraph& g,
                                          const datasets::SnapshotConfig& snapshots,
                                          const std::vector<std::vector<std::int32_t>>& owner,
-                                         Comm& comm, double train_fraction = 1.0);
+                                         Comm& comm, double train_fraction);
 
-/// Appends `count` training negatives of a step to (src, dst), EvolveGCN's "smart" sampling:
-/// u the source of a positive drawn uniformly (sources as frequent as among the positives), v
-/// drawn uniformly from `pool` (the nodes active in the window's snapshots, once per snapshot;
-/// [0, num_nodes) when empty), redrawn up to 8 times while u == v or (u, v) is a positive
-/// (`positives` sorted, not empty). Counter-based from `key`: the same pairs for the same key.
+/// Draws of one negative before it is given up (sample_negatives).
+inline constexpr std::uint64_t kNegativeDraws = 8;
+
+/// Appends up to `count` training negatives of a step to (src, dst), EvolveGCN's "smart"
+/// sampling: u the source of a positive drawn uniformly (sources as frequent as among the
+/// positives), v drawn uniformly from `pool` (the nodes active in the window's snapshots, once
+/// per snapshot; [0, num_nodes) when empty), the pair redrawn while u == v or (u, v) is a
+/// positive (`positives` sorted, not empty); a negative whose kNegativeDraws draws were all
+/// rejected is left out, so no appended pair is a self pair or a positive (a step whose pool
+/// holds few other nodes gets fewer negatives; the loss weighs those it has). Counter-based
+/// from `key`: the same pairs for the same key.
 void sample_negatives(std::span<const datasets::TemporalEdge> positives,
                       std::span<const kernels::NodeId> pool, std::int64_t num_nodes,
                       std::uint64_t key, std::uint64_t count, std::vector<kernels::NodeId>& src,

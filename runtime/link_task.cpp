@@ -93,6 +93,7 @@ TemporalCommon temporal_common(const kernels::Resources& res, const datasets::Te
                "temporal shard: prepares host data (a CPU Resources)");
   HALO_EXPECTS(train_fraction > 0, "temporal shard: the training share must be > 0");
   s.dataset = g.name;
+  s.train_fraction = train_fraction;
   s.num_nodes = g.num_nodes();
   s.num_events = g.num_events();
   s.snapshots = snapshots;
@@ -201,18 +202,18 @@ void sample_negatives(std::span<const TemporalEdge> positives, std::span<const N
   HALO_EXPECTS(!positives.empty() && num_nodes >= 1, "sample_negatives: needs positives and nodes");
   const auto npos = static_cast<std::uint64_t>(positives.size());
   const auto npool = static_cast<std::uint64_t>(pool.empty() ? num_nodes : pool.size());
-  for (std::uint64_t j = 0; j < count; ++j) {
-    NodeId u = 0, v = 0;
-    for (std::uint64_t a = 0; a < 8; ++a) {
-      const std::uint64_t i = 2 * (j * 8 + a);
-      u = positives[kernels::rng::mul_hi64(kernels::rng::draw_keyed(key, i), npos)].src;
+  for (std::uint64_t j = 0; j < count; ++j)
+    for (std::uint64_t a = 0; a < kNegativeDraws; ++a) {
+      const std::uint64_t i = 2 * (j * kNegativeDraws + a);
+      const NodeId u =
+          positives[kernels::rng::mul_hi64(kernels::rng::draw_keyed(key, i), npos)].src;
       const std::uint64_t k = kernels::rng::mul_hi64(kernels::rng::draw_keyed(key, i + 1), npool);
-      v = pool.empty() ? static_cast<NodeId>(k) : pool[k];
-      if (u != v && !std::binary_search(positives.begin(), positives.end(), TemporalEdge{u, v}))
+      const NodeId v = pool.empty() ? static_cast<NodeId>(k) : pool[k];
+      if (u != v && !std::binary_search(positives.begin(), positives.end(), TemporalEdge{u, v})) {
+        src.push_back(u), dst.push_back(v);
         break;
+      }
     }
-    src.push_back(u), dst.push_back(v);
-  }
 }
 
 // ---- metrics -----------------------------------------------------------------------------------
@@ -407,6 +408,12 @@ LinkPrediction::LinkPrediction(const kernels::Resources& res, TemporalShard& sha
   HALO_EXPECTS(!config.mini_batch, "train: link prediction trains on whole snapshots");
   HALO_EXPECTS(config.checkpoint.dir.empty(),
                "train: link prediction has no checkpoints yet (checkpoint.dir must be empty)");
+  HALO_EXPECTS(shard.train_fraction == config.link.train_fraction,
+               "train: the temporal shard was prepared for training share " +
+                   std::to_string(shard.train_fraction) + ", the run trains on " +
+                   std::to_string(config.link.train_fraction) +
+                   " (pass link.train_fraction to local_temporal_shard / "
+                   "distributed_temporal_shard: the degree cap must not see later snapshots)");
   HALO_EXPECTS(model.encoder.config().in_features == shard.num_features,
                "train: the link model was not built for this data's input width");
   const auto start = Clock::now();

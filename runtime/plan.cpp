@@ -800,8 +800,10 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
   double sampled_edges = 0;         // a rank's, a batch
   if (mini) {
     const MiniBatchConfig& mb = *config.mini_batch;
-    plan.batches_per_epoch =
+    const std::int64_t all_batches =
         std::max<std::int64_t>(1, (g.num_train + mb.batch_size - 1) / mb.batch_size);
+    plan.batches_per_epoch =
+        mb.max_batches > 0 ? std::min(all_batches, mb.max_batches) : all_batches;
     envelope = sampler::plan_envelope({g.num_nodes, g.training_edges, g.max_degree}, mb.batch_size,
                                       mb.fanouts, mb.replace);
     const std::int64_t slots = 1 + prefetch;
@@ -814,7 +816,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const double n = static_cast<double>(g.num_nodes);
     const DegreeRows rows = degree_rows(g);
     const double seeds = std::min(static_cast<double>(mb.batch_size),
-                                  static_cast<double>(g.num_train) / plan.batches_per_epoch) /
+                                  static_cast<double>(g.num_train) / all_batches) /
                          ranks;
     batch_blocks.resize(mb.fanouts.size());
     double dst = seeds, drawn_share = 0;  // of the destinations: the share drawn as neighbours

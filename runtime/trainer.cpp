@@ -88,6 +88,7 @@ void check_config(const TrainConfig& c, int ranks) {
       "train: one fan-out per layer expected (" + std::to_string(c.model.num_layers) + " layers, " +
           std::to_string(mb.fanouts.size()) + " fan-outs)");
   for (const int k : mb.fanouts) HALO_EXPECTS(k >= -1, "train: fan-outs must be -1 or >= 0");
+  HALO_EXPECTS(mb.max_batches >= 0, "train: max_batches must be >= 0 (0: every batch)");
   HALO_EXPECTS(mb.prefetch == kAutoPrefetch || (mb.prefetch >= 0 && mb.prefetch <= 16),
                "train: prefetch must be in [0, 16] or auto");
   HALO_EXPECTS(std::isfinite(mb.cache_mb) && mb.cache_mb >= 0,
@@ -716,6 +717,7 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
         m_remote[r]->reserve(e, fanouts, sc.replace);
       }
       const kernels::Resources host = host_resources(res);
+      const int me = shard.comm->rank();
       std::int64_t rows = 1;
       for (std::size_t t = 0; t < nt; ++t) {
         const datasets::NodeType& type = g.node_types[t];
@@ -723,14 +725,50 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
         m_store_inputs.emplace_back();
         m_stores.push_back(nullptr);
         if (!type.has_features()) continue;
+        // The type's halo: the remote sources of the owned rows over every relation from it
+        // (what the cache may hold), in partition-id order; every node's degree: its edges as
+        // a source over those relations, summed over the ranks (the cache's degree policy).
         const std::int64_t owned = layout.num_owned[t];
-        auto part = std::make_unique<partition::Part>();
+        std::vector<std::int64_t> degree(static_cast<std::size_t>(layout.global_nodes[t]), 0);
+        std::vector<NodeId> halo;  // partition ids
+        for (std::size_t r = 0; r < g.relations.size(); ++r) {
+          if (static_cast<std::size_t>(g.relations[r].src_type) != t) continue;
+          const Tensor<NodeId>& sources = m_owned_rows[r].indices;
+          for (std::int64_t e = 0; e < sources.numel(); ++e) {
+            const auto u = static_cast<std::size_t>(sources.data()[e]);
+            ++degree[u];
+            if (m_owner[t][u] != me)
+              halo.push_back(static_cast<NodeId>(
+                  m_type_book[t][static_cast<std::size_t>(m_owner[t][u])] + m_row[t][u]));
+          }
+        }
+        shard.comm->allreduce(kernels::Span<std::int64_t>(degree.data(), std::ssize(degree)),
+                              ReduceOp::Sum);
+        std::sort(halo.begin(), halo.end());
+        halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
         const NodeId* o = layout.original[t].data();
-        part->ids = partition::IdMap(
-            partition::PartitionBook(m_type_book[t]), shard.comm->rank(),
-            Tensor<NodeId>::from_host(host, std::vector<NodeId>(o, o + owned), owned, 1),
-            Tensor<NodeId>(host, kernels::Device::Cpu, 0));
-        part->degrees = Tensor<std::int64_t>::zeros(host, owned);
+        std::vector<NodeId> original(o, o + owned);
+        std::vector<std::int64_t> degrees;
+        for (std::int64_t i = 0; i < owned; ++i)
+          degrees.push_back(degree[static_cast<std::size_t>(o[i])]);
+        // The halo's global ids: the owner's row back to the node (the owner's owned ids).
+        std::vector<NodeId> by_pid(static_cast<std::size_t>(layout.global_nodes[t]));
+        for (std::size_t u = 0; u < by_pid.size(); ++u)
+          by_pid[static_cast<std::size_t>(m_type_book[t][static_cast<std::size_t>(m_owner[t][u])] +
+                                          m_row[t][u])] = static_cast<NodeId>(u);
+        for (const NodeId pid : halo) {
+          original.push_back(by_pid[static_cast<std::size_t>(pid)]);
+          degrees.push_back(degree[static_cast<std::size_t>(original.back())]);
+        }
+        const auto local = static_cast<std::int64_t>(original.size());
+        const auto num_halo = static_cast<std::int64_t>(halo.size());
+        auto part = std::make_unique<partition::Part>();
+        part->ids =
+            partition::IdMap(partition::PartitionBook(m_type_book[t]), me,
+                             Tensor<NodeId>::from_host(host, original, local, 1),
+                             num_halo > 0 ? Tensor<NodeId>::from_host(host, halo, num_halo, 1)
+                                          : Tensor<NodeId>(host, kernels::Device::Cpu, 0));
+        part->degrees = Tensor<std::int64_t>::from_host(host, degrees, local, 1);
         part->features = std::visit(
             [&](const auto& x) -> kernels::FeatureMatrix<float> {
               using X = std::decay_t<decltype(x)>;
@@ -944,6 +982,7 @@ bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& 
   const std::int64_t bs = m_config.mini_batch->batch_size;
   double loss_sum = 0, seeds = 0;
   s.sampled_edges.clear();
+  m_fetch = {};
   for (std::int64_t b = 0; b < batches; ++b) {
     const auto build = Clock::now();
     m_seeds.clear();
@@ -989,14 +1028,23 @@ bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& 
     if (on_step) on_step(b);
   }
   for (auto& v : m_blocks) v.times = nullptr;
+  for (const auto& store : m_stores)
+    if (store) store->end_epoch(*m_shard.comm, epoch);  // the access policy fills its cache
   s.epoch_time_s = seconds_since(start);
   s.train_loss = loss_sum / seeds;
   s.stages = stages;
+  s.remote_rows = m_fetch.remote_rows;
+  s.cache_hits = m_fetch.cache_hits;
+  s.feature_bytes = m_fetch.bytes;
+  s.fetch_time_s = m_fetch.seconds;
   if (m_halo) {
     // A partition: the edges every rank sampled, summed; each stage the slowest rank's.
     m_shard.comm->allreduce(
         kernels::Span<std::int64_t>(s.sampled_edges.data(), std::ssize(s.sampled_edges)),
         ReduceOp::Sum);
+    std::int64_t rows[3] = {s.remote_rows, s.cache_hits, s.feature_bytes};
+    m_shard.comm->allreduce(kernels::Span<std::int64_t>(rows, 3), ReduceOp::Sum);
+    s.remote_rows = rows[0], s.cache_hits = rows[1], s.feature_bytes = rows[2];
     nn::HeteroStageTimes& t = s.stages;
     double v[4] = {t.subgraph_build_s, t.feature_projection_s, t.neighbor_aggregation_s,
                    t.semantic_aggregation_s};
@@ -1313,6 +1361,16 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
     } else {
       HALO_LOG_INFO("train: no complete checkpoint in " + ck.dir.string() + ": starting fresh");
     }
+  } else if (checkpoints) {
+    // A fresh run never shares its directory with another run's checkpoints (rank 0 decides).
+    std::string problem = comm.rank() == 0 ? fresh_start_problem(ck.dir) : std::string();
+    std::int64_t refused = problem.empty() ? 0 : 1;
+    comm.broadcast(&refused, sizeof refused, 0);
+    if (refused != 0)
+      throw IoError(comm.rank() == 0 ? problem
+                                     : ck.dir.string() +
+                                           ": holds another run's checkpoints "
+                                           "(see rank 0's message)");
   }
   const auto save = [&](int epochs_done) {
     result.checkpoint =

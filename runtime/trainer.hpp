@@ -67,8 +67,8 @@ struct MiniBatchConfig {
   /// MiB of remote feature rows each rank keeps (several ranks only; 0: none).
   double cache_mb = 0;
   CachePolicy cache_policy = CachePolicy::Degree;
-  /// The heterogeneous task: train at most this many batches an epoch (0: all), a timed sample
-  /// of an epoch too long to run whole.
+  /// Train at most this many batches an epoch (0: all), a timed sample of an epoch too long to
+  /// run whole: the epoch's first batches of its order; its loss averages them.
   std::int64_t max_batches = 0;
 };
 

@@ -37,7 +37,7 @@ void cuda_inclusive_sum(std::int64_t* a, std::int64_t n, void* temp, std::size_t
   if (n <= 0) return;
   HALO_CUDA_CHECK(
       cub::DeviceScan::InclusiveSum(temp, temp_bytes, a, n, static_cast<cudaStream_t>(stream)));
-  if (kernels::detail::debug_sync())
+  if (kernels::debug_sync())
     HALO_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
 

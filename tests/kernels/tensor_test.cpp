@@ -336,9 +336,9 @@ TEST(Error, OpErrorsNameTheirSourceLocation) {
 }
 
 TEST(Error, RankPrefixesMessages) {
-  detail::set_error_rank(3);
+  set_error_rank(3);
   const std::string what = detail::format_error("boom", "", "f.cpp", 7);
-  detail::set_error_rank(-1);
+  set_error_rank(-1);
   EXPECT_EQ(what, "[rank 3] boom (f.cpp:7)");
   EXPECT_EQ(detail::format_error("boom", "x", "f.cpp", 7), "boom (failed: x at f.cpp:7)");
 }

@@ -31,11 +31,13 @@ TEST(SparseEmbedding, LooksUpRows) {
   EXPECT_EQ(to_doubles(out), table);
 }
 
-/// SparseAdam in plain double: per table one step count, moments of the touched rows only.
+/// PyTorch's SparseAdam in plain double: per table one step count, moments of the touched rows
+/// only, eps added to the uncorrected root (step size lr sqrt(c2) / c1).
 struct ReferenceSparseAdam {
   std::vector<double> p, m, v;
   int cols = 0;
   int step = 0;
+  double eps = 1e-8;
   void apply(const std::vector<NodeId>& rows, const std::vector<double>& g, double lr) {
     ++step;
     const double c1 = 1 - std::pow(0.9, step), c2 = 1 - std::pow(0.999, step);
@@ -45,7 +47,7 @@ struct ReferenceSparseAdam {
         const double gi = g[k * cols + c];
         m[i] = 0.9 * m[i] + 0.1 * gi;
         v[i] = 0.999 * v[i] + 0.001 * gi * gi;
-        p[i] -= lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + 1e-8);
+        p[i] -= lr * std::sqrt(c2) / c1 * m[i] / (std::sqrt(v[i]) + eps);
       }
   }
 };
@@ -56,9 +58,12 @@ TEST(SparseAdam, UpdatesOnlyTouchedRows) {
   const auto other_before = to_doubles(other.table());
   kernels::AdamConfig config;
   config.lr = 0.05;
+  // A large eps: where it sits (uncorrected root, PyTorch's SparseAdam, or corrected root,
+  // dense Adam) changes the steps by far more than the tolerance.
+  config.eps = 0.05;
   nn::SparseAdam<double> opt(cpu(), {&e, &other}, config);
-  ReferenceSparseAdam ref{to_doubles(e.table()), std::vector<double>(30), std::vector<double>(30),
-                          3};
+  ReferenceSparseAdam ref{
+      to_doubles(e.table()), std::vector<double>(30), std::vector<double>(30), 3, 0, config.eps};
   const std::vector<std::vector<NodeId>> steps = {{7, 2, 4}, {2, 9}, {0, 7, 2, 3}};
   for (std::size_t s = 0; s < steps.size(); ++s) {
     const auto before = to_doubles(e.table());
@@ -90,6 +95,9 @@ TEST(SparseAdam, FirstStepEqualsDenseAdamWithZeroGradientsElsewhere) {
   nn::Parameter<double> dense{"dense", e.table().clone(cpu()), Tensor<double>::zeros(cpu(), 8, 2)};
   kernels::AdamConfig config;
   config.lr = 0.1;
+  // The two rules place eps differently; with an eps far below every root they agree (and the
+  // untouched rows' 0 / (0 + eps) stays 0 in dense Adam).
+  config.eps = 1e-200;
   nn::SparseAdam<double> sparse(cpu(), {&e}, config);
   nn::Adam<double> adam(cpu(), {&dense}, config);
   const std::vector<NodeId> rows = {6, 1};
@@ -108,6 +116,7 @@ TEST(SparseAdam, WholeTableStepsEqualDenseAdam) {
   nn::Parameter<double> dense{"dense", e.table().clone(cpu()), Tensor<double>::zeros(cpu(), 5, 3)};
   kernels::AdamConfig config;
   config.lr = 0.02;
+  config.eps = 1e-200;  // see above
   nn::SparseAdam<double> sparse(cpu(), {&e}, config);
   nn::Adam<double> adam(cpu(), {&dense}, config);
   for (int s = 0; s < 4; ++s) {

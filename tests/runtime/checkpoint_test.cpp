@@ -2,6 +2,7 @@
 // manifest, another version, another identity, the newest two kept) and the Trainer's exact
 // resume, full graph and mini-batch, stopped at an epoch boundary or between two steps.
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -382,6 +383,58 @@ TEST(Checkpoint, ResumeRefusesAnotherModelAndAPastCheckpoint) {
   EXPECT_THROW(train_once(data, shorter), IoError);
   const datasets::Dataset other = test::small_synthetic(12, 300);
   EXPECT_THROW(train_once(other, config), IoError);
+}
+
+// A fresh run (no resume) into a directory holding another run's complete checkpoints would
+// prune them or have its own pruned (keep 2 by name: a shorter run's newest-by-name are the
+// other's), and a later resume would continue either: refused before the first epoch, naming
+// the newest, and nothing removed. An incomplete directory does not count.
+TEST(Checkpoint, AFreshRunRefusesADirectoryHoldingAnotherRunsCheckpoints) {
+  const datasets::Dataset data = test::small_synthetic(11, 300);
+  halo::testing::TempDir temp;
+  TrainConfig config = test::config_for(nn::ModelKind::Gcn, 5, 3);
+  config.checkpoint.dir = temp.path() / "ck";
+  config.checkpoint.every = 1;
+  train_once(data, config);
+  const auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(config.checkpoint.dir))
+      names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> before = listing();
+  ASSERT_EQ(before,
+            (std::vector<std::string>{"epoch-000002-step-000000", "epoch-000003-step-000000"}));
+  EXPECT_EQ(fresh_start_problem(config.checkpoint.dir),
+            config.checkpoint.dir.string() +
+                ": holds 2 checkpoints of another run (newest epoch-000003-step-000000); continue "
+                "it with --resume auto, or start this run in another --checkpoint-dir (or remove "
+                "them)");
+  TrainConfig fresh = config;
+  fresh.epochs = 1;
+  try {
+    train_once(data, fresh);
+    ADD_FAILURE() << "a fresh run started into another run's checkpoints";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("epoch-000003-step-000000"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(listing(), before);
+  // Resuming is what the directory is for.
+  fresh.checkpoint.resume = true;
+  fresh.epochs = 4;
+  EXPECT_EQ(train_once(data, fresh).result.resumed_from,
+            (config.checkpoint.dir / "epoch-000003-step-000000").string());
+  // No directory, an empty one, or one with an interrupted write only: nothing to refuse.
+  EXPECT_EQ(fresh_start_problem(temp.path() / "none"), "");
+  EXPECT_EQ(fresh_start_problem(""), "");
+  fs::create_directories(temp.path() / "torn" / "epoch-000001-step-000000");
+  EXPECT_EQ(fresh_start_problem(temp.path() / "torn"), "");
+  TrainConfig torn = config;
+  torn.checkpoint.dir = temp.path() / "torn";
+  torn.epochs = 1;
+  EXPECT_FALSE(train_once(data, torn).result.checkpoint.empty());
 }
 
 }  // namespace

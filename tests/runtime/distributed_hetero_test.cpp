@@ -156,6 +156,55 @@ TEST(DistributedHetero, MiniBatchLossesEqualOneProcessForBothLayers) {
   }
 }
 
+// The feature cache on a heterogeneous partition: each type's store holds the halo nodes of
+// its relations (the remote sources of the owned rows), by degree before training or by the
+// first epoch's accesses after it; cached rows are served without a fetch, and the run stays
+// the one process's.
+TEST(DistributedHetero, FeatureCacheHoldsRemoteRowsOfEveryType) {
+  const std::filesystem::path dir = std::filesystem::path(HALO_TEST_BINARY_DIR) /
+                                    ("dist-hetero-cache-" + std::to_string(comm().size()));
+  write_partitioned(dir, true);
+  TrainConfig config = hetero_config(nn::HeteroLayerKind::Rgcn, 3, 7);
+  MiniBatchConfig mb;
+  mb.batch_size = 4;
+  mb.fanouts = {2, 2};
+  mb.prefetch = 0;
+  config.mini_batch = mb;
+  HeteroShard one = local_hetero_shard(datasets::read_hetero_directory(res(), dir / "data"));
+  const TrainResult want = train(res(), one, config).result;
+  HeteroShard none_shard = open_hetero_shard(res(), comm(), dir / "parts");
+  const TrainResult none = train(res(), none_shard, config).result;
+  ASSERT_GT(none.history.front().remote_rows, 0) << "nothing remote: the test tests nothing";
+  EXPECT_EQ(none.history.front().cache_hits, 0);
+  for (const CachePolicy policy : {CachePolicy::Degree, CachePolicy::Access}) {
+    SCOPED_TRACE(to_string(policy));
+    config.mini_batch->cache_mb = 1;  // every halo row of the fixture
+    config.mini_batch->cache_policy = policy;
+    HeteroShard part = open_hetero_shard(res(), comm(), dir / "parts");
+    const TrainResult got = train(res(), part, config).result;
+    ASSERT_EQ(got.history.size(), want.history.size());
+    for (std::size_t e = 0; e < want.history.size(); ++e) {
+      const EpochStats& a = want.history[e];
+      const EpochStats& b = got.history[e];
+      EXPECT_NEAR(b.train_loss, a.train_loss, 1e-4 * std::abs(a.train_loss)) << "epoch " << e;
+      EXPECT_EQ(b.test_accuracy, a.test_accuracy) << "epoch " << e;
+      EXPECT_EQ(b.remote_rows, none.history[e].remote_rows) << "epoch " << e;
+      // The cache holds every halo row (one hop from an owned row; rows two hops away are
+      // still fetched): by degree from the start, by access from epoch 2 on.
+      EXPECT_LE(b.cache_hits, b.remote_rows) << "epoch " << e;
+      if (policy == CachePolicy::Degree || e > 0) {
+        EXPECT_GT(b.cache_hits, 0) << "epoch " << e;
+        EXPECT_LT(b.feature_bytes, none.history[e].feature_bytes) << "epoch " << e;
+      } else {
+        EXPECT_EQ(b.cache_hits, 0);
+      }
+    }
+    EXPECT_GT(got.cache_hit_rate, 0.0);
+  }
+  comm().barrier();
+  if (comm().rank() == 0) std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace halo::runtime
 

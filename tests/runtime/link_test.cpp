@@ -123,7 +123,7 @@ TEST(LinkPredictionTask, PreparesSnapshotsDegreesAndTargets) {
   const datasets::TemporalGraph g = hub_graph(6, 4);
   datasets::SnapshotConfig sc;
   sc.num_snapshots = 4;
-  const TemporalShard s = local_temporal_shard(testing::host(), g, sc);
+  const TemporalShard s = local_temporal_shard(testing::host(), g, sc, 1.0);
   ASSERT_EQ(s.num_steps(), 4);
   EXPECT_EQ(s.num_nodes, 8);
   for (std::int64_t t = 0; t < 4; ++t) {
@@ -184,7 +184,7 @@ TEST(LinkPredictionTask, CapsDegreeBucketsAtWhatTrainingReads) {
   }
   EXPECT_GT(degrees_before(g, 100)[1], cap);  // node 1 is the hub (leaf 100 comes first)
   // Every snapshot sets the width without a training share.
-  EXPECT_EQ(local_temporal_shard(testing::host(), g, sc).num_features, 11);
+  EXPECT_EQ(local_temporal_shard(testing::host(), g, sc, 1.0).num_features, 11);
 }
 
 TEST(LinkPredictionTask, SamplesNegativesFromPositiveSourcesAndTheWindowsNodes) {
@@ -215,6 +215,23 @@ TEST(LinkPredictionTask, SamplesNegativesFromPositiveSourcesAndTheWindowsNodes) 
   sample_negatives(pos, {}, 10, 78, 400, src, dst);
   EXPECT_GT(*std::max_element(dst.begin(), dst.end()), 7);
   EXPECT_THROW(sample_negatives({}, pool, 10, 1, 1, src, dst), LogicError);
+}
+
+TEST(LinkPredictionTask, NegativesNeverRepeatAPositiveOrAPairOfOneNode) {
+  // The pool holds the positives' endpoints only: every draw from source 0 is the self pair
+  // (0, 0) or the positive (0, 1); from source 1, (1, 0) or (1, 1). Nothing is left to keep.
+  const std::vector<datasets::TemporalEdge> pos = {{0, 1}, {1, 0}};
+  std::vector<kernels::NodeId> src, dst;
+  sample_negatives(pos, std::vector<kernels::NodeId>{0, 1}, 4, 5, 100, src, dst);
+  EXPECT_TRUE(src.empty());
+  EXPECT_TRUE(dst.empty());
+  // One node more (2): the negatives kept are exactly the valid pairs (0, 2) and (1, 2); the
+  // draws that found one within their 8 tries are most of them, the others are left out.
+  sample_negatives(pos, std::vector<kernels::NodeId>{0, 1, 2}, 4, 6, 400, src, dst);
+  ASSERT_EQ(src.size(), dst.size());
+  EXPECT_GT(src.size(), 300u);
+  EXPECT_LE(src.size(), 400u);
+  for (std::size_t i = 0; i < src.size(); ++i) EXPECT_EQ(dst[i], 2) << i;
 }
 
 TEST(LinkPredictionTask, RepeatedStepsArePredictedNearlyPerfectly) {
@@ -262,7 +279,7 @@ TemporalShard hub_shard() {
   datasets::SnapshotConfig sc;
   sc.num_snapshots = 14;
   sc.window_snapshots = 1;
-  return local_temporal_shard(testing::host(), hub_graph(8, 14), sc);
+  return local_temporal_shard(testing::host(), hub_graph(8, 14), sc, 0.6);  // hub_config's
 }
 
 /// A small model trained briefly on hub_shard().
@@ -301,6 +318,21 @@ TEST(LinkPredictionTask, TrainsOnATinyTemporalGraphAndReplaysFromItsSeed) {
     EXPECT_EQ(b.result.final_train_loss, c.result.final_train_loss);
     EXPECT_EQ(b.result.test_mrr, c.result.test_mrr);
     config.epochs = 25;
+  }
+}
+
+TEST(LinkPredictionTask, RefusesAShardPreparedForAnotherTrainingShare) {
+  // A shard whose degree cap saw every snapshot (share 1) under a run that trains on 0.6: its
+  // validation and test degrees would leak into the input width.
+  datasets::SnapshotConfig sc;
+  sc.num_snapshots = 14;
+  sc.window_snapshots = 1;
+  TemporalShard all = local_temporal_shard(testing::host(), hub_graph(8, 14), sc, 1.0);
+  try {
+    train(testing::host(), all, hub_config(1, 1));
+    ADD_FAILURE() << "a shard of another training share was trained on";
+  } catch (const LogicError& e) {
+    EXPECT_NE(std::string(e.what()).find("training share"), std::string::npos) << e.what();
   }
 }
 

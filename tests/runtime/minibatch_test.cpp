@@ -97,6 +97,43 @@ TEST(MiniBatchTraining, ReportsThePrefetchItApplies) {
   }
 }
 
+// max_batches: an epoch trains the first N batches of its order, the very steps the whole epoch
+// starts with, and its loss averages those batches (homogeneous datasets too).
+TEST(MiniBatchTraining, MaxBatchesTrainsTheFirstBatchesOfTheEpoch) {
+  const kernels::Resources& res = host();
+  TrainConfig config = sage_config(6, 1);
+  config.mini_batch = batches(20, {5, 3});  // Cora's 140 training nodes: 7 batches
+  Shard whole_shard = local_shard(res, halo::testing::copy_dataset(host(), cora()));
+  nn::Model<float> whole = make_model(res, whole_shard.num_features, 7, config);
+  Trainer all(res, whole_shard, config, whole);
+  ASSERT_EQ(all.batches_per_epoch(), 7);
+  std::vector<std::vector<float>> after_three;
+  EpochStats s;
+  all.train_epoch(1, s, [&](std::int64_t b) {
+    if (b == 2)
+      for (const auto* p : whole.parameters()) after_three.push_back(p->value.to_vector(res));
+  });
+  config.mini_batch->max_batches = 3;
+  Shard capped_shard = local_shard(res, halo::testing::copy_dataset(host(), cora()));
+  nn::Model<float> capped = make_model(res, capped_shard.num_features, 7, config);
+  Trainer three(res, capped_shard, config, capped);
+  EXPECT_EQ(three.batches_per_epoch(), 3);
+  std::vector<std::int64_t> steps;
+  EpochStats cs;
+  three.train_epoch(1, cs, [&](std::int64_t b) { steps.push_back(b); });
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{0, 1, 2}));
+  std::vector<std::vector<float>> got;
+  for (const auto* p : capped.parameters()) got.push_back(p->value.to_vector(res));
+  EXPECT_EQ(got, after_three);
+  EXPECT_TRUE(std::isfinite(cs.train_loss));
+  EXPECT_NE(cs.train_loss, s.train_loss);
+  // More than the epoch has is the whole epoch.
+  config.mini_batch->max_batches = 100;
+  Shard more_shard = local_shard(res, halo::testing::copy_dataset(host(), cora()));
+  nn::Model<float> more = make_model(res, more_shard.num_features, 7, config);
+  EXPECT_EQ(Trainer(res, more_shard, config, more).batches_per_epoch(), 7);
+}
+
 // A larger graph (dense features, many batches per epoch): the loss falls epoch after epoch.
 TEST(MiniBatchTraining, LossFallsOnASyntheticGraph) {
   datasets::SyntheticConfig c;

@@ -89,6 +89,24 @@ TEST_F(CheckpointCli, FlagsNeedTheDirectory) {
   EXPECT_NE(r.out.find("75 preempted"), std::string::npos) << r.out;
 }
 
+// A run without --resume into a directory holding another run's checkpoints: a usage error
+// before the data is read, naming the newest; the checkpoints stay.
+TEST_F(CheckpointCli, AFreshRunRefusesAnotherRunsCheckpoints) {
+  const std::string data = " train --dataset " + cora() + " --threads 1";
+  Outcome r = halo(data + " --epochs 3 --checkpoint-dir " + path("ck") + " --checkpoint-every 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = halo(data + " --epochs 1 --checkpoint-dir " + path("ck") + " --json " + path("b.json"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(path("ck") + ": holds 2 checkpoints of another run (newest "
+                                    "epoch-000003-step-000000)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("halo train: "), std::string::npos) << "the data was read: " << r.err;
+  EXPECT_FALSE(fs::exists(m_dir / "b.json"));
+  EXPECT_TRUE(fs::exists(m_dir / "ck" / "epoch-000002-step-000000" / "manifest.json"));
+  EXPECT_TRUE(fs::exists(m_dir / "ck" / "epoch-000003-step-000000" / "manifest.json"));
+}
+
 // SIGTERM (as Slurm or Kubernetes send it) while training: a checkpoint, exit code 75, and a
 // resumed run that completes.
 TEST_F(CheckpointCli, SignalCheckpointsAndExits75) {

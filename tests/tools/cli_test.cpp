@@ -180,6 +180,24 @@ TEST_F(Cli, TrainsAndWritesJsonAndModel) {
     EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << "left behind: " << e.path();
 }
 
+// --max-batches on a homogeneous dataset: the epoch trains that many batches (it was refused
+// as a heterogeneous-only flag); outside mini-batch it is a usage error.
+TEST_F(Cli, MaxBatchesCapsAHomogeneousMiniBatchEpoch) {
+  const fs::path d = write_dataset();
+  const fs::path json = m_dir / "out.json";
+  const std::string base = "train --epochs 2 --hidden 4 --dataset " + d.string();
+  Outcome r = run(base + " --mode mini-batch --batch-size 1 --fanouts 2,2 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(read_file(json))["batches_per_epoch"], 2);
+  r = run(base + " --mode mini-batch --batch-size 1 --fanouts 2,2 --max-batches 1 --json " +
+          json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(read_file(json))["batches_per_epoch"], 1);
+  r = run(base + " --max-batches 1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--max-batches"), std::string::npos) << r.err;
+}
+
 // Without a usable GPU (no device, no driver, or a CPU-only build) `--device cuda` is a runtime
 // error with one clear line, before any data is read; an unknown device is a usage error.
 TEST_F(Cli, GpuDeviceWithoutAGpuFailsCleanly) {

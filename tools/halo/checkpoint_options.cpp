@@ -5,6 +5,7 @@
 #include <halo/runtime/checkpoint.hpp>
 #include <halo/tools/halo/checkpoint_options.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
+#include <halo/tools/halo/run_support.hpp>
 
 namespace halo::cli {
 
@@ -47,6 +48,11 @@ runtime::CheckpointConfig checkpoint_config(const CheckpointOptions& o) {
 
 void prepare_checkpoints(const CheckpointOptions& o, int rank) {
   if (o.dir.empty()) return;
+  // Before any data is read: a fresh run into another run's checkpoints (the Trainer refuses
+  // it too, for library callers).
+  if (o.resume.empty())
+    if (const std::string problem = runtime::fresh_start_problem(o.dir); !problem.empty())
+      throw UsageError(problem);
   runtime::install_preemption_handlers();
   const char* restarts = std::getenv("SLURM_RESTART_COUNT");
   if (rank == 0 && restarts != nullptr)

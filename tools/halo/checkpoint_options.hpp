@@ -26,8 +26,9 @@ void check_checkpoint_options(CLI::App* sub);
 /// The runtime's configuration of `o` (empty dir: no checkpoints).
 runtime::CheckpointConfig checkpoint_config(const CheckpointOptions& o);
 
-/// Before training with checkpoints: SIGUSR1 and SIGTERM become a checkpoint and exit code
-/// runtime::kExitPreempted instead of ending the process; rank 0 logs SLURM_RESTART_COUNT
+/// Before training with checkpoints: a run without --resume refuses a directory holding
+/// another run's checkpoints (UsageError); SIGUSR1 and SIGTERM become a checkpoint and exit
+/// code runtime::kExitPreempted instead of ending the process; rank 0 logs SLURM_RESTART_COUNT
 /// when Slurm set it (the job was requeued that many times).
 void prepare_checkpoints(const CheckpointOptions& o, int rank);
 

@@ -80,7 +80,7 @@ void print_error(std::string what, const std::string& after = "") {
   if (what.rfind("[rank ", 0) == 0 && what.find("] ") != std::string::npos) {
     tag = what.substr(0, what.find("] ") + 2);
     what = what.substr(tag.size());
-  } else if (const int rank = halo::detail::error_rank(); rank >= 0) {
+  } else if (const int rank = halo::error_rank(); rank >= 0) {
     tag = "[rank " + std::to_string(rank) + "] ";
   }
   std::fprintf(stderr, "halo: error: %s%s%s\n", tag.c_str(), what.c_str(), after.c_str());

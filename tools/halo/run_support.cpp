@@ -50,7 +50,7 @@ std::unique_ptr<runtime::Comm> world_comm(const std::string& partitions, const c
   runtime::MpiOptions options;
   options.stall_timeout_s = g_stall_timeout_s;
   std::unique_ptr<runtime::Comm> world = runtime::make_world_comm(options);
-  detail::set_error_rank(world->rank());
+  set_error_rank(world->rank());
   set_log_rank(world->rank());
   return world;
 }

@@ -24,7 +24,7 @@ bool is_hetero_run(const TrainOptions& o) {
 }
 
 void check_homogeneous_run(const TrainOptions& o) {
-  for (const char* flag : {"--split", "--num-bases", "--featureless", "--heads", "--max-batches"})
+  for (const char* flag : {"--split", "--num-bases", "--featureless", "--heads"})
     if (was_given(o, flag))
       throw UsageError(std::string(flag) +
                        ": applies to heterogeneous datasets (typed directories)");
@@ -231,8 +231,8 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
           ->default_str("auto"),
       sub->add_flag("--replace", mb.replace, "Mini-batch: sample neighbours with replacement"),
       sub->add_option("--max-batches", mb.max_batches,
-                      "Heterogeneous mini-batch: train at most N batches an epoch (0 = all; a "
-                      "timed sample of a long epoch)")
+                      "Mini-batch: train at most N batches an epoch (0 = all; a timed sample of "
+                      "a long epoch)")
           ->check(integer_range(std::int64_t{0}, std::int64_t{1} << 40))
           ->capture_default_str(),
       sub->add_option("--cache-mb", mb.cache_mb,
