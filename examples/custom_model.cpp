@@ -5,7 +5,8 @@
 // SkipSage is two GraphSAGE layers with a skip connection from the input to the logits:
 //   logits = SAGE2(ReLU(SAGE1(x))) + x W_skip + b_skip.
 // Anything that implements nn::Network (forward, backward, parameters, shape) can be trained:
-// the Trainer builds the graph shape() asks for, runs the passes, the loss and Adam.
+// the Trainer prepares the graph shape() declares (SAGE's mean here), runs the passes, the loss
+// and Adam.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -31,7 +32,7 @@ class SkipSage final : public nn::Network<float> {
       : m_sage1(res, in, hidden, seed, /*param_id=*/0),
         m_sage2(res, hidden, classes, seed, /*param_id=*/3),
         m_skip(res, in, classes, seed, /*param_id=*/6),
-        m_shape{nn::ModelKind::Sage, /*num_layers=*/2, in, classes} {}
+        m_shape{nn::GraphPreparation::Mean, /*num_layers=*/2, in, classes} {}
 
   // Full graph: one graph for both layers. (On mini-batch blocks the skip branch would need
   // the rows of the last block's destinations only; this example trains on the full graph.)

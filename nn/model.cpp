@@ -16,6 +16,26 @@ ModelKind parse_model_kind(const std::string& name) {
 
 std::string to_string(ModelKind kind) { return kind == ModelKind::Gcn ? "gcn" : "sage"; }
 
+std::string to_string(GraphPreparation g) {
+  switch (g) {
+    case GraphPreparation::Symmetric:
+      return "symmetric";
+    case GraphPreparation::Mean:
+      return "mean";
+  }
+  throw LogicError("unknown graph preparation");
+}
+
+GraphPreparation graph_preparation(ModelKind kind) {
+  switch (kind) {  // no default: a new kind must declare its graph here (-Wswitch)
+    case ModelKind::Gcn:
+      return GraphPreparation::Symmetric;
+    case ModelKind::Sage:
+      return GraphPreparation::Mean;
+  }
+  throw LogicError("unknown model kind");
+}
+
 template <class T>
 Model<T>::Model(const kernels::Resources& res, const ModelConfig& config, std::uint64_t seed)
     : m_config(config) {

@@ -54,7 +54,8 @@ class Model final : public Network<T> {
   std::vector<Parameter<T>*> parameters() override;
   const ModelConfig& config() const { return m_config; }
   NetworkShape shape() const override {
-    return {m_config.kind, m_config.num_layers, m_config.in_features, m_config.num_classes};
+    return {graph_preparation(m_config.kind), m_config.num_layers, m_config.in_features,
+            m_config.num_classes};
   }
   /// The first module's dropout (its mask keyed kInputDropoutLayer); skipped when
   /// ctx.input_dropped.

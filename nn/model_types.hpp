@@ -12,6 +12,22 @@ enum class ModelKind { Gcn, Sage };
 ModelKind parse_model_kind(const std::string& name);
 std::string to_string(ModelKind kind);
 
+/// The graph a network's aggregations run over, which the runtime prepares once from the
+/// training graph S (full graph, a partition's owned rows with their halo, or a sampled block):
+///   - Symmetric: D̂^-1/2 (S + I) D̂^-1/2 with d̂ = degree + 1 (GCN), summed
+///     (kernels::Aggregate::Sum); a sampled block gets its self-loops and the weights that
+///     estimate those rows (sampler::gcn_block_weights);
+///   - Mean: S with weight 1 / degree per row (GraphSAGE's mean), averaged
+///     (kernels::Aggregate::Mean); a block is used as sampled.
+/// A network declares it (NetworkShape::graph); nothing in the runtime derives it from a model's
+/// name.
+enum class GraphPreparation { Symmetric, Mean };
+std::string to_string(GraphPreparation g);
+/// The preparation a built-in kind's convolutions need (GCNConv: Symmetric, SAGEConv: Mean).
+GraphPreparation graph_preparation(ModelKind kind);
+/// The aggregation a layer runs over a graph so prepared.
+inline bool sums(GraphPreparation g) { return g == GraphPreparation::Symmetric; }
+
 struct ModelConfig {
   ModelKind kind = ModelKind::Gcn;
   int num_layers = 2;        // graph convolutions

@@ -15,10 +15,8 @@ namespace halo::nn {
 /// What the trainer needs to know about a network besides its passes: the data it reads and
 /// the graph it aggregates over.
 struct NetworkShape {
-  /// The graph the aggregations expect (runtime builds it): Gcn, the normalised adjacency
-  /// D^-1/2 (A + I) D^-1/2 (kernels::Aggregate::Sum); Sage, the plain adjacency averaged
-  /// (kernels::Aggregate::Mean).
-  ModelKind aggregation = ModelKind::Gcn;
+  /// The graph the aggregations expect, which the runtime prepares (GraphPreparation).
+  GraphPreparation graph = GraphPreparation::Symmetric;
   /// Graphs of a mini-batch pass (one block per layer, input layer first).
   int num_layers = 1;
   std::int64_t in_features = 0;

@@ -201,7 +201,7 @@ class SampledBatches::Pipeline {
 SampledBatches::SampledBatches(const kernels::Resources& res, const partition::Part& part,
                                Comm& comm, FeatureStore& features,
                                kernels::Span<const std::int32_t> labels,
-                               const MiniBatchConfig& config, nn::ModelKind kind,
+                               const MiniBatchConfig& config, nn::GraphPreparation graph,
                                std::uint64_t seed, float input_dropout, std::vector<NodeId> seeds)
     : m_res(res),
       m_prefetch(res.device() == kernels::Device::Cpu
@@ -213,7 +213,7 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
       m_features(features),
       m_labels(labels),
       m_config(config),
-      m_kind(kind),
+      m_graph(graph),
       m_seed(seed),
       m_input_dropout(input_dropout),
       m_fixed(std::move(seeds)) {
@@ -271,7 +271,7 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
         slot->indptr.emplace_back(res, l.num_dst + 1);
         slot->indices.emplace_back(res, l.num_edges);
       }
-      if (kind == nn::ModelKind::Gcn) {
+      if (graph == nn::GraphPreparation::Symmetric) {
         const std::int64_t entries = l.num_edges + l.num_dst;
         slot->gcn.push_back({Tensor<std::int64_t>(batch_res, l.num_dst + 1),
                              Tensor<NodeId>(batch_res, entries), Tensor<float>(batch_res, entries),
@@ -411,7 +411,7 @@ void SampledBatches::prepare(Slot& slot, std::int64_t b) {
       lap(slot.copy_s);
     }
     nn::Adjacency<float> a(block.csr);
-    if (m_kind == nn::ModelKind::Gcn) {
+    if (m_graph == nn::GraphPreparation::Symmetric) {
       sampler::gcn_block_weights(work, block, slot.inputs.degrees.data(), slot.gcn[l]);
       a = nn::Adjacency<float>(slot.gcn[l].view());
     }

@@ -89,7 +89,7 @@ class SampledBatches final : public BatchSource {
  public:
   SampledBatches(const kernels::Resources& res, const partition::Part& part, Comm& comm,
                  FeatureStore& features, kernels::Span<const std::int32_t> labels,
-                 const MiniBatchConfig& config, nn::ModelKind kind, std::uint64_t seed,
+                 const MiniBatchConfig& config, nn::GraphPreparation graph, std::uint64_t seed,
                  float input_dropout, std::vector<kernels::NodeId> seeds = {});
   /// This rank's seeds of batch b (partition ids), in the order of the batch's logit rows.
   kernels::Span<const kernels::NodeId> seeds_of(std::int64_t b) const {
@@ -125,7 +125,7 @@ class SampledBatches final : public BatchSource {
   FeatureStore& m_features;
   kernels::Span<const std::int32_t> m_labels;  // the part's labels, on res's device
   MiniBatchConfig m_config;
-  nn::ModelKind m_kind;
+  nn::GraphPreparation m_graph;
   std::uint64_t m_seed;
   float m_input_dropout;
   bool m_sample_on_host = false;  // a device run with several ranks: blocks copied over

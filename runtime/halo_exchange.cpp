@@ -69,9 +69,9 @@ struct Builder {
 }  // namespace
 
 HaloExchange::HaloExchange(const kernels::Resources& res, const partition::Part& part,
-                           nn::ModelKind kind, bool overlap, Comm& comm)
+                           nn::GraphPreparation graph, bool overlap, Comm& comm)
     : m_comm(comm),
-      m_kind(kind),
+      m_graph(graph),
       m_overlap(overlap),
       m_recv_offsets(part.recv_offsets),
       m_send_offsets(part.send_offsets) {
@@ -85,7 +85,7 @@ HaloExchange::HaloExchange(const kernels::Resources& res, const partition::Part&
                    " of a partition into " + std::to_string(part.ids.num_parts()) +
                    " parts (run one rank per part)");
   const std::int64_t owned = part.num_owned();
-  const bool gcn = kind == nn::ModelKind::Gcn;
+  const bool gcn = graph == nn::GraphPreparation::Symmetric;
   const std::int64_t* ip = part.graph.indptr.data();
   const NodeId* ix = part.graph.indices.data();
   const std::int64_t* degree = part.degrees.data();
@@ -235,9 +235,9 @@ void HaloExchange::posted(double start) {
 
 void HaloExchange::check(kernels::Aggregate aggregate, kernels::ConstMatrixView<float> in,
                          kernels::MatrixView<float> out) const {
-  HALO_EXPECTS(aggregate == (m_kind == nn::ModelKind::Gcn ? kernels::Aggregate::Sum
-                                                          : kernels::Aggregate::Mean),
-               "halo exchange: built for another model kind");
+  HALO_EXPECTS(
+      aggregate == (nn::sums(m_graph) ? kernels::Aggregate::Sum : kernels::Aggregate::Mean),
+      "halo exchange: prepared for another aggregation (" + nn::to_string(m_graph) + ")");
   HALO_EXPECTS(in.rows == num_owned() && out.rows == num_owned() && out.cols == in.cols,
                "halo exchange: shape mismatch");
 }
@@ -267,7 +267,7 @@ void HaloExchange::backward(const kernels::Resources& res, kernels::Aggregate ag
   const double start = now();
   post(res, Direction::Backward, w, send.data, recv.data);
   posted(start);
-  local_product(res, m_kind == nn::ModelKind::Gcn ? m_own : m_own_t, dy, out);
+  local_product(res, nn::sums(m_graph) ? m_own : m_own_t, dy, out);
   finish(res);
   if (m_send_rows.numel() > 0)
     kernels::scatter_add_rows<kernels::NodeId, float>(res, recv, m_send_rows.span(), out);

@@ -33,11 +33,11 @@ struct ExchangeStats {
 /// and it is the plain product.
 ///
 /// Construction is local (no collective): the part's training graph (partition::Part::graph,
-/// S's owned rows) becomes, for GCN, D̂^-1/2 (S + I) D̂^-1/2 with the degrees the part stores
-/// for its halo too (kernels::gcn_weight), for SAGE S with weights 1 / degree (the mean as a
-/// weighted sum). It is split into the owned block (columns = owned nodes) and the halo block
-/// (columns = halo nodes, grouped by owner); the part's send and receive lists say which rows
-/// travel to and from whom.
+/// S's owned rows) is prepared as `graph` says (nn::GraphPreparation): Symmetric,
+/// D̂^-1/2 (S + I) D̂^-1/2 with the degrees the part stores for its halo too
+/// (kernels::gcn_weight); Mean, S with weights 1 / degree (the mean as a weighted sum). It is split
+/// into the owned block (columns = owned nodes) and the halo block (columns = halo nodes, grouped
+/// by owner); the part's send and receive lists say which rows travel to and from whom.
 ///
 /// forward(x): packs the rows peers need, posts the receives and sends, aggregates the owned
 /// block in row chunks (testing the requests between chunks so that MPI makes progress), waits,
@@ -56,8 +56,8 @@ struct ExchangeStats {
 /// the part's.
 class HaloExchange final : public nn::Propagation<float> {
  public:
-  HaloExchange(const kernels::Resources& res, const partition::Part& part, nn::ModelKind kind,
-               bool overlap, Comm& comm);
+  HaloExchange(const kernels::Resources& res, const partition::Part& part,
+               nn::GraphPreparation graph, bool overlap, Comm& comm);
 
   void forward(const kernels::Resources& res, kernels::Aggregate aggregate,
                kernels::ConstMatrixView<float> x, kernels::MatrixView<float> out) override;
@@ -105,7 +105,7 @@ class HaloExchange final : public nn::Propagation<float> {
 
   Comm& m_comm;           // carries the rows
   bool m_staged = false;  // rows on a CUDA device, m_comm takes host memory
-  nn::ModelKind m_kind;
+  nn::GraphPreparation m_graph;
   bool m_overlap;
   Csr m_own, m_own_t, m_halo, m_halo_t;      // m_own_t empty when m_own is symmetric (GCN)
   std::vector<std::int64_t> m_recv_offsets;  // halo positions per owner (Part::recv_offsets)

@@ -18,7 +18,8 @@ Inference::Inference(const kernels::Resources& res, Shard& shard, nn::ModelKind 
                      bool normalize_features)
     : m_res(res), m_shard(shard), m_kind(kind) {
   // As the Trainer builds them: the exchange overlaps (the sums are the same either way).
-  m_graph = std::make_unique<HaloExchange>(res, shard.part, kind, /*overlap=*/true, *shard.comm);
+  m_graph = std::make_unique<HaloExchange>(res, shard.part, nn::graph_preparation(kind),
+                                           /*overlap=*/true, *shard.comm);
   m_features = std::make_unique<FeatureStore>(res, shard.part, normalize_features);
 }
 
@@ -130,8 +131,9 @@ Inference::SampledRows Inference::run_sampled(nn::Model<float>& model, std::vect
   config.cache_mb = 0;
   const partition::Part& part = m_shard.part;
   const kernels::Tensor<std::int32_t> labels = part.labels.copy_to(m_res, m_res.device());
-  SampledBatches batches(m_res, part, *m_shard.comm, *m_features, labels.span(), config, m_kind,
-                         seed, /*input_dropout=*/0.f, std::move(seeds));
+  SampledBatches batches(m_res, part, *m_shard.comm, *m_features, labels.span(), config,
+                         nn::graph_preparation(m_kind), seed, /*input_dropout=*/0.f,
+                         std::move(seeds));
   SampledRows out;
   out.cols = c.num_classes;
   const nn::Context ctx{&m_res, /*training=*/false, seed, 0, 0};

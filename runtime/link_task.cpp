@@ -181,8 +181,9 @@ TemporalShard distributed_temporal_shard(const kernels::Resources& res,
   std::int64_t cap = 0;
   for (std::size_t t = 0; t < c.inputs.size(); ++t) {
     TemporalStepPart sp = temporal_step_part(res, rows[t], owner[t], comm);
-    s.exchange.push_back(
-        std::make_unique<HaloExchange>(res, sp.part, nn::ModelKind::Gcn, /*overlap=*/true, comm));
+    s.exchange.push_back(std::make_unique<HaloExchange>(res, sp.part,
+                                                        nn::GraphPreparation::Symmetric,
+                                                        /*overlap=*/true, comm));
     if (static_cast<std::int64_t>(t) < c.read_by_training)
       for (const std::int32_t d : sp.degree) cap = std::max<std::int64_t>(cap, d);
     s.degree_bucket.push_back(std::move(sp.degree));

@@ -201,9 +201,9 @@ struct Targets {
   Tensor<NodeId> dropout_keys;  // the owned nodes' original ids (empty in one process)
 };
 
-/// `config` with the model fields the network decides (a custom network has no ModelConfig).
+/// `config` with the model fields the network decides (a custom network has no ModelConfig;
+/// its kind stays the config's: the graph is the one its shape declares).
 TrainConfig with_shape(TrainConfig config, const nn::NetworkShape& shape) {
-  config.model.kind = shape.aggregation;
   config.model.num_layers = shape.num_layers;
   config.model.in_features = shape.in_features;
   config.model.num_classes = shape.num_classes;
@@ -297,8 +297,8 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
       HALO_LOG_WARN("train: built without NCCL: GPU ranks exchange through host memory over MPI");
     }
   }
-  const nn::ModelKind kind = m_config.model.kind;
-  m_graph = std::make_unique<HaloExchange>(res, part, kind, config.overlap, *m_data_comm);
+  const nn::GraphPreparation graph = model.shape().graph;  // what the network declares
+  m_graph = std::make_unique<HaloExchange>(res, part, graph, config.overlap, *m_data_comm);
   m_features = std::make_unique<FeatureStore>(res, part, config.normalize_features);
   // One process keys dropout by row (original = local ids); a part by its original ids.
   Tensor<NodeId> keys;
@@ -315,8 +315,8 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
                                                 std::move(keys)});
   if (config.mini_batch) {
     m_batches = std::make_unique<SampledBatches>(res, part, comm, *m_features,
-                                                 m_targets->labels.span(), *config.mini_batch, kind,
-                                                 config.seed, model.input_dropout());
+                                                 m_targets->labels.span(), *config.mini_batch,
+                                                 graph, config.seed, model.input_dropout());
     if (res.device() != kernels::Device::Cpu && comm.size() == 1)
       m_targets->loss_total = Tensor<float>(res, 1);
     // Every buffer of a step sized for the envelope: no batch allocates.

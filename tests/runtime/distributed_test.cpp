@@ -232,7 +232,8 @@ void expect_exchange_matches_one_process(const kernels::Resources& run,
         for (const bool overlap : {true, false}) {
           SCOPED_TRACE(nn::to_string(kind) + (data ? " data comm" : " comm()") +
                        (overlap ? " overlap" : " no overlap"));
-          HaloExchange ex(run, part, kind, overlap, data != nullptr ? *data : comm());
+          HaloExchange ex(run, part, nn::graph_preparation(kind), overlap,
+                          data != nullptr ? *data : comm());
           const std::int64_t m = ex.num_owned();
           std::vector<float> x_local;
           for (std::int64_t i = 0; i < m; ++i) {

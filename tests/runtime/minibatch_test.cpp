@@ -191,9 +191,9 @@ TEST(MiniBatchTraining, TheGatherAppliesTheModelsInputDropout) {
     const float p = 0.5f;
     const std::uint64_t seed = 7;
     SampledBatches plain(res, shard.part, *shard.comm, store, labels.span(), mb,
-                         nn::ModelKind::Sage, seed, /*input_dropout=*/0.f);
+                         nn::GraphPreparation::Mean, seed, /*input_dropout=*/0.f);
     SampledBatches dropped(res, shard.part, *shard.comm, store, labels.span(), mb,
-                           nn::ModelKind::Sage, seed, p);
+                           nn::GraphPreparation::Mean, seed, p);
     nn::ModelConfig mc;
     mc.kind = nn::ModelKind::Sage;
     mc.hidden = 8;
@@ -257,7 +257,7 @@ TEST(MiniBatchTraining, TheProducerThreadYieldsToTraining) {
   FeatureStore store(res, shard.part, /*normalize=*/true);
   const kernels::Tensor<std::int32_t> labels = shard.part.labels.copy_to(res, res.device());
   SampledBatches source(res, shard.part, *shard.comm, store, labels.span(),
-                        batches(16, {3, 3}, /*prefetch=*/1), nn::ModelKind::Sage, 1, 0.5f);
+                        batches(16, {3, 3}, /*prefetch=*/1), nn::GraphPreparation::Mean, 1, 0.5f);
   ASSERT_GT(source.batches_per_epoch(), 2);  // the producer then waits for a free slot
   const int own = getpriority(PRIO_PROCESS, 0);
   const int lowered = std::min(own + 5, 19);

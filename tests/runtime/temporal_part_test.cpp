@@ -305,7 +305,7 @@ TEST(TemporalPart, StepPartsAggregateAsTheSnapshotsGcnMatrix) {
     TemporalStepPart sp = temporal_step_part(host, rows[t], own[t], comm());
     const std::int64_t owned = sp.part.num_owned();
     ASSERT_EQ(owned, static_cast<std::int64_t>(rows[t].owned.size()));
-    HaloExchange x(host, sp.part, nn::ModelKind::Gcn, true, comm());
+    HaloExchange x(host, sp.part, nn::GraphPreparation::Symmetric, true, comm());
     kernels::Tensor<float> in(host, owned, width), out(host, owned, width);
     for (std::int64_t r = 0; r < owned; ++r)
       for (std::int64_t c = 0; c < width; ++c) in(r, c) = x_of(rows[t].owned[r], c);
@@ -365,8 +365,8 @@ TEST(TemporalPart, EvolveGcnOOnStepPartsMatchesOneProcess) {
     TemporalStepPart sp = temporal_step_part(host, rows[t], own[t], comm());
     for (std::int32_t& d : sp.degree) d = std::min(d, kCap);
     part_feature.push_back(std::move(sp.degree));
-    exchange.push_back(
-        std::make_unique<HaloExchange>(host, sp.part, nn::ModelKind::Gcn, true, comm()));
+    exchange.push_back(std::make_unique<HaloExchange>(
+        host, sp.part, nn::GraphPreparation::Symmetric, true, comm()));
   }
   std::vector<nn::TemporalStep<float>> a, b;
   for (std::size_t t = 1; t < snaps.size(); ++t) {  // a window of the last 4 steps

@@ -2,10 +2,12 @@
 // plain reference, and bad configurations (the published accuracies: accuracy_test.cpp).
 #include <cmath>
 #include <gtest/gtest.h>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <halo/datasets/preprocess.hpp>
+#include <halo/nn/network.hpp>
 #include <halo/runtime/trainer.hpp>
 
 #include "runtime/runtime_test_util.hpp"
@@ -146,6 +148,60 @@ TEST(FullGraphTraining, RejectsAModelBuiltForOtherData) {
   nn::Model<float> model(res, config.model, 0);
   Shard shard = local_shard(res, halo::testing::copy_dataset(host(), data));
   EXPECT_THROW(Trainer(res, shard, config, model), LogicError);
+}
+
+/// A network of another name that runs a built-in SAGE model: the runtime knows only what its
+/// shape declares.
+class DeclaredMean final : public nn::Network<float> {
+ public:
+  explicit DeclaredMean(nn::Model<float>& inner) : m_inner(inner) {}
+  const kernels::Tensor<float>& forward(const nn::Context& ctx,
+                                        std::span<const nn::Adjacency<float>> g,
+                                        const nn::Features<float>& x) override {
+    return m_inner.forward(ctx, g, x);
+  }
+  void backward(const nn::Context& ctx, std::span<const nn::Adjacency<float>> g,
+                const kernels::Tensor<float>& dlogits) override {
+    m_inner.backward(ctx, g, dlogits);
+  }
+  std::vector<nn::Parameter<float>*> parameters() override { return m_inner.parameters(); }
+  nn::NetworkShape shape() const override { return m_inner.shape(); }
+  float input_dropout() const override { return m_inner.input_dropout(); }
+  void reserve(const kernels::Resources& res,
+               std::span<const std::pair<std::int64_t, std::int64_t>> bounds,
+               std::int64_t input_entries) override {
+    m_inner.reserve(res, bounds, input_entries);
+  }
+
+ private:
+  nn::Model<float>& m_inner;
+};
+
+// The graph is prepared as the network declares (its shape's GraphPreparation), whatever the
+// config's model kind says: a mean-aggregating network under the default config (kind gcn)
+// trains exactly as the SAGE model does, full graph and mini-batch.
+TEST(FullGraphTraining, PreparesTheGraphTheNetworkDeclares) {
+  const auto data = small_synthetic(4);
+  const kernels::Resources& res = host();
+  EXPECT_EQ(nn::graph_preparation(nn::ModelKind::Gcn), nn::GraphPreparation::Symmetric);
+  EXPECT_EQ(nn::graph_preparation(nn::ModelKind::Sage), nn::GraphPreparation::Mean);
+  for (const bool mini : {false, true}) {
+    SCOPED_TRACE(mini ? "mini-batch" : "full graph");
+    TrainConfig sage = config_for(nn::ModelKind::Sage, 3, 4);
+    if (mini) sage.mini_batch = batches(50, {4, 4});
+    const TrainResult want = train_local(res, data, sage).result;
+    TrainConfig plain = sage;
+    plain.model.kind = nn::ModelKind::Gcn;  // what a custom network's caller leaves
+    Shard shard = local_shard(res, halo::testing::copy_dataset(host(), data));
+    nn::Model<float> inner = make_model(res, shard.num_features, shard.part.num_classes, sage);
+    EXPECT_EQ(inner.shape().graph, nn::GraphPreparation::Mean);
+    DeclaredMean network(inner);
+    Trainer trainer(res, shard, plain, network);
+    const TrainResult got = trainer.run();
+    ASSERT_EQ(got.history.size(), want.history.size());
+    for (std::size_t e = 0; e < want.history.size(); ++e)
+      EXPECT_EQ(got.history[e].train_loss, want.history[e].train_loss) << "epoch " << e + 1;
+  }
 }
 
 // Fields of one mode are refused in the other; NaNs are refused by name.
