@@ -20,7 +20,7 @@
 #include <halo/kernels/elementwise.hpp>
 #include <halo/nn/layers.hpp>
 #include <halo/nn/network.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 
 namespace nn = halo::nn;
 namespace k = halo::kernels;

@@ -12,7 +12,7 @@
 #include <halo/datasets/numpy.hpp>
 #include <halo/datasets/plain_format.hpp>
 #include <halo/nn/model.hpp>
-#include <halo/runtime/inference.hpp>
+#include <halo/runtime/data/inference.hpp>
 
 int main(int argc, char** argv) {
   if (argc != 5) {

@@ -13,7 +13,7 @@
 
 #include <halo/datasets/plain_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 
 int main(int argc, char** argv) {
   namespace rt = halo::runtime;

@@ -65,6 +65,13 @@ class SparseAdam {
   /// Applies and clears every pending gradient.
   void step(const kernels::Resources& res);
 
+  /// The state a checkpoint saves and restores: table i's first and second moments (its shape)
+  /// and its step count.
+  kernels::Tensor<T>& first_moment(std::size_t i) { return m_m[i]; }
+  kernels::Tensor<T>& second_moment(std::size_t i) { return m_v[i]; }
+  std::int64_t steps(std::size_t i) const { return m_steps[i]; }
+  void set_steps(std::size_t i, std::int64_t steps) { m_steps[i] = steps; }
+
  private:
   std::vector<SparseEmbedding<T>*> m_tables;
   kernels::AdamConfig m_config;

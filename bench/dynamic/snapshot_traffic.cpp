@@ -13,7 +13,7 @@
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/temporal_part.hpp>
+#include <halo/runtime/tasks/link/temporal_part.hpp>
 
 int main(int argc, char** argv) try {
   using namespace halo;

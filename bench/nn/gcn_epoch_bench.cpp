@@ -3,7 +3,7 @@
 #include <optional>
 #include <utility>
 
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 
 #include "support/machine.hpp"
 #include "support/shapes.hpp"

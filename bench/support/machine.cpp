@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <halo/runtime/profile.hpp>
+#include <halo/runtime/engine/profile.hpp>
 
 namespace halo::bench {
 
@@ -12,8 +12,8 @@ bool smoke() {
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
-// The measurements `halo train --profile` compares its kernels with (runtime/profile.hpp), on all
-// OpenMP threads.
+// The measurements `halo train --profile` compares its kernels with (runtime/engine/profile.hpp),
+// on all OpenMP threads.
 double triad_bytes_per_second() {
   return runtime::measure_triad_bytes_per_s(kernels::Resources(kernels::Device::Cpu), smoke());
 }

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <halo/kernels/atomic_file.hpp>
-#include <halo/runtime/checkpoint.hpp>
+#include <halo/runtime/engine/checkpoint.hpp>
 
 #include "runtime/runtime_test_util.hpp"
 #include "support/testing.hpp"
@@ -37,11 +37,14 @@ TrainState sample_state(int epoch, std::int64_t step) {
   st.loss_sum = 12.345678901234567;
   st.loss_rows = 77;
   st.allreduce_s = 0.25;
-  st.optimizer_steps = 31;
+  st.counters = {{"adam.steps", 31}, {"sparse_adam.steps/author", 7}};
   st.best_val_loss = 0.1 + 0.2;
   st.result.best_epoch = epoch > 0 ? 1 : 0;
   st.result.val_accuracy = std::numeric_limits<double>::quiet_NaN();
   st.result.test_accuracy = 0.75;
+  st.result.val_macro_f1 = 0.625;
+  st.result.test_macro_f1 = 2.0 / 7.0;
+  st.result.test_micro_f1 = 0.5;
   st.result.final_train_loss = 1.0 / 3.0;
   for (int e = 1; e <= epoch; ++e) {
     EpochStats s;
@@ -52,6 +55,8 @@ TrainState sample_state(int epoch, std::int64_t step) {
     s.exchange_bytes = (std::int64_t{1} << 40) + e;
     s.host_syncs = e;
     s.batch_wait_s = 1e-300;
+    s.val_macro_f1 = 1.0 / (e + 2);
+    s.stages.semantic_aggregation_s = 0.5 * e;
     st.result.history.push_back(s);
   }
   st.arrays.push_back({"param/w", 2, 3, {1, -2, 3.5f, 1e-30f, -0.f, 6}});
@@ -93,11 +98,14 @@ TEST_F(CheckpointFormat, RoundTripKeepsEveryValue) {
   EXPECT_EQ(bits(b.loss_sum), bits(a.loss_sum));
   EXPECT_EQ(b.loss_rows, a.loss_rows);
   EXPECT_EQ(bits(b.allreduce_s), bits(a.allreduce_s));
-  EXPECT_EQ(b.optimizer_steps, a.optimizer_steps);
+  EXPECT_EQ(b.counters, a.counters);
   EXPECT_EQ(bits(b.best_val_loss), bits(a.best_val_loss));
   EXPECT_EQ(b.result.best_epoch, a.result.best_epoch);
   EXPECT_TRUE(std::isnan(b.result.val_accuracy));
   EXPECT_EQ(bits(b.result.final_train_loss), bits(a.result.final_train_loss));
+  EXPECT_EQ(bits(b.result.val_macro_f1), bits(a.result.val_macro_f1));
+  EXPECT_EQ(bits(b.result.test_macro_f1), bits(a.result.test_macro_f1));
+  EXPECT_EQ(bits(b.result.test_micro_f1), bits(a.result.test_micro_f1));
   ASSERT_EQ(b.result.history.size(), 3u);
   for (std::size_t e = 0; e < 3; ++e) {
     const EpochStats &x = a.result.history[e], &y = b.result.history[e];
@@ -107,6 +115,9 @@ TEST_F(CheckpointFormat, RoundTripKeepsEveryValue) {
     EXPECT_TRUE(std::isnan(y.val_loss));
     EXPECT_EQ(y.exchange_bytes, x.exchange_bytes);
     EXPECT_EQ(y.host_syncs, x.host_syncs);
+    EXPECT_EQ(bits(y.val_macro_f1), bits(x.val_macro_f1));
+    EXPECT_TRUE(std::isnan(y.test_macro_f1));
+    EXPECT_EQ(bits(y.stages.semantic_aggregation_s), bits(x.stages.semantic_aggregation_s));
     EXPECT_EQ(bits(y.batch_wait_s), bits(x.batch_wait_s));
   }
   ASSERT_EQ(b.arrays.size(), a.arrays.size());
@@ -218,7 +229,9 @@ TEST_F(CheckpointFormat, ShardOfAnotherVersionIsDamaged) {
   const std::uint64_t sum = partition::fnv1a64(bytes.data(), bytes.size() - 8);
   std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
   kernels::write_file_atomically(dir / "rank-0.bin", bytes);
-  const halo::testing::ExpectLogs warned("checkpoint format version 2, this Halo reads version 1");
+  const halo::testing::ExpectLogs warned(
+      "checkpoint format version " + std::to_string(kCheckpointVersion + 1) +
+      ", this Halo reads version " + std::to_string(kCheckpointVersion));
   const auto found = read();
   ASSERT_TRUE(found.has_value());
   EXPECT_EQ(found->state.epoch, 1);

@@ -17,7 +17,7 @@
 #include <halo/datasets/hetero.hpp>
 #include <halo/partition/partitioner.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 
 #include "runtime/mpi_test_main.hpp"
 #include "runtime/runtime_test_util.hpp"

@@ -26,12 +26,12 @@
 #include <halo/kernels/spmm.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/partition/partitioner.hpp>
-#include <halo/runtime/checkpoint.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/comm/nccl_comm.hpp>
-#include <halo/runtime/halo_exchange.hpp>
-#include <halo/runtime/remote_neighbors.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/data/halo_exchange.hpp>
+#include <halo/runtime/data/remote_neighbors.hpp>
+#include <halo/runtime/engine/checkpoint.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 
 #include "runtime/mpi_test_main.hpp"

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <vector>
 
-#include <halo/runtime/inference.hpp>
+#include <halo/runtime/data/inference.hpp>
 
 namespace {
 

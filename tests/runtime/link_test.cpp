@@ -6,8 +6,8 @@
 #include <vector>
 
 #include <halo/kernels/rng.hpp>
-#include <halo/runtime/link_prediction.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/tasks/link/link_prediction.hpp>
 
 #include "support/testing.hpp"
 

@@ -18,9 +18,9 @@
 #include <halo/datasets/synthetic.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/nn/model.hpp>
-#include <halo/runtime/batches.hpp>
-#include <halo/runtime/feature_store.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/data/batches.hpp>
+#include <halo/runtime/data/feature_store.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 
 #include "runtime/runtime_test_util.hpp"
 

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <vector>
 
-#include <halo/runtime/profile.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/profile.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 
 #include "runtime/runtime_test_util.hpp"
 

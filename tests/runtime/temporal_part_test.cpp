@@ -1,5 +1,5 @@
-// A rank's part of every snapshot (runtime/temporal_part.hpp), under mpiexec -n 2 and -n 4:
-// the rows built from snapshot 0, the deltas and the migrated rows equal the rows read off each
+// A rank's part of every snapshot (runtime/tasks/link/temporal_part.hpp), under mpiexec -n 2 and -n
+// 4: the rows built from snapshot 0, the deltas and the migrated rows equal the rows read off each
 // snapshot directly, and the bytes equal counts made from the snapshots themselves.
 #include <algorithm>
 #include <cmath>
@@ -17,9 +17,9 @@
 #include <halo/kernels/resources.hpp>
 #include <halo/partition/snapshot_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/link_prediction.hpp>
-#include <halo/runtime/temporal_part.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/tasks/link/link_prediction.hpp>
+#include <halo/runtime/tasks/link/temporal_part.hpp>
 
 #include "runtime/mpi_test_main.hpp"
 #include "support/testing.hpp"

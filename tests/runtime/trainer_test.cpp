@@ -8,7 +8,7 @@
 
 #include <halo/datasets/preprocess.hpp>
 #include <halo/nn/network.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 
 #include "runtime/runtime_test_util.hpp"
 

@@ -121,7 +121,7 @@ TEST_F(HeteroCli, UsageErrors) {
            "train --fanouts nosuchrel=5,*=3:5" + d, "train --model hgt --heads 3" + d,
            "calibrate --rmat-scale 8 --large-rmat-scale 8",
            "train --mode mini-batch --prefetch 2" + d, "train --save-model m.bin" + d,
-           "train --checkpoint-dir ck" + d, "train --metrics-file m.prom" + d,
+           "train --profile" + d, "train --metrics-file m.prom" + d,
            "train --split 4 --dataset synthetic", "train --model rgcn --dataset synthetic",
            "train --num-bases 2 --dataset synthetic", "plan" + d,
            "plan --featureless zero --dataset synthetic"}) {
@@ -134,6 +134,35 @@ TEST_F(HeteroCli, UsageErrors) {
   const Outcome r = run("train --fanouts nosuchrel=5,*=3:5" + d);
   EXPECT_NE(r.err.find("unknown relation 'nosuchrel' (the relations: "), std::string::npos)
       << r.err;
+}
+
+// Checkpoints of the heterogeneous task as a user runs them: 4 epochs, then a resume to 8,
+// equal one run of 8 (mini-batch, learnable embeddings of the featureless types); the resumed
+// run names its checkpoint in --json.
+TEST_F(HeteroCli, ResumedRunEqualsTheUninterruptedOne) {
+  const std::string base = "train --dataset " + m_data.string() +
+                           " --split 4 --hidden 8 --seed 5 --featureless embedding --mode "
+                           "mini-batch --batch-size 3 --fanouts 2,2";
+  const auto json_of = [&](const char* name) {
+    return nlohmann::json::parse(halo::testing::read_file(m_temp.path() / name));
+  };
+  const std::string ck = (m_temp.path() / "ck").string();
+  Outcome r = run(base + " --epochs 8 --json " + (m_temp.path() / "a.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run(base + " --epochs 4 --checkpoint-dir " + ck);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run(base + " --epochs 8 --checkpoint-dir " + ck + " --resume auto --json " +
+          (m_temp.path() / "b.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto a = json_of("a.json"), b = json_of("b.json");
+  EXPECT_EQ(b["resumed_from"], ck + "/epoch-000004-step-000000");
+  EXPECT_EQ(b["checkpoint"], ck + "/epoch-000008-step-000000");
+  for (const char* key : {"final_train_loss", "test_macro_f1", "test_micro_f1", "best_epoch"})
+    EXPECT_EQ(b[key], a[key]) << key;
+  // Another heterogeneous model is refused, naming the field.
+  r = run(base + " --epochs 8 --model hgt --checkpoint-dir " + ck + " --resume auto");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("model.kind is rgcn, this run's is hgt"), std::string::npos) << r.err;
 }
 
 TEST_F(HeteroCli, MalformedFileNamesFileAndLine) {

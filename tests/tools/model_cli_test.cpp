@@ -15,8 +15,8 @@
 #include <halo/datasets/numpy.hpp>
 #include <halo/datasets/plain_format.hpp>
 #include <halo/nn/model.hpp>
-#include <halo/runtime/inference.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/data/inference.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 
 #include "support/testing.hpp"
 

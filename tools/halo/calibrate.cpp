@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <halo/runtime/calibrate.hpp>
+#include <halo/cluster/calibrate.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/run_support.hpp>
@@ -17,15 +17,15 @@ struct CalibrateOptions {
   std::string output;
   int threads = 0;
   double host_transport_gbps = 0;  // --host-transport-gbps: 0, none
-  runtime::CalibrateConfig config;
+  cluster::CalibrateConfig config;
 };
 
 /// "x1.39 @ 14.5, x1.93 @ 58.4 MiB": the working-set rule's points (with `producer`: "x0.55
 /// (producer x2.10) @ 15.4").
-std::string points_text(const std::vector<runtime::StepScalePoint>& pts, bool producer) {
+std::string points_text(const std::vector<cluster::StepScalePoint>& pts, bool producer) {
   std::string out;
   char buf[96];
-  for (const runtime::StepScalePoint& p : pts) {
+  for (const cluster::StepScalePoint& p : pts) {
     char extra[32] = "";
     if (producer) std::snprintf(extra, sizeof extra, " (producer x%.2f)", p.producer);
     std::snprintf(buf, sizeof buf, "%sx%.2f%s @ %.1f", out.empty() ? "" : ", ", p.scale, extra,
@@ -35,7 +35,7 @@ std::string points_text(const std::vector<runtime::StepScalePoint>& pts, bool pr
   return out + " MiB";
 }
 
-void print_model(const runtime::CostModel& m, int ranks) {
+void print_model(const cluster::CostModel& m, int ranks) {
   std::fprintf(
       stderr,
       "halo calibrate: gemm %.1f GFLOP/s (+%.1f us/call); spmm %.2f ns/entry + %.2f GB/s "
@@ -59,7 +59,7 @@ void print_model(const runtime::CostModel& m, int ranks) {
       m.full_graph_skewed_hub_share, points_text(m.full_graph_skewed_steps, false).c_str(),
       points_text(m.mini_batch_steps, true).c_str(), m.batch_alpha_s * 1e6, m.epoch_alpha_s * 1e6);
   if (ranks > 1) {
-    const runtime::CollectiveCosts c = m.collective_at(ranks);
+    const cluster::CollectiveCosts c = m.collective_at(ranks);
     char transport[64] = "";
     if (m.transport_s_per_byte > 0)
       std::snprintf(transport, sizeof transport, " (transport %.2f GB/s at each end)",
@@ -81,7 +81,7 @@ int run_calibrate(const CalibrateOptions& o) {
                      ": must be above --rmat-scale " + std::to_string(o.config.rmat_scale) +
                      " (the whole-step fits run on graphs up to that scale)");
   const std::filesystem::path out =
-      o.output.empty() ? runtime::default_calibration_path() : std::filesystem::path(o.output);
+      o.output.empty() ? cluster::default_calibration_path() : std::filesystem::path(o.output);
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
   check_output(out.string(), "--output");
   const int ranks = runtime::launcher_world_size();
@@ -90,18 +90,18 @@ int run_calibrate(const CalibrateOptions& o) {
         "--host-transport-gbps is for the link calibration: run it under mpiexec -n R (R >= 2)");
   if (ranks <= 1) {
     const kernels::Resources res = make_resources("cpu", o.threads, 1);
-    const runtime::CostModel m =
-        runtime::calibrate_compute(res, o.config, out.has_parent_path() ? out.parent_path() : ".");
+    const cluster::CostModel m =
+        cluster::calibrate_compute(res, o.config, out.has_parent_path() ? out.parent_path() : ".");
     print_model(m, 1);
-    runtime::write_cost_model(m, out);
+    cluster::write_cost_model(m, out);
     std::printf("%s\n", out.string().c_str());
     return 0;
   }
   // Several ranks: the link terms, merged into the one-process calibration of the same file.
   std::unique_ptr<runtime::Comm> world = runtime::make_world_comm();
-  runtime::CostModel m;
+  cluster::CostModel m;
   if (std::filesystem::exists(out)) {
-    m = runtime::read_cost_model(out);
+    m = cluster::read_cost_model(out);
   } else if (world->rank() == 0) {
     std::fprintf(stderr,
                  "halo calibrate: %s does not exist: run `halo calibrate` in one process first "
@@ -111,16 +111,16 @@ int run_calibrate(const CalibrateOptions& o) {
   {
     // The same warm-up as the one-process footprint's.
     const kernels::Resources res = make_resources("cpu", o.threads, ranks);
-    runtime::warm_up(res);
+    cluster::warm_up(res);
     const bool measured = m.calibrated;
     m.transport_s_per_byte = o.host_transport_gbps > 0 ? 8.0 / (o.host_transport_gbps * 1e9) : 0.0;
-    m = runtime::calibrate_link(res, *world, o.config,
+    m = cluster::calibrate_link(res, *world, o.config,
                                 out.has_parent_path() ? out.parent_path() : ".", m);
     m.calibrated = measured || m.calibrated;
   }
   if (world->rank() == 0) {
     print_model(m, ranks);
-    runtime::write_cost_model(m, out);
+    cluster::write_cost_model(m, out);
     std::printf("%s\n", out.string().c_str());
   }
   world->barrier();

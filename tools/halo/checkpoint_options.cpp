@@ -2,7 +2,7 @@
 #include <cstdlib>
 
 #include <halo/kernels/atomic_file.hpp>
-#include <halo/runtime/checkpoint.hpp>
+#include <halo/runtime/engine/checkpoint.hpp>
 #include <halo/tools/halo/checkpoint_options.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/run_support.hpp>

@@ -5,8 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include <halo/runtime/checkpoint_types.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/checkpoint_types.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 
 namespace halo::cli {
 

@@ -5,7 +5,7 @@
 
 #include <halo/datasets/numpy.hpp>
 #include <halo/nn/model.hpp>
-#include <halo/runtime/inference.hpp>
+#include <halo/runtime/data/inference.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/model_data.hpp>
 #include <halo/tools/halo/run_support.hpp>

@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <halo/cluster/calibrate.hpp>
+#include <halo/cluster/plan.hpp>
 #include <halo/kernels/log.hpp>
-#include <halo/runtime/calibrate.hpp>
-#include <halo/runtime/plan.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/metrics_options.hpp>
 
@@ -25,9 +25,9 @@ void add_metrics_options(CLI::App* sub, MetricsOptions& o) {
 }
 
 namespace {
-runtime::MetricsConfig sink_config(const MetricsOptions& o, int rank, int ranks) {
-  runtime::MetricsConfig c;
-  if (!o.file.empty()) c.file = runtime::rank_metrics_file(o.file, rank, ranks);
+cluster::MetricsConfig sink_config(const MetricsOptions& o, int rank, int ranks) {
+  cluster::MetricsConfig c;
+  if (!o.file.empty()) c.file = cluster::rank_metrics_file(o.file, rank, ranks);
   c.interval_s = o.interval;
   c.serve = o.port >= 0;
   c.port = o.port > 0 ? o.port + rank : 0;
@@ -44,11 +44,11 @@ TrainMetrics::TrainMetrics(const MetricsOptions& o, const runtime::Shard& shard,
   if (m_sink.port() >= 0)
     HALO_LOG_INFO("metrics: serving http://127.0.0.1:" << m_sink.port() << "/metrics");
   // The plan of this very run, for the predicted-vs-measured gauges.
-  const std::filesystem::path cal = runtime::default_calibration_path();
-  const runtime::CostModel costs =
-      std::filesystem::exists(cal) ? runtime::read_cost_model(cal) : runtime::CostModel{};
-  const runtime::Plan plan = runtime::make_plan(
-      runtime::shard_plan_input(shard), config, costs,
+  const std::filesystem::path cal = cluster::default_calibration_path();
+  const cluster::CostModel costs =
+      std::filesystem::exists(cal) ? cluster::read_cost_model(cal) : cluster::CostModel{};
+  const cluster::Plan plan = cluster::make_plan(
+      cluster::shard_plan_input(shard), config, costs,
       res.device() == kernels::Device::Cuda ? "cuda" : "cpu", res.cpu_exec().num_threads);
   m_snap.predicted_epoch_seconds = plan.epoch_seconds;
   m_snap.predicted_peak_host_bytes = plan.peak_host_bytes_per_rank;

@@ -5,9 +5,9 @@
 #include <memory>
 #include <string>
 
+#include <halo/cluster/metrics.hpp>
 #include <halo/kernels/resources.hpp>
-#include <halo/runtime/metrics.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 
 namespace halo::cli {
 
@@ -21,7 +21,7 @@ struct MetricsOptions {
 void add_metrics_options(CLI::App* sub, MetricsOptions& o);
 
 /// What one rank of a run publishes: counters kept across epochs, the plan's predictions for
-/// this rank (runtime::make_plan on the shard's counts, with the default calibration file when
+/// this rank (cluster::make_plan on the shard's counts, with the default calibration file when
 /// there is one) beside the measured values.
 class TrainMetrics {
  public:
@@ -37,8 +37,8 @@ class TrainMetrics {
  private:
   void publish(bool force);
   const kernels::Resources& m_res;
-  runtime::MetricsSnapshot m_snap;
-  runtime::MetricsSink m_sink;
+  cluster::MetricsSnapshot m_snap;
+  cluster::MetricsSink m_sink;
 };
 
 /// A TrainMetrics when --metrics-file or --metrics-port was given, else null.

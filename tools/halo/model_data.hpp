@@ -11,8 +11,8 @@
 #include <halo/kernels/resources.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/inference.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/data/inference.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 
 namespace halo::cli {

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include <halo/cluster/plan.hpp>
+#include <halo/cluster/slurm.hpp>
 #include <halo/datasets/cache.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/partition/partition_format.hpp>
-#include <halo/runtime/plan.hpp>
-#include <halo/runtime/slurm.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_options.hpp>
@@ -90,11 +90,11 @@ std::optional<std::int64_t> parse_bytes(const std::string& text) {
 }
 
 /// The counts of the partition in `dir`: measured parts.
-runtime::PlanInput partition_input(const std::string& dir) {
+cluster::PlanInput partition_input(const std::string& dir) {
   const partition::PartitionMeta meta = partition::read_partition_meta(dir);
-  runtime::PlanInput in;
+  cluster::PlanInput in;
   in.from_partition = true;
-  runtime::GraphCounts& g = in.graph;
+  cluster::GraphCounts& g = in.graph;
   g.dataset = meta.dataset;
   g.num_nodes = meta.num_nodes;
   g.input_edges = meta.num_edges;
@@ -107,7 +107,7 @@ runtime::PlanInput partition_input(const std::string& dir) {
   g.num_classes = meta.num_classes;
   g.num_train = meta.num_train;
   for (const partition::PartInfo& p : meta.parts) {
-    runtime::PartCounts c;
+    cluster::PartCounts c;
     c.num_owned = p.num_owned;
     c.num_halo = p.num_halo;
     c.num_edges = p.num_edges;
@@ -129,7 +129,7 @@ runtime::PlanInput partition_input(const std::string& dir) {
 }
 
 /// The counts of a registered dataset's binary cache (the whole graph).
-runtime::GraphCounts dataset_counts(const DatasetOptions& d) {
+cluster::GraphCounts dataset_counts(const DatasetOptions& d) {
   if (d.dataset == "synthetic" || d.dataset == "rmat" || !datasets::is_registered(d.dataset))
     throw UsageError(
         "--dataset " + d.dataset +
@@ -149,7 +149,7 @@ runtime::GraphCounts dataset_counts(const DatasetOptions& d) {
                   std::to_string(datasets::kCacheFormatVersion) + " for '" + d.dataset +
                   "'; load the dataset once to build it (e.g. halo train --dataset " + d.dataset +
                   " --epochs 1)");
-  runtime::GraphCounts g;
+  cluster::GraphCounts g;
   g.dataset = info.name;
   g.num_nodes = c->num_nodes;
   g.input_edges = c->num_edges;
@@ -167,15 +167,15 @@ runtime::GraphCounts dataset_counts(const DatasetOptions& d) {
   return g;
 }
 
-json items_json(const std::vector<runtime::MemoryItem>& items) {
+json items_json(const std::vector<cluster::MemoryItem>& items) {
   json j = json::object();
   for (const auto& i : items) j[i.name] = i.bytes;
   return j;
 }
 
-json plan_json(const runtime::Plan& p, const PlanOptions& o) {
+json plan_json(const cluster::Plan& p, const PlanOptions& o) {
   json ranks = json::array();
-  for (const runtime::RankPlan& r : p.per_rank)
+  for (const cluster::RankPlan& r : p.per_rank)
     ranks.push_back({{"rank", r.rank},
                      {"peak_host_bytes", r.peak_host_bytes},
                      {"peak_gpu_bytes", r.peak_gpu_bytes},
@@ -218,7 +218,7 @@ json plan_json(const runtime::Plan& p, const PlanOptions& o) {
             {"comm_bytes_per_epoch", p.comm_bytes_per_epoch},
             {"checkpoint_bytes", p.checkpoint_bytes},
             {"checkpoint_seconds", p.checkpoint_seconds},
-            {"checkpoint_fits_grace_period", p.checkpoint_seconds <= runtime::kGracePeriodSeconds},
+            {"checkpoint_fits_grace_period", p.checkpoint_seconds <= cluster::kGracePeriodSeconds},
             {"parts", !o.partitions.empty() ? "partition"
                       : p.parts_estimated   ? "estimated"
                                             : "whole graph"},
@@ -254,13 +254,13 @@ std::vector<std::string> train_arguments(const PlanOptions& o) {
   return args;
 }
 
-/// The sbatch script (runtime::sbatch_script) that runs this plan under Slurm: its ranks, one
+/// The sbatch script (cluster::sbatch_script) that runs this plan under Slurm: its ranks, one
 /// CPU per thread, the predicted peak host memory per rank plus 10 % per node, a time limit of
 /// 1.5 x the predicted training time plus the signal lead and 5 minutes (at least 10 minutes),
 /// and `halo train` with this command line's run flags, `--checkpoint-dir DIR --resume auto` (so
 /// that a requeued job resumes) and the arguments after `--`. The program is this very binary.
-std::string slurm_job(const runtime::Plan& p, const PlanOptions& o) {
-  runtime::SlurmRequest r;
+std::string slurm_job(const cluster::Plan& p, const PlanOptions& o) {
+  cluster::SlurmRequest r;
   r.job_name = o.job_name;
   r.tasks = p.ranks;
   r.tasks_per_node = std::min(o.tasks_per_node, p.ranks);
@@ -280,7 +280,7 @@ std::string slurm_job(const runtime::Plan& p, const PlanOptions& o) {
   for (const char* a : {"--checkpoint-dir", o.checkpoint_dir.c_str(), "--resume", "auto"})
     r.command.emplace_back(a);
   r.command.insert(r.command.end(), o.extra_train_args.begin(), o.extra_train_args.end());
-  return runtime::sbatch_script(r);
+  return cluster::sbatch_script(r);
 }
 
 /// Kubernetes memory quantity: whole MiB, rounded up.
@@ -291,7 +291,7 @@ std::string mebibytes(std::int64_t bytes) {
 /// A Kubeflow MPIJob (kubeflow.org/v2beta1) running the plan's ranks, one per worker pod, as JSON
 /// (which `kubectl apply -f` reads like YAML). Memory requests are the predicted peak plus 10 %
 /// headroom; limits add another 10 %.
-json mpijob_manifest(const runtime::Plan& p, const PlanOptions& o) {
+json mpijob_manifest(const cluster::Plan& p, const PlanOptions& o) {
   const std::int64_t request = p.peak_host_bytes_per_rank + p.peak_host_bytes_per_rank / 10;
   const std::int64_t limit = request + request / 10;
   const int cpus = std::max(1, p.threads);
@@ -318,7 +318,7 @@ json mpijob_manifest(const runtime::Plan& p, const PlanOptions& o) {
       {"replicas", p.ranks},
       {"template",
        {{"spec",
-         {{"terminationGracePeriodSeconds", static_cast<int>(runtime::kGracePeriodSeconds)},
+         {{"terminationGracePeriodSeconds", static_cast<int>(cluster::kGracePeriodSeconds)},
           {"containers",
            {{{"name", "worker"}, {"image", o.image}, {"resources", worker_resources}}}}}}}}};
   return {
@@ -344,11 +344,11 @@ int run_plan(PlanOptions& o) {
                      ": a heterogeneous dataset (typed directory); halo plan plans "
                      "node-classification runs on homogeneous graphs only");
   check_homogeneous_run(o);
-  runtime::CostModel costs;
-  const std::filesystem::path cal = o.calibration.empty() ? runtime::default_calibration_path()
+  cluster::CostModel costs;
+  const std::filesystem::path cal = o.calibration.empty() ? cluster::default_calibration_path()
                                                           : std::filesystem::path(o.calibration);
   if (!o.calibration.empty() || std::filesystem::exists(cal)) {
-    costs = runtime::read_cost_model(cal);
+    costs = cluster::read_cost_model(cal);
   } else {
     std::fprintf(stderr,
                  "halo plan: no calibration at %s (run `halo calibrate`); using the built-in "
@@ -358,7 +358,7 @@ int run_plan(PlanOptions& o) {
   if (o.link_latency_us >= 0) {
     // The wire's latency replaced; the in-step messages keep what they add to the ping-pong.
     const double a = o.link_latency_us * 1e-6;
-    for (runtime::CollectiveCosts& c : costs.collectives)
+    for (cluster::CollectiveCosts& c : costs.collectives)
       for (double* msg : {&c.full_graph_message_s, &c.mini_batch_message_s})
         if (*msg > 0) *msg = std::max(a, *msg - costs.link_alpha_s + a);
     costs.link_alpha_s = a;
@@ -371,13 +371,13 @@ int run_plan(PlanOptions& o) {
   check_output(o.output, "--output");
   const runtime::TrainConfig config = train_config(o);
   const int threads = o.threads > 0 ? o.threads : std::max(1, costs.threads);
-  runtime::PlanInput in;
+  cluster::PlanInput in;
   if (!o.partitions.empty()) {
     in = partition_input(o.partitions);
   } else {
     in.graph = dataset_counts(o.data);
   }
-  runtime::Plan plan;
+  cluster::Plan plan;
   if (o.memory_limit > 0) {
     // The smallest P whose every rank fits (with a partition, P is the partition's).
     bool found = false;
@@ -385,10 +385,10 @@ int run_plan(PlanOptions& o) {
     const int last = in.from_partition ? first : o.max_parts;
     for (int p = first; p <= last && !found; ++p) {
       if (!in.from_partition) {
-        in.parts = runtime::estimate_parts(in.graph, p);
+        in.parts = cluster::estimate_parts(in.graph, p);
         in.parts_estimated = p > 1;
       }
-      plan = runtime::make_plan(in, config, costs, o.device, threads);
+      plan = cluster::make_plan(in, config, costs, o.device, threads);
       const std::int64_t need =
           o.device == "cuda" ? plan.peak_gpu_bytes_per_rank : plan.peak_host_bytes_per_rank;
       found = need <= o.memory_limit;
@@ -402,10 +402,10 @@ int run_plan(PlanOptions& o) {
   } else {
     if (!in.from_partition) {
       const int p = std::max(1, o.parts);
-      in.parts = runtime::estimate_parts(in.graph, p);
+      in.parts = cluster::estimate_parts(in.graph, p);
       in.parts_estimated = p > 1;
     }
-    plan = runtime::make_plan(in, config, costs, o.device, threads);
+    plan = cluster::make_plan(in, config, costs, o.device, threads);
   }
   const std::string text = o.emit == "slurm" ? slurm_job(plan, o)
                            : o.emit == "k8s" ? mpijob_manifest(plan, o).dump(2) + "\n"

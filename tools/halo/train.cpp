@@ -14,7 +14,7 @@
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 #include <halo/tools/halo/checkpoint_options.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
@@ -47,9 +47,6 @@ HeteroTrainOptions hetero_options(const TrainCommandOptions& o) {
     throw UsageError("--features: not supported for heterogeneous datasets");
   if (!o.metrics.file.empty() || o.metrics.port >= 0)
     throw UsageError("--metrics-file, --metrics-port: not supported for heterogeneous datasets");
-  // The heterogeneous task has no checkpoints yet (runtime::Trainer, docs/checkpoints.md).
-  if (!o.checkpoint.dir.empty())
-    throw UsageError("--checkpoint-dir: heterogeneous datasets have no checkpoints yet");
   if (o.profile) throw UsageError("--profile: not supported for heterogeneous datasets");
   if (was_given(o, "--model") && o.model != "rgcn" && o.model != "hgt")
     throw UsageError("--model " + o.model + ": '" + o.data.dataset +
@@ -63,9 +60,8 @@ HeteroTrainOptions hetero_options(const TrainCommandOptions& o) {
     if (o.mb.prefetch > 0)
       throw UsageError(
           "--prefetch: heterogeneous mini-batches are prepared on the training thread");
-    if (o.mb.cache_mb != 0)
-      throw UsageError("--cache-mb: heterogeneous partitions have no feature cache yet");
     h.mini_batch = o.mb;
+    h.mini_batch->cache_policy = runtime::parse_cache_policy(o.cache_policy);
     h.fanouts = o.fanouts;
   }
   h.partitions = o.partitions;
@@ -88,6 +84,7 @@ HeteroTrainOptions hetero_options(const TrainCommandOptions& o) {
   h.device = o.device;
   h.normalize_features = !o.no_normalize;
   h.json = o.json;
+  h.checkpoint = o.checkpoint;
   return h;
 }
 

@@ -8,7 +8,7 @@
 #include <halo/datasets/hetero.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/atomic_file.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/trainer.hpp>
 #include <halo/sampler/hetero_sampler.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_hetero.hpp>
@@ -40,7 +40,9 @@ void print_progress(const runtime::EpochStats& s, bool tty) {
 
 int run_hetero_train(const HeteroTrainOptions& o) {
   const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train");
+  prepare_checkpoints(o.checkpoint, world->rank());
   check_output(o.json, "--json");
+  check_output_directory(o.checkpoint.dir, "--checkpoint-dir");
   const kernels::Resources res = make_resources(o.device, o.threads, world->size());
   runtime::TrainConfig config;
   config.hetero.kind = nn::parse_hetero_layer_kind(o.model);
@@ -58,6 +60,7 @@ int run_hetero_train(const HeteroTrainOptions& o) {
   config.weight_decay = o.weight_decay;
   config.seed = o.seed;
   config.normalize_features = o.normalize_features;
+  config.checkpoint = checkpoint_config(o.checkpoint);
   datasets::LoadOptions load;
   load.offline = o.offline;
   load.synthetic_mag = o.mag;
@@ -110,6 +113,11 @@ int run_hetero_train(const HeteroTrainOptions& o) {
         if (lead) print_progress(s, tty);
       });
   const runtime::TrainResult& r = run.result;
+  if (r.preempted) {  // the requeued run writes the results
+    if (lead) report_preemption(r);
+    shard.comm->barrier();
+    return runtime::kExitPreempted;
+  }
   if (!lead) return 0;
   std::printf(
       "best epoch %d: val accuracy %.4f, val macro-F1 %.4f; test accuracy %.4f, macro-F1 "
@@ -181,6 +189,17 @@ int run_hetero_train(const HeteroTrainOptions& o) {
         {"train_time_s", r.train_time_s},
         {"peak_host_memory_bytes", runtime::peak_host_memory_bytes()},
     };
+    if (!o.checkpoint.dir.empty())
+      j.update({{"checkpoint", r.checkpoint},
+                {"resumed_from",
+                 r.resumed_from.empty() ? nlohmann::json() : nlohmann::json(r.resumed_from)},
+                {"preemption_checks", r.preemption_checks},
+                {"preemption_check_time_s", r.preemption_check_s}});
+    if (o.mini_batch)
+      j.update({{"cache_mb", o.mini_batch->cache_mb},
+                {"cache_policy", runtime::to_string(o.mini_batch->cache_policy)},
+                {"cache_hit_rate", r.cache_hit_rate},
+                {"feature_bytes_per_epoch", r.feature_bytes_per_epoch}});
     if (parted) {
       // The rank 0 part's sizes above; the partition's split is the one it was written with.
       j["partitions"] = o.partitions;

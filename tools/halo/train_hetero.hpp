@@ -7,7 +7,8 @@
 #include <string>
 
 #include <halo/datasets/synthetic_mag.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/trainer.hpp>
+#include <halo/tools/halo/checkpoint_options.hpp>
 
 namespace halo::cli {
 
@@ -48,6 +49,7 @@ struct HeteroTrainOptions {
   /// (sampler::parse_hetero_fanouts over the dataset's relations).
   std::optional<runtime::MiniBatchConfig> mini_batch;
   std::string fanouts;
+  CheckpointOptions checkpoint;  // --checkpoint-dir, --checkpoint-every, --resume
 };
 
 /// Reads the dataset, trains, prints progress (stderr) and the summary (stdout), writes

@@ -4,8 +4,8 @@
 
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/atomic_file.hpp>
-#include <halo/runtime/temporal_part.hpp>
-#include <halo/runtime/trainer.hpp>
+#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/tasks/link/temporal_part.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_link.hpp>
 

@@ -1,0 +1,107 @@
+#pragma once
+// The feature store: a rank's owned feature rows, a byte-budgeted cache of remote rows, and the
+// fetch of the rest from their owners.
+
+#include <cstdint>
+#include <vector>
+
+#include <halo/kernels/buffer.hpp>
+#include <halo/kernels/features.hpp>
+#include <halo/kernels/tensor.hpp>
+#include <halo/partition/partition_format.hpp>
+#include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/engine/trainer.hpp>
+#include <halo/sampler/batch.hpp>
+
+namespace halo::runtime {
+
+/// A batch's input nodes, gathered, on the device of the Resources that made them:
+/// features (one row per node), original ids (dropout keys) and degrees in the training graph
+/// (GCN's block weights). Sized once for the batch bound; reshaped within it.
+struct BatchInputs {
+  kernels::FeatureMatrix<float> x;
+  kernels::Span<const kernels::NodeId> original;  // the tensor below, or the nodes themselves
+  kernels::Tensor<kernels::NodeId> original_ids;
+  kernels::Tensor<std::int64_t> degrees;
+  kernels::Tensor<std::int64_t> scan_sums;  // a sparse gather's scan scratch
+  kernels::PinnedBuffer stage;              // host rows on their way to a device
+};
+
+/// What the gathers of remote rows did (summed until reset by the caller).
+struct FetchStats {
+  std::int64_t remote_rows = 0;  // input rows owned by another rank
+  std::int64_t cache_hits = 0;   // of those, served by the cache
+  std::int64_t bytes = 0;        // bytes of rows received
+  double seconds = 0;            // in the exchange of ids and rows
+};
+
+/// Contract: owned() is the part's feature matrix as the first layer reads it (prepared:
+/// sparse rows L1-normalised when asked), on res's device (and, on a device, a host copy); a
+/// full-graph pass reads it directly. gather() fills a batch's inputs: owned rows from owned(),
+/// remote rows from the cache or from their owners. With one part nothing is remote and a gather
+/// keeps the features' kind (dense or sparse) on res's device; with several, batch features are
+/// dense, assembled on the host and copied once to res's device. The cache holds up to cache_bytes
+/// of rows of halo nodes (the remote neighbours of owned nodes): by degree, fetched by
+/// enable_batches, or by the accesses of the first epoch, fetched by end_epoch(1). Remote fetches
+/// are collective: every rank gathers its share of the same batch at the same time. A gather
+/// allocates nothing.
+class FeatureStore {
+ public:
+  /// Takes `part`'s features (part.features is left empty) and keeps a reference to `part`.
+  FeatureStore(const kernels::Resources& res, partition::Part& part, bool normalize);
+
+  const kernels::FeatureMatrix<float>& owned() const { return m_owned; }
+  std::int64_t num_features() const { return kernels::num_cols(m_owned); }
+
+  /// Prepares batch gathers of at most `max_rows` rows (collective when the cache is filled by
+  /// degree). `cache_bytes` > 0 needs several ranks.
+  void enable_batches(Comm& comm, std::int64_t max_rows, std::int64_t cache_bytes,
+                      CachePolicy policy);
+  /// Buffers for one batch in flight (one per pipeline slot), on res's device.
+  BatchInputs make_inputs(const kernels::Resources& res) const;
+  /// Gathers `nodes` (partition ids; on res's device with one part, on the host otherwise)
+  /// into `out`, asynchronously on res's stream. Collective over `comm` with several ranks.
+  /// With dropout.p > 0 the rows are dropped out as kernels::dropout with dropout.key would,
+  /// each row keyed by its node's original id (the store sets key.row_ids to out.original).
+  void gather(const kernels::Resources& res, Comm& comm, kernels::Span<const kernels::NodeId> nodes,
+              BatchInputs& out, FetchStats& stats, std::int64_t& host_syncs,
+              sampler::GatherDropout dropout = {});
+  /// After epoch `epoch` (collective): with CachePolicy::Access, fills the cache from the
+  /// first epoch's counts.
+  void end_epoch(Comm& comm, std::uint64_t epoch);
+
+  /// Stored entries a batch's input can hold when gathers keep sparse features (one part),
+  /// else 0 (dense batches).
+  std::int64_t max_input_entries() const { return m_part.ids.identity() ? m_max_entries : 0; }
+  /// Rows the cache holds.
+  std::int64_t cached_rows() const { return m_cached; }
+
+ private:
+  /// Fetches the rows of `nodes` (remote partition ids, host) from their owners into `rows`
+  /// (dense, row i at rows + i * width), their original ids and degrees. Collective.
+  void fetch(Comm& comm, std::int64_t count, float* rows, kernels::NodeId* original,
+             std::int64_t* degrees, FetchStats& stats);
+  void fill_cache(Comm& comm, const std::vector<std::int64_t>& score);
+  void copy_owned_row(std::int64_t local, float* out) const;
+
+  const partition::Part& m_part;
+  std::int64_t m_width = 0;
+  kernels::FeatureMatrix<float> m_owned;       // on res's device
+  kernels::FeatureMatrix<float> m_owned_host;  // a host copy for assembling rows (device, P > 1)
+  bool m_host_copy = false;
+  kernels::Tensor<std::int64_t> m_degrees;  // the part's degrees on res's device (P = 1)
+  std::int64_t m_max_rows = 0, m_max_entries = 0;
+  // The cache: a row per halo node chosen, cache_slot[h] its row or -1.
+  std::int64_t m_capacity = 0, m_cached = 0;
+  CachePolicy m_policy = CachePolicy::Degree;
+  std::vector<std::int32_t> m_cache_slot;
+  std::vector<float> m_cache_rows;
+  std::vector<std::int64_t> m_access;  // accesses per halo node in the first epoch
+  // Exchange buffers, sized once (see enable_batches).
+  std::vector<kernels::NodeId> m_want, m_served;
+  std::vector<std::int64_t> m_want_pos, m_count_out, m_count_in, m_cursor;
+  std::vector<std::size_t> m_bytes_out, m_bytes_in;
+  std::vector<std::int32_t> m_reply_out, m_reply_in;
+};
+
+}  // namespace halo::runtime

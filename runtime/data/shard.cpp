@@ -1,0 +1,119 @@
+// Shards: the data a rank trains on (one process: the whole dataset as a one-part partition;
+// several ranks: each its part of a partition), homogeneous or heterogeneous.
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <halo/kernels/log.hpp>
+#include <halo/partition/partition_format.hpp>
+#include <halo/runtime/engine/trainer.hpp>
+
+namespace halo::runtime {
+
+Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds) {
+  Shard s;
+  s.dataset = ds.name;
+  if (!ds.graph.values.empty())
+    HALO_LOG_WARN("train: '" + ds.name + "' has edge weights; the models train on its structure");
+  s.num_features = ds.num_features();
+  s.num_edges = ds.graph.num_edges();
+  s.part = partition::make_local_part(host_resources(res), std::move(ds));
+  // The dataset's identity for checkpoints: its name, structure, labels, splits and width.
+  const partition::Part& p = s.part;
+  std::uint64_t h = partition::fnv1a64(&s.num_features, sizeof s.num_features);
+  const auto mix = [&h](const auto& t) { h = partition::fnv1a64(t.data(), t.bytes(), h); };
+  mix(p.graph.indptr), mix(p.graph.indices), mix(p.labels);
+  mix(p.train_idx), mix(p.val_idx), mix(p.test_idx);
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(h));
+  s.identity = "dataset " + s.dataset + " fnv1a64 " + hex;
+  s.own_comm = std::make_unique<SelfComm>();
+  s.comm = s.own_comm.get();
+  return s;
+}
+
+namespace {
+/// The checks open_shard and open_hetero_shard share: one part per rank, the same meta.json.
+void check_partition_ranks(const partition::PartitionMeta& meta, Comm& comm,
+                           const std::filesystem::path& dir) {
+  if (meta.book.num_parts() != comm.size())
+    throw IoError((dir / "meta.json").string() + ": the partition has " +
+                  std::to_string(meta.book.num_parts()) + " parts but " +
+                  std::to_string(comm.size()) + " ranks run; start one rank per part (mpiexec -n " +
+                  std::to_string(meta.book.num_parts()) + ")");
+  // The one collective of the start-up: every rank read the same meta.json.
+  const auto mine = static_cast<std::int64_t>(meta.checksum >> 1);
+  std::vector<std::int64_t> v = {mine, -mine};
+  comm.allreduce(kernels::Span<std::int64_t>(v.data(), 2), ReduceOp::Max);
+  if (v[0] != mine || -v[1] != mine)
+    throw IoError((dir / "meta.json").string() +
+                  ": the ranks opened different partitions (meta.json differs between ranks)");
+}
+}  // namespace
+
+Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir) {
+  const partition::PartitionMeta meta = partition::read_partition_meta(dir);
+  if (meta.hetero)
+    throw IoError((dir / "meta.json").string() +
+                  ": a heterogeneous partition (train it with --model rgcn or hgt)");
+  check_partition_ranks(meta, comm, dir);
+  Shard s;
+  s.dataset = meta.dataset;
+  s.part = partition::read_part(host_resources(res), dir, comm.rank(), &meta);
+  s.num_features = meta.num_features;
+  s.num_edges = meta.num_edges;
+  s.comm = &comm;
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(meta.checksum));
+  s.identity = std::string("partition meta.json fnv1a64 ") + hex;
+  return s;
+}
+
+HeteroShard open_hetero_shard(const kernels::Resources& res, Comm& comm,
+                              const std::filesystem::path& dir) {
+  const partition::PartitionMeta meta = partition::read_partition_meta(dir);
+  if (!meta.hetero)
+    throw IoError((dir / "meta.json").string() +
+                  ": a homogeneous partition (--model rgcn and hgt need one of a typed directory)");
+  check_partition_ranks(meta, comm, dir);
+  partition::HeteroPart part =
+      partition::read_hetero_part(host_resources(res), dir, comm.rank(), &meta);
+  HeteroShard s;
+  s.dataset = meta.dataset;
+  s.graph = std::move(part.graph);
+  s.layout = std::move(part.layout);
+  s.comm = &comm;
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(meta.checksum));
+  s.identity = std::string("partition meta.json fnv1a64 ") + hex;
+  return s;
+}
+
+HeteroShard local_hetero_shard(datasets::HeteroGraph&& g) {
+  HeteroShard s;
+  s.dataset = g.name;
+  // The dataset's identity for checkpoints: its types' sizes and widths, relations, labels and
+  // splits.
+  std::uint64_t h = partition::fnv1a64(&g.target_type, sizeof g.target_type);
+  const auto mix = [&h](const auto& t) { h = partition::fnv1a64(t.data(), t.bytes(), h); };
+  for (const datasets::NodeType& t : g.node_types) {
+    const std::int64_t v[2] = {t.num_nodes, kernels::num_cols(t.features)};
+    h = partition::fnv1a64(v, sizeof v, h);
+  }
+  for (const datasets::Relation& r : g.relations) {
+    const std::int32_t v[2] = {r.src_type, r.dst_type};
+    h = partition::fnv1a64(v, sizeof v, h);
+    mix(r.adj.indptr), mix(r.adj.indices);
+  }
+  mix(g.labels), mix(g.train_idx), mix(g.val_idx), mix(g.test_idx);
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(h));
+  s.identity = "dataset " + g.name + " fnv1a64 " + hex;
+  s.graph = std::move(g);
+  s.own_comm = std::make_unique<SelfComm>();
+  s.comm = s.own_comm.get();
+  return s;
+}
+
+}  // namespace halo::runtime

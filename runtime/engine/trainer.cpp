@@ -1,0 +1,529 @@
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/log.hpp>
+#include <halo/kernels/loss.hpp>
+#include <halo/kernels/rng.hpp>
+#include <halo/runtime/comm/nccl_comm.hpp>
+#include <halo/runtime/data/batches.hpp>
+#include <halo/runtime/data/feature_store.hpp>
+#include <halo/runtime/data/halo_exchange.hpp>
+#include <halo/runtime/data/remote_neighbors.hpp>
+#include <halo/runtime/detail/timing.hpp>
+#include <halo/runtime/engine/checkpoint.hpp>
+#include <halo/runtime/engine/detail/task.hpp>
+#include <halo/runtime/engine/trainer.hpp>
+#include <halo/sampler/batch.hpp>
+#include <halo/sampler/hetero_sampler.hpp>
+
+namespace halo::runtime {
+
+namespace {
+/// The test hook of the stall watchdog's healthy case (docs/distributed.md):
+/// HALO_TEST_SLOW_EPOCH=RANK:EPOCH:SECONDS makes rank RANK sleep SECONDS after training epoch
+/// EPOCH, a long but healthy step the others wait for. Read here only.
+void slow_epoch_hook(int rank, int epoch) {
+  const char* v = std::getenv("HALO_TEST_SLOW_EPOCH");
+  int r = -1, e = -1;
+  double seconds = 0;
+  if (v != nullptr && std::sscanf(v, "%d:%d:%lf", &r, &e, &seconds) == 3 && r == rank && e == epoch)
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
+}  // namespace
+
+using kernels::NodeId;
+using kernels::Tensor;
+
+namespace {
+
+using detail::Clock;
+using detail::median;
+using detail::seconds_since;
+
+bool finite_positive(double x) { return std::isfinite(x) && x > 0; }
+
+}  // namespace
+
+std::string to_string(CachePolicy p) { return p == CachePolicy::Degree ? "degree" : "access"; }
+
+CachePolicy parse_cache_policy(const std::string& s) {
+  if (s == "degree") return CachePolicy::Degree;
+  if (s == "access") return CachePolicy::Access;
+  HALO_FAIL("cache policy '" + s + "': expected degree or access");
+}
+
+void check_config(const TrainConfig& c, int ranks) {
+  HALO_EXPECTS(c.epochs >= 1, "train: epochs must be >= 1, got " + std::to_string(c.epochs));
+  HALO_EXPECTS(finite_positive(c.lr), "train: the learning rate must be a finite number > 0");
+  HALO_EXPECTS(std::isfinite(c.weight_decay) && c.weight_decay >= 0,
+               "train: the weight decay must be a finite number >= 0");
+  HALO_EXPECTS(std::isfinite(c.model.dropout) && c.model.dropout >= 0 && c.model.dropout < 1,
+               "train: dropout must be in [0, 1)");
+  HALO_EXPECTS(c.model.num_layers >= 1 && c.model.hidden >= 1,
+               "train: layers and hidden width must be >= 1");
+  HALO_EXPECTS(c.checkpoint.every >= 0 && c.checkpoint.keep >= 1,
+               "train: checkpoint every must be >= 0 and keep >= 1");
+  if (!c.mini_batch) return;
+  const MiniBatchConfig& mb = *c.mini_batch;
+  HALO_EXPECTS(mb.batch_size >= 1, "train: the batch size must be >= 1");
+  // (The heterogeneous task checks relation_fanouts against its layers.)
+  HALO_EXPECTS(
+      !mb.relation_fanouts.empty() || static_cast<int>(mb.fanouts.size()) == c.model.num_layers,
+      "train: one fan-out per layer expected (" + std::to_string(c.model.num_layers) + " layers, " +
+          std::to_string(mb.fanouts.size()) + " fan-outs)");
+  for (const int k : mb.fanouts) HALO_EXPECTS(k >= -1, "train: fan-outs must be -1 or >= 0");
+  HALO_EXPECTS(mb.max_batches >= 0, "train: max_batches must be >= 0 (0: every batch)");
+  HALO_EXPECTS(mb.prefetch == kAutoPrefetch || (mb.prefetch >= 0 && mb.prefetch <= 16),
+               "train: prefetch must be in [0, 16] or auto");
+  HALO_EXPECTS(std::isfinite(mb.cache_mb) && mb.cache_mb >= 0,
+               "train: the cache size must be a finite number >= 0");
+  HALO_EXPECTS(mb.cache_mb == 0 || ranks > 1,
+               "train: the feature cache holds remote rows: it needs a partition (several ranks)");
+  HALO_EXPECTS(c.overlap, "train: overlap applies to full-graph training");
+}
+
+kernels::Resources host_resources(const kernels::Resources& res) {
+  return kernels::Resources(kernels::Device::Cpu, res.cpu_exec().num_threads);
+}
+
+kernels::FeatureMatrix<float> prepare_features(const kernels::Resources& res,
+                                               const kernels::FeatureMatrix<float>& features,
+                                               bool normalize) {
+  const kernels::Resources host = host_resources(res);
+  auto f = std::visit([&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(host); },
+                      features);
+  if (normalize && std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(f))
+    datasets::row_normalize(host, f);
+  if (res.device() == kernels::Device::Cpu) return f;
+  return std::visit(
+      [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.copy_to(res, res.device()); },
+      f);
+}
+
+nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_features,
+                            std::int32_t num_classes, const TrainConfig& config) {
+  nn::ModelConfig mc = config.model;
+  mc.in_features = in_features;
+  mc.num_classes = num_classes;
+  return nn::Model<float>(res, mc, config.seed);
+}
+
+// ---- the trainer -------------------------------------------------------------------------------
+
+using detail::NamedTensor;
+
+namespace {
+
+/// `config` with the model fields the network decides (a custom network has no ModelConfig;
+/// its kind stays the config's: the graph is the one its shape declares).
+TrainConfig with_shape(TrainConfig config, const nn::NetworkShape& shape) {
+  config.model.num_layers = shape.num_layers;
+  config.model.in_features = shape.in_features;
+  config.model.num_classes = shape.num_classes;
+  return config;
+}
+
+}  // namespace
+
+// ---- shared by the tasks (engine/detail/task.hpp) ----------------------------------------------
+
+namespace detail {
+
+/// Sums every parameter's gradient and `loss` over the ranks of `comm` in one all-reduce
+/// through `flat` (device) / `host` (host-memory comm with device gradients), allocated once.
+double allreduce_gradients(const kernels::Resources& res, Comm& comm,
+                           const std::vector<nn::Parameter<float>*>& params, double loss,
+                           Tensor<float>& flat, std::vector<float>& host) {
+  const kernels::Device dev = res.device();
+  std::int64_t n = 1;
+  for (const auto* p : params) n += p->grad.numel();
+  kernels::ensure_shape(res, flat, n, 1);  // allocates on the first call only
+  float* f = flat.data();
+  std::int64_t at = 0;
+  for (const auto* p : params) {
+    kernels::copy_bytes_async(res, f + at, dev, p->grad.data(), dev, p->grad.bytes());
+    at += p->grad.numel();
+  }
+  float total = static_cast<float>(loss);
+  kernels::copy_bytes(res, f + at, dev, &total, kernels::Device::Cpu, sizeof total);
+  if (comm.memory_device() == dev) {
+    comm.allreduce(kernels::Span<float>(f, n), ReduceOp::Sum);  // in stream order on a device
+  } else {
+    host.resize(static_cast<std::size_t>(n));
+    kernels::copy_bytes(res, host.data(), kernels::Device::Cpu, f, dev, flat.bytes());
+    comm.allreduce(kernels::Span<float>(host.data(), n), ReduceOp::Sum);
+    kernels::copy_bytes(res, f, dev, host.data(), kernels::Device::Cpu, flat.bytes());
+  }
+  at = 0;
+  for (auto* p : params) {
+    kernels::copy_bytes_async(res, p->grad.data(), dev, f + at, dev, p->grad.bytes());
+    at += p->grad.numel();
+  }
+  kernels::copy_bytes(res, &total, kernels::Device::Cpu, f + at, dev, sizeof total);
+  return total;
+}
+
+void expect_finite(double loss, std::uint64_t epoch, std::int64_t batch) {
+  if (std::isfinite(loss)) return;
+  throw Error("train: the loss became " + std::string(std::isnan(loss) ? "nan" : "infinite") +
+              " in epoch " + std::to_string(epoch) + ", batch " + std::to_string(batch + 1) +
+              ": the run diverged (try a lower --lr)");
+}
+
+kernels::AdamConfig adam_config(const TrainConfig& c, bool weight_decay) {
+  kernels::AdamConfig a;
+  a.lr = c.lr;
+  a.weight_decay = weight_decay ? c.weight_decay : 0.0;
+  return a;
+}
+
+}  // namespace detail
+
+Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
+                 nn::Network<float>& model)
+    : m_res(res), m_comm(shard.comm), m_epochs(config.epochs), m_checkpoint(config.checkpoint) {
+  const TrainConfig shaped = with_shape(config, model.shape());
+  m_task = detail::make_node_classification(res, shard, shaped, model);
+  if (!m_checkpoint.dir.empty()) m_identity = checkpoint_identity(shaped, shard);
+}
+
+Trainer::Trainer(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
+                 nn::HeteroModel<float>& model)
+    : m_res(res), m_comm(shard.comm), m_epochs(config.epochs), m_checkpoint(config.checkpoint) {
+  m_task = detail::make_hetero_classification(res, shard, config, model);
+  if (!m_checkpoint.dir.empty()) m_identity = checkpoint_identity(config, shard);
+}
+
+Trainer::~Trainer() = default;
+
+std::int64_t Trainer::batches_per_epoch() const { return m_task->batches_per_epoch(); }
+double Trainer::preprocess_time_s() const { return m_task->preprocess_time_s; }
+
+bool Trainer::stop_agreed() {
+  if (m_checkpoint.dir.empty()) return false;
+  const auto t = Clock::now();
+  const bool stop = m_comm->sum<std::int64_t>(preemption_requested() ? 1 : 0) > 0;
+  m_stop_check_s += seconds_since(t);
+  ++m_stop_checks;
+  return stop;
+}
+
+bool Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step) {
+  // A stopped epoch continues at its next step with its running sums.
+  Partial at = m_partial.epoch == epoch ? m_partial : Partial{epoch};
+  m_partial = {};
+  if (m_task->train_epoch(epoch, s, on_step, at, [this] { return stop_agreed(); })) return true;
+  m_partial = at;
+  return false;
+}
+
+Trainer::Evaluation Trainer::evaluate() { return m_task->evaluate(); }
+
+namespace {
+
+/// What a checkpoint holds of `task`, in the order it stores them: the state as "param/NAME",
+/// the optimizer's state, and the best epoch's copies of the state (`best`) as "best/NAME".
+std::vector<NamedTensor> checkpoint_arrays(Trainer::Task& task, std::vector<Tensor<float>>& best) {
+  const std::vector<NamedTensor> state = task.state();
+  std::vector<NamedTensor> v;
+  for (const NamedTensor& t : state) v.push_back({"param/" + t.name, t.tensor});
+  for (NamedTensor& t : task.optimizer_state()) v.push_back(std::move(t));
+  for (std::size_t i = 0; i < state.size(); ++i) v.push_back({"best/" + state[i].name, &best[i]});
+  return v;
+}
+
+}  // namespace
+
+TrainState Trainer::capture(const TrainResult& result, std::vector<Tensor<float>>& best,
+                            double best_val_loss, int epochs_done) {
+  TrainState st;
+  st.epoch = epochs_done;
+  if (m_partial.step > 0) {
+    st.step = m_partial.step;
+    st.loss_sum = m_partial.loss_sum;
+    st.loss_rows = m_partial.loss_rows;
+    st.allreduce_s = m_partial.allreduce_s;
+  }
+  st.counters = m_task->counters();
+  st.best_val_loss = best_val_loss;
+  st.result.best_epoch = result.best_epoch;
+  st.result.val_accuracy = result.val_accuracy;
+  st.result.test_accuracy = result.test_accuracy;
+  st.result.val_macro_f1 = result.val_macro_f1;
+  st.result.test_macro_f1 = result.test_macro_f1;
+  st.result.test_micro_f1 = result.test_micro_f1;
+  st.result.final_train_loss = result.final_train_loss;
+  st.result.history = result.history;
+  for (const NamedTensor& a : checkpoint_arrays(*m_task, best)) {
+    const Tensor<float>& t = *a.tensor;
+    st.arrays.push_back({a.name, t.rows(), t.cols(), t.to_vector(m_res)});
+  }
+  return st;
+}
+
+void Trainer::restore(const TrainState& st, TrainResult& result, std::vector<Tensor<float>>& best,
+                      double& best_val_loss) {
+  const std::vector<NamedTensor> arrays = checkpoint_arrays(*m_task, best);
+  HALO_EXPECTS(st.arrays.size() == arrays.size(),
+               "checkpoint: it holds " + std::to_string(st.arrays.size()) +
+                   " arrays, this model needs " + std::to_string(arrays.size()));
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    const TrainState::Array& a = st.arrays[i];
+    const std::string& name = arrays[i].name;
+    Tensor<float>& t = *arrays[i].tensor;
+    if (a.name != name || a.rows != t.rows() || a.cols != t.cols())
+      throw IoError("checkpoint: array " + a.name + " (" + std::to_string(a.rows) + " x " +
+                    std::to_string(a.cols) + ") where the model has " + name + " (" +
+                    std::to_string(t.rows()) + " x " + std::to_string(t.cols()) + ")");
+    kernels::copy_bytes(m_res, t.data(), t.device(), a.values.data(), kernels::Device::Cpu,
+                        t.bytes());
+  }
+  const auto counters = m_task->counters();
+  if (st.counters.size() != counters.size())
+    throw IoError("checkpoint: it holds " + std::to_string(st.counters.size()) +
+                  " optimizer counters, this run has " + std::to_string(counters.size()));
+  for (const auto& [name, value] : st.counters) m_task->set_counter(name, value);
+  best_val_loss = st.best_val_loss;
+  result.best_epoch = st.result.best_epoch;
+  result.val_accuracy = st.result.val_accuracy;
+  result.test_accuracy = st.result.test_accuracy;
+  result.val_macro_f1 = st.result.val_macro_f1;
+  result.test_macro_f1 = st.result.test_macro_f1;
+  result.test_micro_f1 = st.result.test_micro_f1;
+  result.final_train_loss = st.result.final_train_loss;
+  result.history = st.result.history;
+  for (EpochStats& s : result.history) s.epochs = m_epochs;
+  m_partial = {};
+  if (st.step > 0)
+    m_partial = {static_cast<std::uint64_t>(st.epoch) + 1, st.step, st.loss_sum, st.loss_rows,
+                 st.allreduce_s};
+}
+
+TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_step) {
+  TrainResult result;
+  // Parameter values of the best epoch so far, on the parameters' device: snapshots are
+  // stream-ordered device copies, never a trip through the host.
+  const std::vector<NamedTensor> state = m_task->state();
+  std::vector<Tensor<float>> best;
+  for (const NamedTensor& t : state) best.push_back(t.tensor->clone(m_res));
+  double best_val_loss = 0;
+  double best_val_score = 0;  // link prediction (which has no checkpoints yet)
+  const int epochs = m_epochs;
+  Comm& comm = *m_comm;
+  const CheckpointConfig& ck = m_checkpoint;
+  const bool checkpoints = !ck.dir.empty();
+  int done = 0;  // epochs completed
+  if (checkpoints && ck.resume) {
+    if (auto found = read_newest_checkpoint(comm, ck.dir, m_identity)) {
+      const TrainState& st = found->state;
+      if (st.epoch + (st.step > 0 ? 1 : 0) > epochs)
+        throw IoError(found->dir.string() + ": the checkpoint is at epoch " +
+                      std::to_string(st.epoch) + ", step " + std::to_string(st.step) +
+                      ", past the " + std::to_string(epochs) + " epochs of this run (--epochs)");
+      restore(found->state, result, best, best_val_loss);
+      done = found->state.epoch;
+      result.resumed_from = found->dir.string();
+      HALO_LOG_INFO(
+          "train: resuming from " + result.resumed_from + " (" + std::to_string(done) + " epochs" +
+          (m_partial.step > 0 ? " and " + std::to_string(m_partial.step) + " steps" : "") +
+          " completed)");
+    } else {
+      HALO_LOG_INFO("train: no complete checkpoint in " + ck.dir.string() + ": starting fresh");
+    }
+  } else if (checkpoints) {
+    // A fresh run never shares its directory with another run's checkpoints (rank 0 decides).
+    std::string problem = comm.rank() == 0 ? fresh_start_problem(ck.dir) : std::string();
+    std::int64_t refused = problem.empty() ? 0 : 1;
+    comm.broadcast(&refused, sizeof refused, 0);
+    if (refused != 0)
+      throw IoError(comm.rank() == 0 ? problem
+                                     : ck.dir.string() +
+                                           ": holds another run's checkpoints "
+                                           "(see rank 0's message)");
+  }
+  const auto save = [&](int epochs_done) {
+    result.checkpoint =
+        write_checkpoint(comm, ck, m_identity, capture(result, best, best_val_loss, epochs_done))
+            .string();
+  };
+  const auto start = Clock::now();
+  for (int epoch = done + 1; epoch <= epochs; ++epoch) {
+    EpochStats s;
+    s.epoch = epoch;
+    s.epochs = epochs;
+    if (!train_epoch(static_cast<std::uint64_t>(epoch), s, on_step)) {
+      save(epoch - 1);  // mid-epoch: the next step and the epoch's running sums
+      result.preempted = true;
+      break;
+    }
+    slow_epoch_hook(comm.rank(), epoch);
+    const Evaluation e = evaluate();
+    s.train_accuracy = e.train_accuracy;
+    s.val_loss = e.val_loss;
+    s.val_accuracy = e.val_accuracy;
+    s.test_accuracy = e.test_accuracy;
+    s.val_macro_f1 = e.val_macro_f1;
+    s.test_macro_f1 = e.test_macro_f1;
+    s.test_micro_f1 = e.test_micro_f1;
+    s.val_mrr = e.val_mrr;
+    s.val_map = e.val_map;
+    // Without validation nodes there is nothing to select by: the last epoch is kept. Link
+    // prediction selects by its validation score (MAP or MRR).
+    const bool link = !std::isnan(e.val_score);
+    const bool no_val = !link && std::isnan(e.val_accuracy);
+    if (result.best_epoch == 0 || no_val || (link && e.val_score > best_val_score) ||
+        (!link && e.val_accuracy > result.val_accuracy) ||
+        (!link && e.val_accuracy == result.val_accuracy && e.val_loss < best_val_loss)) {
+      result.best_epoch = epoch;
+      result.val_accuracy = e.val_accuracy;
+      result.test_accuracy = e.test_accuracy;
+      result.val_macro_f1 = e.val_macro_f1;
+      result.test_macro_f1 = e.test_macro_f1;
+      result.test_micro_f1 = e.test_micro_f1;
+      result.val_mrr = e.val_mrr;
+      result.val_map = e.val_map;
+      best_val_score = e.val_score;
+      best_val_loss = e.val_loss;
+      for (std::size_t i = 0; i < state.size(); ++i)
+        kernels::copy_async(m_res, best[i], *state[i].tensor);
+    }
+    result.final_train_loss = s.train_loss;
+    result.history.push_back(s);
+    if (on_epoch) on_epoch(s);
+    const bool stop = stop_agreed();
+    if (checkpoints && (stop || epoch == epochs || (ck.every > 0 && epoch % ck.every == 0)))
+      save(epoch);
+    if (stop) {
+      result.preempted = true;
+      break;
+    }
+  }
+  result.train_time_s = seconds_since(start);
+  result.preprocess_time_s = m_task->preprocess_time_s;
+  result.world_size = comm.size();
+  result.preemption_checks = m_stop_checks;
+  result.preemption_check_s = m_stop_check_s;
+  // The medians and totals over the epochs completed (those before a resume included).
+  std::vector<double> times, exchange, exposed, window, allreduce, compute, fetch, wait;
+  std::vector<std::int64_t> bytes, sampling, features;
+  double exchange_total = 0, exposed_total = 0;
+  std::int64_t remote = 0, hits = 0, syncs = 0;
+  std::vector<double> projection, aggregation, semantic, subgraph;
+  for (const EpochStats& s : result.history) {
+    times.push_back(s.epoch_time_s);
+    exchange.push_back(s.exchange_time_s);
+    exposed.push_back(s.exchange_exposed_s);
+    window.push_back(s.exchange_window_s);
+    allreduce.push_back(s.allreduce_time_s);
+    compute.push_back(s.epoch_time_s - s.exchange_exposed_s - s.allreduce_time_s);
+    fetch.push_back(s.fetch_time_s);
+    wait.push_back(s.batch_wait_s);
+    bytes.push_back(s.exchange_bytes);
+    sampling.push_back(s.sampling_bytes);
+    features.push_back(s.feature_bytes);
+    exchange_total += s.exchange_time_s;
+    exposed_total += s.exchange_exposed_s;
+    remote += s.remote_rows;
+    hits += s.cache_hits;
+    syncs += s.host_syncs;
+    subgraph.push_back(s.stages.subgraph_build_s);
+    projection.push_back(s.stages.feature_projection_s);
+    aggregation.push_back(s.stages.neighbor_aggregation_s);
+    semantic.push_back(s.stages.semantic_aggregation_s);
+  }
+  result.epoch_time_median_s = median(times);
+  result.exchange_time_s = median(exchange);
+  result.exchange_exposed_s = median(exposed);
+  result.exchange_window_s = median(window);
+  result.allreduce_time_s = median(allreduce);
+  result.compute_time_s = median(compute);
+  result.fetch_time_s = median(fetch);
+  result.batch_wait_s = median(wait);
+  result.stages = {median(subgraph), median(projection), median(aggregation), median(semantic)};
+  std::vector<EpochProfile> profiles;  // the epochs this run trained (a checkpoint holds none)
+  for (std::size_t e = std::min(static_cast<std::size_t>(done), result.history.size());
+       e < result.history.size(); ++e)
+    profiles.push_back(result.history[e].profile);
+  result.profile = median_profile(profiles);
+  auto median_int = [](std::vector<std::int64_t> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? std::int64_t{0} : v[v.size() / 2];
+  };
+  result.exchange_bytes_per_epoch = median_int(bytes);
+  result.sampling_bytes_per_epoch = median_int(sampling);
+  result.feature_bytes_per_epoch = median_int(features);
+  result.exchange_hidden_fraction =
+      exchange_total > 0 ? std::max(0.0, 1.0 - exposed_total / exchange_total) : 0.0;
+  result.cache_hit_rate = remote > 0 ? static_cast<double>(hits) / static_cast<double>(remote) : 0;
+  result.batches_per_epoch = m_task->batches_per_epoch();
+  const auto epochs_run = static_cast<double>(std::max<std::size_t>(1, result.history.size()));
+  result.host_syncs_per_batch =
+      static_cast<double>(syncs) / (epochs_run * static_cast<double>(result.batches_per_epoch));
+  for (std::size_t i = 0; i < state.size(); ++i)
+    kernels::copy_async(m_res, *state[i].tensor, best[i]);
+  m_res.synchronize();     // the model is final when run returns
+  m_task->finish(result);  // with the kept parameters
+  return result;
+}
+
+nn::ModelFileInfo model_file_info(const TrainConfig& config, const TrainResult& result,
+                                  const std::string& dataset,
+                                  const std::string& structural_features) {
+  nn::ModelFileInfo info;
+  info.config = config.model;
+  info.dataset = dataset;
+  info.normalize_features = config.normalize_features;
+  info.structural_features = structural_features;
+  const auto number = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
+  nlohmann::json t = {{"mode", config.mini_batch ? "mini-batch" : "full-graph"},
+                      {"epochs", config.epochs},
+                      {"lr", config.lr},
+                      {"weight_decay", config.weight_decay},
+                      {"seed", config.seed},
+                      {"optimizer", "adam"},
+                      {"world_size", result.world_size},
+                      {"best_epoch", result.best_epoch},
+                      {"val_accuracy", number(result.val_accuracy)},
+                      {"test_accuracy", number(result.test_accuracy)},
+                      {"final_train_loss", number(result.final_train_loss)}};
+  if (config.mini_batch)
+    t.update({{"batch_size", config.mini_batch->batch_size},
+              {"fanouts", config.mini_batch->fanouts},
+              {"replace", config.mini_batch->replace}});
+  info.training = t.dump();
+  return info;
+}
+
+std::int64_t current_host_memory_bytes() {
+  std::ifstream in("/proc/self/statm");
+  std::int64_t pages_total = 0, pages_resident = 0;
+  in >> pages_total >> pages_resident;
+  return pages_resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+std::int64_t peak_host_memory_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  // The kernel's high-water mark is sampled from per-thread counters that it syncs now and
+  // then, so it can lag the resident size /proc/self/statm reports: a peak is never below it.
+  return std::max(static_cast<std::int64_t>(usage.ru_maxrss) * 1024,  // Linux reports KiB
+                  current_host_memory_bytes());
+}
+
+}  // namespace halo::runtime

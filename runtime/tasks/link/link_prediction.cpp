@@ -1,0 +1,751 @@
+// The Trainer's link-prediction task (EvolveGCN's set-up on temporal graphs), its data and its
+// ranking metrics.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/error.hpp>
+#include <halo/kernels/log.hpp>
+#include <halo/kernels/rng.hpp>
+#include <halo/runtime/detail/timing.hpp>
+#include <halo/runtime/engine/detail/task.hpp>
+#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/tasks/link/link_prediction.hpp>
+
+namespace halo::runtime {
+
+using datasets::TemporalEdge;
+using detail::NamedTensor;
+using kernels::NodeId;
+using kernels::Tensor;
+
+namespace {
+
+using detail::Clock;
+using detail::seconds_since;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace
+
+LinkSelect parse_link_select(const std::string& name) {
+  if (name == "map") return LinkSelect::Map;
+  if (name == "mrr") return LinkSelect::Mrr;
+  throw LogicError("link prediction: unknown selection metric '" + name + "' (map or mrr)");
+}
+
+std::string to_string(LinkSelect s) { return s == LinkSelect::Map ? "map" : "mrr"; }
+
+LinkSplit link_split(std::int64_t num_steps, const LinkPredictionConfig& c) {
+  HALO_EXPECTS(c.window >= 1, "link prediction: the window must be >= 1 step");
+  HALO_EXPECTS(c.negatives >= 1, "link prediction: negatives per positive must be >= 1");
+  HALO_EXPECTS(c.positive_weight > 0 && c.negative_weight > 0,
+               "link prediction: class weights must be > 0");
+  HALO_EXPECTS(std::isfinite(c.train_fraction) && std::isfinite(c.val_fraction) &&
+                   c.train_fraction > 0 && c.val_fraction >= 0 &&
+                   c.train_fraction + c.val_fraction < 1,
+               "link prediction: the split needs train > 0, val >= 0 and train + val < 1");
+  if (const std::string problem = link_split_problem(num_steps, c); !problem.empty())
+    throw LogicError(problem);
+  const auto t = static_cast<double>(num_steps);
+  LinkSplit s;
+  s.train_begin = c.window;
+  s.train_end = std::llround(c.train_fraction * t);
+  s.val_end = s.train_end + std::llround(c.val_fraction * t);
+  s.test_end = num_steps;
+  return s;
+}
+
+std::string link_split_problem(std::int64_t num_steps, const LinkPredictionConfig& c) {
+  const auto t = static_cast<double>(num_steps);
+  const std::int64_t train_end = std::llround(c.train_fraction * t);
+  const std::int64_t val_end = train_end + std::llround(c.val_fraction * t);
+  if (train_end <= c.window)
+    return "--window " + std::to_string(c.window) + ": " + std::to_string(num_steps) +
+           " snapshots give " + std::to_string(train_end) +
+           " training snapshots, and a training step predicts snapshot t from the --window "
+           "before it, so none is left (use more snapshots or a smaller --window)";
+  if (val_end >= num_steps)
+    return "--link-split: " + std::to_string(num_steps) + " snapshots leave no test snapshot";
+  return "";
+}
+
+namespace {
+
+/// The snapshots and the parts of a TemporalShard every rank holds whole: the inputs (every
+/// node of the run in each), each step's targets and active nodes, and how many leading
+/// snapshots training reads.
+struct TemporalCommon {
+  std::vector<datasets::Snapshot> inputs;
+  std::int64_t read_by_training = 0;
+};
+
+TemporalCommon temporal_common(const kernels::Resources& res, const datasets::TemporalGraph& g,
+                               const datasets::SnapshotConfig& snapshots, double train_fraction,
+                               TemporalShard& s) {
+  HALO_EXPECTS(res.device() == kernels::Device::Cpu,
+               "temporal shard: prepares host data (a CPU Resources)");
+  HALO_EXPECTS(train_fraction > 0, "temporal shard: the training share must be > 0");
+  s.dataset = g.name;
+  s.train_fraction = train_fraction;
+  s.num_nodes = g.num_nodes();
+  s.num_events = g.num_events();
+  s.snapshots = snapshots;
+  TemporalCommon c;
+  c.inputs = datasets::make_snapshots(g, snapshots);
+  datasets::SnapshotConfig own_span = snapshots;
+  own_span.window_snapshots = 1;  // the events of each step's own span
+  const std::vector<datasets::Snapshot> spans = datasets::make_snapshots(g, own_span);
+  const auto steps = static_cast<std::int64_t>(c.inputs.size());
+  c.read_by_training = train_fraction >= 1
+                           ? steps
+                           : std::max<std::int64_t>(
+                                 1, std::llround(train_fraction * static_cast<double>(steps)) - 1);
+  std::vector<char> seen(static_cast<std::size_t>(s.num_nodes));
+  for (std::int64_t t = 0; t < steps; ++t) {
+    auto& in = c.inputs[static_cast<std::size_t>(t)];
+    in.num_nodes = s.num_nodes;  // every node of the run, in every step
+    // The nodes with a neighbour: the endpoints of the snapshot's pairs.
+    std::fill(seen.begin(), seen.end(), 0);
+    for (const TemporalEdge& e : in.edges)
+      seen[static_cast<std::size_t>(e.src)] = seen[static_cast<std::size_t>(e.dst)] = 1;
+    std::vector<NodeId> active;
+    for (std::int64_t v = 0; v < s.num_nodes; ++v)
+      if (seen[static_cast<std::size_t>(v)] != 0) active.push_back(static_cast<NodeId>(v));
+    s.active.push_back(std::move(active));
+    std::vector<TemporalEdge> target;
+    for (const TemporalEdge& e : spans[static_cast<std::size_t>(t)].edges)
+      if (e.src != e.dst) target.push_back(e), target.push_back({e.dst, e.src});
+    std::sort(target.begin(), target.end());
+    target.erase(std::unique(target.begin(), target.end()), target.end());
+    s.targets.push_back(std::move(target));
+  }
+  return c;
+}
+
+/// Caps every bucket at `cap` (the largest degree training reads) and sets num_features.
+void cap_buckets(TemporalShard& s, std::int64_t cap) {
+  for (auto& degree : s.degree_bucket)
+    for (std::int32_t& d : degree) d = std::min(d, static_cast<std::int32_t>(cap));
+  s.num_features = cap + 1;
+}
+
+}  // namespace
+
+TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets::TemporalGraph& g,
+                                   const datasets::SnapshotConfig& snapshots,
+                                   double train_fraction) {
+  TemporalShard s;
+  const TemporalCommon c = temporal_common(res, g, snapshots, train_fraction, s);
+  std::int64_t cap = 0;
+  for (std::size_t t = 0; t < c.inputs.size(); ++t) {
+    const datasets::Graph sym =
+        datasets::symmetrize(res, datasets::snapshot_graph(res, c.inputs[t]));
+    s.adjacency.push_back(datasets::gcn_normalize<float>(res, sym));
+    std::vector<std::int32_t> degree(static_cast<std::size_t>(s.num_nodes));
+    const std::int64_t* indptr = sym.indptr.data();
+    for (std::int64_t v = 0; v < s.num_nodes; ++v) {
+      const std::int64_t d =
+          std::min<std::int64_t>(indptr[v + 1] - indptr[v], datasets::kMaxDegreeBucket);
+      degree[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(d);
+      if (static_cast<std::int64_t>(t) < c.read_by_training) cap = std::max(cap, d);
+    }
+    s.degree_bucket.push_back(std::move(degree));
+  }
+  cap_buckets(s, cap);
+  s.own_comm = std::make_unique<SelfComm>();
+  s.comm = s.own_comm.get();
+  return s;
+}
+
+TemporalShard distributed_temporal_shard(const kernels::Resources& res,
+                                         const datasets::TemporalGraph& g,
+                                         const datasets::SnapshotConfig& snapshots,
+                                         const std::vector<std::vector<std::int32_t>>& owner,
+                                         Comm& comm, double train_fraction) {
+  TemporalShard s;
+  const TemporalCommon c = temporal_common(res, g, snapshots, train_fraction, s);
+  HALO_EXPECTS(owner.size() == c.inputs.size(),
+               "distributed_temporal_shard: one owner map per snapshot (" +
+                   std::to_string(c.inputs.size()) + "), got " + std::to_string(owner.size()));
+  for (const auto& o : owner)
+    HALO_EXPECTS(static_cast<std::int64_t>(o.size()) == s.num_nodes,
+                 "distributed_temporal_shard: an owner map must cover every node of the run");
+  const std::vector<TemporalRows> rows = distribute_snapshots(c.inputs, owner, comm, s.traffic);
+  std::int64_t cap = 0;
+  for (std::size_t t = 0; t < c.inputs.size(); ++t) {
+    TemporalStepPart sp = temporal_step_part(res, rows[t], owner[t], comm);
+    s.exchange.push_back(std::make_unique<HaloExchange>(res, sp.part,
+                                                        nn::GraphPreparation::Symmetric,
+                                                        /*overlap=*/true, comm));
+    if (static_cast<std::int64_t>(t) < c.read_by_training)
+      for (const std::int32_t d : sp.degree) cap = std::max<std::int64_t>(cap, d);
+    s.degree_bucket.push_back(std::move(sp.degree));
+    s.degree_bytes.push_back(sp.degree_bytes);
+    s.owned.push_back(rows[t].owned);
+  }
+  s.owner = owner;
+  comm.allreduce(kernels::Span<std::int64_t>{&cap, 1}, ReduceOp::Max);
+  cap_buckets(s, cap);
+  s.comm = &comm;
+  return s;
+}
+
+void sample_negatives(std::span<const TemporalEdge> positives, std::span<const NodeId> pool,
+                      std::int64_t num_nodes, std::uint64_t key, std::uint64_t count,
+                      std::vector<NodeId>& src, std::vector<NodeId>& dst) {
+  HALO_EXPECTS(!positives.empty() && num_nodes >= 1, "sample_negatives: needs positives and nodes");
+  const auto npos = static_cast<std::uint64_t>(positives.size());
+  const auto npool = static_cast<std::uint64_t>(pool.empty() ? num_nodes : pool.size());
+  for (std::uint64_t j = 0; j < count; ++j)
+    for (std::uint64_t a = 0; a < kNegativeDraws; ++a) {
+      const std::uint64_t i = 2 * (j * kNegativeDraws + a);
+      const NodeId u =
+          positives[kernels::rng::mul_hi64(kernels::rng::draw_keyed(key, i), npos)].src;
+      const std::uint64_t k = kernels::rng::mul_hi64(kernels::rng::draw_keyed(key, i + 1), npool);
+      const NodeId v = pool.empty() ? static_cast<NodeId>(k) : pool[k];
+      if (u != v && !std::binary_search(positives.begin(), positives.end(), TemporalEdge{u, v})) {
+        src.push_back(u), dst.push_back(v);
+        break;
+      }
+    }
+}
+
+// ---- metrics -----------------------------------------------------------------------------------
+
+double mean_reciprocal_rank(std::span<const float> scores, std::span<const std::int8_t> positive) {
+  HALO_EXPECTS(scores.size() == positive.size(), "mean_reciprocal_rank: one label per score");
+  std::vector<float> sorted(scores.begin(), scores.end());
+  std::sort(sorted.begin(), sorted.end());
+  double sum = 0;
+  std::int64_t count = 0;
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    if (positive[i] == 0) continue;
+    const auto lo = std::lower_bound(sorted.begin(), sorted.end(), scores[i]);
+    const auto hi = std::upper_bound(sorted.begin(), sorted.end(), scores[i]);
+    const auto higher = static_cast<double>(sorted.end() - hi);
+    const auto tied_others = static_cast<double>(hi - lo - 1);
+    sum += 1.0 / (1.0 + higher + tied_others / 2);
+    ++count;
+  }
+  return count == 0 ? kNaN : sum / static_cast<double>(count);
+}
+
+namespace {
+
+/// The entries' indices, highest score first.
+std::vector<std::int64_t> descending(std::span<const float> scores) {
+  std::vector<std::int64_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](std::int64_t a, std::int64_t b) { return scores[a] > scores[b]; });
+  return order;
+}
+
+}  // namespace
+
+double average_precision(std::span<const float> scores, std::span<const std::int8_t> positive) {
+  HALO_EXPECTS(scores.size() == positive.size(), "average_precision: one label per score");
+  // Only the thresholds at a positive's score add to the sum: the positives' distinct scores,
+  // highest first, and per threshold the negatives scored >= it (each negative counted at the
+  // highest threshold it reaches, then summed): O(entries log positives), no full sort.
+  std::vector<float> pos;
+  for (std::size_t i = 0; i < scores.size(); ++i)
+    if (positive[i] != 0) pos.push_back(scores[i]);
+  if (pos.empty()) return kNaN;
+  std::sort(pos.begin(), pos.end(), std::greater<>());
+  std::vector<float> level;            // distinct, descending
+  std::vector<double> pos_at, neg_at;  // positives at, negatives first reaching, each level
+  for (const float x : pos) {
+    if (level.empty() || x != level.back()) level.push_back(x), pos_at.push_back(0);
+    ++pos_at.back();
+  }
+  neg_at.assign(level.size(), 0);
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    if (positive[i] != 0) continue;
+    const auto k = std::lower_bound(level.begin(), level.end(), scores[i], std::greater<>()) -
+                   level.begin();  // the first level <= the score
+    if (k < std::ssize(level)) ++neg_at[static_cast<std::size_t>(k)];
+  }
+  const auto total = static_cast<double>(pos.size());
+  double ap = 0, tp = 0, seen = 0;
+  for (std::size_t k = 0; k < level.size(); ++k) {
+    tp += pos_at[k];
+    seen += pos_at[k] + neg_at[k];
+    ap += pos_at[k] / total * (tp / seen);
+  }
+  return ap;
+}
+
+double roc_auc(std::span<const float> scores, std::span<const std::int8_t> positive) {
+  HALO_EXPECTS(scores.size() == positive.size(), "roc_auc: one label per score");
+  const auto pos = static_cast<double>(
+      std::count_if(positive.begin(), positive.end(), [](auto p) { return p; }));
+  const double neg = static_cast<double>(scores.size()) - pos;
+  if (pos == 0 || neg == 0) return kNaN;
+  std::vector<std::int64_t> order = descending(scores);
+  std::reverse(order.begin(), order.end());  // ascending
+  double rank_sum = 0;                       // of the positives, 1-based, ties at their mean rank
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    double group_pos = 0;
+    for (; j < order.size() && scores[order[j]] == scores[order[i]]; ++j)
+      group_pos += positive[order[j]] != 0 ? 1 : 0;
+    rank_sum += group_pos * (static_cast<double>(i + 1 + j) / 2);
+    i = j;
+  }
+  return (rank_sum - pos * (pos + 1) / 2) / (pos * neg);
+}
+
+// ---- the task ----------------------------------------------------------------------------------
+
+namespace {
+
+/// Link prediction on a TemporalShard: step t's pairs from the encoder's embeddings after
+/// snapshots t - window .. t - 1. On a rank's part (distributed_temporal_shard) the encoder
+/// computes the rows the rank owns at step t - 1 (its GCN's halo rows come from their owners);
+/// a training step scores the pairs whose source the rank owns, with the destinations'
+/// embeddings fetched from their owners and their gradients sent back, and the gradients of
+/// the parameters are summed over the ranks; evaluation gathers every embedding on every rank
+/// (the ranking protocol scores every pair) and scores as one process does.
+class LinkPrediction final : public Trainer::Task {
+ public:
+  LinkPrediction(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
+                 LinkModel& model);
+  bool train_epoch(std::uint64_t epoch, EpochStats& s, const Trainer::StepCallback& on_step,
+                   Trainer::Partial& at, const std::function<bool()>& stop) override;
+  Trainer::Evaluation evaluate() override;
+  std::vector<NamedTensor> state() override {
+    std::vector<NamedTensor> v;
+    for (auto* p : m_params) v.push_back({p->name, &p->value});
+    return v;
+  }
+  std::int64_t batches_per_epoch() const override {
+    return m_split.train_end - m_split.train_begin;
+  }
+  void finish(TrainResult& result) override;
+
+ private:
+  std::span<const nn::TemporalStep<float>> window(std::int64_t t) const {
+    const std::int64_t w = m_config.link.window;
+    return {m_steps.data() + (t - w), static_cast<std::size_t>(w)};
+  }
+  /// The embeddings of every node before step t, the scorer prepared on them.
+  void embed_all(std::int64_t t);
+  /// One training step on step t's pairs (src, dst, label; every rank passes all of them): sets
+  /// every parameter's gradient (summed over the ranks) and returns the loss, normalised by
+  /// the weight `total_weight` of all the pairs.
+  double train_step(std::int64_t t, const std::vector<NodeId>& src, const std::vector<NodeId>& dst,
+                    const std::vector<std::int8_t>& label, double total_weight);
+  /// Sums `params`' gradients over the ranks (one reduction).
+  void sum_gradients(const std::vector<nn::Parameter<float>*>& params);
+  void sum_over_ranks(std::span<float> v);
+  /// Step t's pairs: each source node with a positive pair ranks every other node (MRR), and
+  /// AP (and with `auc` the ROC AUC) over every pair u != v.
+  struct StepMetrics {
+    double mrr = kNaN, ap = kNaN, auc = kNaN;
+    /// Every score of the step(s) equal: the model ranks nothing (all metrics are then ties).
+    bool tied = false;
+  };
+  StepMetrics score_step(std::int64_t t, bool auc);
+  /// The mean of each metric over the steps [begin, end) that have pairs to predict.
+  StepMetrics score_steps(std::int64_t begin, std::int64_t end, bool auc);
+
+  const kernels::Resources& m_res;
+  TemporalShard& m_shard;
+  Comm& m_comm;
+  TrainConfig m_config;
+  LinkModel& m_model;
+  LinkSplit m_split;
+  std::vector<nn::Parameter<float>*> m_params;
+  std::vector<nn::TemporalStep<float>> m_steps;
+  nn::Adam<float> m_optimizer;
+  // Distributed: every node's embeddings (embed_all), a training step's (owned rows, then the
+  // fetched ones) and its pairs in those rows; what the epoch moved and waited for.
+  Tensor<float> m_all, m_local;
+  std::vector<NodeId> m_src, m_dst;
+  std::vector<std::int8_t> m_label;
+  std::int64_t m_fetch_bytes = 0;
+  double m_allreduce_s = 0;
+  Tensor<float> m_grad_flat;  // the gradient all-reduce's buffers
+  std::vector<float> m_grad_host;
+};
+
+std::vector<nn::Parameter<float>*> link_parameters(LinkModel& m) {
+  std::vector<nn::Parameter<float>*> v = m.encoder.parameters();
+  for (auto* p : m.scorer.parameters()) v.push_back(p);
+  return v;
+}
+
+LinkPrediction::LinkPrediction(const kernels::Resources& res, TemporalShard& shard,
+                               const TrainConfig& config, LinkModel& model)
+    : m_res(res),
+      m_shard(shard),
+      m_comm(*shard.comm),
+      m_config(config),
+      m_model(model),
+      m_split(link_split(shard.num_steps(), config.link)),
+      m_params(link_parameters(model)),
+      m_optimizer(res, m_params, detail::adam_config(config, true)) {
+  check_config(config, shard.comm->size());
+  HALO_EXPECTS(res.device() == kernels::Device::Cpu, "train: link prediction runs on the CPU");
+  HALO_EXPECTS(shard.comm->size() == 1 || shard.distributed(),
+               "train: link prediction over several ranks needs each rank's part "
+               "(distributed_temporal_shard)");
+  HALO_EXPECTS(!shard.distributed() || config.link.model.kind == nn::TemporalKind::EvolveGcnO,
+               "train: distributed link prediction trains evolvegcn-o (GCRN's per-node state "
+               "would have to follow the rows that migrate between snapshots)");
+  HALO_EXPECTS(!config.mini_batch, "train: link prediction trains on whole snapshots");
+  HALO_EXPECTS(config.checkpoint.dir.empty(),
+               "train: link prediction has no checkpoints yet (checkpoint.dir must be empty)");
+  HALO_EXPECTS(shard.train_fraction == config.link.train_fraction,
+               "train: the temporal shard was prepared for training share " +
+                   std::to_string(shard.train_fraction) + ", the run trains on " +
+                   std::to_string(config.link.train_fraction) +
+                   " (pass link.train_fraction to local_temporal_shard / "
+                   "distributed_temporal_shard: the degree cap must not see later snapshots)");
+  HALO_EXPECTS(model.encoder.config().in_features == shard.num_features,
+               "train: the link model was not built for this data's input width");
+  const auto start = Clock::now();
+  for (std::int64_t t = 0; t < shard.num_steps(); ++t) {
+    const auto i = static_cast<std::size_t>(t);
+    if (shard.distributed()) {
+      const auto rows = static_cast<std::int64_t>(shard.owned[i].size());
+      m_steps.push_back(
+          {nn::Adjacency<float>(rows, rows, *shard.exchange[i]), shard.degree_bucket[i]});
+    } else {
+      m_steps.push_back({shard.adjacency[i].view(), shard.degree_bucket[i]});
+    }
+  }
+  if (shard.distributed())
+    model.encoder.set_gradient_sum([this](std::span<float> g) { sum_over_ranks(g); });
+  preprocess_time_s = seconds_since(start);
+}
+
+void LinkPrediction::sum_over_ranks(std::span<float> v) {
+  const auto start = Clock::now();
+  m_comm.allreduce(kernels::Span<float>{v.data(), static_cast<std::int64_t>(v.size())},
+                   ReduceOp::Sum);
+  m_allreduce_s += seconds_since(start);
+}
+
+void LinkPrediction::sum_gradients(const std::vector<nn::Parameter<float>*>& params) {
+  const auto start = Clock::now();
+  detail::allreduce_gradients(m_res, m_comm, params, 0.0, m_grad_flat, m_grad_host);
+  m_allreduce_s += seconds_since(start);
+}
+
+void LinkPrediction::embed_all(std::int64_t t) {
+  const Tensor<float>& e = m_model.encoder.forward(window(t));
+  if (!m_shard.distributed()) {
+    m_model.scorer.prepare(e);
+    return;
+  }
+  // Every rank's rows in rank order; rank j's are the nodes it owns at t - 1, ascending.
+  std::vector<std::size_t> counts;
+  const std::vector<std::byte> rows =
+      m_comm.allgatherv(e.data(), static_cast<std::size_t>(e.numel()) * sizeof(float), counts);
+  const std::int64_t h = e.cols();
+  const std::vector<std::int32_t>& owner = m_shard.owner[static_cast<std::size_t>(t - 1)];
+  std::vector<std::size_t> next(counts.size(), 0);  // rows taken from each rank so far
+  std::vector<std::size_t> begin(counts.size(), 0);
+  for (std::size_t j = 1; j < counts.size(); ++j) begin[j] = begin[j - 1] + counts[j - 1];
+  m_all = Tensor<float>(m_res, m_shard.num_nodes, h);
+  const auto row_bytes = static_cast<std::size_t>(h) * sizeof(float);
+  for (std::int64_t v = 0; v < m_shard.num_nodes; ++v) {
+    const auto j = static_cast<std::size_t>(owner[static_cast<std::size_t>(v)]);
+    const std::size_t at = begin[j] + row_bytes * next[j]++;
+    HALO_EXPECTS(at + row_bytes <= begin[j] + counts[j],
+                 "link prediction: a rank sent fewer embeddings than it owns rows");
+    std::memcpy(&m_all(v, 0), rows.data() + at, row_bytes);
+  }
+  m_model.scorer.prepare(m_all);
+}
+
+double LinkPrediction::train_step(std::int64_t t, const std::vector<NodeId>& src,
+                                  const std::vector<NodeId>& dst,
+                                  const std::vector<std::int8_t>& label, double total_weight) {
+  const LinkPredictionConfig& lc = m_config.link;
+  std::vector<float> logits, d_logits;
+  if (!m_shard.distributed()) {
+    m_model.scorer.prepare(m_model.encoder.forward(window(t)));
+    logits.resize(src.size());
+    d_logits.resize(src.size());
+    m_model.scorer.score(src, dst, logits);
+    const double loss = nn::weighted_logistic_loss<float>(logits, label, lc.positive_weight,
+                                                          lc.negative_weight, d_logits);
+    m_model.encoder.backward(m_model.scorer.backward(src, dst, d_logits));
+    return loss;
+  }
+  const int me = m_comm.rank();
+  const auto p = static_cast<std::size_t>(m_comm.size());
+  const std::vector<NodeId>& own = m_shard.owned[static_cast<std::size_t>(t - 1)];
+  const std::vector<std::int32_t>& owner = m_shard.owner[static_cast<std::size_t>(t - 1)];
+  const auto owned = static_cast<std::int64_t>(own.size());
+  const auto owner_of = [&](NodeId v) { return owner[static_cast<std::size_t>(v)]; };
+  const auto row_of = [&](NodeId v) {  // an owned node's row
+    return static_cast<std::int64_t>(std::lower_bound(own.begin(), own.end(), v) - own.begin());
+  };
+  // This rank's pairs (those whose source it owns) and the destinations it must fetch.
+  std::vector<NodeId> remote;
+  m_src.clear(), m_dst.clear(), m_label.clear();
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    if (owner_of(src[i]) != me) continue;
+    m_src.push_back(src[i]), m_dst.push_back(dst[i]), m_label.push_back(label[i]);
+    if (owner_of(dst[i]) != me) remote.push_back(dst[i]);
+  }
+  std::sort(remote.begin(), remote.end());
+  remote.erase(std::unique(remote.begin(), remote.end()), remote.end());
+  const auto remote_row = [&](NodeId v) {
+    return owned + (std::lower_bound(remote.begin(), remote.end(), v) - remote.begin());
+  };
+  std::vector<std::vector<NodeId>> want(p);
+  for (const NodeId v : remote) want[static_cast<std::size_t>(owner_of(v))].push_back(v);
+  std::vector<std::int64_t> asked_at, got_at, back_at;
+  const std::vector<NodeId> asked = alltoallv_lists(m_comm, want, asked_at);
+  const Tensor<float>& e = m_model.encoder.forward(window(t));
+  const std::int64_t h = e.cols();
+  const auto rows_of = [&](const Tensor<float>& x, std::span<const NodeId> ids, auto row) {
+    std::vector<float> v;
+    v.reserve(ids.size() * static_cast<std::size_t>(h));
+    for (const NodeId id : ids) v.insert(v.end(), &x(row(id), 0), &x(row(id), 0) + h);
+    return v;
+  };
+  std::vector<std::vector<float>> reply(p);
+  for (std::size_t j = 0; j < p; ++j)
+    reply[j] =
+        rows_of(e,
+                std::span<const NodeId>(asked.data() + asked_at[j],
+                                        static_cast<std::size_t>(asked_at[j + 1] - asked_at[j])),
+                row_of);
+  const std::vector<float> got = alltoallv_lists(m_comm, reply, got_at);
+  m_local = Tensor<float>(m_res, owned + static_cast<std::int64_t>(remote.size()), h);
+  std::copy_n(e.data(), e.numel(), m_local.data());
+  std::size_t k = 0;
+  for (std::size_t j = 0; j < p; ++j)
+    for (const NodeId v : want[j])
+      std::copy_n(got.data() + h * static_cast<std::int64_t>(k++), h, &m_local(remote_row(v), 0));
+  for (std::size_t i = 0; i < m_src.size(); ++i) {
+    m_src[i] = static_cast<NodeId>(row_of(m_src[i]));
+    m_dst[i] =
+        static_cast<NodeId>(owner_of(m_dst[i]) == me ? row_of(m_dst[i]) : remote_row(m_dst[i]));
+  }
+  m_model.scorer.prepare(m_local);
+  logits.resize(m_src.size());
+  d_logits.resize(m_src.size());
+  m_model.scorer.score(m_src, m_dst, logits);
+  const double loss = nn::weighted_logistic_loss<float>(logits, m_label, lc.positive_weight,
+                                                        lc.negative_weight, d_logits, total_weight);
+  const Tensor<float>& de = m_model.scorer.backward(m_src, m_dst, d_logits);
+  // The fetched rows' gradients go back to their owners, which add them to the rows they sent.
+  std::vector<std::vector<float>> back(p);
+  for (std::size_t j = 0; j < p; ++j) back[j] = rows_of(de, want[j], remote_row);
+  const std::vector<float> returned = alltoallv_lists(m_comm, back, back_at);
+  Tensor<float> d_own(m_res, owned, h);
+  std::copy_n(de.data(), d_own.numel(), d_own.data());
+  for (std::size_t i = 0; i < asked.size(); ++i) {
+    float* row = &d_own(row_of(asked[i]), 0);
+    const float* add = returned.data() + h * static_cast<std::int64_t>(i);
+    for (std::int64_t c = 0; c < h; ++c) row[c] += add[c];
+  }
+  m_fetch_bytes += static_cast<std::int64_t>(asked.size() * sizeof(NodeId) +
+                                             (got.size() + returned.size()) * sizeof(float));
+  m_model.encoder.backward(d_own);  // sums its GCN's gradients over the ranks
+  sum_gradients(m_model.scorer.parameters());
+  return m_comm.sum(loss);
+}
+
+bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s,
+                                 const Trainer::StepCallback& on_step, Trainer::Partial& at,
+                                 const std::function<bool()>& stop) {
+  (void)at, (void)stop;  // no checkpoints: an epoch always runs to its end
+  const auto start = Clock::now();
+  const LinkPredictionConfig& lc = m_config.link;
+  for (auto& x : m_shard.exchange) x->reset_stats();
+  m_fetch_bytes = 0;
+  m_allreduce_s = 0;
+  double loss_sum = 0;
+  std::int64_t steps = 0;
+  std::vector<NodeId> src, dst, pool;
+  std::vector<std::int8_t> label;
+  for (std::int64_t t = m_split.train_begin; t < m_split.train_end; ++t) {
+    const std::vector<TemporalEdge>& pos = m_shard.targets[static_cast<std::size_t>(t)];
+    if (pos.empty()) continue;  // nothing to predict at this step
+    src.clear(), dst.clear(), label.clear();
+    for (const TemporalEdge& e : pos)
+      src.push_back(e.src), dst.push_back(e.dst), label.push_back(1);
+    // Negatives from (seed, epoch, step): the same in every run of the seed, on every rank.
+    const std::uint64_t key = kernels::rng::key(
+        m_config.seed, kernels::rng::stream_id(kernels::rng::kStreamNegative, epoch,
+                                               static_cast<std::uint64_t>(t)));
+    pool.clear();
+    for (std::int64_t w = t - lc.window; w < t; ++w) {
+      const std::vector<NodeId>& a = m_shard.active[static_cast<std::size_t>(w)];
+      pool.insert(pool.end(), a.begin(), a.end());
+    }
+    sample_negatives(pos, pool, m_shard.num_nodes, key,
+                     static_cast<std::uint64_t>(lc.negatives) * pos.size(), src, dst);
+    label.resize(src.size(), 0);
+    const double total_weight = static_cast<double>(pos.size()) * lc.positive_weight +
+                                static_cast<double>(src.size() - pos.size()) * lc.negative_weight;
+    const double loss = train_step(t, src, dst, label, total_weight);
+    if (!std::isfinite(loss))
+      throw Error("train: the loss became " + std::string(std::isnan(loss) ? "nan" : "infinite") +
+                  " in epoch " + std::to_string(epoch) + ", step " + std::to_string(t) +
+                  ": the run diverged (try a lower --lr)");
+    m_optimizer.step(m_res);
+    if (on_step) on_step(steps);
+    loss_sum += loss;
+    ++steps;
+  }
+  if (steps == 0)
+    throw IoError(
+        "train: no training snapshot holds an event to predict (the dataset's events "
+        "fall outside the training snapshots " +
+        std::to_string(m_split.train_begin) + ".." + std::to_string(m_split.train_end - 1) + ")");
+  s.train_loss = loss_sum / static_cast<double>(steps);
+  s.epoch_time_s = seconds_since(start);
+  if (m_shard.distributed()) {
+    std::int64_t sent = 0;
+    double exchange_s = 0, exposed_s = 0;
+    for (const auto& x : m_shard.exchange) {
+      sent += x->stats().bytes_sent;
+      exchange_s += x->stats().exchange_s;
+      exposed_s += x->stats().exposed_s;
+    }
+    const double ranks = m_comm.size();
+    s.exchange_bytes = m_comm.sum(sent);
+    s.exchange_time_s = m_comm.sum(exchange_s) / ranks;
+    s.exchange_exposed_s = m_comm.sum(exposed_s) / ranks;
+    s.feature_bytes = m_comm.sum(m_fetch_bytes);
+    s.allreduce_time_s = m_comm.sum(m_allreduce_s) / ranks;
+  }
+  return true;
+}
+
+LinkPrediction::StepMetrics LinkPrediction::score_step(std::int64_t t, bool auc) {
+  const std::vector<TemporalEdge>& pos = m_shard.targets[static_cast<std::size_t>(t)];
+  StepMetrics m;
+  if (pos.empty()) return m;
+  embed_all(t);
+  const std::int64_t n = m_shard.num_nodes;
+  std::vector<float> row(static_cast<std::size_t>(n)), cand;
+  std::vector<std::int8_t> is_pos(static_cast<std::size_t>(n)), cand_pos;
+  std::vector<float> all_scores;
+  std::vector<std::int8_t> all_pos;
+  double mrr_sum = 0;
+  std::int64_t rows = 0;
+  std::size_t next = 0;  // pos is sorted by source
+  for (std::int64_t u = 0; u < n; ++u) {
+    const std::size_t first = next;
+    while (next < pos.size() && pos[next].src == u) ++next;
+    m_model.scorer.score_row(static_cast<NodeId>(u), row);
+    std::fill(is_pos.begin(), is_pos.end(), 0);
+    for (std::size_t k = first; k < next; ++k) is_pos[static_cast<std::size_t>(pos[k].dst)] = 1;
+    cand.clear(), cand_pos.clear();
+    for (std::int64_t v = 0; v < n; ++v)
+      if (v != u)
+        cand.push_back(row[static_cast<std::size_t>(v)]),
+            cand_pos.push_back(is_pos[static_cast<std::size_t>(v)]);
+    if (first != next) {
+      mrr_sum += mean_reciprocal_rank(cand, cand_pos);
+      ++rows;
+    }
+    all_scores.insert(all_scores.end(), cand.begin(), cand.end());
+    all_pos.insert(all_pos.end(), cand_pos.begin(), cand_pos.end());
+  }
+  m.mrr = mrr_sum / static_cast<double>(rows);
+  m.tied = !all_scores.empty() && std::all_of(all_scores.begin(), all_scores.end(),
+                                              [&](float x) { return x == all_scores.front(); });
+  m.ap = average_precision(all_scores, all_pos);
+  if (auc) m.auc = roc_auc(all_scores, all_pos);
+  return m;
+}
+
+/// The mean over the steps [begin, end) that have pairs to predict.
+template <class F>
+double mean_over_steps(std::int64_t begin, std::int64_t end, F&& metric) {
+  double sum = 0;
+  std::int64_t count = 0;
+  for (std::int64_t t = begin; t < end; ++t) {
+    const double x = metric(t);
+    if (std::isnan(x)) continue;
+    sum += x;
+    ++count;
+  }
+  return count == 0 ? kNaN : sum / static_cast<double>(count);
+}
+
+LinkPrediction::StepMetrics LinkPrediction::score_steps(std::int64_t begin, std::int64_t end,
+                                                        bool auc) {
+  std::vector<StepMetrics> m;
+  for (std::int64_t t = begin; t < end; ++t) m.push_back(score_step(t, auc));
+  const auto mean = [&](double StepMetrics::*field) {
+    return mean_over_steps(0, static_cast<std::int64_t>(m.size()),
+                           [&](std::int64_t i) { return m[static_cast<std::size_t>(i)].*field; });
+  };
+  // Tied: every step with pairs to score scored all its candidates the same.
+  bool tied = false;
+  for (const StepMetrics& x : m) {
+    if (std::isnan(x.mrr)) continue;
+    if (!x.tied) return {mean(&StepMetrics::mrr), mean(&StepMetrics::ap), mean(&StepMetrics::auc)};
+    tied = true;
+  }
+  return {mean(&StepMetrics::mrr), mean(&StepMetrics::ap), mean(&StepMetrics::auc), tied};
+}
+
+Trainer::Evaluation LinkPrediction::evaluate() {
+  Trainer::Evaluation e;
+  e.train_accuracy = e.val_accuracy = e.test_accuracy = e.val_loss = kNaN;
+  const StepMetrics m = score_steps(m_split.train_end, m_split.val_end, false);
+  e.val_mrr = m.mrr;
+  e.val_map = m.ap;
+  e.val_score = m_config.link.select_by == LinkSelect::Map ? e.val_map : e.val_mrr;
+  // Without validation pairs the last epoch is kept (a score of 0 selects nothing over it).
+  if (std::isnan(e.val_score)) e.val_score = 0;
+  return e;
+}
+
+void LinkPrediction::finish(TrainResult& result) {
+  const StepMetrics m = score_steps(m_split.val_end, m_split.test_end, true);
+  if (m.tied)
+    HALO_LOG_WARN(
+        "link prediction: every test pair scored the same, so the ranking metrics are ties "
+        "(MRR and MAP at chance): the model learned nothing to tell pairs apart; check the "
+        "events' time column and the snapshots (a time column that holds ratings makes "
+        "meaningless snapshots)");
+  result.test_mrr = m.mrr;
+  result.test_map = m.ap;
+  result.test_auc = m.auc;
+  result.val_accuracy = result.test_accuracy = kNaN;
+}
+
+}  // namespace
+
+Trainer::Trainer(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
+                 LinkModel& model)
+    : m_res(res), m_comm(shard.comm), m_epochs(config.epochs), m_checkpoint(config.checkpoint) {
+  m_task = std::make_unique<LinkPrediction>(res, shard, config, model);
+}
+
+LinkTrainRun train(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
+                   const EpochCallback& on_epoch, const Trainer::StepCallback& on_step) {
+  check_config(config, shard.comm->size());
+  nn::TemporalModelConfig mc = config.link.model;
+  mc.in_features = shard.num_features;
+  LinkTrainRun run{
+      LinkModel{nn::TemporalModel<float>(res, mc, config.seed),
+                nn::PairScorer<float>(res, mc.hidden, config.link.scorer_hidden, config.seed)},
+      {}};
+  Trainer trainer(res, shard, config, run.model);
+  run.result = trainer.run(on_epoch, on_step);
+  return run;
+}
+
+}  // namespace halo::runtime

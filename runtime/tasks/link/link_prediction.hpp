@@ -1,0 +1,176 @@
+#pragma once
+// Link prediction on temporal graphs (EvolveGCN's task): its configuration, data, model and
+// ranking metrics. The Trainer's LinkPrediction task (runtime/tasks/link/link_prediction.cpp)
+// trains on them.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <halo/datasets/temporal.hpp>
+#include <halo/kernels/csr.hpp>
+#include <halo/nn/evolvegcn.hpp>
+#include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/data/halo_exchange.hpp>
+#include <halo/runtime/tasks/link/temporal_part.hpp>
+
+namespace halo::runtime {
+
+/// The validation metric that selects the epoch a run keeps.
+enum class LinkSelect {
+  Map,  ///< the mean average precision over every pair (EvolveGCN's UC Irvine target_measure)
+  Mrr,  ///< the mean reciprocal rank
+};
+
+/// "map" or "mrr"; halo::LogicError for another name.
+LinkSelect parse_link_select(const std::string& name);
+std::string to_string(LinkSelect s);
+
+/// How the link-prediction task is set up (docs/dynamic.md).
+struct LinkPredictionConfig {
+  /// The encoder: kind and embedding width (in_features is taken from the data).
+  nn::TemporalModelConfig model;
+  /// Width of the pair scorer's hidden layer.
+  std::int64_t scorer_hidden = 100;
+  /// Snapshots the encoder reads before a predicted step (truncated backpropagation through
+  /// time over this window).
+  int window = 10;
+  /// Shares of the T steps (snapshots): the first round(train T) are training steps, the next
+  /// round(val T) validation steps, the rest test steps (EvolveGCN: 88 -> 62 / 9 / 17). A step
+  /// t is predicted from snapshots t - window .. t - 1; training predicts steps window ..
+  /// train - 1.
+  double train_fraction = 0.7;
+  double val_fraction = 0.1;
+  /// Negative pairs sampled per positive pair of a training step (EvolveGCN's UC Irvine
+  /// negative_mult_training).
+  int negatives = 50;
+  /// Class weights of the loss (EvolveGCN weights its two classes).
+  double positive_weight = 0.9;
+  double negative_weight = 0.1;
+  /// What selects the epoch kept: its validation MAP or MRR, computed after every epoch.
+  LinkSelect select_by = LinkSelect::Map;
+};
+
+/// The steps of each split, as [begin, end) of the step index: train begins at the window.
+struct LinkSplit {
+  std::int64_t train_begin = 0, train_end = 0, val_end = 0, test_end = 0;
+};
+
+/// The split of `num_steps` steps under `config`; halo::LogicError unless the training steps
+/// outnumber the window and the test split is not empty.
+LinkSplit link_split(std::int64_t num_steps, const LinkPredictionConfig& config);
+
+/// Why `num_steps` steps cannot be split under `config` (the window leaves no training step,
+/// or no test step is left), in the words of halo train's flags; empty when they can. What
+/// link_split throws as halo::LogicError, for a caller that checks before reading data.
+std::string link_split_problem(std::int64_t num_steps, const LinkPredictionConfig& config);
+
+/// The temporal data a link-prediction run trains on, prepared once: per snapshot (step) t of
+/// the events cut by `snapshots`, over every node of the run,
+///   - adjacency[t]: the GCN matrix D^-1/2 (A + I) D^-1/2 of the snapshot made symmetric;
+///   - degree_bucket[t][v]: node v's one-hot input column, min(degree, cap) with the degree
+///     its neighbour count in that symmetric snapshot and cap the largest such degree over the
+///     snapshots training reads (so that no validation or test step has a column training never
+///     saw), at most datasets::kMaxDegreeBucket;
+///   - active[t]: the nodes with a neighbour in that snapshot, ascending;
+///   - targets[t]: the distinct pairs (u, v), u != v, of the events in step t's own span, in
+///     both directions (EvolveGCN adds each event's reverse), sorted: what predicting step t
+///     means (also under cumulative snapshots).
+/// num_features = cap + 1. One process (a SelfComm), or a rank's part (distributed_temporal_shard).
+struct TemporalShard {
+  std::string dataset;
+  /// The training share the degree cap was taken for (LinkPredictionConfig::train_fraction of
+  /// the run that trains on it; the Trainer checks they agree).
+  double train_fraction = 0;
+  std::int64_t num_nodes = 0;
+  std::int64_t num_events = 0;
+  std::int64_t num_features = 0;
+  datasets::SnapshotConfig snapshots;
+  std::vector<kernels::CsrMatrix<kernels::NodeId, float>> adjacency;
+  std::vector<std::vector<std::int32_t>> degree_bucket;
+  std::vector<std::vector<kernels::NodeId>> active;
+  std::vector<std::vector<datasets::TemporalEdge>> targets;
+  Comm* comm = nullptr;
+  std::unique_ptr<Comm> own_comm;
+  /// A rank's part (distributed_temporal_shard; empty in one process): per step t, the nodes
+  /// it owns (ascending: the rows of degree_bucket[t], of exchange[t] and of the embeddings
+  /// after a window ending at t), the owner of every node, the GCN matrix over the owned rows
+  /// with its halo exchange, and what moving the snapshot to this rank cost (its rows' deltas
+  /// and migrations, distribute_snapshots; the halo degrees, temporal_step_part). adjacency
+  /// is then empty.
+  std::vector<std::vector<kernels::NodeId>> owned;
+  std::vector<std::vector<std::int32_t>> owner;
+  std::vector<std::unique_ptr<HaloExchange>> exchange;
+  std::vector<SnapshotTraffic> traffic;
+  std::vector<std::int64_t> degree_bytes;
+  bool distributed() const { return !exchange.empty(); }
+  std::int64_t num_steps() const { return static_cast<std::int64_t>(degree_bucket.size()); }
+};
+
+/// `g` cut by `snapshots` and prepared as TemporalShard describes for training on the first
+/// round(train_fraction T) steps (the run's LinkPredictionConfig::train_fraction): the cap is
+/// taken over the snapshots training reads, the first round(train_fraction T) - 1 (at least
+/// one; every snapshot when train_fraction >= 1, for a caller that only inspects snapshots).
+/// Host.
+TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets::TemporalGraph& g,
+                                   const datasets::SnapshotConfig& snapshots,
+                                   double train_fraction);
+
+/// This rank's part of `g` cut by `snapshots` (collective over `comm`, every rank with the same
+/// arguments), as local_temporal_shard prepares it for one process, but: the rank's rows of
+/// every snapshot are moved to it as distribute_snapshots moves them under `owner` (owner[t][v]
+/// for every step t and node v, e.g. read_snapshot_owners), and per step it keeps the GCN
+/// matrix over the rows it owns as a HaloExchange (GCN normalisation with the halo's degrees
+/// from their owners), those rows' degree buckets, the owner map and the traffic (see
+/// TemporalShard). The cap of the buckets is the maximum over the ranks. Every rank reads the
+/// events themselves (`g`): the targets and the active nodes of every step, what the pairs
+/// are drawn from, are the same on every rank. Host; `comm` must outlive the shard.
+TemporalShard distributed_temporal_shard(const kernels::Resources& res,
+                                         const datasets::TemporalGraph& g,
+                                         const datasets::SnapshotConfig& snapshots,
+                                         const std::vector<std::vector<std::int32_t>>& owner,
+                                         Comm& comm, double train_fraction);
+
+/// Draws of one negative before it is given up (sample_negatives).
+inline constexpr std::uint64_t kNegativeDraws = 8;
+
+/// Appends up to `count` training negatives of a step to (src, dst), EvolveGCN's "smart"
+/// sampling: u the source of a positive drawn uniformly (sources as frequent as among the
+/// positives), v drawn uniformly from `pool` (the nodes active in the window's snapshots, once
+/// per snapshot; [0, num_nodes) when empty), the pair redrawn while u == v or (u, v) is a
+/// positive (`positives` sorted, not empty); a negative whose kNegativeDraws draws were all
+/// rejected is left out, so no appended pair is a self pair or a positive (a step whose pool
+/// holds few other nodes gets fewer negatives; the loss weighs those it has). Counter-based
+/// from `key`: the same pairs for the same key.
+void sample_negatives(std::span<const datasets::TemporalEdge> positives,
+                      std::span<const kernels::NodeId> pool, std::int64_t num_nodes,
+                      std::uint64_t key, std::uint64_t count, std::vector<kernels::NodeId>& src,
+                      std::vector<kernels::NodeId>& dst);
+
+/// What a link-prediction run trains: the temporal encoder and the pair scorer.
+struct LinkModel {
+  nn::TemporalModel<float> encoder;
+  nn::PairScorer<float> scorer;
+};
+
+// ---- metrics (EvolveGCN's protocol, docs/dynamic.md) -------------------------------------------
+// Every candidate is a (score, positive) entry; a tie between scores is broken neither way:
+// an entry tied with k others takes the mean of the ranks they span.
+
+/// Mean over the positive entries of 1 / rank, rank = 1 + (entries scored higher) + (other
+/// entries scored equal) / 2 (one source node's row: EvolveGCN's MRR averages this over the
+/// rows with a positive). NaN without positives.
+double mean_reciprocal_rank(std::span<const float> scores, std::span<const std::int8_t> positive);
+
+/// Average precision (scikit-learn's average_precision_score): sum over the distinct scores s,
+/// highest first, of (recall at s - recall at the previous score) * precision at s, where
+/// entries scored >= s count as predicted. NaN without positives.
+double average_precision(std::span<const float> scores, std::span<const std::int8_t> positive);
+
+/// The area under the ROC curve: the probability that a positive entry scores above a negative
+/// one, ties counting 1/2 (Mann-Whitney). NaN without positives or without negatives.
+double roc_auc(std::span<const float> scores, std::span<const std::int8_t> positive);
+
+}  // namespace halo::runtime

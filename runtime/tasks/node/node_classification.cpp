@@ -1,0 +1,328 @@
+// Node classification: the task of the homogeneous datasets (GCN, GraphSAGE and any
+// nn::Network), full graph or sampled batches, one process or the ranks of a partition.
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <halo/kernels/log.hpp>
+#include <halo/kernels/loss.hpp>
+#include <halo/runtime/comm/nccl_comm.hpp>
+#include <halo/runtime/data/batches.hpp>
+#include <halo/runtime/data/feature_store.hpp>
+#include <halo/runtime/data/halo_exchange.hpp>
+#include <halo/runtime/detail/timing.hpp>
+#include <halo/runtime/engine/detail/task.hpp>
+#include <halo/runtime/engine/trainer.hpp>
+
+namespace halo::runtime {
+
+using kernels::NodeId;
+using kernels::Tensor;
+using detail::Clock;
+using detail::seconds_since;
+using detail::NamedTensor;
+using detail::allreduce_gradients;
+using detail::expect_finite;
+
+namespace {
+
+/// The task's data on res's device: node classification's labels and splits, and the global
+/// sizes of the splits.
+struct Targets {
+  Tensor<std::int32_t> labels;
+  Tensor<NodeId> train_idx, val_idx, test_idx;
+  std::int64_t num_train = 0;
+  Tensor<float> loss_total;     // a device epoch's summed loss (one process on a GPU)
+  Tensor<NodeId> dropout_keys;  // the owned nodes' original ids (empty in one process)
+};
+
+/// Node classification on a Shard: mean NLL over the batch's seeds, accuracy per split.
+class NodeClassification final : public Trainer::Task {
+ public:
+  NodeClassification(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
+                     nn::Network<float>& model);
+  bool train_epoch(std::uint64_t epoch, EpochStats& s, const Trainer::StepCallback& on_step,
+                   Trainer::Partial& at, const std::function<bool()>& stop) override;
+  Trainer::Evaluation evaluate() override;
+  std::vector<NamedTensor> state() override {
+    std::vector<NamedTensor> v;
+    for (auto* p : m_params) v.push_back({p->name, &p->value});
+    return v;
+  }
+  std::vector<NamedTensor> optimizer_state() override {
+    std::vector<NamedTensor> v;
+    for (std::size_t i = 0; i < m_params.size(); ++i) {
+      v.push_back({"adam.m/" + m_params[i]->name, &m_optimizer.first_moment(i)});
+      v.push_back({"adam.v/" + m_params[i]->name, &m_optimizer.second_moment(i)});
+    }
+    return v;
+  }
+  std::vector<std::pair<std::string, std::int64_t>> counters() const override {
+    return {{"adam.steps", m_optimizer.steps()}};
+  }
+  void set_counter(const std::string& name, std::int64_t value) override {
+    if (name != "adam.steps") Task::set_counter(name, value);
+    m_optimizer.set_steps(value);
+  }
+  std::int64_t batches_per_epoch() const override { return m_batches->batches_per_epoch(); }
+  void finish(TrainResult& result) override {
+    if (const auto* sampled = dynamic_cast<const SampledBatches*>(m_batches.get())) {
+      result.prefetch = sampled->prefetch();
+      result.sampler_envelope_bytes = sampled->envelope_bytes();
+      result.sampler_peak_bytes = sampled->peak_bytes();
+    }
+  }
+
+ private:
+  /// Original ids of the owned nodes on res's device (dropout keys), empty in one process.
+  kernels::Span<const NodeId> dropout_keys() const { return m_targets->dropout_keys.span(); }
+
+  const kernels::Resources& m_res;
+  Shard& m_shard;
+  TrainConfig m_config;
+  nn::Network<float>& m_model;
+  std::vector<nn::Parameter<float>*> m_params;
+  std::unique_ptr<Comm> m_nccl;  // GPU ranks: gradients and halo rows device to device
+  Comm* m_data_comm = nullptr;
+  std::unique_ptr<HaloExchange> m_graph;
+  std::unique_ptr<FeatureStore> m_features;
+  std::unique_ptr<BatchSource> m_batches;
+  std::unique_ptr<Targets> m_targets;
+  nn::Adam<float> m_optimizer;
+  Tensor<float> m_dlogits;
+  Tensor<float> m_grad_flat;  // the gradient all-reduce's flat buffer
+  std::vector<float> m_grad_host;
+};
+
+NodeClassification::NodeClassification(const kernels::Resources& res, Shard& shard,
+                                       const TrainConfig& config, nn::Network<float>& model)
+    : m_res(res),
+      m_shard(shard),
+      m_config(config),
+      m_model(model),
+      m_params(model.parameters()),
+      m_optimizer(res, m_params, [&] {
+        kernels::AdamConfig c;
+        c.lr = config.lr;
+        c.weight_decay = config.weight_decay;
+        return c;
+      }()) {
+  Comm& comm = *shard.comm;
+  partition::Part& part = shard.part;
+  check_config(m_config, comm.size());
+  HALO_EXPECTS(m_config.model.in_features == shard.num_features &&
+                   m_config.model.num_classes == part.num_classes,
+               "train: the model was not built for this dataset");
+  for (const auto* p : m_params)
+    HALO_EXPECTS(p->value.device() == res.device(),
+                 "train: the model's parameters live on another device than the Resources");
+  HALO_EXPECTS(part.all_train.numel() > 0, "train: the dataset has no training nodes");
+  const auto start = Clock::now();
+  // GPU ranks move halo rows and gradients device to device over NCCL when the build has it.
+  m_data_comm = &comm;
+  if (res.device() == kernels::Device::Cuda && comm.size() > 1) {
+    if (nccl_available()) {
+      m_nccl = make_nccl_comm(comm, res);
+      m_data_comm = m_nccl.get();
+    } else {
+      HALO_LOG_WARN("train: built without NCCL: GPU ranks exchange through host memory over MPI");
+    }
+  }
+  const nn::GraphPreparation graph = model.shape().graph;  // what the network declares
+  m_graph = std::make_unique<HaloExchange>(res, part, graph, config.overlap, *m_data_comm);
+  m_features = std::make_unique<FeatureStore>(res, part, config.normalize_features);
+  // One process keys dropout by row (original = local ids); a part by its original ids.
+  Tensor<NodeId> keys;
+  if (!part.ids.identity())
+    keys = Tensor<NodeId>::from_host(
+        res, std::vector<NodeId>(part.ids.original_ids().data,
+                                 part.ids.original_ids().data + part.num_owned()));
+  m_targets = std::make_unique<Targets>(Targets{part.labels.copy_to(res, res.device()),
+                                                part.train_idx.copy_to(res, res.device()),
+                                                part.val_idx.copy_to(res, res.device()),
+                                                part.test_idx.copy_to(res, res.device()),
+                                                part.all_train.numel(),
+                                                {},
+                                                std::move(keys)});
+  if (config.mini_batch) {
+    m_batches = std::make_unique<SampledBatches>(res, part, comm, *m_features,
+                                                 m_targets->labels.span(), *config.mini_batch,
+                                                 graph, config.seed, model.input_dropout());
+    if (res.device() != kernels::Device::Cpu && comm.size() == 1)
+      m_targets->loss_total = Tensor<float>(res, 1);
+    // Every buffer of a step sized for the envelope: no batch allocates.
+    const auto bounds = static_cast<const SampledBatches&>(*m_batches).layer_bounds();
+    model.reserve(res, bounds, m_features->max_input_entries());
+    kernels::reserve(res, m_dlogits, bounds.back().second * m_config.model.num_classes);
+  } else {
+    m_batches = std::make_unique<FullGraphBatches>(
+        m_graph->adjacency(dropout_keys()), m_features->owned(), m_targets->labels.span(),
+        m_targets->train_idx.span(), m_targets->num_train);
+  }
+  preprocess_time_s = seconds_since(start);
+}
+
+bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
+                                     const Trainer::StepCallback& on_step, Trainer::Partial& at,
+                                     const std::function<bool()>& stop) {
+  Comm& comm = *m_shard.comm;
+  const bool distributed = comm.size() > 1;
+  const bool device_sum = m_targets->loss_total.numel() > 0;  // one process on a GPU
+  m_graph->reset_stats();
+  const auto start = Clock::now();
+  m_batches->begin_epoch(epoch, at.step);
+  double loss_sum = at.loss_sum, allreduce_s = at.allreduce_s;
+  std::int64_t loss_rows = at.loss_rows;
+  if (device_sum) {
+    const auto sum = static_cast<float>(loss_sum);  // a float sum: exact both ways
+    kernels::copy_bytes(m_res, m_targets->loss_total.data(), m_res.device(), &sum,
+                        kernels::Device::Cpu, sizeof sum);
+  }
+  const std::int64_t batches = m_batches->batches_per_epoch();
+  // Profiling: the phase since `mark` ends at lap(field) (after the device finished it).
+  const bool profile = m_config.profile;
+  const kernels::ProfileScope scope(profile ? &s.profile.ops : nullptr);
+  auto mark = Clock::now();
+  const auto lap = [&](double EpochProfile::*field) {
+    if (!profile) return;
+    m_res.synchronize();
+    const auto now = Clock::now();
+    s.profile.*field += std::chrono::duration<double>(now - mark).count();
+    mark = now;
+  };
+  bool stopped = false;
+  for (std::int64_t b = at.step; b < batches && !stopped; ++b) {
+    if (profile) mark = Clock::now();
+    const Batch& batch = m_batches->next();
+    lap(&EpochProfile::wait_s);
+    const nn::Context ctx{&m_res, /*training=*/true,  m_config.seed, batch.dropout_key,
+                          0,      batch.input_dropped};
+    const Tensor<float>& logits = m_model.forward(ctx, batch.graphs, *batch.x);
+    lap(&EpochProfile::forward_s);
+    kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
+    double loss = 0;  // this rank's share of the step's mean loss
+    if (device_sum)
+      kernels::log_softmax_nll_accumulate(m_res, logits.view(), batch.labels, batch.rows,
+                                          m_targets->loss_total.span());
+    else
+      loss =
+          kernels::log_softmax_nll(m_res, logits.view(), batch.labels, batch.rows, batch.loss_rows);
+    kernels::log_softmax_nll_backward(m_res, logits.view(), batch.labels, batch.rows,
+                                      m_dlogits.view(), batch.loss_rows);
+    lap(&EpochProfile::loss_s);
+    m_model.backward(ctx, batch.graphs, m_dlogits);
+    lap(&EpochProfile::backward_s);
+    if (distributed) {
+      m_res.synchronize();  // the backward pass belongs to compute, not to the all-reduce
+      const auto t = Clock::now();
+      loss = allreduce_gradients(m_res, *m_data_comm, m_params, loss, m_grad_flat, m_grad_host);
+      allreduce_s += seconds_since(t);
+    }
+    if (!device_sum) expect_finite(loss, epoch, b);
+    if (profile) mark = Clock::now();
+    m_optimizer.step(m_res);
+    lap(&EpochProfile::optimizer_s);
+    loss_sum += loss * static_cast<double>(batch.loss_rows);
+    loss_rows += batch.loss_rows;
+    if (on_step) on_step(b);
+    // After the epoch's last step run() asks, after the evaluation.
+    if (b + 1 < batches && stop()) {
+      stopped = true;
+      at.step = b + 1;
+    }
+  }
+  m_batches->end_epoch(s);
+  if (device_sum) loss_sum = m_targets->loss_total.to_vector(m_res)[0];  // one read an epoch
+  if (stopped) at = {epoch, at.step, loss_sum, loss_rows, allreduce_s};
+  m_res.synchronize();
+  s.epoch_time_s = seconds_since(start);
+  s.train_loss = loss_sum / static_cast<double>(loss_rows);
+  if (device_sum) expect_finite(s.train_loss, epoch, batches - 1);
+  const ExchangeStats& x = m_graph->stats();
+  s.exchange_bytes = x.bytes_sent;
+  s.exchange_time_s = x.exchange_s;
+  s.exchange_exposed_s = x.exposed_s;
+  s.exchange_window_s = x.overlap_window_s;
+  s.allreduce_time_s = allreduce_s;
+  if (!distributed) return !stopped;
+  // Bytes summed over the ranks, times averaged.
+  std::vector<double> v = {static_cast<double>(s.exchange_bytes),
+                           s.exchange_time_s,
+                           s.exchange_exposed_s,
+                           s.allreduce_time_s,
+                           static_cast<double>(s.sampling_bytes),
+                           static_cast<double>(s.feature_bytes),
+                           static_cast<double>(s.remote_rows),
+                           static_cast<double>(s.cache_hits),
+                           s.fetch_time_s,
+                           s.batch_wait_s,
+                           s.exchange_window_s};
+  comm.allreduce(kernels::Span<double>(v.data(), static_cast<std::int64_t>(v.size())),
+                 ReduceOp::Sum);
+  const double p = comm.size();
+  s.exchange_bytes = static_cast<std::int64_t>(v[0]);
+  s.exchange_time_s = v[1] / p;
+  s.exchange_exposed_s = v[2] / p;
+  s.allreduce_time_s = v[3] / p;
+  s.sampling_bytes = static_cast<std::int64_t>(v[4]);
+  s.feature_bytes = static_cast<std::int64_t>(v[5]);
+  s.remote_rows = static_cast<std::int64_t>(v[6]);
+  s.cache_hits = static_cast<std::int64_t>(v[7]);
+  s.fetch_time_s = v[8] / p;
+  s.batch_wait_s = v[9] / p;
+  s.exchange_window_s = v[10] / p;
+  return !stopped;
+}
+
+Trainer::Evaluation NodeClassification::evaluate() {
+  const Targets& t = *m_targets;
+  const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
+  const nn::Adjacency<float> graph = m_graph->adjacency(dropout_keys());
+  const Tensor<float>& logits =
+      m_model.forward(ctx, std::span<const nn::Adjacency<float>>(&graph, 1), m_features->owned());
+  auto correct = [&](const Tensor<NodeId>& rows) {
+    return rows.numel() == 0 ? 0.0
+                             : static_cast<double>(kernels::count_correct(
+                                   m_res, logits.view(), t.labels.span(), rows.span()));
+  };
+  // Sums over the ranks: correct counts, the validation loss's sum and the split sizes.
+  std::vector<double> v = {correct(t.train_idx),
+                           correct(t.val_idx),
+                           correct(t.test_idx),
+                           t.val_idx.numel() == 0
+                               ? 0.0
+                               : static_cast<double>(kernels::log_softmax_nll(
+                                     m_res, logits.view(), t.labels.span(), t.val_idx.span(), 1)),
+                           static_cast<double>(t.val_idx.numel()),
+                           static_cast<double>(t.test_idx.numel())};
+  m_shard.comm->allreduce(kernels::Span<double>(v.data(), 6), ReduceOp::Sum);
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  return {ratio(v[0], static_cast<double>(t.num_train)), v[4] > 0 ? v[3] / v[4] : nan,
+          v[4] > 0 ? v[1] / v[4] : nan, ratio(v[2], v[5])};
+}
+
+}  // namespace
+
+namespace detail {
+std::unique_ptr<Trainer::Task> make_node_classification(const kernels::Resources& res,
+                                                        Shard& shard, const TrainConfig& config,
+                                                        nn::Network<float>& model) {
+  return std::make_unique<NodeClassification>(res, shard, config, model);
+}
+}  // namespace detail
+
+TrainRun train(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
+               const EpochCallback& on_epoch, const Trainer::StepCallback& on_step) {
+  check_config(config, shard.comm->size());
+  TrainRun run{make_model(res, shard.num_features, shard.part.num_classes, config), {}};
+  Trainer trainer(res, shard, config, run.model);
+  run.result = trainer.run(on_epoch, on_step);
+  return run;
+}
+
+}  // namespace halo::runtime
