@@ -368,13 +368,15 @@ CheckpointIdentity identity_of(const TrainConfig& c, const std::string& data, in
                        {"mode", c.mini_batch ? "mini-batch" : "full-graph"}});
   if (c.mini_batch) {
     const MiniBatchConfig& mb = *c.mini_batch;
+    // Appended piece by piece (GCC 12's -Wrestrict false positive on "literal" + string).
     std::string fanouts;
-    for (const int f : mb.fanouts) fanouts += (fanouts.empty() ? "" : ",") + std::to_string(f);
+    for (const int f : mb.fanouts)
+      fanouts.append(fanouts.empty() ? "" : ",").append(std::to_string(f));
     // Per relation and layer (the heterogeneous task): layers separated by ':'.
     for (const auto& layer : mb.relation_fanouts) {
-      fanouts += fanouts.empty() ? "" : ":";
+      fanouts.append(fanouts.empty() ? "" : ":");
       for (std::size_t r = 0; r < layer.size(); ++r)
-        fanouts += (r == 0 ? "" : ",") + std::to_string(layer[r]);
+        fanouts.append(r == 0 ? "" : ",").append(std::to_string(layer[r]));
     }
     id.insert(id.end(),
               {{"batch_size", std::to_string(mb.batch_size)},
