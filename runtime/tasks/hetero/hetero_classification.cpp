@@ -26,14 +26,14 @@
 
 namespace halo::runtime {
 
-using kernels::NodeId;
-using kernels::Tensor;
-using detail::Clock;
-using detail::seconds_since;
-using detail::NamedTensor;
 using detail::adam_config;
 using detail::allreduce_gradients;
+using detail::Clock;
 using detail::expect_finite;
+using detail::NamedTensor;
+using detail::seconds_since;
+using kernels::NodeId;
+using kernels::Tensor;
 
 namespace {
 
@@ -146,7 +146,6 @@ class HeteroNodeClassification final : public Trainer::Task {
   FetchStats m_fetch;
   std::int64_t m_syncs = 0;
 };
-
 
 HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res,
                                                    HeteroShard& shard, const TrainConfig& config,

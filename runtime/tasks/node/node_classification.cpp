@@ -20,13 +20,13 @@
 
 namespace halo::runtime {
 
+using detail::allreduce_gradients;
+using detail::Clock;
+using detail::expect_finite;
+using detail::NamedTensor;
+using detail::seconds_since;
 using kernels::NodeId;
 using kernels::Tensor;
-using detail::Clock;
-using detail::seconds_since;
-using detail::NamedTensor;
-using detail::allreduce_gradients;
-using detail::expect_finite;
 
 namespace {
 
@@ -309,8 +309,8 @@ Trainer::Evaluation NodeClassification::evaluate() {
 }  // namespace
 
 namespace detail {
-std::unique_ptr<Trainer::Task> make_node_classification(const kernels::Resources& res,
-                                                        Shard& shard, const TrainConfig& config,
+std::unique_ptr<Trainer::Task> make_node_classification(const kernels::Resources& res, Shard& shard,
+                                                        const TrainConfig& config,
                                                         nn::Network<float>& model) {
   return std::make_unique<NodeClassification>(res, shard, config, model);
 }
