@@ -2,6 +2,7 @@
 // Non-owning, trivially copyable views passed by value into ops and single-source bodies.
 
 #include <cstdint>
+#include <type_traits>
 
 #include <halo/kernels/hd.hpp>
 
@@ -13,7 +14,13 @@ struct Span {
   T* data = nullptr;
   std::int64_t size = 0;
   HALO_HD T& operator[](std::int64_t i) const { return data[i]; }
-  HALO_HD operator Span<const T>() const { return {data, size}; }  // NOLINT: implicit by design
+  // Implicit by design, and only from a mutable view (a template, so that a view of const
+  // elements declares no conversion to its own type, which nvcc warns about; CUDA sources are
+  // not compiled as C++20, so no requires-clause).
+  template <class U = T, std::enable_if_t<std::is_same_v<U, T> && !std::is_const_v<U>, int> = 0>
+  HALO_HD operator Span<const U>() const {  // NOLINT
+    return {data, size};
+  }
 };
 
 /// A dense row-major matrix.
@@ -26,7 +33,10 @@ struct MatrixView {
   HALO_HD T* row(std::int64_t r) const { return data + r * cols; }
   HALO_HD std::int64_t size() const { return rows * cols; }
   HALO_HD Span<T> span() const { return {data, rows * cols}; }
-  HALO_HD operator MatrixView<const T>() const { return {data, rows, cols}; }  // NOLINT
+  template <class U = T, std::enable_if_t<std::is_same_v<U, T> && !std::is_const_v<U>, int> = 0>
+  HALO_HD operator MatrixView<const U>() const {  // NOLINT: implicit by design, as Span's
+    return {data, rows, cols};
+  }
 };
 
 /// A CSR matrix: row r holds entries indptr[r] .. indptr[r+1]-1, column indices[e] and value
