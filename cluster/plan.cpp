@@ -808,8 +808,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const MiniBatchConfig& mb = *config.mini_batch;
     const std::int64_t all_batches =
         std::max<std::int64_t>(1, (g.num_train + mb.batch_size - 1) / mb.batch_size);
-    plan.batches_per_epoch =
-        mb.max_batches > 0 ? std::min(all_batches, mb.max_batches) : all_batches;
+    plan.batches_per_epoch = std::max<std::int64_t>(1, runtime::epoch_batches(mb, g.num_train));
     envelope = sampler::plan_envelope({g.num_nodes, g.training_edges, g.max_degree}, mb.batch_size,
                                       mb.fanouts, mb.replace);
     const std::int64_t slots = 1 + prefetch;

@@ -234,9 +234,9 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
     }
   }
   m_batch_size = std::min(config.batch_size, num_train);
-  m_batches = (num_train + m_batch_size - 1) / m_batch_size;
-  if (m_fixed.empty() && config.max_batches > 0)
-    m_batches = std::min(m_batches, config.max_batches);
+  // Given seeds (inference) are every batch; training nodes as many as the config allows.
+  m_batches = m_fixed.empty() ? epoch_batches(config, num_train)
+                              : (num_train + m_batch_size - 1) / m_batch_size;
   const sampler::SamplerConfig sc{config.fanouts, config.replace, seed};
   const kernels::Resources& sampling = on_device && one_part ? res : m_producer_res;
   if (!one_part)

@@ -60,6 +60,11 @@ bool finite_positive(double x) { return std::isfinite(x) && x > 0; }
 
 }  // namespace
 
+std::int64_t epoch_batches(const MiniBatchConfig& mb, std::int64_t seeds) {
+  const std::int64_t all = (seeds + mb.batch_size - 1) / mb.batch_size;
+  return mb.max_batches > 0 ? std::min(all, mb.max_batches) : all;
+}
+
 std::string to_string(CachePolicy p) { return p == CachePolicy::Degree ? "degree" : "access"; }
 
 CachePolicy parse_cache_policy(const std::string& s) {
@@ -184,6 +189,22 @@ void expect_finite(double loss, std::uint64_t epoch, std::int64_t batch) {
   throw Error("train: the loss became " + std::string(std::isnan(loss) ? "nan" : "infinite") +
               " in epoch " + std::to_string(epoch) + ", batch " + std::to_string(batch + 1) +
               ": the run diverged (try a lower --lr)");
+}
+
+std::vector<NamedTensor> parameter_state(const std::vector<nn::Parameter<float>*>& params) {
+  std::vector<NamedTensor> v;
+  for (auto* p : params) v.push_back({p->name, &p->value});
+  return v;
+}
+
+std::vector<NamedTensor> adam_state(nn::Adam<float>& adam,
+                                    const std::vector<nn::Parameter<float>*>& params) {
+  std::vector<NamedTensor> v;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    v.push_back({"adam.m/" + params[i]->name, &adam.first_moment(i)});
+    v.push_back({"adam.v/" + params[i]->name, &adam.second_moment(i)});
+  }
+  return v;
 }
 
 kernels::AdamConfig adam_config(const TrainConfig& c, bool weight_decay) {

@@ -72,6 +72,11 @@ struct MiniBatchConfig {
   std::int64_t max_batches = 0;
 };
 
+/// Batches an epoch of `seeds` training nodes takes under `mb`: ceil(seeds / batch_size),
+/// at most mb.max_batches when that is set (the sampled batch sources, the heterogeneous task
+/// and halo plan count alike).
+std::int64_t epoch_batches(const MiniBatchConfig& mb, std::int64_t seeds);
+
 /// Everything a run is, apart from its data: the model, the optimizer, the mode.
 struct TrainConfig {
   nn::ModelConfig model;  // in_features and num_classes are taken from the data

@@ -159,6 +159,9 @@ TEST_F(HeteroCli, ResumedRunEqualsTheUninterruptedOne) {
   EXPECT_EQ(b["checkpoint"], ck + "/epoch-000008-step-000000");
   for (const char* key : {"final_train_loss", "test_macro_f1", "test_micro_f1", "best_epoch"})
     EXPECT_EQ(b[key], a[key]) << key;
+  // One process: nothing remote, so no cache hits and no fetched bytes.
+  EXPECT_EQ(a["cache_hit_rate"], 0);
+  EXPECT_EQ(a["feature_bytes_per_epoch"], 0);
   // Another heterogeneous model is refused, naming the field.
   r = run(base + " --epochs 8 --model hgt --checkpoint-dir " + ck + " --resume auto");
   EXPECT_EQ(r.code, 1);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <halo/kernels/optim.hpp>
+#include <halo/nn/optimizer.hpp>
 #include <halo/runtime/engine/trainer.hpp>
 
 namespace halo::runtime {
@@ -66,6 +67,11 @@ std::unique_ptr<Trainer::Task> make_hetero_classification(const kernels::Resourc
 double allreduce_gradients(const kernels::Resources& res, Comm& comm,
                            const std::vector<nn::Parameter<float>*>& params, double loss,
                            kernels::Tensor<float>& flat, std::vector<float>& host);
+/// The parameters' values by name (what a task's state() starts with).
+std::vector<NamedTensor> parameter_state(const std::vector<nn::Parameter<float>*>& params);
+/// Adam's moments of `params` as "adam.m/NAME" and "adam.v/NAME" (a task's optimizer_state()).
+std::vector<NamedTensor> adam_state(nn::Adam<float>& adam,
+                                    const std::vector<nn::Parameter<float>*>& params);
 /// halo::Error naming the epoch and batch (1-based) when `loss` is not finite: the run diverged.
 void expect_finite(double loss, std::uint64_t epoch, std::int64_t batch);
 /// Adam of `c`: its learning rate, and its weight decay when `weight_decay` (SparseAdam and

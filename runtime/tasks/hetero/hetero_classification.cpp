@@ -37,7 +37,8 @@ using kernels::Tensor;
 
 namespace {
 
-/// Heterogeneous node classification on a HeteroShard, full graph, one process.
+/// Heterogeneous node classification on a HeteroShard: full graph or typed mini-batches, one
+/// process or a rank's part of a heterogeneous partition.
 class HeteroNodeClassification final : public Trainer::Task {
  public:
   HeteroNodeClassification(const kernels::Resources& res, HeteroShard& shard,
@@ -46,17 +47,12 @@ class HeteroNodeClassification final : public Trainer::Task {
                    Trainer::Partial& at, const std::function<bool()>& stop) override;
   Trainer::Evaluation evaluate() override;
   std::vector<NamedTensor> state() override {
-    std::vector<NamedTensor> v;
-    for (auto* p : m_params) v.push_back({p->name, &p->value});
+    std::vector<NamedTensor> v = detail::parameter_state(m_params);
     for (auto* e : m_model.embeddings()) v.push_back({e->name(), &e->table()});
     return v;
   }
   std::vector<NamedTensor> optimizer_state() override {
-    std::vector<NamedTensor> v;
-    for (std::size_t i = 0; i < m_params.size(); ++i) {
-      v.push_back({"adam.m/" + m_params[i]->name, &m_optimizer.first_moment(i)});
-      v.push_back({"adam.v/" + m_params[i]->name, &m_optimizer.second_moment(i)});
-    }
+    std::vector<NamedTensor> v = detail::adam_state(m_optimizer, m_params);
     const auto tables = m_model.embeddings();
     for (std::size_t i = 0; i < tables.size(); ++i) {
       v.push_back({"sparse_adam.m/" + tables[i]->name(), &m_sparse.first_moment(i)});
@@ -79,10 +75,7 @@ class HeteroNodeClassification final : public Trainer::Task {
     Task::set_counter(name, value);
   }
   std::int64_t batches_per_epoch() const override {
-    if (!m_sampler) return 1;
-    const std::int64_t n = m_num_train, b = m_config.mini_batch->batch_size;
-    const std::int64_t limit = m_config.mini_batch->max_batches;
-    return limit > 0 ? std::min((n + b - 1) / b, limit) : (n + b - 1) / b;
+    return m_sampler ? epoch_batches(*m_config.mini_batch, m_num_train) : 1;
   }
 
  private:
@@ -94,6 +87,13 @@ class HeteroNodeClassification final : public Trainer::Task {
   /// Mini-batch on a partition: the owner tables, the relations' remote rows and the feature
   /// stores per type; returns the sampler's sources.
   sampler::HeteroNeighborSources enable_remote_batches();
+  /// Node u of type t (its type-local global id) as the type's feature stores number it: its
+  /// owner's first partition id plus its row there.
+  NodeId type_partition_id(std::size_t t, NodeId u) const {
+    const auto v = static_cast<std::size_t>(u);
+    return static_cast<NodeId>(m_type_book[t][static_cast<std::size_t>(m_owner[t][v])] +
+                               m_row[t][v]);
+  }
 
   const kernels::Resources& m_res;
   HeteroShard& m_shard;
@@ -271,36 +271,26 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
         // a source over those relations, summed over the ranks (the cache's degree policy).
         const std::int64_t owned = layout.num_owned[t];
         std::vector<std::int64_t> degree(static_cast<std::size_t>(layout.global_nodes[t]), 0);
-        std::vector<NodeId> halo;  // partition ids
+        std::vector<std::pair<NodeId, NodeId>> remote;  // (partition id, global id)
         for (std::size_t r = 0; r < g.relations.size(); ++r) {
           if (static_cast<std::size_t>(g.relations[r].src_type) != t) continue;
           const Tensor<NodeId>& sources = m_owned_rows[r].indices;
           for (std::int64_t e = 0; e < sources.numel(); ++e) {
-            const auto u = static_cast<std::size_t>(sources.data()[e]);
-            ++degree[u];
-            if (m_owner[t][u] != me)
-              halo.push_back(static_cast<NodeId>(
-                  m_type_book[t][static_cast<std::size_t>(m_owner[t][u])] + m_row[t][u]));
+            const NodeId u = sources.data()[e];
+            ++degree[static_cast<std::size_t>(u)];
+            if (m_owner[t][static_cast<std::size_t>(u)] != me)
+              remote.emplace_back(type_partition_id(t, u), u);
           }
         }
         shard.comm->allreduce(kernels::Span<std::int64_t>(degree.data(), std::ssize(degree)),
                               ReduceOp::Sum);
-        std::sort(halo.begin(), halo.end());
-        halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+        std::sort(remote.begin(), remote.end());
+        remote.erase(std::unique(remote.begin(), remote.end()), remote.end());
         const NodeId* o = layout.original[t].data();
-        std::vector<NodeId> original(o, o + owned);
+        std::vector<NodeId> original(o, o + owned), halo;
+        for (const auto& [pid, u] : remote) halo.push_back(pid), original.push_back(u);
         std::vector<std::int64_t> degrees;
-        for (std::int64_t i = 0; i < owned; ++i)
-          degrees.push_back(degree[static_cast<std::size_t>(o[i])]);
-        // The halo's global ids: the owner's row back to the node (the owner's owned ids).
-        std::vector<NodeId> by_pid(static_cast<std::size_t>(layout.global_nodes[t]));
-        for (std::size_t u = 0; u < by_pid.size(); ++u)
-          by_pid[static_cast<std::size_t>(m_type_book[t][static_cast<std::size_t>(m_owner[t][u])] +
-                                          m_row[t][u])] = static_cast<NodeId>(u);
-        for (const NodeId pid : halo) {
-          original.push_back(by_pid[static_cast<std::size_t>(pid)]);
-          degrees.push_back(degree[static_cast<std::size_t>(original.back())]);
-        }
+        for (const NodeId u : original) degrees.push_back(degree[static_cast<std::size_t>(u)]);
         const auto local = static_cast<std::int64_t>(original.size());
         const auto num_halo = static_cast<std::int64_t>(halo.size());
         auto part = std::make_unique<partition::Part>();
@@ -489,11 +479,8 @@ void HeteroNodeClassification::prepare_batch(const sampler::HeteroMiniBatch& mb,
     const kernels::Span<const NodeId> ids = mb.blocks[0].src_ids[t];
     if (!m_stores.empty()) {  // a partition: every rank gathers its inputs of each type
       if (!m_stores[t]) continue;
-      for (std::int64_t i = 0; i < ids.size; ++i) {
-        const auto v = static_cast<std::size_t>(ids[i]);
-        m_pids[static_cast<std::size_t>(i)] = static_cast<NodeId>(
-            m_type_book[t][static_cast<std::size_t>(m_owner[t][v])] + m_row[t][v]);
-      }
+      for (std::int64_t i = 0; i < ids.size; ++i)
+        m_pids[static_cast<std::size_t>(i)] = type_partition_id(t, ids[i]);
       m_stores[t]->gather(m_res, *m_shard.comm, {m_pids.data(), ids.size}, m_store_inputs[t],
                           m_fetch, m_syncs);
     } else if (kernels::num_cols(m_features[t]) > 0) {
@@ -611,8 +598,8 @@ bool HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
                                            const Trainer::StepCallback& on_step,
                                            Trainer::Partial& at,
                                            const std::function<bool()>& stop) {
-  (void)at, (void)stop;  // full graph: one step, nothing to stop between
   if (m_sampler) return train_minibatch(epoch, s, on_step, at, stop);
+  (void)at, (void)stop;  // full graph: one step an epoch, nothing to stop between
   const auto start = Clock::now();
   nn::HeteroStageTimes stages;  // full graph: the subgraph is built once, before training
   m_view.times = &stages;

@@ -321,11 +321,7 @@ class LinkPrediction final : public Trainer::Task {
   bool train_epoch(std::uint64_t epoch, EpochStats& s, const Trainer::StepCallback& on_step,
                    Trainer::Partial& at, const std::function<bool()>& stop) override;
   Trainer::Evaluation evaluate() override;
-  std::vector<NamedTensor> state() override {
-    std::vector<NamedTensor> v;
-    for (auto* p : m_params) v.push_back({p->name, &p->value});
-    return v;
-  }
+  std::vector<NamedTensor> state() override { return detail::parameter_state(m_params); }
   std::int64_t batches_per_epoch() const override {
     return m_split.train_end - m_split.train_begin;
   }

@@ -48,25 +48,16 @@ class NodeClassification final : public Trainer::Task {
   bool train_epoch(std::uint64_t epoch, EpochStats& s, const Trainer::StepCallback& on_step,
                    Trainer::Partial& at, const std::function<bool()>& stop) override;
   Trainer::Evaluation evaluate() override;
-  std::vector<NamedTensor> state() override {
-    std::vector<NamedTensor> v;
-    for (auto* p : m_params) v.push_back({p->name, &p->value});
-    return v;
-  }
+  std::vector<NamedTensor> state() override { return detail::parameter_state(m_params); }
   std::vector<NamedTensor> optimizer_state() override {
-    std::vector<NamedTensor> v;
-    for (std::size_t i = 0; i < m_params.size(); ++i) {
-      v.push_back({"adam.m/" + m_params[i]->name, &m_optimizer.first_moment(i)});
-      v.push_back({"adam.v/" + m_params[i]->name, &m_optimizer.second_moment(i)});
-    }
-    return v;
+    return detail::adam_state(m_optimizer, m_params);
   }
   std::vector<std::pair<std::string, std::int64_t>> counters() const override {
     return {{"adam.steps", m_optimizer.steps()}};
   }
   void set_counter(const std::string& name, std::int64_t value) override {
-    if (name != "adam.steps") Task::set_counter(name, value);
-    m_optimizer.set_steps(value);
+    if (name == "adam.steps") return m_optimizer.set_steps(value);
+    Task::set_counter(name, value);
   }
   std::int64_t batches_per_epoch() const override { return m_batches->batches_per_epoch(); }
   void finish(TrainResult& result) override {
