@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 namespace halo::cluster {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <halo/datasets/cache.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 namespace halo::cluster {
 

@@ -20,7 +20,7 @@
 #include <halo/kernels/elementwise.hpp>
 #include <halo/nn/layers.hpp>
 #include <halo/nn/network.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 namespace nn = halo::nn;
 namespace k = halo::kernels;
@@ -90,11 +90,15 @@ int main(int argc, char** argv) {
 
     halo::runtime::TrainConfig config;  // full graph; the model fields are the network's
     config.epochs = epochs;
-    halo::runtime::Trainer trainer(res, shard, config, model);
+    halo::runtime::Trainer trainer(res,
+                                   halo::runtime::node_classification(res, shard, config, model),
+                                   config.epochs, config.checkpoint);
     const halo::runtime::TrainResult r = trainer.run();
     std::printf("custom_model: SAGE + skip, %zu parameters, best epoch %d, test accuracy %.4f\n",
-                model.parameters().size(), r.best_epoch, r.test_accuracy);
-    return r.test_accuracy > 0.5 ? 0 : 1;  // Cora: far above chance (1/7) after a few epochs
+                model.parameters().size(), r.best_epoch, r.metrics.at("test_accuracy"));
+    return r.metrics.at("test_accuracy") > 0.5
+               ? 0
+               : 1;  // Cora: far above chance (1/7) after a few epochs
   } catch (const std::exception& e) {
     std::fprintf(stderr, "custom_model: %s\n", e.what());
     return 1;

@@ -13,7 +13,7 @@
 
 #include <halo/datasets/plain_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 int main(int argc, char** argv) {
   namespace rt = halo::runtime;
@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
       const_cast<halo::nn::Model<float>&>(run.model).save(
           res, model_file, rt::model_file_info(config, run.result, shard.dataset));
       std::printf("train_gcn: %d rank(s), best epoch %d, test accuracy %.4f, saved %s\n",
-                  run.result.world_size, run.result.best_epoch, run.result.test_accuracy,
-                  model_file.c_str());
+                  run.result.world_size, run.result.best_epoch,
+                  run.result.metrics.at("test_accuracy"), model_file.c_str());
     }
     shard.comm->barrier();  // rank 0 has written the file before any rank finalises MPI
     return 0;

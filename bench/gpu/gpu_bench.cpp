@@ -18,7 +18,7 @@
 #include <halo/kernels/gemm.hpp>
 #include <halo/kernels/rng.hpp>
 #include <halo/kernels/spmm.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 #include "support/machine.hpp"
 #include "support/shapes.hpp"

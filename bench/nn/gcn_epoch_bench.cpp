@@ -3,7 +3,7 @@
 #include <optional>
 #include <utility>
 
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 #include "support/machine.hpp"
 #include "support/shapes.hpp"
@@ -24,7 +24,8 @@ void run_epochs(benchmark::State& state, const datasets::Dataset& data, nn::Mode
   runtime::Shard shard = runtime::local_shard(res, data.clone(res));
   nn::Model<float> model =
       runtime::make_model(res, shard.num_features, shard.part.num_classes, config);
-  runtime::Trainer trainer(res, shard, config, model);
+  runtime::Trainer trainer(res, runtime::node_classification(res, shard, config, model),
+                           config.epochs, config.checkpoint);
   std::uint64_t epoch = 0;
   runtime::EpochStats s;
   trainer.train_epoch(++epoch, s);  // warm-up: first-touch allocations of activations

@@ -13,7 +13,8 @@
 #include <halo/nn/module.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/config.hpp>
+#include <halo/runtime/engine/results.hpp>
 
 namespace halo::runtime {
 

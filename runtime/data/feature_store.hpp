@@ -10,7 +10,8 @@
 #include <halo/kernels/tensor.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/config.hpp>
+#include <halo/runtime/data/shard.hpp>
 #include <halo/sampler/batch.hpp>
 
 namespace halo::runtime {

@@ -6,7 +6,7 @@
 #include <halo/kernels/gcn_norm.hpp>
 #include <halo/kernels/spmm.hpp>
 #include <halo/runtime/data/halo_exchange.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/data/shard.hpp>
 
 namespace halo::runtime {
 

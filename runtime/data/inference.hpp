@@ -7,7 +7,8 @@
 #include <vector>
 
 #include <halo/nn/model.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/config.hpp>
+#include <halo/runtime/data/shard.hpp>
 
 namespace halo::runtime {
 

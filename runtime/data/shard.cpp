@@ -5,11 +5,30 @@
 #include <utility>
 #include <vector>
 
+#include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/partition/partition_format.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/data/shard.hpp>
 
 namespace halo::runtime {
+
+kernels::Resources host_resources(const kernels::Resources& res) {
+  return kernels::Resources(kernels::Device::Cpu, res.cpu_exec().num_threads);
+}
+
+kernels::FeatureMatrix<float> prepare_features(const kernels::Resources& res,
+                                               const kernels::FeatureMatrix<float>& features,
+                                               bool normalize) {
+  const kernels::Resources host = host_resources(res);
+  auto f = std::visit([&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(host); },
+                      features);
+  if (normalize && std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(f))
+    datasets::row_normalize(host, f);
+  if (res.device() == kernels::Device::Cpu) return f;
+  return std::visit(
+      [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.copy_to(res, res.device()); },
+      f);
+}
 
 Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds) {
   Shard s;

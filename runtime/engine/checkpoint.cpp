@@ -70,16 +70,36 @@ class Reader {
   std::size_t m_at = 0;
 };
 
-/// Calls f on every field of `s` (int, std::int64_t or double): the order the shard stores.
+/// Calls f on every numeric field of `s` (int, std::int64_t or double): the order the shard
+/// stores (its metrics and stage times follow, put_metrics).
 template <class S, class F>
 void for_each_field(S& s, F&& f) {
-  f(s.epoch), f(s.epochs), f(s.train_loss), f(s.train_accuracy), f(s.val_loss), f(s.val_accuracy),
-      f(s.test_accuracy), f(s.val_macro_f1), f(s.test_macro_f1), f(s.test_micro_f1), f(s.val_mrr),
-      f(s.val_map), f(s.epoch_time_s), f(s.stages.subgraph_build_s),
-      f(s.stages.feature_projection_s), f(s.stages.neighbor_aggregation_s),
-      f(s.stages.semantic_aggregation_s), f(s.exchange_bytes), f(s.exchange_time_s),
-      f(s.exchange_exposed_s), f(s.allreduce_time_s), f(s.sampling_bytes), f(s.feature_bytes),
-      f(s.remote_rows), f(s.cache_hits), f(s.fetch_time_s), f(s.batch_wait_s), f(s.host_syncs);
+  f(s.epoch), f(s.epochs), f(s.train_loss), f(s.epoch_time_s), f(s.exchange_bytes),
+      f(s.exchange_time_s), f(s.exchange_exposed_s), f(s.exchange_window_s), f(s.allreduce_time_s),
+      f(s.sampling_bytes), f(s.feature_bytes), f(s.remote_rows), f(s.cache_hits), f(s.fetch_time_s),
+      f(s.batch_wait_s), f(s.host_syncs);
+}
+
+/// Named values as a count, then (name length, name, value) each.
+void put_metrics(Writer& w, const Metrics& m) {
+  w.put<std::int64_t>(static_cast<std::int64_t>(m.entries().size()));
+  for (const auto& [name, value] : m) {
+    w.put<std::uint32_t>(static_cast<std::uint32_t>(name.size()));
+    w.put_bytes(name.data(), name.size());
+    w.put<double>(value);
+  }
+}
+
+Metrics get_metrics(Reader& in, const std::string& file) {
+  const auto n = in.get<std::int64_t>();
+  if (n < 0 || n > 4096) throw IoError(file + ": impossible metric count");
+  Metrics m;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto len = in.get<std::uint32_t>();
+    std::string name(in.take(len), len);
+    m.set(name, in.get<double>());
+  }
+  return m;
 }
 
 // ---- shards ------------------------------------------------------------------------------------
@@ -97,23 +117,23 @@ std::string encode_shard(const TrainState& st, int rank, int world_size) {
     body.put_bytes(name.data(), name.size());
     body.put<std::int64_t>(value);
   }
-  body.put<double>(st.best_val_loss);
   const TrainResult& r = st.result;
   body.put<std::int64_t>(r.best_epoch);
-  body.put<double>(r.val_accuracy);
-  body.put<double>(r.test_accuracy);
-  body.put<double>(r.val_macro_f1);
-  body.put<double>(r.test_macro_f1);
-  body.put<double>(r.test_micro_f1);
+  put_metrics(body, r.metrics);
   body.put<double>(r.final_train_loss);
   body.put<std::int64_t>(static_cast<std::int64_t>(r.history.size()));
-  for (const EpochStats& s : r.history)
+  for (const EpochStats& s : r.history) {
     for_each_field(s, [&](const auto& v) {
       if constexpr (std::is_floating_point_v<std::decay_t<decltype(v)>>)
         body.put<double>(v);
       else
         body.put<std::int64_t>(v);
     });
+    put_metrics(body, s.metrics);
+    put_metrics(body, s.stage_times);
+    body.put<std::int64_t>(static_cast<std::int64_t>(s.sampled_edges.size()));
+    for (const std::int64_t e : s.sampled_edges) body.put<std::int64_t>(e);
+  }
   body.put<std::int64_t>(static_cast<std::int64_t>(st.arrays.size()));
   for (const TrainState::Array& a : st.arrays) {
     HALO_EXPECTS(static_cast<std::int64_t>(a.values.size()) == a.rows * a.cols,
@@ -170,14 +190,9 @@ TrainState decode_shard(std::string_view bytes, const fs::path& file, int rank, 
     std::string key(in.take(n), n);
     st.counters.emplace_back(std::move(key), in.get<std::int64_t>());
   }
-  st.best_val_loss = in.get<double>();
   TrainResult& res = st.result;
   res.best_epoch = static_cast<int>(in.get<std::int64_t>());
-  res.val_accuracy = in.get<double>();
-  res.test_accuracy = in.get<double>();
-  res.val_macro_f1 = in.get<double>();
-  res.test_macro_f1 = in.get<double>();
-  res.test_micro_f1 = in.get<double>();
+  res.metrics = get_metrics(in, name);
   res.final_train_loss = in.get<double>();
   const auto epochs = in.get<std::int64_t>();
   if (epochs < 0 || epochs != st.epoch) throw IoError(name + ": the history does not match");
@@ -190,6 +205,11 @@ TrainState decode_shard(std::string_view bytes, const fs::path& file, int rank, 
       else
         v = static_cast<T>(in.get<std::int64_t>());
     });
+    s.metrics = get_metrics(in, name);
+    s.stage_times = get_metrics(in, name);
+    const auto relations = in.get<std::int64_t>();
+    if (relations < 0 || relations > 1 << 20) throw IoError(name + ": impossible edge type count");
+    for (std::int64_t i = 0; i < relations; ++i) s.sampled_edges.push_back(in.get<std::int64_t>());
     res.history.push_back(s);
   }
   const auto arrays = in.get<std::int64_t>();
@@ -342,78 +362,7 @@ std::string hex(std::uint64_t v) {
   return s;
 }
 
-std::string number(double v) {
-  char s[40];
-  std::snprintf(s, sizeof s, "%.17g", v);
-  return s;
-}
-
 }  // namespace
-
-// ---- identity ----------------------------------------------------------------------------------
-
-namespace {
-
-/// The fields every task's identity has: the data, the ranks, the optimizer, the seed and the
-/// mode with its batch settings; `model` the task's model fields, inserted after the ranks.
-CheckpointIdentity identity_of(const TrainConfig& c, const std::string& data, int ranks,
-                               const CheckpointIdentity& model) {
-  CheckpointIdentity id = {{"data", data}, {"world_size", std::to_string(ranks)}};
-  id.insert(id.end(), model.begin(), model.end());
-  id.insert(id.end(), {{"lr", number(c.lr)},
-                       {"weight_decay", number(c.weight_decay)},
-                       {"seed", std::to_string(c.seed)},
-                       {"normalize_features", c.normalize_features ? "true" : "false"},
-                       {"overlap", c.overlap ? "true" : "false"},
-                       {"mode", c.mini_batch ? "mini-batch" : "full-graph"}});
-  if (c.mini_batch) {
-    const MiniBatchConfig& mb = *c.mini_batch;
-    // Appended piece by piece (GCC 12's -Wrestrict false positive on "literal" + string).
-    std::string fanouts;
-    for (const int f : mb.fanouts)
-      fanouts.append(fanouts.empty() ? "" : ",").append(std::to_string(f));
-    // Per relation and layer (the heterogeneous task): layers separated by ':'.
-    for (const auto& layer : mb.relation_fanouts) {
-      fanouts.append(fanouts.empty() ? "" : ":");
-      for (std::size_t r = 0; r < layer.size(); ++r)
-        fanouts.append(r == 0 ? "" : ",").append(std::to_string(layer[r]));
-    }
-    id.insert(id.end(),
-              {{"batch_size", std::to_string(mb.batch_size)},
-               {"fanouts", fanouts},
-               {"replace", mb.replace ? "true" : "false"},
-               {"prefetch", mb.prefetch == kAutoPrefetch ? "auto" : std::to_string(mb.prefetch)},
-               {"cache_mb", number(mb.cache_mb)},
-               {"cache_policy", to_string(mb.cache_policy)}});
-    // Only when set: checkpoints of runs over every batch keep their identity.
-    if (mb.max_batches > 0) id.emplace_back("max_batches", std::to_string(mb.max_batches));
-  }
-  return id;
-}
-
-}  // namespace
-
-CheckpointIdentity checkpoint_identity(const TrainConfig& c, const Shard& shard) {
-  return identity_of(c, shard.identity, shard.comm->size(),
-                     {{"model.kind", nn::to_string(c.model.kind)},
-                      {"model.layers", std::to_string(c.model.num_layers)},
-                      {"model.hidden", std::to_string(c.model.hidden)},
-                      {"model.in_features", std::to_string(c.model.in_features)},
-                      {"model.num_classes", std::to_string(c.model.num_classes)},
-                      {"model.dropout", number(c.model.dropout)}});
-}
-
-CheckpointIdentity checkpoint_identity(const TrainConfig& c, const HeteroShard& shard) {
-  const nn::HeteroModelConfig& h = c.hetero;
-  return identity_of(c, shard.identity, shard.comm->size(),
-                     {{"model.kind", nn::to_string(h.kind)},
-                      {"model.layers", std::to_string(h.num_layers)},
-                      {"model.hidden", std::to_string(h.hidden)},
-                      {"model.dropout", number(h.dropout)},
-                      {"model.num_bases", std::to_string(h.num_bases)},
-                      {"model.heads", std::to_string(h.heads)},
-                      {"model.featureless", nn::to_string(h.featureless)}});
-}
 
 // ---- write -------------------------------------------------------------------------------------
 

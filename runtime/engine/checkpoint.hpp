@@ -15,16 +15,15 @@
 #include <utility>
 #include <vector>
 
-#include <halo/nn/network.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/engine/checkpoint_types.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/engine/results.hpp>
 
 namespace halo::runtime {
 
 /// The version of the shard files and manifest this Halo writes and the only one it resumes
-/// (2: named optimizer counters, the F1 scores and HGNN stages of the history).
-inline constexpr std::uint32_t kCheckpointVersion = 2;
+/// (3: the tasks' named scores and stage times in the result and the history).
+inline constexpr std::uint32_t kCheckpointVersion = 3;
 
 /// The progress of a run, on the host: what one rank's shard holds. The ranks' shards hold the
 /// same values (the parameters are replicated); each rank restores its own.
@@ -39,9 +38,8 @@ struct TrainState {
   /// The optimizers' step counts by name (bias correction): "adam.steps", and per embedding
   /// table "sparse_adam.steps/<table>".
   std::vector<std::pair<std::string, std::int64_t>> counters;
-  double best_val_loss = 0;
-  /// best_epoch, val_accuracy, test_accuracy, the F1 scores, final_train_loss and the history of
-  /// the epochs completed; the other fields are recomputed from the history.
+  /// best_epoch, its metrics (what the selection compares with), final_train_loss and the
+  /// history of the epochs completed; the other fields are recomputed from the history.
   TrainResult result;
   /// Named float arrays: "param/<name>", "adam.m/<name>", "adam.v/<name>", "best/<name>".
   struct Array {
@@ -51,11 +49,6 @@ struct TrainState {
   };
   std::vector<Array> arrays;
 };
-
-/// The identity of a run of `config` (its model fields as the Trainer completed them) on `shard`.
-CheckpointIdentity checkpoint_identity(const TrainConfig& config, const Shard& shard);
-/// The same for the heterogeneous task: its model fields (config.hetero) instead.
-CheckpointIdentity checkpoint_identity(const TrainConfig& config, const HeteroShard& shard);
 
 /// Writes `state` as checkpoint (state.epoch, state.step) in config.dir and commits it; then
 /// removes incomplete checkpoints and all but the newest config.keep complete ones. Collective:

@@ -1,3 +1,5 @@
+// The engine: runtime::Trainer (epochs, evaluation, selection, checkpoints, preemption, the
+// run's statistics) and what every task's step shares (engine/detail/task_support.hpp).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -9,28 +11,16 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <span>
 #include <thread>
-#include <type_traits>
 #include <utility>
-#include <variant>
 
-#include <halo/datasets/preprocess.hpp>
+#include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
-#include <halo/kernels/loss.hpp>
-#include <halo/kernels/rng.hpp>
-#include <halo/runtime/comm/nccl_comm.hpp>
-#include <halo/runtime/data/batches.hpp>
-#include <halo/runtime/data/feature_store.hpp>
-#include <halo/runtime/data/halo_exchange.hpp>
-#include <halo/runtime/data/remote_neighbors.hpp>
 #include <halo/runtime/detail/timing.hpp>
 #include <halo/runtime/engine/checkpoint.hpp>
-#include <halo/runtime/engine/detail/task.hpp>
+#include <halo/runtime/engine/detail/task_support.hpp>
 #include <halo/runtime/engine/trainer.hpp>
-#include <halo/sampler/batch.hpp>
-#include <halo/sampler/hetero_sampler.hpp>
 
 namespace halo::runtime {
 
@@ -45,106 +35,25 @@ void slow_epoch_hook(int rank, int epoch) {
   if (v != nullptr && std::sscanf(v, "%d:%d:%lf", &r, &e, &seconds) == 3 && r == rank && e == epoch)
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
-}  // namespace
-
-using kernels::NodeId;
-using kernels::Tensor;
-
-namespace {
 
 using detail::Clock;
 using detail::median;
 using detail::seconds_since;
-
-bool finite_positive(double x) { return std::isfinite(x) && x > 0; }
-
-}  // namespace
-
-std::int64_t epoch_batches(const MiniBatchConfig& mb, std::int64_t seeds) {
-  const std::int64_t all = (seeds + mb.batch_size - 1) / mb.batch_size;
-  return mb.max_batches > 0 ? std::min(all, mb.max_batches) : all;
-}
-
-std::string to_string(CachePolicy p) { return p == CachePolicy::Degree ? "degree" : "access"; }
-
-CachePolicy parse_cache_policy(const std::string& s) {
-  if (s == "degree") return CachePolicy::Degree;
-  if (s == "access") return CachePolicy::Access;
-  HALO_FAIL("cache policy '" + s + "': expected degree or access");
-}
-
-void check_config(const TrainConfig& c, int ranks) {
-  HALO_EXPECTS(c.epochs >= 1, "train: epochs must be >= 1, got " + std::to_string(c.epochs));
-  HALO_EXPECTS(finite_positive(c.lr), "train: the learning rate must be a finite number > 0");
-  HALO_EXPECTS(std::isfinite(c.weight_decay) && c.weight_decay >= 0,
-               "train: the weight decay must be a finite number >= 0");
-  HALO_EXPECTS(std::isfinite(c.model.dropout) && c.model.dropout >= 0 && c.model.dropout < 1,
-               "train: dropout must be in [0, 1)");
-  HALO_EXPECTS(c.model.num_layers >= 1 && c.model.hidden >= 1,
-               "train: layers and hidden width must be >= 1");
-  HALO_EXPECTS(c.checkpoint.every >= 0 && c.checkpoint.keep >= 1,
-               "train: checkpoint every must be >= 0 and keep >= 1");
-  if (!c.mini_batch) return;
-  const MiniBatchConfig& mb = *c.mini_batch;
-  HALO_EXPECTS(mb.batch_size >= 1, "train: the batch size must be >= 1");
-  // (The heterogeneous task checks relation_fanouts against its layers.)
-  HALO_EXPECTS(
-      !mb.relation_fanouts.empty() || static_cast<int>(mb.fanouts.size()) == c.model.num_layers,
-      "train: one fan-out per layer expected (" + std::to_string(c.model.num_layers) + " layers, " +
-          std::to_string(mb.fanouts.size()) + " fan-outs)");
-  for (const int k : mb.fanouts) HALO_EXPECTS(k >= -1, "train: fan-outs must be -1 or >= 0");
-  HALO_EXPECTS(mb.max_batches >= 0, "train: max_batches must be >= 0 (0: every batch)");
-  HALO_EXPECTS(mb.prefetch == kAutoPrefetch || (mb.prefetch >= 0 && mb.prefetch <= 16),
-               "train: prefetch must be in [0, 16] or auto");
-  HALO_EXPECTS(std::isfinite(mb.cache_mb) && mb.cache_mb >= 0,
-               "train: the cache size must be a finite number >= 0");
-  HALO_EXPECTS(mb.cache_mb == 0 || ranks > 1,
-               "train: the feature cache holds remote rows: it needs a partition (several ranks)");
-  HALO_EXPECTS(c.overlap, "train: overlap applies to full-graph training");
-}
-
-kernels::Resources host_resources(const kernels::Resources& res) {
-  return kernels::Resources(kernels::Device::Cpu, res.cpu_exec().num_threads);
-}
-
-kernels::FeatureMatrix<float> prepare_features(const kernels::Resources& res,
-                                               const kernels::FeatureMatrix<float>& features,
-                                               bool normalize) {
-  const kernels::Resources host = host_resources(res);
-  auto f = std::visit([&](const auto& m) -> kernels::FeatureMatrix<float> { return m.clone(host); },
-                      features);
-  if (normalize && std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(f))
-    datasets::row_normalize(host, f);
-  if (res.device() == kernels::Device::Cpu) return f;
-  return std::visit(
-      [&](const auto& m) -> kernels::FeatureMatrix<float> { return m.copy_to(res, res.device()); },
-      f);
-}
-
-nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_features,
-                            std::int32_t num_classes, const TrainConfig& config) {
-  nn::ModelConfig mc = config.model;
-  mc.in_features = in_features;
-  mc.num_classes = num_classes;
-  return nn::Model<float>(res, mc, config.seed);
-}
-
-// ---- the trainer -------------------------------------------------------------------------------
-
-using detail::NamedTensor;
-
-namespace {
-
-/// `config` with the model fields the network decides (a custom network has no ModelConfig;
-/// its kind stays the config's: the graph is the one its shape declares).
-TrainConfig with_shape(TrainConfig config, const nn::NetworkShape& shape) {
-  config.model.num_layers = shape.num_layers;
-  config.model.in_features = shape.in_features;
-  config.model.num_classes = shape.num_classes;
-  return config;
-}
+using kernels::Tensor;
 
 }  // namespace
+
+double Metrics::at(const std::string& name) const {
+  if (const double* v = find(name)) return *v;
+  std::string names;
+  for (const Entry& e : m_entries) names += (names.empty() ? "" : ", ") + e.first;
+  HALO_FAIL("metrics: no '" + name + "' (this task reports " + (names.empty() ? "none" : names) +
+            ")");
+}
+
+void Task::unknown_counter(const std::string& name) {
+  throw IoError("checkpoint: counter '" + name + "' is not this task's");
+}
 
 // ---- shared by the tasks (engine/detail/task.hpp) ----------------------------------------------
 
@@ -207,34 +116,33 @@ std::vector<NamedTensor> adam_state(nn::Adam<float>& adam,
   return v;
 }
 
-kernels::AdamConfig adam_config(const TrainConfig& c, bool weight_decay) {
+kernels::AdamConfig adam_config(double lr, double weight_decay) {
   kernels::AdamConfig a;
-  a.lr = c.lr;
-  a.weight_decay = weight_decay ? c.weight_decay : 0.0;
+  a.lr = lr;
+  a.weight_decay = weight_decay;
   return a;
 }
 
 }  // namespace detail
 
-Trainer::Trainer(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
-                 nn::Network<float>& model)
-    : m_res(res), m_comm(shard.comm), m_epochs(config.epochs), m_checkpoint(config.checkpoint) {
-  const TrainConfig shaped = with_shape(config, model.shape());
-  m_task = detail::make_node_classification(res, shard, shaped, model);
-  if (!m_checkpoint.dir.empty()) m_identity = checkpoint_identity(shaped, shard);
-}
-
-Trainer::Trainer(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
-                 nn::HeteroModel<float>& model)
-    : m_res(res), m_comm(shard.comm), m_epochs(config.epochs), m_checkpoint(config.checkpoint) {
-  m_task = detail::make_hetero_classification(res, shard, config, model);
-  if (!m_checkpoint.dir.empty()) m_identity = checkpoint_identity(config, shard);
+Trainer::Trainer(const kernels::Resources& res, std::unique_ptr<Task> task, int epochs,
+                 const CheckpointConfig& checkpoint)
+    : m_res(res),
+      m_task(std::move(task)),
+      m_comm(&m_task->comm()),
+      m_epochs(epochs),
+      m_checkpoint(checkpoint),
+      m_selection(m_task->selection()) {
+  HALO_EXPECTS(epochs >= 1, "train: epochs must be >= 1, got " + std::to_string(epochs));
+  HALO_EXPECTS(checkpoint.every >= 0 && checkpoint.keep >= 1,
+               "train: checkpoint every must be >= 0 and keep >= 1");
+  if (!m_checkpoint.dir.empty()) m_identity = m_task->identity();
 }
 
 Trainer::~Trainer() = default;
 
 std::int64_t Trainer::batches_per_epoch() const { return m_task->batches_per_epoch(); }
-double Trainer::preprocess_time_s() const { return m_task->preprocess_time_s; }
+double Trainer::preprocess_time_s() const { return m_task->preprocess_time_s(); }
 
 bool Trainer::stop_agreed() {
   if (m_checkpoint.dir.empty()) return false;
@@ -254,13 +162,13 @@ bool Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback
   return false;
 }
 
-Trainer::Evaluation Trainer::evaluate() { return m_task->evaluate(); }
+Metrics Trainer::evaluate() { return m_task->evaluate(); }
 
 namespace {
 
 /// What a checkpoint holds of `task`, in the order it stores them: the state as "param/NAME",
 /// the optimizer's state, and the best epoch's copies of the state (`best`) as "best/NAME".
-std::vector<NamedTensor> checkpoint_arrays(Trainer::Task& task, std::vector<Tensor<float>>& best) {
+std::vector<NamedTensor> checkpoint_arrays(Task& task, std::vector<Tensor<float>>& best) {
   const std::vector<NamedTensor> state = task.state();
   std::vector<NamedTensor> v;
   for (const NamedTensor& t : state) v.push_back({"param/" + t.name, t.tensor});
@@ -272,7 +180,7 @@ std::vector<NamedTensor> checkpoint_arrays(Trainer::Task& task, std::vector<Tens
 }  // namespace
 
 TrainState Trainer::capture(const TrainResult& result, std::vector<Tensor<float>>& best,
-                            double best_val_loss, int epochs_done) {
+                            int epochs_done) {
   TrainState st;
   st.epoch = epochs_done;
   if (m_partial.step > 0) {
@@ -282,13 +190,8 @@ TrainState Trainer::capture(const TrainResult& result, std::vector<Tensor<float>
     st.allreduce_s = m_partial.allreduce_s;
   }
   st.counters = m_task->counters();
-  st.best_val_loss = best_val_loss;
   st.result.best_epoch = result.best_epoch;
-  st.result.val_accuracy = result.val_accuracy;
-  st.result.test_accuracy = result.test_accuracy;
-  st.result.val_macro_f1 = result.val_macro_f1;
-  st.result.test_macro_f1 = result.test_macro_f1;
-  st.result.test_micro_f1 = result.test_micro_f1;
+  st.result.metrics = result.metrics;
   st.result.final_train_loss = result.final_train_loss;
   st.result.history = result.history;
   for (const NamedTensor& a : checkpoint_arrays(*m_task, best)) {
@@ -298,8 +201,7 @@ TrainState Trainer::capture(const TrainResult& result, std::vector<Tensor<float>
   return st;
 }
 
-void Trainer::restore(const TrainState& st, TrainResult& result, std::vector<Tensor<float>>& best,
-                      double& best_val_loss) {
+void Trainer::restore(const TrainState& st, TrainResult& result, std::vector<Tensor<float>>& best) {
   const std::vector<NamedTensor> arrays = checkpoint_arrays(*m_task, best);
   HALO_EXPECTS(st.arrays.size() == arrays.size(),
                "checkpoint: it holds " + std::to_string(st.arrays.size()) +
@@ -320,13 +222,8 @@ void Trainer::restore(const TrainState& st, TrainResult& result, std::vector<Ten
     throw IoError("checkpoint: it holds " + std::to_string(st.counters.size()) +
                   " optimizer counters, this run has " + std::to_string(counters.size()));
   for (const auto& [name, value] : st.counters) m_task->set_counter(name, value);
-  best_val_loss = st.best_val_loss;
   result.best_epoch = st.result.best_epoch;
-  result.val_accuracy = st.result.val_accuracy;
-  result.test_accuracy = st.result.test_accuracy;
-  result.val_macro_f1 = st.result.val_macro_f1;
-  result.test_macro_f1 = st.result.test_macro_f1;
-  result.test_micro_f1 = st.result.test_micro_f1;
+  result.metrics = st.result.metrics;
   result.final_train_loss = st.result.final_train_loss;
   result.history = st.result.history;
   for (EpochStats& s : result.history) s.epochs = m_epochs;
@@ -336,6 +233,16 @@ void Trainer::restore(const TrainState& st, TrainResult& result, std::vector<Ten
                  st.allreduce_s};
 }
 
+bool Trainer::better(const Metrics& e, const TrainResult& result) const {
+  const double score = e.at(m_selection.score);
+  // Without validation data there is nothing to select by: the last epoch is kept.
+  if (result.best_epoch == 0 || std::isnan(score)) return true;
+  const double kept = result.metrics.at(m_selection.score);
+  if (score != kept) return score > kept;
+  return !m_selection.tie_break.empty() &&
+         e.at(m_selection.tie_break) < result.metrics.at(m_selection.tie_break);
+}
+
 TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_step) {
   TrainResult result;
   // Parameter values of the best epoch so far, on the parameters' device: snapshots are
@@ -343,8 +250,6 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   const std::vector<NamedTensor> state = m_task->state();
   std::vector<Tensor<float>> best;
   for (const NamedTensor& t : state) best.push_back(t.tensor->clone(m_res));
-  double best_val_loss = 0;
-  double best_val_score = 0;  // link prediction (which has no checkpoints yet)
   const int epochs = m_epochs;
   Comm& comm = *m_comm;
   const CheckpointConfig& ck = m_checkpoint;
@@ -357,7 +262,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
         throw IoError(found->dir.string() + ": the checkpoint is at epoch " +
                       std::to_string(st.epoch) + ", step " + std::to_string(st.step) +
                       ", past the " + std::to_string(epochs) + " epochs of this run (--epochs)");
-      restore(found->state, result, best, best_val_loss);
+      restore(found->state, result, best);
       done = found->state.epoch;
       result.resumed_from = found->dir.string();
       HALO_LOG_INFO(
@@ -380,8 +285,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   }
   const auto save = [&](int epochs_done) {
     result.checkpoint =
-        write_checkpoint(comm, ck, m_identity, capture(result, best, best_val_loss, epochs_done))
-            .string();
+        write_checkpoint(comm, ck, m_identity, capture(result, best, epochs_done)).string();
   };
   const auto start = Clock::now();
   for (int epoch = done + 1; epoch <= epochs; ++epoch) {
@@ -394,33 +298,10 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
       break;
     }
     slow_epoch_hook(comm.rank(), epoch);
-    const Evaluation e = evaluate();
-    s.train_accuracy = e.train_accuracy;
-    s.val_loss = e.val_loss;
-    s.val_accuracy = e.val_accuracy;
-    s.test_accuracy = e.test_accuracy;
-    s.val_macro_f1 = e.val_macro_f1;
-    s.test_macro_f1 = e.test_macro_f1;
-    s.test_micro_f1 = e.test_micro_f1;
-    s.val_mrr = e.val_mrr;
-    s.val_map = e.val_map;
-    // Without validation nodes there is nothing to select by: the last epoch is kept. Link
-    // prediction selects by its validation score (MAP or MRR).
-    const bool link = !std::isnan(e.val_score);
-    const bool no_val = !link && std::isnan(e.val_accuracy);
-    if (result.best_epoch == 0 || no_val || (link && e.val_score > best_val_score) ||
-        (!link && e.val_accuracy > result.val_accuracy) ||
-        (!link && e.val_accuracy == result.val_accuracy && e.val_loss < best_val_loss)) {
+    s.metrics = evaluate();
+    if (better(s.metrics, result)) {
       result.best_epoch = epoch;
-      result.val_accuracy = e.val_accuracy;
-      result.test_accuracy = e.test_accuracy;
-      result.val_macro_f1 = e.val_macro_f1;
-      result.test_macro_f1 = e.test_macro_f1;
-      result.test_micro_f1 = e.test_micro_f1;
-      result.val_mrr = e.val_mrr;
-      result.val_map = e.val_map;
-      best_val_score = e.val_score;
-      best_val_loss = e.val_loss;
+      result.metrics = s.metrics;
       for (std::size_t i = 0; i < state.size(); ++i)
         kernels::copy_async(m_res, best[i], *state[i].tensor);
     }
@@ -436,7 +317,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
     }
   }
   result.train_time_s = seconds_since(start);
-  result.preprocess_time_s = m_task->preprocess_time_s;
+  result.preprocess_time_s = m_task->preprocess_time_s();
   result.world_size = comm.size();
   result.preemption_checks = m_stop_checks;
   result.preemption_check_s = m_stop_check_s;
@@ -445,7 +326,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   std::vector<std::int64_t> bytes, sampling, features;
   double exchange_total = 0, exposed_total = 0;
   std::int64_t remote = 0, hits = 0, syncs = 0;
-  std::vector<double> projection, aggregation, semantic, subgraph;
+  std::vector<std::string> stages;  // the names of the task's stage times, first seen first
   for (const EpochStats& s : result.history) {
     times.push_back(s.epoch_time_s);
     exchange.push_back(s.exchange_time_s);
@@ -463,10 +344,8 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
     remote += s.remote_rows;
     hits += s.cache_hits;
     syncs += s.host_syncs;
-    subgraph.push_back(s.stages.subgraph_build_s);
-    projection.push_back(s.stages.feature_projection_s);
-    aggregation.push_back(s.stages.neighbor_aggregation_s);
-    semantic.push_back(s.stages.semantic_aggregation_s);
+    for (const auto& [name, seconds] : s.stage_times)
+      if (std::find(stages.begin(), stages.end(), name) == stages.end()) stages.push_back(name);
   }
   result.epoch_time_median_s = median(times);
   result.exchange_time_s = median(exchange);
@@ -476,7 +355,12 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   result.compute_time_s = median(compute);
   result.fetch_time_s = median(fetch);
   result.batch_wait_s = median(wait);
-  result.stages = {median(subgraph), median(projection), median(aggregation), median(semantic)};
+  for (const std::string& name : stages) {
+    std::vector<double> v;
+    for (const EpochStats& s : result.history)
+      if (s.stage_times.contains(name)) v.push_back(s.stage_times.at(name));
+    result.stage_times.set(name, median(v));
+  }
   std::vector<EpochProfile> profiles;  // the epochs this run trained (a checkpoint holds none)
   for (std::size_t e = std::min(static_cast<std::size_t>(done), result.history.size());
        e < result.history.size(); ++e)
@@ -501,34 +385,6 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   m_res.synchronize();     // the model is final when run returns
   m_task->finish(result);  // with the kept parameters
   return result;
-}
-
-nn::ModelFileInfo model_file_info(const TrainConfig& config, const TrainResult& result,
-                                  const std::string& dataset,
-                                  const std::string& structural_features) {
-  nn::ModelFileInfo info;
-  info.config = config.model;
-  info.dataset = dataset;
-  info.normalize_features = config.normalize_features;
-  info.structural_features = structural_features;
-  const auto number = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
-  nlohmann::json t = {{"mode", config.mini_batch ? "mini-batch" : "full-graph"},
-                      {"epochs", config.epochs},
-                      {"lr", config.lr},
-                      {"weight_decay", config.weight_decay},
-                      {"seed", config.seed},
-                      {"optimizer", "adam"},
-                      {"world_size", result.world_size},
-                      {"best_epoch", result.best_epoch},
-                      {"val_accuracy", number(result.val_accuracy)},
-                      {"test_accuracy", number(result.test_accuracy)},
-                      {"final_train_loss", number(result.final_train_loss)}};
-  if (config.mini_batch)
-    t.update({{"batch_size", config.mini_batch->batch_size},
-              {"fanouts", config.mini_batch->fanouts},
-              {"replace", config.mini_batch->replace}});
-  info.training = t.dump();
-  return info;
 }
 
 std::int64_t current_host_memory_bytes() {

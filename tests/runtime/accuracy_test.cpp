@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <gtest/gtest.h>
 
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 #include "runtime/runtime_test_util.hpp"
 
@@ -21,7 +21,7 @@ double mean_cora_accuracy(nn::ModelKind kind, int seeds, int epochs = 200,
   for (int seed = 0; seed < seeds; ++seed) {
     TrainConfig config = config_for(kind, static_cast<std::uint64_t>(seed), epochs);
     if (mb != nullptr) config.mini_batch = *mb;
-    sum += train_local(res, cora(), config).result.test_accuracy;
+    sum += train_local(res, cora(), config).result.metrics.at("test_accuracy");
   }
   return sum / seeds;
 }

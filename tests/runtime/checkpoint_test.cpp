@@ -38,25 +38,25 @@ TrainState sample_state(int epoch, std::int64_t step) {
   st.loss_rows = 77;
   st.allreduce_s = 0.25;
   st.counters = {{"adam.steps", 31}, {"sparse_adam.steps/author", 7}};
-  st.best_val_loss = 0.1 + 0.2;
   st.result.best_epoch = epoch > 0 ? 1 : 0;
-  st.result.val_accuracy = std::numeric_limits<double>::quiet_NaN();
-  st.result.test_accuracy = 0.75;
-  st.result.val_macro_f1 = 0.625;
-  st.result.test_macro_f1 = 2.0 / 7.0;
-  st.result.test_micro_f1 = 0.5;
+  st.result.metrics = {
+      {"val_loss", 0.1 + 0.2},      {"val_accuracy", std::numeric_limits<double>::quiet_NaN()},
+      {"test_accuracy", 0.75},      {"val_macro_f1", 0.625},
+      {"test_macro_f1", 2.0 / 7.0}, {"test_micro_f1", 0.5}};
   st.result.final_train_loss = 1.0 / 3.0;
   for (int e = 1; e <= epoch; ++e) {
     EpochStats s;
     s.epoch = e;
     s.epochs = 9;
     s.train_loss = 2.0 / e;
-    s.val_loss = std::numeric_limits<double>::quiet_NaN();
+    s.metrics.set("val_loss", std::numeric_limits<double>::quiet_NaN());
     s.exchange_bytes = (std::int64_t{1} << 40) + e;
     s.host_syncs = e;
     s.batch_wait_s = 1e-300;
-    s.val_macro_f1 = 1.0 / (e + 2);
-    s.stages.semantic_aggregation_s = 0.5 * e;
+    s.metrics.set("val_macro_f1", 1.0 / (e + 2));
+    s.metrics.set("test_macro_f1", std::numeric_limits<double>::quiet_NaN());
+    s.stage_times.set("semantic_aggregation_s", 0.5 * e);
+    s.sampled_edges = {e, 3 * e};
     st.result.history.push_back(s);
   }
   st.arrays.push_back({"param/w", 2, 3, {1, -2, 3.5f, 1e-30f, -0.f, 6}});
@@ -99,25 +99,28 @@ TEST_F(CheckpointFormat, RoundTripKeepsEveryValue) {
   EXPECT_EQ(b.loss_rows, a.loss_rows);
   EXPECT_EQ(bits(b.allreduce_s), bits(a.allreduce_s));
   EXPECT_EQ(b.counters, a.counters);
-  EXPECT_EQ(bits(b.best_val_loss), bits(a.best_val_loss));
+  EXPECT_EQ(bits(b.result.metrics.at("val_loss")), bits(a.result.metrics.at("val_loss")));
+  EXPECT_EQ(b.result.metrics.entries().size(), a.result.metrics.entries().size());
   EXPECT_EQ(b.result.best_epoch, a.result.best_epoch);
-  EXPECT_TRUE(std::isnan(b.result.val_accuracy));
+  EXPECT_TRUE(std::isnan(b.result.metrics.at("val_accuracy")));
   EXPECT_EQ(bits(b.result.final_train_loss), bits(a.result.final_train_loss));
-  EXPECT_EQ(bits(b.result.val_macro_f1), bits(a.result.val_macro_f1));
-  EXPECT_EQ(bits(b.result.test_macro_f1), bits(a.result.test_macro_f1));
-  EXPECT_EQ(bits(b.result.test_micro_f1), bits(a.result.test_micro_f1));
+  EXPECT_EQ(bits(b.result.metrics.at("val_macro_f1")), bits(a.result.metrics.at("val_macro_f1")));
+  EXPECT_EQ(bits(b.result.metrics.at("test_macro_f1")), bits(a.result.metrics.at("test_macro_f1")));
+  EXPECT_EQ(bits(b.result.metrics.at("test_micro_f1")), bits(a.result.metrics.at("test_micro_f1")));
   ASSERT_EQ(b.result.history.size(), 3u);
   for (std::size_t e = 0; e < 3; ++e) {
     const EpochStats &x = a.result.history[e], &y = b.result.history[e];
     EXPECT_EQ(y.epoch, x.epoch);
     EXPECT_EQ(y.epochs, x.epochs);
     EXPECT_EQ(bits(y.train_loss), bits(x.train_loss));
-    EXPECT_TRUE(std::isnan(y.val_loss));
+    EXPECT_TRUE(std::isnan(y.metrics.at("val_loss")));
     EXPECT_EQ(y.exchange_bytes, x.exchange_bytes);
     EXPECT_EQ(y.host_syncs, x.host_syncs);
-    EXPECT_EQ(bits(y.val_macro_f1), bits(x.val_macro_f1));
-    EXPECT_TRUE(std::isnan(y.test_macro_f1));
-    EXPECT_EQ(bits(y.stages.semantic_aggregation_s), bits(x.stages.semantic_aggregation_s));
+    EXPECT_EQ(bits(y.metrics.at("val_macro_f1")), bits(x.metrics.at("val_macro_f1")));
+    EXPECT_TRUE(std::isnan(y.metrics.at("test_macro_f1")));
+    EXPECT_EQ(bits(y.stage_times.at("semantic_aggregation_s")),
+              bits(x.stage_times.at("semantic_aggregation_s")));
+    EXPECT_EQ(y.sampled_edges, x.sampled_edges);
     EXPECT_EQ(bits(y.batch_wait_s), bits(x.batch_wait_s));
   }
   ASSERT_EQ(b.arrays.size(), a.arrays.size());
@@ -279,7 +282,8 @@ Outcome train_once(const datasets::Dataset& data, const TrainConfig& config,
                    std::int64_t stop_at = 0) {
   Shard shard = local_shard(host(), halo::testing::copy_dataset(host(), data));
   TrainRun run{make_model(host(), shard.num_features, shard.part.num_classes, config), {}};
-  Trainer trainer(host(), shard, config, run.model);
+  Trainer trainer(host(), node_classification(host(), shard, config, run.model), config.epochs,
+                  config.checkpoint);
   std::int64_t steps = 0;
   clear_preemption();
   run.result = trainer.run({}, [&](std::int64_t) {
@@ -294,15 +298,16 @@ Outcome train_once(const datasets::Dataset& data, const TrainConfig& config,
 void expect_same_run(const Outcome& a, const Outcome& b) {
   EXPECT_EQ(b.result.best_epoch, a.result.best_epoch);
   EXPECT_EQ(bits(b.result.final_train_loss), bits(a.result.final_train_loss));
-  EXPECT_EQ(bits(b.result.test_accuracy), bits(a.result.test_accuracy));
+  EXPECT_EQ(bits(b.result.metrics.at("test_accuracy")), bits(a.result.metrics.at("test_accuracy")));
   ASSERT_EQ(b.result.history.size(), a.result.history.size());
   for (std::size_t e = 0; e < a.result.history.size(); ++e) {
     const EpochStats &x = a.result.history[e], &y = b.result.history[e];
     EXPECT_EQ(y.epoch, x.epoch);
     EXPECT_EQ(y.epochs, x.epochs);
     EXPECT_EQ(bits(y.train_loss), bits(x.train_loss)) << "epoch " << e + 1;
-    EXPECT_EQ(bits(y.val_loss), bits(x.val_loss)) << "epoch " << e + 1;
-    EXPECT_EQ(bits(y.test_accuracy), bits(x.test_accuracy)) << "epoch " << e + 1;
+    EXPECT_EQ(bits(y.metrics.at("val_loss")), bits(x.metrics.at("val_loss"))) << "epoch " << e + 1;
+    EXPECT_EQ(bits(y.metrics.at("test_accuracy")), bits(x.metrics.at("test_accuracy")))
+        << "epoch " << e + 1;
   }
   ASSERT_EQ(b.params.size(), a.params.size());
   for (std::size_t i = 0; i < a.params.size(); ++i) {

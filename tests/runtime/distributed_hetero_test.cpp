@@ -18,7 +18,7 @@
 #include <halo/partition/partitioner.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/engine/checkpoint.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 #include "runtime/mpi_test_main.hpp"
 #include "runtime/runtime_test_util.hpp"
@@ -99,13 +99,13 @@ void expect_equal_runs(const std::filesystem::path& dir, const TrainConfig& conf
     const EpochStats& a = want.history[e];
     const EpochStats& b = got.history[e];
     EXPECT_NEAR(b.train_loss, a.train_loss, 1e-4 * std::abs(a.train_loss)) << "epoch " << e;
-    EXPECT_EQ(b.train_accuracy, a.train_accuracy) << "epoch " << e;
-    EXPECT_EQ(b.val_accuracy, a.val_accuracy) << "epoch " << e;
-    EXPECT_EQ(b.test_accuracy, a.test_accuracy) << "epoch " << e;
-    EXPECT_NEAR(b.val_macro_f1, a.val_macro_f1, 1e-12) << "epoch " << e;
+    EXPECT_EQ(b.metrics.at("train_accuracy"), a.metrics.at("train_accuracy")) << "epoch " << e;
+    EXPECT_EQ(b.metrics.at("val_accuracy"), a.metrics.at("val_accuracy")) << "epoch " << e;
+    EXPECT_EQ(b.metrics.at("test_accuracy"), a.metrics.at("test_accuracy")) << "epoch " << e;
+    EXPECT_NEAR(b.metrics.at("val_macro_f1"), a.metrics.at("val_macro_f1"), 1e-12) << "epoch " << e;
   }
-  EXPECT_NEAR(got.test_macro_f1, want.test_macro_f1, 1e-12);
-  EXPECT_NEAR(got.test_micro_f1, want.test_micro_f1, 1e-12);
+  EXPECT_NEAR(got.metrics.at("test_macro_f1"), want.metrics.at("test_macro_f1"), 1e-12);
+  EXPECT_NEAR(got.metrics.at("test_micro_f1"), want.metrics.at("test_micro_f1"), 1e-12);
 }
 
 // P ranks on a partition of the graph compute what one process computes: the losses of every
@@ -188,7 +188,7 @@ TEST(DistributedHetero, FeatureCacheHoldsRemoteRowsOfEveryType) {
       const EpochStats& a = want.history[e];
       const EpochStats& b = got.history[e];
       EXPECT_NEAR(b.train_loss, a.train_loss, 1e-4 * std::abs(a.train_loss)) << "epoch " << e;
-      EXPECT_EQ(b.test_accuracy, a.test_accuracy) << "epoch " << e;
+      EXPECT_EQ(b.metrics.at("test_accuracy"), a.metrics.at("test_accuracy")) << "epoch " << e;
       EXPECT_EQ(b.remote_rows, none.history[e].remote_rows) << "epoch " << e;
       // The cache holds every halo row (one hop from an owned row; rows two hops away are
       // still fetched): by degree from the start, by access from epoch 2 on.
@@ -242,10 +242,12 @@ TEST(DistributedHetero, ResumeAcrossRanksEqualsAnUninterruptedRun) {
   ASSERT_EQ(resumed.history.size(), whole.history.size());
   for (std::size_t e = 0; e < whole.history.size(); ++e) {
     EXPECT_EQ(resumed.history[e].train_loss, whole.history[e].train_loss) << "epoch " << e + 1;
-    EXPECT_EQ(resumed.history[e].val_macro_f1, whole.history[e].val_macro_f1) << e + 1;
+    EXPECT_EQ(resumed.history[e].metrics.at("val_macro_f1"),
+              whole.history[e].metrics.at("val_macro_f1"))
+        << e + 1;
   }
   EXPECT_EQ(resumed.best_epoch, whole.best_epoch);
-  EXPECT_EQ(resumed.test_macro_f1, whole.test_macro_f1);
+  EXPECT_EQ(resumed.metrics.at("test_macro_f1"), whole.metrics.at("test_macro_f1"));
   EXPECT_EQ(resumed.final_train_loss, whole.final_train_loss);
   comm().barrier();
   if (comm().rank() == 0) std::filesystem::remove_all(dir);

@@ -10,7 +10,7 @@
 
 #include <halo/datasets/hetero.hpp>
 #include <halo/runtime/engine/checkpoint.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 #include <halo/sampler/hetero_sampler.hpp>
 
 #include "runtime/runtime_test_util.hpp"
@@ -41,16 +41,17 @@ TEST(HeteroTraining, TrainsATypedDatasetOfAnotherShape) {
     HeteroTrainRun run = train(host(), shard, config);
     const TrainResult& r = run.result;
     // The items' classes show in their dense features: a working model separates them.
-    EXPECT_GE(r.test_accuracy, 0.9) << "bases " << bases;
-    EXPECT_GE(r.test_macro_f1, 0.9) << "bases " << bases;
-    EXPECT_DOUBLE_EQ(r.test_micro_f1, r.test_accuracy);  // one label and one prediction each
-    EXPECT_FALSE(std::isnan(r.val_macro_f1));
+    EXPECT_GE(r.metrics.at("test_accuracy"), 0.9) << "bases " << bases;
+    EXPECT_GE(r.metrics.at("test_macro_f1"), 0.9) << "bases " << bases;
+    EXPECT_DOUBLE_EQ(r.metrics.at("test_micro_f1"),
+                     r.metrics.at("test_accuracy"));  // one label and one prediction each
+    EXPECT_FALSE(std::isnan(r.metrics.at("val_macro_f1")));
     ASSERT_EQ(r.history.size(), 40u);
     EXPECT_LT(r.history.back().train_loss, r.history.front().train_loss);
-    EXPECT_GT(r.stages.feature_projection_s, 0);
-    EXPECT_GT(r.stages.neighbor_aggregation_s, 0);
-    EXPECT_GT(r.stages.semantic_aggregation_s, 0);
-    EXPECT_EQ(r.stages.subgraph_build_s, 0);  // full graph: built once, before training
+    EXPECT_GT(r.stage_times.at("feature_projection_s"), 0);
+    EXPECT_GT(r.stage_times.at("neighbor_aggregation_s"), 0);
+    EXPECT_GT(r.stage_times.at("semantic_aggregation_s"), 0);
+    EXPECT_EQ(r.stage_times.at("subgraph_build_s"), 0);  // full graph: built once, before training
     EXPECT_EQ(r.batches_per_epoch, 1);
     EXPECT_EQ(run.model.embeddings().size(), 2u);  // user and shop have no features
   }
@@ -62,14 +63,16 @@ TEST(HeteroTraining, KeepsTheBestEpochsParametersAndEmbeddings) {
   HeteroShard shard = local_hetero_shard(datasets::read_hetero_directory(host(), tmp.path(), 2));
   const TrainConfig config = hetero_config(5);
   nn::HeteroModel<float> model(host(), config.hetero, hetero_schema(shard.graph), config.seed);
-  Trainer trainer(host(), shard, config, model);
+  Trainer trainer(host(), hetero_classification(host(), shard, config, model), config.epochs,
+                  config.checkpoint);
   const TrainResult r = trainer.run();
   ASSERT_GE(r.best_epoch, 1);
-  const Trainer::Evaluation again = trainer.evaluate();  // the restored state, scored afresh
-  EXPECT_EQ(again.val_accuracy, r.val_accuracy);
-  EXPECT_EQ(again.test_accuracy, r.test_accuracy);
-  EXPECT_EQ(again.test_macro_f1, r.test_macro_f1);
-  EXPECT_EQ(r.history[static_cast<std::size_t>(r.best_epoch - 1)].val_accuracy, r.val_accuracy);
+  const Metrics again = trainer.evaluate();  // the restored state, scored afresh
+  EXPECT_EQ(again.at("val_accuracy"), r.metrics.at("val_accuracy"));
+  EXPECT_EQ(again.at("test_accuracy"), r.metrics.at("test_accuracy"));
+  EXPECT_EQ(again.at("test_macro_f1"), r.metrics.at("test_macro_f1"));
+  EXPECT_EQ(r.history[static_cast<std::size_t>(r.best_epoch - 1)].metrics.at("val_accuracy"),
+            r.metrics.at("val_accuracy"));
 }
 
 TEST(HeteroTraining, RejectsAModelOfAnotherDataset) {
@@ -80,13 +83,13 @@ TEST(HeteroTraining, RejectsAModelOfAnotherDataset) {
   nn::HeteroSchema schema = hetero_schema(shard.graph);
   schema.num_classes = 5;
   nn::HeteroModel<float> model(host(), config.hetero, schema, 1);
-  EXPECT_THROW(Trainer(host(), shard, config, model), LogicError);
+  EXPECT_THROW(hetero_classification(host(), shard, config, model), LogicError);
   nn::HeteroModel<float> right(host(), config.hetero, hetero_schema(shard.graph), 1);
   config.mini_batch = MiniBatchConfig{};
   config.mini_batch->relation_fanouts = {{-1}};  // one layer of fan-outs for two layers
-  EXPECT_THROW(Trainer(host(), shard, config, right), LogicError);
+  EXPECT_THROW(hetero_classification(host(), shard, config, right), LogicError);
   config.mini_batch.reset();
-  EXPECT_NO_THROW(Trainer(host(), shard, config, right));
+  EXPECT_NO_THROW(hetero_classification(host(), shard, config, right));
 }
 
 // Fan-out -1 and one batch holding every training node: the blocks are the full
@@ -115,7 +118,7 @@ TEST(HeteroMiniBatch, FullFanoutInOneBatchEqualsFullGraph) {
       EXPECT_NEAR(mini.history[e].train_loss, full.history[e].train_loss,
                   1e-5 * std::abs(full.history[e].train_loss))
           << nn::to_string(kind) << " epoch " << e + 1;
-    EXPECT_GT(mini.stages.subgraph_build_s, 0);
+    EXPECT_GT(mini.stage_times.at("subgraph_build_s"), 0);
   }
 }
 
@@ -137,9 +140,9 @@ TEST(HeteroMiniBatch, TrainsOnSampledBlocksPerRelation) {
   EXPECT_EQ(r.batches_per_epoch, (num_train + 3) / 4);
   EXPECT_GT(r.batches_per_epoch, 1);
   EXPECT_LT(r.history.back().train_loss, r.history.front().train_loss);
-  EXPECT_GE(r.test_accuracy, 0.8);  // the classes show in the items' dense features
-  EXPECT_GT(r.stages.subgraph_build_s, 0);
-  EXPECT_GT(r.stages.neighbor_aggregation_s, 0);
+  EXPECT_GE(r.metrics.at("test_accuracy"), 0.8);  // the classes show in the items' dense features
+  EXPECT_GT(r.stage_times.at("subgraph_build_s"), 0);
+  EXPECT_GT(r.stage_times.at("neighbor_aggregation_s"), 0);
 }
 
 // ---- checkpoints -------------------------------------------------------------------------------
@@ -155,7 +158,8 @@ HeteroOutcome train_hetero_once(const std::filesystem::path& data, const TrainCo
                                 std::int64_t stop_at = 0) {
   HeteroShard shard = local_hetero_shard(datasets::read_hetero_directory(host(), data, 4));
   nn::HeteroModel<float> model(host(), config.hetero, hetero_schema(shard.graph), config.seed);
-  Trainer trainer(host(), shard, config, model);
+  Trainer trainer(host(), hetero_classification(host(), shard, config, model), config.epochs,
+                  config.checkpoint);
   std::int64_t steps = 0;
   clear_preemption();
   HeteroOutcome o{trainer.run({},
@@ -214,12 +218,14 @@ TEST_P(HeteroCheckpoint, ResumeEqualsAnUninterruptedRun) {
   EXPECT_EQ(resumed.result.resumed_from, cut.result.checkpoint);
   EXPECT_EQ(resumed.result.best_epoch, whole.result.best_epoch);
   EXPECT_EQ(resumed.result.final_train_loss, whole.result.final_train_loss);
-  EXPECT_EQ(resumed.result.test_macro_f1, whole.result.test_macro_f1);
-  EXPECT_EQ(resumed.result.val_macro_f1, whole.result.val_macro_f1);
+  EXPECT_EQ(resumed.result.metrics.at("test_macro_f1"), whole.result.metrics.at("test_macro_f1"));
+  EXPECT_EQ(resumed.result.metrics.at("val_macro_f1"), whole.result.metrics.at("val_macro_f1"));
   ASSERT_EQ(resumed.result.history.size(), whole.result.history.size());
   for (std::size_t e = 0; e < whole.result.history.size(); ++e) {
     EXPECT_EQ(resumed.result.history[e].train_loss, whole.result.history[e].train_loss) << e;
-    EXPECT_EQ(resumed.result.history[e].val_macro_f1, whole.result.history[e].val_macro_f1) << e;
+    EXPECT_EQ(resumed.result.history[e].metrics.at("val_macro_f1"),
+              whole.result.history[e].metrics.at("val_macro_f1"))
+        << e;
   }
   EXPECT_EQ(resumed.state, whole.state);
 }

@@ -20,7 +20,7 @@
 #include <halo/nn/model.hpp>
 #include <halo/runtime/data/batches.hpp>
 #include <halo/runtime/data/feature_store.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 #include "runtime/runtime_test_util.hpp"
 
@@ -105,7 +105,8 @@ TEST(MiniBatchTraining, MaxBatchesTrainsTheFirstBatchesOfTheEpoch) {
   config.mini_batch = batches(20, {5, 3});  // Cora's 140 training nodes: 7 batches
   Shard whole_shard = local_shard(res, halo::testing::copy_dataset(host(), cora()));
   nn::Model<float> whole = make_model(res, whole_shard.num_features, 7, config);
-  Trainer all(res, whole_shard, config, whole);
+  Trainer all(res, node_classification(res, whole_shard, config, whole), config.epochs,
+              config.checkpoint);
   ASSERT_EQ(all.batches_per_epoch(), 7);
   std::vector<std::vector<float>> after_three;
   EpochStats s;
@@ -116,7 +117,8 @@ TEST(MiniBatchTraining, MaxBatchesTrainsTheFirstBatchesOfTheEpoch) {
   config.mini_batch->max_batches = 3;
   Shard capped_shard = local_shard(res, halo::testing::copy_dataset(host(), cora()));
   nn::Model<float> capped = make_model(res, capped_shard.num_features, 7, config);
-  Trainer three(res, capped_shard, config, capped);
+  Trainer three(res, node_classification(res, capped_shard, config, capped), config.epochs,
+                config.checkpoint);
   EXPECT_EQ(three.batches_per_epoch(), 3);
   std::vector<std::int64_t> steps;
   EpochStats cs;
@@ -131,7 +133,7 @@ TEST(MiniBatchTraining, MaxBatchesTrainsTheFirstBatchesOfTheEpoch) {
   config.mini_batch->max_batches = 100;
   Shard more_shard = local_shard(res, halo::testing::copy_dataset(host(), cora()));
   nn::Model<float> more = make_model(res, more_shard.num_features, 7, config);
-  EXPECT_EQ(Trainer(res, more_shard, config, more).batches_per_epoch(), 7);
+  EXPECT_EQ(node_classification(res, more_shard, config, more)->batches_per_epoch(), 7);
 }
 
 // A larger graph (dense features, many batches per epoch): the loss falls epoch after epoch.
@@ -150,7 +152,7 @@ TEST(MiniBatchTraining, LossFallsOnASyntheticGraph) {
   const TrainResult r = train(res, data, config, mb);
   for (std::size_t e = 1; e < r.history.size(); ++e)
     EXPECT_LT(r.history[e].train_loss, r.history[e - 1].train_loss) << "epoch " << e + 1;
-  EXPECT_GT(r.test_accuracy, 0.5);
+  EXPECT_GT(r.metrics.at("test_accuracy"), 0.5);
 }
 
 // One batch holding every training node, every neighbour sampled, no dropout: the blocks carry
@@ -170,7 +172,7 @@ TEST(MiniBatchTraining, FullNeighbourhoodsInOneBatchEqualFullGraphTraining) {
       EXPECT_NEAR(mini.history[e].train_loss, full.history[e].train_loss,
                   1e-4 * full.history[e].train_loss)
           << "epoch " << e + 1;
-    EXPECT_NEAR(mini.test_accuracy, full.test_accuracy, 0.002);
+    EXPECT_NEAR(mini.metrics.at("test_accuracy"), full.metrics.at("test_accuracy"), 0.002);
   }
 }
 
@@ -299,7 +301,7 @@ TEST(MiniBatchTrainingCuda, CoraLossesMatchTheCpu) {
       EXPECT_NEAR(got.history[e].train_loss, expected.history[e].train_loss,
                   1e-3 * expected.history[e].train_loss)
           << "epoch " << e + 1;
-    EXPECT_NEAR(got.test_accuracy, expected.test_accuracy, 0.02);
+    EXPECT_NEAR(got.metrics.at("test_accuracy"), expected.metrics.at("test_accuracy"), 0.02);
     // The host waits twice per batch on the GPU: the sampler's sizes and the gathered sparse
     // features' entry count (Cora's features are sparse); the loss is read once per epoch.
     // Never on the CPU.

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include <halo/runtime/engine/profile.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 #include "runtime/runtime_test_util.hpp"
 

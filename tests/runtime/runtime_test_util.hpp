@@ -7,7 +7,7 @@
 
 #include <halo/datasets/plain_format.hpp>
 #include <halo/datasets/synthetic.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 #include "support/dataset_util.hpp"
 #include "support/testing.hpp"

@@ -17,7 +17,7 @@
 #include <halo/kernels/resources.hpp>
 #include <halo/partition/snapshot_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 #include <halo/runtime/tasks/link/link_prediction.hpp>
 #include <halo/runtime/tasks/link/temporal_part.hpp>
 
@@ -484,15 +484,17 @@ TEST(DistributedLinkPrediction, EqualsOneProcess) {
       EXPECT_NEAR(lb, la, 1e-4 * la) << "epoch " << e + 1;
       // Ranking metrics on a few dozen candidates move by a rank when rounding reorders two
       // nearly tied scores: close, not equal.
-      EXPECT_NEAR(b.result.history[e].val_mrr, a.result.history[e].val_mrr, 0.02)
+      EXPECT_NEAR(b.result.history[e].metrics.at("val_mrr"),
+                  a.result.history[e].metrics.at("val_mrr"), 0.02)
           << "epoch " << e + 1;
-      EXPECT_NEAR(b.result.history[e].val_map, a.result.history[e].val_map, 0.02)
+      EXPECT_NEAR(b.result.history[e].metrics.at("val_map"),
+                  a.result.history[e].metrics.at("val_map"), 0.02)
           << "epoch " << e + 1;
     }
     EXPECT_LT(a.result.history.back().train_loss, a.result.history.front().train_loss);
-    EXPECT_NEAR(b.result.test_mrr, a.result.test_mrr, 0.02);
-    EXPECT_NEAR(b.result.test_map, a.result.test_map, 0.02);
-    EXPECT_NEAR(b.result.test_auc, a.result.test_auc, 0.02);
+    EXPECT_NEAR(b.result.metrics.at("test_mrr"), a.result.metrics.at("test_mrr"), 0.02);
+    EXPECT_NEAR(b.result.metrics.at("test_map"), a.result.metrics.at("test_map"), 0.02);
+    EXPECT_NEAR(b.result.metrics.at("test_auc"), a.result.metrics.at("test_auc"), 0.02);
     if (comm().size() > 1) {
       EXPECT_GT(b.result.exchange_bytes_per_epoch, 0);
       EXPECT_GT(b.result.feature_bytes_per_epoch, 0);

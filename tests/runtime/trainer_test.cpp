@@ -8,7 +8,7 @@
 
 #include <halo/datasets/preprocess.hpp>
 #include <halo/nn/network.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 #include "runtime/runtime_test_util.hpp"
 
@@ -24,7 +24,8 @@ TEST(FullGraphTraining, SameSeedReplaysExactly) {
     ASSERT_EQ(a.history.size(), b.history.size());
     for (std::size_t i = 0; i < a.history.size(); ++i) {
       EXPECT_EQ(a.history[i].train_loss, b.history[i].train_loss) << "epoch " << i + 1;
-      EXPECT_EQ(a.history[i].val_accuracy, b.history[i].val_accuracy) << "epoch " << i + 1;
+      EXPECT_EQ(a.history[i].metrics.at("val_accuracy"), b.history[i].metrics.at("val_accuracy"))
+          << "epoch " << i + 1;
     }
   }
 }
@@ -43,7 +44,7 @@ TEST(FullGraphTraining, LossFallsAndSyntheticLabelsAreLearned) {
   for (auto kind : {nn::ModelKind::Gcn, nn::ModelKind::Sage}) {
     const TrainResult r = train_local(res, data, config_for(kind, 0, 100)).result;
     EXPECT_LT(r.history.back().train_loss, 0.5 * r.history.front().train_loss);
-    EXPECT_GT(r.test_accuracy, 0.6) << "chance is 0.25";
+    EXPECT_GT(r.metrics.at("test_accuracy"), 0.6) << "chance is 0.25";
   }
 }
 
@@ -58,18 +59,19 @@ TEST(FullGraphTraining, ReportsAndKeepsTheBestValidationEpoch) {
   const TrainResult& r = run.result;
   EXPECT_EQ(calls, 30);
   double best = 0;
-  for (const auto& s : r.history) best = std::max(best, s.val_accuracy);
-  EXPECT_EQ(r.val_accuracy, best);
+  for (const auto& s : r.history) best = std::max(best, s.metrics.at("val_accuracy"));
+  EXPECT_EQ(r.metrics.at("val_accuracy"), best);
   const EpochStats& at_best = r.history[static_cast<std::size_t>(r.best_epoch - 1)];
-  EXPECT_EQ(r.test_accuracy, at_best.test_accuracy);
-  EXPECT_EQ(r.val_accuracy, at_best.val_accuracy);
+  EXPECT_EQ(r.metrics.at("test_accuracy"), at_best.metrics.at("test_accuracy"));
+  EXPECT_EQ(r.metrics.at("val_accuracy"), at_best.metrics.at("val_accuracy"));
   EXPECT_GT(r.epoch_time_median_s, 0);
   // The model holds the best epoch's parameters: evaluating it again gives that epoch's scores.
   Shard again = local_shard(res, halo::testing::copy_dataset(host(), data));
-  Trainer trainer(res, again, config, run.model);
+  Trainer trainer(res, node_classification(res, again, config, run.model), config.epochs,
+                  config.checkpoint);
   const auto e = trainer.evaluate();
-  EXPECT_DOUBLE_EQ(e.val_accuracy, r.val_accuracy);
-  EXPECT_DOUBLE_EQ(e.test_accuracy, r.test_accuracy);
+  EXPECT_DOUBLE_EQ(e.at("val_accuracy"), r.metrics.at("val_accuracy"));
+  EXPECT_DOUBLE_EQ(e.at("test_accuracy"), r.metrics.at("test_accuracy"));
 }
 
 /// Fraction of `rows` whose logits' arg-max is the label: the plain reference of accuracy.
@@ -95,16 +97,17 @@ TEST(FullGraphTraining, EvaluationEqualsAPlainReference) {
   Shard shard = local_shard(res, halo::testing::copy_dataset(host(), data));
   TrainRun run = train(res, shard, config);
   Shard again = local_shard(res, halo::testing::copy_dataset(host(), data));
-  Trainer trainer(res, again, config, run.model);
+  Trainer trainer(res, node_classification(res, again, config, run.model), config.epochs,
+                  config.checkpoint);
   const auto e = trainer.evaluate();
   const auto a_hat = datasets::gcn_normalize<float>(
       res, datasets::deduplicate(res, datasets::symmetrize(res, data.graph)));
   const kernels::FeatureMatrix<float> x = prepare_features(res, data.features, true);
   const nn::Context ctx{&res, false, 0, 0, 0};
   const kernels::Tensor<float> logits = run.model.forward(ctx, a_hat.view(), x).clone(res);
-  EXPECT_NEAR(e.train_accuracy, ref_accuracy(logits, data, data.train_idx), 1e-12);
-  EXPECT_NEAR(e.val_accuracy, ref_accuracy(logits, data, data.val_idx), 1e-12);
-  EXPECT_NEAR(e.test_accuracy, ref_accuracy(logits, data, data.test_idx), 1e-12);
+  EXPECT_NEAR(e.at("train_accuracy"), ref_accuracy(logits, data, data.train_idx), 1e-12);
+  EXPECT_NEAR(e.at("val_accuracy"), ref_accuracy(logits, data, data.val_idx), 1e-12);
+  EXPECT_NEAR(e.at("test_accuracy"), ref_accuracy(logits, data, data.test_idx), 1e-12);
 }
 
 // Defect: with an empty validation split every epoch scored 0 and the model of epoch 1 was kept
@@ -116,9 +119,9 @@ TEST(FullGraphTraining, WithoutValidationNodesTheLastEpochIsKept) {
   const kernels::Resources res;
   const TrainResult r = train_local(res, data, config_for(nn::ModelKind::Gcn, 0, 100)).result;
   EXPECT_EQ(r.best_epoch, 100);
-  EXPECT_TRUE(std::isnan(r.val_accuracy));
-  EXPECT_EQ(r.test_accuracy, r.history.back().test_accuracy);
-  EXPECT_GT(r.test_accuracy, 0.75);
+  EXPECT_TRUE(std::isnan(r.metrics.at("val_accuracy")));
+  EXPECT_EQ(r.metrics.at("test_accuracy"), r.history.back().metrics.at("test_accuracy"));
+  EXPECT_GT(r.metrics.at("test_accuracy"), 0.75);
 }
 
 // Defect: a diverging run (loss nan or inf) ran to the end and exited 0 with
@@ -147,7 +150,7 @@ TEST(FullGraphTraining, RejectsAModelBuiltForOtherData) {
   config.model.num_classes = data.num_classes;
   nn::Model<float> model(res, config.model, 0);
   Shard shard = local_shard(res, halo::testing::copy_dataset(host(), data));
-  EXPECT_THROW(Trainer(res, shard, config, model), LogicError);
+  EXPECT_THROW(node_classification(res, shard, config, model), LogicError);
 }
 
 /// A network of another name that runs a built-in SAGE model: the runtime knows only what its
@@ -196,7 +199,8 @@ TEST(FullGraphTraining, PreparesTheGraphTheNetworkDeclares) {
     nn::Model<float> inner = make_model(res, shard.num_features, shard.part.num_classes, sage);
     EXPECT_EQ(inner.shape().graph, nn::GraphPreparation::Mean);
     DeclaredMean network(inner);
-    Trainer trainer(res, shard, plain, network);
+    Trainer trainer(res, node_classification(res, shard, plain, network), plain.epochs,
+                    plain.checkpoint);
     const TrainResult got = trainer.run();
     ASSERT_EQ(got.history.size(), want.history.size());
     for (std::size_t e = 0; e < want.history.size(); ++e)
@@ -253,7 +257,7 @@ TEST(FullGraphTrainingCuda, CoraLossesMatchTheCpu) {
     ASSERT_EQ(got.size(), expected.size());
     for (std::size_t e = 0; e < got.size(); ++e)
       EXPECT_NEAR(got[e], expected[e], 1e-3 * expected[e]) << "epoch " << e + 1;
-    EXPECT_NEAR(on_gpu.test_accuracy, on_cpu.test_accuracy, 0.02);
+    EXPECT_NEAR(on_gpu.metrics.at("test_accuracy"), on_cpu.metrics.at("test_accuracy"), 0.02);
   }
 }
 
@@ -266,10 +270,11 @@ TEST(FullGraphTrainingCuda, KeepsTheBestValidationEpochOnTheDevice) {
   TrainRun run = train_local(gpu, cora(), config);
   for (const auto* p : run.model.parameters()) EXPECT_EQ(p->value.device(), kernels::Device::Cuda);
   Shard again = local_shard(gpu, halo::testing::copy_dataset(host(), cora()));
-  Trainer trainer(gpu, again, config, run.model);
+  Trainer trainer(gpu, node_classification(gpu, again, config, run.model), config.epochs,
+                  config.checkpoint);
   const auto e = trainer.evaluate();
-  EXPECT_DOUBLE_EQ(e.val_accuracy, run.result.val_accuracy);
-  EXPECT_DOUBLE_EQ(e.test_accuracy, run.result.test_accuracy);
+  EXPECT_DOUBLE_EQ(e.at("val_accuracy"), run.result.metrics.at("val_accuracy"));
+  EXPECT_DOUBLE_EQ(e.at("test_accuracy"), run.result.metrics.at("test_accuracy"));
 }
 
 }  // namespace

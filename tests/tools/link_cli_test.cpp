@@ -141,4 +141,36 @@ TEST_F(LinkCli, TrainsOnATemporalFixtureAndWritesTheMetrics) {
   EXPECT_LE(j.at("test_auc").get<double>(), 1.0);
 }
 
+// --checkpoint-dir on the link task: 2 epochs, then resumed to 4, equal 4 uninterrupted epochs
+// (the final loss and every metric of --json); a run of another window does not resume it.
+TEST_F(LinkCli, CheckpointThenResumeEqualsTheUninterruptedRun) {
+  const std::string base = "train --dataset " + fixture() +
+                           " --task link --model evolvegcn-o --snapshots 14 --window 3 --hidden 4 "
+                           "--negatives 2 --threads 1";
+  const std::string ck = " --checkpoint-dir " + (m_dir / "ck").string() + " --resume auto";
+  Outcome r = run(base + " --epochs 4 --json " + (m_dir / "a.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run(base + " --epochs 2" + ck);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run(base + " --epochs 4" + ck + " --json " + (m_dir / "b.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("resuming from"), std::string::npos) << r.err;
+  const nlohmann::json a = nlohmann::json::parse(halo::testing::read_file(m_dir / "a.json"));
+  const nlohmann::json b = nlohmann::json::parse(halo::testing::read_file(m_dir / "b.json"));
+  for (const char* key :
+       {"final_train_loss", "best_epoch", "val_mrr", "val_map", "test_mrr", "test_map", "test_auc"})
+    EXPECT_EQ(a.at(key), b.at(key)) << key;
+  ASSERT_EQ(b.at("history").size(), 4u);
+  for (std::size_t e = 0; e < 4; ++e)
+    for (const char* key : {"train_loss", "val_mrr", "val_map"})
+      EXPECT_EQ(a.at("history")[e].at(key), b.at("history")[e].at(key)) << key << " " << e;
+  EXPECT_TRUE(b.at("resumed_from").is_string());
+  r = run("train --dataset " + fixture() +
+          " --task link --model evolvegcn-o --snapshots 14 --window 2 --hidden 4 --negatives 2 "
+          "--threads 1 --epochs 6" +
+          ck);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("link.window"), std::string::npos) << r.err;
+}
+
 }  // namespace

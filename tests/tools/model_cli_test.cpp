@@ -16,7 +16,7 @@
 #include <halo/datasets/plain_format.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/runtime/data/inference.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 #include "support/testing.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include <halo/runtime/engine/checkpoint_types.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 namespace halo::cli {
 

@@ -17,7 +17,7 @@
 #include <halo/datasets/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/partition/partitioner.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/download_progress.hpp>

@@ -7,7 +7,7 @@
 
 #include <halo/cluster/metrics.hpp>
 #include <halo/kernels/resources.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 
 namespace halo::cli {
 

@@ -12,7 +12,7 @@
 #include <halo/nn/model.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/data/inference.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 
 namespace halo::cli {

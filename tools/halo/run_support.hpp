@@ -11,7 +11,7 @@
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 
 namespace halo::cli {

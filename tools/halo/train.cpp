@@ -14,7 +14,7 @@
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/runtime/comm/comm.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 #include <halo/tools/halo/checkpoint_options.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
@@ -94,8 +94,9 @@ void print_progress(const runtime::EpochStats& s, bool tty) {
   if (!tty && !plain_line) return;
   std::fprintf(stderr,
                "%sepoch %4d/%d  loss %.4f  train %.3f  val %.3f  test %.3f  %.2f ms/epoch%s",
-               tty ? "\r" : "", s.epoch, s.epochs, s.train_loss, s.train_accuracy, s.val_accuracy,
-               s.test_accuracy, s.epoch_time_s * 1e3, tty ? "\033[K" : "\n");
+               tty ? "\r" : "", s.epoch, s.epochs, s.train_loss, s.metrics.at("train_accuracy"),
+               s.metrics.at("val_accuracy"), s.metrics.at("test_accuracy"), s.epoch_time_s * 1e3,
+               tty ? "\033[K" : "\n");
   if (tty && s.epoch == s.epochs) std::fputc('\n', stderr);
   std::fflush(stderr);
 }
@@ -126,8 +127,8 @@ nlohmann::json result_json(const TrainCommandOptions& o, const runtime::Shard& s
       {"dropout", o.dropout},
       {"lr", o.lr},
       {"weight_decay", o.weight_decay},
-      {"test_accuracy", r.test_accuracy},
-      {"val_accuracy", json_number(r.val_accuracy)},
+      {"test_accuracy", r.metrics.at("test_accuracy")},
+      {"val_accuracy", json_number(r.metrics.at("val_accuracy"))},
       {"best_epoch", r.best_epoch},
       {"final_train_loss", r.final_train_loss},
       {"epoch_time_median_s", r.epoch_time_median_s},
@@ -209,7 +210,8 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
   std::printf(
       "best epoch %d: val accuracy %.4f, test accuracy %.4f; median epoch %.3f ms; "
       "trained in %.2f s\n",
-      r.best_epoch, r.val_accuracy, r.test_accuracy, r.epoch_time_median_s * 1e3, r.train_time_s);
+      r.best_epoch, r.metrics.at("val_accuracy"), r.metrics.at("test_accuracy"),
+      r.epoch_time_median_s * 1e3, r.train_time_s);
   if (o.mode == "mini-batch") {
     std::printf("sampler: envelope %.1f MB allocated once, peak batch %.1f MB; ",
                 static_cast<double>(r.sampler_envelope_bytes) / 1e6,
@@ -231,12 +233,10 @@ void print_summary(const TrainOptions& o, const runtime::TrainResult& r) {
 int run_train(const TrainCommandOptions& o) {
   set_stall_timeout(o.stall_timeout);
   if (o.task == "link") {
-    if (!o.save_model.empty() || !o.metrics.file.empty() || o.metrics.port >= 0 ||
-        !o.checkpoint.dir.empty())
+    if (!o.save_model.empty() || !o.metrics.file.empty() || o.metrics.port >= 0)
       throw UsageError(
-          "--save-model, --metrics-file, --metrics-port, --checkpoint-dir: not supported with "
-          "--task link");
-    return run_link_train(o, o.json);
+          "--save-model, --metrics-file, --metrics-port: not supported with --task link");
+    return run_link_train(o, o.json, o.checkpoint);
   }
   check_task(o);
   if (is_hetero_run(o)) return run_hetero_train(hetero_options(o));
@@ -276,7 +276,7 @@ int run_train(const TrainCommandOptions& o) {
     if (rank == 0) print_progress(s, tty);
     if (metrics) metrics->on_epoch(s);
   };
-  runtime::Trainer::StepCallback on_step;
+  runtime::StepCallback on_step;
   if (metrics) on_step = [&metrics](std::int64_t) { metrics->on_step(); };
   // --profile: the machine's limits, measured before the run (rank 0 reports).
   const runtime::MachineLimits limits =

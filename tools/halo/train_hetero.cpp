@@ -8,7 +8,7 @@
 #include <halo/datasets/hetero.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/atomic_file.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 #include <halo/sampler/hetero_sampler.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_hetero.hpp>
@@ -17,11 +17,10 @@ namespace halo::cli {
 
 namespace {
 
-nlohmann::json stages_json(const nn::HeteroStageTimes& t) {
-  return {{"subgraph_build_s", t.subgraph_build_s},
-          {"feature_projection_s", t.feature_projection_s},
-          {"neighbor_aggregation_s", t.neighbor_aggregation_s},
-          {"semantic_aggregation_s", t.semantic_aggregation_s}};
+nlohmann::json stages_json(const runtime::Metrics& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, seconds] : t) j[name] = seconds;
+  return j;
 }
 
 void print_progress(const runtime::EpochStats& s, bool tty) {
@@ -30,8 +29,9 @@ void print_progress(const runtime::EpochStats& s, bool tty) {
   std::fprintf(stderr,
                "%sepoch %4d/%d  loss %.4f  train %.3f  val %.3f (macro-F1 %.3f)  test %.3f  "
                "%.2f ms/epoch%s",
-               tty ? "\r" : "", s.epoch, s.epochs, s.train_loss, s.train_accuracy, s.val_accuracy,
-               s.val_macro_f1, s.test_accuracy, s.epoch_time_s * 1e3, tty ? "\033[K" : "\n");
+               tty ? "\r" : "", s.epoch, s.epochs, s.train_loss, s.metrics.at("train_accuracy"),
+               s.metrics.at("val_accuracy"), s.metrics.at("val_macro_f1"),
+               s.metrics.at("test_accuracy"), s.epoch_time_s * 1e3, tty ? "\033[K" : "\n");
   if (tty && s.epoch == s.epochs) std::fputc('\n', stderr);
   std::fflush(stderr);
 }
@@ -122,13 +122,15 @@ int run_hetero_train(const HeteroTrainOptions& o) {
   std::printf(
       "best epoch %d: val accuracy %.4f, val macro-F1 %.4f; test accuracy %.4f, macro-F1 "
       "%.4f, micro-F1 %.4f; median epoch %.3f ms; trained in %.2f s\n",
-      r.best_epoch, r.val_accuracy, r.val_macro_f1, r.test_accuracy, r.test_macro_f1,
-      r.test_micro_f1, r.epoch_time_median_s * 1e3, r.train_time_s);
+      r.best_epoch, r.metrics.at("val_accuracy"), r.metrics.at("val_macro_f1"),
+      r.metrics.at("test_accuracy"), r.metrics.at("test_macro_f1"), r.metrics.at("test_micro_f1"),
+      r.epoch_time_median_s * 1e3, r.train_time_s);
   std::printf(
       "stages per epoch (median): feature projection %.3f ms, neighbour aggregation %.3f ms, "
       "semantic aggregation %.3f ms, subgraph build %.3f ms\n",
-      r.stages.feature_projection_s * 1e3, r.stages.neighbor_aggregation_s * 1e3,
-      r.stages.semantic_aggregation_s * 1e3, r.stages.subgraph_build_s * 1e3);
+      r.stage_times.at("feature_projection_s") * 1e3,
+      r.stage_times.at("neighbor_aggregation_s") * 1e3,
+      r.stage_times.at("semantic_aggregation_s") * 1e3, r.stage_times.at("subgraph_build_s") * 1e3);
   if (!o.json.empty()) {
     nlohmann::json types = nlohmann::json::array(), relations = nlohmann::json::array();
     for (const auto& t : g.node_types)
@@ -141,7 +143,7 @@ int run_hetero_train(const HeteroTrainOptions& o) {
                            {"dst_type", g.node_types[static_cast<std::size_t>(rel.dst_type)].name},
                            {"num_edges", rel.adj.num_edges()}});
     nlohmann::json epochs = nlohmann::json::array();
-    for (const auto& s : r.history) epochs.push_back(stages_json(s.stages));
+    for (const auto& s : r.history) epochs.push_back(stages_json(s.stage_times));
     const std::vector<int> splits =
         parted ? std::vector<int>{} : datasets::hetero_splits(o.dataset);
     nlohmann::json j = {
@@ -175,15 +177,15 @@ int run_hetero_train(const HeteroTrainOptions& o) {
         {"featureless", o.featureless},
         {"lr", o.lr},
         {"weight_decay", o.weight_decay},
-        {"test_accuracy", r.test_accuracy},
-        {"test_macro_f1", json_number(r.test_macro_f1)},
-        {"test_micro_f1", json_number(r.test_micro_f1)},
-        {"val_accuracy", json_number(r.val_accuracy)},
-        {"val_macro_f1", json_number(r.val_macro_f1)},
+        {"test_accuracy", r.metrics.at("test_accuracy")},
+        {"test_macro_f1", json_number(r.metrics.at("test_macro_f1"))},
+        {"test_micro_f1", json_number(r.metrics.at("test_micro_f1"))},
+        {"val_accuracy", json_number(r.metrics.at("val_accuracy"))},
+        {"val_macro_f1", json_number(r.metrics.at("val_macro_f1"))},
         {"best_epoch", r.best_epoch},
         {"final_train_loss", r.final_train_loss},
         {"epoch_time_median_s", r.epoch_time_median_s},
-        {"stage_times_median_s", stages_json(r.stages)},
+        {"stage_times_median_s", stages_json(r.stage_times)},
         {"stage_times_per_epoch_s", epochs},
         {"preprocess_time_s", r.preprocess_time_s},
         {"train_time_s", r.train_time_s},

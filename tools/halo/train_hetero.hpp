@@ -7,7 +7,7 @@
 #include <string>
 
 #include <halo/datasets/synthetic_mag.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 #include <halo/tools/halo/checkpoint_options.hpp>
 
 namespace halo::cli {

@@ -4,14 +4,15 @@
 
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/atomic_file.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 #include <halo/runtime/tasks/link/temporal_part.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_link.hpp>
 
 namespace halo::cli {
 
-int run_link_train(const TrainOptions& o, const std::string& json) {
+int run_link_train(const TrainOptions& o, const std::string& json,
+                   const CheckpointOptions& checkpoint) {
   check_task(o);
   if (o.snapshots.num_snapshots > 0)
     if (const std::string e =
@@ -21,11 +22,14 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
   // The ranks the launcher started: one per part of the snapshot partition series.
   const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train --task link");
   const int rank = world->rank();
+  prepare_checkpoints(checkpoint, rank);
   check_output(json, "--json");
+  check_output_directory(checkpoint.dir, "--checkpoint-dir");
   if (!datasets::temporal_events_file(o.data.dataset))
     throw UsageError("--task link: '" + o.data.dataset +
                      "' is not a temporal dataset (a directory holding events.tsv or events.csv)");
-  const runtime::TrainConfig config = train_config(o);
+  runtime::TrainConfig config = train_config(o);
+  config.checkpoint = checkpoint_config(checkpoint);
   const kernels::Resources res = make_resources("cpu", o.threads, world->size());
   const datasets::TemporalGraph g = datasets::load_temporal_dataset(
       o.data.dataset, datasets::parse_temporal_layout(o.data.columns));
@@ -103,16 +107,23 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
   const runtime::EpochCallback on_epoch = [rank](const runtime::EpochStats& s) {
     if (rank == 0 && (s.epoch % 10 == 0 || s.epoch == s.epochs || s.epoch == 1))
       std::fprintf(stderr, "epoch %4d/%d  loss %.4f  val MRR %.4f  MAP %.4f  %.2f s/epoch\n",
-                   s.epoch, s.epochs, s.train_loss, s.val_mrr, s.val_map, s.epoch_time_s);
+                   s.epoch, s.epochs, s.train_loss, s.metrics.at("val_mrr"),
+                   s.metrics.at("val_map"), s.epoch_time_s);
   };
   const runtime::LinkTrainRun run = runtime::train(res, shard, config, on_epoch);
   const runtime::TrainResult& r = run.result;
+  if (r.preempted) {  // the requeued run writes the results
+    if (rank == 0) report_preemption(r);
+    world->barrier();
+    return runtime::kExitPreempted;
+  }
   if (rank != 0) return 0;
   std::printf(
       "best epoch %d (by val %s): val MRR %.4f, MAP %.4f; test MRR %.4f, MAP %.4f, AUC %.4f; "
       "median epoch %.3f s; trained in %.2f s\n",
-      r.best_epoch, runtime::to_string(config.link.select_by).c_str(), r.val_mrr, r.val_map,
-      r.test_mrr, r.test_map, r.test_auc, r.epoch_time_median_s, r.train_time_s);
+      r.best_epoch, runtime::to_string(config.link.select_by).c_str(), r.metrics.at("val_mrr"),
+      r.metrics.at("val_map"), r.metrics.at("test_mrr"), r.metrics.at("test_map"),
+      r.metrics.at("test_auc"), r.epoch_time_median_s, r.train_time_s);
   if (!json.empty()) {
     const runtime::LinkPredictionConfig& lc = config.link;
     nlohmann::json j = {{"dataset", shard.dataset},
@@ -139,17 +150,23 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
                         {"threads", res.cpu_exec().num_threads},
                         {"select_by", runtime::to_string(lc.select_by)},
                         {"best_epoch", r.best_epoch},
-                        {"val_mrr", json_number(r.val_mrr)},
-                        {"val_map", json_number(r.val_map)},
-                        {"test_mrr", json_number(r.test_mrr)},
-                        {"test_map", json_number(r.test_map)},
-                        {"test_auc", json_number(r.test_auc)},
+                        {"val_mrr", json_number(r.metrics.at("val_mrr"))},
+                        {"val_map", json_number(r.metrics.at("val_map"))},
+                        {"test_mrr", json_number(r.metrics.at("test_mrr"))},
+                        {"test_map", json_number(r.metrics.at("test_map"))},
+                        {"test_auc", json_number(r.metrics.at("test_auc"))},
                         {"final_train_loss", r.final_train_loss},
                         {"epoch_time_median_s", r.epoch_time_median_s},
                         {"preprocess_time_s", r.preprocess_time_s},
                         {"train_time_s", r.train_time_s},
                         {"peak_host_memory_bytes", runtime::peak_host_memory_bytes()},
                         {"world_size", r.world_size}};
+    if (!checkpoint.dir.empty())
+      j.update({{"checkpoint", r.checkpoint},
+                {"resumed_from",
+                 r.resumed_from.empty() ? nlohmann::json() : nlohmann::json(r.resumed_from)},
+                {"preemption_checks", r.preemption_checks},
+                {"preemption_check_time_s", r.preemption_check_s}});
     if (shard.distributed()) {
       j["partitions"] = o.partitions;
       j["snapshot_bytes"] = moved;
@@ -169,8 +186,8 @@ int run_link_train(const TrainOptions& o, const std::string& json) {
     for (const runtime::EpochStats& s : r.history)
       history.push_back({{"epoch", s.epoch},
                          {"train_loss", s.train_loss},
-                         {"val_mrr", json_number(s.val_mrr)},
-                         {"val_map", json_number(s.val_map)},
+                         {"val_mrr", json_number(s.metrics.at("val_mrr"))},
+                         {"val_map", json_number(s.metrics.at("val_map"))},
                          {"epoch_time_s", s.epoch_time_s}});
     j["history"] = std::move(history);
     kernels::write_file_atomically(json, j.dump(2) + "\n");

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include <halo/tools/halo/checkpoint_options.hpp>
 #include <halo/tools/halo/train_options.hpp>
 
 namespace halo::cli {
@@ -12,6 +13,7 @@ namespace halo::cli {
 /// prints progress (stderr) and the summary (stdout) and writes `json` (empty: none). Returns
 /// the exit code; UsageError for a dataset that is not temporal, halo::Error on data or
 /// runtime errors.
-int run_link_train(const TrainOptions& o, const std::string& json);
+int run_link_train(const TrainOptions& o, const std::string& json,
+                   const CheckpointOptions& checkpoint);
 
 }  // namespace halo::cli

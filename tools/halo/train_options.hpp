@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/runtime.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 
 namespace halo::cli {

@@ -20,8 +20,8 @@
 #include <halo/runtime/data/halo_exchange.hpp>
 #include <halo/runtime/data/remote_neighbors.hpp>
 #include <halo/runtime/detail/timing.hpp>
-#include <halo/runtime/engine/detail/task.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/engine/detail/task_support.hpp>
+#include <halo/runtime/tasks/hetero/hetero_classification.hpp>
 #include <halo/sampler/hetero_sampler.hpp>
 
 namespace halo::runtime {
@@ -30,7 +30,6 @@ using detail::adam_config;
 using detail::allreduce_gradients;
 using detail::Clock;
 using detail::expect_finite;
-using detail::NamedTensor;
 using detail::seconds_since;
 using kernels::NodeId;
 using kernels::Tensor;
@@ -39,13 +38,17 @@ namespace {
 
 /// Heterogeneous node classification on a HeteroShard: full graph or typed mini-batches, one
 /// process or a rank's part of a heterogeneous partition.
-class HeteroNodeClassification final : public Trainer::Task {
+class HeteroNodeClassification final : public Task {
  public:
   HeteroNodeClassification(const kernels::Resources& res, HeteroShard& shard,
                            const TrainConfig& config, nn::HeteroModel<float>& model);
-  bool train_epoch(std::uint64_t epoch, EpochStats& s, const Trainer::StepCallback& on_step,
-                   Trainer::Partial& at, const std::function<bool()>& stop) override;
-  Trainer::Evaluation evaluate() override;
+  Comm& comm() override { return *m_shard.comm; }
+  Selection selection() const override { return {"val_accuracy", "val_loss"}; }
+  CheckpointIdentity identity() const override;
+  double preprocess_time_s() const override { return m_preprocess_s; }
+  bool train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step, Partial& at,
+                   const std::function<bool()>& stop) override;
+  Metrics evaluate() override;
   std::vector<NamedTensor> state() override {
     std::vector<NamedTensor> v = detail::parameter_state(m_params);
     for (auto* e : m_model.embeddings()) v.push_back({e->name(), &e->table()});
@@ -72,7 +75,7 @@ class HeteroNodeClassification final : public Trainer::Task {
     const auto tables = m_model.embeddings();
     for (std::size_t i = 0; i < tables.size(); ++i)
       if (name == "sparse_adam.steps/" + tables[i]->name()) return m_sparse.set_steps(i, value);
-    Task::set_counter(name, value);
+    unknown_counter(name);
   }
   std::int64_t batches_per_epoch() const override {
     return m_sampler ? epoch_batches(*m_config.mini_batch, m_num_train) : 1;
@@ -80,8 +83,8 @@ class HeteroNodeClassification final : public Trainer::Task {
 
  private:
   /// Mini-batch: the epoch's batches on sampled typed blocks.
-  bool train_minibatch(std::uint64_t epoch, EpochStats& s, const Trainer::StepCallback& on_step,
-                       Trainer::Partial& at, const std::function<bool()>& stop);
+  bool train_minibatch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step, Partial& at,
+                       const std::function<bool()>& stop);
   /// The views, features and labels of one sampled batch.
   void prepare_batch(const sampler::HeteroMiniBatch& mb, nn::HeteroStageTimes& stages);
   /// Mini-batch on a partition: the owner tables, the relations' remote rows and the feature
@@ -145,7 +148,16 @@ class HeteroNodeClassification final : public Trainer::Task {
   std::vector<NodeId> m_pids;
   FetchStats m_fetch;
   std::int64_t m_syncs = 0;
+  double m_preprocess_s = 0;
 };
+
+/// The HGNN stages as the engine records them (EpochStats::stage_times).
+Metrics stage_times(const nn::HeteroStageTimes& t) {
+  return {{"subgraph_build_s", t.subgraph_build_s},
+          {"feature_projection_s", t.feature_projection_s},
+          {"neighbor_aggregation_s", t.neighbor_aggregation_s},
+          {"semantic_aggregation_s", t.semantic_aggregation_s}};
+}
 
 HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res,
                                                    HeteroShard& shard, const TrainConfig& config,
@@ -155,8 +167,8 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
       m_config(config),
       m_model(model),
       m_params(model.parameters()),
-      m_optimizer(res, m_params, adam_config(config, true)),
-      m_sparse(res, model.embeddings(), adam_config(config, false)) {
+      m_optimizer(res, m_params, adam_config(config.lr, config.weight_decay)),
+      m_sparse(res, model.embeddings(), adam_config(config.lr, 0)) {
   const datasets::HeteroGraph& g = shard.graph;
   check_config(config, shard.comm->size());
   const partition::HeteroPartLayout& layout = shard.layout;
@@ -382,7 +394,19 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
     if (!parted) m_train_host = g.train_idx.to_vector(res);
     m_seeds.reserve(static_cast<std::size_t>(mbc.batch_size));
   }
-  preprocess_time_s = seconds_since(start);
+  m_preprocess_s = seconds_since(start);
+}
+
+CheckpointIdentity HeteroNodeClassification::identity() const {
+  const nn::HeteroModelConfig& h = m_config.hetero;
+  return config_identity(m_config, m_shard.identity, m_shard.comm->size(),
+                         {{"model.kind", nn::to_string(h.kind)},
+                          {"model.layers", std::to_string(h.num_layers)},
+                          {"model.hidden", std::to_string(h.hidden)},
+                          {"model.dropout", exact_number(h.dropout)},
+                          {"model.num_bases", std::to_string(h.num_bases)},
+                          {"model.heads", std::to_string(h.heads)},
+                          {"model.featureless", nn::to_string(h.featureless)}});
 }
 
 sampler::HeteroNeighborSources HeteroNodeClassification::enable_remote_batches() {
@@ -496,8 +520,7 @@ void HeteroNodeClassification::prepare_batch(const sampler::HeteroMiniBatch& mb,
 }
 
 bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& s,
-                                               const Trainer::StepCallback& on_step,
-                                               Trainer::Partial& at,
+                                               const StepCallback& on_step, Partial& at,
                                                const std::function<bool()>& stop) {
   const auto start = Clock::now();
   nn::HeteroStageTimes stages;
@@ -571,7 +594,6 @@ bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& 
     if (store) store->end_epoch(*m_shard.comm, epoch);  // the access policy fills its cache
   s.epoch_time_s = seconds_since(start);
   s.train_loss = loss_sum / seeds;
-  s.stages = stages;
   s.remote_rows = m_fetch.remote_rows;
   s.cache_hits = m_fetch.cache_hits;
   s.feature_bytes = m_fetch.bytes;
@@ -584,19 +606,18 @@ bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& 
     std::int64_t rows[3] = {s.remote_rows, s.cache_hits, s.feature_bytes};
     m_shard.comm->allreduce(kernels::Span<std::int64_t>(rows, 3), ReduceOp::Sum);
     s.remote_rows = rows[0], s.cache_hits = rows[1], s.feature_bytes = rows[2];
-    nn::HeteroStageTimes& t = s.stages;
-    double v[4] = {t.subgraph_build_s, t.feature_projection_s, t.neighbor_aggregation_s,
-                   t.semantic_aggregation_s};
+    double v[4] = {stages.subgraph_build_s, stages.feature_projection_s,
+                   stages.neighbor_aggregation_s, stages.semantic_aggregation_s};
     m_shard.comm->allreduce(kernels::Span<double>(v, 4), ReduceOp::Max);
-    t = {v[0], v[1], v[2], v[3]};
+    stages = {v[0], v[1], v[2], v[3]};
   }
+  s.stage_times = stage_times(stages);
   return true;
 }
 
 // Full graph: one step an epoch, so there is no step boundary to stop at inside it.
 bool HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
-                                           const Trainer::StepCallback& on_step,
-                                           Trainer::Partial& at,
+                                           const StepCallback& on_step, Partial& at,
                                            const std::function<bool()>& stop) {
   if (m_sampler) return train_minibatch(epoch, s, on_step, at, stop);
   (void)at, (void)stop;  // full graph: one step an epoch, nothing to stop between
@@ -625,11 +646,11 @@ bool HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   m_res.synchronize();
   s.epoch_time_s = seconds_since(start);
   s.train_loss = loss;
-  s.stages = stages;
+  s.stage_times = stage_times(stages);
   return true;
 }
 
-Trainer::Evaluation HeteroNodeClassification::evaluate() {
+Metrics HeteroNodeClassification::evaluate() {
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
   const Tensor<float>& logits = m_model.forward(ctx, m_view, m_inputs);
   auto correct = [&](const Tensor<NodeId>& rows) {
@@ -666,30 +687,25 @@ Trainer::Evaluation HeteroNodeClassification::evaluate() {
     for (const double c : class_counts(pred, m_labels_host, *rows, k)) v.push_back(c);
   m_shard.comm->allreduce(kernels::Span<double>(v.data(), static_cast<std::int64_t>(v.size())),
                           ReduceOp::Sum);
-  Trainer::Evaluation e;
-  e.train_accuracy = ratio(v[0], v[4]);
-  e.val_accuracy = ratio(v[1], v[5]);
-  e.test_accuracy = v[6] > 0 ? v[2] / v[6] : 0;
-  e.val_loss = ratio(v[3], v[5]);
   const auto kc = static_cast<std::size_t>(3 * k);
   const F1Scores val = f1_scores(std::span<const double>(v.data() + 7, kc));
   const F1Scores test = f1_scores(std::span<const double>(v.data() + 7 + kc, kc));
-  e.val_macro_f1 = val.macro;
-  e.test_macro_f1 = test.macro;
-  e.test_micro_f1 = test.micro;
-  return e;
+  return {{"train_accuracy", ratio(v[0], v[4])},
+          {"val_loss", ratio(v[3], v[5])},
+          {"val_accuracy", ratio(v[1], v[5])},
+          {"val_macro_f1", val.macro},
+          {"test_accuracy", v[6] > 0 ? v[2] / v[6] : 0},
+          {"test_macro_f1", test.macro},
+          {"test_micro_f1", test.micro}};
 }
 
 }  // namespace
 
-namespace detail {
-std::unique_ptr<Trainer::Task> make_hetero_classification(const kernels::Resources& res,
-                                                          HeteroShard& shard,
-                                                          const TrainConfig& config,
-                                                          nn::HeteroModel<float>& model) {
+std::unique_ptr<Task> hetero_classification(const kernels::Resources& res, HeteroShard& shard,
+                                            const TrainConfig& config,
+                                            nn::HeteroModel<float>& model) {
   return std::make_unique<HeteroNodeClassification>(res, shard, config, model);
 }
-}  // namespace detail
 
 nn::HeteroSchema hetero_schema(const datasets::HeteroGraph& g) {
   nn::HeteroSchema s;
@@ -744,11 +760,12 @@ F1Scores f1_scores(std::span<const double> counts) {
 }
 
 HeteroTrainRun train(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
-                     const EpochCallback& on_epoch, const Trainer::StepCallback& on_step) {
+                     const EpochCallback& on_epoch, const StepCallback& on_step) {
   check_config(config, shard.comm->size());
   HeteroTrainRun run{
       nn::HeteroModel<float>(res, config.hetero, hetero_schema(shard.graph), config.seed), {}};
-  Trainer trainer(res, shard, config, run.model);
+  Trainer trainer(res, hetero_classification(res, shard, config, run.model), config.epochs,
+                  config.checkpoint);
   run.result = trainer.run(on_epoch, on_step);
   return run;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -13,15 +14,14 @@
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/kernels/rng.hpp>
+#include <halo/partition/partition_format.hpp>
 #include <halo/runtime/detail/timing.hpp>
-#include <halo/runtime/engine/detail/task.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/engine/detail/task_support.hpp>
 #include <halo/runtime/tasks/link/link_prediction.hpp>
 
 namespace halo::runtime {
 
 using datasets::TemporalEdge;
-using detail::NamedTensor;
 using kernels::NodeId;
 using kernels::Tensor;
 
@@ -314,14 +314,30 @@ namespace {
 /// embeddings fetched from their owners and their gradients sent back, and the gradients of
 /// the parameters are summed over the ranks; evaluation gathers every embedding on every rank
 /// (the ranking protocol scores every pair) and scores as one process does.
-class LinkPrediction final : public Trainer::Task {
+class LinkPrediction final : public Task {
  public:
   LinkPrediction(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
                  LinkModel& model);
-  bool train_epoch(std::uint64_t epoch, EpochStats& s, const Trainer::StepCallback& on_step,
-                   Trainer::Partial& at, const std::function<bool()>& stop) override;
-  Trainer::Evaluation evaluate() override;
+  Comm& comm() override { return m_comm; }
+  Selection selection() const override {
+    return {m_config.link.select_by == LinkSelect::Map ? "val_map" : "val_mrr", ""};
+  }
+  CheckpointIdentity identity() const override;
+  double preprocess_time_s() const override { return m_preprocess_s; }
+  bool train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step, Partial& at,
+                   const std::function<bool()>& stop) override;
+  Metrics evaluate() override;
   std::vector<NamedTensor> state() override { return detail::parameter_state(m_params); }
+  std::vector<NamedTensor> optimizer_state() override {
+    return detail::adam_state(m_optimizer, m_params);
+  }
+  std::vector<std::pair<std::string, std::int64_t>> counters() const override {
+    return {{"adam.steps", m_optimizer.steps()}};
+  }
+  void set_counter(const std::string& name, std::int64_t value) override {
+    if (name != "adam.steps") unknown_counter(name);
+    m_optimizer.set_steps(value);
+  }
   std::int64_t batches_per_epoch() const override {
     return m_split.train_end - m_split.train_begin;
   }
@@ -371,6 +387,7 @@ class LinkPrediction final : public Trainer::Task {
   double m_allreduce_s = 0;
   Tensor<float> m_grad_flat;  // the gradient all-reduce's buffers
   std::vector<float> m_grad_host;
+  double m_preprocess_s = 0;
 };
 
 std::vector<nn::Parameter<float>*> link_parameters(LinkModel& m) {
@@ -388,7 +405,7 @@ LinkPrediction::LinkPrediction(const kernels::Resources& res, TemporalShard& sha
       m_model(model),
       m_split(link_split(shard.num_steps(), config.link)),
       m_params(link_parameters(model)),
-      m_optimizer(res, m_params, detail::adam_config(config, true)) {
+      m_optimizer(res, m_params, detail::adam_config(config.lr, config.weight_decay)) {
   check_config(config, shard.comm->size());
   HALO_EXPECTS(res.device() == kernels::Device::Cpu, "train: link prediction runs on the CPU");
   HALO_EXPECTS(shard.comm->size() == 1 || shard.distributed(),
@@ -398,8 +415,6 @@ LinkPrediction::LinkPrediction(const kernels::Resources& res, TemporalShard& sha
                "train: distributed link prediction trains evolvegcn-o (GCRN's per-node state "
                "would have to follow the rows that migrate between snapshots)");
   HALO_EXPECTS(!config.mini_batch, "train: link prediction trains on whole snapshots");
-  HALO_EXPECTS(config.checkpoint.dir.empty(),
-               "train: link prediction has no checkpoints yet (checkpoint.dir must be empty)");
   HALO_EXPECTS(shard.train_fraction == config.link.train_fraction,
                "train: the temporal shard was prepared for training share " +
                    std::to_string(shard.train_fraction) + ", the run trains on " +
@@ -421,7 +436,40 @@ LinkPrediction::LinkPrediction(const kernels::Resources& res, TemporalShard& sha
   }
   if (shard.distributed())
     model.encoder.set_gradient_sum([this](std::span<float> g) { sum_over_ranks(g); });
-  preprocess_time_s = seconds_since(start);
+  m_preprocess_s = seconds_since(start);
+}
+
+CheckpointIdentity LinkPrediction::identity() const {
+  // The data: every step's pairs to predict and degree buckets, the node count, the snapshots.
+  const TemporalShard& d = m_shard;
+  std::uint64_t h = partition::fnv1a64(&d.num_nodes, sizeof d.num_nodes);
+  h = partition::fnv1a64(&d.num_features, sizeof d.num_features, h);
+  for (std::size_t t = 0; t < d.targets.size(); ++t) {
+    for (const TemporalEdge& e : d.targets[t]) {
+      h = partition::fnv1a64(&e.src, sizeof e.src, h);
+      h = partition::fnv1a64(&e.dst, sizeof e.dst, h);
+    }
+    const std::vector<std::int32_t>& b = d.degree_bucket[t];
+    h = partition::fnv1a64(b.data(), b.size() * sizeof(std::int32_t), h);
+  }
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(h));
+  const LinkPredictionConfig& c = m_config.link;
+  const datasets::SnapshotConfig& sn = d.snapshots;
+  return config_identity(m_config, "temporal " + d.dataset + " fnv1a64 " + hex, m_comm.size(),
+                         {{"model.kind", nn::to_string(c.model.kind)},
+                          {"model.hidden", std::to_string(c.model.hidden)},
+                          {"model.in_features", std::to_string(d.num_features)},
+                          {"link.scorer_hidden", std::to_string(c.scorer_hidden)},
+                          {"link.window", std::to_string(c.window)},
+                          {"link.train_fraction", exact_number(c.train_fraction)},
+                          {"link.val_fraction", exact_number(c.val_fraction)},
+                          {"link.negatives", std::to_string(c.negatives)},
+                          {"link.positive_weight", exact_number(c.positive_weight)},
+                          {"link.negative_weight", exact_number(c.negative_weight)},
+                          {"link.select_by", to_string(c.select_by)},
+                          {"snapshots", std::to_string(sn.num_snapshots) + " window " +
+                                            std::to_string(sn.window_snapshots)}});
 }
 
 void LinkPrediction::sum_over_ranks(std::span<float> v) {
@@ -557,20 +605,21 @@ double LinkPrediction::train_step(std::int64_t t, const std::vector<NodeId>& src
   return m_comm.sum(loss);
 }
 
-bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s,
-                                 const Trainer::StepCallback& on_step, Trainer::Partial& at,
-                                 const std::function<bool()>& stop) {
-  (void)at, (void)stop;  // no checkpoints: an epoch always runs to its end
+bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step,
+                                 Partial& at, const std::function<bool()>& stop) {
   const auto start = Clock::now();
   const LinkPredictionConfig& lc = m_config.link;
   for (auto& x : m_shard.exchange) x->reset_stats();
   m_fetch_bytes = 0;
-  m_allreduce_s = 0;
-  double loss_sum = 0;
-  std::int64_t steps = 0;
+  // A stopped epoch continues at its next training snapshot with its running sums.
+  m_allreduce_s = at.allreduce_s;
+  double loss_sum = at.loss_sum;
+  std::int64_t steps = at.loss_rows;  // training snapshots with a loss so far
   std::vector<NodeId> src, dst, pool;
   std::vector<std::int8_t> label;
-  for (std::int64_t t = m_split.train_begin; t < m_split.train_end; ++t) {
+  const std::int64_t snapshots = m_split.train_end - m_split.train_begin;
+  for (std::int64_t i = at.step; i < snapshots; ++i) {
+    const std::int64_t t = m_split.train_begin + i;
     const std::vector<TemporalEdge>& pos = m_shard.targets[static_cast<std::size_t>(t)];
     if (pos.empty()) continue;  // nothing to predict at this step
     src.clear(), dst.clear(), label.clear();
@@ -591,14 +640,15 @@ bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s,
     const double total_weight = static_cast<double>(pos.size()) * lc.positive_weight +
                                 static_cast<double>(src.size() - pos.size()) * lc.negative_weight;
     const double loss = train_step(t, src, dst, label, total_weight);
-    if (!std::isfinite(loss))
-      throw Error("train: the loss became " + std::string(std::isnan(loss) ? "nan" : "infinite") +
-                  " in epoch " + std::to_string(epoch) + ", step " + std::to_string(t) +
-                  ": the run diverged (try a lower --lr)");
+    detail::expect_finite(loss, epoch, i);
     m_optimizer.step(m_res);
-    if (on_step) on_step(steps);
+    if (on_step) on_step(i);
     loss_sum += loss;
     ++steps;
+    if (i + 1 < snapshots && stop()) {
+      at = {epoch, i + 1, loss_sum, steps, m_allreduce_s};
+      return false;
+    }
   }
   if (steps == 0)
     throw IoError(
@@ -696,16 +746,10 @@ LinkPrediction::StepMetrics LinkPrediction::score_steps(std::int64_t begin, std:
   return {mean(&StepMetrics::mrr), mean(&StepMetrics::ap), mean(&StepMetrics::auc), tied};
 }
 
-Trainer::Evaluation LinkPrediction::evaluate() {
-  Trainer::Evaluation e;
-  e.train_accuracy = e.val_accuracy = e.test_accuracy = e.val_loss = kNaN;
+Metrics LinkPrediction::evaluate() {
+  // Without validation pairs both are NaN: the last epoch is kept.
   const StepMetrics m = score_steps(m_split.train_end, m_split.val_end, false);
-  e.val_mrr = m.mrr;
-  e.val_map = m.ap;
-  e.val_score = m_config.link.select_by == LinkSelect::Map ? e.val_map : e.val_mrr;
-  // Without validation pairs the last epoch is kept (a score of 0 selects nothing over it).
-  if (std::isnan(e.val_score)) e.val_score = 0;
-  return e;
+  return {{"val_mrr", m.mrr}, {"val_map", m.ap}};
 }
 
 void LinkPrediction::finish(TrainResult& result) {
@@ -716,22 +760,18 @@ void LinkPrediction::finish(TrainResult& result) {
         "(MRR and MAP at chance): the model learned nothing to tell pairs apart; check the "
         "events' time column and the snapshots (a time column that holds ratings makes "
         "meaningless snapshots)");
-  result.test_mrr = m.mrr;
-  result.test_map = m.ap;
-  result.test_auc = m.auc;
-  result.val_accuracy = result.test_accuracy = kNaN;
+  result.metrics.merge({{"test_mrr", m.mrr}, {"test_map", m.ap}, {"test_auc", m.auc}});
 }
 
 }  // namespace
 
-Trainer::Trainer(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
-                 LinkModel& model)
-    : m_res(res), m_comm(shard.comm), m_epochs(config.epochs), m_checkpoint(config.checkpoint) {
-  m_task = std::make_unique<LinkPrediction>(res, shard, config, model);
+std::unique_ptr<Task> link_prediction(const kernels::Resources& res, TemporalShard& shard,
+                                      const TrainConfig& config, LinkModel& model) {
+  return std::make_unique<LinkPrediction>(res, shard, config, model);
 }
 
 LinkTrainRun train(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
-                   const EpochCallback& on_epoch, const Trainer::StepCallback& on_step) {
+                   const EpochCallback& on_epoch, const StepCallback& on_step) {
   check_config(config, shard.comm->size());
   nn::TemporalModelConfig mc = config.link.model;
   mc.in_features = shard.num_features;
@@ -739,7 +779,8 @@ LinkTrainRun train(const kernels::Resources& res, TemporalShard& shard, const Tr
       LinkModel{nn::TemporalModel<float>(res, mc, config.seed),
                 nn::PairScorer<float>(res, mc.hidden, config.link.scorer_hidden, config.seed)},
       {}};
-  Trainer trainer(res, shard, config, run.model);
+  Trainer trainer(res, link_prediction(res, shard, config, run.model), config.epochs,
+                  config.checkpoint);
   run.result = trainer.run(on_epoch, on_step);
   return run;
 }

@@ -13,45 +13,13 @@
 #include <halo/kernels/csr.hpp>
 #include <halo/nn/evolvegcn.hpp>
 #include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/config.hpp>
 #include <halo/runtime/data/halo_exchange.hpp>
+#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/tasks/link/link_config.hpp>
 #include <halo/runtime/tasks/link/temporal_part.hpp>
 
 namespace halo::runtime {
-
-/// The validation metric that selects the epoch a run keeps.
-enum class LinkSelect {
-  Map,  ///< the mean average precision over every pair (EvolveGCN's UC Irvine target_measure)
-  Mrr,  ///< the mean reciprocal rank
-};
-
-/// "map" or "mrr"; halo::LogicError for another name.
-LinkSelect parse_link_select(const std::string& name);
-std::string to_string(LinkSelect s);
-
-/// How the link-prediction task is set up (docs/dynamic.md).
-struct LinkPredictionConfig {
-  /// The encoder: kind and embedding width (in_features is taken from the data).
-  nn::TemporalModelConfig model;
-  /// Width of the pair scorer's hidden layer.
-  std::int64_t scorer_hidden = 100;
-  /// Snapshots the encoder reads before a predicted step (truncated backpropagation through
-  /// time over this window).
-  int window = 10;
-  /// Shares of the T steps (snapshots): the first round(train T) are training steps, the next
-  /// round(val T) validation steps, the rest test steps (EvolveGCN: 88 -> 62 / 9 / 17). A step
-  /// t is predicted from snapshots t - window .. t - 1; training predicts steps window ..
-  /// train - 1.
-  double train_fraction = 0.7;
-  double val_fraction = 0.1;
-  /// Negative pairs sampled per positive pair of a training step (EvolveGCN's UC Irvine
-  /// negative_mult_training).
-  int negatives = 50;
-  /// Class weights of the loss (EvolveGCN weights its two classes).
-  double positive_weight = 0.9;
-  double negative_weight = 0.1;
-  /// What selects the epoch kept: its validation MAP or MRR, computed after every epoch.
-  LinkSelect select_by = LinkSelect::Map;
-};
 
 /// The steps of each split, as [begin, end) of the step index: train begins at the window.
 struct LinkSplit {
@@ -154,6 +122,26 @@ struct LinkModel {
   nn::TemporalModel<float> encoder;
   nn::PairScorer<float> scorer;
 };
+
+/// The task (docs/dynamic.md): one step per training snapshot (the encoder over its window, the
+/// scorer on its pairs and sampled negatives, the class-weighted loss, Adam); scores "val_mrr"
+/// and "val_map" after every epoch (one of them selects the kept epoch:
+/// LinkPredictionConfig::select_by), and with the kept parameters "test_mrr", "test_map",
+/// "test_auc" (Task::finish). One process or a rank's part of the snapshots
+/// (distributed_temporal_shard), CPU; checkpoints stop and resume between two snapshots.
+std::unique_ptr<Task> link_prediction(const kernels::Resources& res, TemporalShard& shard,
+                                      const TrainConfig& config, LinkModel& model);
+
+/// A trained link-prediction model and what its run measured.
+struct LinkTrainRun {
+  LinkModel model;
+  TrainResult result;
+};
+
+/// Builds config.link's model for `shard` (its input width: the degree buckets of the data)
+/// and trains it; the model keeps the kept epoch's parameters. Collective over shard.comm.
+LinkTrainRun train(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
+                   const EpochCallback& on_epoch = {}, const StepCallback& on_step = {});
 
 // ---- metrics (EvolveGCN's protocol, docs/dynamic.md) -------------------------------------------
 // Every candidate is a (score, positive) entry; a tie between scores is broken neither way:

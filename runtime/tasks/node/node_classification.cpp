@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -15,15 +16,15 @@
 #include <halo/runtime/data/feature_store.hpp>
 #include <halo/runtime/data/halo_exchange.hpp>
 #include <halo/runtime/detail/timing.hpp>
-#include <halo/runtime/engine/detail/task.hpp>
-#include <halo/runtime/engine/trainer.hpp>
+#include <halo/runtime/engine/checkpoint.hpp>
+#include <halo/runtime/engine/detail/task_support.hpp>
+#include <halo/runtime/tasks/node/node_classification.hpp>
 
 namespace halo::runtime {
 
 using detail::allreduce_gradients;
 using detail::Clock;
 using detail::expect_finite;
-using detail::NamedTensor;
 using detail::seconds_since;
 using kernels::NodeId;
 using kernels::Tensor;
@@ -41,13 +42,17 @@ struct Targets {
 };
 
 /// Node classification on a Shard: mean NLL over the batch's seeds, accuracy per split.
-class NodeClassification final : public Trainer::Task {
+class NodeClassification final : public Task {
  public:
   NodeClassification(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
                      nn::Network<float>& model);
-  bool train_epoch(std::uint64_t epoch, EpochStats& s, const Trainer::StepCallback& on_step,
-                   Trainer::Partial& at, const std::function<bool()>& stop) override;
-  Trainer::Evaluation evaluate() override;
+  Comm& comm() override { return *m_shard.comm; }
+  Selection selection() const override { return {"val_accuracy", "val_loss"}; }
+  CheckpointIdentity identity() const override;
+  double preprocess_time_s() const override { return m_preprocess_s; }
+  bool train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step, Partial& at,
+                   const std::function<bool()>& stop) override;
+  Metrics evaluate() override;
   std::vector<NamedTensor> state() override { return detail::parameter_state(m_params); }
   std::vector<NamedTensor> optimizer_state() override {
     return detail::adam_state(m_optimizer, m_params);
@@ -56,8 +61,8 @@ class NodeClassification final : public Trainer::Task {
     return {{"adam.steps", m_optimizer.steps()}};
   }
   void set_counter(const std::string& name, std::int64_t value) override {
-    if (name == "adam.steps") return m_optimizer.set_steps(value);
-    Task::set_counter(name, value);
+    if (name != "adam.steps") unknown_counter(name);
+    m_optimizer.set_steps(value);
   }
   std::int64_t batches_per_epoch() const override { return m_batches->batches_per_epoch(); }
   void finish(TrainResult& result) override {
@@ -87,6 +92,7 @@ class NodeClassification final : public Trainer::Task {
   Tensor<float> m_dlogits;
   Tensor<float> m_grad_flat;  // the gradient all-reduce's flat buffer
   std::vector<float> m_grad_host;
+  double m_preprocess_s = 0;
 };
 
 NodeClassification::NodeClassification(const kernels::Resources& res, Shard& shard,
@@ -96,12 +102,7 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
       m_config(config),
       m_model(model),
       m_params(model.parameters()),
-      m_optimizer(res, m_params, [&] {
-        kernels::AdamConfig c;
-        c.lr = config.lr;
-        c.weight_decay = config.weight_decay;
-        return c;
-      }()) {
+      m_optimizer(res, m_params, detail::adam_config(config.lr, config.weight_decay)) {
   Comm& comm = *shard.comm;
   partition::Part& part = shard.part;
   check_config(m_config, comm.size());
@@ -154,11 +155,22 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
         m_graph->adjacency(dropout_keys()), m_features->owned(), m_targets->labels.span(),
         m_targets->train_idx.span(), m_targets->num_train);
   }
-  preprocess_time_s = seconds_since(start);
+  m_preprocess_s = seconds_since(start);
+}
+
+CheckpointIdentity NodeClassification::identity() const {
+  const nn::ModelConfig& m = m_config.model;
+  return config_identity(m_config, m_shard.identity, m_shard.comm->size(),
+                         {{"model.kind", nn::to_string(m.kind)},
+                          {"model.layers", std::to_string(m.num_layers)},
+                          {"model.hidden", std::to_string(m.hidden)},
+                          {"model.in_features", std::to_string(m.in_features)},
+                          {"model.num_classes", std::to_string(m.num_classes)},
+                          {"model.dropout", exact_number(m.dropout)}});
 }
 
 bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
-                                     const Trainer::StepCallback& on_step, Trainer::Partial& at,
+                                     const StepCallback& on_step, Partial& at,
                                      const std::function<bool()>& stop) {
   Comm& comm = *m_shard.comm;
   const bool distributed = comm.size() > 1;
@@ -269,7 +281,7 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   return !stopped;
 }
 
-Trainer::Evaluation NodeClassification::evaluate() {
+Metrics NodeClassification::evaluate() {
   const Targets& t = *m_targets;
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
   const nn::Adjacency<float> graph = m_graph->adjacency(dropout_keys());
@@ -293,27 +305,71 @@ Trainer::Evaluation NodeClassification::evaluate() {
   m_shard.comm->allreduce(kernels::Span<double>(v.data(), 6), ReduceOp::Sum);
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  return {ratio(v[0], static_cast<double>(t.num_train)), v[4] > 0 ? v[3] / v[4] : nan,
-          v[4] > 0 ? v[1] / v[4] : nan, ratio(v[2], v[5])};
+  return {{"train_accuracy", ratio(v[0], static_cast<double>(t.num_train))},
+          {"val_loss", v[4] > 0 ? v[3] / v[4] : nan},
+          {"val_accuracy", v[4] > 0 ? v[1] / v[4] : nan},
+          {"test_accuracy", ratio(v[2], v[5])}};
+}
+
+/// `config` with the model fields the network decides (a custom network has no ModelConfig;
+/// its kind stays the config's: the graph is the one its shape declares).
+TrainConfig with_shape(TrainConfig config, const nn::NetworkShape& shape) {
+  config.model.num_layers = shape.num_layers;
+  config.model.in_features = shape.in_features;
+  config.model.num_classes = shape.num_classes;
+  return config;
 }
 
 }  // namespace
 
-namespace detail {
-std::unique_ptr<Trainer::Task> make_node_classification(const kernels::Resources& res, Shard& shard,
-                                                        const TrainConfig& config,
-                                                        nn::Network<float>& model) {
-  return std::make_unique<NodeClassification>(res, shard, config, model);
+std::unique_ptr<Task> node_classification(const kernels::Resources& res, Shard& shard,
+                                          const TrainConfig& config, nn::Network<float>& model) {
+  return std::make_unique<NodeClassification>(res, shard, with_shape(config, model.shape()), model);
 }
-}  // namespace detail
+
+nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_features,
+                            std::int32_t num_classes, const TrainConfig& config) {
+  nn::ModelConfig mc = config.model;
+  mc.in_features = in_features;
+  mc.num_classes = num_classes;
+  return nn::Model<float>(res, mc, config.seed);
+}
 
 TrainRun train(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
-               const EpochCallback& on_epoch, const Trainer::StepCallback& on_step) {
+               const EpochCallback& on_epoch, const StepCallback& on_step) {
   check_config(config, shard.comm->size());
   TrainRun run{make_model(res, shard.num_features, shard.part.num_classes, config), {}};
-  Trainer trainer(res, shard, config, run.model);
+  Trainer trainer(res, node_classification(res, shard, config, run.model), config.epochs,
+                  config.checkpoint);
   run.result = trainer.run(on_epoch, on_step);
   return run;
+}
+
+nn::ModelFileInfo model_file_info(const TrainConfig& config, const TrainResult& result,
+                                  const std::string& dataset,
+                                  const std::string& structural_features) {
+  nn::ModelFileInfo info;
+  info.config = config.model;
+  info.dataset = dataset;
+  info.normalize_features = config.normalize_features;
+  info.structural_features = structural_features;
+  const auto number = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
+  nlohmann::json t = {{"mode", config.mini_batch ? "mini-batch" : "full-graph"},
+                      {"epochs", config.epochs},
+                      {"lr", config.lr},
+                      {"weight_decay", config.weight_decay},
+                      {"seed", config.seed},
+                      {"optimizer", "adam"},
+                      {"world_size", result.world_size},
+                      {"best_epoch", result.best_epoch},
+                      {"final_train_loss", number(result.final_train_loss)}};
+  if (config.mini_batch)
+    t.update({{"batch_size", config.mini_batch->batch_size},
+              {"fanouts", config.mini_batch->fanouts},
+              {"replace", config.mini_batch->replace}});
+  for (const auto& [name, value] : result.metrics) t[name] = number(value);
+  info.training = t.dump();
+  return info;
 }
 
 }  // namespace halo::runtime

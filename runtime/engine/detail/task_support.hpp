@@ -1,0 +1,35 @@
+#pragma once
+// What every task's step shares (the tasks in runtime/tasks/ include it; not installed API):
+// the one gradient all-reduce, the optimizer's configuration, the checkpoint state of
+// parameters and Adam, and the divergence check.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <halo/kernels/optim.hpp>
+#include <halo/kernels/resources.hpp>
+#include <halo/nn/module.hpp>
+#include <halo/nn/optimizer.hpp>
+#include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/engine/task.hpp>
+
+namespace halo::runtime::detail {
+
+/// Sums every parameter's gradient and `loss` over the ranks of `comm` in one all-reduce
+/// through `flat` (device) / `host` (host-memory comm with device gradients), allocated once.
+double allreduce_gradients(const kernels::Resources& res, Comm& comm,
+                           const std::vector<nn::Parameter<float>*>& params, double loss,
+                           kernels::Tensor<float>& flat, std::vector<float>& host);
+/// The parameters' values by name (what a task's state() starts with).
+std::vector<NamedTensor> parameter_state(const std::vector<nn::Parameter<float>*>& params);
+/// Adam's moments of `params` as "adam.m/NAME" and "adam.v/NAME" (a task's optimizer_state()).
+std::vector<NamedTensor> adam_state(nn::Adam<float>& adam,
+                                    const std::vector<nn::Parameter<float>*>& params);
+/// halo::Error naming the epoch and batch (1-based) when `loss` is not finite: the run diverged.
+void expect_finite(double loss, std::uint64_t epoch, std::int64_t batch);
+/// The Adam (PyTorch semantics) of every task: learning rate `lr`, weight decay `weight_decay`
+/// (0 for SparseAdam's embeddings).
+kernels::AdamConfig adam_config(double lr, double weight_decay);
+
+}  // namespace halo::runtime::detail

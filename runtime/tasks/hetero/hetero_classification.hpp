@@ -1,0 +1,66 @@
+#pragma once
+// Heterogeneous node classification: R-GCN and HGT (nn::HeteroModel) on a typed graph, full
+// graph or sampled typed blocks, one process or one rank per part of a heterogeneous partition.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <halo/datasets/hetero.hpp>
+#include <halo/kernels/resources.hpp>
+#include <halo/nn/hetero_model.hpp>
+#include <halo/runtime/config.hpp>
+#include <halo/runtime/data/shard.hpp>
+#include <halo/runtime/engine/trainer.hpp>
+
+namespace halo::runtime {
+
+/// The task: `model` (config.hetero) on the full graph of `shard` or on sampled typed blocks
+/// (config.mini_batch; CPU), in one process or across the ranks of a partition (each rank its
+/// seeds of every global batch, the relations' rows and the input features fetched from their
+/// owners, per-type feature caches), mean NLL over the training nodes of the target type;
+/// scores "train_accuracy", "val_loss", "val_accuracy", "val_macro_f1", "test_accuracy",
+/// "test_macro_f1", "test_micro_f1"; the kept epoch: the highest validation accuracy, ties to
+/// the lower validation loss. Adam on the dense parameters and SparseAdam (nn::SparseAdam, no
+/// weight decay) on the embeddings of the featureless types; the HGNN stages timed per epoch
+/// (EpochStats::stage_times: "subgraph_build_s", "feature_projection_s",
+/// "neighbor_aggregation_s", "semantic_aggregation_s"). Sparse features are row-normalised as
+/// config.normalize_features says. Checkpoints hold the parameters, the embeddings, both
+/// optimizers' moments and step counts; mini-batch epochs stop and resume between batches.
+std::unique_ptr<Task> hetero_classification(const kernels::Resources& res, HeteroShard& shard,
+                                            const TrainConfig& config,
+                                            nn::HeteroModel<float>& model);
+
+/// What a HeteroModel needs to know about `g`: types, node counts, feature widths (0 for the
+/// featureless types, which get embeddings), relations, target type and classes.
+nn::HeteroSchema hetero_schema(const datasets::HeteroGraph& g);
+
+/// A trained heterogeneous model and what its run measured.
+struct HeteroTrainRun {
+  nn::HeteroModel<float> model;
+  TrainResult result;
+};
+
+/// Builds config.hetero's model for `shard` and trains it; the model keeps the kept epoch's
+/// parameters and embeddings. Collective over shard.comm.
+HeteroTrainRun train(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
+                     const EpochCallback& on_epoch = {}, const StepCallback& on_step = {});
+
+/// Per class c of `num_classes`: counts[3c] true positives, counts[3c + 1] false positives,
+/// counts[3c + 2] false negatives of the predictions `pred` (one class per row) over `rows`
+/// against `labels`. Host memory. Sums over processes add up (all-reduce them).
+std::vector<double> class_counts(std::span<const std::int32_t> pred,
+                                 std::span<const std::int32_t> labels,
+                                 std::span<const kernels::NodeId> rows, std::int32_t num_classes);
+
+/// Macro-F1 (the unweighted mean over the classes present in the labels or the predictions
+/// of 2 tp / (2 tp + fp + fn), scikit-learn's `f1_score(average="macro")`) and Micro-F1 (the
+/// same ratio over the summed counts: the accuracy, when every row has one label and one
+/// prediction), from class_counts. NaN for both without rows.
+struct F1Scores {
+  double macro = 0, micro = 0;
+};
+F1Scores f1_scores(std::span<const double> counts);
+
+}  // namespace halo::runtime
