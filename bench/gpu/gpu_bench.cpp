@@ -230,7 +230,7 @@ struct EpochSetup {
   EpochSetup(const kernels::Resources& res, const datasets::Dataset& d, runtime::TrainConfig c)
       : shard(runtime::local_shard(res, d.clone(runtime::host_resources(res)))),
         model(runtime::make_model(res, shard.num_features, shard.part.num_classes, c)),
-        trainer(res, shard, c, model) {
+        trainer(res, runtime::node_classification(res, shard, c, model), c.epochs, c.checkpoint) {
     trainer.train_epoch(++epoch, stats);
   }
   runtime::Shard shard;
