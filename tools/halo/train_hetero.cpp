@@ -1,21 +1,28 @@
-// `halo train` on a heterogeneous dataset: flags -> runtime::TrainConfig (hetero), progress,
-// summary, --json.
-#include <unistd.h>
-
+// `halo train`'s heterogeneous node classification (typed directories and their partitions:
+// R-GCN, HGT): its registration, its defaults and its run.
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <halo/datasets/hetero.hpp>
 #include <halo/datasets/registry.hpp>
-#include <halo/kernels/atomic_file.hpp>
 #include <halo/runtime/runtime.hpp>
 #include <halo/sampler/hetero_sampler.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_hetero.hpp>
+#include <halo/tools/halo/train_task.hpp>
 
 namespace halo::cli {
-
 namespace {
+
+std::string format(const char* fmt, auto... args) {
+  char line[768];
+  std::snprintf(line, sizeof line, fmt, args...);
+  return line;
+}
 
 nlohmann::json stages_json(const runtime::Metrics& t) {
   nlohmann::json j = nlohmann::json::object();
@@ -23,115 +30,121 @@ nlohmann::json stages_json(const runtime::Metrics& t) {
   return j;
 }
 
-void print_progress(const runtime::EpochStats& s, bool tty) {
-  const bool plain_line = !tty && (s.epoch % 10 == 0 || s.epoch == s.epochs || s.epoch == 1);
-  if (!tty && !plain_line) return;
-  std::fprintf(stderr,
-               "%sepoch %4d/%d  loss %.4f  train %.3f  val %.3f (macro-F1 %.3f)  test %.3f  "
-               "%.2f ms/epoch%s",
-               tty ? "\r" : "", s.epoch, s.epochs, s.train_loss, s.metrics.at("train_accuracy"),
-               s.metrics.at("val_accuracy"), s.metrics.at("val_macro_f1"),
-               s.metrics.at("test_accuracy"), s.epoch_time_s * 1e3, tty ? "\033[K" : "\n");
-  if (tty && s.epoch == s.epochs) std::fputc('\n', stderr);
-  std::fflush(stderr);
+/// The heterogeneous task's value of a run flag: the command line's, else its default.
+template <class T>
+T given_or(const TrainOptions& o, const char* flag, T given, T fallback) {
+  return was_given(o, flag) ? given : fallback;
 }
 
-}  // namespace
-
-int run_hetero_train(const HeteroTrainOptions& o) {
-  const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train");
-  prepare_checkpoints(o.checkpoint, world->rank());
-  check_output(o.json, "--json");
-  check_output_directory(o.checkpoint.dir, "--checkpoint-dir");
-  const kernels::Resources res = make_resources(o.device, o.threads, world->size());
-  runtime::TrainConfig config;
-  config.hetero.kind = nn::parse_hetero_layer_kind(o.model);
-  config.hetero.num_layers = o.layers;
-  config.hetero.hidden = o.hidden;
-  config.hetero.dropout = o.dropout;
-  config.hetero.num_bases = o.num_bases;
-  config.hetero.heads = o.heads;
-  config.hetero.featureless = nn::parse_featureless_input(o.featureless);
-  config.model.num_layers = o.layers;
-  config.model.hidden = o.hidden;
-  config.model.dropout = o.dropout;
-  config.epochs = o.epochs;
-  config.lr = o.lr;
-  config.weight_decay = o.weight_decay;
-  config.seed = o.seed;
-  config.normalize_features = o.normalize_features;
-  config.checkpoint = checkpoint_config(o.checkpoint);
-  datasets::LoadOptions load;
-  load.offline = o.offline;
-  load.synthetic_mag = o.mag;
-  runtime::HeteroShard shard = o.partitions.empty()
-                                   ? runtime::local_hetero_shard(datasets::load_hetero_dataset(
-                                         runtime::host_resources(res), o.dataset, o.split, load))
-                                   : runtime::open_hetero_shard(res, *world, o.partitions);
-  const datasets::HeteroGraph& g = shard.graph;
-  const bool parted = shard.layout.partitioned(), lead = world->rank() == 0;
-  const std::int64_t num_train = parted ? shard.layout.num_train : g.train_idx.numel();
-  if (num_train == 0)
-    throw UsageError("dataset '" + g.name + "' has an empty train split: nothing to train on");
-  if (o.mini_batch) {
-    config.mini_batch = o.mini_batch;
-    std::vector<std::string> relations;
-    for (const auto& r : g.relations) relations.push_back(r.name);
-    try {
-      config.mini_batch->relation_fanouts = sampler::parse_hetero_fanouts(o.fanouts, relations);
-    } catch (const LogicError& e) {
-      throw UsageError(e.what());
+class HeteroRun final : public TaskRun {
+ public:
+  HeteroRun(const TrainCommandOptions& o, runtime::Comm& world, const kernels::Resources& res)
+      : m_o(o), m_res(res) {
+    m_model = given_or<std::string>(o, "--model", o.model, "rgcn");
+    m_layers = given_or(o, "--layers", o.layers, HeteroDefaults::kLayers);
+    m_hidden = given_or(o, "--hidden", o.hidden, HeteroDefaults::kHidden);
+    m_dropout = given_or(o, "--dropout", o.dropout, HeteroDefaults::kDropout);
+    m_lr = given_or(o, "--lr", o.lr, HeteroDefaults::kLr);
+    m_weight_decay = given_or(o, "--weight-decay", o.weight_decay, HeteroDefaults::kWeightDecay);
+    m_epochs = given_or(o, "--epochs", o.epochs, HeteroDefaults::kEpochs);
+    runtime::TrainConfig& c = m_config;
+    c.hetero.kind = nn::parse_hetero_layer_kind(m_model);
+    c.hetero.num_layers = m_layers;
+    c.hetero.hidden = m_hidden;
+    c.hetero.dropout = m_dropout;
+    c.hetero.num_bases = o.num_bases;
+    c.hetero.heads = o.heads;
+    c.hetero.featureless = nn::parse_featureless_input(o.featureless);
+    // check_config reads the homogeneous model's fields: the same layers, widths and dropout.
+    c.model.num_layers = m_layers;
+    c.model.hidden = m_hidden;
+    c.model.dropout = m_dropout;
+    c.epochs = m_epochs;
+    c.lr = m_lr;
+    c.weight_decay = m_weight_decay;
+    c.seed = o.seed;
+    c.normalize_features = !o.no_normalize;
+    if (was_given(o, "--split")) m_split = o.split;
+    datasets::LoadOptions load;
+    load.offline = o.data.offline;
+    load.synthetic_mag = o.data.mag;
+    m_shard = o.partitions.empty()
+                  ? runtime::local_hetero_shard(datasets::load_hetero_dataset(
+                        runtime::host_resources(res), o.data.dataset, m_split, load))
+                  : runtime::open_hetero_shard(res, world, o.partitions);
+    const datasets::HeteroGraph& g = m_shard.graph;
+    m_parted = m_shard.layout.partitioned();
+    m_num_train = m_parted ? m_shard.layout.num_train : g.train_idx.numel();
+    if (m_num_train == 0)
+      throw UsageError("dataset '" + g.name + "' has an empty train split: nothing to train on");
+    if (o.mode == "mini-batch") {
+      c.mini_batch = o.mb;
+      c.mini_batch->cache_policy = runtime::parse_cache_policy(o.cache_policy);
+      std::vector<std::string> relations;
+      for (const auto& r : g.relations) relations.push_back(r.name);
+      try {
+        c.mini_batch->relation_fanouts = sampler::parse_hetero_fanouts(o.fanouts, relations);
+      } catch (const LogicError& e) {
+        throw UsageError(e.what());
+      }
+      if (static_cast<int>(c.mini_batch->relation_fanouts.size()) != m_layers)
+        throw UsageError("--fanouts " + o.fanouts + ": one fan-out list per layer expected (" +
+                         std::to_string(m_layers) + " layers, " +
+                         std::to_string(c.mini_batch->relation_fanouts.size()) + " given)");
     }
-    if (static_cast<int>(config.mini_batch->relation_fanouts.size()) != o.layers)
-      throw UsageError("--fanouts " + o.fanouts + ": one fan-out list per layer expected (" +
-                       std::to_string(o.layers) + " layers, " +
-                       std::to_string(config.mini_batch->relation_fanouts.size()) + " given)");
   }
-  const auto& target = g.node_types[static_cast<std::size_t>(g.target_type)];
-  if (parted && lead)
-    std::fprintf(stderr,
-                 "halo train: %s, part 0 of %d (%lld local nodes), %s, %s across %d rank%s, "
-                 "%d thread%s each\n",
-                 o.partitions.c_str(), world->size(), static_cast<long long>(g.num_nodes()),
-                 o.model.c_str(), o.mini_batch ? "mini-batch" : "full-graph", world->size(),
-                 world->size() > 1 ? "s" : "", res.cpu_exec().num_threads,
-                 res.cpu_exec().num_threads > 1 ? "s" : "");
-  else if (!parted)
-    std::fprintf(stderr,
-                 "halo train: %s (%d node types, %lld nodes, %d relations with reverses, %lld "
-                 "edges; target '%s', %d classes, %lld training nodes), %s, %s, %s, %d "
-                 "thread%s\n",
-                 g.name.c_str(), g.num_types(), static_cast<long long>(g.num_nodes()),
-                 static_cast<int>(g.relations.size()), static_cast<long long>(g.num_edges()),
-                 target.name.c_str(), g.num_classes, static_cast<long long>(g.train_idx.numel()),
-                 o.model.c_str(), o.mini_batch ? "mini-batch" : "full-graph",
-                 res.device() == kernels::Device::Cuda ? "cuda" : "cpu", res.cpu_exec().num_threads,
-                 res.cpu_exec().num_threads > 1 ? "s" : "");
-  const bool tty = isatty(fileno(stderr)) != 0;
-  runtime::HeteroTrainRun run =
-      runtime::train(res, shard, config, [tty, lead](const runtime::EpochStats& s) {
-        if (lead) print_progress(s, tty);
-      });
-  const runtime::TrainResult& r = run.result;
-  if (r.preempted) {  // the requeued run writes the results
-    if (lead) report_preemption(r);
-    shard.comm->barrier();
-    return runtime::kExitPreempted;
+  runtime::Comm& comm() override { return *m_shard.comm; }
+  runtime::TrainConfig& config() override { return m_config; }
+  std::string banner() const override {
+    const datasets::HeteroGraph& g = m_shard.graph;
+    const int ranks = m_shard.comm->size(), threads = m_res.cpu_exec().num_threads;
+    const char* mode = m_config.mini_batch ? "mini-batch" : "full-graph";
+    if (m_parted)
+      return format(
+          "halo train: %s, part 0 of %d (%lld local nodes), %s, %s across %d rank%s, %d "
+          "thread%s each\n",
+          m_o.partitions.c_str(), ranks, static_cast<long long>(g.num_nodes()), m_model.c_str(),
+          mode, ranks, ranks > 1 ? "s" : "", threads, threads > 1 ? "s" : "");
+    const auto& target = g.node_types[static_cast<std::size_t>(g.target_type)];
+    return format(
+        "halo train: %s (%d node types, %lld nodes, %d relations with reverses, %lld edges; "
+        "target '%s', %d classes, %lld training nodes), %s, %s, %s, %d thread%s\n",
+        g.name.c_str(), g.num_types(), static_cast<long long>(g.num_nodes()),
+        static_cast<int>(g.relations.size()), static_cast<long long>(g.num_edges()),
+        target.name.c_str(), g.num_classes, static_cast<long long>(g.train_idx.numel()),
+        m_model.c_str(), mode, m_res.device() == kernels::Device::Cuda ? "cuda" : "cpu", threads,
+        threads > 1 ? "s" : "");
   }
-  if (!lead) return 0;
-  std::printf(
-      "best epoch %d: val accuracy %.4f, val macro-F1 %.4f; test accuracy %.4f, macro-F1 "
-      "%.4f, micro-F1 %.4f; median epoch %.3f ms; trained in %.2f s\n",
-      r.best_epoch, r.metrics.at("val_accuracy"), r.metrics.at("val_macro_f1"),
-      r.metrics.at("test_accuracy"), r.metrics.at("test_macro_f1"), r.metrics.at("test_micro_f1"),
-      r.epoch_time_median_s * 1e3, r.train_time_s);
-  std::printf(
-      "stages per epoch (median): feature projection %.3f ms, neighbour aggregation %.3f ms, "
-      "semantic aggregation %.3f ms, subgraph build %.3f ms\n",
-      r.stage_times.at("feature_projection_s") * 1e3,
-      r.stage_times.at("neighbor_aggregation_s") * 1e3,
-      r.stage_times.at("semantic_aggregation_s") * 1e3, r.stage_times.at("subgraph_build_s") * 1e3);
-  if (!o.json.empty()) {
+  runtime::TrainResult train(const runtime::EpochCallback& on_epoch,
+                             const runtime::StepCallback& on_step) override {
+    m_run = std::make_unique<runtime::HeteroTrainRun>(
+        runtime::train(m_res, m_shard, m_config, on_epoch, on_step));
+    return m_run->result;
+  }
+  std::vector<std::pair<std::string, std::string>> progress() const override {
+    return {{"train", "train_accuracy"},
+            {"val", "val_accuracy"},
+            {"val macro-F1", "val_macro_f1"},
+            {"test", "test_accuracy"}};
+  }
+  std::string summary(const runtime::TrainResult& r) const override {
+    const runtime::Metrics& m = r.metrics;
+    return format(
+               "best epoch %d: val accuracy %.4f, val macro-F1 %.4f; test accuracy %.4f, "
+               "macro-F1 %.4f, micro-F1 %.4f; median epoch %.3f ms; trained in %.2f s\n",
+               r.best_epoch, m.at("val_accuracy"), m.at("val_macro_f1"), m.at("test_accuracy"),
+               m.at("test_macro_f1"), m.at("test_micro_f1"), r.epoch_time_median_s * 1e3,
+               r.train_time_s) +
+           format(
+               "stages per epoch (median): feature projection %.3f ms, neighbour aggregation "
+               "%.3f ms, semantic aggregation %.3f ms, subgraph build %.3f ms\n",
+               r.stage_times.at("feature_projection_s") * 1e3,
+               r.stage_times.at("neighbor_aggregation_s") * 1e3,
+               r.stage_times.at("semantic_aggregation_s") * 1e3,
+               r.stage_times.at("subgraph_build_s") * 1e3);
+  }
+  nlohmann::json json(const runtime::TrainResult& r) const override {
+    const datasets::HeteroGraph& g = m_shard.graph;
     nlohmann::json types = nlohmann::json::array(), relations = nlohmann::json::array();
     for (const auto& t : g.node_types)
       types.push_back({{"name", t.name},
@@ -144,73 +157,98 @@ int run_hetero_train(const HeteroTrainOptions& o) {
                            {"num_edges", rel.adj.num_edges()}});
     nlohmann::json epochs = nlohmann::json::array();
     for (const auto& s : r.history) epochs.push_back(stages_json(s.stage_times));
-    const std::vector<int> splits =
-        parted ? std::vector<int>{} : datasets::hetero_splits(o.dataset);
+    const std::optional<runtime::MiniBatchConfig>& mb = m_config.mini_batch;
     nlohmann::json j = {
         {"dataset", g.name},
-        {"task", "heterogeneous-node-classification"},
         {"num_nodes", g.num_nodes()},
         {"num_edges", g.num_edges()},
         {"node_types", types},
         {"relations", relations},
-        {"target_type", target.name},
+        {"target_type", g.node_types[static_cast<std::size_t>(g.target_type)].name},
         {"num_classes", g.num_classes},
-        {"split", o.split.value_or(splits.empty() ? 0 : splits.front())},
-        {"model", o.model},
-        {"mode", o.mini_batch ? "mini-batch" : "full-graph"},
-        {"batch_size", o.mini_batch ? nlohmann::json(o.mini_batch->batch_size) : nlohmann::json()},
-        {"fanouts", config.mini_batch ? nlohmann::json(config.mini_batch->relation_fanouts)
-                                      : nlohmann::json()},
+        {"model", m_model},
+        {"mode", mb ? "mini-batch" : "full-graph"},
+        {"batch_size", mb ? nlohmann::json(mb->batch_size) : nlohmann::json()},
+        {"fanouts", mb ? nlohmann::json(mb->relation_fanouts) : nlohmann::json()},
         {"batches_per_epoch", r.batches_per_epoch},
         {"sampled_edges_per_epoch",
          r.history.empty() ? nlohmann::json() : nlohmann::json(r.history.back().sampled_edges)},
-        {"device", res.device() == kernels::Device::Cuda ? "cuda" : "cpu"},
-        {"world_size", r.world_size},
-        {"threads", res.cpu_exec().num_threads},
-        {"epochs", o.epochs},
-        {"seed", o.seed},
-        {"layers", o.layers},
-        {"hidden", o.hidden},
-        {"dropout", o.dropout},
-        {"num_bases", o.num_bases},
-        {"heads", o.heads},
-        {"featureless", o.featureless},
-        {"lr", o.lr},
-        {"weight_decay", o.weight_decay},
-        {"test_accuracy", r.metrics.at("test_accuracy")},
-        {"test_macro_f1", json_number(r.metrics.at("test_macro_f1"))},
-        {"test_micro_f1", json_number(r.metrics.at("test_micro_f1"))},
-        {"val_accuracy", json_number(r.metrics.at("val_accuracy"))},
-        {"val_macro_f1", json_number(r.metrics.at("val_macro_f1"))},
-        {"best_epoch", r.best_epoch},
-        {"final_train_loss", r.final_train_loss},
-        {"epoch_time_median_s", r.epoch_time_median_s},
+        {"epochs", m_epochs},
+        {"layers", m_layers},
+        {"hidden", m_hidden},
+        {"dropout", m_dropout},
+        {"num_bases", m_o.num_bases},
+        {"heads", m_o.heads},
+        {"featureless", m_o.featureless},
+        {"lr", m_lr},
+        {"weight_decay", m_weight_decay},
         {"stage_times_median_s", stages_json(r.stage_times)},
-        {"stage_times_per_epoch_s", epochs},
-        {"preprocess_time_s", r.preprocess_time_s},
-        {"train_time_s", r.train_time_s},
-        {"peak_host_memory_bytes", runtime::peak_host_memory_bytes()},
-    };
-    if (!o.checkpoint.dir.empty())
-      j.update({{"checkpoint", r.checkpoint},
-                {"resumed_from",
-                 r.resumed_from.empty() ? nlohmann::json() : nlohmann::json(r.resumed_from)},
-                {"preemption_checks", r.preemption_checks},
-                {"preemption_check_time_s", r.preemption_check_s}});
-    if (o.mini_batch)
-      j.update({{"cache_mb", o.mini_batch->cache_mb},
-                {"cache_policy", runtime::to_string(o.mini_batch->cache_policy)},
+        {"stage_times_per_epoch_s", epochs}};
+    if (mb)
+      j.update({{"cache_mb", mb->cache_mb},
+                {"cache_policy", runtime::to_string(mb->cache_policy)},
                 {"cache_hit_rate", r.cache_hit_rate},
                 {"feature_bytes_per_epoch", r.feature_bytes_per_epoch}});
-    if (parted) {
+    if (m_parted) {
       // The rank 0 part's sizes above; the partition's split is the one it was written with.
-      j["partitions"] = o.partitions;
-      j["num_train"] = num_train;
-      j.erase("split");
+      j["num_train"] = m_num_train;
+    } else {
+      const std::vector<int> splits = datasets::hetero_splits(m_o.data.dataset);
+      j["split"] = m_split.value_or(splits.empty() ? 0 : splits.front());
     }
-    kernels::write_file_atomically(o.json, j.dump(2) + "\n");
+    return j;
   }
-  return 0;
+
+ private:
+  const TrainCommandOptions& m_o;
+  const kernels::Resources& m_res;
+  runtime::TrainConfig m_config;
+  std::string m_model;
+  int m_layers = 0, m_epochs = 0;
+  std::int64_t m_hidden = 0;
+  float m_dropout = 0;
+  double m_lr = 0, m_weight_decay = 0;
+  std::optional<int> m_split;
+  runtime::HeteroShard m_shard;
+  bool m_parted = false;
+  std::int64_t m_num_train = 0;
+  std::unique_ptr<runtime::HeteroTrainRun> m_run;
+};
+
+bool given(const TrainCommandOptions& o, const char* flag) { return was_given(o, flag); }
+
+}  // namespace
+
+TaskRegistration hetero_classification_task() {
+  const std::string not_yet = "not available for this task yet";
+  return {
+      "heterogeneous-node-classification",
+      "heterogeneous datasets",
+      [](const TrainCommandOptions& o) { return is_hetero_run(o); },
+      {{"--save-model", [](const TrainCommandOptions& o) { return !o.save_model.empty(); },
+        "a heterogeneous model file is " + not_yet},
+       {"--features", [](const TrainCommandOptions& o) { return given(o, "--features"); },
+        "each node type brings its own features"},
+       {"--metrics-file, --metrics-port",
+        [](const TrainCommandOptions& o) { return !o.metrics.file.empty() || o.metrics.port >= 0; },
+        not_yet},
+       {"--profile", [](const TrainCommandOptions& o) { return o.profile; }, not_yet},
+       {"--prefetch",
+        [](const TrainCommandOptions& o) { return o.mode == "mini-batch" && o.mb.prefetch > 0; },
+        "heterogeneous mini-batches are prepared on the training thread"}},
+      [](const TrainCommandOptions& o) {
+        check_task(o);
+        if (given(o, "--model") && o.model != "rgcn" && o.model != "hgt")
+          throw UsageError("--model " + o.model + ": '" + o.data.dataset +
+                           "' is heterogeneous (a typed directory); use --model rgcn or hgt");
+        if (!o.partitions.empty() && given(o, "--split"))
+          throw UsageError(
+              "--split: a partition holds the split it was written with (halo partition "
+              "--split)");
+      },
+      [](const TrainCommandOptions& o, runtime::Comm& world, const kernels::Resources& res) {
+        return std::unique_ptr<TaskRun>(new HeteroRun(o, world, res));
+      }};
 }
 
 }  // namespace halo::cli

@@ -1,186 +1,160 @@
-// `halo train --task link`: the link-prediction task on a temporal dataset.
+// `halo train --task link`: the link-prediction task on a temporal dataset (EvolveGCN-O, GCRN),
+// its registration and its run.
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include <halo/datasets/registry.hpp>
-#include <halo/kernels/atomic_file.hpp>
 #include <halo/runtime/runtime.hpp>
 #include <halo/runtime/tasks/link/temporal_part.hpp>
 #include <halo/tools/halo/run_support.hpp>
-#include <halo/tools/halo/train_link.hpp>
+#include <halo/tools/halo/train_task.hpp>
 
 namespace halo::cli {
+namespace {
 
-int run_link_train(const TrainOptions& o, const std::string& json,
-                   const CheckpointOptions& checkpoint) {
-  check_task(o);
-  if (o.snapshots.num_snapshots > 0)
-    if (const std::string e =
-            runtime::link_split_problem(o.snapshots.num_snapshots, train_config(o).link);
+std::string format(const char* fmt, auto... args) {
+  char line[768];
+  std::snprintf(line, sizeof line, fmt, args...);
+  return line;
+}
+
+std::int64_t total(const std::vector<std::int64_t>& v) {
+  std::int64_t s = 0;
+  for (const std::int64_t x : v) s += x;
+  return s;
+}
+
+class LinkRun final : public TaskRun {
+ public:
+  LinkRun(const TrainCommandOptions& o, runtime::Comm& world, const kernels::Resources& res)
+      : m_o(o), m_res(res), m_config(train_config(o)) {
+    const datasets::TemporalGraph g = datasets::load_temporal_dataset(
+        o.data.dataset, datasets::parse_temporal_layout(o.data.columns));
+    // Training predicts later snapshots' events from earlier ones: a file with fewer than two
+    // distinct times has nothing to learn from (said here, naming the file, rather than as
+    // "no training step" after the snapshots are cut).
+    if (g.num_events() == 0 || g.time.front() == g.time.back())
+      throw IoError(datasets::temporal_events_file(o.data.dataset)->string() + ": " +
+                    std::to_string(g.num_events()) + " event" + (g.num_events() == 1 ? "" : "s") +
+                    (g.num_events() > 1 ? ", all at one time" : "") +
+                    "; link prediction needs events at several times (its snapshots predict "
+                    "later events from earlier ones)");
+    // Each step's own events by default (EvolveGCN's adj_mat_time_window 1), not the
+    // cumulative graph.
+    m_snapshots = o.snapshots;
+    if (!was_given(o, "--window-snapshots")) m_snapshots.window_snapshots = 1;
+    // One process, or this rank's part of every snapshot under the series' owners.
+    const double train_fraction = m_config.link.train_fraction;
+    m_shard = o.partitions.empty()
+                  ? runtime::local_temporal_shard(res, g, m_snapshots, train_fraction)
+                  : runtime::distributed_temporal_shard(
+                        res, g, m_snapshots,
+                        runtime::read_snapshot_owners(o.partitions, g.num_nodes(),
+                                                      datasets::snapshot_boundaries(g, m_snapshots),
+                                                      world.size()),
+                        world, train_fraction);
+    if (const std::string e = runtime::link_split_problem(m_shard.num_steps(), m_config.link);
         !e.empty())
       throw UsageError(e);
-  // The ranks the launcher started: one per part of the snapshot partition series.
-  const std::unique_ptr<runtime::Comm> world = world_comm(o.partitions, "train --task link");
-  const int rank = world->rank();
-  prepare_checkpoints(checkpoint, rank);
-  check_output(json, "--json");
-  check_output_directory(checkpoint.dir, "--checkpoint-dir");
-  if (!datasets::temporal_events_file(o.data.dataset))
-    throw UsageError("--task link: '" + o.data.dataset +
-                     "' is not a temporal dataset (a directory holding events.tsv or events.csv)");
-  runtime::TrainConfig config = train_config(o);
-  config.checkpoint = checkpoint_config(checkpoint);
-  const kernels::Resources res = make_resources("cpu", o.threads, world->size());
-  const datasets::TemporalGraph g = datasets::load_temporal_dataset(
-      o.data.dataset, datasets::parse_temporal_layout(o.data.columns));
-  // Training predicts later snapshots' events from earlier ones: a file with fewer than two
-  // distinct times has nothing to learn from (said here, naming the file, rather than as
-  // "no training step" after the snapshots are cut).
-  if (g.num_events() == 0 || g.time.front() == g.time.back())
-    throw IoError(datasets::temporal_events_file(o.data.dataset)->string() + ": " +
-                  std::to_string(g.num_events()) + " event" + (g.num_events() == 1 ? "" : "s") +
-                  (g.num_events() > 1 ? ", all at one time" : "") +
-                  "; link prediction needs events at several times (its snapshots predict "
-                  "later events from earlier ones)");
-  // Each step's own events by default (EvolveGCN's adj_mat_time_window 1), not the cumulative
-  // graph.
-  datasets::SnapshotConfig snapshots = o.snapshots;
-  if (!was_given(o, "--window-snapshots")) snapshots.window_snapshots = 1;
-  // One process, or this rank's part of every snapshot under the series' owners.
-  runtime::TemporalShard shard =
-      o.partitions.empty()
-          ? runtime::local_temporal_shard(res, g, snapshots, config.link.train_fraction)
-          : runtime::distributed_temporal_shard(
-                res, g, snapshots,
-                runtime::read_snapshot_owners(o.partitions, g.num_nodes(),
-                                              datasets::snapshot_boundaries(g, snapshots),
-                                              world->size()),
-                *world, config.link.train_fraction);
-  if (const std::string e = runtime::link_split_problem(shard.num_steps(), config.link); !e.empty())
-    throw UsageError(e);
-  const runtime::LinkSplit split = runtime::link_split(shard.num_steps(), config.link);
-  if (rank == 0)
-    std::fprintf(
-        stderr,
-        "halo train: %s (%lld nodes, %lld events, %lld snapshots, %lld degree features), "
-        "%s, link prediction: %lld / %lld / %lld train / val / test steps, window %d, "
-        "%d rank%s, %d thread%s\n",
-        shard.dataset.c_str(), static_cast<long long>(shard.num_nodes),
-        static_cast<long long>(shard.num_events), static_cast<long long>(shard.num_steps()),
-        static_cast<long long>(shard.num_features), nn::to_string(config.link.model.kind).c_str(),
-        static_cast<long long>(split.train_end),
-        static_cast<long long>(split.val_end - split.train_end),
-        static_cast<long long>(split.test_end - split.val_end), config.link.window, world->size(),
-        world->size() == 1 ? "" : "s", res.cpu_exec().num_threads,
-        res.cpu_exec().num_threads == 1 ? "" : "s");
-  // What moving the snapshots to the ranks cost, summed over the ranks: per snapshot the
-  // deltas (or rows sent whole) and the migrated rows, against resending it; and the halo's
-  // degrees (the GCN normalisation needs them either way).
-  const auto steps = static_cast<std::size_t>(shard.num_steps());
-  std::vector<std::int64_t> moved(steps, 0), resend(steps, 0), delta(steps, 0), migration(steps, 0),
-      degrees(steps, 0);
-  if (shard.distributed()) {
-    for (std::size_t t = 0; t < steps; ++t) {
-      delta[t] = shard.traffic[t].delta_bytes;
-      migration[t] = shard.traffic[t].migration_bytes;
-      degrees[t] = shard.degree_bytes[t];
-      resend[t] = shard.traffic[t].resend_bytes;
+    m_split = runtime::link_split(m_shard.num_steps(), m_config.link);
+    // What moving the snapshots to the ranks cost, summed over the ranks: per snapshot the
+    // deltas (or rows sent whole) and the migrated rows, against resending it; and the halo's
+    // degrees (the GCN normalisation needs them either way).
+    const auto steps = static_cast<std::size_t>(m_shard.num_steps());
+    m_moved.assign(steps, 0), m_resend.assign(steps, 0), m_delta.assign(steps, 0);
+    m_migration.assign(steps, 0), m_degrees.assign(steps, 0);
+    if (m_shard.distributed()) {
+      for (std::size_t t = 0; t < steps; ++t) {
+        m_delta[t] = m_shard.traffic[t].delta_bytes;
+        m_migration[t] = m_shard.traffic[t].migration_bytes;
+        m_degrees[t] = m_shard.degree_bytes[t];
+        m_resend[t] = m_shard.traffic[t].resend_bytes;
+      }
+      for (auto* v : {&m_delta, &m_migration, &m_degrees, &m_resend})
+        world.allreduce(kernels::Span<std::int64_t>{v->data(), static_cast<std::int64_t>(steps)},
+                        runtime::ReduceOp::Sum);
+      for (std::size_t t = 0; t < steps; ++t) m_moved[t] = m_delta[t] + m_migration[t];
     }
-    for (auto* v : {&delta, &migration, &degrees, &resend})
-      world->allreduce(kernels::Span<std::int64_t>{v->data(), static_cast<std::int64_t>(steps)},
-                       runtime::ReduceOp::Sum);
-    for (std::size_t t = 0; t < steps; ++t) moved[t] = delta[t] + migration[t];
   }
-  const auto total = [](const std::vector<std::int64_t>& v) {
-    std::int64_t s = 0;
-    for (const std::int64_t x : v) s += x;
+  runtime::Comm& comm() override { return *m_shard.comm; }
+  runtime::TrainConfig& config() override { return m_config; }
+  std::string banner() const override {
+    const int ranks = m_shard.comm->size(), threads = m_res.cpu_exec().num_threads;
+    std::string s = format(
+        "halo train: %s (%lld nodes, %lld events, %lld snapshots, %lld degree features), %s, "
+        "link prediction: %lld / %lld / %lld train / val / test steps, window %d, %d rank%s, "
+        "%d thread%s\n",
+        m_shard.dataset.c_str(), static_cast<long long>(m_shard.num_nodes),
+        static_cast<long long>(m_shard.num_events), static_cast<long long>(m_shard.num_steps()),
+        static_cast<long long>(m_shard.num_features),
+        nn::to_string(m_config.link.model.kind).c_str(), static_cast<long long>(m_split.train_end),
+        static_cast<long long>(m_split.val_end - m_split.train_end),
+        static_cast<long long>(m_split.test_end - m_split.val_end), m_config.link.window, ranks,
+        ranks == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
+    if (m_shard.distributed())
+      s += format(
+          "halo train: snapshots moved to the ranks in %.1f KB (deltas %.1f, migrations %.1f) "
+          "against %.1f KB resending each snapshot; halo degrees %.1f KB\n",
+          static_cast<double>(total(m_moved)) / 1e3, static_cast<double>(total(m_delta)) / 1e3,
+          static_cast<double>(total(m_migration)) / 1e3, static_cast<double>(total(m_resend)) / 1e3,
+          static_cast<double>(total(m_degrees)) / 1e3);
     return s;
-  };
-  if (rank == 0 && shard.distributed())
-    std::fprintf(stderr,
-                 "halo train: snapshots moved to the ranks in %.1f KB (deltas %.1f, migrations "
-                 "%.1f) against %.1f KB resending each snapshot; halo degrees %.1f KB\n",
-                 static_cast<double>(total(moved)) / 1e3, static_cast<double>(total(delta)) / 1e3,
-                 static_cast<double>(total(migration)) / 1e3,
-                 static_cast<double>(total(resend)) / 1e3,
-                 static_cast<double>(total(degrees)) / 1e3);
-  const runtime::EpochCallback on_epoch = [rank](const runtime::EpochStats& s) {
-    if (rank == 0 && (s.epoch % 10 == 0 || s.epoch == s.epochs || s.epoch == 1))
-      std::fprintf(stderr, "epoch %4d/%d  loss %.4f  val MRR %.4f  MAP %.4f  %.2f s/epoch\n",
-                   s.epoch, s.epochs, s.train_loss, s.metrics.at("val_mrr"),
-                   s.metrics.at("val_map"), s.epoch_time_s);
-  };
-  const runtime::LinkTrainRun run = runtime::train(res, shard, config, on_epoch);
-  const runtime::TrainResult& r = run.result;
-  if (r.preempted) {  // the requeued run writes the results
-    if (rank == 0) report_preemption(r);
-    world->barrier();
-    return runtime::kExitPreempted;
   }
-  if (rank != 0) return 0;
-  std::printf(
-      "best epoch %d (by val %s): val MRR %.4f, MAP %.4f; test MRR %.4f, MAP %.4f, AUC %.4f; "
-      "median epoch %.3f s; trained in %.2f s\n",
-      r.best_epoch, runtime::to_string(config.link.select_by).c_str(), r.metrics.at("val_mrr"),
-      r.metrics.at("val_map"), r.metrics.at("test_mrr"), r.metrics.at("test_map"),
-      r.metrics.at("test_auc"), r.epoch_time_median_s, r.train_time_s);
-  if (!json.empty()) {
-    const runtime::LinkPredictionConfig& lc = config.link;
-    nlohmann::json j = {{"dataset", shard.dataset},
-                        {"task", "link"},
+  runtime::TrainResult train(const runtime::EpochCallback& on_epoch,
+                             const runtime::StepCallback& on_step) override {
+    m_run = std::make_unique<runtime::LinkTrainRun>(
+        runtime::train(m_res, m_shard, m_config, on_epoch, on_step));
+    return m_run->result;
+  }
+  std::vector<std::pair<std::string, std::string>> progress() const override {
+    return {{"val MRR", "val_mrr"}, {"val MAP", "val_map"}};
+  }
+  std::string summary(const runtime::TrainResult& r) const override {
+    const runtime::Metrics& m = r.metrics;
+    return format(
+        "best epoch %d (by val %s): val MRR %.4f, MAP %.4f; test MRR %.4f, MAP %.4f, AUC %.4f; "
+        "median epoch %.3f s; trained in %.2f s\n",
+        r.best_epoch, runtime::to_string(m_config.link.select_by).c_str(), m.at("val_mrr"),
+        m.at("val_map"), m.at("test_mrr"), m.at("test_map"), m.at("test_auc"),
+        r.epoch_time_median_s, r.train_time_s);
+  }
+  nlohmann::json json(const runtime::TrainResult& r) const override {
+    const runtime::LinkPredictionConfig& lc = m_config.link;
+    nlohmann::json j = {{"dataset", m_shard.dataset},
                         {"model", nn::to_string(lc.model.kind)},
-                        {"num_nodes", shard.num_nodes},
-                        {"num_events", shard.num_events},
-                        {"snapshots", shard.num_steps()},
-                        {"window_snapshots", snapshots.window_snapshots},
-                        {"input_features", shard.num_features},
-                        {"train_steps", split.train_end},
-                        {"val_steps", split.val_end - split.train_end},
-                        {"test_steps", split.test_end - split.val_end},
+                        {"num_nodes", m_shard.num_nodes},
+                        {"num_events", m_shard.num_events},
+                        {"snapshots", m_shard.num_steps()},
+                        {"window_snapshots", m_snapshots.window_snapshots},
+                        {"input_features", m_shard.num_features},
+                        {"train_steps", m_split.train_end},
+                        {"val_steps", m_split.val_end - m_split.train_end},
+                        {"test_steps", m_split.test_end - m_split.val_end},
                         {"window", lc.window},
                         {"negatives", lc.negatives},
                         {"positive_weight", lc.positive_weight},
                         {"negative_weight", lc.negative_weight},
                         {"hidden", lc.model.hidden},
                         {"scorer_hidden", lc.scorer_hidden},
-                        {"epochs", config.epochs},
-                        {"lr", config.lr},
-                        {"weight_decay", config.weight_decay},
-                        {"seed", config.seed},
-                        {"threads", res.cpu_exec().num_threads},
-                        {"select_by", runtime::to_string(lc.select_by)},
-                        {"best_epoch", r.best_epoch},
-                        {"val_mrr", json_number(r.metrics.at("val_mrr"))},
-                        {"val_map", json_number(r.metrics.at("val_map"))},
-                        {"test_mrr", json_number(r.metrics.at("test_mrr"))},
-                        {"test_map", json_number(r.metrics.at("test_map"))},
-                        {"test_auc", json_number(r.metrics.at("test_auc"))},
-                        {"final_train_loss", r.final_train_loss},
-                        {"epoch_time_median_s", r.epoch_time_median_s},
-                        {"preprocess_time_s", r.preprocess_time_s},
-                        {"train_time_s", r.train_time_s},
-                        {"peak_host_memory_bytes", runtime::peak_host_memory_bytes()},
-                        {"world_size", r.world_size}};
-    if (!checkpoint.dir.empty())
-      j.update({{"checkpoint", r.checkpoint},
-                {"resumed_from",
-                 r.resumed_from.empty() ? nlohmann::json() : nlohmann::json(r.resumed_from)},
-                {"preemption_checks", r.preemption_checks},
-                {"preemption_check_time_s", r.preemption_check_s}});
-    if (shard.distributed()) {
-      j["partitions"] = o.partitions;
-      j["snapshot_bytes"] = moved;
-      j["snapshot_delta_bytes"] = delta;
-      j["snapshot_migration_bytes"] = migration;
-      j["snapshot_degree_bytes"] = degrees;
-      j["snapshot_resend_bytes"] = resend;
-      j["snapshot_bytes_total"] = total(moved);
-      j["snapshot_resend_bytes_total"] = total(resend);
+                        {"epochs", m_config.epochs},
+                        {"lr", m_config.lr},
+                        {"weight_decay", m_config.weight_decay},
+                        {"select_by", runtime::to_string(lc.select_by)}};
+    if (m_shard.distributed()) {
+      j["snapshot_bytes"] = m_moved;
+      j["snapshot_delta_bytes"] = m_delta;
+      j["snapshot_migration_bytes"] = m_migration;
+      j["snapshot_degree_bytes"] = m_degrees;
+      j["snapshot_resend_bytes"] = m_resend;
+      j["snapshot_bytes_total"] = total(m_moved);
+      j["snapshot_resend_bytes_total"] = total(m_resend);
       j["exchange_bytes_per_epoch"] = r.exchange_bytes_per_epoch;
       j["embedding_bytes_per_epoch"] = r.feature_bytes_per_epoch;
       j["exchange_time_s"] = r.exchange_time_s;
       j["exchange_exposed_s"] = r.exchange_exposed_s;
-      j["allreduce_time_s"] = r.allreduce_time_s;
     }
     nlohmann::json history = nlohmann::json::array();
     for (const runtime::EpochStats& s : r.history)
@@ -190,9 +164,49 @@ int run_link_train(const TrainOptions& o, const std::string& json,
                          {"val_map", json_number(s.metrics.at("val_map"))},
                          {"epoch_time_s", s.epoch_time_s}});
     j["history"] = std::move(history);
-    kernels::write_file_atomically(json, j.dump(2) + "\n");
+    return j;
   }
-  return 0;
+
+ private:
+  const TrainCommandOptions& m_o;
+  const kernels::Resources& m_res;
+  runtime::TrainConfig m_config;
+  datasets::SnapshotConfig m_snapshots;
+  runtime::TemporalShard m_shard;
+  runtime::LinkSplit m_split;
+  std::vector<std::int64_t> m_moved, m_resend, m_delta, m_migration, m_degrees;
+  std::unique_ptr<runtime::LinkTrainRun> m_run;
+};
+
+}  // namespace
+
+TaskRegistration link_prediction_task() {
+  const std::string not_yet = "not available for this task yet";
+  return {
+      "link",
+      "--task link",
+      [](const TrainCommandOptions& o) { return o.task == "link"; },
+      {{"--save-model", [](const TrainCommandOptions& o) { return !o.save_model.empty(); },
+        "a link-prediction model file is " + not_yet},
+       {"--metrics-file, --metrics-port",
+        [](const TrainCommandOptions& o) { return !o.metrics.file.empty() || o.metrics.port >= 0; },
+        not_yet},
+       {"--profile", [](const TrainCommandOptions& o) { return o.profile; }, not_yet}},
+      [](const TrainCommandOptions& o) {
+        check_task(o);
+        if (o.snapshots.num_snapshots > 0)
+          if (const std::string e =
+                  runtime::link_split_problem(o.snapshots.num_snapshots, train_config(o).link);
+              !e.empty())
+            throw UsageError(e);
+        if (!datasets::temporal_events_file(o.data.dataset))
+          throw UsageError("--task link: '" + o.data.dataset +
+                           "' is not a temporal dataset (a directory holding events.tsv or "
+                           "events.csv)");
+      },
+      [](const TrainCommandOptions& o, runtime::Comm& world, const kernels::Resources& res) {
+        return std::unique_ptr<TaskRun>(new LinkRun(o, world, res));
+      }};
 }
 
 }  // namespace halo::cli

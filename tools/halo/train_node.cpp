@@ -1,0 +1,160 @@
+// `halo train`'s node classification (homogeneous datasets: GCN, GraphSAGE): its registration
+// and its run.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include <halo/runtime/runtime.hpp>
+#include <halo/tools/halo/metrics_options.hpp>
+#include <halo/tools/halo/run_support.hpp>
+#include <halo/tools/halo/train_task.hpp>
+
+namespace halo::cli {
+namespace {
+
+std::string device_name(const kernels::Resources& res) {
+  return res.device() == kernels::Device::Cuda ? "cuda:" + std::to_string(res.cuda_exec().device_id)
+                                               : std::string("cpu");
+}
+
+std::string format(const char* fmt, auto... args) {
+  char line[512];
+  std::snprintf(line, sizeof line, fmt, args...);
+  return line;
+}
+
+class NodeRun final : public TaskRun {
+ public:
+  NodeRun(const TrainCommandOptions& o, runtime::Comm& world, const kernels::Resources& res)
+      : m_o(o),
+        m_res(res),
+        m_config(train_config(o)),
+        m_shard(open_data(res, world, o.data, o.partitions)) {
+    if (m_shard.part.all_train.numel() == 0)
+      throw UsageError("dataset '" + m_shard.dataset +
+                       "' has no training nodes (its train split is empty): nothing to train on");
+  }
+  runtime::Comm& comm() override { return *m_shard.comm; }
+  runtime::TrainConfig& config() override { return m_config; }
+  std::string banner() const override {
+    const int ranks = m_shard.comm->size(), threads = m_res.cpu_exec().num_threads;
+    return format(
+        "halo train: %s (%lld nodes, %lld training edges, %lld features, %d classes), %s, %s, "
+        "%s, %d rank%s, %d thread%s\n",
+        m_shard.dataset.c_str(), static_cast<long long>(m_shard.part.book().num_nodes()),
+        static_cast<long long>(m_shard.part.training_edges),
+        static_cast<long long>(m_shard.num_features), m_shard.part.num_classes, m_o.model.c_str(),
+        m_o.mode.c_str(), device_name(m_res).c_str(), ranks, ranks > 1 ? "s" : "", threads,
+        threads > 1 ? "s" : "");
+  }
+  std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o,
+                                              const kernels::Resources& res) override {
+    return cli::start_metrics(o, m_shard, m_config, res);
+  }
+  runtime::TrainResult train(const runtime::EpochCallback& on_epoch,
+                             const runtime::StepCallback& on_step) override {
+    m_run = std::make_unique<runtime::TrainRun>(
+        runtime::train(m_res, m_shard, m_config, on_epoch, on_step));
+    return m_run->result;
+  }
+  std::vector<std::pair<std::string, std::string>> progress() const override {
+    return {{"train", "train_accuracy"}, {"val", "val_accuracy"}, {"test", "test_accuracy"}};
+  }
+  std::string summary(const runtime::TrainResult& r) const override {
+    std::string s = format(
+        "best epoch %d: val accuracy %.4f, test accuracy %.4f; median epoch %.3f ms; trained in "
+        "%.2f s\n",
+        r.best_epoch, r.metrics.at("val_accuracy"), r.metrics.at("test_accuracy"),
+        r.epoch_time_median_s * 1e3, r.train_time_s);
+    if (m_o.mode == "mini-batch") {
+      s += format("sampler: envelope %.1f MB allocated once, peak batch %.1f MB; ",
+                  static_cast<double>(r.sampler_envelope_bytes) / 1e6,
+                  static_cast<double>(r.sampler_peak_bytes) / 1e6);
+      if (r.world_size > 1)
+        s += format(
+            "remote rows: %.1f KB fetched per epoch, cache hit rate %.0f%%, %.3f ms not hidden\n",
+            static_cast<double>(r.feature_bytes_per_epoch) / 1e3, r.cache_hit_rate * 100,
+            r.batch_wait_s * 1e3);
+      else  // one process: every row is its own, nothing is fetched
+        s += format("batches waited %.3f ms for their inputs per epoch\n", r.batch_wait_s * 1e3);
+    } else if (r.world_size > 1) {
+      s += format(
+          "exchange: %.1f KB per epoch, %.3f ms per rank, %.0f%% hidden; all-reduce %.3f ms\n",
+          static_cast<double>(r.exchange_bytes_per_epoch) / 1e3, r.exchange_time_s * 1e3,
+          r.exchange_hidden_fraction * 100, r.allreduce_time_s * 1e3);
+    }
+    return s;
+  }
+  nlohmann::json json(const runtime::TrainResult& r) const override {
+    nlohmann::json j = {{"dataset", m_shard.dataset},
+                        {"num_nodes", m_shard.part.book().num_nodes()},
+                        {"num_edges", m_shard.num_edges},
+                        {"training_edges", m_shard.part.training_edges},
+                        {"model", m_o.model},
+                        {"mode", m_o.mode},
+                        {"epochs", m_o.epochs},
+                        {"layers", m_o.layers},
+                        {"hidden", m_o.hidden},
+                        {"dropout", m_o.dropout},
+                        {"lr", m_o.lr},
+                        {"weight_decay", m_o.weight_decay}};
+    if (m_o.mode == "mini-batch") {
+      const runtime::MiniBatchConfig& mb = m_o.mb;
+      j.update({{"batch_size", mb.batch_size},
+                {"fanouts", mb.fanouts},
+                {"replace", mb.replace},
+                {"prefetch", r.prefetch},
+                {"cache_mb", mb.cache_mb},
+                {"cache_policy", m_o.cache_policy},
+                {"batches_per_epoch", r.batches_per_epoch},
+                {"sampler_envelope_bytes", r.sampler_envelope_bytes},
+                {"sampler_peak_bytes", r.sampler_peak_bytes},
+                {"host_syncs_per_batch", r.host_syncs_per_batch},
+                {"sampling_bytes_per_epoch", r.sampling_bytes_per_epoch},
+                {"feature_bytes_per_epoch", r.feature_bytes_per_epoch},
+                {"cache_hit_rate", r.cache_hit_rate},
+                {"fetch_time_s", r.fetch_time_s},
+                {"batch_wait_s", r.batch_wait_s}});
+    } else {
+      j.update({{"overlap", !m_o.no_overlap},
+                {"exchange_bytes_per_epoch", r.exchange_bytes_per_epoch},
+                {"exchange_time_s", r.exchange_time_s},
+                {"exchange_exposed_s", r.exchange_exposed_s},
+                {"exchange_window_s", r.exchange_window_s},
+                {"compute_time_s", r.compute_time_s},
+                {"exchange_hidden_fraction", r.exchange_hidden_fraction}});
+    }
+    return j;
+  }
+  void save_model(const std::string& path, const runtime::TrainResult& r) override {
+    m_run->model.save(m_res, path,
+                      runtime::model_file_info(m_config, r, m_shard.dataset,
+                                               m_o.partitions.empty() ? m_o.data.features : ""));
+  }
+
+ private:
+  const TrainCommandOptions& m_o;
+  const kernels::Resources& m_res;
+  runtime::TrainConfig m_config;
+  runtime::Shard m_shard;
+  std::unique_ptr<runtime::TrainRun> m_run;
+};
+
+}  // namespace
+
+TaskRegistration node_classification_task() {
+  return {"node",
+          "node classification",
+          [](const TrainCommandOptions&) { return true; },  // the rest: homogeneous datasets
+          {},
+          [](const TrainCommandOptions& o) {
+            check_task(o);
+            check_homogeneous_run(o);
+          },
+          [](const TrainCommandOptions& o, runtime::Comm& world, const kernels::Resources& res) {
+            return std::unique_ptr<TaskRun>(new NodeRun(o, world, res));
+          }};
+}
+
+}  // namespace halo::cli
