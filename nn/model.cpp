@@ -260,6 +260,9 @@ template <class T>
 Model<T> load_model(const kernels::Resources& res, const std::filesystem::path& path,
                     ModelFileInfo* info) {
   const ModelFile file = read_model_file(path);
+  if (file.info.task != "node")
+    throw IoError(path.string() + ": a model of the " + file.info.task +
+                  " task, not a node classifier (halo predict reads it; halo embed does not)");
   ModelConfig c = file.info.config;
   try {
     Model<T> model(res, c, /*seed=*/0);

@@ -58,31 +58,47 @@ void write_model_file(const std::filesystem::path& path, const ModelFile& file) 
                  "model file: array '" + a.name + "' holds the wrong number of bytes");
     params.push_back({{"name", a.name}, {"rows", a.rows}, {"cols", a.cols}});
   }
-  std::vector<std::int64_t> widths = {c.in_features};
-  for (int l = 1; l <= c.num_layers; ++l)
-    widths.push_back(l == c.num_layers ? c.num_classes : c.hidden);
-  const nlohmann::json header = {
-      {"format", "halo-model"},
-      {"format_version", kModelFileVersion},
-      {"halo_version", HALO_VERSION},
-      {"model",
-       {{"kind", to_string(c.kind)},
-        {"layers", c.num_layers},
-        {"hidden", c.hidden},
-        {"widths", widths},
-        {"activation", "relu"},
-        {"normalization", c.kind == ModelKind::Gcn ? "symmetric" : "mean"},
-        {"dropout", c.dropout}}},
-      {"data",
-       {{"dataset", info.dataset},
-        {"num_features", c.in_features},
-        {"num_classes", c.num_classes}}},
-      {"preprocessing",
-       {{"normalize_features", info.normalize_features},
-        {"structural_features", info.structural_features}}},
-      {"training", nlohmann::json::parse(info.training.empty() ? "{}" : info.training)},
-      {"dtype", file.dtype},
-      {"parameters", params}};
+  nlohmann::json header;
+  if (info.task != "node") {
+    // Another task's model: its own description (kind, sizes, data, configuration).
+    header = {{"format", "halo-model"},
+              {"format_version", kModelFileVersion},
+              {"halo_version", HALO_VERSION},
+              {"task", info.task},
+              {"model", nlohmann::json::parse(info.task_model.empty() ? "{}" : info.task_model)},
+              {"data", {{"dataset", info.dataset}}},
+              {"preprocessing",
+               {{"normalize_features", info.normalize_features},
+                {"structural_features", info.structural_features}}},
+              {"training", nlohmann::json::parse(info.training.empty() ? "{}" : info.training)},
+              {"dtype", file.dtype},
+              {"parameters", params}};
+  } else {
+    std::vector<std::int64_t> widths = {c.in_features};
+    for (int l = 1; l <= c.num_layers; ++l)
+      widths.push_back(l == c.num_layers ? c.num_classes : c.hidden);
+    header = {{"format", "halo-model"},
+              {"format_version", kModelFileVersion},
+              {"halo_version", HALO_VERSION},
+              {"model",
+               {{"kind", to_string(c.kind)},
+                {"layers", c.num_layers},
+                {"hidden", c.hidden},
+                {"widths", widths},
+                {"activation", "relu"},
+                {"normalization", c.kind == ModelKind::Gcn ? "symmetric" : "mean"},
+                {"dropout", c.dropout}}},
+              {"data",
+               {{"dataset", info.dataset},
+                {"num_features", c.in_features},
+                {"num_classes", c.num_classes}}},
+              {"preprocessing",
+               {{"normalize_features", info.normalize_features},
+                {"structural_features", info.structural_features}}},
+              {"training", nlohmann::json::parse(info.training.empty() ? "{}" : info.training)},
+              {"dtype", file.dtype},
+              {"parameters", params}};
+  }
   const std::string text = header.dump();
   std::string out;
   out.append(kMagic, sizeof(kMagic));
@@ -120,13 +136,19 @@ ModelFile read_model_file(const std::filesystem::path& path) {
         nlohmann::json::parse(bytes.begin() + kPrefix,
                               bytes.begin() + static_cast<std::ptrdiff_t>(kPrefix + header_bytes));
     const auto& m = h.at("model");
-    ModelConfig& c = file.info.config;
-    c.kind = parse_model_kind(m.at("kind").get<std::string>());
-    c.num_layers = m.at("layers").get<int>();
-    c.hidden = m.at("hidden").get<std::int64_t>();
-    c.dropout = m.at("dropout").get<float>();
-    c.in_features = h.at("data").at("num_features").get<std::int64_t>();
-    c.num_classes = h.at("data").at("num_classes").get<std::int64_t>();
+    file.info.task = h.value("task", std::string("node"));
+    if (file.info.task == "node") {
+      ModelConfig& c = file.info.config;
+      c.kind = parse_model_kind(m.at("kind").get<std::string>());
+      c.num_layers = m.at("layers").get<int>();
+      c.hidden = m.at("hidden").get<std::int64_t>();
+      c.dropout = m.at("dropout").get<float>();
+      c.in_features = h.at("data").at("num_features").get<std::int64_t>();
+      c.num_classes = h.at("data").at("num_classes").get<std::int64_t>();
+    } else {
+      if (!m.is_object()) throw std::runtime_error("\"model\" is not an object");
+      file.info.task_model = m.dump();
+    }
     file.info.dataset = h.at("data").at("dataset").get<std::string>();
     file.info.normalize_features = h.at("preprocessing").at("normalize_features").get<bool>();
     file.info.structural_features =

@@ -44,6 +44,12 @@ inline constexpr std::uint64_t kInputDropoutLayer = 0;
 /// What a model file (nn/model_file.hpp, docs/formats.md) says about its model besides the
 /// parameters: enough to rebuild it and to feed it data prepared as in training.
 struct ModelFileInfo {
+  /// The task whose model this is: "node" (node classification: `config` describes it), or
+  /// another task ("heterogeneous-node-classification", "link"), whose model, data and
+  /// configuration `task_model` describes (one JSON object as text, the task's own reading;
+  /// `config` is then unused).
+  std::string task = "node";
+  std::string task_model;
   /// The architecture: kind, layers, widths, dropout, input features, classes.
   ModelConfig config;
   /// The dataset trained on (its name; informational).

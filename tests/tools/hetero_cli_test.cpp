@@ -120,11 +120,10 @@ TEST_F(HeteroCli, UsageErrors) {
            "train --fanouts nosuchrel=5:5" + d, "train --fanouts buys=x:5" + d,
            "train --fanouts nosuchrel=5,*=3:5" + d, "train --model hgt --heads 3" + d,
            "calibrate --rmat-scale 8 --large-rmat-scale 8",
-           "train --mode mini-batch --prefetch 2" + d, "train --save-model m.bin" + d,
-           "train --profile" + d, "train --metrics-file m.prom" + d,
-           "train --split 4 --dataset synthetic", "train --model rgcn --dataset synthetic",
-           "train --num-bases 2 --dataset synthetic", "plan" + d,
-           "plan --featureless zero --dataset synthetic"}) {
+           "train --mode mini-batch --prefetch 2" + d, "train --profile" + d,
+           "train --metrics-file m.prom" + d, "train --split 4 --dataset synthetic",
+           "train --model rgcn --dataset synthetic", "train --num-bases 2 --dataset synthetic",
+           "plan" + d, "plan --featureless zero --dataset synthetic"}) {
     const Outcome r = run(args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
@@ -166,6 +165,49 @@ TEST_F(HeteroCli, ResumedRunEqualsTheUninterruptedOne) {
   r = run(base + " --epochs 8 --model hgt --checkpoint-dir " + ck + " --resume auto");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("model.kind is rgcn, this run's is hgt"), std::string::npos) << r.err;
+}
+
+// A saved heterogeneous model (R-GCN and HGT, learnable embeddings of the featureless types)
+// predicts with nothing more than the model file and the dataset: `halo predict`'s scores are the
+// trained run's test accuracy and Macro-F1 exactly, and its probabilities' arg-max scores the
+// split as they say. Then heco_acm (R-GCN, the must-show case of issue 46).
+TEST_F(HeteroCli, SavedModelPredictsTheTrainedScores) {
+  struct Case {
+    std::string data, flags;
+  };
+  const std::string acm = (halo::testing::datasets_dir() / "heco_acm").string();
+  for (const Case& c :
+       {Case{m_data.string(), " --split 4 --hidden 8 --featureless embedding --epochs 6"},
+        Case{m_data.string(), " --split 4 --model hgt --heads 2 --hidden 8 --epochs 4"},
+        Case{acm, " --model rgcn --hidden 16 --epochs 3"}}) {
+    SCOPED_TRACE(c.flags);
+    const fs::path model = m_temp.path() / "m.halo", train = m_temp.path() / "train.json",
+                   predict = m_temp.path() / "predict.json", out = m_temp.path() / "p.npy";
+    Outcome r = run("train --dataset " + c.data + c.flags + " --seed 2 --save-model " +
+                    model.string() + " --json " + train.string());
+    ASSERT_EQ(r.code, 0) << r.err;
+    r = run("predict --model " + model.string() + " --dataset " + c.data + " --out " +
+            out.string() + " --json " + predict.string());
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto t = nlohmann::json::parse(halo::testing::read_file(train));
+    const auto p = nlohmann::json::parse(halo::testing::read_file(predict));
+    for (const char* key :
+         {"test_accuracy", "test_macro_f1", "test_micro_f1", "val_accuracy", "val_macro_f1"})
+      EXPECT_EQ(p.at(key), t.at(key)) << key;
+    EXPECT_EQ(p.at("accuracy"), t.at("test_accuracy"));  // the test split's arg-max
+    EXPECT_EQ(p.at("task"), "heterogeneous-node-classification");
+    EXPECT_GT(fs::file_size(out), 0u);
+  }
+  // A model of another task than node classification is not embedded; a dataset without the
+  // model's split is refused in one line.
+  const fs::path model = m_temp.path() / "m.halo";
+  Outcome r =
+      run("embed --model " + model.string() + " --dataset " + acm + " --layer 1 --out e.npy");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("heterogeneous-node-classification task"), std::string::npos) << r.err;
+  r = run("predict --model " + model.string() + " --dataset " + m_data.string() + " --out p.npy");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
 }
 
 TEST_F(HeteroCli, MalformedFileNamesFileAndLine) {

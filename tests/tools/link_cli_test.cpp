@@ -173,4 +173,28 @@ TEST_F(LinkCli, CheckpointThenResumeEqualsTheUninterruptedRun) {
   EXPECT_NE(r.err.find("link.window"), std::string::npos) << r.err;
 }
 
+// A saved link-prediction model predicts with nothing more than the file and the events: the
+// snapshots, window and split come from the model; `halo predict` gives the trained run's test
+// MRR, MAP and AUC exactly, and one row per test step (step, MRR, MAP, AUC) in --out.
+TEST_F(LinkCli, SavedModelPredictsTheTrainedTestMetrics) {
+  const fs::path model = m_dir / "m.halo", train = m_dir / "t.json", predict = m_dir / "p.json";
+  Outcome r = run("train --dataset " + fixture() +
+                  " --task link --model evolvegcn-o --snapshots 14 --window 3 --hidden 4 "
+                  "--negatives 2 --epochs 3 --threads 1 --save-model " +
+                  model.string() + " --json " + train.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run("predict --model " + model.string() + " --dataset " + fixture() + " --out " +
+          (m_dir / "steps.npy").string() + " --json " + predict.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto t = nlohmann::json::parse(halo::testing::read_file(train));
+  const auto p = nlohmann::json::parse(halo::testing::read_file(predict));
+  for (const char* key : {"test_mrr", "test_map", "test_auc", "val_mrr", "val_map"})
+    EXPECT_EQ(p.at(key), t.at(key)) << key;
+  EXPECT_EQ(p.at("test_steps"), t.at("test_steps"));
+  // Flags that mean nothing for it are usage errors.
+  r = run("predict --model " + model.string() + " --dataset " + fixture() +
+          " --labels --out x.npy");
+  EXPECT_EQ(r.code, 2) << r.err;
+}
+
 }  // namespace

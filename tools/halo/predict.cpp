@@ -9,9 +9,13 @@
 #include <string>
 #include <vector>
 
+#include <halo/datasets/hetero.hpp>
 #include <halo/datasets/numpy.hpp>
+#include <halo/datasets/registry.hpp>
+#include <halo/datasets/temporal.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/nn/model.hpp>
+#include <halo/nn/model_file.hpp>
 #include <halo/runtime/data/inference.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/model_data.hpp>
@@ -86,7 +90,161 @@ runtime::GatheredNodes predicted_rows(ModelData& md, const PredictOptions& o,
   return runtime::gather_nodes(md.shard, r.local, r.rows, r.cols);
 }
 
+/// The npy array of rows x cols values of `v` (float32 or float64).
+template <class T>
+datasets::NpyArray npy_of(const std::vector<T>& v, std::int64_t rows, std::int64_t cols) {
+  datasets::NpyArray a;
+  a.dtype = sizeof(T) == 8 ? "<f8" : "<f4";
+  a.shape = {rows, cols};
+  a.bytes.assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  return a;
+}
+
+/// UsageError for a flag a model of `task` does not take.
+void refuse_for(bool given, const char* flag, const std::string& task, const char* why) {
+  if (given)
+    throw UsageError(std::string(flag) + ": not supported for a " + task + " model (" + why + ")");
+}
+
+/// A model of the heterogeneous task: the dataset (its typed directory or registered name, the
+/// model's split), the task's evaluation (the training run's scores), and the probabilities or
+/// labels of the target type's nodes of --split.
+int run_hetero_predict(const PredictOptions& o) {
+  const std::string task = "heterogeneous";
+  refuse_for(!o.nodes.empty(), "--nodes", task, "choose the target nodes by --split");
+  refuse_for(!o.mb.fanouts.empty(), "--fanouts", task, "it predicts on the full graph");
+  refuse_for(!o.in.partitions.empty(), "--partitions", task, "one process");
+  refuse_for(!o.in.data.features.empty(), "--features", task, "each type has its own");
+  check_output(o.out, "--out");
+  check_output(o.json, "--json");
+  const std::unique_ptr<runtime::Comm> world = world_comm("", "predict");
+  const kernels::Resources res = make_resources(o.in.device, o.in.threads, world->size());
+  runtime::HeteroModelFile file = runtime::load_hetero_model(res, o.in.model);
+  datasets::LoadOptions load;
+  load.offline = o.in.data.offline;
+  load.synthetic_mag = o.in.data.mag;
+  runtime::HeteroShard shard = runtime::local_hetero_shard(datasets::load_hetero_dataset(
+      runtime::host_resources(res), o.in.data.dataset, file.split, load));
+  runtime::check_hetero_schema(o.in.model, file.schema, runtime::hetero_schema(shard.graph));
+  const runtime::HeteroPrediction p = runtime::predict_hetero(res, shard, file.config, file.model);
+  const datasets::HeteroGraph& g = shard.graph;
+  std::vector<kernels::NodeId> rows;
+  const kernels::Resources host = runtime::host_resources(res);
+  if (o.split == "all") {
+    rows.resize(static_cast<std::size_t>(p.logits.rows()));
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<kernels::NodeId>(i);
+  } else {
+    const auto& idx = o.split == "train" ? g.train_idx : o.split == "val" ? g.val_idx : g.test_idx;
+    rows = idx.to_vector(host);
+  }
+  if (rows.empty()) throw UsageError("--split " + o.split + ": the split has no nodes");
+  const std::int64_t cols = p.logits.cols();
+  const std::vector<float> all = p.logits.to_vector(host);
+  const std::vector<std::int32_t> every_label = g.labels.to_vector(host);
+  std::vector<float> chosen(rows.size() * static_cast<std::size_t>(cols));
+  std::vector<std::int32_t> labels(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto r = static_cast<std::size_t>(rows[i]);
+    std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(r * static_cast<std::size_t>(cols)), cols,
+                chosen.begin() + static_cast<std::ptrdiff_t>(i * static_cast<std::size_t>(cols)));
+    labels[i] = r < every_label.size() ? every_label[r] : -1;
+  }
+  const std::vector<std::int32_t> predicted = runtime::argmax_rows(chosen, cols);
+  const runtime::Scores s = runtime::score(predicted, labels, g.num_classes);
+  if (o.labels) {
+    datasets::NpyArray a;
+    a.dtype = "<i8";
+    a.shape = {static_cast<std::int64_t>(rows.size())};
+    std::vector<std::int64_t> v(predicted.begin(), predicted.end());
+    a.bytes.assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(std::int64_t));
+    datasets::write_npy(o.out, a);
+  } else {
+    runtime::softmax_rows(chosen, cols);
+    datasets::write_npy(o.out, npy_of(chosen, static_cast<std::int64_t>(rows.size()), cols));
+  }
+  const auto& target = g.node_types[static_cast<std::size_t>(g.target_type)];
+  std::printf(
+      "predicted %zu '%s' nodes (split %s): accuracy %.4f, macro-F1 %.4f; test accuracy %.4f, "
+      "macro-F1 %.4f, micro-F1 %.4f\n",
+      rows.size(), target.name.c_str(), o.split.c_str(), s.accuracy, s.macro_f1,
+      p.metrics.at("test_accuracy"), p.metrics.at("test_macro_f1"), p.metrics.at("test_micro_f1"));
+  if (!o.json.empty()) {
+    nlohmann::json j = {{"model", o.in.model},
+                        {"task", "heterogeneous-node-classification"},
+                        {"dataset", g.name},
+                        {"world_size", 1},
+                        {"target_type", target.name},
+                        {"split", o.split},
+                        {"num_nodes", rows.size()},
+                        {"num_classes", g.num_classes},
+                        {"output", o.labels ? "labels" : "probabilities"},
+                        {"labelled", s.labelled},
+                        {"accuracy", json_number(s.accuracy)},
+                        {"macro_f1", json_number(s.macro_f1)}};
+    for (const auto& [name, value] : p.metrics) j[name] = json_number(value);
+    kernels::write_file_atomically(o.json, j.dump(2) + "\n");
+  }
+  return 0;
+}
+
+/// A model of the link task: the events (the model's columns), its snapshots and split, the
+/// task's test metrics, and per test step (step, MRR, MAP, AUC) as float64 rows in --out.
+int run_link_predict(const PredictOptions& o) {
+  const std::string task = "link-prediction";
+  refuse_for(!o.nodes.empty(), "--nodes", task, "it ranks the test steps' pairs");
+  refuse_for(!o.mb.fanouts.empty(), "--fanouts", task, "it encodes whole snapshots");
+  refuse_for(!o.in.partitions.empty(), "--partitions", task, "one process");
+  refuse_for(o.labels, "--labels", task, "it writes each test step's metrics");
+  refuse_for(o.split != "test", "--split", task, "it scores the test steps");
+  refuse_for(o.in.device != "cpu", "--device", task, "it runs on the CPU");
+  check_output(o.out, "--out");
+  check_output(o.json, "--json");
+  const std::unique_ptr<runtime::Comm> world = world_comm("", "predict");
+  const kernels::Resources res = make_resources("cpu", o.in.threads, world->size());
+  runtime::LinkModelFile file = runtime::load_link_model(res, o.in.model);
+  if (!datasets::temporal_events_file(o.in.data.dataset))
+    throw UsageError("--dataset: '" + o.in.data.dataset +
+                     "' is not a temporal dataset (a directory holding events.tsv or events.csv), "
+                     "which a link-prediction model needs");
+  const std::string columns = o.in.data.columns == "auto" ? file.columns : o.in.data.columns;
+  const datasets::TemporalGraph g =
+      datasets::load_temporal_dataset(o.in.data.dataset, datasets::parse_temporal_layout(columns));
+  runtime::TemporalShard shard =
+      runtime::local_temporal_shard(res, g, file.snapshots, file.config.link.train_fraction);
+  if (shard.num_features != file.config.link.model.in_features)
+    throw IoError(o.in.model + ": the model reads " +
+                  std::to_string(file.config.link.model.in_features) +
+                  " degree buckets, the dataset's snapshots give " +
+                  std::to_string(shard.num_features) + " (other events than it was trained on)");
+  if (const std::string e = runtime::link_split_problem(shard.num_steps(), file.config.link);
+      !e.empty())
+    throw IoError(o.in.model + ": " + e);
+  const runtime::LinkPredictionResult r =
+      runtime::predict_link(res, shard, file.config, file.model);
+  std::vector<double> table;
+  for (const auto& row : r.test_steps) table.insert(table.end(), row.begin(), row.end());
+  datasets::write_npy(o.out, npy_of(table, static_cast<std::int64_t>(r.test_steps.size()), 4));
+  std::printf("predicted %zu test steps: MRR %.4f, MAP %.4f, AUC %.4f\n", r.test_steps.size(),
+              r.metrics.at("test_mrr"), r.metrics.at("test_map"), r.metrics.at("test_auc"));
+  if (!o.json.empty()) {
+    nlohmann::json j = {{"model", o.in.model},
+                        {"task", "link"},
+                        {"dataset", shard.dataset},
+                        {"world_size", 1},
+                        {"snapshots", shard.num_steps()},
+                        {"test_steps", r.test_steps.size()},
+                        {"output", "test-step-metrics"}};
+    for (const auto& [name, value] : r.metrics) j[name] = json_number(value);
+    kernels::write_file_atomically(o.json, j.dump(2) + "\n");
+  }
+  return 0;
+}
+
 int run_predict(const PredictOptions& o) {
+  // A model of another task than node classification is applied by that task.
+  const std::string task = nn::read_model_file(o.in.model).info.task;
+  if (task == "heterogeneous-node-classification") return run_hetero_predict(o);
+  if (task == "link") return run_link_predict(o);
   ModelData md(o.in, "predict", {o.out, o.json}, {"--out", "--json"},
                [&](const nn::ModelConfig& c) {
                  if (!o.mb.fanouts.empty() && static_cast<int>(o.mb.fanouts.size()) != c.num_layers)

@@ -95,6 +95,12 @@ class HeteroRun final : public TaskRun {
   }
   runtime::Comm& comm() override { return *m_shard.comm; }
   runtime::TrainConfig& config() override { return m_config; }
+  /// The labelled split trained on (one process): --split, else the dataset's smallest.
+  int split() const {
+    if (m_split) return *m_split;
+    const std::vector<int> splits = datasets::hetero_splits(m_o.data.dataset);
+    return splits.empty() ? 0 : splits.front();
+  }
   std::string banner() const override {
     const datasets::HeteroGraph& g = m_shard.graph;
     const int ranks = m_shard.comm->size(), threads = m_res.cpu_exec().num_threads;
@@ -193,10 +199,12 @@ class HeteroRun final : public TaskRun {
       // The rank 0 part's sizes above; the partition's split is the one it was written with.
       j["num_train"] = m_num_train;
     } else {
-      const std::vector<int> splits = datasets::hetero_splits(m_o.data.dataset);
-      j["split"] = m_split.value_or(splits.empty() ? 0 : splits.front());
+      j["split"] = split();
     }
     return j;
+  }
+  void save_model(const std::string& path, const runtime::TrainResult& r) override {
+    runtime::save_hetero_model(m_res, path, m_run->model, m_config, m_shard, split(), r);
   }
 
  private:
@@ -225,8 +233,9 @@ TaskRegistration hetero_classification_task() {
       "heterogeneous-node-classification",
       "heterogeneous datasets",
       [](const TrainCommandOptions& o) { return is_hetero_run(o); },
-      {{"--save-model", [](const TrainCommandOptions& o) { return !o.save_model.empty(); },
-        "a heterogeneous model file is " + not_yet},
+      {{"--save-model with --partitions",
+        [](const TrainCommandOptions& o) { return !o.save_model.empty() && !o.partitions.empty(); },
+        "a partition's embedding rows are spread over its ranks; save a one-process run's model"},
        {"--features", [](const TrainCommandOptions& o) { return given(o, "--features"); },
         "each node type brings its own features"},
        {"--metrics-file, --metrics-port",

@@ -166,6 +166,9 @@ class LinkRun final : public TaskRun {
     j["history"] = std::move(history);
     return j;
   }
+  void save_model(const std::string& path, const runtime::TrainResult& r) override {
+    runtime::save_link_model(m_res, path, m_run->model, m_config, m_shard, m_o.data.columns, r);
+  }
 
  private:
   const TrainCommandOptions& m_o;
@@ -186,9 +189,7 @@ TaskRegistration link_prediction_task() {
       "link",
       "--task link",
       [](const TrainCommandOptions& o) { return o.task == "link"; },
-      {{"--save-model", [](const TrainCommandOptions& o) { return !o.save_model.empty(); },
-        "a link-prediction model file is " + not_yet},
-       {"--metrics-file, --metrics-port",
+      {{"--metrics-file, --metrics-port",
         [](const TrainCommandOptions& o) { return !o.metrics.file.empty() || o.metrics.port >= 0; },
         not_yet},
        {"--profile", [](const TrainCommandOptions& o) { return o.profile; }, not_yet}},

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -22,6 +23,7 @@
 #include <halo/runtime/detail/timing.hpp>
 #include <halo/runtime/engine/detail/task_support.hpp>
 #include <halo/runtime/tasks/hetero/hetero_classification.hpp>
+#include <halo/runtime/tasks/task_model_file.hpp>
 #include <halo/sampler/hetero_sampler.hpp>
 
 namespace halo::runtime {
@@ -79,6 +81,11 @@ class HeteroNodeClassification final : public Task {
   }
   std::int64_t batches_per_epoch() const override {
     return m_sampler ? epoch_batches(*m_config.mini_batch, m_num_train) : 1;
+  }
+  /// The target type's logits of the current parameters (no dropout), on the host.
+  Tensor<float> logits() {
+    const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
+    return m_model.forward(ctx, m_view, m_inputs).clone(host_resources(m_res));
   }
 
  private:
@@ -768,6 +775,130 @@ HeteroTrainRun train(const kernels::Resources& res, HeteroShard& shard, const Tr
                   config.checkpoint);
   run.result = trainer.run(on_epoch, on_step);
   return run;
+}
+
+HeteroPrediction predict_hetero(const kernels::Resources& res, HeteroShard& shard,
+                                const TrainConfig& config, nn::HeteroModel<float>& model) {
+  HeteroNodeClassification task(res, shard, config, model);
+  HeteroPrediction p{task.evaluate(), task.logits()};
+  return p;
+}
+
+// ---- model files ------------------------------------------------------------------------------
+
+namespace {
+
+const char* const kHeteroTask = "heterogeneous-node-classification";
+
+/// The parameters and embedding tables, in the order a model file holds them.
+std::vector<NamedTensor> hetero_tensors(nn::HeteroModel<float>& model) {
+  std::vector<NamedTensor> v = detail::parameter_state(model.parameters());
+  for (auto* e : model.embeddings()) v.push_back({"embedding/" + e->name(), &e->table()});
+  return v;
+}
+
+nlohmann::json schema_json(const nn::HeteroSchema& s) {
+  nlohmann::json types = nlohmann::json::array(), relations = nlohmann::json::array();
+  for (std::size_t t = 0; t < s.type_names.size(); ++t)
+    types.push_back(
+        {{"name", s.type_names[t]}, {"num_nodes", s.num_nodes[t]}, {"features", s.in_features[t]}});
+  for (std::size_t r = 0; r < s.relations.size(); ++r)
+    relations.push_back({{"name", s.relation_names[r]},
+                         {"src_type", s.relations[r].first},
+                         {"dst_type", s.relations[r].second}});
+  return {{"types", types},
+          {"relations", relations},
+          {"target_type", s.target_type},
+          {"num_classes", s.num_classes}};
+}
+
+nn::HeteroSchema schema_of(const nlohmann::json& j) {
+  nn::HeteroSchema s;
+  for (const auto& t : j.at("types")) {
+    s.type_names.push_back(t.at("name").get<std::string>());
+    s.num_nodes.push_back(t.at("num_nodes").get<std::int64_t>());
+    s.in_features.push_back(t.at("features").get<std::int64_t>());
+  }
+  for (const auto& r : j.at("relations")) {
+    s.relation_names.push_back(r.at("name").get<std::string>());
+    s.relations.emplace_back(r.at("src_type").get<std::int32_t>(),
+                             r.at("dst_type").get<std::int32_t>());
+  }
+  s.target_type = j.at("target_type").get<std::int32_t>();
+  s.num_classes = j.at("num_classes").get<std::int32_t>();
+  return s;
+}
+
+}  // namespace
+
+void save_hetero_model(const kernels::Resources& res, const std::filesystem::path& path,
+                       nn::HeteroModel<float>& model, const TrainConfig& config,
+                       const HeteroShard& shard, int split, const TrainResult& result) {
+  HALO_EXPECTS(!shard.layout.partitioned(),
+               "save_hetero_model: a partition's model is spread over its ranks (one process "
+               "only)");
+  const nn::HeteroModelConfig& h = config.hetero;
+  const nlohmann::json m = {{"kind", nn::to_string(h.kind)},
+                            {"layers", h.num_layers},
+                            {"hidden", h.hidden},
+                            {"dropout", h.dropout},
+                            {"num_bases", h.num_bases},
+                            {"heads", h.heads},
+                            {"featureless", nn::to_string(h.featureless)},
+                            {"seed", config.seed},
+                            {"split", split},
+                            {"schema", schema_json(hetero_schema(shard.graph))}};
+  nn::ModelFileInfo info;
+  info.task = kHeteroTask;
+  info.task_model = m.dump();
+  info.dataset = shard.dataset;
+  info.normalize_features = config.normalize_features;
+  info.training = training_record(config, result);
+  write_task_model(res, path, info, hetero_tensors(model));
+}
+
+HeteroModelFile load_hetero_model(const kernels::Resources& res,
+                                  const std::filesystem::path& path) {
+  const nn::ModelFile file = read_task_model(path, kHeteroTask);
+  TrainConfig config;
+  nn::HeteroSchema schema;
+  int split = 0;
+  try {
+    const nlohmann::json m = nlohmann::json::parse(file.info.task_model);
+    nn::HeteroModelConfig& h = config.hetero;
+    h.kind = nn::parse_hetero_layer_kind(m.at("kind").get<std::string>());
+    h.num_layers = m.at("layers").get<int>();
+    h.hidden = m.at("hidden").get<std::int64_t>();
+    h.dropout = m.at("dropout").get<float>();
+    h.num_bases = m.at("num_bases").get<int>();
+    h.heads = m.at("heads").get<int>();
+    h.featureless = nn::parse_featureless_input(m.at("featureless").get<std::string>());
+    config.seed = m.at("seed").get<std::uint64_t>();
+    config.model.num_layers = h.num_layers;
+    config.model.hidden = h.hidden;
+    config.model.dropout = h.dropout;
+    config.normalize_features = file.info.normalize_features;
+    split = m.at("split").get<int>();
+    schema = schema_of(m.at("schema"));
+  } catch (const std::exception& e) {
+    throw IoError(path.string() + ": the heterogeneous model's description is damaged (" +
+                  e.what() + ")");
+  }
+  HeteroModelFile out{nn::HeteroModel<float>(res, config.hetero, schema, config.seed), config,
+                      file.info.dataset, split, schema};
+  read_task_arrays(res, path, file, hetero_tensors(out.model));
+  return out;
+}
+
+void check_hetero_schema(const std::filesystem::path& path, const nn::HeteroSchema& model,
+                         const nn::HeteroSchema& data) {
+  const auto describe = [](const nn::HeteroSchema& s) { return schema_json(s).dump(); };
+  if (model.type_names != data.type_names || model.num_nodes != data.num_nodes ||
+      model.in_features != data.in_features || model.relations != data.relations ||
+      model.relation_names != data.relation_names || model.target_type != data.target_type ||
+      model.num_classes != data.num_classes)
+    throw IoError(path.string() + ": the model was built for other data (" + describe(model) +
+                  ") than the dataset's (" + describe(data) + ")");
 }
 
 }  // namespace halo::runtime

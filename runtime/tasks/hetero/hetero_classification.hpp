@@ -3,8 +3,10 @@
 // graph or sampled typed blocks, one process or one rank per part of a heterogeneous partition.
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <halo/datasets/hetero.hpp>
@@ -46,6 +48,43 @@ struct HeteroTrainRun {
 /// parameters and embeddings. Collective over shard.comm.
 HeteroTrainRun train(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
                      const EpochCallback& on_epoch = {}, const StepCallback& on_step = {});
+
+/// What a trained model gives on `shard` (one process): its scores (as evaluate() after an
+/// epoch: "test_accuracy", "test_macro_f1", ...) and the target type's logits, one row per node.
+struct HeteroPrediction {
+  Metrics metrics;
+  kernels::Tensor<float> logits;  // host
+};
+HeteroPrediction predict_hetero(const kernels::Resources& res, HeteroShard& shard,
+                                const TrainConfig& config, nn::HeteroModel<float>& model);
+
+/// Writes `model`, trained with `config` on `shard` (one process: a partition's embedding rows
+/// are spread over the ranks), to `path` as a model file of task
+/// "heterogeneous-node-classification": its architecture, the schema it was built for, the
+/// dataset and `split`, the preprocessing and `result`'s record; the parameters and embedding
+/// tables by name. halo::LogicError for a partition's shard.
+void save_hetero_model(const kernels::Resources& res, const std::filesystem::path& path,
+                       nn::HeteroModel<float>& model, const TrainConfig& config,
+                       const HeteroShard& shard, int split, const TrainResult& result);
+
+/// A saved heterogeneous model and what it needs to be applied again: the configuration it was
+/// trained with (the architecture, the seed, the preprocessing), its dataset and split.
+struct HeteroModelFile {
+  nn::HeteroModel<float> model;
+  TrainConfig config;
+  std::string dataset;
+  int split = 0;
+  nn::HeteroSchema schema;
+};
+
+/// Reads a model save_hetero_model wrote. halo::IoError naming `path` for another task's
+/// model, a damaged file or arrays that do not fit the architecture.
+HeteroModelFile load_hetero_model(const kernels::Resources& res, const std::filesystem::path& path);
+
+/// halo::IoError naming `path` unless `schema` (the data the model is applied to) is the one the
+/// model was built for: types, their node counts and feature widths, relations, target, classes.
+void check_hetero_schema(const std::filesystem::path& path, const nn::HeteroSchema& model,
+                         const nn::HeteroSchema& data);
 
 /// Per class c of `num_classes`: counts[3c] true positives, counts[3c + 1] false positives,
 /// counts[3c + 2] false negatives of the predictions `pred` (one class per row) over `rows`

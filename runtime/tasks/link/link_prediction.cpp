@@ -1,12 +1,14 @@
 // The Trainer's link-prediction task (EvolveGCN's set-up on temporal graphs), its data and its
 // ranking metrics.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <utility>
 
@@ -18,6 +20,7 @@
 #include <halo/runtime/detail/timing.hpp>
 #include <halo/runtime/engine/detail/task_support.hpp>
 #include <halo/runtime/tasks/link/link_prediction.hpp>
+#include <halo/runtime/tasks/task_model_file.hpp>
 
 namespace halo::runtime {
 
@@ -342,6 +345,15 @@ class LinkPrediction final : public Task {
     return m_split.train_end - m_split.train_begin;
   }
   void finish(TrainResult& result) override;
+  /// Per test step with pairs to predict: (step, MRR, MAP, AUC).
+  std::vector<std::array<double, 4>> test_steps() {
+    std::vector<std::array<double, 4>> v;
+    for (std::int64_t t = m_split.val_end; t < m_split.test_end; ++t) {
+      const StepMetrics m = score_step(t, true);
+      if (!std::isnan(m.mrr)) v.push_back({static_cast<double>(t), m.mrr, m.ap, m.auc});
+    }
+    return v;
+  }
 
  private:
   std::span<const nn::TemporalStep<float>> window(std::int64_t t) const {
@@ -783,6 +795,83 @@ LinkTrainRun train(const kernels::Resources& res, TemporalShard& shard, const Tr
                   config.checkpoint);
   run.result = trainer.run(on_epoch, on_step);
   return run;
+}
+
+LinkPredictionResult predict_link(const kernels::Resources& res, TemporalShard& shard,
+                                  const TrainConfig& config, LinkModel& model) {
+  LinkPrediction task(res, shard, config, model);
+  TrainResult r;
+  r.metrics = task.evaluate();
+  task.finish(r);
+  return {r.metrics, task.test_steps()};
+}
+
+// ---- model files ------------------------------------------------------------------------------
+
+void save_link_model(const kernels::Resources& res, const std::filesystem::path& path,
+                     LinkModel& model, const TrainConfig& config, const TemporalShard& shard,
+                     const std::string& columns, const TrainResult& result) {
+  const LinkPredictionConfig& c = config.link;
+  const nlohmann::json m = {{"kind", nn::to_string(c.model.kind)},
+                            {"in_features", model.encoder.config().in_features},
+                            {"hidden", c.model.hidden},
+                            {"scorer_hidden", c.scorer_hidden},
+                            {"window", c.window},
+                            {"train_fraction", c.train_fraction},
+                            {"val_fraction", c.val_fraction},
+                            {"negatives", c.negatives},
+                            {"positive_weight", c.positive_weight},
+                            {"negative_weight", c.negative_weight},
+                            {"select_by", to_string(c.select_by)},
+                            {"seed", config.seed},
+                            {"snapshots",
+                             {{"num_snapshots", shard.snapshots.num_snapshots},
+                              {"window_seconds", shard.snapshots.window_seconds},
+                              {"window_snapshots", shard.snapshots.window_snapshots}}},
+                            {"columns", columns}};
+  nn::ModelFileInfo info;
+  info.task = "link";
+  info.task_model = m.dump();
+  info.dataset = shard.dataset;
+  info.training = training_record(config, result);
+  write_task_model(res, path, info, detail::parameter_state(link_parameters(model)));
+}
+
+LinkModelFile load_link_model(const kernels::Resources& res, const std::filesystem::path& path) {
+  const nn::ModelFile file = read_task_model(path, "link");
+  TrainConfig config;
+  datasets::SnapshotConfig snapshots;
+  std::string columns;
+  try {
+    const nlohmann::json m = nlohmann::json::parse(file.info.task_model);
+    LinkPredictionConfig& c = config.link;
+    c.model.kind = nn::parse_temporal_kind(m.at("kind").get<std::string>());
+    c.model.in_features = m.at("in_features").get<std::int64_t>();
+    c.model.hidden = m.at("hidden").get<std::int64_t>();
+    c.scorer_hidden = m.at("scorer_hidden").get<std::int64_t>();
+    c.window = m.at("window").get<int>();
+    c.train_fraction = m.at("train_fraction").get<double>();
+    c.val_fraction = m.at("val_fraction").get<double>();
+    c.negatives = m.at("negatives").get<int>();
+    c.positive_weight = m.at("positive_weight").get<double>();
+    c.negative_weight = m.at("negative_weight").get<double>();
+    c.select_by = parse_link_select(m.at("select_by").get<std::string>());
+    config.seed = m.at("seed").get<std::uint64_t>();
+    const nlohmann::json& sn = m.at("snapshots");
+    snapshots.num_snapshots = sn.at("num_snapshots").get<std::int64_t>();
+    snapshots.window_seconds = sn.at("window_seconds").get<std::int64_t>();
+    snapshots.window_snapshots = sn.at("window_snapshots").get<std::int64_t>();
+    columns = m.at("columns").get<std::string>();
+  } catch (const std::exception& e) {
+    throw IoError(path.string() + ": the link model's description is damaged (" + e.what() + ")");
+  }
+  const nn::TemporalModelConfig& mc = config.link.model;
+  LinkModelFile out{
+      LinkModel{nn::TemporalModel<float>(res, mc, config.seed),
+                nn::PairScorer<float>(res, mc.hidden, config.link.scorer_hidden, config.seed)},
+      config, file.info.dataset, snapshots, columns};
+  read_task_arrays(res, path, file, detail::parameter_state(link_parameters(out.model)));
+  return out;
 }
 
 }  // namespace halo::runtime

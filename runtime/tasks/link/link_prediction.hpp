@@ -3,7 +3,9 @@
 // ranking metrics. The Trainer's LinkPrediction task (runtime/tasks/link/link_prediction.cpp)
 // trains on them.
 
+#include <array>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
@@ -142,6 +144,38 @@ struct LinkTrainRun {
 /// and trains it; the model keeps the kept epoch's parameters. Collective over shard.comm.
 LinkTrainRun train(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
                    const EpochCallback& on_epoch = {}, const StepCallback& on_step = {});
+
+/// What a trained model gives on `shard`: its scores (the validation MRR and MAP, the test MRR,
+/// MAP and AUC, as training reports them) and per test step with pairs to predict (step, MRR,
+/// MAP, AUC).
+struct LinkPredictionResult {
+  Metrics metrics;
+  std::vector<std::array<double, 4>> test_steps;
+};
+LinkPredictionResult predict_link(const kernels::Resources& res, TemporalShard& shard,
+                                  const TrainConfig& config, LinkModel& model);
+
+/// Writes `model`, trained with `config` on `shard`, to `path` as a model file of task "link":
+/// the encoder's kind and widths, the scorer's width, the task's configuration (window, split,
+/// negatives, class weights, selection), the snapshots and the events file's `columns`
+/// (datasets::parse_temporal_layout's text), the dataset's name and `result`'s record; the
+/// encoder's and scorer's parameters by name.
+void save_link_model(const kernels::Resources& res, const std::filesystem::path& path,
+                     LinkModel& model, const TrainConfig& config, const TemporalShard& shard,
+                     const std::string& columns, const TrainResult& result);
+
+/// A saved link-prediction model and what it needs to be applied again.
+struct LinkModelFile {
+  LinkModel model;
+  TrainConfig config;
+  std::string dataset;
+  datasets::SnapshotConfig snapshots;
+  std::string columns;
+};
+
+/// Reads a model save_link_model wrote. halo::IoError naming `path` for another task's model, a
+/// damaged file or arrays that do not fit the architecture.
+LinkModelFile load_link_model(const kernels::Resources& res, const std::filesystem::path& path);
 
 // ---- metrics (EvolveGCN's protocol, docs/dynamic.md) -------------------------------------------
 // Every candidate is a (score, positive) entry; a tie between scores is broken neither way:

@@ -19,6 +19,7 @@
 #include <halo/runtime/engine/checkpoint.hpp>
 #include <halo/runtime/engine/detail/task_support.hpp>
 #include <halo/runtime/tasks/node/node_classification.hpp>
+#include <halo/runtime/tasks/task_model_file.hpp>
 
 namespace halo::runtime {
 
@@ -353,22 +354,7 @@ nn::ModelFileInfo model_file_info(const TrainConfig& config, const TrainResult& 
   info.dataset = dataset;
   info.normalize_features = config.normalize_features;
   info.structural_features = structural_features;
-  const auto number = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
-  nlohmann::json t = {{"mode", config.mini_batch ? "mini-batch" : "full-graph"},
-                      {"epochs", config.epochs},
-                      {"lr", config.lr},
-                      {"weight_decay", config.weight_decay},
-                      {"seed", config.seed},
-                      {"optimizer", "adam"},
-                      {"world_size", result.world_size},
-                      {"best_epoch", result.best_epoch},
-                      {"final_train_loss", number(result.final_train_loss)}};
-  if (config.mini_batch)
-    t.update({{"batch_size", config.mini_batch->batch_size},
-              {"fanouts", config.mini_batch->fanouts},
-              {"replace", config.mini_batch->replace}});
-  for (const auto& [name, value] : result.metrics) t[name] = number(value);
-  info.training = t.dump();
+  info.training = training_record(config, result);
   return info;
 }
 
