@@ -218,8 +218,10 @@ void head_dot_backward(const Resources& res, ConstMatrixView<T> x, ConstMatrixVi
                    dout.cols == a.rows && da.rows == a.rows && da.cols == a.cols &&
                    (dx.data == nullptr || (dx.rows == x.rows && dx.cols == x.cols)),
                "head_dot_backward: shape mismatch");
-  if (dx.data != nullptr)
-    launch(res, dx.size(), detail::HeadDotInputGradBody<T>{dout, a, dx, accumulate_dx});
+  if (dx.data != nullptr) {
+    const detail::HeadDotInputGradBody<T> body{dout, a, dx, accumulate_dx};
+    launch_by_device(res, dx.rows, detail::HeadDotInputGradRowBody<T>{body}, dx.size(), body);
+  }
   // da is the diagonal blocks of dout^T x (H x H*d): one product, then the blocks.
   const MatrixView<T> g{
       static_cast<T*>(res.scratch(1, static_cast<std::size_t>(a.rows * x.cols) * sizeof(T))),

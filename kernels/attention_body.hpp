@@ -391,6 +391,28 @@ struct HeadDotInputGradBody {
   }
 };
 
+/// The CPU's decomposition of HeadDotInputGradBody: one index = one row of dx (no divisions
+/// per element; the row's columns vectorise).
+template <class T>
+struct HeadDotInputGradRowBody {
+  HeadDotInputGradBody<T> p;
+  HALO_HD void operator()(std::int64_t r) const {
+    const std::int64_t heads = p.a.rows, d = p.a.cols;
+    T* out = p.dx.row(r);
+    const T* g = p.dout.row(r);
+    for (std::int64_t h = 0; h < heads; ++h) {
+      const T gh = g[h];
+      const T* ah = p.a.row(h);
+      T* o = out + h * d;
+      if (p.accumulate) {
+        for (std::int64_t c = 0; c < d; ++c) o[c] += gh * ah[c];
+      } else {
+        for (std::int64_t c = 0; c < d; ++c) o[c] = gh * ah[c];
+      }
+    }
+  }
+};
+
 /// da(h, c) = g(h, h*d + c): the diagonal blocks of g = dout^T x (H x H*d), HeadDotBody's
 /// adjoint in a. One index = one element of da.
 template <class T>
