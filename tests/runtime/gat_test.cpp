@@ -21,6 +21,7 @@
 #include <halo/partition/partitioner.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/data/halo_exchange.hpp>
+#include <halo/runtime/data/inference.hpp>
 #include <halo/runtime/engine/trainer.hpp>
 
 #include "runtime/mpi_test_main.hpp"
@@ -220,6 +221,50 @@ TEST(GatMiniBatch, FullNeighbourhoodsInOneBatchEqualFullGraphTraining) {
                 1e-4 * full.history[e].train_loss)
         << "epoch " << e + 1;
   EXPECT_NEAR(test_accuracy(mini), test_accuracy(full), 0.002);
+}
+
+// ---- inference -------------------------------------------------------------------------------
+
+// A GAT model's evaluation pass (runtime::Inference, what the trainer's evaluation runs) on P
+// ranks gives one process's logits and hidden representations for every node; sampled
+// neighbourhoods that take every neighbour give the same logits.
+TEST(GatInference, FullGraphAndFullNeighbourhoodsEqualOneProcess) {
+  nn::ModelConfig mc = gat_config(0, 1).model;
+  mc.in_features = cora().num_features();
+  mc.num_classes = cora().num_classes;
+  nn::Model<float> model(res(), mc, /*seed=*/11);
+  Shard whole = local_shard(res(), halo::testing::copy_dataset(res(), cora()));
+  Inference one(res(), whole, nn::ModelKind::Gat, /*normalize_features=*/true);
+  const std::vector<float> hidden_one = one.run(model, 1).to_vector(res());
+  const std::vector<float> logits_one = one.run(model, 2).to_vector(res());
+  const std::int64_t h = model.width(1), c = model.width(2);
+  ASSERT_EQ(h, mc.heads * mc.hidden);
+  const SharedPartition shared(cora(), partition::Method::MetisKway, "inference");
+  Shard shard = open_shard(res(), comm(), shared.dir());
+  Inference inf(res(), shard, nn::ModelKind::Gat, true);
+  const std::vector<float> hidden = inf.run(model, 1).to_vector(res());
+  const std::vector<float> logits = inf.run(model, 2).to_vector(res());
+  const partition::Part& part = shard.part;
+  for (std::int64_t i = 0; i < part.num_owned(); ++i) {
+    const std::int64_t v = part.ids.to_original(i);
+    for (std::int64_t k = 0; k < h; ++k)
+      ASSERT_NEAR(hidden[i * h + k], hidden_one[v * h + k], 1e-5) << "node " << v;
+    for (std::int64_t k = 0; k < c; ++k)
+      ASSERT_NEAR(logits[i * c + k], logits_one[v * c + k], 1e-5) << "node " << v;
+  }
+  // Sampled: the test nodes, every neighbour.
+  const std::vector<NodeId> seeds = inf.split_nodes(Split::Test);
+  ASSERT_FALSE(seeds.empty());
+  const Inference::SampledRows sampled =
+      inf.run_sampled(model, seeds, test::batches(128, {-1, -1}), /*seed=*/3);
+  ASSERT_EQ(sampled.cols, c);
+  for (std::size_t j = 0; j < sampled.local.size(); ++j) {
+    const std::int64_t v = part.ids.to_original(sampled.local[j]);
+    for (std::int64_t k = 0; k < c; ++k)
+      ASSERT_NEAR(sampled.rows[j * static_cast<std::size_t>(c) + static_cast<std::size_t>(k)],
+                  logits_one[v * c + k], 1e-5)
+          << "node " << v;
+  }
 }
 
 // ---- accuracy (label `accuracy`: one process, an optimised build) ---------------------------
