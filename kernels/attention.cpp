@@ -8,6 +8,7 @@
 #include <halo/kernels/detail/instantiate.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/exec.hpp>
+#include <halo/kernels/gemm.hpp>
 #include <halo/kernels/reduce.hpp>
 
 namespace halo::kernels {
@@ -202,6 +203,98 @@ void sigmoid_gate_backward(const Resources& res, ConstSpan<T> gate, ConstSpan<T>
   column_sum(res, MatrixView<const T>{term.data, term.size, 1}, dgate);
 }
 
+template <class T>
+void head_dot(const Resources& res, ConstMatrixView<T> x, ConstMatrixView<T> a, MatrixView<T> out) {
+  HALO_EXPECTS(a.rows >= 1 && x.cols == a.rows * a.cols && out.rows == x.rows && out.cols == a.rows,
+               "head_dot: x must be n x (H*d), a H x d and out n x H");
+  launch(res, x.rows, detail::HeadDotBody<T>{x, a, out});
+}
+
+template <class T>
+void head_dot_backward(const Resources& res, ConstMatrixView<T> x, ConstMatrixView<T> a,
+                       ConstMatrixView<T> dout, MatrixView<T> dx, MatrixView<T> da,
+                       bool accumulate_dx) {
+  HALO_EXPECTS(a.rows >= 1 && x.cols == a.rows * a.cols && dout.rows == x.rows &&
+                   dout.cols == a.rows && da.rows == a.rows && da.cols == a.cols &&
+                   (dx.data == nullptr || (dx.rows == x.rows && dx.cols == x.cols)),
+               "head_dot_backward: shape mismatch");
+  if (dx.data != nullptr) {
+    const detail::HeadDotInputGradBody<T> body{dout, a, dx, accumulate_dx};
+    launch_by_device(res, dx.rows, detail::HeadDotInputGradRowBody<T>{body}, dx.size(), body);
+  }
+  // da is the diagonal blocks of dout^T x (H x H*d): one product, then the blocks.
+  const MatrixView<T> g{
+      static_cast<T*>(res.scratch(1, static_cast<std::size_t>(a.rows * x.cols) * sizeof(T))),
+      a.rows, x.cols};
+  if (x.rows == 0) {
+    zero(res, da);
+    return;
+  }
+  gemm(res, Trans::Yes, Trans::No, T(1), dout, x, T(0), g);
+  launch(res, da.size(), detail::HeadDiagonalBody<T>{g, da});
+}
+
+template <class Idx, class T>
+void gat_edge_scores(const Resources& res, CsrView<Idx, T> g, ConstMatrixView<T> s_dst,
+                     ConstMatrixView<T> s_src, T slope, MatrixView<T> score, MatrixView<T> alpha) {
+  const std::int64_t heads = score.cols;
+  expect_edges<Idx, T>(g, score, heads, "gat_edge_scores");
+  expect_edges<Idx, T>(g, alpha, heads, "gat_edge_scores");
+  HALO_EXPECTS(s_dst.rows == g.num_rows && s_dst.cols == heads && s_src.rows == g.num_cols &&
+                   s_src.cols == heads,
+               "gat_edge_scores: s_dst needs one row per destination, s_src one per source, "
+               "one column per head");
+  const detail::EdgeScoreBody<Idx, T> body{g, s_dst, s_src, slope, score, alpha, false};
+  launch_by_device(res, g.num_rows, body, g.num_rows * heads, with_per_head(body));
+}
+
+template <class Idx, class T>
+void gat_edge_scores_backward(const Resources& res, CsrView<Idx, T> g, ConstMatrixView<T> score,
+                              T slope, MatrixView<T> dscore, MatrixView<T> ds_dst,
+                              MatrixView<T> ds_src) {
+  const std::int64_t heads = score.cols;
+  expect_edges<Idx, T>(g, score, heads, "gat_edge_scores_backward");
+  expect_edges<Idx, T>(g, dscore, heads, "gat_edge_scores_backward");
+  HALO_EXPECTS(ds_dst.rows == g.num_rows && ds_dst.cols == heads && ds_src.rows == g.num_cols &&
+                   ds_src.cols == heads,
+               "gat_edge_scores_backward: shape mismatch");
+  const detail::EdgeScoreBackwardBody<Idx, T> body{g, score, slope, dscore, ds_dst, false};
+  launch_by_device(res, g.num_rows, body, g.num_rows * heads, with_per_head(body));
+  zero(res, ds_src);
+  launch_by_device(res, g.num_rows == 0 ? 0 : heads,
+                   detail::EdgeSourceSumHeadBody<Idx, T>{g, dscore, ds_src}, g.num_rows * heads,
+                   detail::EdgeSourceSumAtomicBody<Idx, T>{g, dscore, ds_src});
+}
+
+template <class Idx, class T>
+void edge_dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, T> g,
+                  ConstMatrixView<T> x, MatrixView<T> y) {
+  HALO_EXPECTS(p >= 0.f && p < 1.f, "edge_dropout: p must be in [0, 1)");
+  expect_edges<Idx, T>(g, x, x.cols, "edge_dropout");
+  HALO_EXPECTS(y.rows == x.rows && y.cols == x.cols, "edge_dropout: shape mismatch");
+  HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size >= g.num_cols,
+               "edge_dropout: row_ids must hold one id per column of the graph");
+  launch(
+      res, g.num_rows,
+      detail::EdgeDropoutBody<Idx, T>{g, detail::dropout_rng_key(key), detail::dropout_threshold(p),
+                                      key.row_offset, key.row_ids, dropout_scale<T>(p), x, y});
+}
+
+template <class T>
+void head_mean(const Resources& res, ConstMatrixView<T> x, MatrixView<T> y) {
+  HALO_EXPECTS(y.cols >= 1 && x.rows == y.rows && x.cols % y.cols == 0 && x.cols >= y.cols,
+               "head_mean: x must be n x (H*d) and y n x d");
+  launch(res, y.size(), detail::HeadMeanBody<T>{x, y, T(1) / static_cast<T>(x.cols / y.cols)});
+}
+
+template <class T>
+void head_mean_backward(const Resources& res, ConstMatrixView<T> dy, MatrixView<T> dx) {
+  HALO_EXPECTS(dy.cols >= 1 && dx.rows == dy.rows && dx.cols % dy.cols == 0 && dx.cols >= dy.cols,
+               "head_mean_backward: dy must be n x d and dx n x (H*d)");
+  launch(res, dx.size(),
+         detail::HeadMeanBackwardBody<T>{dy, dx, T(1) / static_cast<T>(dx.cols / dy.cols)});
+}
+
 #define HALO_INSTANTIATE(Idx, T)                                                                   \
   template void sddmm<Idx, T>(const Resources&, CsrView<Idx, T>, MatrixView<const T>,              \
                               MatrixView<const T>, MatrixView<T>);                                 \
@@ -220,7 +313,14 @@ void sigmoid_gate_backward(const Resources& res, ConstSpan<T> gate, ConstSpan<T>
       const Resources&, std::span<const SoftmaxSegments<Idx, T>>, MatrixView<T>, MatrixView<T>);   \
   template void segment_softmax_backward<Idx, T>(                                                  \
       const Resources&, std::span<const SoftmaxSegments<Idx, T>>,                                  \
-      std::span<const SoftmaxSegments<Idx, T>>, MatrixView<T>);
+      std::span<const SoftmaxSegments<Idx, T>>, MatrixView<T>);                                    \
+  template void gat_edge_scores<Idx, T>(const Resources&, CsrView<Idx, T>, MatrixView<const T>,    \
+                                        MatrixView<const T>, T, MatrixView<T>, MatrixView<T>);     \
+  template void gat_edge_scores_backward<Idx, T>(const Resources&, CsrView<Idx, T>,                \
+                                                 MatrixView<const T>, T, MatrixView<T>,            \
+                                                 MatrixView<T>, MatrixView<T>);                    \
+  template void edge_dropout<Idx, T>(const Resources&, const DropoutKey&, float, CsrView<Idx, T>,  \
+                                     MatrixView<const T>, MatrixView<T>);
 HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
 
@@ -233,7 +333,13 @@ HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
                                 Span<T>);                                                         \
   template void sigmoid_gate_backward<T>(const Resources&, Span<const T>, Span<const T>,          \
                                          Span<const T>, Span<const T>, Span<T>, Span<T>, Span<T>, \
-                                         bool);
+                                         bool);                                                   \
+  template void head_dot<T>(const Resources&, MatrixView<const T>, MatrixView<const T>,           \
+                            MatrixView<T>);                                                       \
+  template void head_dot_backward<T>(const Resources&, MatrixView<const T>, MatrixView<const T>,  \
+                                     MatrixView<const T>, MatrixView<T>, MatrixView<T>, bool);    \
+  template void head_mean<T>(const Resources&, MatrixView<const T>, MatrixView<T>);               \
+  template void head_mean_backward<T>(const Resources&, MatrixView<const T>, MatrixView<T>);
 HALO_FOR_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
 

@@ -11,6 +11,7 @@
 
 #include <span>
 
+#include <halo/kernels/elementwise_body.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/views.hpp>
 
@@ -108,5 +109,54 @@ template <class T>
 void sigmoid_gate_backward(const Resources& res, ConstSpan<T> gate, ConstSpan<T> y, ConstSpan<T> x,
                            ConstSpan<T> dout, Span<T> dy, Span<T> dx, Span<T> dgate,
                            bool accumulate_dx = false);
+
+// ---- GAT (Veličković et al., ICLR 2018) --------------------------------------------------------
+
+/// out(r, h) = <x(r, head h), a(h, :)>: x is n x (H*d), a is H x d, out n x H (the per-node
+/// attention scalars a_src^T z_j / a_dst^T z_i of every head).
+template <class T>
+void head_dot(const Resources& res, ConstMatrixView<T> x, ConstMatrixView<T> a, MatrixView<T> out);
+
+/// The backward of `head_dot` given dout (n x H): dx (+)= dL/dx (n x H*d; skipped when empty)
+/// and da = dL/da (H x d, overwritten: through a gemm and Resources scratch slot 1).
+template <class T>
+void head_dot_backward(const Resources& res, ConstMatrixView<T> x, ConstMatrixView<T> a,
+                       ConstMatrixView<T> dout, MatrixView<T> dx, MatrixView<T> da,
+                       bool accumulate_dx = false);
+
+/// GAT's edge scores: score(e, h) = LeakyReLU_slope(s_dst(r, h) + s_src(c, h)) for every edge
+/// e = (r, c) of g, written to `score` and to `alpha` (E x H each; alpha is then given to
+/// segment_softmax, which overwrites it, while `score` stays for the backward pass). s_dst is
+/// g.num_rows x H, s_src g.num_cols x H.
+template <class Idx, class T>
+void gat_edge_scores(const Resources& res, CsrView<Idx, T> g, ConstMatrixView<T> s_dst,
+                     ConstMatrixView<T> s_src, T slope, MatrixView<T> score, MatrixView<T> alpha);
+
+/// The backward of `gat_edge_scores` given dscore = dL/d(score), overwritten with dL/d(s_dst +
+/// s_src); ds_dst (g.num_rows x H) and ds_src (g.num_cols x H) are overwritten. `score` is the
+/// forward's (its sign picks LeakyReLU's slope). CUDA adds ds_src with atomics.
+template <class Idx, class T>
+void gat_edge_scores_backward(const Resources& res, CsrView<Idx, T> g, ConstMatrixView<T> score,
+                              T slope, MatrixView<T> dscore, MatrixView<T> ds_dst,
+                              MatrixView<T> ds_src);
+
+/// Inverted dropout of per-edge values (E x H, e.g. attention coefficients): y(e, h) = x(e, h) /
+/// (1 - p) where the mask keeps, else 0. The mask of edge (r -> c), head h, is a pure function
+/// of (key.seed, key.epoch, key.layer, the global ids of r and c, h), the ids by DropoutKey's
+/// rule applied to both ends: key.row_ids holds one id per *column* of g (the destinations are
+/// the first columns), or is empty (column c is node key.row_offset + c). So it needs no
+/// storage, every process and batch holding an edge drops it alike, and the backward pass is
+/// this same op applied to dL/dy. y may alias x.
+template <class Idx, class T>
+void edge_dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, T> g,
+                  ConstMatrixView<T> x, MatrixView<T> y);
+
+/// y(r, c) = (1 / H) sum_h x(r, h*d + c): the mean over H heads; x is n x (H*d), y n x d.
+template <class T>
+void head_mean(const Resources& res, ConstMatrixView<T> x, MatrixView<T> y);
+
+/// The backward of `head_mean`: dx(r, h*d + c) = dy(r, c) / H (overwritten).
+template <class T>
+void head_mean_backward(const Resources& res, ConstMatrixView<T> dy, MatrixView<T> dx);
 
 }  // namespace halo::kernels

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include <halo/kernels/elementwise_body.hpp>
 #include <halo/kernels/hd.hpp>
 #include <halo/kernels/hd_math.hpp>
 #include <halo/kernels/views.hpp>
@@ -349,6 +350,229 @@ struct SigmoidGateBackwardBody {
     term[i] = s * (T(1) - s) * g * (y[i] - x[i]);
     if (dx.size > 0) dx[i] = accumulate_dx ? dx[i] + (T(1) - s) * g : (T(1) - s) * g;
     dy[i] = s * g;
+  }
+};
+
+// ---- GAT (Veličković et al.): per-head scores from node scalars, LeakyReLU, edge dropout ----
+
+/// out(r, h) = sum_c x(r, h*d + c) * a(h, c) (d = a.cols): each head's part of row r against
+/// that head's vector. One index = one row.
+template <class T>
+struct HeadDotBody {
+  MatrixView<const T> x;
+  MatrixView<const T> a;
+  MatrixView<T> out;
+  HALO_HD void operator()(std::int64_t r) const {
+    const std::int64_t heads = a.rows, d = a.cols;
+    const T* xr = x.row(r);
+    for (std::int64_t h = 0; h < heads; ++h) {
+      const T* ah = a.row(h);
+      T acc = T(0);
+      for (std::int64_t c = 0; c < d; ++c) acc += xr[h * d + c] * ah[c];
+      out(r, h) = acc;
+    }
+  }
+};
+
+/// dx(r, h*d + c) (+)= dout(r, h) * a(h, c): HeadDotBody's adjoint in x. One index = one
+/// element of dx.
+template <class T>
+struct HeadDotInputGradBody {
+  MatrixView<const T> dout;
+  MatrixView<const T> a;
+  MatrixView<T> dx;
+  bool accumulate;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t r = k / dx.cols;
+    const std::int64_t j = k - r * dx.cols;
+    const std::int64_t h = j / a.cols;
+    const T v = dout(r, h) * a(h, j - h * a.cols);
+    dx.data[k] = accumulate ? dx.data[k] + v : v;
+  }
+};
+
+/// The CPU's decomposition of HeadDotInputGradBody: one index = one row of dx (no divisions
+/// per element; the row's columns vectorise).
+template <class T>
+struct HeadDotInputGradRowBody {
+  HeadDotInputGradBody<T> p;
+  HALO_HD void operator()(std::int64_t r) const {
+    const std::int64_t heads = p.a.rows, d = p.a.cols;
+    T* out = p.dx.row(r);
+    const T* g = p.dout.row(r);
+    for (std::int64_t h = 0; h < heads; ++h) {
+      const T gh = g[h];
+      const T* ah = p.a.row(h);
+      T* o = out + h * d;
+      if (p.accumulate) {
+        for (std::int64_t c = 0; c < d; ++c) o[c] += gh * ah[c];
+      } else {
+        for (std::int64_t c = 0; c < d; ++c) o[c] = gh * ah[c];
+      }
+    }
+  }
+};
+
+/// da(h, c) = g(h, h*d + c): the diagonal blocks of g = dout^T x (H x H*d), HeadDotBody's
+/// adjoint in a. One index = one element of da.
+template <class T>
+struct HeadDiagonalBody {
+  MatrixView<const T> g;
+  MatrixView<T> da;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t h = k / da.cols;
+    const std::int64_t c = k - h * da.cols;
+    da.data[k] = g(h, h * da.cols + c);
+  }
+};
+
+template <class T>
+HALO_HD inline T leaky_relu(T x, T slope) {
+  return x > T(0) ? x : slope * x;
+}
+
+/// GAT's edge scores: score(e, h) = LeakyReLU(s_dst(r, h) + s_src(col(e), h)) for the edges e of
+/// row r, written to `score` and to `alpha` (which the softmax then overwrites in place).
+/// Decomposed like the segment-softmax bodies (per_head: one index = one row and head).
+template <class Idx, class T>
+struct EdgeScoreBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> s_dst;
+  MatrixView<const T> s_src;
+  T slope;
+  MatrixView<T> score;
+  MatrixView<T> alpha;
+  bool per_head;
+  HALO_HD void operator()(std::int64_t k) const {
+    const SegmentRange s = segment_range(k, score.cols, per_head);
+    for (std::int64_t e = g.indptr[s.row]; e < g.indptr[s.row + 1]; ++e) {
+      const auto c = static_cast<std::int64_t>(g.indices[e]);
+      for (std::int64_t h = s.h0; h < s.h1; ++h) {
+        const T v = leaky_relu(s_dst(s.row, h) + s_src(c, h), slope);
+        score(e, h) = v;
+        alpha(e, h) = v;
+      }
+    }
+  }
+};
+
+/// EdgeScoreBody's adjoint up to the sources: dscore(e, h) *= LeakyReLU'(.) (1 where the score
+/// is positive, slope elsewhere; in place, giving d(s_dst + s_src)) and ds_dst(r, h) = the sum
+/// of those over the row's edges. Decomposed like EdgeScoreBody.
+template <class Idx, class T>
+struct EdgeScoreBackwardBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> score;
+  T slope;
+  MatrixView<T> dscore;
+  MatrixView<T> ds_dst;
+  bool per_head;
+  HALO_HD void operator()(std::int64_t k) const {
+    const SegmentRange s = segment_range(k, score.cols, per_head);
+    for (std::int64_t h = s.h0; h < s.h1; ++h) ds_dst(s.row, h) = T(0);
+    for (std::int64_t e = g.indptr[s.row]; e < g.indptr[s.row + 1]; ++e) {
+      for (std::int64_t h = s.h0; h < s.h1; ++h) {
+        const T d = score(e, h) > T(0) ? dscore(e, h) : slope * dscore(e, h);
+        dscore(e, h) = d;
+        ds_dst(s.row, h) += d;
+      }
+    }
+  }
+};
+
+/// ds_src(col(e), h) += draw(e, h) over every edge (ds_src zeroed beforehand). The CPU's
+/// decomposition: one index = one head, which walks all edges and owns its column of ds_src.
+template <class Idx, class T>
+struct EdgeSourceSumHeadBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> draw;
+  MatrixView<T> ds_src;
+  HALO_HD void operator()(std::int64_t h) const {
+    for (std::int64_t r = 0; r < g.num_rows; ++r)
+      for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e)
+        ds_src(static_cast<std::int64_t>(g.indices[e]), h) += draw(e, h);
+  }
+};
+
+/// The GPU's: one index = one (row, head), added with atomics.
+template <class Idx, class T>
+struct EdgeSourceSumAtomicBody {
+  CsrView<Idx, T> g;
+  MatrixView<const T> draw;
+  MatrixView<T> ds_src;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t heads = draw.cols;
+    const std::int64_t r = k / heads;
+    const std::int64_t h = k - r * heads;
+    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e)
+      atomic_add(&ds_src(static_cast<std::int64_t>(g.indices[e]), h), draw(e, h));
+  }
+};
+
+/// Whether the mask keeps edge (dst -> src), head h: keyed by the two endpoints' global ids, so
+/// that every process and every batch holding that edge draws the same.
+HALO_HD inline bool edge_dropout_keep(std::uint64_t rng_key, std::uint64_t threshold,
+                                      std::int64_t dst, std::int64_t src, std::int64_t h,
+                                      std::int64_t heads) {
+  const std::uint64_t index =
+      rng::mix(static_cast<std::uint64_t>(dst)) ^ static_cast<std::uint64_t>(src * heads + h);
+  return (rng::draw_keyed(rng_key, index) >> 40) >= threshold;
+}
+
+/// Inverted dropout of per-edge values: y(e, h) = x(e, h) * scale where edge_dropout_keep, else
+/// 0, the endpoints' global ids by dropout_row (destinations are the first sources). y may
+/// alias x. One index = one row.
+template <class Idx, class T>
+struct EdgeDropoutBody {
+  CsrView<Idx, T> g;
+  std::uint64_t rng_key;
+  std::uint64_t threshold;
+  std::int64_t row_offset;
+  Span<const NodeId> ids;
+  T scale;
+  MatrixView<const T> x;
+  MatrixView<T> y;
+  HALO_HD void operator()(std::int64_t r) const {
+    const std::int64_t heads = x.cols;
+    const std::int64_t dst = dropout_row(ids, row_offset, r);
+    for (std::int64_t e = g.indptr[r]; e < g.indptr[r + 1]; ++e) {
+      const std::int64_t src =
+          dropout_row(ids, row_offset, static_cast<std::int64_t>(g.indices[e]));
+      for (std::int64_t h = 0; h < heads; ++h)
+        y(e, h) =
+            edge_dropout_keep(rng_key, threshold, dst, src, h, heads) ? x(e, h) * scale : T(0);
+    }
+  }
+};
+
+/// y(r, c) = scale * sum_h x(r, h*d + c) (d = y.cols): the heads averaged with scale = 1 / H.
+/// One index = one element of y.
+template <class T>
+struct HeadMeanBody {
+  MatrixView<const T> x;
+  MatrixView<T> y;
+  T scale;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t d = y.cols;
+    const std::int64_t r = k / d;
+    const std::int64_t c = k - r * d;
+    const std::int64_t heads = x.cols / d;
+    T acc = T(0);
+    for (std::int64_t h = 0; h < heads; ++h) acc += x(r, h * d + c);
+    y.data[k] = scale * acc;
+  }
+};
+
+/// dx(r, h*d + c) = scale * dy(r, c): HeadMeanBody's adjoint. One index = one element of dx.
+template <class T>
+struct HeadMeanBackwardBody {
+  MatrixView<const T> dy;
+  MatrixView<T> dx;
+  T scale;
+  HALO_HD void operator()(std::int64_t k) const {
+    const std::int64_t r = k / dx.cols;
+    const std::int64_t j = k - r * dx.cols;
+    dx.data[k] = scale * dy(r, j % dy.cols);
   }
 };
 

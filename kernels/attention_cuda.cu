@@ -13,7 +13,11 @@
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SegmentSoftmaxExpBody<Idx, T>);         \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SegmentSoftmaxScaleBody<Idx, T>);       \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SegmentSoftmaxDotBody<Idx, T>);         \
-  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SegmentSoftmaxBackwardBody<Idx, T>);
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SegmentSoftmaxBackwardBody<Idx, T>);    \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::EdgeScoreBody<Idx, T>);                 \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::EdgeScoreBackwardBody<Idx, T>);         \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::EdgeSourceSumAtomicBody<Idx, T>);       \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::EdgeDropoutBody<Idx, T>);
 HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
 
@@ -21,6 +25,11 @@ HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::BlockDiagonalBody<T>);         \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::BlockDiagonalBackwardBody<T>); \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SigmoidGateBody<T>);           \
-  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SigmoidGateBackwardBody<T>);
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::SigmoidGateBackwardBody<T>);   \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::HeadDotBody<T>);               \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::HeadDotInputGradBody<T>);      \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::HeadDiagonalBody<T>);          \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::HeadMeanBody<T>);              \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::HeadMeanBackwardBody<T>);
 HALO_FOR_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE

@@ -52,6 +52,20 @@ void relu_backward(const Resources& res, ConstSpan<T> y, ConstSpan<T> dy, Span<T
 }
 
 template <class T>
+void elu(const Resources& res, ConstSpan<T> x, Span<T> y) {
+  HALO_EXPECTS(x.size == y.size, "elu: size mismatch");
+  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * y.size), 2.0 * y.size);
+  launch(res, y.size, detail::EluBody<T>{x, y});
+}
+
+template <class T>
+void elu_backward(const Resources& res, ConstSpan<T> x, ConstSpan<T> dy, Span<T> dx) {
+  HALO_EXPECTS(x.size == dy.size && dy.size == dx.size, "elu_backward: size mismatch");
+  const OpTimer timer(res, Op::Elementwise, bytes_of<T>(3 * dx.size), 2.0 * dx.size);
+  launch(res, dx.size, detail::EluBackwardBody<T>{x, dy, dx});
+}
+
+template <class T>
 void gelu(const Resources& res, ConstSpan<T> x, Span<T> y) {
   HALO_EXPECTS(x.size == y.size, "gelu: size mismatch");
   const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * y.size), 10.0 * y.size);
@@ -140,6 +154,8 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
   template void add_bias<T>(const Resources&, MatrixView<T>, Span<const T>);                       \
   template void relu<T>(const Resources&, Span<const T>, Span<T>);                                 \
   template void relu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>, T);      \
+  template void elu<T>(const Resources&, Span<const T>, Span<T>);                                  \
+  template void elu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>);          \
   template void gelu<T>(const Resources&, Span<const T>, Span<T>);                                 \
   template void gelu_backward<T>(const Resources&, Span<const T>, Span<const T>, Span<T>);         \
   template void dropout<T>(const Resources&, const DropoutKey&, float, MatrixView<const T>,        \

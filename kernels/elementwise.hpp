@@ -30,6 +30,14 @@ template <class T>
 void relu_backward(const Resources& res, ConstSpan<T> y, ConstSpan<T> dy, Span<T> dx,
                    T scale = T(1));
 
+/// y = elu(x) = x for x > 0, exp(x) - 1 otherwise (Clevert et al., alpha = 1). y may alias x.
+template <class T>
+void elu(const Resources& res, ConstSpan<T> x, Span<T> y);
+
+/// dx = elu'(x) * dy (1 for x > 0, exp(x) otherwise), given ELU's input x. dx may alias dy.
+template <class T>
+void elu_backward(const Resources& res, ConstSpan<T> x, ConstSpan<T> dy, Span<T> dx);
+
 /// y = gelu(x), the tanh approximation x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). y may
 /// alias x.
 template <class T>

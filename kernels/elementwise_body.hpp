@@ -1,5 +1,5 @@
 #pragma once
-// Single-source bodies of the element-wise ops: fill, axpy, bias, ReLU, GELU, dropout.
+// Single-source bodies of the element-wise ops: fill, axpy, bias, ReLU, ELU, GELU, dropout.
 
 #include <cmath>
 #include <cstdint>
@@ -97,6 +97,27 @@ struct ReluBackwardBody {  // dx = scale * dy where the output was positive
   Span<T> dx;
   T scale;
   HALO_HD void operator()(std::int64_t i) const { dx[i] = y[i] > T(0) ? dy[i] * scale : T(0); }
+};
+
+template <class T>
+struct EluBody {  // y = x for x > 0, exp(x) - 1 otherwise (alpha = 1); y may alias x
+  Span<const T> x;
+  Span<T> y;
+  HALO_HD void operator()(std::int64_t i) const {
+    const T v = x[i];
+    y[i] = v > T(0) ? v : hd::exp(v) - T(1);
+  }
+};
+
+template <class T>
+struct EluBackwardBody {  // dx = dy where x > 0, dy exp(x) otherwise, given ELU's input x
+  Span<const T> x;
+  Span<const T> dy;
+  Span<T> dx;
+  HALO_HD void operator()(std::int64_t i) const {
+    const T v = x[i];
+    dx[i] = v > T(0) ? dy[i] : dy[i] * hd::exp(v);
+  }
 };
 
 /// GELU with the tanh approximation (Hendrycks & Gimpel): y = x/2 (1 + tanh(u)),

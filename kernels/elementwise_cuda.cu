@@ -9,6 +9,8 @@
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::AddBiasElementsBody<T>);          \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::ReluBody<T>);                     \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::ReluBackwardBody<T>);             \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::EluBody<T>);                      \
+  HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::EluBackwardBody<T>);              \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::GeluBody<T>);                     \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::GeluBackwardBody<T>);             \
   HALO_INSTANTIATE_CUDA_LAUNCH(halo::kernels::detail::DropoutElementsBody<T>);          \

@@ -1,6 +1,7 @@
 #include <cstring>
 
 #include <halo/kernels/log.hpp>
+#include <halo/nn/gat.hpp>
 #include <halo/nn/layers.hpp>
 #include <halo/nn/model.hpp>
 
@@ -11,10 +12,21 @@ using kernels::Tensor;
 ModelKind parse_model_kind(const std::string& name) {
   if (name == "gcn") return ModelKind::Gcn;
   if (name == "sage") return ModelKind::Sage;
-  throw LogicError("unknown model '" + name + "' (expected gcn or sage)");
+  if (name == "gat") return ModelKind::Gat;
+  throw LogicError("unknown model '" + name + "' (expected gcn, sage or gat)");
 }
 
-std::string to_string(ModelKind kind) { return kind == ModelKind::Gcn ? "gcn" : "sage"; }
+std::string to_string(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::Gcn:
+      return "gcn";
+    case ModelKind::Sage:
+      return "sage";
+    case ModelKind::Gat:
+      return "gat";
+  }
+  throw LogicError("unknown model kind");
+}
 
 std::string to_string(GraphPreparation g) {
   switch (g) {
@@ -22,6 +34,8 @@ std::string to_string(GraphPreparation g) {
       return "symmetric";
     case GraphPreparation::Mean:
       return "mean";
+    case GraphPreparation::SelfLoops:
+      return "self_loops";
   }
   throw LogicError("unknown graph preparation");
 }
@@ -32,6 +46,8 @@ GraphPreparation graph_preparation(ModelKind kind) {
       return GraphPreparation::Symmetric;
     case ModelKind::Sage:
       return GraphPreparation::Mean;
+    case ModelKind::Gat:
+      return GraphPreparation::SelfLoops;
   }
   throw LogicError("unknown model kind");
 }
@@ -44,6 +60,12 @@ Model<T>::Model(const kernels::Resources& res, const ModelConfig& config, std::u
   HALO_EXPECTS(config.in_features >= 1, "model: input features must be >= 1");
   HALO_EXPECTS(config.num_classes >= 2, "model: at least two classes are needed");
   HALO_EXPECTS(config.dropout >= 0.f && config.dropout < 1.f, "model: dropout must be in [0, 1)");
+  if (config.kind == ModelKind::Gat) {
+    HALO_EXPECTS(config.heads >= 1 && config.out_heads >= 1,
+                 "model: GAT needs at least one head per layer");
+    build_gat(res, seed);
+    return;
+  }
   std::uint64_t param_id = 0;
   // Dropout(0), conv 1, ReLU + Dropout(1) fused, conv 2, ...: the ReLU after a convolution
   // and the next convolution's dropout run as one module (one pass each way, no mask needed
@@ -64,6 +86,30 @@ Model<T>::Model(const kernels::Resources& res, const ModelConfig& config, std::u
     m_layer_of_module.push_back(layer + 1);
     if (!last) {
       m_modules.push_back(std::make_unique<ReluDropout<T>>(config.dropout, layer + 1));
+      m_layer_of_module.push_back(layer + 2);
+    }
+  }
+}
+
+template <class T>
+void Model<T>::build_gat(const kernels::Resources& res, std::uint64_t seed) {
+  // Dropout(0), GAT 1 (heads concatenated), ELU + Dropout(1), GAT 2, ...; the last layer
+  // averages its out_heads heads of num_classes. Every layer's attention coefficients go
+  // through the same dropout p, keyed by the layer (kAttentionDropoutLayer + l).
+  const ModelConfig& c = m_config;
+  std::uint64_t param_id = 0;
+  m_modules.push_back(std::make_unique<Dropout<T>>(c.dropout, kInputDropoutLayer));
+  m_layer_of_module.push_back(1);
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    const std::int64_t in = layer == 0 ? c.in_features : c.heads * c.hidden;
+    const bool last = layer + 1 == c.num_layers;
+    m_modules.push_back(std::make_unique<GATConv<T>>(
+        res, in, last ? c.num_classes : c.hidden, last ? c.out_heads : c.heads, /*concat=*/!last,
+        c.dropout, static_cast<std::uint64_t>(layer), seed, param_id));
+    param_id += 3;
+    m_layer_of_module.push_back(layer + 1);
+    if (!last) {
+      m_modules.push_back(std::make_unique<EluDropout<T>>(c.dropout, layer + 1));
       m_layer_of_module.push_back(layer + 2);
     }
   }
@@ -123,7 +169,8 @@ const Tensor<T>& Model<T>::embed(const Context& ctx, Adjacency<T> graph, const F
 template <class T>
 std::int64_t Model<T>::width(int layer) const {
   HALO_EXPECTS(layer >= 1 && layer <= m_config.num_layers, "model: layer out of range");
-  return layer == m_config.num_layers ? m_config.num_classes : m_config.hidden;
+  if (layer == m_config.num_layers) return m_config.num_classes;
+  return m_config.kind == ModelKind::Gat ? m_config.heads * m_config.hidden : m_config.hidden;
 }
 
 template <class T>
@@ -219,12 +266,18 @@ void load_parameters(Model<T>& model, const kernels::Resources& res,
     fail("holds " + file.dtype + " parameters, this model uses " + dtype_of<T>());
   const ModelConfig& c = file.info.config;
   const auto describe = [](const ModelConfig& m) {
+    std::string heads;
+    if (m.kind == ModelKind::Gat)
+      heads = ", " + std::to_string(m.heads) + " heads, " + std::to_string(m.out_heads) +
+              " output heads";
     return to_string(m.kind) + ", " + std::to_string(m.num_layers) + " layers, " +
            std::to_string(m.in_features) + " -> " + std::to_string(m.hidden) + " -> " +
-           std::to_string(m.num_classes);
+           std::to_string(m.num_classes) + heads;
   };
+  const bool gat = want.kind == ModelKind::Gat;
   if (c.kind != want.kind || c.num_layers != want.num_layers || c.hidden != want.hidden ||
-      c.in_features != want.in_features || c.num_classes != want.num_classes)
+      c.in_features != want.in_features || c.num_classes != want.num_classes ||
+      (gat && (c.heads != want.heads || c.out_heads != want.out_heads)))
     fail("describes a model (" + describe(c) + ") other than this one (" + describe(want) + ")");
   const auto params = model.parameters();
   const auto names = model.parameter_names();

@@ -16,9 +16,11 @@
 
 namespace halo::nn {
 
-/// A GNN: for each of num_layers convolutions, Dropout -> Conv (-> ReLU between convolutions).
-/// The last layer outputs num_classes logits per node. Parameters are Glorot-initialised from
-/// the counter-based RNG keyed by (seed, parameter id), so every process builds the same model.
+/// A GNN: for each of num_layers convolutions, Dropout -> Conv (-> ReLU between convolutions;
+/// GAT: ELU, its hidden layers concatenating `heads` heads of `hidden` features, its last layer
+/// averaging `out_heads` heads). The last layer outputs num_classes logits per node. Parameters are
+/// Glorot-initialised from the counter-based RNG keyed by (seed, parameter id), so every process
+/// builds the same model.
 template <class T>
 class Model final : public Network<T> {
  public:
@@ -40,7 +42,8 @@ class Model final : public Network<T> {
   /// until the next pass. forward() is embed(..., num_layers).
   const kernels::Tensor<T>& embed(const Context& ctx, Adjacency<T> graph, const Features<T>& x,
                                   int layer);
-  /// Output width of convolution `layer` (1-based): hidden below the last, num_classes there.
+  /// Output width of convolution `layer` (1-based): hidden (GAT: heads * hidden) below the
+  /// last, num_classes there.
   std::int64_t width(int layer) const;
 
   /// Sizes every module's buffers for graphs within `bounds` ((sources, destinations) per
@@ -79,6 +82,7 @@ class Model final : public Network<T> {
  private:
   ModelConfig m_config;
   std::vector<std::unique_ptr<Module<T>>> m_modules;
+  void build_gat(const kernels::Resources& res, std::uint64_t seed);
   /// The graph module i runs on.
   const Adjacency<T>& graph_of(std::span<const Adjacency<T>> graphs, std::size_t i) const;
   std::vector<int> m_layer_of_module;  // 1-based convolution index: names, graph per layer

@@ -76,7 +76,10 @@ void write_model_file(const std::filesystem::path& path, const ModelFile& file) 
   } else {
     std::vector<std::int64_t> widths = {c.in_features};
     for (int l = 1; l <= c.num_layers; ++l)
-      widths.push_back(l == c.num_layers ? c.num_classes : c.hidden);
+      widths.push_back(l == c.num_layers          ? c.num_classes
+                       : c.kind == ModelKind::Gat ? c.heads * c.hidden
+                                                  : c.hidden);
+    const bool gat = c.kind == ModelKind::Gat;
     header = {{"format", "halo-model"},
               {"format_version", kModelFileVersion},
               {"halo_version", HALO_VERSION},
@@ -85,8 +88,8 @@ void write_model_file(const std::filesystem::path& path, const ModelFile& file) 
                 {"layers", c.num_layers},
                 {"hidden", c.hidden},
                 {"widths", widths},
-                {"activation", "relu"},
-                {"normalization", c.kind == ModelKind::Gcn ? "symmetric" : "mean"},
+                {"activation", gat ? "elu" : "relu"},
+                {"normalization", to_string(graph_preparation(c.kind))},
                 {"dropout", c.dropout}}},
               {"data",
                {{"dataset", info.dataset},
@@ -98,6 +101,10 @@ void write_model_file(const std::filesystem::path& path, const ModelFile& file) 
               {"training", nlohmann::json::parse(info.training.empty() ? "{}" : info.training)},
               {"dtype", file.dtype},
               {"parameters", params}};
+    if (gat) {  // older readers ignore them; gcn and sage files stay as they were
+      header["model"]["heads"] = c.heads;
+      header["model"]["out_heads"] = c.out_heads;
+    }
   }
   const std::string text = header.dump();
   std::string out;
@@ -143,6 +150,9 @@ ModelFile read_model_file(const std::filesystem::path& path) {
       c.num_layers = m.at("layers").get<int>();
       c.hidden = m.at("hidden").get<std::int64_t>();
       c.dropout = m.at("dropout").get<float>();
+      // Files written before GAT carry no heads: ModelConfig's defaults.
+      c.heads = m.value("heads", ModelConfig{}.heads);
+      c.out_heads = m.value("out_heads", ModelConfig{}.out_heads);
       c.in_features = h.at("data").at("num_features").get<std::int64_t>();
       c.num_classes = h.at("data").at("num_classes").get<std::int64_t>();
     } else {

@@ -6,9 +6,9 @@
 
 namespace halo::nn {
 
-enum class ModelKind { Gcn, Sage };
+enum class ModelKind { Gcn, Sage, Gat };
 
-/// Parses "gcn" / "sage"; throws LogicError naming the accepted values otherwise.
+/// Parses "gcn" / "sage" / "gat"; throws LogicError naming the accepted values otherwise.
 ModelKind parse_model_kind(const std::string& name);
 std::string to_string(ModelKind kind);
 
@@ -18,21 +18,29 @@ std::string to_string(ModelKind kind);
 ///     (kernels::Aggregate::Sum); a sampled block gets its self-loops and the weights that
 ///     estimate those rows (sampler::gcn_block_weights);
 ///   - Mean: S with weight 1 / degree per row (GraphSAGE's mean), averaged
-///     (kernels::Aggregate::Mean); a block is used as sampled.
+///     (kernels::Aggregate::Mean); a block is used as sampled;
+///   - SelfLoops: S + I, unweighted (every value 1), for layers that compute their own edge
+///     weights (GAT's attention); summed; a sampled block gets a self-loop per destination.
+///     On a partition the layer reads the owned rows over [owned; halo] columns
+///     (Propagation::local_graph).
 /// A network declares it (NetworkShape::graph); nothing in the runtime derives it from a model's
 /// name.
-enum class GraphPreparation { Symmetric, Mean };
+enum class GraphPreparation { Symmetric, Mean, SelfLoops };
 std::string to_string(GraphPreparation g);
-/// The preparation a built-in kind's convolutions need (GCNConv: Symmetric, SAGEConv: Mean).
+/// The preparation a built-in kind's convolutions need (GCNConv: Symmetric, SAGEConv: Mean,
+/// GATConv: SelfLoops).
 GraphPreparation graph_preparation(ModelKind kind);
 /// The aggregation a layer runs over a graph so prepared.
-inline bool sums(GraphPreparation g) { return g == GraphPreparation::Symmetric; }
+inline bool sums(GraphPreparation g) { return g != GraphPreparation::Mean; }
 
 struct ModelConfig {
   ModelKind kind = ModelKind::Gcn;
   int num_layers = 2;        // graph convolutions
-  std::int64_t hidden = 16;  // width of every hidden layer
-  float dropout = 0.5f;      // before every convolution, the input's included
+  std::int64_t hidden = 16;  // width of every hidden layer (per attention head for GAT)
+  float dropout = 0.5f;      // before every convolution, the input's included (and GAT's
+                             // attention coefficients)
+  int heads = 8;             // GAT: attention heads of the hidden layers (concatenated)
+  int out_heads = 1;         // GAT: attention heads of the output layer (averaged)
   std::int64_t in_features = 0;
   std::int64_t num_classes = 0;
 };

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <halo/kernels/error.hpp>
 #include <halo/kernels/features.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/spmm_body.hpp>
@@ -31,6 +32,34 @@ class Propagation {
   /// The adjoint: out = Agg^T(A, dy), one row per input node.
   virtual void backward(const kernels::Resources& res, kernels::Aggregate aggregate,
                         kernels::ConstMatrixView<T> dy, kernels::MatrixView<T> out) = 0;
+
+  // For layers that weight the edges themselves (attention): they need the graph's structure
+  // and the rows of the sources that live elsewhere, not a product with fixed weights. An
+  // implementation that does not offer them throws halo::LogicError (the defaults).
+
+  /// The graph as a local CSR on res's device: num_rows destinations (the layer's input rows,
+  /// e.g. a part's owned nodes) x num_rows + (rows held elsewhere) sources, whose first num_rows
+  /// columns are the input rows themselves and the others the rows exchange_rows brings (a
+  /// part's halo). Values are not meaningful. Valid while the propagation lives.
+  virtual kernels::CsrView<kernels::NodeId, T> local_graph() const {
+    throw LogicError("propagation: this graph offers no local CSR (local_graph)");
+  }
+  /// The global node id of every column of local_graph() (dropout masks), or empty when column
+  /// c is node Context::row_offset + c. On res's device.
+  virtual kernels::Span<const kernels::NodeId> column_ids() const { return {}; }
+  /// x has one row per column of local_graph(): the first num_rows hold this process's rows;
+  /// fills the others with the rows their owners hold (collective over the processes).
+  virtual void exchange_rows(const kernels::Resources& res, kernels::MatrixView<T> x) {
+    (void)res, (void)x;
+    throw LogicError("propagation: this graph exchanges no rows (exchange_rows)");
+  }
+  /// The adjoint of exchange_rows: dx has one row per column of local_graph(); the rows past
+  /// the first num_rows are sent to their owners, which add them to the rows they sent (dx's
+  /// first num_rows rows are updated; the others are left as they were). Collective.
+  virtual void reduce_rows(const kernels::Resources& res, kernels::MatrixView<T> dx) {
+    (void)res, (void)dx;
+    throw LogicError("propagation: this graph exchanges no rows (reduce_rows)");
+  }
 };
 
 /// The graph a layer aggregates over: rows are destination nodes, columns the layer's input

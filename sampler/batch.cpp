@@ -30,6 +30,17 @@ void gcn_block_weights(const kernels::Resources& res, const Block& block,
                                            out.indices.data(), out.values.data()});
 }
 
+void self_loop_block(const kernels::Resources& res, const Block& block,
+                     kernels::CsrMatrix<NodeId, float>& out) {
+  HALO_EXPECTS(block.csr.num_entries >= 0, "self_loop_block: the block's entry count is unknown");
+  const std::int64_t entries = block.csr.num_entries + block.num_dst();
+  out.indptr.reshape_within(block.num_dst() + 1, 1);
+  out.indices.reshape_within(entries, 1);
+  out.num_cols = block.num_src();
+  kernels::launch(res, block.num_dst(),
+                  detail::SelfLoopBlockBody{block.csr, out.indptr.data(), out.indices.data()});
+}
+
 template <class T>
 void gather_values(const kernels::Resources& res, const T* in, kernels::Span<const NodeId> ids,
                    NodeId offset, T* out) {

@@ -23,6 +23,13 @@ void gcn_block_weights(const kernels::Resources& res, const Block& block,
                        const std::int64_t* src_degrees,
                        kernels::CsrMatrix<kernels::NodeId, float>& out);
 
+/// Writes into `out` (indptr num_dst + 1 and indices num_edges + num_dst entries of capacity,
+/// reshaped here; values left empty) `block` with a self-loop per destination, first in its row
+/// (nn::GraphPreparation::SelfLoops: attention layers weigh the edges themselves). On res's
+/// device; the block's entry count must be known on the host.
+void self_loop_block(const kernels::Resources& res, const Block& block,
+                     kernels::CsrMatrix<kernels::NodeId, float>& out);
+
 /// out[i] = in[ids[i] - offset] for i < ids.size (out must hold as many). On res's device.
 template <class T>
 void gather_values(const kernels::Resources& res, const T* in,

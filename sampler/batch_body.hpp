@@ -44,6 +44,24 @@ struct GcnBlockNormBody {
   }
 };
 
+/// GAT's block (nn::GraphPreparation::SelfLoops), one destination per index: the block's row i
+/// after destination i's self-loop (source i: destinations are the first sources), unweighted.
+/// Row i starts at block.indptr[i] + i, so rows are written independently.
+struct SelfLoopBlockBody {
+  kernels::CsrView<NodeId, float> block;  // num_dst x num_src, local ids
+  std::int64_t* out_indptr;               // num_dst + 1
+  NodeId* out_indices;                    // block edges + num_dst
+
+  HALO_HD void operator()(std::int64_t i) const {
+    const std::int64_t begin = block.indptr[i], end = block.indptr[i + 1];
+    if (i == 0) out_indptr[0] = 0;
+    out_indptr[i + 1] = end + i + 1;
+    std::int64_t at = begin + i;
+    out_indices[at++] = static_cast<NodeId>(i);
+    for (std::int64_t e = begin; e < end; ++e) out_indices[at++] = block.indices[e];
+  }
+};
+
 /// out[i] = in[ids[i] - offset]: per-node values (labels, degrees) of a batch's nodes.
 template <class T>
 struct GatherValuesBody {

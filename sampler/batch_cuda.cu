@@ -3,6 +3,7 @@
 #include <halo/sampler/batch_body.hpp>
 
 HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::GcnBlockNormBody);
+HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::SelfLoopBlockBody);
 HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::GatherValuesBody<std::int32_t>);
 HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::GatherValuesBody<std::int64_t>);
 HALO_INSTANTIATE_CUDA_LAUNCH(halo::sampler::detail::SparseRowLengthBody);

@@ -140,7 +140,8 @@ struct SampledBatches::Slot {
   /// Device copies of the blocks (device runs sampling on the host): indptr, indices per layer.
   std::vector<Tensor<std::int64_t>> indptr;
   std::vector<Tensor<NodeId>> indices;
-  /// GCN: each block with a self-loop per destination and its weights.
+  /// GCN: each block with a self-loop per destination and its weights; GAT (SelfLoops): the
+  /// same structure without values.
   std::vector<kernels::CsrMatrix<NodeId, float>> gcn;
   std::vector<nn::Adjacency<float>> graphs;
   Batch batch;
@@ -271,10 +272,12 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
         slot->indptr.emplace_back(res, l.num_dst + 1);
         slot->indices.emplace_back(res, l.num_edges);
       }
-      if (graph == nn::GraphPreparation::Symmetric) {
+      if (graph == nn::GraphPreparation::Symmetric || graph == nn::GraphPreparation::SelfLoops) {
         const std::int64_t entries = l.num_edges + l.num_dst;
+        // SelfLoops: the structure only (the layer weighs the edges itself).
+        const std::int64_t values = graph == nn::GraphPreparation::Symmetric ? entries : 0;
         slot->gcn.push_back({Tensor<std::int64_t>(batch_res, l.num_dst + 1),
-                             Tensor<NodeId>(batch_res, entries), Tensor<float>(batch_res, entries),
+                             Tensor<NodeId>(batch_res, entries), Tensor<float>(batch_res, values),
                              0, false});
       }
     }
@@ -413,6 +416,9 @@ void SampledBatches::prepare(Slot& slot, std::int64_t b) {
     nn::Adjacency<float> a(block.csr);
     if (m_graph == nn::GraphPreparation::Symmetric) {
       sampler::gcn_block_weights(work, block, slot.inputs.degrees.data(), slot.gcn[l]);
+      a = nn::Adjacency<float>(slot.gcn[l].view());
+    } else if (m_graph == nn::GraphPreparation::SelfLoops) {
+      sampler::self_loop_block(work, block, slot.gcn[l]);
       a = nn::Adjacency<float>(slot.gcn[l].view());
     }
     // A block's sources are a prefix of the input nodes: their original ids key the dropout.

@@ -74,7 +74,8 @@ class FullGraphBatches final : public BatchSource {
 /// owns. A batch's blocks come from a
 /// sampler::NeighborSampler (the part's own rows in one process, RemoteNeighbors with several
 /// ranks), its input rows from the FeatureStore, its seeds' labels from the part; GCN blocks get
-/// their self-loops and weights (sampler::gcn_block_weights). Dropout masks are keyed by (seed,
+/// their self-loops and weights (sampler::gcn_block_weights), GAT blocks (SelfLoops) their
+/// self-loops (sampler::self_loop_block). Dropout masks are keyed by (seed,
 /// epoch << 32 | batch, layer, original id); with `input_dropout` > 0 (training) the input
 /// layer's mask (nn::kInputDropoutLayer) is applied as the rows are gathered, off the training
 /// thread, and the batch says so (Batch::input_dropped). On the CPU, a producer thread (its own

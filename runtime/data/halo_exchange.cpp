@@ -86,43 +86,98 @@ HaloExchange::HaloExchange(const kernels::Resources& res, const partition::Part&
                    " parts (run one rank per part)");
   const std::int64_t owned = part.num_owned();
   const bool gcn = graph == nn::GraphPreparation::Symmetric;
+  const bool attention = graph == nn::GraphPreparation::SelfLoops;
+  const bool loops = gcn || attention;  // S + I
   const std::int64_t* ip = part.graph.indptr.data();
   const NodeId* ix = part.graph.indices.data();
   const std::int64_t* degree = part.degrees.data();
   // GCN: D̂^-1/2 (S + I) D̂^-1/2 with d̂ = degree + 1, the self-loop where a sorted row puts it;
-  // SAGE: 1 / degree. Owned columns are ascending within a row (owned local ids follow the
-  // original order the rows are stored in).
-  Builder own, remote;
+  // SAGE: 1 / degree; attention: S + I, weight 1. Owned columns are ascending within a row
+  // (owned local ids follow the original order the rows are stored in). Attention also keeps
+  // the whole row over [owned; halo] columns (local ids as the part stores them): local_graph.
+  Builder own, remote, local;
   for (std::int64_t r = 0; r < owned; ++r) {
     const auto d_r = static_cast<double>(degree[r] + (gcn ? 1 : 0));
-    bool self_done = !gcn;
+    const double self_w = gcn ? kernels::gcn_weight(d_r, d_r) : 1.0;
+    bool self_done = !loops;
     for (std::int64_t e = ip[r]; e < ip[r + 1]; ++e) {
       const NodeId c = ix[e];
       if (c < owned && !self_done && c > r) {
-        own.add(static_cast<NodeId>(r), kernels::gcn_weight(d_r, d_r));
+        own.add(static_cast<NodeId>(r), self_w);
+        if (attention) local.add(static_cast<NodeId>(r), 1.0);
         self_done = true;
       }
-      const double w =
-          gcn ? kernels::gcn_weight(d_r, static_cast<double>(degree[c] + 1)) : 1.0 / d_r;
+      const double w = gcn         ? kernels::gcn_weight(d_r, static_cast<double>(degree[c] + 1))
+                       : attention ? 1.0
+                                   : 1.0 / d_r;
       if (c < owned)
         own.add(c, w);
       else
         remote.add(static_cast<NodeId>(c - owned), w);
+      if (attention) local.add(c, 1.0);
     }
-    if (!self_done) own.add(static_cast<NodeId>(r), kernels::gcn_weight(d_r, d_r));
+    if (!self_done) {
+      own.add(static_cast<NodeId>(r), self_w);
+      if (attention) local.add(static_cast<NodeId>(r), 1.0);
+    }
     own.end_row();
     remote.end_row();
+    if (attention) local.end_row();
   }
   // The blocks are built on the host, then moved to res's device.
   const kernels::Resources host = host_resources(res);
   m_own = own.take(host, owned);
-  m_own.symmetric = gcn;  // D̂^-1/2 (S + I) D̂^-1/2 restricted to owned x owned is symmetric
-  if (!gcn) m_own_t = transpose(host, m_own);
+  // D̂^-1/2 (S + I) D̂^-1/2 and S + I restricted to owned x owned are symmetric (S is).
+  m_own.symmetric = loops;
+  if (!loops) m_own_t = transpose(host, m_own);
   m_halo = remote.take(host, part.num_halo());
   m_halo_t = transpose(host, m_halo);
+  if (attention) {
+    m_local = local.take(host, owned + part.num_halo());
+    if (!part.ids.identity()) {  // the global ids of [owned; halo]: attention dropout masks
+      const NodeId* original = part.ids.original_ids().data;
+      m_column_ids = Tensor<NodeId>::from_host(
+          res, std::vector<NodeId>(original, original + owned + part.num_halo()));
+    }
+  }
   m_send_rows = part.send_rows.copy_to(res, res.device());
-  for (Csr* a : {&m_own, &m_own_t, &m_halo, &m_halo_t})
+  for (Csr* a : {&m_own, &m_own_t, &m_halo, &m_halo_t, &m_local})
     if (res.device() != kernels::Device::Cpu) *a = a->copy_to(res, res.device());
+}
+
+kernels::CsrView<NodeId, float> HaloExchange::local_graph() const {
+  HALO_EXPECTS(m_graph == nn::GraphPreparation::SelfLoops,
+               "halo exchange: the local graph is prepared for attention (self_loops) only; this "
+               "one was prepared " +
+                   nn::to_string(m_graph));
+  return m_local.view();
+}
+
+void HaloExchange::exchange_rows(const kernels::Resources& res, kernels::MatrixView<float> x) {
+  HALO_EXPECTS(x.rows == num_owned() + num_halo(),
+               "halo exchange: exchange_rows needs one row per owned and halo node");
+  const std::int64_t w = x.cols;
+  const double start = now();
+  const auto send = scratch(res, m_send_buf, m_send_rows.numel(), w);
+  kernels::gather_rows<kernels::NodeId, float>(
+      res, kernels::ConstMatrixView<float>{x.data, num_owned(), w}, m_send_rows.span(), send);
+  post(res, Direction::Forward, w, send.data, x.data + num_owned() * w);  // halo rows in place
+  posted(start);
+  finish(res);
+}
+
+void HaloExchange::reduce_rows(const kernels::Resources& res, kernels::MatrixView<float> dx) {
+  HALO_EXPECTS(dx.rows == num_owned() + num_halo(),
+               "halo exchange: reduce_rows needs one row per owned and halo node");
+  const std::int64_t w = dx.cols;
+  const auto recv = scratch(res, m_recv_buf, m_send_rows.numel(), w);
+  const double start = now();
+  post(res, Direction::Backward, w, dx.data + num_owned() * w, recv.data);
+  posted(start);
+  finish(res);
+  if (m_send_rows.numel() > 0)
+    kernels::scatter_add_rows<kernels::NodeId, float>(
+        res, recv, m_send_rows.span(), kernels::MatrixView<float>{dx.data, num_owned(), w});
 }
 
 kernels::MatrixView<float> HaloExchange::scratch(const kernels::Resources& res, Tensor<float>& t,

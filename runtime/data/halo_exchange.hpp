@@ -35,7 +35,8 @@ struct ExchangeStats {
 /// Construction is local (no collective): the part's training graph (partition::Part::graph,
 /// S's owned rows) is prepared as `graph` says (nn::GraphPreparation): Symmetric,
 /// D̂^-1/2 (S + I) D̂^-1/2 with the degrees the part stores for its halo too
-/// (kernels::gcn_weight); Mean, S with weights 1 / degree (the mean as a weighted sum). It is split
+/// (kernels::gcn_weight); Mean, S with weights 1 / degree (the mean as a weighted sum);
+/// SelfLoops, S + I with weight 1, kept whole for local_graph() as well. It is split
 /// into the owned block (columns = owned nodes) and the halo block (columns = halo nodes, grouped
 /// by owner); the part's send and receive lists say which rows travel to and from whom.
 ///
@@ -63,6 +64,17 @@ class HaloExchange final : public nn::Propagation<float> {
                kernels::ConstMatrixView<float> x, kernels::MatrixView<float> out) override;
   void backward(const kernels::Resources& res, kernels::Aggregate aggregate,
                 kernels::ConstMatrixView<float> dy, kernels::MatrixView<float> out) override;
+
+  /// Attention (GraphPreparation::SelfLoops only, LogicError otherwise): S + I's owned rows over
+  /// the [owned; halo] columns (the part's local ids), unweighted.
+  kernels::CsrView<kernels::NodeId, float> local_graph() const override;
+  /// The original ids of the owned and halo nodes (empty for one part: the identity).
+  kernels::Span<const kernels::NodeId> column_ids() const override { return m_column_ids.span(); }
+  /// x's halo rows (after its num_owned owned rows) received from their owners, whose rows
+  /// this part's send lists name are sent to the peers (the forward messages, without overlap).
+  void exchange_rows(const kernels::Resources& res, kernels::MatrixView<float> x) override;
+  /// dx's halo rows sent back to their owners, which add them to the owned rows they sent.
+  void reduce_rows(const kernels::Resources& res, kernels::MatrixView<float> dx) override;
 
   /// The layers' view of this graph: num_owned x num_owned, sources keyed by `source_ids` (the
   /// owned nodes' original ids, for dropout masks equal to one process's; empty when they are
@@ -107,8 +119,10 @@ class HaloExchange final : public nn::Propagation<float> {
   bool m_staged = false;  // rows on a CUDA device, m_comm takes host memory
   nn::GraphPreparation m_graph;
   bool m_overlap;
-  Csr m_own, m_own_t, m_halo, m_halo_t;      // m_own_t empty when m_own is symmetric (GCN)
-  std::vector<std::int64_t> m_recv_offsets;  // halo positions per owner (Part::recv_offsets)
+  Csr m_own, m_own_t, m_halo, m_halo_t;           // m_own_t empty when m_own is symmetric (GCN)
+  Csr m_local;                                    // attention: owned x (owned + halo), S + I
+  kernels::Tensor<kernels::NodeId> m_column_ids;  // attention on P > 1 parts: original ids
+  std::vector<std::int64_t> m_recv_offsets;       // halo positions per owner (Part::recv_offsets)
   std::vector<std::int64_t> m_send_offsets;
   kernels::Tensor<kernels::NodeId> m_send_rows;    // owned local ids, concatenated per peer
   kernels::Tensor<float> m_send_buf, m_recv_buf;   // message buffers, grown to the widest layer

@@ -31,6 +31,8 @@ using nn::ModelKind;
 ModelConfig config(ModelKind kind, int layers, std::int64_t in, std::int64_t hidden,
                    std::int64_t classes, float dropout = 0.5f) {
   ModelConfig c;
+  c.heads = 3;  // GAT: small, but more than one head on both kinds of layer
+  c.out_heads = 2;
   c.kind = kind;
   c.num_layers = layers;
   c.hidden = hidden;
@@ -246,16 +248,21 @@ TEST(Model, RejectsBadConfigs) {
 TEST(Model, ParsesAndNamesModelKinds) {
   EXPECT_EQ(nn::parse_model_kind("gcn"), ModelKind::Gcn);
   EXPECT_EQ(nn::parse_model_kind("sage"), ModelKind::Sage);
+  EXPECT_EQ(nn::parse_model_kind("gat"), ModelKind::Gat);
   EXPECT_EQ(nn::to_string(ModelKind::Gcn), "gcn");
   EXPECT_EQ(nn::to_string(ModelKind::Sage), "sage");
+  EXPECT_EQ(nn::to_string(ModelKind::Gat), "gat");
+  EXPECT_EQ(nn::graph_preparation(ModelKind::Gat), nn::GraphPreparation::SelfLoops);
+  EXPECT_EQ(nn::to_string(nn::GraphPreparation::SelfLoops), "self_loops");
   try {
-    nn::parse_model_kind("gat");
-    ADD_FAILURE() << "parse_model_kind accepted 'gat'";
+    nn::parse_model_kind("gin");
+    ADD_FAILURE() << "parse_model_kind accepted 'gin'";
   } catch (const LogicError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("gat"), std::string::npos) << what;
+    EXPECT_NE(what.find("gin"), std::string::npos) << what;
     EXPECT_NE(what.find("gcn"), std::string::npos) << what;
     EXPECT_NE(what.find("sage"), std::string::npos) << what;
+    EXPECT_NE(what.find("gat"), std::string::npos) << what;
   }
 }
 
@@ -343,11 +350,53 @@ TEST(SageModel, SparseFeaturesGradientMatchesFiniteDifferences) {
   check_model_gradients(model, one(graph.view()), x, 353);
 }
 
+TEST(GatModel, TwoLayerGradientMatchesFiniteDifferences) {
+  // 3 heads of 4 concatenated, then 2 heads of 3 classes averaged; dropout on features and
+  // attention coefficients.
+  const auto graph = random_graph<double>(12, 12, 0.3, 390, /*weighted=*/false);
+  nn::Model<double> model(cpu(), config(ModelKind::Gat, 2, 5, 4, 3), 391);
+  Features<double> x = testing::random_matrix<double>(12, 5, 392);
+  check_model_gradients(model, one(graph.view()), x, 393);
+}
+
+TEST(GatModel, ThreeLayerSparseFeaturesGradientMatchesFiniteDifferences) {
+  const auto graph = random_graph<double>(11, 11, 0.3, 394, /*weighted=*/false);
+  nn::Model<double> model(cpu(), config(ModelKind::Gat, 3, 9, 2, 4), 395);
+  Features<double> x = testing::random_csr<std::int32_t, double>(11, 9, 3.0, 396, true);
+  check_model_gradients(model, one(graph.view()), x, 397);
+}
+
+TEST(GatModel, NamesShapesAndWidths) {
+  auto c = config(ModelKind::Gat, 2, 7, 8, 3);
+  c.heads = 8;
+  c.out_heads = 1;
+  nn::Model<float> model(cpu(), c, 1);
+  const std::vector<std::string> names = {"layer1.weight",  "layer1.att_src", "layer1.att_dst",
+                                          "layer1.bias",    "layer2.weight",  "layer2.att_src",
+                                          "layer2.att_dst", "layer2.bias"};
+  EXPECT_EQ(model.parameter_names(), names);
+  const auto p = model.parameters();
+  EXPECT_EQ(p[0]->value.rows(), 7);
+  EXPECT_EQ(p[0]->value.cols(), 64);
+  EXPECT_EQ(p[1]->value.rows(), 8);
+  EXPECT_EQ(p[1]->value.cols(), 8);
+  EXPECT_EQ(p[3]->value.rows(), 64);
+  EXPECT_EQ(p[4]->value.rows(), 64);
+  EXPECT_EQ(p[4]->value.cols(), 3);
+  EXPECT_EQ(p[5]->value.rows(), 1);
+  EXPECT_EQ(p[7]->value.rows(), 3);
+  EXPECT_EQ(model.width(1), 64);
+  EXPECT_EQ(model.width(2), 3);
+  EXPECT_EQ(model.shape().graph, nn::GraphPreparation::SelfLoops);
+  c.heads = 0;
+  EXPECT_THROW(nn::Model<float>(cpu(), c, 1), LogicError);
+}
+
 // ---- blocks (mini-batches) ---------------------------------------------------------------------
 
 TEST(BlockModel, GradientsMatchFiniteDifferencesOnBlocks) {
   // 14 input nodes -> 8 -> 5 destinations; each block's destinations are its first sources.
-  for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage}) {
+  for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage, ModelKind::Gat}) {
     SCOPED_TRACE(nn::to_string(kind));
     const auto b0 = random_graph<double>(8, 14, 0.3, 360, /*weighted=*/kind == ModelKind::Gcn);
     const auto b1 = random_graph<double>(5, 8, 0.4, 361, /*weighted=*/kind == ModelKind::Gcn);
@@ -374,7 +423,7 @@ TEST(BlockModel, BlocksCutFromTheGraphGiveTheFullGraphsLogits) {
   auto b1 = full.view();
   b1.num_rows = 5;
   b1.num_cols = 8;  // rows 0-4 only point below 8
-  for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage}) {
+  for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage, ModelKind::Gat}) {
     SCOPED_TRACE(nn::to_string(kind));
     nn::Model<double> model(cpu(), config(kind, 2, 4, 6, 3), 370);
     const Features<double> x = testing::random_matrix<double>(n, 4, 371);
@@ -410,7 +459,7 @@ TEST(Model, SaveLoadRoundTripGivesIdenticalOutputs) {
   const TempDir dir;
   testing::for_each_value_type([&](auto zero) {
     using T = decltype(zero);
-    for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage}) {
+    for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage, ModelKind::Gat}) {
       SCOPED_TRACE(nn::to_string(kind));
       const auto graph = random_graph<T>(10, 10, 0.3, 400, kind == ModelKind::Gcn);
       const auto c = config(kind, 3, 5, 6, 3);
@@ -538,6 +587,39 @@ TEST(ModelFile, DescribesTheModelAndItsTraining) {
   nn::Model<float> loaded = nn::load_model<float>(cpu(), file, &read);
   EXPECT_EQ(read.dataset, "toy");
   EXPECT_EQ(parameter_values(loaded), parameter_values(saved));
+}
+
+TEST(ModelFile, CarriesGatHeadsAndDefaultsThemForOlderFiles) {
+  const TempDir dir;
+  auto c = config(ModelKind::Gat, 2, 5, 4, 3, 0.6f);
+  c.heads = 5;
+  c.out_heads = 2;
+  nn::Model<float> saved(cpu(), c, 1);
+  perturb(saved, 2);
+  const fs::path file = dir.path() / "gat.halo";
+  saved.save(file);
+  const nn::ModelFile f = nn::read_model_file(file);
+  EXPECT_EQ(f.info.config.kind, ModelKind::Gat);
+  EXPECT_EQ(f.info.config.heads, 5);
+  EXPECT_EQ(f.info.config.out_heads, 2);
+  nn::Model<float> loaded = nn::load_model<float>(cpu(), file);
+  EXPECT_EQ(loaded.config().heads, 5);
+  EXPECT_EQ(loaded.config().out_heads, 2);
+  EXPECT_EQ(parameter_values(loaded), parameter_values(saved));
+  // Other heads: another architecture, named in the error.
+  c.heads = 4;
+  nn::Model<float> other(cpu(), c, 1);
+  EXPECT_TRUE(throws_io_error_containing([&] { other.load(cpu(), file); },
+                                         {file.string(), "5 heads", "4 heads"}));
+  // A file without heads (written before GAT, or a gcn/sage file): the config's defaults.
+  nn::ModelFile old = f;
+  old.info.config.kind = ModelKind::Gcn;
+  old.arrays.clear();
+  const fs::path gcn_file = dir.path() / "gcn.halo";
+  nn::write_model_file(gcn_file, old);
+  const nn::ModelFile read = nn::read_model_file(gcn_file);
+  EXPECT_EQ(read.info.config.heads, ModelConfig{}.heads);
+  EXPECT_EQ(read.info.config.out_heads, ModelConfig{}.out_heads);
 }
 
 TEST(ModelFile, CorruptedBytesFailTheChecksum) {
@@ -685,6 +767,8 @@ void expect_learns_two_communities(ModelKind kind) {
           rows[u].emplace_back(v, 1.0);
           rows[v].emplace_back(u, 1.0);
         }
+        if (kind == ModelKind::Gat)  // GraphPreparation::SelfLoops
+          for (int v = 0; v < TwoCommunities::kNodes; ++v) rows[v].emplace_back(v, 1.0);
         for (auto& r : rows) std::sort(r.begin(), r.end());
         return csr_from_rows<T>(TwoCommunities::kNodes, rows, false);
       }();
@@ -724,6 +808,8 @@ TEST(GcnModel, LearnsTwoCommunities) { expect_learns_two_communities<float>(Mode
 
 TEST(SageModel, LearnsTwoCommunities) { expect_learns_two_communities<float>(ModelKind::Sage); }
 
+TEST(GatModel, LearnsTwoCommunities) { expect_learns_two_communities<float>(ModelKind::Gat); }
+
 // ---- CUDA (skipped without a device) ---------------------------------------------------------
 
 std::vector<float> values_of(const Resources& res, const Tensor<float>& t) {
@@ -737,7 +823,7 @@ TEST(ModelCuda, MatchesTheCpuModelAndSavesTheSameFile) {
   if (kernels::cuda_device_count() == 0) GTEST_SKIP() << "no usable CUDA device";
   const Resources gpu(kernels::Device::Cuda);
   const TempDir dir;
-  for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage}) {
+  for (const ModelKind kind : {ModelKind::Gcn, ModelKind::Sage, ModelKind::Gat}) {
     SCOPED_TRACE(nn::to_string(kind));
     const auto c = config(kind, 2, 5, 6, 3);
     nn::Model<float> host(cpu(), c, 7), device(gpu, c, 7);

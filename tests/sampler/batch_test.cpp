@@ -1,11 +1,13 @@
-// The bodies that turn sampled blocks into a batch: GCN block weights and the sparse-row gather,
-// against the formulas written out and plain loops.
+// The bodies that turn sampled blocks into a batch: GCN block weights, GAT's self-loops and the
+// sparse-row gather, against the formulas written out and plain loops.
 #include <cmath>
 #include <gtest/gtest.h>
 #include <vector>
 
+#include <halo/kernels/error.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/scan.hpp>
+#include <halo/sampler/batch.hpp>
 #include <halo/sampler/batch_body.hpp>
 
 namespace halo::sampler {
@@ -48,6 +50,29 @@ TEST(GcnBlockNorm, MatchesTheUnbiasedEstimate) {
                                         weight(3, 0, 3),     1 / (degree(0) + 1), weight(0, 3, 1)};
   for (std::size_t e = 0; e < expected.size(); ++e)
     EXPECT_NEAR(out_values[e], expected[e], 1e-6 * expected[e]) << "entry " << e;
+}
+
+// GAT's block (GraphPreparation::SelfLoops): each destination's self-loop, then its sampled
+// row as it was; no values. Through the public op on a block with an empty row.
+TEST(SelfLoopBlock, PutsTheSelfLoopFirstAndKeepsTheRows) {
+  const std::vector<NodeId> src_ids = {3, 0, 7, 5, 2};
+  const std::vector<std::int64_t> indptr = {0, 3, 3, 4};
+  const std::vector<NodeId> indices = {3, 4, 1, 0};
+  Block block;
+  block.csr = {indptr.data(), indices.data(), nullptr, 3, 5, false, 4};
+  block.src_ids = {src_ids.data(), 5};
+  const kernels::Resources res(kernels::Device::Cpu, 2);
+  kernels::CsrMatrix<NodeId, float> out{
+      kernels::Tensor<std::int64_t>(res, 8), kernels::Tensor<NodeId>(res, 16), {}, 0, false};
+  self_loop_block(res, block, out);
+  EXPECT_EQ(out.num_rows(), 3);
+  EXPECT_EQ(out.num_cols, 5);
+  EXPECT_EQ(out.indptr.to_vector(res), (std::vector<std::int64_t>{0, 4, 5, 7}));
+  EXPECT_EQ(out.indices.to_vector(res), (std::vector<NodeId>{0, 3, 4, 1, 1, 2, 0}));
+  EXPECT_EQ(out.view().values, nullptr);
+  EXPECT_EQ(out.view().num_entries, 7);
+  block.csr.num_entries = -1;
+  EXPECT_THROW(self_loop_block(res, block, out), LogicError);
 }
 
 // The sparse-row gather of the mini-batch inputs (lengths, three-launch scan, copy), on more rows
