@@ -95,10 +95,12 @@ class NodeRun final : public TaskRun {
                         {"mode", m_o.mode},
                         {"epochs", m_o.epochs},
                         {"layers", m_o.layers},
-                        {"hidden", m_o.hidden},
-                        {"dropout", m_o.dropout},
-                        {"lr", m_o.lr},
-                        {"weight_decay", m_o.weight_decay}};
+                        {"hidden", m_config.model.hidden},
+                        {"heads", m_config.model.heads},
+                        {"out_heads", m_config.model.out_heads},
+                        {"dropout", m_config.model.dropout},
+                        {"lr", m_config.lr},
+                        {"weight_decay", m_config.weight_decay}};
     if (m_o.mode == "mini-batch") {
       const runtime::MiniBatchConfig& mb = m_o.mb;
       j.update({{"batch_size", mb.batch_size},

@@ -18,6 +18,20 @@ bool was_given(const TrainOptions& o, const char* flag) {
   return std::find(o.given.begin(), o.given.end(), flag) != o.given.end();
 }
 
+const std::vector<NodeModel>& node_models() {
+  static const std::vector<NodeModel> models = {
+      {"gcn", {}, {}, {}, {}, {}},
+      {"sage", {}, {}, {}, {}, {}},
+  };
+  return models;
+}
+
+const NodeModel* find_node_model(const std::string& name) {
+  for (const NodeModel& m : node_models())
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
 bool is_hetero_run(const TrainOptions& o) {
   if (!o.partitions.empty()) return partition::read_partition_meta(o.partitions).hetero.has_value();
   return datasets::is_hetero_dataset(o.data.dataset);
@@ -36,8 +50,13 @@ void check_homogeneous_run(const TrainOptions& o) {
 
 void check_task(const TrainOptions& o) {
   const bool temporal_model = o.model == "evolvegcn-o" || o.model == "gcrn";
-  if (was_given(o, "--heads") && o.model != "hgt")
-    throw UsageError("--heads: applies to --model hgt");
+  const NodeModel* node_model = find_node_model(o.model);
+  if (was_given(o, "--heads") && o.model != "hgt" && !(node_model && node_model->heads)) {
+    std::string takes = "hgt";
+    for (const NodeModel& m : node_models())
+      if (m.heads) takes += ", " + m.name;
+    throw UsageError("--heads: applies to --model " + takes);
+  }
   // HGT trains heterogeneous datasets, whose --hidden default is HeteroDefaults'.
   const std::int64_t hidden = was_given(o, "--hidden") ? o.hidden : HeteroDefaults::kHidden;
   if (o.model == "hgt" && hidden % o.heads != 0)
@@ -88,12 +107,19 @@ runtime::TrainConfig train_config(const TrainOptions& o) {
     return config;
   }
   config.model.kind = nn::parse_model_kind(o.model);
+  // The model's published set-up for the flags not given.
+  const NodeModel* m = find_node_model(o.model);
+  const auto pick = [&](const char* flag, auto given, const auto& published) {
+    return was_given(o, flag) || !published ? given : *published;
+  };
   config.model.num_layers = o.layers;
-  config.model.hidden = o.hidden;
-  config.model.dropout = o.dropout;
+  config.model.hidden = m ? pick("--hidden", o.hidden, m->hidden) : o.hidden;
+  config.model.dropout = m ? pick("--dropout", o.dropout, m->dropout) : o.dropout;
+  if (m && m->heads) config.model.heads = pick("--heads", o.heads, m->heads);
   config.epochs = o.epochs;
-  config.lr = o.lr;
-  config.weight_decay = o.weight_decay;
+  config.lr = m ? pick("--lr", o.lr, m->lr) : o.lr;
+  config.weight_decay =
+      m ? pick("--weight-decay", o.weight_decay, m->weight_decay) : o.weight_decay;
   config.seed = o.seed;
   config.normalize_features = !o.no_normalize;
   config.overlap = !o.no_overlap;
@@ -106,8 +132,13 @@ runtime::TrainConfig train_config(const TrainOptions& o) {
 
 std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
   add_dataset_options(sub, o.data);
-  sub->add_option("--model", o.model, "Model kind")
-      ->check(CLI::IsMember({"gcn", "sage", "rgcn", "hgt", "evolvegcn-o", "gcrn"}))
+  std::vector<std::string> models;
+  for (const NodeModel& m : node_models()) models.push_back(m.name);
+  for (const char* m : {"rgcn", "hgt", "evolvegcn-o", "gcrn"}) models.emplace_back(m);
+  sub->add_option("--model", o.model,
+                  "Model kind (node classification's take their published set-up for the "
+                  "flags not given, docs/cli.md)")
+      ->check(CLI::IsMember(models))
       ->capture_default_str();
   sub->add_option("--split", o.split,
                   "Heterogeneous datasets: the split splits/{train,val,test}_K.txt to use "
@@ -119,8 +150,9 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
       ->check(integer_range(0, 4096))
       ->capture_default_str();
   sub->add_option("--heads", o.heads,
-                  "HGT: attention heads (they must divide --hidden: every HGT layer is --hidden "
-                  "wide, a linear classifier gives the logits)")
+                  "Attention heads: HGT's (they must divide --hidden: every HGT layer is --hidden "
+                  "wide, a linear classifier gives the logits), or a node model's hidden heads "
+                  "(each --hidden wide, concatenated)")
       ->check(integer_range(1, 64))
       ->capture_default_str();
   sub->add_option("--featureless", o.featureless,

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,21 @@ struct TrainOptions {
   std::string select_by = "map";  // --select-by
   std::vector<double> link_split = {0.7, 0.1};
 };
+
+/// A model of node classification (`--model NAME`, nn::ModelKind) and the values its published
+/// set-up gives the flags a run does not (unset: the flag's own default). A model with `heads`
+/// takes --heads. One line per model in node_models().
+struct NodeModel {
+  std::string name;
+  std::optional<std::int64_t> hidden;
+  std::optional<int> heads;
+  std::optional<float> dropout;
+  std::optional<double> lr;
+  std::optional<double> weight_decay;
+};
+const std::vector<NodeModel>& node_models();
+/// The entry of node_models() named `name`; nullptr when there is none.
+const NodeModel* find_node_model(const std::string& name);
 
 /// Registers the run's flags on `sub`, bound to `o` (which must outlive the parse): the dataset
 /// flags, --model ... --seed, --threads, --device, --no-normalize-features, --mode and the

@@ -167,7 +167,9 @@ CheckpointIdentity NodeClassification::identity() const {
                           {"model.hidden", std::to_string(m.hidden)},
                           {"model.in_features", std::to_string(m.in_features)},
                           {"model.num_classes", std::to_string(m.num_classes)},
-                          {"model.dropout", exact_number(m.dropout)}});
+                          {"model.dropout", exact_number(m.dropout)},
+                          {"model.heads", std::to_string(m.heads)},
+                          {"model.out_heads", std::to_string(m.out_heads)}});
 }
 
 bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
