@@ -38,8 +38,9 @@ bool is_hetero_run(const TrainOptions& o) {
 }
 
 void check_homogeneous_run(const TrainOptions& o) {
+  const NodeModel* model = find_node_model(o.model);
   for (const char* flag : {"--split", "--num-bases", "--featureless", "--heads"})
-    if (was_given(o, flag))
+    if (was_given(o, flag) && !(flag == std::string("--heads") && model && model->heads))
       throw UsageError(std::string(flag) +
                        ": applies to heterogeneous datasets (typed directories)");
   if (o.model == "rgcn" || o.model == "hgt")
