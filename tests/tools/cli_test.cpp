@@ -70,7 +70,7 @@ TEST_F(Cli, UsageErrorsExitTwoWithOneClearLine) {
         Case{"train --bogus", "--bogus"}, Case{"train --hidden 0", "--hidden"},
         Case{"train --layers 0", "--layers"}, Case{"train --dropout 1", "--dropout"},
         Case{"train --lr -1", "--lr"}, Case{"train --epochs x", "--epochs"},
-        Case{"train --model gat", "--model"},
+        Case{"train --model gin", "--model"},
         Case{"train --json /no/such/dir/out.json", "/no/such/dir"},
         // NaNs and infinities name their flag (they used to fail deep inside).
         Case{"train --lr nan", "--lr"}, Case{"train --lr inf", "--lr"},

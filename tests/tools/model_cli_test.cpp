@@ -304,4 +304,37 @@ TEST_F(ModelCli, HelpListsEveryFlag) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
 }
 
+// `--model gat` takes GAT's published set-up for the flags not given (8 heads of 8, dropout 0.6,
+// lr 0.005, weight decay 5e-4), a given flag overrides it, and its saved model predicts the
+// trained test accuracy; --heads is refused for a model without heads.
+TEST_F(ModelCli, GatTakesItsPublishedSetUpAndPredictsItsAccuracy) {
+  const fs::path json = dir() / "gat.json", model = dir() / "gat.halo";
+  Outcome r = halo("train --dataset " + cora() + " --model gat --epochs 3 --threads 1 --json " +
+                   json.string() + " --save-model " + model.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(j.at("model"), "gat");
+  EXPECT_EQ(j.at("heads"), 8);
+  EXPECT_EQ(j.at("out_heads"), 1);
+  EXPECT_EQ(j.at("hidden"), 8);
+  EXPECT_NEAR(j.at("dropout").get<double>(), 0.6, 1e-6);
+  EXPECT_EQ(j.at("lr"), 0.005);
+  EXPECT_EQ(j.at("weight_decay"), 5e-4);
+  const fs::path predicted = dir() / "gat_predict.json";
+  r = halo("predict --model " + model.string() + " --dataset " + cora() + " --out " +
+           (dir() / "gat.npy").string() + " --json " + predicted.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(read_file(predicted)).at("accuracy"), j.at("test_accuracy"));
+  r = halo("train --dataset " + cora() +
+           " --model gat --heads 2 --hidden 4 --epochs 1 "
+           "--threads 1 --json " +
+           json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(read_file(json)).at("heads"), 2);
+  r = halo("train --dataset " + cora() + " --model gcn --heads 2 --epochs 1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(one_line(r.err));
+  EXPECT_NE(r.err.find("gat"), std::string::npos) << r.err;
+}
+
 }  // namespace

@@ -22,6 +22,7 @@ const std::vector<NodeModel>& node_models() {
   static const std::vector<NodeModel> models = {
       {"gcn", {}, {}, {}, {}, {}},
       {"sage", {}, {}, {}, {}, {}},
+      {"gat", 8, 8, 0.6f, 0.005, 5e-4},  // Velickovic et al. 2018: 8 heads x 8, Cora's set-up
   };
   return models;
 }
