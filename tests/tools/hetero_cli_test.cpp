@@ -121,9 +121,9 @@ TEST_F(HeteroCli, UsageErrors) {
            "train --fanouts nosuchrel=5,*=3:5" + d, "train --model hgt --heads 3" + d,
            "calibrate --rmat-scale 8 --large-rmat-scale 8",
            "train --mode mini-batch --prefetch 2" + d, "train --profile" + d,
-           "train --metrics-file m.prom" + d, "train --split 4 --dataset synthetic",
-           "train --model rgcn --dataset synthetic", "train --num-bases 2 --dataset synthetic",
-           "plan" + d, "plan --featureless zero --dataset synthetic"}) {
+           "train --split 4 --dataset synthetic", "train --model rgcn --dataset synthetic",
+           "train --num-bases 2 --dataset synthetic", "plan" + d,
+           "plan --featureless zero --dataset synthetic"}) {
     const Outcome r = run(args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
@@ -208,6 +208,23 @@ TEST_F(HeteroCli, SavedModelPredictsTheTrainedScores) {
   r = run("predict --model " + model.string() + " --dataset " + m_data.string() + " --out p.npy");
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+}
+
+// Prometheus metrics of a heterogeneous run: promtool accepts the file, which holds the epochs
+// and the loss and, without a plan for this task, no predicted gauges.
+TEST_F(HeteroCli, WritesPrometheusMetrics) {
+  const fs::path prom = m_temp.path() / "m.prom";
+  const Outcome r = run("train --dataset " + m_data.string() +
+                        " --split 4 --hidden 8 --epochs 3 --metrics-file " + prom.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string text = halo::testing::read_file(prom);
+  EXPECT_NE(text.find("halo_epoch{rank=\"0\"} 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("halo_loss"), std::string::npos) << text;
+  EXPECT_EQ(text.find("predicted"), std::string::npos) << text;
+  const Outcome check =
+      halo::testing::run_command("promtool check metrics < " + prom.string(), m_temp.path());
+  if (check.code == 127) GTEST_SKIP() << "promtool is not installed";
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
 }
 
 TEST_F(HeteroCli, MalformedFileNamesFileAndLine) {

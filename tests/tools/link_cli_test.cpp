@@ -122,9 +122,11 @@ TEST_F(LinkCli, TrainsOnATemporalFixtureAndWritesTheMetrics) {
   const fs::path json = m_dir / "r.json";
   const Outcome r = run("train --dataset " + fixture() +
                         " --task link --model gcrn --snapshots 14 --window 3 --epochs 2 --hidden 4 "
-                        "--negatives 2 --threads 1 --json " +
-                        json.string());
+                        "--negatives 2 --threads 1 --metrics-file " +
+                        (m_dir / "m.prom").string() + " --json " + json.string());
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(halo::testing::read_file(m_dir / "m.prom").find("halo_epoch{rank=\"0\"} 2"),
+            std::string::npos);
   const nlohmann::json j = nlohmann::json::parse(halo::testing::read_file(json));
   for (const char* key :
        {"test_mrr", "test_map", "test_auc", "val_mrr", "val_map", "final_train_loss"})

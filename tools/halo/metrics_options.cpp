@@ -35,25 +35,20 @@ cluster::MetricsConfig sink_config(const MetricsOptions& o, int rank, int ranks)
 }
 }  // namespace
 
-TrainMetrics::TrainMetrics(const MetricsOptions& o, const runtime::Shard& shard,
-                           const runtime::TrainConfig& config, const kernels::Resources& res)
-    : m_res(res), m_sink(sink_config(o, shard.comm->rank(), shard.comm->size())) {
-  m_snap.rank = shard.comm->rank();
-  m_snap.ranks = shard.comm->size();
-  m_snap.epochs = config.epochs;
+TrainMetrics::TrainMetrics(const MetricsOptions& o, const runtime::Comm& comm, int epochs,
+                           const kernels::Resources& res, const cluster::Plan* plan)
+    : m_res(res), m_sink(sink_config(o, comm.rank(), comm.size())) {
+  m_snap.rank = comm.rank();
+  m_snap.ranks = comm.size();
+  m_snap.epochs = epochs;
   if (m_sink.port() >= 0)
     HALO_LOG_INFO("metrics: serving http://127.0.0.1:" << m_sink.port() << "/metrics");
-  // The plan of this very run, for the predicted-vs-measured gauges.
-  const std::filesystem::path cal = cluster::default_calibration_path();
-  const cluster::CostModel costs =
-      std::filesystem::exists(cal) ? cluster::read_cost_model(cal) : cluster::CostModel{};
-  const cluster::Plan plan = cluster::make_plan(
-      cluster::shard_plan_input(shard), config, costs,
-      res.device() == kernels::Device::Cuda ? "cuda" : "cpu", res.cpu_exec().num_threads);
-  m_snap.predicted_epoch_seconds = plan.epoch_seconds;
-  m_snap.predicted_peak_host_bytes = plan.peak_host_bytes_per_rank;
-  if (res.device() == kernels::Device::Cuda)
-    m_snap.predicted_peak_gpu_bytes = plan.peak_gpu_bytes_per_rank;
+  if (plan != nullptr) {
+    m_snap.predicted_epoch_seconds = plan->epoch_seconds;
+    m_snap.predicted_peak_host_bytes = plan->peak_host_bytes_per_rank;
+    if (res.device() == kernels::Device::Cuda)
+      m_snap.predicted_peak_gpu_bytes = plan->peak_gpu_bytes_per_rank;
+  }
   publish(true);
 }
 
@@ -90,7 +85,21 @@ std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o, const runti
                                             const runtime::TrainConfig& config,
                                             const kernels::Resources& res) {
   if (o.file.empty() && o.port < 0) return nullptr;
-  return std::make_unique<TrainMetrics>(o, shard, config, res);
+  // The plan of this very run, for the predicted-vs-measured gauges.
+  const std::filesystem::path cal = cluster::default_calibration_path();
+  const cluster::CostModel costs =
+      std::filesystem::exists(cal) ? cluster::read_cost_model(cal) : cluster::CostModel{};
+  const cluster::Plan plan = cluster::make_plan(
+      cluster::shard_plan_input(shard), config, costs,
+      res.device() == kernels::Device::Cuda ? "cuda" : "cpu", res.cpu_exec().num_threads);
+  return std::make_unique<TrainMetrics>(o, *shard.comm, config.epochs, res, &plan);
+}
+
+std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o, const runtime::Comm& comm,
+                                            const runtime::TrainConfig& config,
+                                            const kernels::Resources& res) {
+  if (o.file.empty() && o.port < 0) return nullptr;
+  return std::make_unique<TrainMetrics>(o, comm, config.epochs, res, nullptr);
 }
 
 }  // namespace halo::cli

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <halo/cluster/metrics.hpp>
+#include <halo/cluster/plan.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/runtime/runtime.hpp>
 
@@ -25,9 +26,10 @@ void add_metrics_options(CLI::App* sub, MetricsOptions& o);
 /// there is one) beside the measured values.
 class TrainMetrics {
  public:
-  /// Call before training (the plan reads the shard's features). `threads` as the run uses.
-  TrainMetrics(const MetricsOptions& o, const runtime::Shard& shard,
-               const runtime::TrainConfig& config, const kernels::Resources& res);
+  /// Call before training. `plan`: this run's predicted epoch time and peak memory, published
+  /// beside the measured values (null: a task halo plan does not model; no predicted gauges).
+  TrainMetrics(const MetricsOptions& o, const runtime::Comm& comm, int epochs,
+               const kernels::Resources& res, const cluster::Plan* plan);
   void on_step();
   void on_epoch(const runtime::EpochStats& s);
   /// The last write; stops the HTTP server.
@@ -41,8 +43,15 @@ class TrainMetrics {
   cluster::MetricsSink m_sink;
 };
 
-/// A TrainMetrics when --metrics-file or --metrics-port was given, else null.
+/// A TrainMetrics when --metrics-file or --metrics-port was given, else null: with the plan of
+/// this very run on `shard` (node classification: cluster::make_plan on the shard's counts, with
+/// the default calibration file when there is one; the plan reads the shard's features, so call
+/// it before training).
 std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o, const runtime::Shard& shard,
+                                            const runtime::TrainConfig& config,
+                                            const kernels::Resources& res);
+/// The same for a task without a plan (the heterogeneous and link tasks): measured values only.
+std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o, const runtime::Comm& comm,
                                             const runtime::TrainConfig& config,
                                             const kernels::Resources& res);
 

@@ -238,9 +238,7 @@ TaskRegistration hetero_classification_task() {
         "a partition's embedding rows are spread over its ranks; save a one-process run's model"},
        {"--features", [](const TrainCommandOptions& o) { return given(o, "--features"); },
         "each node type brings its own features"},
-       {"--metrics-file, --metrics-port",
-        [](const TrainCommandOptions& o) { return !o.metrics.file.empty() || o.metrics.port >= 0; },
-        not_yet},
+
        {"--profile", [](const TrainCommandOptions& o) { return o.profile; }, not_yet},
        {"--prefetch",
         [](const TrainCommandOptions& o) { return o.mode == "mini-batch" && o.mb.prefetch > 0; },

@@ -185,29 +185,25 @@ class LinkRun final : public TaskRun {
 
 TaskRegistration link_prediction_task() {
   const std::string not_yet = "not available for this task yet";
-  return {
-      "link",
-      "--task link",
-      [](const TrainCommandOptions& o) { return o.task == "link"; },
-      {{"--metrics-file, --metrics-port",
-        [](const TrainCommandOptions& o) { return !o.metrics.file.empty() || o.metrics.port >= 0; },
-        not_yet},
-       {"--profile", [](const TrainCommandOptions& o) { return o.profile; }, not_yet}},
-      [](const TrainCommandOptions& o) {
-        check_task(o);
-        if (o.snapshots.num_snapshots > 0)
-          if (const std::string e =
-                  runtime::link_split_problem(o.snapshots.num_snapshots, train_config(o).link);
-              !e.empty())
-            throw UsageError(e);
-        if (!datasets::temporal_events_file(o.data.dataset))
-          throw UsageError("--task link: '" + o.data.dataset +
-                           "' is not a temporal dataset (a directory holding events.tsv or "
-                           "events.csv)");
-      },
-      [](const TrainCommandOptions& o, runtime::Comm& world, const kernels::Resources& res) {
-        return std::unique_ptr<TaskRun>(new LinkRun(o, world, res));
-      }};
+  return {"link",
+          "--task link",
+          [](const TrainCommandOptions& o) { return o.task == "link"; },
+          {{"--profile", [](const TrainCommandOptions& o) { return o.profile; }, not_yet}},
+          [](const TrainCommandOptions& o) {
+            check_task(o);
+            if (o.snapshots.num_snapshots > 0)
+              if (const std::string e =
+                      runtime::link_split_problem(o.snapshots.num_snapshots, train_config(o).link);
+                  !e.empty())
+                throw UsageError(e);
+            if (!datasets::temporal_events_file(o.data.dataset))
+              throw UsageError("--task link: '" + o.data.dataset +
+                               "' is not a temporal dataset (a directory holding events.tsv or "
+                               "events.csv)");
+          },
+          [](const TrainCommandOptions& o, runtime::Comm& world, const kernels::Resources& res) {
+            return std::unique_ptr<TaskRun>(new LinkRun(o, world, res));
+          }};
 }
 
 }  // namespace halo::cli

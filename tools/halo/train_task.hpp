@@ -39,11 +39,11 @@ class TaskRun {
   virtual std::string banner() const = 0;
   /// The run's configuration (the driver adds the checkpoint settings before train()).
   virtual runtime::TrainConfig& config() = 0;
-  /// Live metrics of the run (--metrics-file, --metrics-port; tasks that refuse them: none).
+  /// Live metrics of the run (--metrics-file, --metrics-port): the measured values, and a
+  /// task that halo plan models adds its predictions.
   virtual std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o,
                                                       const kernels::Resources& res) {
-    (void)o, (void)res;
-    return nullptr;
+    return cli::start_metrics(o, comm(), config(), res);
   }
   /// Trains (collective over comm()), calling on_epoch and on_step; the model keeps the kept
   /// epoch's parameters.
