@@ -1,5 +1,5 @@
 #pragma once
-// A task's named scores ("val_accuracy", "test_macro_f1", "val_mrr", ...) and named stage times:
+// A task's named scores ("val_loss", "val_accuracy", "test_accuracy", ...) and stage times:
 // what the engine records, selects by and reports without knowing which task produced them.
 
 #include <initializer_list>

@@ -15,7 +15,7 @@ struct EpochProfile {
   // Mini-batch preparation, on the producer thread with prefetch (overlapping the training
   // thread's phases), on the training thread without; on a device, the host's time to issue it.
   double sample_s = 0;  // drawing the blocks (sampler::NeighborSampler::sample)
-  double gather_s = 0;  // input feature rows, the seeds' labels, GCN block weights
+  double gather_s = 0;  // input feature rows, the seeds' labels, the block weights
   double copy_s = 0;    // host-to-device copies of host-sampled blocks (device runs)
   // The training thread. wait_s: inside BatchSource::next(), waiting for a prepared batch (with
   // --prefetch 0: preparing it).

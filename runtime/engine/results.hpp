@@ -19,12 +19,12 @@ struct EpochStats {
   int epoch = 0;  // 1-based
   int epochs = 0;
   double train_loss = 0;
-  /// The task's scores (Task::evaluate): e.g. node classification's "train_accuracy",
-  /// "val_loss", "val_accuracy", "test_accuracy"; link prediction's "val_mrr", "val_map".
+  /// The task's scores (Task::evaluate), by name: "val_loss", "val_accuracy", "test_accuracy",
+  /// ... as the task reports them.
   Metrics metrics;
   double epoch_time_s = 0;  // the training step(s): forward, loss, backward, optimizer
-  /// Seconds of the task's named stages of the training step(s) (the heterogeneous task's
-  /// "subgraph_build_s", "feature_projection_s", ...); empty for a task that times none.
+  /// Seconds of the task's named stages of the training step(s) (e.g. "subgraph_build_s");
+  /// empty for a task that times none.
   Metrics stage_times;
   /// Sampled mini-batches: edges sampled per edge type (relation) this epoch (empty otherwise).
   std::vector<std::int64_t> sampled_edges;
@@ -54,8 +54,8 @@ struct TrainResult {
   /// loss); the last epoch when the selecting score is NaN (no validation data).
   int best_epoch = 0;
   /// best_epoch's scores (EpochStats::metrics), and what the task computes once with the kept
-  /// parameters after training (Task::finish: link prediction's "test_mrr", "test_map",
-  /// "test_auc").
+  /// parameters after training (Task::finish: scores the task computes once, e.g. on its test
+  /// data).
   Metrics metrics;
   double final_train_loss = 0;
   double preprocess_time_s = 0;  // graph normalisation, feature preparation, set-up

@@ -74,7 +74,7 @@ class Task {
   virtual void set_counter(const std::string& name, std::int64_t value) = 0;
   virtual std::int64_t batches_per_epoch() const = 0;
   /// Adds what the task's parts measured over the run (the sampler's envelope, scores computed
-  /// once such as link prediction's test metrics) to `result`, after the kept epoch's
+  /// once, such as scores on test data) to `result`, after the kept epoch's
   /// parameters are restored. Collective.
   virtual void finish(TrainResult& result) { (void)result; }
   /// Seconds the task's set-up took (graph preparation, features, exchange plans).
