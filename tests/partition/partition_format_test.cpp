@@ -285,7 +285,7 @@ TEST(PartitionFormat, EmptyPartsSplitsAndEdgelessPartsRoundTrip) {
   for (std::int32_t p : {4, 400}) {
     SCOPED_TRACE(p);
     const PartitionResult r = partition(ds, p, Method::Random);
-    const fs::path dir = tmp.path() / ("p" + std::to_string(p));
+    const fs::path dir = tmp.path() / std::string("p").append(std::to_string(p));
     write_partitions(cpu(), ds, r, dir);
     expect_parts_reassemble(ds, r, dir);
     const PartitionMeta meta = read_partition_meta(dir);

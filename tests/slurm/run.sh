@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Preemption and requeue on a real Slurm. Starts munged, slurmctld and slurmd on 127.0.0.1 with a
 # throw-away key, configuration, ports and state under a temporary directory (one node, 2 CPUs,
-# JobRequeue), submits a generated sbatch script that trains Cora mini-batch with 2 ranks and a
-# checkpoint directory, sends the batch shell SIGUSR1 once a checkpoint exists (as Slurm does
-# before the time limit), and checks that the job checkpointed, exited 75, was requeued, resumed
-# and ended with the model bytes and final loss of an uninterrupted 2-rank run. The script is
-# what `halo plan --emit slurm` writes for the run. Every daemon is
+# JobRequeue), submits generated sbatch scripts that train with 2 ranks and a checkpoint
+# directory (Cora GCN mini-batches; heco_acm R-GCN over a heterogeneous partition), sends each
+# batch shell SIGUSR1 once a checkpoint exists (as Slurm does before the time limit), and checks
+# that the job checkpointed, exited 75, was requeued, resumed and ended with the results of an
+# uninterrupted 2-rank run (Cora: the model bytes and final loss; R-GCN: the final loss, test
+# Macro-F1, Micro-F1, accuracy and kept epoch). The scripts are what `halo plan --emit slurm`
+# writes for the runs. Every daemon is
 # stopped on exit (also on failure); every wait is bounded. Installs nothing; exit 77 (skipped)
 # when Slurm or munge is missing.
 #
-#   bash tests/slurm/run.sh HALO MPIEXEC CORA_DIR
+#   bash tests/slurm/run.sh HALO MPIEXEC CORA_DIR ACM_DIR
 set -euo pipefail
-halo=$(realpath "$1") mpiexec=$2 cora=$(realpath "$3")
+halo=$(realpath "$1") mpiexec=$2 cora=$(realpath "$3") acm=$(realpath "$4")
 
 for p in munged slurmctld slurmd sbatch scontrol scancel; do
   command -v "$p" >/dev/null 2>&1 || [ -x "/usr/sbin/$p" ] || { echo "skip: $p not installed"; exit 77; }
@@ -129,52 +131,75 @@ pids+=($!)
 node_idle() { sinfo -h -N -o '%T' | grep -q '^idle'; }
 wait_for 30 "the node to be idle" node_idle
 
-# ---- the reference: an uninterrupted 2-rank run ------------------------------------------
-train=(train --partitions "$tmp/parts" --mode mini-batch --batch-size 16 --fanouts 5,5
-  --epochs 8 --seed 3 --threads 1)
-"$halo" partition --dataset "$cora" --parts 2 --out "$tmp/parts" >/dev/null 2>&1
-"$mpiexec" -n 2 "$halo" "${train[@]}" --save-model "$tmp/ref.halo" --json "$tmp/ref.json" \
-  >/dev/null 2>"$tmp/ref.log"
-
-# ---- the job: signalled once its first checkpoint is committed ----------------------------
-ckpt="$tmp/job/ckpt"
-"$halo" plan "${train[@]:1}" --emit slurm --job-name halo-requeue --tasks-per-node 2 \
-  --slurm-output "$tmp/job/job.out" --launcher "$mpiexec" --checkpoint-dir "$ckpt" \
-  --output "$tmp/job/job.sh" -- --checkpoint-every 2 --save-model "$tmp/job/job.halo" \
-  --json "$tmp/job/job.json"
-grep -q -- "--resume auto" "$tmp/job/job.sh" || fail "the plan's script does not resume"
-job=$(sbatch --parsable --chdir="$tmp/job" "$tmp/job/job.sh")
-echo "submitted job $job"
+# ---- one job: run_job NAME KEYS -- TRAIN_FLAGS... -------------------------------------------
+# The reference (an uninterrupted 2-rank run of the same flags), then the job the plan writes,
+# signalled once its first checkpoint is committed; it must checkpoint, exit 75, be requeued,
+# resume and end with the reference's --json values of KEYS (comma-separated) and, when the
+# flags save a model (SAVE=1), its model bytes. PLAN_EXTRA: more `halo plan` flags.
+run_job() {
+  local name=$1 keys=$2
+  shift 3
+  local train=("$@") dir="$tmp/$name"
+  mkdir -p "$dir"
+  local save_ref=() save_job=()
+  if [ "${SAVE:-0}" = 1 ]; then save_ref=(--save-model "$dir/ref.halo"); save_job=(--save-model "$dir/job.halo"); fi
+  "$mpiexec" -n 2 "$halo" "${train[@]}" "${save_ref[@]}" --json "$dir/ref.json" \
+    >/dev/null 2>"$dir/ref.log" || fail "$name: the reference run failed: $(tail -n 3 "$dir/ref.log")"
+  ckpt="$dir/ckpt"
+  # shellcheck disable=SC2086
+  "$halo" plan "${train[@]:1}" --emit slurm --job-name "halo-$name" --tasks-per-node 2 \
+    --slurm-output "$dir/job.out" --launcher "$mpiexec" --checkpoint-dir "$ckpt" \
+    --output "$dir/job.sh" ${PLAN_EXTRA:-} -- --checkpoint-every 2 "${save_job[@]}" \
+    --json "$dir/job.json"
+  grep -q -- "--resume auto" "$dir/job.sh" || fail "$name: the plan's script does not resume"
+  job=$(sbatch --parsable --chdir="$dir" "$dir/job.sh")
+  echo "$name: submitted job $job"
+  wait_for 90 "the first checkpoint" checkpoint_or_ended
+  has_checkpoint >/dev/null || fail "$name: job $job ended before its first checkpoint"
+  scancel --signal=USR1 --batch "$job"
+  echo "$name: sent SIGUSR1 to the batch shell of job $job"
+  wait_for 60 "the job to requeue itself" requeued
+  # Slurm makes a requeued job eligible again only after about two minutes; an operator's
+  # `scontrol update StartTime=...` lets it start sooner (the requeue itself was the script's).
+  # slurmd refuses a launch in the second the previous run's credential was revoked: 3 s later.
+  scontrol update JobId="$job" StartTime=now+3
+  wait_for 120 "the requeued job to end" finished
+  [ "$(job_field JobState)" = COMPLETED ] || fail "$name: job $job ended $(job_field JobState)"
+  local restarts
+  restarts=$(job_field Restarts)
+  echo "$name: job $job COMPLETED after $restarts requeue(s)"
+  [ "$restarts" -ge 1 ] || fail "$name: the job was not requeued (Restarts=$restarts)"
+  grep -q "preempted after" "$dir/job.out" || fail "$name: no preemption in the job's output"
+  grep -q "preempted, checkpoint committed: requeue" "$dir/job.out" ||
+    fail "$name: the batch shell did not requeue on exit 75"
+  grep -q "SLURM_RESTART_COUNT=1" "$dir/job.out" || fail "$name: the requeued run did not log its restart"
+  grep -q "resuming from" "$dir/job.out" || fail "$name: the requeued run did not resume"
+  if [ "${SAVE:-0}" = 1 ]; then
+    cmp "$dir/ref.halo" "$dir/job.halo" || fail "$name: the resumed model differs from the uninterrupted one"
+  fi
+  local key ref got
+  for key in ${keys//,/ }; do
+    ref=$(value "$dir/ref.json" "$key")
+    got=$(value "$dir/job.json" "$key")
+    [ "$ref" = "$got" ] || fail "$name: $key $got differs from the uninterrupted run's $ref"
+  done
+  echo "slurm: $name preempted, requeued, resumed: $keys equal the uninterrupted run's ($(value "$dir/ref.json" final_train_loss) final loss)"
+}
 job_field() { scontrol -o show job "$job" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 has_checkpoint() { compgen -G "$ckpt/epoch-*/manifest.json"; }
 running() { case "$(job_field JobState)" in PENDING | CONFIGURING | RUNNING) return 0 ;; esac; return 1; }
 checkpoint_or_ended() { has_checkpoint || ! running; }
-wait_for 60 "the first checkpoint" checkpoint_or_ended
-has_checkpoint >/dev/null || fail "job $job ended before its first checkpoint"
-scancel --signal=USR1 --batch "$job"
-echo "sent SIGUSR1 to the batch shell of job $job"
-
 requeued() { [ "$(job_field Restarts)" -ge 1 ] && [ "$(job_field JobState)" = PENDING ]; }
-wait_for 60 "the job to requeue itself" requeued
-# Slurm makes a requeued job eligible again only after about two minutes; an operator's
-# `scontrol update StartTime=...` lets it start sooner (the requeue itself was the script's).
-# slurmd refuses a launch in the second the previous run's credential was revoked: 3 s later.
-scontrol update JobId="$job" StartTime=now+3
 finished() { ! running; }
-wait_for 90 "the requeued job to end" finished
-[ "$(job_field JobState)" = COMPLETED ] || fail "job $job ended $(job_field JobState)"
-restarts=$(job_field Restarts)
-echo "job $job: COMPLETED after $restarts requeue(s)"
+value() { python3 -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))[sys.argv[2]]))' "$1" "$2"; }
 
-# ---- checks ------------------------------------------------------------------------------
-[ "$restarts" -ge 1 ] || fail "the job was not requeued (Restarts=$restarts)"
-grep -q "preempted after" "$tmp/job/job.out" || fail "no preemption in the job's output"
-grep -q "preempted, checkpoint committed: requeue" "$tmp/job/job.out" ||
-  fail "the batch shell did not requeue on exit 75"
-grep -q "SLURM_RESTART_COUNT=1" "$tmp/job/job.out" || fail "the requeued run did not log its restart"
-grep -q "resuming from" "$tmp/job/job.out" || fail "the requeued run did not resume"
-cmp "$tmp/ref.halo" "$tmp/job/job.halo" || fail "the resumed model differs from the uninterrupted one"
-loss() { python3 -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))["final_train_loss"]))' "$1"; }
-[ "$(loss "$tmp/ref.json")" = "$(loss "$tmp/job/job.json")" ] ||
-  fail "final_train_loss $(loss "$tmp/job/job.json") differs from $(loss "$tmp/ref.json")"
-echo "slurm: preempted, requeued, resumed: model and final_train_loss $(loss "$tmp/ref.json") equal the uninterrupted run's"
+# Cora, GCN mini-batches over a 2-part partition: the model bytes and the final loss.
+"$halo" partition --dataset "$cora" --parts 2 --out "$tmp/cora-parts" >/dev/null 2>&1
+SAVE=1 run_job cora final_train_loss -- train --partitions "$tmp/cora-parts" --mode mini-batch \
+  --batch-size 16 --fanouts 5,5 --epochs 8 --seed 3 --threads 1
+# heco_acm, R-GCN over a 2-part heterogeneous partition (halo plan does not predict it: the job
+# asks the memory and time given): the final loss, the test Macro-F1 and accuracy.
+"$halo" partition --dataset "$acm" --parts 2 --out "$tmp/acm-parts" >/dev/null 2>&1
+PLAN_EXTRA="--memory-per-rank 1GiB --time-limit 30" run_job acm-rgcn \
+  final_train_loss,test_macro_f1,test_micro_f1,test_accuracy,best_epoch -- \
+  train --partitions "$tmp/acm-parts" --model rgcn --hidden 16 --epochs 30 --seed 3 --threads 1

@@ -49,7 +49,8 @@ inline HeteroFixture write_hetero_fixture(const std::filesystem::path& dir) {
     labels += std::to_string(c) + "\n";
     for (int k = 0; k < 4; ++k) {
       const double noise = u(1, static_cast<std::uint64_t>(i * 4 + k)) - 0.5;
-      items += (k ? "\t" : "") + std::to_string((k == c ? 1.0 : 0.0) + 0.6 * noise);
+      // Appended piece by piece (GCC 12's -Wrestrict false positive on "literal" + string).
+      items.append(k ? "\t" : "").append(std::to_string((k == c ? 1.0 : 0.0) + 0.6 * noise));
     }
     items += "\n";
     f.edges[1].emplace_back(i, c * 3 + i % 3);  // tags 3c..3c+2 belong to class c

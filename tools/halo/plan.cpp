@@ -45,6 +45,7 @@ struct PlanOptions : TrainOptions {
   std::string slurm_output = "halo-%j.out";
   std::string launcher = "mpiexec";
   std::string checkpoint_dir;
+  double time_limit_minutes = 0;              // --time-limit: a task halo plan does not model
   std::vector<std::string> extra_train_args;  // after `--`: appended to the job's halo train
   CLI::App* sub = nullptr;
 };
@@ -236,7 +237,7 @@ std::vector<std::string> train_arguments(const PlanOptions& o) {
       "--parts",          "--memory-per-rank", "--max-parts",    "--calibration",
       "--emit",           "--output",          "--image",        "--job-name",
       "--tasks-per-node", "--slurm-partition", "--slurm-output", "--launcher",
-      "--checkpoint-dir", "train_args",        "--help"};
+      "--checkpoint-dir", "--time-limit",      "train_args",     "--help"};
   std::vector<std::string> args = {"halo", "train"};
   for (const CLI::Option* opt : o.sub->get_options()) {
     if (opt->count() == 0) continue;
@@ -254,22 +255,21 @@ std::vector<std::string> train_arguments(const PlanOptions& o) {
   return args;
 }
 
-/// The sbatch script (cluster::sbatch_script) that runs this plan under Slurm: its ranks, one
-/// CPU per thread, the predicted peak host memory per rank plus 10 % per node, a time limit of
-/// 1.5 x the predicted training time plus the signal lead and 5 minutes (at least 10 minutes),
-/// and `halo train` with this command line's run flags, `--checkpoint-dir DIR --resume auto` (so
-/// that a requeued job resumes) and the arguments after `--`. The program is this very binary.
-std::string slurm_job(const cluster::Plan& p, const PlanOptions& o) {
+/// The sbatch script (cluster::sbatch_script) of `ranks` ranks of `threads` threads, each asking
+/// `memory_per_rank` bytes (plus 10 % per node) for `time_limit_s` seconds, running `halo train`
+/// with this command line's run flags, `--checkpoint-dir DIR --resume auto` (so that a requeued
+/// job resumes) and the arguments after `--`. The program is this very binary.
+std::string slurm_job(const PlanOptions& o, int ranks, int threads, std::int64_t memory_per_rank,
+                      std::int64_t time_limit_s) {
   cluster::SlurmRequest r;
   r.job_name = o.job_name;
-  r.tasks = p.ranks;
-  r.tasks_per_node = std::min(o.tasks_per_node, p.ranks);
-  r.nodes = (p.ranks + r.tasks_per_node - 1) / r.tasks_per_node;
-  r.cpus_per_task = std::max(1, p.threads);
-  r.memory_per_node_bytes = (p.peak_host_bytes_per_rank + p.peak_host_bytes_per_rank / 10) *
-                            static_cast<std::int64_t>(r.tasks_per_node);
-  r.time_limit_s = std::max<std::int64_t>(
-      600, static_cast<std::int64_t>(std::ceil(1.5 * p.train_seconds)) + r.signal_lead_s + 300);
+  r.tasks = ranks;
+  r.tasks_per_node = std::min(o.tasks_per_node, ranks);
+  r.nodes = (ranks + r.tasks_per_node - 1) / r.tasks_per_node;
+  r.cpus_per_task = std::max(1, threads);
+  r.memory_per_node_bytes =
+      (memory_per_rank + memory_per_rank / 10) * static_cast<std::int64_t>(r.tasks_per_node);
+  r.time_limit_s = time_limit_s;
   r.partition = o.slurm_partition;
   r.output = o.slurm_output;
   r.launcher = {o.launcher};
@@ -281,6 +281,52 @@ std::string slurm_job(const cluster::Plan& p, const PlanOptions& o) {
     r.command.emplace_back(a);
   r.command.insert(r.command.end(), o.extra_train_args.begin(), o.extra_train_args.end());
   return cluster::sbatch_script(r);
+}
+
+/// The job of a plan: its ranks and threads, the predicted peak host memory per rank, a time
+/// limit of 1.5 x the predicted training time plus the signal lead and 5 minutes (at least 10
+/// minutes).
+std::string slurm_job(const cluster::Plan& p, const PlanOptions& o) {
+  const cluster::SlurmRequest defaults;
+  return slurm_job(
+      o, p.ranks, p.threads, p.peak_host_bytes_per_rank,
+      std::max<std::int64_t>(600, static_cast<std::int64_t>(std::ceil(1.5 * p.train_seconds)) +
+                                      defaults.signal_lead_s + 300));
+}
+
+/// A task halo plan does not model (heterogeneous datasets, --task link): no prediction; with
+/// --emit slurm, the job of the memory (--memory-per-rank) and time (--time-limit) the user
+/// gives, over the partition's ranks (one without a partition).
+int run_unmodeled_plan(const PlanOptions& o, bool hetero) {
+  const std::string what =
+      hetero ? "a heterogeneous dataset (typed directory)" : std::string("--task link");
+  if (o.emit != "slurm")
+    throw UsageError("--emit " + o.emit + ": " + what +
+                     ": halo plan predicts node-classification runs on homogeneous graphs only; "
+                     "for this run it writes an sbatch script (--emit slurm) from the "
+                     "--memory-per-rank and --time-limit you give");
+  if (o.memory_limit <= 0 || o.time_limit_minutes <= 0)
+    throw UsageError(
+        "--emit slurm: " + what +
+        " is not predicted: give the job's --memory-per-rank SIZE and --time-limit MINUTES");
+  check_task(o);
+  if (!hetero && !o.partitions.empty())
+    throw UsageError(
+        "--partitions: --emit slurm for a snapshot partition series is not "
+        "available yet (one process: leave out --partitions)");
+  check_output(o.output, "--output");
+  const int ranks =
+      o.partitions.empty()
+          ? 1
+          : static_cast<int>(partition::read_partition_meta(o.partitions).parts.size());
+  const std::string text =
+      slurm_job(o, ranks, std::max(1, o.threads), o.memory_limit,
+                static_cast<std::int64_t>(std::ceil(o.time_limit_minutes * 60)));
+  if (o.output.empty())
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  else
+    kernels::write_file_atomically(o.output, text);
+  return 0;
 }
 
 /// Kubernetes memory quantity: whole MiB, rounded up.
@@ -339,10 +385,11 @@ json mpijob_manifest(const cluster::Plan& p, const PlanOptions& o) {
 }
 
 int run_plan(PlanOptions& o) {
-  if (is_hetero_run(o))
-    throw UsageError("--dataset " + o.data.dataset +
-                     ": a heterogeneous dataset (typed directory); halo plan plans "
-                     "node-classification runs on homogeneous graphs only");
+  if (o.task == "link" || is_hetero_run(o)) return run_unmodeled_plan(o, o.task != "link");
+  if (o.time_limit_minutes > 0)
+    throw UsageError(
+        "--time-limit: halo plan predicts this run's time (it applies to runs it "
+        "does not model)");
   check_homogeneous_run(o);
   cluster::CostModel costs;
   const std::filesystem::path cal = o.calibration.empty() ? cluster::default_calibration_path()
@@ -478,7 +525,12 @@ Command add_plan_command(CLI::App& app) {
           ->capture_default_str(),
       sub->add_option("--checkpoint-dir", o->checkpoint_dir,
                       "slurm (required): the job's checkpoint directory; the job resumes from "
-                      "it when requeued")};
+                      "it when requeued"),
+      sub->add_option("--time-limit", o->time_limit_minutes,
+                      "slurm, for a run halo plan does not predict (heterogeneous datasets, "
+                      "--task link): the job's time limit in MINUTES (with --memory-per-rank, "
+                      "the memory it asks per rank)")
+          ->check(finite_range(0.0, 1e7))};
   sub->add_option("train_args", o->extra_train_args,
                   "slurm: further `halo train` arguments, after `--` (e.g. -- --json r.json)");
   sub->add_option("--output", o->output, "Write to FILE instead of standard output");
