@@ -39,8 +39,7 @@ struct HeteroCase {
     view.type_offset = {0, 5, 9};
     for (std::size_t r = 0; r < rel.size(); ++r)
       view.relations.push_back(
-          {std::string("r").append(std::to_string(r)), rel[r].first, rel[r].second,
-           adj[r].view()});
+          {std::string("r").append(std::to_string(r)), rel[r].first, rel[r].second, adj[r].view()});
   }
 };
 
