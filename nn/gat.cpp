@@ -22,16 +22,6 @@ Parameter<T> glorot(const kernels::Resources& res, const char* name, std::int64_
   return p;
 }
 
-/// The module's dense output tensor, (re)shaped to rows x cols.
-template <class T>
-Tensor<T>& dense_output(const kernels::Resources& res, Features<T>& out, std::int64_t rows,
-                        std::int64_t cols) {
-  if (!std::holds_alternative<Tensor<T>>(out)) out = Tensor<T>();
-  auto& t = std::get<Tensor<T>>(out);
-  kernels::ensure_shape(res, t, rows, cols);
-  return t;
-}
-
 /// The stored entries of a local CSR: its view's count when known, else read from indptr
 /// (host data only).
 template <class T>
@@ -139,7 +129,7 @@ const Features<T>& GATConv<T>::forward(const Context& ctx, Adjacency<T> graph,
                                               m_alpha_dropped.view());
     w = &m_alpha_dropped;
   }
-  Tensor<T>& y = dense_output(res, m_output, n_dst, this->width());
+  Tensor<T>& y = detail::dense_output(res, m_output, n_dst, this->width());
   if (m_concat) {
     kernels::weighted_aggregate<kernels::NodeId, T>(res, g.csr, w->view(), z, y.view());
   } else {
@@ -234,7 +224,7 @@ const Features<T>& EluDropout<T>::forward(const Context& ctx, Adjacency<T> graph
   const auto& res = *ctx.res;
   const Tensor<T>& in = detail::dense(x, "elu_dropout");
   m_input = &in;
-  Tensor<T>& y = dense_output(res, m_output, in.rows(), in.cols());
+  Tensor<T>& y = detail::dense_output(res, m_output, in.rows(), in.cols());
   kernels::elu(res, in.span(), y.span());
   m_active = ctx.training && m_p > 0.f;
   if (m_active)

@@ -25,16 +25,6 @@ Parameter<T> bias(const kernels::Resources& res, std::int64_t out) {
   return {"bias", Tensor<T>::zeros(res, out, 1), Tensor<T>::zeros(res, out, 1)};
 }
 
-/// The module's dense output tensor, (re)shaped to rows x cols.
-template <class T>
-Tensor<T>& dense_output(const kernels::Resources& res, Features<T>& out, std::int64_t rows,
-                        std::int64_t cols) {
-  if (!std::holds_alternative<Tensor<T>>(out)) out = Tensor<T>();
-  auto& t = std::get<Tensor<T>>(out);
-  kernels::ensure_shape(res, t, rows, cols);
-  return t;
-}
-
 template <class T>
 void bias_forward(const kernels::Resources& res, Tensor<T>& y, const Parameter<T>& b) {
   kernels::add_bias(res, y.view(), b.value.span());
@@ -65,7 +55,7 @@ const Features<T>& Linear<T>::forward(const Context& ctx, Adjacency<T>, const Fe
   const auto& res = *ctx.res;
   HALO_EXPECTS(kernels::num_cols(x) == m_weight.value.rows(), "linear: input width mismatch");
   m_input = &x;
-  Tensor<T>& y = dense_output(res, m_output, kernels::num_rows(x), m_weight.value.cols());
+  Tensor<T>& y = detail::dense_output(res, m_output, kernels::num_rows(x), m_weight.value.cols());
   detail::multiply(res, x, m_weight.value, y);
   bias_forward(res, y, m_bias);
   return m_output;
@@ -98,7 +88,7 @@ const Features<T>& GCNConv<T>::forward(const Context& ctx, Adjacency<T> graph,
                                        const Features<T>& x) {
   const auto& res = *ctx.res;
   m_input = &x;
-  Tensor<T>& y = dense_output(res, m_output, graph.num_rows, m_weight.value.cols());
+  Tensor<T>& y = detail::dense_output(res, m_output, graph.num_rows, m_weight.value.cols());
   m_agg.forward(res, graph, x, m_weight.value, y, /*accumulate=*/false);
   bias_forward(res, y, m_bias);
   return m_output;
@@ -134,7 +124,7 @@ const Features<T>& SAGEConv<T>::forward(const Context& ctx, Adjacency<T> graph,
   HALO_EXPECTS(kernels::num_rows(x) == graph.num_cols && graph.num_rows <= graph.num_cols,
                "sage_conv: the input needs one row per source node, destinations first");
   m_input = &x;
-  Tensor<T>& y = dense_output(res, m_output, graph.num_rows, m_weight_root.value.cols());
+  Tensor<T>& y = detail::dense_output(res, m_output, graph.num_rows, m_weight_root.value.cols());
   detail::multiply(res, x, m_weight_root.value, y, graph.num_rows);
   m_agg.forward(res, graph, x, m_weight_neigh.value, y, /*accumulate=*/true);
   bias_forward(res, y, m_bias);
@@ -170,7 +160,7 @@ const Tensor<T>& SAGEConv<T>::backward(const Context& ctx, Adjacency<T> graph, c
 template <class T>
 const Features<T>& ReLU<T>::forward(const Context& ctx, Adjacency<T>, const Features<T>& x) {
   const Tensor<T>& in = detail::dense(x, "relu");
-  Tensor<T>& y = dense_output(*ctx.res, m_output, in.rows(), in.cols());
+  Tensor<T>& y = detail::dense_output(*ctx.res, m_output, in.rows(), in.cols());
   kernels::relu(*ctx.res, in.span(), y.span());
   return m_output;
 }
@@ -223,7 +213,7 @@ const Features<T>& Dropout<T>::forward(const Context& ctx, Adjacency<T> graph,
                      out.values.span());
   } else {
     const Tensor<T>& in = std::get<Tensor<T>>(x);
-    Tensor<T>& y = dense_output(res, m_output, in.rows(), in.cols());
+    Tensor<T>& y = detail::dense_output(res, m_output, in.rows(), in.cols());
     kernels::dropout(res, dropout_key(ctx, m_layer_id, graph), m_p, in.view(), y.view());
   }
   return m_output;
@@ -253,7 +243,7 @@ template <class T>
 const Features<T>& ReluDropout<T>::forward(const Context& ctx, Adjacency<T> graph,
                                            const Features<T>& x) {
   const Tensor<T>& in = detail::dense(x, "relu_dropout");
-  Tensor<T>& y = dense_output(*ctx.res, m_output, in.rows(), in.cols());
+  Tensor<T>& y = detail::dense_output(*ctx.res, m_output, in.rows(), in.cols());
   m_active = ctx.training && m_p > 0.f;
   if (m_active)
     kernels::relu_dropout(*ctx.res, dropout_key(ctx, m_layer_id, graph), m_p, in.view(), y.view());

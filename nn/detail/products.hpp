@@ -1,11 +1,24 @@
 #pragma once
 // The two products every layer with weights needs, for dense and for sparse inputs.
 
+#include <variant>
+
 #include <halo/kernels/features.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/tensor.hpp>
 
 namespace halo::nn::detail {
+
+/// A module's dense output `out`, made a tensor and (re)shaped to rows x cols (allocating only
+/// when it grows).
+template <class T>
+kernels::Tensor<T>& dense_output(const kernels::Resources& res, kernels::FeatureMatrix<T>& out,
+                                 std::int64_t rows, std::int64_t cols) {
+  if (!std::holds_alternative<kernels::Tensor<T>>(out)) out = kernels::Tensor<T>();
+  auto& t = std::get<kernels::Tensor<T>>(out);
+  kernels::ensure_shape(res, t, rows, cols);
+  return t;
+}
 
 /// out = x w (out overwritten). x dense (gemm) or sparse (CSR x dense). With rows >= 0 only the
 /// first `rows` rows of x take part (the destinations of a block, see SAGEConv).

@@ -238,6 +238,32 @@ INSTANTIATE_TEST_SUITE_P(
                       HeteroResumeCase{"HgtMidEpoch", nn::HeteroLayerKind::Hgt, true, 3}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// A saved heterogeneous model is applied only to data of the schema it was built for: another
+// type's node count, feature width, class count or relation is refused naming the model file.
+TEST(HeteroModelFile, RefusesDataOfAnotherSchema) {
+  halo::testing::TempDir tmp;
+  halo::testing::write_hetero_fixture(tmp.path());
+  const HeteroShard shard =
+      local_hetero_shard(datasets::read_hetero_directory(host(), tmp.path(), 4));
+  const nn::HeteroSchema model = hetero_schema(shard.graph);
+  EXPECT_NO_THROW(check_hetero_schema("m.halo", model, model));
+  std::vector<nn::HeteroSchema> others(4, model);
+  others[0].num_nodes[0] += 1;
+  others[1].in_features[0] += 1;
+  others[2].num_classes += 1;
+  others[3].relations[0].second =
+      (others[3].relations[0].second + 1) % static_cast<std::int32_t>(model.type_names.size());
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    try {
+      check_hetero_schema("m.halo", model, others[i]);
+      ADD_FAILURE() << "schema " << i << " was accepted";
+    } catch (const IoError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("m.halo: the model was built for other data", 0), 0u)
+          << e.what();
+    }
+  }
+}
+
 TEST(F1Scores, MatchHandComputedValues) {
   // labels 0 0 1 2 2 2, predictions 0 1 1 2 2 0: F1 per class 1/2, 2/3, 4/5; accuracy 4/6.
   const std::vector<std::int32_t> labels = {0, 0, 1, 2, 2, 2, 1};
