@@ -460,10 +460,14 @@ void PairScorer<T>::score_row(NodeId u, std::span<T> out) const {
                "PairScorer::score_row: prepare() first, one output per node");
   const T* w2 = m_w2.value.data();
   const T* p = m_p.data() + u * m_hidden;
+  const T b2 = m_b2.value(0, 0);
   for (std::int64_t v = 0; v < m_q.rows(); ++v) {
     const T* q = m_q.data() + v * m_hidden;
-    T s = m_b2.value(0, 0);
-    for (std::int64_t k = 0; k < m_hidden; ++k) s += w2[k] * std::max(p[k] + q[k], T(0));
+    T s = b2;
+    for (std::int64_t k = 0; k < m_hidden; ++k) {
+      const T z = p[k] + q[k];
+      s += w2[k] * (z < T(0) ? T(0) : z);  // std::max(z, 0), without a call in unoptimised builds
+    }
     out[static_cast<std::size_t>(v)] = s;
   }
 }

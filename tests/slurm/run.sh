@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Preemption and requeue on a real Slurm. Starts munged, slurmctld and slurmd on 127.0.0.1 with a
 # throw-away key, configuration, ports and state under a temporary directory (one node, 2 CPUs,
-# JobRequeue), submits generated sbatch scripts that train with 2 ranks and a checkpoint
-# directory (Cora GCN mini-batches; heco_acm R-GCN over a heterogeneous partition), sends each
-# batch shell SIGUSR1 once a checkpoint exists (as Slurm does before the time limit), and checks
-# that the job checkpointed, exited 75, was requeued, resumed and ended with the results of an
-# uninterrupted 2-rank run (Cora: the model bytes and final loss; R-GCN: the final loss, test
-# Macro-F1, Micro-F1, accuracy and kept epoch). The scripts are what `halo plan --emit slurm`
-# writes for the runs. Every daemon is
-# stopped on exit (also on failure); every wait is bounded. Installs nothing; exit 77 (skipped)
-# when Slurm or munge is missing.
+# JobRequeue), submits generated sbatch scripts that train with a checkpoint directory (Cora GCN
+# mini-batches and heco_acm R-GCN over 2-part partitions with 2 ranks; CollegeMsg EvolveGCN-O
+# link prediction in one process), sends each batch shell SIGUSR1 once a checkpoint exists (as
+# Slurm does before the time limit), and checks that the job checkpointed, exited 75, was
+# requeued, resumed and ended with the results of an uninterrupted run (Cora: the model bytes and
+# final loss; R-GCN: the final loss, test Macro-F1, Micro-F1, accuracy and kept epoch;
+# EvolveGCN-O: the final loss, test MRR, MAP and kept epoch). The scripts are what `halo plan
+# --emit slurm` writes for the runs. Every daemon is stopped on exit (also on failure); every
+# wait is bounded. Installs nothing; exit 77 (skipped) when Slurm or munge is missing.
 #
-#   bash tests/slurm/run.sh HALO MPIEXEC CORA_DIR ACM_DIR
+#   bash tests/slurm/run.sh HALO MPIEXEC CORA_DIR ACM_DIR COLLEGEMSG_DIR
 set -euo pipefail
-halo=$(realpath "$1") mpiexec=$2 cora=$(realpath "$3") acm=$(realpath "$4")
+halo=$(realpath "$1") mpiexec=$2 cora=$(realpath "$3") acm=$(realpath "$4") college=$(realpath "$5")
 
 for p in munged slurmctld slurmd sbatch scontrol scancel; do
   command -v "$p" >/dev/null 2>&1 || [ -x "/usr/sbin/$p" ] || { echo "skip: $p not installed"; exit 77; }
@@ -132,10 +132,11 @@ node_idle() { sinfo -h -N -o '%T' | grep -q '^idle'; }
 wait_for 30 "the node to be idle" node_idle
 
 # ---- one job: run_job NAME KEYS -- TRAIN_FLAGS... -------------------------------------------
-# The reference (an uninterrupted 2-rank run of the same flags), then the job the plan writes,
-# signalled once its first checkpoint is committed; it must checkpoint, exit 75, be requeued,
-# resume and end with the reference's --json values of KEYS (comma-separated) and, when the
-# flags save a model (SAVE=1), its model bytes. PLAN_EXTRA: more `halo plan` flags.
+# The reference (an uninterrupted run of the same flags with RANKS ranks, default 2), then the
+# job the plan writes (a checkpoint every EVERY epochs, default 2), signalled once its first
+# checkpoint is committed; it must checkpoint, exit 75, be requeued, resume and end with the
+# reference's --json values of KEYS (comma-separated) and, when the flags save a model (SAVE=1),
+# its model bytes. PLAN_EXTRA: more `halo plan` flags.
 run_job() {
   local name=$1 keys=$2
   shift 3
@@ -143,13 +144,14 @@ run_job() {
   mkdir -p "$dir"
   local save_ref=() save_job=()
   if [ "${SAVE:-0}" = 1 ]; then save_ref=(--save-model "$dir/ref.halo"); save_job=(--save-model "$dir/job.halo"); fi
-  "$mpiexec" -n 2 "$halo" "${train[@]}" "${save_ref[@]}" --json "$dir/ref.json" \
+  local ranks=${RANKS:-2}
+  "$mpiexec" -n "$ranks" "$halo" "${train[@]}" "${save_ref[@]}" --json "$dir/ref.json" \
     >/dev/null 2>"$dir/ref.log" || fail "$name: the reference run failed: $(tail -n 3 "$dir/ref.log")"
   ckpt="$dir/ckpt"
   # shellcheck disable=SC2086
-  "$halo" plan "${train[@]:1}" --emit slurm --job-name "halo-$name" --tasks-per-node 2 \
+  "$halo" plan "${train[@]:1}" --emit slurm --job-name "halo-$name" --tasks-per-node "$ranks" \
     --slurm-output "$dir/job.out" --launcher "$mpiexec" --checkpoint-dir "$ckpt" \
-    --output "$dir/job.sh" ${PLAN_EXTRA:-} -- --checkpoint-every 2 "${save_job[@]}" \
+    --output "$dir/job.sh" ${PLAN_EXTRA:-} -- --checkpoint-every "${EVERY:-2}" "${save_job[@]}" \
     --json "$dir/job.json"
   grep -q -- "--resume auto" "$dir/job.sh" || fail "$name: the plan's script does not resume"
   job=$(sbatch --parsable --chdir="$dir" "$dir/job.sh")
@@ -203,3 +205,10 @@ SAVE=1 run_job cora final_train_loss -- train --partitions "$tmp/cora-parts" --m
 PLAN_EXTRA="--memory-per-rank 1GiB --time-limit 30" run_job acm-rgcn \
   final_train_loss,test_macro_f1,test_micro_f1,test_accuracy,best_epoch -- \
   train --partitions "$tmp/acm-parts" --model rgcn --hidden 16 --epochs 30 --seed 3 --threads 1
+# CollegeMsg, EvolveGCN-O link prediction in one process (12 snapshots, a 3-snapshot window; a
+# checkpoint every epoch, the signal then stops it between two training snapshots): the final
+# loss, the test MRR and MAP, and the kept epoch.
+RANKS=1 EVERY=1 PLAN_EXTRA="--memory-per-rank 1GiB --time-limit 30" run_job collegemsg-evolvegcn \
+  final_train_loss,test_mrr,test_map,best_epoch -- \
+  train --task link --dataset "$college" --model evolvegcn-o --snapshots 12 --window 3 \
+  --negatives 5 --hidden 8 --epochs 3 --seed 3 --threads 1
