@@ -21,6 +21,7 @@
 #include <halo/runtime/runtime.hpp>
 
 #include "runtime/mpi_test_main.hpp"
+#include "runtime/distributed_fixtures.hpp"
 #include "runtime/runtime_test_util.hpp"
 #include "support/hetero_fixture.hpp"
 
@@ -34,42 +35,9 @@ const kernels::Resources& res() { return test::host(); }
 
 // ---- heterogeneous full graph -------------------------------------------------------------------
 
-/// The 4-type fixture (its user -> user relation one-way) in `dir`; `undirected` adds the
-/// reverse of every 'follows' edge, so that relation is symmetric too.
-void write_hetero_graph(const std::filesystem::path& dir, bool undirected) {
-  std::filesystem::create_directories(dir);
-  const testing::HeteroFixture f = testing::write_hetero_fixture(dir);
-  if (!undirected) return;
-  std::set<std::pair<int, int>> follows;
-  for (const auto& [a, b] : f.edges[3]) {
-    follows.emplace(a, b);
-    follows.emplace(b, a);
-  }
-  std::ofstream(dir / "edges_follows.tsv") << [&] {
-    std::string text;
-    for (const auto& [a, b] : follows) text += std::to_string(a) + "\t" + std::to_string(b) + "\n";
-    return text;
-  }();
-  std::ofstream(dir / "edge_types.tsv")
-      << "# relation\tsrc_type\tdst_type\tfile\tnum_edges\n"
-      << "buys\tuser\titem\tedges_buys.tsv\t" << f.edges[0].size() << "\n"
-      << "tagged\titem\ttag\tedges_tagged.tsv\t" << f.edges[1].size() << "\n"
-      << "sells\tshop\titem\tedges_sells.tsv\t" << f.edges[2].size() << "\n"
-      << "follows\tuser\tuser\tedges_follows.tsv\t" << follows.size() << "\n";
-}
-
 /// `dir`/data (write_hetero_graph) and its partition `dir`/parts into comm().size() parts.
 void write_partitioned(const std::filesystem::path& dir, bool undirected) {
-  if (comm().rank() == 0) {
-    std::filesystem::remove_all(dir);
-    write_hetero_graph(dir / "data", undirected);
-    partition::PartitionConfig c;
-    c.num_parts = comm().size();
-    const datasets::HeteroGraph g = datasets::read_hetero_directory(res(), dir / "data");
-    partition::write_hetero_partitions(res(), g, partition::partition_hetero(res(), g, c),
-                                       dir / "parts");
-  }
-  comm().barrier();
+  test::write_hetero_partition(comm(), dir, undirected);
 }
 
 /// The small model both equivalence tests train: dropout on, featureless types as zeros.

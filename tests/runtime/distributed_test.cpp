@@ -35,6 +35,7 @@
 #include <halo/sampler/neighbor_sampler.hpp>
 
 #include "runtime/mpi_test_main.hpp"
+#include "runtime/distributed_fixtures.hpp"
 #include "runtime/runtime_test_util.hpp"
 #include "sampler/allocation_counter.hpp"
 
@@ -50,42 +51,7 @@ Comm& comm() { return *g_comm; }
 
 const kernels::Resources& res() { return test::host(); }
 
-/// Every rank partitions `ds` into comm().size() parts (METIS is deterministic for a seed, so
-/// every rank holds the same relabelling); rank 0 writes it under a fresh directory all ranks
-/// read. The directory is removed when the object dies.
-class SharedPartition {
- public:
-  SharedPartition(const datasets::Dataset& ds, partition::Method method, const std::string& name)
-      : m_dir(std::filesystem::path(HALO_TEST_BINARY_DIR) /
-              ("dist-" + name + "-" + std::to_string(comm().size()))) {
-    partition::PartitionConfig c;
-    c.num_parts = comm().size();
-    c.method = method;
-    c.seed = 7;
-    m_result = partition::partition_dataset(res(), ds, c);
-    if (comm().rank() == 0) {
-      std::filesystem::remove_all(m_dir);
-      partition::write_partitions(res(), ds, m_result, m_dir);
-    }
-    comm().barrier();
-    m_meta = partition::read_partition_meta(m_dir);
-  }
-  ~SharedPartition() {
-    comm().barrier();
-    if (comm().rank() == 0) std::filesystem::remove_all(m_dir);
-  }
-  const std::filesystem::path& dir() const { return m_dir; }
-  const partition::PartitionMeta& meta() const { return m_meta; }
-  /// Original id of partition id v.
-  NodeId original(NodeId v) const {
-    return m_result.relabelling.new_to_old[static_cast<std::size_t>(v)];
-  }
-
- private:
-  std::filesystem::path m_dir;
-  partition::PartitionResult m_result;
-  partition::PartitionMeta m_meta;
-};
+using test::SharedPartition;
 
 /// The graph of each test case, by name.
 const datasets::Dataset& graph(bool directed) { return directed ? directed_cora() : cora(); }
@@ -213,7 +179,7 @@ void expect_exchange_matches_one_process(const kernels::Resources& run,
   for (const bool directed : {false, true}) {
     SCOPED_TRACE(graph_name(directed));
     const datasets::Dataset& ds = graph(directed);
-    const SharedPartition shared(ds, partition::Method::MetisKway, name + graph_name(directed));
+    const SharedPartition shared(comm(), ds, partition::Method::MetisKway, name + graph_name(directed));
     const partition::Part part = partition::read_part(res(), shared.dir(), comm().rank());
     const std::int64_t n = ds.num_nodes(), w = 5;
     std::vector<float> x(static_cast<std::size_t>(n * w));
@@ -307,7 +273,7 @@ TEST_P(Equivalence, LossesEqualOneProcess) {
   const Case c = GetParam();
   const TrainConfig config = config_of(c);
   const TrainResult single = test::train_local(res(), graph(c.directed), config).result;
-  const SharedPartition shared(
+  const SharedPartition shared(comm(), 
       graph(c.directed), c.method,
       "eq-" + std::string(partition::to_string(c.method)) + graph_name(c.directed));
   const TrainResult run = train_partition(res(), shared, config).result;
@@ -344,7 +310,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(DistributedTraining, ExchangedBytesFollowTheCommunicationVolume) {
   for (const bool directed : {false, true}) {
     SCOPED_TRACE(graph_name(directed));
-    const SharedPartition shared(graph(directed), partition::Method::MetisKway,
+    const SharedPartition shared(comm(), graph(directed), partition::Method::MetisKway,
                                  "bytes" + graph_name(directed));
     const TrainRun run = train_partition(res(), shared, test::config_for(nn::ModelKind::Gcn, 0, 3));
     const std::int64_t expected = shared.meta().metrics.comm_volume * (16 + 16 + 7 + 7) * 4;
@@ -363,7 +329,7 @@ TEST(DistributedMiniBatch, RemoteSamplingEqualsOneProcessSampler) {
   for (const bool directed : {false, true}) {
     SCOPED_TRACE(graph_name(directed));
     const datasets::Dataset& ds = graph(directed);
-    const SharedPartition shared(ds, partition::Method::MetisKway, "blocks" + graph_name(directed));
+    const SharedPartition shared(comm(), ds, partition::Method::MetisKway, "blocks" + graph_name(directed));
     const partition::Part part = partition::read_part(res(), shared.dir(), comm().rank());
     const sampler::SamplerConfig sc{{10, 5}, false, 3};
     RemoteNeighbors remote(part, comm());
@@ -402,7 +368,7 @@ TEST(DistributedMiniBatch, RemoteSamplingEqualsOneProcessSampler) {
 // cache and with 1 MiB (~180 of Cora's rows) chosen by degree or by the first epoch's accesses,
 // and less traffic with it (from the second epoch on for the access policy).
 TEST(DistributedMiniBatch, TheCacheCutsTrafficAndKeepsTheLosses) {
-  const SharedPartition shared(cora(), partition::Method::MetisKway, "mb-cache");
+  const SharedPartition shared(comm(), cora(), partition::Method::MetisKway, "mb-cache");
   TrainConfig config = test::config_for(nn::ModelKind::Sage, 3, 3);
   config.mini_batch = test::batches(32, {10, 5}, 1);
   const TrainResult none = train_partition(res(), shared, config).result;
@@ -433,7 +399,7 @@ TEST(DistributedMiniBatch, TheCacheCutsTrafficAndKeepsTheLosses) {
 // and the end of the epoch's last step, on every rank, for each epoch, with and without the
 // producer thread, for SAGE and GCN.
 TEST(DistributedMiniBatch, NothingIsAllocatedPerBatchAfterTheFirst) {
-  const SharedPartition shared(cora(), partition::Method::MetisKway, "mb-alloc");
+  const SharedPartition shared(comm(), cora(), partition::Method::MetisKway, "mb-alloc");
   for (const auto& [kind, prefetch] :
        {std::pair{nn::ModelKind::Sage, 1}, std::pair{nn::ModelKind::Gcn, 0}}) {
     SCOPED_TRACE(nn::to_string(kind) + " prefetch " + std::to_string(prefetch));
@@ -462,7 +428,7 @@ TEST(DistributedMiniBatch, NothingIsAllocatedPerBatchAfterTheFirst) {
 // its machine (ctest's ranks share this one: they have one boot id), and a producer only where
 // every rank has its core; every rank reports the same.
 TEST(DistributedMiniBatch, AutoPrefetchIsDecidedTogether) {
-  const SharedPartition shared(cora(), partition::Method::MetisKway, "mb-auto");
+  const SharedPartition shared(comm(), cora(), partition::Method::MetisKway, "mb-auto");
   TrainConfig config = test::config_for(nn::ModelKind::Sage, 3, 1);
   config.mini_batch = test::batches(64, {5, 3}, kAutoPrefetch);
   const TrainResult r = train_partition(res(), shared, config).result;
@@ -510,8 +476,8 @@ TEST(DistributedTraining, RefusesAPartitionWithAnotherNumberOfParts) {
 // none hangs.
 TEST(DistributedTraining, RanksThatOpenDifferentPartitionsAllFail) {
   if (comm().size() == 1) GTEST_SKIP() << "needs two ranks";
-  const SharedPartition metis(cora(), partition::Method::MetisKway, "handshake-metis");
-  const SharedPartition random(cora(), partition::Method::Random, "handshake-random");
+  const SharedPartition metis(comm(), cora(), partition::Method::MetisKway, "handshake-metis");
+  const SharedPartition random(comm(), cora(), partition::Method::Random, "handshake-random");
   try {
     open_shard(res(), comm(), comm().rank() == 0 ? metis.dir() : random.dir());
     ADD_FAILURE() << "no error";
@@ -580,7 +546,7 @@ std::vector<std::vector<float>> parameter_values(TrainRun& run) {
 TEST(DistributedCheckpoint, OneRanksSignalStopsAllAndTheResumeIsExact) {
   TrainConfig config = test::config_for(nn::ModelKind::Sage, 3, 3);
   config.mini_batch = test::batches(32, {5, 5}, 1);  // Cora: 5 batches an epoch
-  const SharedPartition shared(cora(), partition::Method::MetisKway, "ckpt");
+  const SharedPartition shared(comm(), cora(), partition::Method::MetisKway, "ckpt");
   TrainRun whole = train_partition(res(), shared, config);
   const std::filesystem::path dir =
       std::filesystem::path(HALO_TEST_BINARY_DIR) / ("ckpt-" + std::to_string(comm().size()));
@@ -608,7 +574,7 @@ TEST(DistributedCheckpoint, OneRanksSignalStopsAllAndTheResumeIsExact) {
         << "epoch " << e + 1;
   EXPECT_EQ(resumed.result.best_epoch, whole.result.best_epoch);
   EXPECT_EQ(parameter_values(resumed), parameter_values(whole));
-  const SharedPartition other(cora(), partition::Method::Random, "ckpt-random");
+  const SharedPartition other(comm(), cora(), partition::Method::Random, "ckpt-random");
   EXPECT_THROW(train_partition(res(), other, again), IoError);
   comm().barrier();
   if (comm().rank() == 0) std::filesystem::remove_all(dir);
@@ -783,7 +749,7 @@ TEST(DistributedTrainingCuda, LossesEqualOneCpuProcess) {
         test::config_for(mini ? nn::ModelKind::Sage : nn::ModelKind::Gcn, 3, mini ? 3 : 20);
     if (mini) config.mini_batch = test::batches(32, {10, 5});
     const TrainResult single = test::train_local(res(), cora(), config).result;
-    const SharedPartition shared(cora(), partition::Method::MetisKway, "cora-cuda");
+    const SharedPartition shared(comm(), cora(), partition::Method::MetisKway, "cora-cuda");
     const TrainResult run = train_partition(cuda_res(), shared, config).result;
     ASSERT_EQ(run.history.size(), single.history.size());
     for (std::size_t e = 0; e < single.history.size(); ++e)

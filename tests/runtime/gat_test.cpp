@@ -25,6 +25,7 @@
 #include <halo/runtime/runtime.hpp>
 
 #include "runtime/mpi_test_main.hpp"
+#include "runtime/distributed_fixtures.hpp"
 #include "runtime/runtime_test_util.hpp"
 
 namespace halo::runtime {
@@ -39,33 +40,7 @@ Comm& comm() { return *g_comm; }
 
 const kernels::Resources& res() { return test::host(); }
 
-/// Every rank partitions `ds` into comm().size() parts; rank 0 writes it under a fresh
-/// directory all ranks read, removed when the object dies.
-class SharedPartition {
- public:
-  SharedPartition(const datasets::Dataset& ds, partition::Method method, const std::string& name)
-      : m_dir(std::filesystem::path(HALO_TEST_BINARY_DIR) /
-              ("gat-" + name + "-" + std::to_string(comm().size()))) {
-    partition::PartitionConfig c;
-    c.num_parts = comm().size();
-    c.method = method;
-    c.seed = 7;
-    const partition::PartitionResult result = partition::partition_dataset(res(), ds, c);
-    if (comm().rank() == 0) {
-      std::filesystem::remove_all(m_dir);
-      partition::write_partitions(res(), ds, result, m_dir);
-    }
-    comm().barrier();
-  }
-  ~SharedPartition() {
-    comm().barrier();
-    if (comm().rank() == 0) std::filesystem::remove_all(m_dir);
-  }
-  const std::filesystem::path& dir() const { return m_dir; }
-
- private:
-  std::filesystem::path m_dir;
-};
+using test::SharedPartition;
 
 // The node task's scores this file reads.
 double test_accuracy(const TrainResult& r) { return r.metrics.at("test_accuracy"); }
@@ -99,7 +74,7 @@ TEST(GatExchange, LocalGraphAndRowsEqualOneProcess) {
     SCOPED_TRACE(graph_name(directed));
     const partition::Part whole =
         partition::make_local_part(res(), halo::testing::copy_dataset(res(), graph(directed)));
-    const SharedPartition shared(graph(directed), partition::Method::MetisKway,
+    const SharedPartition shared(comm(), graph(directed), partition::Method::MetisKway,
                                  "exchange-" + graph_name(directed));
     Shard shard = open_shard(res(), comm(), shared.dir());
     const partition::Part& part = shard.part;
@@ -175,7 +150,7 @@ TEST_P(GatEquivalence, LossesAndAccuraciesEqualOneProcess) {
   TrainConfig config = gat_config(3, c.mini_batch ? 2 : 12);
   if (c.mini_batch) config.mini_batch = test::batches(32, {10, 5}, 1);
   const TrainResult single = test::train_local(res(), graph(c.directed), config).result;
-  const SharedPartition shared(graph(c.directed), c.method,
+  const SharedPartition shared(comm(), graph(c.directed), c.method,
                                "eq-" + std::string(partition::to_string(c.method)) +
                                    graph_name(c.directed) + (c.mini_batch ? "-mb" : ""));
   Shard shard = open_shard(res(), comm(), shared.dir());
@@ -237,7 +212,7 @@ TEST(GatInference, FullGraphAndFullNeighbourhoodsEqualOneProcess) {
   const std::vector<float> logits_one = one.run(model, 2).to_vector(res());
   const std::int64_t h = model.width(1), c = model.width(2);
   ASSERT_EQ(h, mc.heads * mc.hidden);
-  const SharedPartition shared(cora(), partition::Method::MetisKway, "inference");
+  const SharedPartition shared(comm(), cora(), partition::Method::MetisKway, "inference");
   Shard shard = open_shard(res(), comm(), shared.dir());
   Inference inf(res(), shard, nn::ModelKind::Gat, true);
   const std::vector<float> hidden = inf.run(model, 1).to_vector(res());

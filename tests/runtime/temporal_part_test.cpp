@@ -21,6 +21,7 @@
 #include <halo/runtime/tasks/link/link_prediction.hpp>
 #include <halo/runtime/tasks/link/temporal_part.hpp>
 
+#include "runtime/distributed_fixtures.hpp"
 #include "runtime/mpi_test_main.hpp"
 #include "support/testing.hpp"
 
@@ -409,29 +410,6 @@ TEST(TemporalPart, EvolveGcnOOnStepPartsMatchesOneProcess) {
           << pa[i]->name << "[" << k << "]";
 }
 
-/// Events over 24 steps among 30 nodes (ids 5, 9, 13, ...): a few hubs that message leaves
-/// of their own, repeated with drift, plus random pairs; `reciprocal` adds each event's
-/// reverse (an undirected graph's events).
-datasets::TemporalGraph link_graph(bool reciprocal) {
-  std::vector<datasets::RawTemporalEvent> events;
-  std::uint64_t x = 777;
-  const auto next = [&] {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return x >> 33;
-  };
-  for (std::int64_t t = 0; t < 24; ++t)
-    for (int k = 0; k < 14; ++k) {
-      const std::int64_t hub = static_cast<std::int64_t>(next() % 3);
-      const std::int64_t leaf = 3 + static_cast<std::int64_t>((hub * 9 + next() % 9 + t / 6) % 27);
-      std::int64_t a = hub, b = leaf;
-      if (k % 4 == 3)
-        a = static_cast<std::int64_t>(next() % 30), b = static_cast<std::int64_t>(next() % 30);
-      events.push_back({5 + 4 * b, 5 + 4 * a, 1000 + 10 * t, 0});
-      if (reciprocal) events.push_back({5 + 4 * a, 5 + 4 * b, 1000 + 10 * t, 0});
-    }
-  return datasets::make_temporal_graph(events, false, reciprocal ? "undirected" : "directed");
-}
-
 TrainConfig link_config() {
   TrainConfig config;
   config.epochs = 4;
@@ -456,7 +434,7 @@ TEST(DistributedLinkPrediction, EqualsOneProcess) {
   const kernels::Resources host(kernels::Device::Cpu, 1);
   for (const bool reciprocal : {false, true}) {
     SCOPED_TRACE(reciprocal ? "reciprocal events" : "directed events");
-    const datasets::TemporalGraph g = link_graph(reciprocal);
+    const datasets::TemporalGraph g = test::link_events(reciprocal);
     datasets::SnapshotConfig sc;
     sc.num_snapshots = 24;
     sc.window_snapshots = 1;

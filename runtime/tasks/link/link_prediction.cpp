@@ -452,7 +452,8 @@ LinkPrediction::LinkPrediction(const kernels::Resources& res, TemporalShard& sha
 }
 
 CheckpointIdentity LinkPrediction::identity() const {
-  // The data: every step's pairs to predict and degree buckets, the node count, the snapshots.
+  // The data: every step's pairs to predict and degree buckets (a rank's part: the owner map
+  // they follow from, the same on every rank), the node count, the snapshots.
   const TemporalShard& d = m_shard;
   std::uint64_t h = partition::fnv1a64(&d.num_nodes, sizeof d.num_nodes);
   h = partition::fnv1a64(&d.num_features, sizeof d.num_features, h);
@@ -461,7 +462,7 @@ CheckpointIdentity LinkPrediction::identity() const {
       h = partition::fnv1a64(&e.src, sizeof e.src, h);
       h = partition::fnv1a64(&e.dst, sizeof e.dst, h);
     }
-    const std::vector<std::int32_t>& b = d.degree_bucket[t];
+    const std::vector<std::int32_t>& b = d.distributed() ? d.owner[t] : d.degree_bucket[t];
     h = partition::fnv1a64(b.data(), b.size() * sizeof(std::int32_t), h);
   }
   char hex[24];

@@ -1,0 +1,362 @@
+// The conformance suite across ranks, run by ctest under mpiexec -n 2 and -n 4 (conformance_np2,
+// conformance_np4): every built-in task and model through the same two properties, by the
+// public task interface (runtime::Task) and the engine (runtime::Trainer):
+//   - P ranks, each on its part of the data, compute what one process computes on the whole
+//     data: every epoch's training loss within 1e-4 relative, every score of every epoch and
+//     the kept epoch's test scores within the subject's tolerance (a prediction that rounding
+//     flips; ranking metrics over a few dozen candidates), on a directed and an undirected
+//     graph;
+//   - a run that one rank stops by a signal (between two steps of an epoch, and between two
+//     epochs) and that resumes from the checkpoint every rank wrote its share of ends as the
+//     uninterrupted P-rank run, bit for bit (losses, scores, kept epoch, parameters).
+// Subjects: node classification with GCN, GraphSAGE and GAT (mini-batches on a METIS partition
+// of Cora and of a directed Cora), heterogeneous classification with R-GCN and HGT (typed
+// mini-batches on a partition of the 4-type fixture, its user -> user relation one-way or
+// symmetric), link prediction with EvolveGCN-O (each rank its rows of every snapshot, with
+// migrations and a step where one rank owns nothing; directed and reciprocal events). The
+// one-process properties are tests/runtime/conformance_test.cpp's.
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <gtest/gtest.h>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <halo/datasets/hetero.hpp>
+#include <halo/datasets/temporal.hpp>
+#include <halo/nn/model.hpp>
+#include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/runtime.hpp>
+
+#include "runtime/distributed_fixtures.hpp"
+#include "runtime/mpi_test_main.hpp"
+#include "runtime/runtime_test_util.hpp"
+
+namespace halo::runtime::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+Comm* g_comm = nullptr;
+Comm& comm() { return *g_comm; }
+
+std::vector<std::vector<float>> values(const std::vector<nn::Parameter<float>*>& params) {
+  std::vector<std::vector<float>> v;
+  for (const auto* p : params) v.push_back(p->value.to_vector(host()));
+  return v;
+}
+
+/// One task and model on a directed or undirected graph, as the suite drives it. The data and
+/// models a task refers to live as long as the subject.
+class Subject {
+ public:
+  virtual ~Subject() = default;
+  /// A small configuration with several steps an epoch.
+  virtual TrainConfig config() const = 0;
+  /// The task on the whole data, in one process (every rank runs it alone).
+  virtual std::unique_ptr<Task> one(const TrainConfig& config) = 0;
+  /// The task on this rank's part of the data (comm().size() parts), collective.
+  virtual std::unique_ptr<Task> part(const TrainConfig& config) = 0;
+  /// The parameters of the last part()'s model, on the host.
+  virtual std::vector<std::vector<float>> parameters() = 0;
+  /// How far a score of P ranks may lie from one process's.
+  virtual double tolerance() const = 0;
+};
+
+// ---- node classification ----------------------------------------------------------------------
+
+class NodeSubject final : public Subject {
+ public:
+  NodeSubject(nn::ModelKind kind, bool directed)
+      : m_kind(kind),
+        m_data(directed ? directed_cora() : cora()),
+        m_partition(comm(), m_data, partition::Method::MetisKway,
+                    "conf-" + nn::to_string(kind) + (directed ? "-d" : "-u")) {}
+  TrainConfig config() const override {
+    TrainConfig c;
+    c.model.kind = m_kind;
+    c.model.hidden = 8;
+    c.model.heads = 2;
+    c.mini_batch = batches(32, {5, 5});  // Cora's 140 training nodes: 5 steps an epoch
+    return c;
+  }
+  std::unique_ptr<Task> one(const TrainConfig& config) override {
+    Shard& shard = keep(local_shard(host(), halo::testing::copy_dataset(host(), m_data)));
+    return node_classification(host(), shard, config, model(shard, config));
+  }
+  std::unique_ptr<Task> part(const TrainConfig& config) override {
+    Shard& shard = keep(open_shard(host(), comm(), m_partition.dir()));
+    return node_classification(host(), shard, config, model(shard, config));
+  }
+  std::vector<std::vector<float>> parameters() override {
+    return values(m_models.back()->parameters());
+  }
+  double tolerance() const override { return 0.005; }  // the node Equivalence suite's
+
+ private:
+  Shard& keep(Shard&& s) { return *m_shards.emplace_back(std::make_unique<Shard>(std::move(s))); }
+  nn::Model<float>& model(const Shard& shard, const TrainConfig& config) {
+    return *m_models.emplace_back(std::make_unique<nn::Model<float>>(
+        make_model(host(), shard.num_features, shard.part.num_classes, config)));
+  }
+  nn::ModelKind m_kind;
+  const datasets::Dataset& m_data;
+  SharedPartition m_partition;
+  std::vector<std::unique_ptr<Shard>> m_shards;
+  std::vector<std::unique_ptr<nn::Model<float>>> m_models;
+};
+
+// ---- heterogeneous node classification --------------------------------------------------------
+
+class HeteroSubject final : public Subject {
+ public:
+  HeteroSubject(nn::HeteroLayerKind kind, bool undirected)
+      : m_kind(kind),
+        m_dir(fs::path(HALO_TEST_BINARY_DIR) / ("conf-" + nn::to_string(kind) +
+                                                (undirected ? "-u-" : "-d-") +
+                                                std::to_string(comm().size()))) {
+    write_hetero_partition(comm(), m_dir, undirected);
+  }
+  ~HeteroSubject() override {
+    comm().barrier();
+    if (comm().rank() == 0) fs::remove_all(m_dir);
+  }
+  TrainConfig config() const override {
+    TrainConfig c;
+    c.lr = 0.02;
+    c.hetero.kind = m_kind;
+    c.hetero.hidden = 8;
+    c.hetero.heads = 2;
+    c.hetero.dropout = 0.2f;
+    c.hetero.featureless = nn::FeaturelessInput::Zero;  // kExceptions
+    c.mini_batch = batches(3, {2, 2});
+    return c;
+  }
+  std::unique_ptr<Task> one(const TrainConfig& config) override {
+    HeteroShard& shard =
+        keep(local_hetero_shard(datasets::read_hetero_directory(host(), m_dir / "data")));
+    return hetero_classification(host(), shard, config, model(shard, config));
+  }
+  std::unique_ptr<Task> part(const TrainConfig& config) override {
+    HeteroShard& shard = keep(open_hetero_shard(host(), comm(), m_dir / "parts"));
+    return hetero_classification(host(), shard, config, model(shard, config));
+  }
+  std::vector<std::vector<float>> parameters() override {
+    return values(m_models.back()->parameters());
+  }
+  double tolerance() const override { return 1e-12; }  // the same predictions
+
+ private:
+  HeteroShard& keep(HeteroShard&& s) {
+    return *m_shards.emplace_back(std::make_unique<HeteroShard>(std::move(s)));
+  }
+  nn::HeteroModel<float>& model(const HeteroShard& shard, const TrainConfig& config) {
+    return *m_models.emplace_back(std::make_unique<nn::HeteroModel<float>>(
+        host(), config.hetero, hetero_schema(shard.graph), config.seed));
+  }
+  nn::HeteroLayerKind m_kind;
+  fs::path m_dir;
+  std::vector<std::unique_ptr<HeteroShard>> m_shards;
+  std::vector<std::unique_ptr<nn::HeteroModel<float>>> m_models;
+};
+
+// ---- link prediction --------------------------------------------------------------------------
+
+class LinkSubject final : public Subject {
+ public:
+  explicit LinkSubject(bool reciprocal) : m_graph(link_events(reciprocal)) {}
+  TrainConfig config() const override {
+    TrainConfig c;
+    c.lr = 0.01;
+    c.weight_decay = 0;
+    c.link.window = 3;
+    c.link.negatives = 4;
+    c.link.model.hidden = 8;
+    c.link.scorer_hidden = 8;
+    c.link.train_fraction = 0.6;
+    c.link.val_fraction = 0.15;
+    return c;
+  }
+  std::unique_ptr<Task> one(const TrainConfig& config) override {
+    TemporalShard& shard =
+        keep(local_temporal_shard(host(), m_graph, snapshots(), config.link.train_fraction));
+    return link_prediction(host(), shard, config, model(shard, config));
+  }
+  /// Owners v % P, except that at step 5 (the last of a training window) the last rank owns
+  /// nothing, and from step 8 on a third of the nodes move to the next rank.
+  std::unique_ptr<Task> part(const TrainConfig& config) override {
+    const int p = comm().size();
+    const auto steps = static_cast<std::size_t>(snapshots().num_snapshots);
+    std::vector<std::vector<std::int32_t>> own(
+        steps, std::vector<std::int32_t>(static_cast<std::size_t>(m_graph.num_nodes())));
+    for (std::size_t t = 0; t < steps; ++t)
+      for (std::int64_t v = 0; v < m_graph.num_nodes(); ++v) {
+        const int parts = t == 5 && p > 1 ? p - 1 : p;
+        const auto shift = static_cast<std::int64_t>(t >= 8 && v % 3 == 0);
+        own[t][static_cast<std::size_t>(v)] = static_cast<std::int32_t>((v + shift) % parts);
+      }
+    TemporalShard& shard = keep(distributed_temporal_shard(host(), m_graph, snapshots(), own,
+                                                           comm(), config.link.train_fraction));
+    return link_prediction(host(), shard, config, model(shard, config));
+  }
+  std::vector<std::vector<float>> parameters() override {
+    std::vector<std::vector<float>> v = values(m_models.back()->encoder.parameters());
+    for (auto& p : values(m_models.back()->scorer.parameters())) v.push_back(std::move(p));
+    return v;
+  }
+  // Ranking metrics over a few dozen candidates move by a rank when rounding reorders two
+  // nearly tied scores.
+  double tolerance() const override { return 0.02; }
+
+ private:
+  static datasets::SnapshotConfig snapshots() {
+    datasets::SnapshotConfig sc;
+    sc.num_snapshots = 24;
+    sc.window_snapshots = 1;
+    return sc;
+  }
+  TemporalShard& keep(TemporalShard&& s) {
+    return *m_shards.emplace_back(std::make_unique<TemporalShard>(std::move(s)));
+  }
+  LinkModel& model(const TemporalShard& shard, const TrainConfig& config) {
+    nn::TemporalModelConfig mc = config.link.model;
+    mc.in_features = shard.num_features;
+    return *m_models.emplace_back(std::make_unique<LinkModel>(
+        LinkModel{nn::TemporalModel<float>(host(), mc, config.seed),
+                  nn::PairScorer<float>(host(), mc.hidden, config.link.scorer_hidden,
+                                        config.seed)}));
+  }
+  datasets::TemporalGraph m_graph;
+  std::vector<std::unique_ptr<TemporalShard>> m_shards;
+  std::vector<std::unique_ptr<LinkModel>> m_models;
+};
+
+// ---- the suite --------------------------------------------------------------------------------
+
+struct Case {
+  const char* name;
+  std::function<std::unique_ptr<Subject>(bool directed)> subject;
+};
+
+/// The case's name in test names and messages (not its bytes).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+/// Trains `task`; `stop_at` > 0: the last rank requests preemption after that many steps.
+TrainResult run(std::unique_ptr<Task> task, const TrainConfig& config, std::int64_t stop_at = 0) {
+  Trainer trainer(host(), std::move(task), config.epochs, config.checkpoint);
+  std::int64_t steps = 0;
+  clear_preemption();
+  TrainResult r = trainer.run({}, [&](std::int64_t) {
+    if (++steps == stop_at && comm().rank() == comm().size() - 1) request_preemption();
+  });
+  clear_preemption();
+  return r;
+}
+
+class Conformance : public ::testing::TestWithParam<Case> {
+ protected:
+  TrainConfig config_of(const Subject& s) const {
+    TrainConfig c = s.config();
+    c.seed = 7;
+    c.epochs = 3;
+    return c;
+  }
+};
+
+TEST_P(Conformance, RanksEqualOneProcess) {
+  for (const bool directed : {true, false}) {
+    SCOPED_TRACE(directed ? "directed" : "undirected");
+    const std::unique_ptr<Subject> subject = GetParam().subject(directed);
+    const TrainConfig config = config_of(*subject);
+    const TrainResult want = run(subject->one(config), config);
+    const TrainResult got = run(subject->part(config), config);
+    EXPECT_EQ(got.world_size, comm().size());
+    EXPECT_EQ(got.batches_per_epoch, want.batches_per_epoch);
+    const double tol = subject->tolerance();
+    ASSERT_EQ(got.history.size(), want.history.size());
+    for (std::size_t e = 0; e < want.history.size(); ++e) {
+      const EpochStats &a = want.history[e], &b = got.history[e];
+      EXPECT_NEAR(b.train_loss, a.train_loss, 1e-4 * std::abs(a.train_loss)) << "epoch " << e + 1;
+      ASSERT_EQ(b.metrics.entries().size(), a.metrics.entries().size()) << "epoch " << e + 1;
+      for (const auto& [name, value] : a.metrics)
+        EXPECT_NEAR(b.metrics.at(name), value, name.find("loss") == std::string::npos
+                                                   ? tol
+                                                   : 1e-4 * std::abs(value))
+            << name << ", epoch " << e + 1;
+    }
+    EXPECT_LT(want.history.back().train_loss, want.history.front().train_loss * 1.5);
+    for (const auto& [name, value] : want.metrics) {
+      if (name.rfind("test_", 0) == 0) {
+        EXPECT_NEAR(got.metrics.at(name), value, tol) << name;
+      }
+    }
+  }
+}
+
+TEST_P(Conformance, ResumeAcrossRanksEqualsTheUninterruptedRun) {
+  const std::unique_ptr<Subject> subject = GetParam().subject(true);
+  const TrainConfig config = config_of(*subject);
+  const TrainResult whole = run(subject->part(config), config);
+  const std::vector<std::vector<float>> whole_parameters = subject->parameters();
+  const std::int64_t per_epoch = whole.batches_per_epoch;
+  ASSERT_GT(per_epoch, 1) << "the suite's configurations take several steps an epoch";
+  for (const std::int64_t stop_at : {per_epoch + 1, per_epoch}) {  // mid-epoch, between epochs
+    SCOPED_TRACE("stopped after " + std::to_string(stop_at) + " steps");
+    const fs::path dir = fs::path(HALO_TEST_BINARY_DIR) /
+                         ("conf-ck-" + std::string(GetParam().name) + "-" +
+                          std::to_string(comm().size()));
+    if (comm().rank() == 0) fs::remove_all(dir);
+    comm().barrier();
+    TrainConfig first = config;
+    first.checkpoint.dir = dir;
+    const TrainResult cut = run(subject->part(first), first, stop_at);
+    ASSERT_TRUE(cut.preempted);
+    TrainConfig again = first;
+    again.checkpoint.resume = true;
+    const TrainResult resumed = run(subject->part(again), again);
+    EXPECT_EQ(resumed.resumed_from, cut.checkpoint);
+    EXPECT_EQ(resumed.best_epoch, whole.best_epoch);
+    EXPECT_EQ(resumed.metrics, whole.metrics);
+    EXPECT_EQ(resumed.final_train_loss, whole.final_train_loss);
+    ASSERT_EQ(resumed.history.size(), whole.history.size());
+    for (std::size_t e = 0; e < whole.history.size(); ++e) {
+      EXPECT_EQ(resumed.history[e].train_loss, whole.history[e].train_loss) << "epoch " << e + 1;
+      EXPECT_EQ(resumed.history[e].metrics, whole.history[e].metrics) << "epoch " << e + 1;
+    }
+    EXPECT_EQ(subject->parameters(), whole_parameters);
+    comm().barrier();
+    if (comm().rank() == 0) fs::remove_all(dir);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tasks, Conformance,
+    ::testing::Values(
+        Case{"NodeGcn",
+             [](bool d) { return std::make_unique<NodeSubject>(nn::ModelKind::Gcn, d); }},
+        Case{"NodeSage",
+             [](bool d) { return std::make_unique<NodeSubject>(nn::ModelKind::Sage, d); }},
+        Case{"NodeGat",
+             [](bool d) { return std::make_unique<NodeSubject>(nn::ModelKind::Gat, d); }},
+        Case{"HeteroRgcn",
+             [](bool d) {
+               return std::make_unique<HeteroSubject>(nn::HeteroLayerKind::Rgcn, !d);
+             }},
+        Case{"HeteroHgt",
+             [](bool d) {
+               return std::make_unique<HeteroSubject>(nn::HeteroLayerKind::Hgt, !d);
+             }},
+        Case{"LinkEvolveGcnO", [](bool d) { return std::make_unique<LinkSubject>(!d); }}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace halo::runtime::test
+
+int main(int argc, char** argv) {
+  return halo::runtime::test::run_mpi_tests(
+      argc, argv, "conformance_mpi_test",
+      [](halo::runtime::Comm& c) { halo::runtime::test::g_comm = &c; });
+}
