@@ -89,8 +89,8 @@ std::string profile_table(const EpochProfile& p, double epoch_s, const MachineLi
   std::snprintf(line, sizeof line, "profile (median epoch %.3f ms; this rank):\n", epoch_s * 1e3);
   out += line;
   if (mini_batch) {
-    phase("sample (producer)", p.sample_s);
-    phase("gather (producer)", p.gather_s);
+    phase("sample", p.sample_s);
+    phase("gather", p.gather_s);
     phase("copy to device", p.copy_s);
     phase("wait for batch", p.wait_s);
   }

@@ -14,7 +14,7 @@
 // mini-batches on a partition of the 4-type fixture, its user -> user relation one-way or
 // symmetric), link prediction with EvolveGCN-O (each rank its rows of every snapshot, with
 // migrations and a step where one rank owns nothing; directed and reciprocal events). The
-// one-process properties are tests/runtime/conformance_test.cpp's.
+// one-process properties and the exceptions of both suites: tests/runtime/conformance_test.cpp.
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -115,9 +115,9 @@ class HeteroSubject final : public Subject {
  public:
   HeteroSubject(nn::HeteroLayerKind kind, bool undirected)
       : m_kind(kind),
-        m_dir(fs::path(HALO_TEST_BINARY_DIR) / ("conf-" + nn::to_string(kind) +
-                                                (undirected ? "-u-" : "-d-") +
-                                                std::to_string(comm().size()))) {
+        m_dir(fs::path(HALO_TEST_BINARY_DIR) /
+              ("conf-" + nn::to_string(kind) + (undirected ? "-u-" : "-d-") +
+               std::to_string(comm().size()))) {
     write_hetero_partition(comm(), m_dir, undirected);
   }
   ~HeteroSubject() override {
@@ -224,10 +224,9 @@ class LinkSubject final : public Subject {
   LinkModel& model(const TemporalShard& shard, const TrainConfig& config) {
     nn::TemporalModelConfig mc = config.link.model;
     mc.in_features = shard.num_features;
-    return *m_models.emplace_back(std::make_unique<LinkModel>(
-        LinkModel{nn::TemporalModel<float>(host(), mc, config.seed),
-                  nn::PairScorer<float>(host(), mc.hidden, config.link.scorer_hidden,
-                                        config.seed)}));
+    return *m_models.emplace_back(std::make_unique<LinkModel>(LinkModel{
+        nn::TemporalModel<float>(host(), mc, config.seed),
+        nn::PairScorer<float>(host(), mc.hidden, config.link.scorer_hidden, config.seed)}));
   }
   datasets::TemporalGraph m_graph;
   std::vector<std::unique_ptr<TemporalShard>> m_shards;
@@ -282,9 +281,8 @@ TEST_P(Conformance, RanksEqualOneProcess) {
       EXPECT_NEAR(b.train_loss, a.train_loss, 1e-4 * std::abs(a.train_loss)) << "epoch " << e + 1;
       ASSERT_EQ(b.metrics.entries().size(), a.metrics.entries().size()) << "epoch " << e + 1;
       for (const auto& [name, value] : a.metrics)
-        EXPECT_NEAR(b.metrics.at(name), value, name.find("loss") == std::string::npos
-                                                   ? tol
-                                                   : 1e-4 * std::abs(value))
+        EXPECT_NEAR(b.metrics.at(name), value,
+                    name.find("loss") == std::string::npos ? tol : 1e-4 * std::abs(value))
             << name << ", epoch " << e + 1;
     }
     EXPECT_LT(want.history.back().train_loss, want.history.front().train_loss * 1.5);
@@ -305,9 +303,9 @@ TEST_P(Conformance, ResumeAcrossRanksEqualsTheUninterruptedRun) {
   ASSERT_GT(per_epoch, 1) << "the suite's configurations take several steps an epoch";
   for (const std::int64_t stop_at : {per_epoch + 1, per_epoch}) {  // mid-epoch, between epochs
     SCOPED_TRACE("stopped after " + std::to_string(stop_at) + " steps");
-    const fs::path dir = fs::path(HALO_TEST_BINARY_DIR) /
-                         ("conf-ck-" + std::string(GetParam().name) + "-" +
-                          std::to_string(comm().size()));
+    const fs::path dir =
+        fs::path(HALO_TEST_BINARY_DIR) /
+        ("conf-ck-" + std::string(GetParam().name) + "-" + std::to_string(comm().size()));
     if (comm().rank() == 0) fs::remove_all(dir);
     comm().barrier();
     TrainConfig first = config;
@@ -342,13 +340,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"NodeGat",
              [](bool d) { return std::make_unique<NodeSubject>(nn::ModelKind::Gat, d); }},
         Case{"HeteroRgcn",
-             [](bool d) {
-               return std::make_unique<HeteroSubject>(nn::HeteroLayerKind::Rgcn, !d);
-             }},
+             [](bool d) { return std::make_unique<HeteroSubject>(nn::HeteroLayerKind::Rgcn, !d); }},
         Case{"HeteroHgt",
-             [](bool d) {
-               return std::make_unique<HeteroSubject>(nn::HeteroLayerKind::Hgt, !d);
-             }},
+             [](bool d) { return std::make_unique<HeteroSubject>(nn::HeteroLayerKind::Hgt, !d); }},
         Case{"LinkEvolveGcnO", [](bool d) { return std::make_unique<LinkSubject>(!d); }}),
     [](const auto& info) { return std::string(info.param.name); });
 

@@ -320,9 +320,10 @@ INSTANTIATE_TEST_SUITE_P(
 
 /// What the suite does not check per subject, and where it is checked or why it is missing.
 constexpr const char* kExceptions[] = {
-    "P = 2 and 4 ranks equal one process: by the MPI suites, not here (distributed_np2/np4: GCN, "
-    "SAGE; gat_np2/np4: GAT; distributed_hetero_np2/np4: R-GCN, HGT; temporal_part_np2/np4: "
-    "EvolveGCN-O)",
+    "P = 2 and 4 ranks equal one process, and a resume across ranks: in the MPI suite of the "
+    "same subjects (tests/runtime/conformance_mpi_test.cpp, ctest conformance_np2/np4), not here",
+    "heterogeneous classification across ranks: featureless types as zeros (their learnable "
+    "embeddings are refused with a partition: each rank does not yet own its rows' embeddings)",
     "link prediction: no mini-batches (it trains on whole snapshots); its saved model and "
     "halo predict are one process",
     "heterogeneous classification: a partitioned run's model file (its embedding rows are spread "

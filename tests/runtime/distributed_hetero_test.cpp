@@ -20,8 +20,8 @@
 #include <halo/runtime/engine/checkpoint.hpp>
 #include <halo/runtime/runtime.hpp>
 
-#include "runtime/mpi_test_main.hpp"
 #include "runtime/distributed_fixtures.hpp"
+#include "runtime/mpi_test_main.hpp"
 #include "runtime/runtime_test_util.hpp"
 #include "support/hetero_fixture.hpp"
 

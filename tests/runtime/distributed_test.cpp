@@ -34,8 +34,8 @@
 #include <halo/runtime/runtime.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 
-#include "runtime/mpi_test_main.hpp"
 #include "runtime/distributed_fixtures.hpp"
+#include "runtime/mpi_test_main.hpp"
 #include "runtime/runtime_test_util.hpp"
 #include "sampler/allocation_counter.hpp"
 
@@ -179,7 +179,8 @@ void expect_exchange_matches_one_process(const kernels::Resources& run,
   for (const bool directed : {false, true}) {
     SCOPED_TRACE(graph_name(directed));
     const datasets::Dataset& ds = graph(directed);
-    const SharedPartition shared(comm(), ds, partition::Method::MetisKway, name + graph_name(directed));
+    const SharedPartition shared(comm(), ds, partition::Method::MetisKway,
+                                 name + graph_name(directed));
     const partition::Part part = partition::read_part(res(), shared.dir(), comm().rank());
     const std::int64_t n = ds.num_nodes(), w = 5;
     std::vector<float> x(static_cast<std::size_t>(n * w));
@@ -273,8 +274,8 @@ TEST_P(Equivalence, LossesEqualOneProcess) {
   const Case c = GetParam();
   const TrainConfig config = config_of(c);
   const TrainResult single = test::train_local(res(), graph(c.directed), config).result;
-  const SharedPartition shared(comm(), 
-      graph(c.directed), c.method,
+  const SharedPartition shared(
+      comm(), graph(c.directed), c.method,
       "eq-" + std::string(partition::to_string(c.method)) + graph_name(c.directed));
   const TrainResult run = train_partition(res(), shared, config).result;
   ASSERT_EQ(run.history.size(), single.history.size());
@@ -329,7 +330,8 @@ TEST(DistributedMiniBatch, RemoteSamplingEqualsOneProcessSampler) {
   for (const bool directed : {false, true}) {
     SCOPED_TRACE(graph_name(directed));
     const datasets::Dataset& ds = graph(directed);
-    const SharedPartition shared(comm(), ds, partition::Method::MetisKway, "blocks" + graph_name(directed));
+    const SharedPartition shared(comm(), ds, partition::Method::MetisKway,
+                                 "blocks" + graph_name(directed));
     const partition::Part part = partition::read_part(res(), shared.dir(), comm().rank());
     const sampler::SamplerConfig sc{{10, 5}, false, 3};
     RemoteNeighbors remote(part, comm());

@@ -24,8 +24,8 @@
 #include <halo/runtime/data/inference.hpp>
 #include <halo/runtime/runtime.hpp>
 
-#include "runtime/mpi_test_main.hpp"
 #include "runtime/distributed_fixtures.hpp"
+#include "runtime/mpi_test_main.hpp"
 #include "runtime/runtime_test_util.hpp"
 
 namespace halo::runtime {

@@ -1,12 +1,17 @@
 // Profiled training (TrainConfig::profile): the same run as without it, phases that add up within
-// the epoch, the kernels each step calls, and the optimizer's traffic from the parameter count.
+// the epoch, the kernels each step calls, and the optimizer's traffic from the parameter count;
+// for every task.
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <vector>
 
+#include <halo/datasets/hetero.hpp>
+#include <halo/datasets/temporal.hpp>
 #include <halo/runtime/engine/profile.hpp>
 #include <halo/runtime/runtime.hpp>
 
 #include "runtime/runtime_test_util.hpp"
+#include "support/hetero_fixture.hpp"
 
 namespace halo::runtime::test {
 namespace {
@@ -79,6 +84,79 @@ TEST(ProfiledTraining, MiniBatchPreparationIsTimedWithAndWithoutPrefetch) {
       }
     }
   }
+}
+
+/// Every profiled epoch of `r`: forward, loss, backward and optimizer timed, the batch's
+/// preparation (typed sampler, negatives) drawn on the training thread inside the wait, the
+/// phases within the epoch, the kernels inside the phases.
+void expect_profiled(const TrainResult& r, bool prepared) {
+  for (const EpochStats& s : r.history) {
+    const EpochProfile& p = s.profile;
+    EXPECT_GT(p.forward_s, 0);
+    EXPECT_GT(p.loss_s, 0);
+    EXPECT_GT(p.backward_s, 0);
+    EXPECT_GT(p.optimizer_s, 0);
+    EXPECT_EQ(p.sample_s > 0, prepared);
+    EXPECT_GE(p.wait_s, p.sample_s + p.gather_s);
+    EXPECT_LE(training_thread_s(p), s.epoch_time_s);
+    EXPECT_GT(p.ops[kernels::Op::Gemm].calls, 0);
+    EXPECT_GT(p.ops[kernels::Op::Optimizer].calls, 0);
+    double kernel_s = 0;
+    for (const kernels::OpCounters& c : p.ops.ops) kernel_s += c.seconds;
+    EXPECT_LE(kernel_s, training_thread_s(p));
+  }
+}
+
+TEST(ProfiledTraining, HeterogeneousClassificationFullGraphAndMiniBatch) {
+  halo::testing::TempDir dir;
+  halo::testing::write_hetero_fixture(dir.path());
+  for (const bool mini_batch : {false, true}) {
+    SCOPED_TRACE(mini_batch ? "mini-batch" : "full graph");
+    TrainConfig config;
+    config.epochs = 2;
+    config.hetero.hidden = 8;
+    config.hetero.featureless = nn::FeaturelessInput::Embedding;
+    if (mini_batch) config.mini_batch = batches(3, {2, 2});
+    HeteroShard a = local_hetero_shard(datasets::read_hetero_directory(host(), dir.path()));
+    const TrainResult plain = train(host(), a, config).result;
+    config.profile = true;
+    HeteroShard b = local_hetero_shard(datasets::read_hetero_directory(host(), dir.path()));
+    const TrainResult profiled = train(host(), b, config).result;
+    EXPECT_EQ(losses(profiled), losses(plain));
+    for (const EpochStats& s : plain.history) EXPECT_TRUE(all_zero(s.profile));
+    expect_profiled(profiled, mini_batch);
+  }
+}
+
+TEST(ProfiledTraining, LinkPredictionStepsAndTheirNegatives) {
+  // 12 steps of six senders messaging two receivers, plus one pair that moves every step.
+  std::vector<datasets::RawTemporalEvent> events;
+  for (int t = 0; t < 12; ++t) {
+    for (int u = 0; u < 6; ++u) events.push_back({20 + u, u % 2, t * 10, 0});
+    events.push_back({20 + t % 6, 20 + (t + 3) % 6, t * 10 + 5, 0});
+  }
+  const datasets::TemporalGraph g = datasets::make_temporal_graph(events, false, "messages");
+  datasets::SnapshotConfig sc;
+  sc.num_snapshots = 12;
+  sc.window_snapshots = 1;
+  TrainConfig config;
+  config.epochs = 2;
+  config.lr = 0.02;
+  config.weight_decay = 0;
+  config.link.window = 3;
+  config.link.negatives = 3;
+  config.link.model.hidden = 6;
+  config.link.scorer_hidden = 8;
+  config.link.train_fraction = 0.6;
+  config.link.val_fraction = 0.2;
+  TemporalShard a = local_temporal_shard(host(), g, sc, config.link.train_fraction);
+  const TrainResult plain = train(host(), a, config).result;
+  config.profile = true;
+  TemporalShard b = local_temporal_shard(host(), g, sc, config.link.train_fraction);
+  const TrainResult profiled = train(host(), b, config).result;
+  EXPECT_EQ(losses(profiled), losses(plain));
+  for (const EpochStats& s : plain.history) EXPECT_TRUE(all_zero(s.profile));
+  expect_profiled(profiled, true);
 }
 
 TEST(ProfileMedian, TakesTheMedianOfEveryField) {

@@ -97,16 +97,21 @@ TEST_F(HeteroCli, TrainsOnSampledBlocksWithFanoutsPerRelation) {
   EXPECT_GT(j["stage_times_median_s"]["subgraph_build_s"].get<double>(), 0.0);
 }
 
-// The command: heco_acm on sampled blocks, Macro-F1 in the JSON.
+// The command: heco_acm on sampled blocks, Macro-F1 in the JSON; profiled.
 TEST_F(HeteroCli, TrainsHecoAcmInMiniBatches) {
   const fs::path acm = halo::testing::datasets_dir() / "heco_acm";
   const fs::path json = m_temp.path() / "acm.json";
   const Outcome r = run("train --dataset " + acm.string() +
                         " --model rgcn --fanouts 10,5 --batch-size 64 --epochs 2 --hidden 16 "
-                        "--json " +
+                        "--profile --json " +
                         json.string());
   ASSERT_EQ(r.code, 0) << r.err;
+  // --profile: the table after the summary, the phases and kernels in --json.
+  EXPECT_NE(r.out.find("profile (median epoch"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(halo::testing::read_file(json));
+  for (const char* phase : {"sample_s", "gather_s", "wait_s", "forward_s", "backward_s"})
+    EXPECT_GT(j["profile"][phase].get<double>(), 0.0) << phase;
+  EXPECT_GT(j["profile"]["kernels"]["spmm"]["calls"].get<double>(), 0.0);
   EXPECT_EQ(j["mode"], "mini-batch");
   EXPECT_TRUE(j["test_macro_f1"].is_number());
   EXPECT_EQ(j["fanouts"][0][0], 10);
@@ -120,10 +125,9 @@ TEST_F(HeteroCli, UsageErrors) {
            "train --fanouts nosuchrel=5:5" + d, "train --fanouts buys=x:5" + d,
            "train --fanouts nosuchrel=5,*=3:5" + d, "train --model hgt --heads 3" + d,
            "calibrate --rmat-scale 8 --large-rmat-scale 8",
-           "train --mode mini-batch --prefetch 2" + d, "train --profile" + d,
-           "train --split 4 --dataset synthetic", "train --model rgcn --dataset synthetic",
-           "train --num-bases 2 --dataset synthetic", "plan" + d,
-           "plan --featureless zero --dataset synthetic"}) {
+           "train --mode mini-batch --prefetch 2" + d, "train --split 4 --dataset synthetic",
+           "train --model rgcn --dataset synthetic", "train --num-bases 2 --dataset synthetic",
+           "plan" + d, "plan --featureless zero --dataset synthetic"}) {
     const Outcome r = run(args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;

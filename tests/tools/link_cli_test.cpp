@@ -122,15 +122,18 @@ TEST_F(LinkCli, TrainsOnATemporalFixtureAndWritesTheMetrics) {
   const fs::path json = m_dir / "r.json";
   const Outcome r = run("train --dataset " + fixture() +
                         " --task link --model gcrn --snapshots 14 --window 3 --epochs 2 --hidden 4 "
-                        "--negatives 2 --threads 1 --metrics-file " +
+                        "--negatives 2 --threads 1 --profile --metrics-file " +
                         (m_dir / "m.prom").string() + " --json " + json.string());
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("profile (median epoch"), std::string::npos) << r.out;
   EXPECT_NE(halo::testing::read_file(m_dir / "m.prom").find("halo_epoch{rank=\"0\"} 2"),
             std::string::npos);
   const nlohmann::json j = nlohmann::json::parse(halo::testing::read_file(json));
   for (const char* key :
        {"test_mrr", "test_map", "test_auc", "val_mrr", "val_map", "final_train_loss"})
     EXPECT_TRUE(j.at(key).is_number()) << key;
+  for (const char* phase : {"sample_s", "forward_s", "loss_s", "backward_s", "optimizer_s"})
+    EXPECT_GT(j.at("profile").at(phase).get<double>(), 0.0) << phase;
   EXPECT_EQ(j.at("select_by"), "map");  // EvolveGCN's UC Irvine target_measure
   ASSERT_EQ(j.at("history").size(), 2u);
   EXPECT_EQ(j.at("history")[1].at("epoch"), 2);

@@ -164,7 +164,7 @@ int run_train(const TrainCommandOptions& o) {
     std::fputs(run->summary(result).c_str(), stdout);
     if (o.profile)
       std::fputs(runtime::profile_table(result.profile, result.epoch_time_median_s, limits,
-                                        o.mode == "mini-batch")
+                                        o.mode == "mini-batch" || result.profile.sample_s > 0)
                      .c_str(),
                  stdout);
     // The ranks hold the same parameters (the gradients are summed before every step).

@@ -228,7 +228,6 @@ bool given(const TrainCommandOptions& o, const char* flag) { return was_given(o,
 }  // namespace
 
 TaskRegistration hetero_classification_task() {
-  const std::string not_yet = "not available for this task yet";
   return {
       "heterogeneous-node-classification",
       "heterogeneous datasets",
@@ -239,7 +238,6 @@ TaskRegistration hetero_classification_task() {
        {"--features", [](const TrainCommandOptions& o) { return given(o, "--features"); },
         "each node type brings its own features"},
 
-       {"--profile", [](const TrainCommandOptions& o) { return o.profile; }, not_yet},
        {"--prefetch",
         [](const TrainCommandOptions& o) { return o.mode == "mini-batch" && o.mb.prefetch > 0; },
         "heterogeneous mini-batches are prepared on the training thread"}},

@@ -184,11 +184,10 @@ class LinkRun final : public TaskRun {
 }  // namespace
 
 TaskRegistration link_prediction_task() {
-  const std::string not_yet = "not available for this task yet";
   return {"link",
           "--task link",
           [](const TrainCommandOptions& o) { return o.task == "link"; },
-          {{"--profile", [](const TrainCommandOptions& o) { return o.profile; }, not_yet}},
+          {},
           [](const TrainCommandOptions& o) {
             check_task(o);
             if (o.snapshots.num_snapshots > 0)

@@ -1,17 +1,20 @@
 #pragma once
 // What every task's step shares (the tasks in runtime/tasks/ include it; not installed API):
 // the one gradient all-reduce, the optimizer's configuration, the checkpoint state of
-// parameters and Adam, and the divergence check.
+// parameters and Adam, the divergence check, and the phase clock of TrainConfig::profile.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <halo/kernels/optim.hpp>
+#include <halo/kernels/profile.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/nn/module.hpp>
 #include <halo/nn/optimizer.hpp>
 #include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/engine/profile.hpp>
 #include <halo/runtime/engine/task.hpp>
 
 namespace halo::runtime::detail {
@@ -31,5 +34,34 @@ void expect_finite(double loss, std::uint64_t epoch, std::int64_t batch);
 /// The Adam (PyTorch semantics) of every task: learning rate `lr`, weight decay `weight_decay`
 /// (0 for SparseAdam's embeddings).
 kernels::AdamConfig adam_config(double lr, double weight_decay);
+
+/// The phases of an epoch's steps (TrainConfig::profile): lap(field) adds the time since the
+/// last mark() or lap() to `profile`.*field, once `res` finished the work queued in it; while
+/// it lives, the calling thread's kernels count into profile.ops. Off: every call is a no-op.
+class PhaseClock {
+ public:
+  PhaseClock(const kernels::Resources& res, bool on, EpochProfile& profile)
+      : m_res(res), m_profile(on ? &profile : nullptr), m_scope(on ? &profile.ops : nullptr) {}
+  bool on() const { return m_profile != nullptr; }
+  void mark() {
+    if (on()) m_mark = std::chrono::steady_clock::now();
+  }
+  /// Adds the phase ending now to `field`; returns its seconds (0 when off).
+  double lap(double EpochProfile::*field) {
+    if (!on()) return 0;
+    m_res.synchronize();
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - m_mark).count();
+    m_profile->*field += s;
+    m_mark = now;
+    return s;
+  }
+
+ private:
+  const kernels::Resources& m_res;
+  EpochProfile* m_profile;
+  kernels::ProfileScope m_scope;
+  std::chrono::steady_clock::time_point m_mark = std::chrono::steady_clock::now();
+};
 
 }  // namespace halo::runtime::detail

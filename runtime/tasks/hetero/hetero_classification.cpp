@@ -546,8 +546,10 @@ bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& 
   s.allreduce_time_s = at.allreduce_s;
   s.sampled_edges.clear();
   m_fetch = {};
+  detail::PhaseClock clock(m_res, m_config.profile, s.profile);
   for (std::int64_t b = at.step; b < batches; ++b) {
     const auto build = Clock::now();
+    clock.mark();
     m_seeds.clear();
     const std::int64_t end = std::min<std::int64_t>((b + 1) * bs, std::ssize(order));
     const auto tt = static_cast<std::size_t>(m_shard.graph.target_type);
@@ -559,7 +561,10 @@ bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& 
     const std::int64_t global = end - b * bs;  // the batch's seeds over all ranks
     const sampler::HeteroMiniBatch& mb = m_sampler->sample(
         m_res, {m_seeds.data(), std::ssize(m_seeds)}, epoch, static_cast<std::uint64_t>(b));
+    const double sampled = clock.lap(&EpochProfile::sample_s);
     prepare_batch(mb, stages);
+    // Without a producer thread the step waits for the whole preparation.
+    s.profile.wait_s += sampled + clock.lap(&EpochProfile::gather_s);
     stages.subgraph_build_s += seconds_since(build);
     s.sampled_edges.resize(mb.sampled_edges.size(), 0);
     for (std::size_t r = 0; r < mb.sampled_edges.size(); ++r)
@@ -571,21 +576,26 @@ bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& 
         epoch * static_cast<std::uint64_t>(batches) + static_cast<std::uint64_t>(b), 0};
     const std::span<const nn::HeteroGraphView<float>> graphs(m_blocks);
     const Tensor<float>& logits = m_model.forward(ctx, graphs, m_batch_inputs);
+    clock.lap(&EpochProfile::forward_s);
     kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
     const kernels::Span<const std::int32_t> labels{m_batch_labels.data(), n};
     const kernels::Span<const NodeId> rows{m_batch_rows.data(), n};
     // Divided by the batch's seeds over all ranks: the ranks' losses and gradients add up.
     double loss = kernels::log_softmax_nll(m_res, logits.view(), labels, rows, global);
     kernels::log_softmax_nll_backward(m_res, logits.view(), labels, rows, m_dlogits.view(), global);
+    clock.lap(&EpochProfile::loss_s);
     m_model.backward(ctx, graphs, m_dlogits);
+    clock.lap(&EpochProfile::backward_s);
     if (m_halo) {
       const auto t = Clock::now();
       loss = allreduce_gradients(m_res, *m_shard.comm, m_params, loss, m_grad_flat, m_grad_host);
       s.allreduce_time_s += seconds_since(t);
     }
     expect_finite(loss, epoch, b);
+    clock.mark();
     m_optimizer.step(m_res);
     m_sparse.step(m_res);
+    clock.lap(&EpochProfile::optimizer_s);
     loss_sum += loss * static_cast<double>(global);
     seeds += static_cast<double>(global);
     if (on_step) on_step(b);
@@ -631,15 +641,20 @@ bool HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   const auto start = Clock::now();
   nn::HeteroStageTimes stages;  // full graph: the subgraph is built once, before training
   m_view.times = &stages;
+  detail::PhaseClock clock(m_res, m_config.profile, s.profile);
+  clock.mark();
   const nn::Context ctx{&m_res, /*training=*/true, m_config.seed, epoch, 0};
   const Tensor<float>& logits = m_model.forward(ctx, m_view, m_inputs);
+  clock.lap(&EpochProfile::forward_s);
   kernels::ensure_shape(m_res, m_dlogits, logits.rows(), logits.cols());
   // Divided by the training nodes of every rank: the ranks' losses and gradients add up.
   double loss = kernels::log_softmax_nll(m_res, logits.view(), std::as_const(m_labels).span(),
                                          std::as_const(m_train).span(), m_num_train);
   kernels::log_softmax_nll_backward(m_res, logits.view(), std::as_const(m_labels).span(),
                                     std::as_const(m_train).span(), m_dlogits.view(), m_num_train);
+  clock.lap(&EpochProfile::loss_s);
   m_model.backward(ctx, m_view, m_dlogits);
+  clock.lap(&EpochProfile::backward_s);
   m_view.times = nullptr;
   if (m_halo) {
     const auto t = Clock::now();
@@ -647,8 +662,10 @@ bool HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
     s.allreduce_time_s = seconds_since(t);
   }
   expect_finite(loss, epoch, 0);
+  clock.mark();
   m_optimizer.step(m_res);
   m_sparse.step(m_res);
+  clock.lap(&EpochProfile::optimizer_s);
   if (on_step) on_step(0);
   m_res.synchronize();
   s.epoch_time_s = seconds_since(start);

@@ -366,7 +366,8 @@ class LinkPrediction final : public Task {
   /// every parameter's gradient (summed over the ranks) and returns the loss, normalised by
   /// the weight `total_weight` of all the pairs.
   double train_step(std::int64_t t, const std::vector<NodeId>& src, const std::vector<NodeId>& dst,
-                    const std::vector<std::int8_t>& label, double total_weight);
+                    const std::vector<std::int8_t>& label, double total_weight,
+                    detail::PhaseClock& clock);
   /// Sums `params`' gradients over the ranks (one reduction).
   void sum_gradients(const std::vector<nn::Parameter<float>*>& params);
   void sum_over_ranks(std::span<float> v);
@@ -527,7 +528,8 @@ void LinkPrediction::embed_all(std::int64_t t) {
 
 double LinkPrediction::train_step(std::int64_t t, const std::vector<NodeId>& src,
                                   const std::vector<NodeId>& dst,
-                                  const std::vector<std::int8_t>& label, double total_weight) {
+                                  const std::vector<std::int8_t>& label, double total_weight,
+                                  detail::PhaseClock& clock) {
   const LinkPredictionConfig& lc = m_config.link;
   std::vector<float> logits, d_logits;
   if (!m_shard.distributed()) {
@@ -535,9 +537,12 @@ double LinkPrediction::train_step(std::int64_t t, const std::vector<NodeId>& src
     logits.resize(src.size());
     d_logits.resize(src.size());
     m_model.scorer.score(src, dst, logits);
+    clock.lap(&EpochProfile::forward_s);
     const double loss = nn::weighted_logistic_loss<float>(logits, label, lc.positive_weight,
                                                           lc.negative_weight, d_logits);
+    clock.lap(&EpochProfile::loss_s);
     m_model.encoder.backward(m_model.scorer.backward(src, dst, d_logits));
+    clock.lap(&EpochProfile::backward_s);
     return loss;
   }
   const int me = m_comm.rank();
@@ -597,8 +602,10 @@ double LinkPrediction::train_step(std::int64_t t, const std::vector<NodeId>& src
   logits.resize(m_src.size());
   d_logits.resize(m_src.size());
   m_model.scorer.score(m_src, m_dst, logits);
+  clock.lap(&EpochProfile::forward_s);  // with the exchange of the embeddings' rows
   const double loss = nn::weighted_logistic_loss<float>(logits, m_label, lc.positive_weight,
                                                         lc.negative_weight, d_logits, total_weight);
+  clock.lap(&EpochProfile::loss_s);
   const Tensor<float>& de = m_model.scorer.backward(m_src, m_dst, d_logits);
   // The fetched rows' gradients go back to their owners, which add them to the rows they sent.
   std::vector<std::vector<float>> back(p);
@@ -615,6 +622,7 @@ double LinkPrediction::train_step(std::int64_t t, const std::vector<NodeId>& src
                                              (got.size() + returned.size()) * sizeof(float));
   m_model.encoder.backward(d_own);  // sums its GCN's gradients over the ranks
   sum_gradients(m_model.scorer.parameters());
+  clock.lap(&EpochProfile::backward_s);  // with the gradients' exchange and sums
   return m_comm.sum(loss);
 }
 
@@ -631,10 +639,12 @@ bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s, const StepC
   std::vector<NodeId> src, dst, pool;
   std::vector<std::int8_t> label;
   const std::int64_t snapshots = m_split.train_end - m_split.train_begin;
+  detail::PhaseClock clock(m_res, m_config.profile, s.profile);
   for (std::int64_t i = at.step; i < snapshots; ++i) {
     const std::int64_t t = m_split.train_begin + i;
     const std::vector<TemporalEdge>& pos = m_shard.targets[static_cast<std::size_t>(t)];
     if (pos.empty()) continue;  // nothing to predict at this step
+    clock.mark();
     src.clear(), dst.clear(), label.clear();
     for (const TemporalEdge& e : pos)
       src.push_back(e.src), dst.push_back(e.dst), label.push_back(1);
@@ -650,11 +660,15 @@ bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s, const StepC
     sample_negatives(pos, pool, m_shard.num_nodes, key,
                      static_cast<std::uint64_t>(lc.negatives) * pos.size(), src, dst);
     label.resize(src.size(), 0);
+    // The step's pairs (its targets and drawn negatives) are its batch, drawn on this thread.
+    s.profile.wait_s += clock.lap(&EpochProfile::sample_s);
     const double total_weight = static_cast<double>(pos.size()) * lc.positive_weight +
                                 static_cast<double>(src.size() - pos.size()) * lc.negative_weight;
-    const double loss = train_step(t, src, dst, label, total_weight);
+    const double loss = train_step(t, src, dst, label, total_weight, clock);
     detail::expect_finite(loss, epoch, i);
+    clock.mark();
     m_optimizer.step(m_res);
+    clock.lap(&EpochProfile::optimizer_s);
     if (on_step) on_step(i);
     loss_sum += loss;
     ++steps;

@@ -189,20 +189,11 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
                         kernels::Device::Cpu, sizeof sum);
   }
   const std::int64_t batches = m_batches->batches_per_epoch();
-  // Profiling: the phase since `mark` ends at lap(field) (after the device finished it).
-  const bool profile = m_config.profile;
-  const kernels::ProfileScope scope(profile ? &s.profile.ops : nullptr);
-  auto mark = Clock::now();
-  const auto lap = [&](double EpochProfile::*field) {
-    if (!profile) return;
-    m_res.synchronize();
-    const auto now = Clock::now();
-    s.profile.*field += std::chrono::duration<double>(now - mark).count();
-    mark = now;
-  };
+  detail::PhaseClock clock(m_res, m_config.profile, s.profile);
+  const auto lap = [&](double EpochProfile::*field) { clock.lap(field); };
   bool stopped = false;
   for (std::int64_t b = at.step; b < batches && !stopped; ++b) {
-    if (profile) mark = Clock::now();
+    clock.mark();
     const Batch& batch = m_batches->next();
     lap(&EpochProfile::wait_s);
     const nn::Context ctx{&m_res, /*training=*/true,  m_config.seed, batch.dropout_key,
@@ -229,7 +220,7 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
       allreduce_s += seconds_since(t);
     }
     if (!device_sum) expect_finite(loss, epoch, b);
-    if (profile) mark = Clock::now();
+    clock.mark();
     m_optimizer.step(m_res);
     lap(&EpochProfile::optimizer_s);
     loss_sum += loss * static_cast<double>(batch.loss_rows);
