@@ -1,6 +1,8 @@
+#include <cmath>
 #include <numeric>
 
 #include <halo/kernels/gather.hpp>
+#include <halo/kernels/rng.hpp>
 #include <halo/nn/detail/products.hpp>
 #include <halo/nn/embedding.hpp>
 
@@ -16,6 +18,29 @@ SparseEmbedding<T>::SparseEmbedding(const kernels::Resources& res, std::string n
     : m_name(std::move(name)), m_table(res, num_rows, dim) {
   HALO_EXPECTS(num_rows >= 0 && dim >= 1, "embedding: sizes must be >= 0 rows and >= 1 column");
   if (num_rows > 0) detail::glorot_uniform(res, m_table, seed, param_id);
+}
+
+template <class T>
+SparseEmbedding<T>::SparseEmbedding(const kernels::Resources& res, std::string name,
+                                    std::span<const NodeId> rows, std::int64_t table_rows,
+                                    std::int64_t dim, std::uint64_t seed, std::uint64_t param_id)
+    : m_name(std::move(name)) {
+  HALO_EXPECTS(table_rows >= 0 && dim >= 1, "embedding: sizes must be >= 0 rows and >= 1 column");
+  // detail::glorot_uniform's draws for element (r, c) of the whole table: index r * dim + c.
+  const double a = std::sqrt(6.0 / static_cast<double>(table_rows + dim));
+  const auto stream = kernels::rng::stream_id(kernels::rng::kStreamInit, param_id);
+  std::vector<T> host;
+  host.reserve(rows.size() * static_cast<std::size_t>(dim));
+  for (const NodeId r : rows) {
+    HALO_EXPECTS(r >= 0 && r < table_rows, "embedding: a row outside the table");
+    for (std::int64_t c = 0; c < dim; ++c)
+      host.push_back(
+          static_cast<T>((2.0 * kernels::rng::uniform_double(
+                                    seed, stream, static_cast<std::uint64_t>(r * dim + c)) -
+                          1.0) *
+                         a));
+  }
+  m_table = Tensor<T>::from_host(res, host, static_cast<std::int64_t>(rows.size()), dim);
 }
 
 template <class T>
@@ -51,6 +76,13 @@ void SparseEmbedding<T>::set_gradient(const kernels::Resources& res,
     kernels::copy_bytes_async(res, m_rows.data(), res.device(), ids.data, res.device(),
                               static_cast<std::size_t>(n) * sizeof(NodeId));
   }
+  m_pending = true;
+}
+
+template <class T>
+void SparseEmbedding<T>::set_no_gradient(const kernels::Resources& res) {
+  kernels::ensure_shape(res, m_grad, 0, m_table.cols());
+  m_all_rows = false;
   m_pending = true;
 }
 

@@ -2,6 +2,7 @@
 // Learnable node embeddings for featureless node types, updated sparsely (SparseAdam).
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ class SparseEmbedding {
   /// Rows Glorot-uniform from (seed, param_id) as a num_rows x dim weight. On res's device.
   SparseEmbedding(const kernels::Resources& res, std::string name, std::int64_t num_rows,
                   std::int64_t dim, std::uint64_t seed, std::uint64_t param_id);
+  /// The rows `rows` (in that order) of the table_rows x dim table the constructor above makes:
+  /// a process's part of a table spread over processes.
+  SparseEmbedding(const kernels::Resources& res, std::string name,
+                  std::span<const kernels::NodeId> rows, std::int64_t table_rows, std::int64_t dim,
+                  std::uint64_t seed, std::uint64_t param_id);
 
   /// out(i, :) = table(ids[i], :); ids empty: the whole table (out is num_rows x dim). ids on
   /// res's device, distinct, in [0, num_rows). Asynchronous on res's stream.
@@ -31,6 +37,11 @@ class SparseEmbedding {
   /// or num_rows x dim for the whole table) for the next SparseAdam step.
   void set_gradient(const kernels::Resources& res, kernels::Span<const kernels::NodeId> ids,
                     const kernels::Tensor<T>& grad);
+
+  /// Records a gradient of no row: the next SparseAdam step counts for this table (its bias
+  /// correction advances) and updates nothing. For a table of some rows of a table spread over
+  /// processes, in a step whose rows were all elsewhere.
+  void set_no_gradient(const kernels::Resources& res);
 
   const std::string& name() const { return m_name; }
   /// The gradient rows recorded by the last set_gradient (for tests and inspection).
@@ -49,6 +60,21 @@ class SparseEmbedding {
   kernels::Tensor<kernels::NodeId> m_rows;  // the touched rows (all: 0..n-1)
   bool m_pending = false;
   bool m_all_rows = false;  // m_rows is 0..num_rows-1
+};
+
+/// Where a model's embedding rows of one type come from when the table is spread over
+/// processes (each owns some rows, SparseEmbedding, and their optimizer state): lookup fills
+/// `out` with the rows of the type-local `ids` (distinct, host memory), set_gradient hands
+/// dL/d(out) of the last lookup back to the rows' owners. A model calls each once per pass on
+/// every process, also with no ids (the implementation may be collective).
+template <class T>
+class EmbeddingRows {
+ public:
+  virtual ~EmbeddingRows() = default;
+  virtual void lookup(const kernels::Resources& res, kernels::Span<const kernels::NodeId> ids,
+                      kernels::Tensor<T>& out) = 0;
+  virtual void set_gradient(const kernels::Resources& res, kernels::Span<const kernels::NodeId> ids,
+                            const kernels::Tensor<T>& grad) = 0;
 };
 
 /// PyTorch's torch.optim.SparseAdam over some tables: each step updates, for every table with

@@ -145,6 +145,30 @@ HeteroModel<T>::HeteroModel(const kernels::Resources& res, const HeteroModelConf
   m_embed_ids.resize(static_cast<std::size_t>(nt));
   m_embed_sampled.assign(static_cast<std::size_t>(nt), false);
   m_dh_owned.resize(static_cast<std::size_t>(nt));
+  m_spread.assign(static_cast<std::size_t>(nt), nullptr);
+}
+
+template <class T>
+std::unique_ptr<SparseEmbedding<T>> HeteroModel<T>::embedding_part(
+    const kernels::Resources& res, std::int32_t type, std::int64_t num_nodes,
+    std::span<const kernels::NodeId> rows) const {
+  const auto t = static_cast<std::size_t>(type);
+  HALO_EXPECTS(type >= 0 && t < m_schema.in_features.size() && m_schema.in_features[t] == 0 &&
+                   m_config.featureless == FeaturelessInput::Embedding,
+               "hetero model: embedding_part takes a type with a learnable embedding");
+  const std::string name =
+      t < m_schema.type_names.size() ? m_schema.type_names[t] : std::to_string(t);
+  return std::make_unique<SparseEmbedding<T>>(res, "embedding_" + name, rows, num_nodes,
+                                              m_config.hidden, m_seed, kEmbeddingId + t);
+}
+
+template <class T>
+void HeteroModel<T>::spread_embedding(std::int32_t type, EmbeddingRows<T>* rows) {
+  const auto t = static_cast<std::size_t>(type);
+  HALO_EXPECTS(type >= 0 && t < m_embedding.size() && m_embedding[t] && rows != nullptr,
+               "hetero model: spread_embedding takes a type with a learnable embedding");
+  m_embedding[t].reset();
+  m_spread[t] = rows;
 }
 
 template <class T>
@@ -208,7 +232,17 @@ const Tensor<T>& HeteroModel<T>::forward(const Context& ctx,
     const auto start = std::chrono::steady_clock::now();
     if (graph.times) res.synchronize();
     for (std::size_t t = 0; t < nt; ++t) {
-      if (m_schema.in_features[t] == 0 && !m_embedding[t]) {
+      if (m_spread[t]) {
+        // Rows spread over processes: looked up by their type-local ids (a collective call).
+        HALO_EXPECTS(res.device() == kernels::Device::Cpu && t < graph.source_ids.size() &&
+                         graph.source_ids[t].size == graph.num_src[t],
+                     "hetero model: a spread embedding needs its rows' source ids (CPU)");
+        const kernels::Span<const kernels::NodeId> ids = graph.source_ids[t];
+        kernels::ensure_shape(res, m_embed_ids[t], ids.size, 1);
+        const auto offset = static_cast<kernels::NodeId>(graph.type_offset[t]);
+        for (std::int64_t i = 0; i < ids.size; ++i) m_embed_ids[t].data()[i] = ids[i] - offset;
+        m_spread[t]->lookup(res, std::as_const(m_embed_ids[t]).span(), h0[t]);
+      } else if (m_schema.in_features[t] == 0 && !m_embedding[t]) {
         kernels::ensure_shape(res, h0[t], graph.num_src[t], m_config.hidden);
         kernels::fill(res, h0[t].span(), T(0));
       } else if (m_embedding[t] && t < graph.source_ids.size() &&
@@ -360,7 +394,9 @@ void HeteroModel<T>::backward(const Context& ctx, std::span<const HeteroGraphVie
   HeteroStageTimes& times = graph.times ? *graph.times : none;
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t t = 0; t < nt; ++t) {
-    if (m_embedding[t]) {
+    if (m_spread[t]) {
+      m_spread[t]->set_gradient(res, std::as_const(m_embed_ids[t]).span(), m_dh[t]);
+    } else if (m_embedding[t]) {
       if (!m_embed_sampled[t])
         m_embedding[t]->set_gradient(res, {}, m_dh[t]);
       else if (m_embed_ids[t].numel() > 0)

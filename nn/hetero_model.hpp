@@ -99,8 +99,19 @@ class HeteroModel {
 
   /// The dense parameters (Adam, gradient all-reduce), the same list on every call.
   std::vector<Parameter<T>*> parameters();
-  /// The tables of the featureless types (SparseAdam).
+  /// The tables of the featureless types (SparseAdam), those not spread.
   std::vector<SparseEmbedding<T>*> embeddings();
+  /// Type `type`'s embedding rows come from `rows` from now on (a table spread over processes,
+  /// which has taken the rows it owns from embeddings()' table): the model's own table is
+  /// released, and every forward and backward calls rows' lookup and set_gradient once, with
+  /// the source ids of the type's rows (CPU), also when it has none. `rows` must outlive the
+  /// model's passes.
+  void spread_embedding(std::int32_t type, EmbeddingRows<T>* rows);
+  /// Rows `rows` (type-local ids) of type `type`'s embedding as a model of a `num_nodes`-node
+  /// type initialises it (its name, seed and draws): a process's part of the table.
+  std::unique_ptr<SparseEmbedding<T>> embedding_part(const kernels::Resources& res,
+                                                     std::int32_t type, std::int64_t num_nodes,
+                                                     std::span<const kernels::NodeId> rows) const;
   const HeteroModelConfig& config() const { return m_config; }
   const HeteroSchema& schema() const { return m_schema; }
 
@@ -120,7 +131,8 @@ class HeteroModel {
   std::vector<kernels::Tensor<T>> m_dh_owned;  // a partition: the owned rows of m_dh
   HeteroGraphView<T> m_last;  // the last layer's graph: the target type's destinations only
   std::vector<kernels::Tensor<kernels::NodeId>> m_embed_ids;  // per type: sampled rows looked up
-  std::vector<bool> m_embed_sampled;  // per type: the last forward looked up m_embed_ids
+  std::vector<bool> m_embed_sampled;        // per type: the last forward looked up m_embed_ids
+  std::vector<EmbeddingRows<T>*> m_spread;  // per type: its rows spread over processes, or null
   kernels::Tensor<T> m_logits;
 };
 

@@ -322,8 +322,6 @@ INSTANTIATE_TEST_SUITE_P(
 constexpr const char* kExceptions[] = {
     "P = 2 and 4 ranks equal one process, and a resume across ranks: in the MPI suite of the "
     "same subjects (tests/runtime/conformance_mpi_test.cpp, ctest conformance_np2/np4), not here",
-    "heterogeneous classification across ranks: featureless types as zeros (their learnable "
-    "embeddings are refused with a partition: each rank does not yet own its rows' embeddings)",
     "link prediction: no mini-batches (it trains on whole snapshots); its saved model and "
     "halo predict are one process",
     "heterogeneous classification: a partitioned run's model file (its embedding rows are spread "

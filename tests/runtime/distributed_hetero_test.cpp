@@ -88,6 +88,11 @@ TEST(DistributedHetero, LossesEqualOneProcessForBothLayers) {
     for (const auto kind : {nn::HeteroLayerKind::Rgcn, nn::HeteroLayerKind::Hgt}) {
       SCOPED_TRACE(nn::to_string(kind) + (undirected ? " undirected" : " directed"));
       expect_equal_runs(dir, hetero_config(kind, 4, 3));
+      // Learnable embeddings of the featureless types, each rank owning its nodes' rows: the
+      // halo rows fetched from their owners, their gradients summed there.
+      TrainConfig embedded = hetero_config(kind, 4, 3);
+      embedded.hetero.featureless = nn::FeaturelessInput::Embedding;
+      expect_equal_runs(dir, embedded);
     }
     comm().barrier();
     if (comm().rank() == 0) std::filesystem::remove_all(dir);

@@ -17,6 +17,7 @@
 
 #include <halo/kernels/loss.hpp>
 #include <halo/kernels/rng.hpp>
+#include <halo/runtime/data/distributed_embedding.hpp>
 #include <halo/runtime/data/feature_store.hpp>
 #include <halo/runtime/data/halo_exchange.hpp>
 #include <halo/runtime/data/remote_neighbors.hpp>
@@ -53,30 +54,27 @@ class HeteroNodeClassification final : public Task {
   Metrics evaluate() override;
   std::vector<NamedTensor> state() override {
     std::vector<NamedTensor> v = detail::parameter_state(m_params);
-    for (auto* e : m_model.embeddings()) v.push_back({e->name(), &e->table()});
+    for (auto* e : m_tables) v.push_back({e->name(), &e->table()});
     return v;
   }
   std::vector<NamedTensor> optimizer_state() override {
     std::vector<NamedTensor> v = detail::adam_state(m_optimizer, m_params);
-    const auto tables = m_model.embeddings();
-    for (std::size_t i = 0; i < tables.size(); ++i) {
-      v.push_back({"sparse_adam.m/" + tables[i]->name(), &m_sparse.first_moment(i)});
-      v.push_back({"sparse_adam.v/" + tables[i]->name(), &m_sparse.second_moment(i)});
+    for (std::size_t i = 0; i < m_tables.size(); ++i) {
+      v.push_back({"sparse_adam.m/" + m_tables[i]->name(), &m_sparse->first_moment(i)});
+      v.push_back({"sparse_adam.v/" + m_tables[i]->name(), &m_sparse->second_moment(i)});
     }
     return v;
   }
   std::vector<std::pair<std::string, std::int64_t>> counters() const override {
     std::vector<std::pair<std::string, std::int64_t>> v = {{"adam.steps", m_optimizer.steps()}};
-    const auto tables = m_model.embeddings();
-    for (std::size_t i = 0; i < tables.size(); ++i)
-      v.emplace_back("sparse_adam.steps/" + tables[i]->name(), m_sparse.steps(i));
+    for (std::size_t i = 0; i < m_tables.size(); ++i)
+      v.emplace_back("sparse_adam.steps/" + m_tables[i]->name(), m_sparse->steps(i));
     return v;
   }
   void set_counter(const std::string& name, std::int64_t value) override {
     if (name == "adam.steps") return m_optimizer.set_steps(value);
-    const auto tables = m_model.embeddings();
-    for (std::size_t i = 0; i < tables.size(); ++i)
-      if (name == "sparse_adam.steps/" + tables[i]->name()) return m_sparse.set_steps(i, value);
+    for (std::size_t i = 0; i < m_tables.size(); ++i)
+      if (name == "sparse_adam.steps/" + m_tables[i]->name()) return m_sparse->set_steps(i, value);
     unknown_counter(name);
   }
   std::int64_t batches_per_epoch() const override {
@@ -94,8 +92,11 @@ class HeteroNodeClassification final : public Task {
                        const std::function<bool()>& stop);
   /// The views, features and labels of one sampled batch.
   void prepare_batch(const sampler::HeteroMiniBatch& mb, nn::HeteroStageTimes& stages);
-  /// Mini-batch on a partition: the owner tables, the relations' remote rows and the feature
-  /// stores per type; returns the sampler's sources.
+  /// A partition: per type the rank owning every node and its row there (m_owner, m_row,
+  /// m_type_book), gathered once.
+  void gather_owners();
+  /// Mini-batch on a partition: the relations' remote rows and the feature stores per type;
+  /// returns the sampler's sources.
   sampler::HeteroNeighborSources enable_remote_batches();
   /// Node u of type t (its type-local global id) as the type's feature stores number it: its
   /// owner's first partition id plus its row there.
@@ -119,7 +120,11 @@ class HeteroNodeClassification final : public Task {
   std::vector<std::int32_t> m_labels_host;
   std::vector<NodeId> m_val_host, m_test_host;
   nn::Adam<float> m_optimizer;
-  nn::SparseAdam<float> m_sparse;
+  // The featureless types' tables SparseAdam updates: the model's, or on a partition the rows
+  // this rank owns of each (m_spread).
+  std::vector<std::unique_ptr<DistributedEmbedding>> m_spread;
+  std::vector<nn::SparseEmbedding<float>*> m_tables;
+  std::unique_ptr<nn::SparseAdam<float>> m_sparse;
   Tensor<float> m_dlogits;
   // Mini-batch (TrainConfig::mini_batch), CPU: the sampler and per-batch buffers sized once
   // from its envelope.
@@ -174,8 +179,7 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
       m_config(config),
       m_model(model),
       m_params(model.parameters()),
-      m_optimizer(res, m_params, adam_config(config.lr, config.weight_decay)),
-      m_sparse(res, model.embeddings(), adam_config(config.lr, 0)) {
+      m_optimizer(res, m_params, adam_config(config.lr, config.weight_decay)) {
   const datasets::HeteroGraph& g = shard.graph;
   check_config(config, shard.comm->size());
   const partition::HeteroPartLayout& layout = shard.layout;
@@ -183,9 +187,6 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
   HALO_EXPECTS(parted || shard.comm->size() == 1,
                "train: several ranks train a heterogeneous dataset from its partition "
                "(open_hetero_shard)");
-  HALO_EXPECTS(!parted || model.embeddings().empty(),
-               "train: a heterogeneous partition trains with --featureless zero (embeddings of "
-               "featureless types are not distributed yet)");
   const nn::HeteroSchema want = hetero_schema(g);
   const nn::HeteroSchema& have = model.schema();
   HALO_EXPECTS(have.num_nodes == want.num_nodes && have.in_features == want.in_features &&
@@ -233,6 +234,28 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
         m_view.num_dst[static_cast<std::size_t>(g.relations[r].dst_type)];
   }
   // The logits hold the owned target rows (a part's halo rows are not classified here).
+  // Learnable embeddings: on a partition each rank owns its nodes' rows and their optimizer
+  // state (DistributedEmbedding); one process updates the model's tables.
+  if (parted && !model.embeddings().empty()) {
+    HALO_EXPECTS(res.device() == kernels::Device::Cpu,
+                 "train: learnable embeddings on a heterogeneous partition train on the CPU");
+    gather_owners();
+    const kernels::Resources host = host_resources(res);
+    for (std::int32_t t = 0; t < g.num_types(); ++t) {
+      const auto ut = static_cast<std::size_t>(t);
+      if (g.node_types[ut].has_features()) continue;
+      const NodeId* o = layout.original[ut].data();
+      const std::vector<NodeId> owned(o, o + layout.num_owned[ut]);
+      m_spread.push_back(std::make_unique<DistributedEmbedding>(
+          *shard.comm, model.embedding_part(host, t, layout.global_nodes[ut], owned), m_owner[ut],
+          m_row[ut]));
+      model.spread_embedding(t, m_spread.back().get());
+      m_tables.push_back(&m_spread.back()->owned());
+    }
+  } else {
+    m_tables = model.embeddings();
+  }
+  m_sparse = std::make_unique<nn::SparseAdam<float>>(res, m_tables, adam_config(config.lr, 0));
   m_labels_host = g.labels.to_vector(res);
   m_labels_host.resize(
       static_cast<std::size_t>(m_view.num_dst[static_cast<std::size_t>(g.target_type)]));
@@ -416,16 +439,13 @@ CheckpointIdentity HeteroNodeClassification::identity() const {
                           {"model.featureless", nn::to_string(h.featureless)}});
 }
 
-sampler::HeteroNeighborSources HeteroNodeClassification::enable_remote_batches() {
-  const datasets::HeteroGraph& g = m_shard.graph;
+void HeteroNodeClassification::gather_owners() {
+  if (!m_owner.empty()) return;
   const partition::HeteroPartLayout& layout = m_shard.layout;
   Comm& comm = *m_shard.comm;
-  const kernels::Resources host = host_resources(m_res);
   const int p = comm.size();
-  const std::size_t nt = g.node_types.size(), nr = g.relations.size();
-  sampler::HeteroNeighborSources sources{layout.global_nodes, {}};
   // Who owns every node: the owned ids of every rank, gathered once.
-  for (std::size_t t = 0; t < nt; ++t) {
+  for (std::size_t t = 0; t < m_shard.graph.node_types.size(); ++t) {
     std::vector<std::size_t> counts;
     const std::vector<std::byte> all =
         comm.allgatherv(layout.original[t].data(),
@@ -448,6 +468,16 @@ sampler::HeteroNeighborSources HeteroNodeClassification::enable_remote_batches()
     }
     m_type_book.push_back(std::move(book));
   }
+}
+
+sampler::HeteroNeighborSources HeteroNodeClassification::enable_remote_batches() {
+  const datasets::HeteroGraph& g = m_shard.graph;
+  const partition::HeteroPartLayout& layout = m_shard.layout;
+  Comm& comm = *m_shard.comm;
+  const kernels::Resources host = host_resources(m_res);
+  const std::size_t nr = g.relations.size();
+  sampler::HeteroNeighborSources sources{layout.global_nodes, {}};
+  gather_owners();
   // Per relation: the owned rows with global source ids in ascending order (one process's
   // order, so the owner draws what one process draws), served to every rank.
   m_owned_rows.reserve(nr);
@@ -594,7 +624,7 @@ bool HeteroNodeClassification::train_minibatch(std::uint64_t epoch, EpochStats& 
     expect_finite(loss, epoch, b);
     clock.mark();
     m_optimizer.step(m_res);
-    m_sparse.step(m_res);
+    m_sparse->step(m_res);
     clock.lap(&EpochProfile::optimizer_s);
     loss_sum += loss * static_cast<double>(global);
     seeds += static_cast<double>(global);
@@ -664,7 +694,7 @@ bool HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   expect_finite(loss, epoch, 0);
   clock.mark();
   m_optimizer.step(m_res);
-  m_sparse.step(m_res);
+  m_sparse->step(m_res);
   clock.lap(&EpochProfile::optimizer_s);
   if (on_step) on_step(0);
   m_res.synchronize();
