@@ -526,6 +526,7 @@ HeteroGraph read_hetero_directory(const kernels::Resources& res, const fs::path&
   g.train_idx = sorted_split(res, files, 0, target.num_nodes, owner_line, owner_file);
   g.val_idx = sorted_split(res, files, 1, target.num_nodes, owner_line, owner_file);
   g.test_idx = sorted_split(res, files, 2, target.num_nodes, owner_line, owner_file);
+  g.split = k;
   validate(g);
   return g;
 }

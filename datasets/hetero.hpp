@@ -52,6 +52,8 @@ struct HeteroGraph {
   std::int32_t num_classes = 0;
   /// Target-type ids of each split: distinct, ascending, pairwise disjoint.
   kernels::Tensor<NodeId> train_idx, val_idx, test_idx;
+  /// Which stored split they are (splits/{train,val,test}_K.txt: K; -1 when not read from one).
+  int split = -1;
 
   std::int32_t num_types() const { return static_cast<std::int32_t>(node_types.size()); }
   /// Nodes of every type.

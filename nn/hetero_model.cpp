@@ -163,6 +163,17 @@ std::unique_ptr<SparseEmbedding<T>> HeteroModel<T>::embedding_part(
 }
 
 template <class T>
+void HeteroModel<T>::set_embedding(std::int32_t type, std::unique_ptr<SparseEmbedding<T>> table) {
+  const auto t = static_cast<std::size_t>(type);
+  HALO_EXPECTS(type >= 0 && t < m_spread.size() && m_schema.in_features[t] == 0 &&
+                   m_config.featureless == FeaturelessInput::Embedding && table &&
+                   table->dim() == m_config.hidden,
+               "hetero model: set_embedding takes a table of a type with a learnable embedding");
+  m_embedding[t] = std::move(table);
+  m_spread[t] = nullptr;
+}
+
+template <class T>
 void HeteroModel<T>::spread_embedding(std::int32_t type, EmbeddingRows<T>* rows) {
   const auto t = static_cast<std::size_t>(type);
   HALO_EXPECTS(type >= 0 && t < m_embedding.size() && m_embedding[t] && rows != nullptr,

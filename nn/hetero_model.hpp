@@ -107,6 +107,9 @@ class HeteroModel {
   /// the source ids of the type's rows (CPU), also when it has none. `rows` must outlive the
   /// model's passes.
   void spread_embedding(std::int32_t type, EmbeddingRows<T>* rows);
+  /// Type `type`'s embedding becomes `table` (the whole table, e.g. gathered from the
+  /// processes that owned its rows), read by the model itself again.
+  void set_embedding(std::int32_t type, std::unique_ptr<SparseEmbedding<T>> table);
   /// Rows `rows` (type-local ids) of type `type`'s embedding as a model of a `num_nodes`-node
   /// type initialises it (its name, seed and draws): a process's part of the table.
   std::unique_ptr<SparseEmbedding<T>> embedding_part(const kernels::Resources& res,

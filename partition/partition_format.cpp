@@ -1228,8 +1228,10 @@ json hetero_json(const datasets::HeteroGraph& g, const HeteroPartitionResult& r,
     owned.push_back(p.layout.num_owned);
     halo.push_back(h);
   }
-  return {{"types", types},          {"relations", relations}, {"target_type", g.target_type},
-          {"type_balance", balance}, {"num_owned", owned},     {"num_halo", halo}};
+  json h = {{"types", types},          {"relations", relations}, {"target_type", g.target_type},
+            {"type_balance", balance}, {"num_owned", owned},     {"num_halo", halo}};
+  if (g.split >= 0) h["split"] = g.split;
+  return h;
 }
 
 HeteroMeta parse_hetero_meta(const json& h, const PartitionMeta& m, const fs::path& file) {
@@ -1268,6 +1270,10 @@ HeteroMeta parse_hetero_meta(const json& h, const PartitionMeta& m, const fs::pa
                   std::to_string(total) + ") are not the dataset's " + std::to_string(m.num_nodes));
   const json balance = get<json>(h, "type_balance", file);
   for (const auto& t : hm.types) hm.balance.push_back(get<double>(balance, t.name.c_str(), file));
+  if (h.contains("split")) {
+    hm.split = get<int>(h, "split", file);
+    if (hm.split < 0) throw IoError(file.string() + ": \"hetero\": split must be >= 0");
+  }
   hm.num_owned = get<std::vector<std::vector<std::int64_t>>>(h, "num_owned", file);
   hm.num_halo = get<std::vector<std::vector<std::int64_t>>>(h, "num_halo", file);
   if (static_cast<std::int32_t>(hm.num_owned.size()) != m.config.num_parts ||

@@ -85,6 +85,9 @@ struct HeteroMeta {
   std::vector<double> balance;
   /// [part][type]: owned and halo nodes.
   std::vector<std::vector<std::int64_t>> num_owned, num_halo;
+  /// The dataset's stored split the parts hold (datasets::HeteroGraph::split; -1: not recorded,
+  /// a partition written before it was).
+  int split = -1;
 };
 
 /// The contents of meta.json.

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include <halo/kernels/error.hpp>
@@ -102,6 +103,31 @@ void DistributedEmbedding::set_gradient(const kernels::Resources& res,
   const auto n = static_cast<std::int64_t>(m_touched.size());
   const Tensor<float> g = Tensor<float>::from_host(res, m_sum, n, dim);
   m_owned->set_gradient(res, kernels::Span<const NodeId>(m_touched.data(), n), g);
+}
+
+std::unique_ptr<nn::SparseEmbedding<float>> DistributedEmbedding::gather(
+    const kernels::Resources& res) {
+  const std::int64_t dim = m_owned->dim();
+  const Tensor<float>& mine = m_owned->table();
+  std::vector<std::size_t> counts;
+  const std::vector<std::byte> all = m_comm.allgatherv(
+      mine.data(), static_cast<std::size_t>(mine.numel()) * sizeof(float), counts);
+  std::vector<std::size_t> first(counts.size() + 1, 0);  // each rank's first row in `all`
+  for (std::size_t k = 0; k < counts.size(); ++k)
+    first[k + 1] = first[k] + counts[k] / (sizeof(float) * static_cast<std::size_t>(dim));
+  const auto n = static_cast<std::int64_t>(m_owner.size());
+  std::vector<float> table(static_cast<std::size_t>(n * dim));
+  for (std::int64_t v = 0; v < n; ++v) {
+    const auto k = static_cast<std::size_t>(m_owner[static_cast<std::size_t>(v)]);
+    const std::size_t row = first[k] + static_cast<std::size_t>(m_row[static_cast<std::size_t>(v)]);
+    std::memcpy(table.data() + v * dim,
+                all.data() + row * static_cast<std::size_t>(dim) * sizeof(float),
+                static_cast<std::size_t>(dim) * sizeof(float));
+  }
+  auto whole = std::make_unique<nn::SparseEmbedding<float>>(
+      res, m_owned->name(), std::span<const NodeId>(), n, dim, 0, 0);
+  whole->table() = Tensor<float>::from_host(res, table, n, dim);
+  return whole;
 }
 
 }  // namespace halo::runtime

@@ -33,6 +33,8 @@ class DistributedEmbedding final : public nn::EmbeddingRows<float> {
   void set_gradient(const kernels::Resources& res, kernels::Span<const kernels::NodeId> ids,
                     const kernels::Tensor<float>& grad) override;
 
+  /// The whole table on every rank (collective): every rank's rows in node order.
+  std::unique_ptr<nn::SparseEmbedding<float>> gather(const kernels::Resources& res);
   /// This rank's rows (its SparseAdam table and checkpoint state).
   nn::SparseEmbedding<float>& owned() { return *m_owned; }
   /// Bytes sent by this rank (ids, rows and gradients) since construction.

@@ -101,6 +101,7 @@ HeteroShard open_hetero_shard(const kernels::Resources& res, Comm& comm,
   HeteroShard s;
   s.dataset = meta.dataset;
   s.graph = std::move(part.graph);
+  s.graph.split = meta.hetero->split;
   s.layout = std::move(part.layout);
   s.comm = &comm;
   char hex[24];

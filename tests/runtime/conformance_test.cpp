@@ -125,7 +125,7 @@ class HeteroSubject final : public Subject {
   }
   Metrics save_and_predict(const fs::path& file, const TrainConfig& config,
                            const TrainResult& result) override {
-    save_hetero_model(host(), file, *m_model, config, *m_shard, 4, result);
+    save_hetero_model(host(), file, *m_model, config, *m_shard, result);
     HeteroModelFile f = load_hetero_model(host(), file);
     HeteroShard shard = local_hetero_shard(
         datasets::read_hetero_directory(host(), m_dir.path() / "typed", f.split));
@@ -324,8 +324,6 @@ constexpr const char* kExceptions[] = {
     "same subjects (tests/runtime/conformance_mpi_test.cpp, ctest conformance_np2/np4), not here",
     "link prediction: no mini-batches (it trains on whole snapshots); its saved model and "
     "halo predict are one process",
-    "heterogeneous classification: a partitioned run's model file (its embedding rows are spread "
-    "over the ranks)",
     "halo plan's peak memory within 15 %: node classification only (no heterogeneous or link "
     "plan yet)",
 };

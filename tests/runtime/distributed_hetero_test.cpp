@@ -99,6 +99,33 @@ TEST(DistributedHetero, LossesEqualOneProcessForBothLayers) {
   }
 }
 
+// The model of a partitioned run with learnable embeddings (each rank trained its nodes' rows;
+// the run ends with the rows gathered on every rank), saved by rank 0, applied to the whole
+// dataset in one process (halo predict's path): the run's test accuracy and F1 scores.
+TEST(DistributedHetero, SavedModelOfAPartitionedRunPredictsItsTestScores) {
+  const std::filesystem::path dir = std::filesystem::path(HALO_TEST_BINARY_DIR) /
+                                    ("dist-hetero-save-" + std::to_string(comm().size()));
+  write_partitioned(dir, true);
+  TrainConfig config = hetero_config(nn::HeteroLayerKind::Rgcn, 3, 9);
+  config.hetero.featureless = nn::FeaturelessInput::Embedding;
+  config.mini_batch = test::batches(3, {2, 2});
+  HeteroShard part = open_hetero_shard(res(), comm(), dir / "parts");
+  EXPECT_GE(part.graph.split, 0) << "the partition records its split";
+  HeteroTrainRun run = train(res(), part, config);
+  const std::filesystem::path file = dir / "model.halo";
+  if (comm().rank() == 0) save_hetero_model(res(), file, run.model, config, part, run.result);
+  comm().barrier();
+  HeteroModelFile f = load_hetero_model(res(), file);
+  EXPECT_EQ(f.split, part.graph.split);
+  HeteroShard whole =
+      local_hetero_shard(datasets::read_hetero_directory(res(), dir / "data", f.split));
+  const Metrics predicted = predict_hetero(res(), whole, f.config, f.model).metrics;
+  for (const char* name : {"test_accuracy", "test_macro_f1", "test_micro_f1"})
+    EXPECT_NEAR(predicted.at(name), run.result.metrics.at(name), 1e-12) << name;
+  comm().barrier();
+  if (comm().rank() == 0) std::filesystem::remove_all(dir);
+}
+
 // Mini-batches across ranks: each rank samples its share of every global batch (its own
 // seeds) through the owners' rows and features, keyed by global ids, so P ranks draw and
 // compute what one process does. Fan-outs below the degrees (the draws matter), dropout on;

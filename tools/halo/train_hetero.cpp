@@ -204,7 +204,7 @@ class HeteroRun final : public TaskRun {
     return j;
   }
   void save_model(const std::string& path, const runtime::TrainResult& r) override {
-    runtime::save_hetero_model(m_res, path, m_run->model, m_config, m_shard, split(), r);
+    runtime::save_hetero_model(m_res, path, m_run->model, m_config, m_shard, r);
   }
 
  private:
@@ -232,10 +232,7 @@ TaskRegistration hetero_classification_task() {
       "heterogeneous-node-classification",
       "heterogeneous datasets",
       [](const TrainCommandOptions& o) { return is_hetero_run(o); },
-      {{"--save-model with --partitions",
-        [](const TrainCommandOptions& o) { return !o.save_model.empty() && !o.partitions.empty(); },
-        "a partition's embedding rows are spread over its ranks; save a one-process run's model"},
-       {"--features", [](const TrainCommandOptions& o) { return given(o, "--features"); },
+      {{"--features", [](const TrainCommandOptions& o) { return given(o, "--features"); },
         "each node type brings its own features"},
 
        {"--prefetch",

@@ -80,6 +80,23 @@ class HeteroNodeClassification final : public Task {
   std::int64_t batches_per_epoch() const override {
     return m_sampler ? epoch_batches(*m_config.mini_batch, m_num_train) : 1;
   }
+  /// A partition's spread embedding rows, with the kept epoch's values, gathered into the
+  /// model's tables on every rank: the trained model is whole (saved, applied to any data).
+  void finish(TrainResult&) override {
+    const kernels::Resources host = host_resources(m_res);
+    for (std::size_t i = 0; i < m_spread.size(); ++i)
+      m_model.set_embedding(m_spread_types[i], m_spread[i]->gather(host));
+    m_gathered = true;
+  }
+  ~HeteroNodeClassification() override {
+    // A run that did not finish (preempted, failed) leaves the model no table of the spread
+    // rows: an empty one, which a later pass refuses, rather than rows this task owned.
+    if (m_gathered) return;
+    for (const std::int32_t t : m_spread_types)
+      m_model.set_embedding(
+          t, std::make_unique<nn::SparseEmbedding<float>>(host_resources(m_res), "embedding", 0,
+                                                          m_config.hetero.hidden, 0, 0));
+  }
   /// The target type's logits of the current parameters (no dropout), on the host.
   Tensor<float> logits() {
     const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
@@ -123,6 +140,8 @@ class HeteroNodeClassification final : public Task {
   // The featureless types' tables SparseAdam updates: the model's, or on a partition the rows
   // this rank owns of each (m_spread).
   std::vector<std::unique_ptr<DistributedEmbedding>> m_spread;
+  std::vector<std::int32_t> m_spread_types;  // the type of each
+  bool m_gathered = false;
   std::vector<nn::SparseEmbedding<float>*> m_tables;
   std::unique_ptr<nn::SparseAdam<float>> m_sparse;
   Tensor<float> m_dlogits;
@@ -250,6 +269,7 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
           *shard.comm, model.embedding_part(host, t, layout.global_nodes[ut], owned), m_owner[ut],
           m_row[ut]));
       model.spread_embedding(t, m_spread.back().get());
+      m_spread_types.push_back(t);
       m_tables.push_back(&m_spread.back()->owned());
     }
   } else {
@@ -880,10 +900,18 @@ nn::HeteroSchema schema_of(const nlohmann::json& j) {
 
 void save_hetero_model(const kernels::Resources& res, const std::filesystem::path& path,
                        nn::HeteroModel<float>& model, const TrainConfig& config,
-                       const HeteroShard& shard, int split, const TrainResult& result) {
-  HALO_EXPECTS(!shard.layout.partitioned(),
-               "save_hetero_model: a partition's model is spread over its ranks (one process "
-               "only)");
+                       const HeteroShard& shard, const TrainResult& result) {
+  const int split = shard.graph.split;
+  if (split < 0)
+    throw IoError(path.string() +
+                  ": the data do not record which stored split they hold (a partition written "
+                  "before Halo recorded it: partition the dataset again)");
+  nn::HeteroSchema schema = hetero_schema(shard.graph);
+  if (shard.layout.partitioned()) schema.num_nodes = shard.layout.global_nodes;  // the dataset's
+  for (auto* e : model.embeddings())
+    HALO_EXPECTS(std::find(schema.num_nodes.begin(), schema.num_nodes.end(), e->num_rows()) !=
+                     schema.num_nodes.end(),
+                 "save_hetero_model: an embedding table of a part's rows (the run did not end)");
   const nn::HeteroModelConfig& h = config.hetero;
   const nlohmann::json m = {{"kind", nn::to_string(h.kind)},
                             {"layers", h.num_layers},
@@ -894,7 +922,7 @@ void save_hetero_model(const kernels::Resources& res, const std::filesystem::pat
                             {"featureless", nn::to_string(h.featureless)},
                             {"seed", config.seed},
                             {"split", split},
-                            {"schema", schema_json(hetero_schema(shard.graph))}};
+                            {"schema", schema_json(schema)}};
   nn::ModelFileInfo info;
   info.task = kHeteroTask;
   info.task_model = m.dump();

@@ -58,14 +58,15 @@ struct HeteroPrediction {
 HeteroPrediction predict_hetero(const kernels::Resources& res, HeteroShard& shard,
                                 const TrainConfig& config, nn::HeteroModel<float>& model);
 
-/// Writes `model`, trained with `config` on `shard` (one process: a partition's embedding rows
-/// are spread over the ranks), to `path` as a model file of task
-/// "heterogeneous-node-classification": its architecture, the schema it was built for, the
-/// dataset and `split`, the preprocessing and `result`'s record; the parameters and embedding
-/// tables by name. halo::LogicError for a partition's shard.
+/// Writes `model`, trained with `config` on `shard` (one process, or any rank of a partition:
+/// the ranks hold the same parameters, and training ends with the embedding rows gathered on
+/// every rank), to `path` as a model file of task "heterogeneous-node-classification": its
+/// architecture, the schema of the whole dataset, the dataset and its split (the shard's), the
+/// preprocessing and `result`'s record; the parameters and embedding tables by name. halo::
+/// IoError for a partition that does not record its split.
 void save_hetero_model(const kernels::Resources& res, const std::filesystem::path& path,
                        nn::HeteroModel<float>& model, const TrainConfig& config,
-                       const HeteroShard& shard, int split, const TrainResult& result);
+                       const HeteroShard& shard, const TrainResult& result);
 
 /// A saved heterogeneous model and what it needs to be applied again: the configuration it was
 /// trained with (the architecture, the seed, the preprocessing), its dataset and split.
