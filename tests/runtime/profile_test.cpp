@@ -97,7 +97,8 @@ void expect_profiled(const TrainResult& r, bool prepared) {
     EXPECT_GT(p.backward_s, 0);
     EXPECT_GT(p.optimizer_s, 0);
     EXPECT_EQ(p.sample_s > 0, prepared);
-    EXPECT_GE(p.wait_s, p.sample_s + p.gather_s);
+    // The wait is the preparation (summed per step, the phases per phase: rounding apart).
+    EXPECT_GE(p.wait_s, (p.sample_s + p.gather_s) * (1 - 1e-9));
     EXPECT_LE(training_thread_s(p), s.epoch_time_s);
     EXPECT_GT(p.ops[kernels::Op::Gemm].calls, 0);
     EXPECT_GT(p.ops[kernels::Op::Optimizer].calls, 0);
