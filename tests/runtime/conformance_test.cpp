@@ -141,33 +141,12 @@ class HeteroSubject final : public Subject {
 
 // ---- link prediction --------------------------------------------------------------------------
 
-/// 12 steps of six senders messaging two receivers, plus one pair that moves every step.
-datasets::TemporalGraph messages() {
-  std::vector<datasets::RawTemporalEvent> events;
-  for (int t = 0; t < 12; ++t) {
-    for (int u = 0; u < 6; ++u) events.push_back({20 + u, u % 2, t * 10, 0});
-    events.push_back({20 + t % 6, 20 + (t + 3) % 6, t * 10 + 5, 0});
-  }
-  return datasets::make_temporal_graph(events, false, "messages");
-}
-
 class LinkSubject final : public Subject {
  public:
-  TrainConfig config() const override {
-    TrainConfig c;
-    c.lr = 0.02;
-    c.weight_decay = 0;
-    c.link.window = 3;
-    c.link.negatives = 3;
-    c.link.model.hidden = 6;
-    c.link.scorer_hidden = 8;
-    c.link.train_fraction = 0.6;
-    c.link.val_fraction = 0.2;
-    return c;
-  }
+  TrainConfig config() const override { return message_link_config(); }
   std::unique_ptr<Task> make(const TrainConfig& config) override {
     m_shard = std::make_unique<TemporalShard>(
-        local_temporal_shard(host(), m_graph, snapshots(), config.link.train_fraction));
+        local_temporal_shard(host(), m_graph, message_snapshots(), config.link.train_fraction));
     nn::TemporalModelConfig mc = config.link.model;
     mc.in_features = m_shard->num_features;
     m_model = std::make_unique<LinkModel>(LinkModel{
@@ -190,13 +169,7 @@ class LinkSubject final : public Subject {
   }
 
  private:
-  static datasets::SnapshotConfig snapshots() {
-    datasets::SnapshotConfig sc;
-    sc.num_snapshots = 12;
-    sc.window_snapshots = 1;
-    return sc;
-  }
-  datasets::TemporalGraph m_graph = messages();
+  datasets::TemporalGraph m_graph = message_events();
   std::unique_ptr<TemporalShard> m_shard;
   std::unique_ptr<LinkModel> m_model;
 };

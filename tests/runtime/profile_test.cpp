@@ -130,26 +130,10 @@ TEST(ProfiledTraining, HeterogeneousClassificationFullGraphAndMiniBatch) {
 }
 
 TEST(ProfiledTraining, LinkPredictionStepsAndTheirNegatives) {
-  // 12 steps of six senders messaging two receivers, plus one pair that moves every step.
-  std::vector<datasets::RawTemporalEvent> events;
-  for (int t = 0; t < 12; ++t) {
-    for (int u = 0; u < 6; ++u) events.push_back({20 + u, u % 2, t * 10, 0});
-    events.push_back({20 + t % 6, 20 + (t + 3) % 6, t * 10 + 5, 0});
-  }
-  const datasets::TemporalGraph g = datasets::make_temporal_graph(events, false, "messages");
-  datasets::SnapshotConfig sc;
-  sc.num_snapshots = 12;
-  sc.window_snapshots = 1;
-  TrainConfig config;
+  const datasets::TemporalGraph g = message_events();
+  const datasets::SnapshotConfig sc = message_snapshots();
+  TrainConfig config = message_link_config();
   config.epochs = 2;
-  config.lr = 0.02;
-  config.weight_decay = 0;
-  config.link.window = 3;
-  config.link.negatives = 3;
-  config.link.model.hidden = 6;
-  config.link.scorer_hidden = 8;
-  config.link.train_fraction = 0.6;
-  config.link.val_fraction = 0.2;
   TemporalShard a = local_temporal_shard(host(), g, sc, config.link.train_fraction);
   const TrainResult plain = train(host(), a, config).result;
   config.profile = true;

@@ -7,6 +7,7 @@
 
 #include <halo/datasets/plain_format.hpp>
 #include <halo/datasets/synthetic.hpp>
+#include <halo/datasets/temporal.hpp>
 #include <halo/runtime/runtime.hpp>
 
 #include "support/dataset_util.hpp"
@@ -62,6 +63,39 @@ inline TrainRun train_local(const kernels::Resources& res, const datasets::Datas
                             const TrainConfig& config) {
   Shard shard = local_shard(res, halo::testing::copy_dataset(host(), data));
   return train(res, shard, config);
+}
+
+/// A small temporal dataset for link prediction: 12 steps of six senders messaging two
+/// receivers, plus one pair that moves every step.
+inline datasets::TemporalGraph message_events() {
+  std::vector<datasets::RawTemporalEvent> events;
+  for (int t = 0; t < 12; ++t) {
+    for (int u = 0; u < 6; ++u) events.push_back({20 + u, u % 2, t * 10, 0});
+    events.push_back({20 + t % 6, 20 + (t + 3) % 6, t * 10 + 5, 0});
+  }
+  return datasets::make_temporal_graph(events, false, "messages");
+}
+
+/// message_events() cut into its 12 steps, each step's own events.
+inline datasets::SnapshotConfig message_snapshots() {
+  datasets::SnapshotConfig sc;
+  sc.num_snapshots = 12;
+  sc.window_snapshots = 1;
+  return sc;
+}
+
+/// A small EvolveGCN-O link-prediction configuration for message_events().
+inline TrainConfig message_link_config() {
+  TrainConfig c;
+  c.lr = 0.02;
+  c.weight_decay = 0;
+  c.link.window = 3;
+  c.link.negatives = 3;
+  c.link.model.hidden = 6;
+  c.link.scorer_hidden = 8;
+  c.link.train_fraction = 0.6;
+  c.link.val_fraction = 0.2;
+  return c;
 }
 
 inline std::vector<double> losses(const TrainResult& r) {
