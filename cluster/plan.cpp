@@ -66,12 +66,10 @@ struct StepCost {
 };
 
 double gemm_s(const CostModel& m, GemmPass pass, double rows, double in, double out) {
-  return m.gemm_alpha_s + gemm_s_per_flop_of(m, pass, in, out) * 2 * rows * in * out;
+  return gemm_seconds(m, pass, rows, in, out);
 }
-/// One element-wise pass (calls of them: `calls`) over `bytes` bytes in all, at the streaming
-/// rate.
 double ew_s(const CostModel& m, double bytes, double calls = 1) {
-  return m.elementwise_alpha_s * calls + m.elementwise_s_per_byte * bytes;
+  return elementwise_seconds(m, bytes, calls);
 }
 
 /// The layers' work as nn::AggregateTransform does it: its cost rule picks the order on sampled
@@ -303,6 +301,14 @@ std::vector<CollectiveCosts> read_collectives(const json& j, const std::string& 
 /// (2 log2 p' rounds moving 2 (p' - 1) / p' of the bytes). When ranks is not a power of two,
 /// the ranks - p' extra ones first hand their data to a partner and get the result back after: two
 /// more whole-message rounds.
+double gemm_seconds(const CostModel& m, GemmPass pass, double rows, double in, double out) {
+  return m.gemm_alpha_s + gemm_s_per_flop_of(m, pass, in, out) * 2 * rows * in * out;
+}
+
+double elementwise_seconds(const CostModel& m, double bytes, double calls) {
+  return m.elementwise_alpha_s * calls + m.elementwise_s_per_byte * bytes;
+}
+
 double allreduce_s(const CostModel& m, double alpha, double bytes, int ranks) {
   if (ranks <= 1) return 0;
   int pof2 = 1, rounds = 0;

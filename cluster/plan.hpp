@@ -224,6 +224,12 @@ double spmm_miss_share(const CostModel& m, double entries, double cols, double r
 double spmm_seconds(const CostModel& m, double entries, double cols, double rows,
                     const GraphCounts* skew);
 
+/// Seconds of one dense product `pass` of a layer of `in` -> `out` widths over `rows` rows (2
+/// rows x in x out floating-point operations at gemm_s_per_flop_of's rate, plus a call).
+double gemm_seconds(const CostModel& m, GemmPass pass, double rows, double in, double out);
+/// Seconds of `calls` element-wise passes over `bytes` bytes in all, at the streaming rate.
+double elementwise_seconds(const CostModel& m, double bytes, double calls = 1);
+
 /// Seconds per byte of an element-wise pass whose data span `footprint` bytes.
 double elementwise_s_per_byte(const CostModel& m, double footprint);
 
@@ -342,7 +348,8 @@ struct RankPlan {
 /// The plan of a run.
 struct Plan {
   std::string dataset;
-  std::string mode;  // "full-graph" or "mini-batch"
+  std::string mode;   // "full-graph" or "mini-batch"
+  std::string model;  // the model's name where the plan knows it better than the command line
   std::string device;
   int ranks = 1;
   int threads = 0;

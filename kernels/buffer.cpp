@@ -1,6 +1,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <utility>
 
 #include <halo/kernels/buffer.hpp>
+#include <halo/kernels/buffer_stats.hpp>
 #include <halo/kernels/detail/cuda_runtime.hpp>
 #include <halo/kernels/error.hpp>
 
@@ -31,6 +33,26 @@ std::string out_of_host_memory(std::size_t bytes) {
   return what + "; a smaller model, batch or dataset, or more memory, is needed";
 }
 
+namespace {
+
+std::atomic<std::size_t> g_host_bytes{0};
+std::atomic<std::size_t> g_host_peak{0};
+
+void count_host(std::size_t bytes) {
+  const std::size_t now = g_host_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  std::size_t peak = g_host_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_host_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
+
+std::size_t host_buffer_bytes() { return g_host_bytes.load(std::memory_order_relaxed); }
+std::size_t host_buffer_peak_bytes() { return g_host_peak.load(std::memory_order_relaxed); }
+void reset_host_buffer_peak() {
+  g_host_peak.store(g_host_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
 Buffer::Buffer(const Resources& res, Device device, std::size_t bytes, Pages pages)
     : m_bytes(bytes), m_device(device) {
   if (bytes == 0) return;
@@ -50,6 +72,7 @@ Buffer::Buffer(const Resources& res, Device device, std::size_t bytes, Pages pag
       throw Error(out_of_host_memory(bytes));
     }
     if (align == kHugePage) madvise(m_data, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
+    count_host(bytes);
   } else {
     m_stream = res.cuda_exec().stream;
     m_data = detail::cuda_malloc_async(bytes, m_stream);
@@ -79,6 +102,7 @@ void Buffer::release() noexcept {
   if (m_data == nullptr) return;
   if (m_device == Device::Cpu) {
     std::free(m_data);
+    g_host_bytes.fetch_sub(m_bytes, std::memory_order_relaxed);
   } else {
     detail::cuda_free_async(m_data, m_stream);
   }

@@ -127,7 +127,8 @@ TEST_F(HeteroCli, UsageErrors) {
            "calibrate --rmat-scale 8 --large-rmat-scale 8",
            "train --mode mini-batch --prefetch 2" + d, "train --split 4 --dataset synthetic",
            "train --model rgcn --dataset synthetic", "train --num-bases 2 --dataset synthetic",
-           "plan" + d, "plan --featureless zero --dataset synthetic"}) {
+           "plan --parts 2" + d, "plan --time-limit 5" + d, "plan --model gat" + d,
+           "plan --device cuda" + d, "plan --featureless zero --dataset synthetic"}) {
     const Outcome r = run(args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
@@ -137,6 +138,36 @@ TEST_F(HeteroCli, UsageErrors) {
   const Outcome r = run("train --fanouts nosuchrel=5,*=3:5" + d);
   EXPECT_NE(r.err.find("unknown relation 'nosuchrel' (the relations: "), std::string::npos)
       << r.err;
+}
+
+// halo plan on a typed directory: the run's plan in one process (the model's inventory and the
+// data's sizes: tests/cluster/hetero_plan_test.cpp), full graph and mini-batch, as JSON and as
+// an sbatch script asking for the predicted memory.
+TEST_F(HeteroCli, PlansARunInOneProcess) {
+  const std::string d = " --dataset " + m_data.string() + " --threads 1";
+  const fs::path full_json = m_temp.path() / "full.json", mini_json = m_temp.path() / "mini.json";
+  ASSERT_EQ(run("plan --model hgt --hidden 8 --output " + full_json.string() + d).code, 0);
+  ASSERT_EQ(run("plan --hidden 8 --mode mini-batch --batch-size 4 --fanouts 2,2 --output " +
+                mini_json.string() + d)
+                .code,
+            0);
+  const auto full = nlohmann::json::parse(halo::testing::read_file(full_json));
+  const auto mini = nlohmann::json::parse(halo::testing::read_file(mini_json));
+  EXPECT_EQ(full["model"], "hgt");
+  EXPECT_EQ(full["mode"], "full-graph");
+  EXPECT_EQ(full["ranks"], 1);
+  EXPECT_EQ(full["batches_per_epoch"], 1);
+  EXPECT_GT(full["per_rank"][0]["host_bytes"]["activations"].get<double>(), 0);
+  EXPECT_GT(full["epoch_seconds"].get<double>(), 0);
+  EXPECT_EQ(mini["model"], "rgcn");
+  EXPECT_EQ(mini["mode"], "mini-batch");
+  EXPECT_GT(mini["batches_per_epoch"].get<int>(), 1);
+  EXPECT_GT(mini["sampler_envelope_bytes"].get<double>(), 0);
+  const Outcome slurm = run("plan --emit slurm --checkpoint-dir " +
+                            (m_temp.path() / "ck").string() + " --hidden 8" + d);
+  ASSERT_EQ(slurm.code, 0) << slurm.err;
+  EXPECT_NE(slurm.out.find("#SBATCH --mem="), std::string::npos) << slurm.out;
+  EXPECT_NE(slurm.out.find("--resume auto"), std::string::npos) << slurm.out;
 }
 
 // Checkpoints of the heterogeneous task as a user runs them: 4 epochs, then a resume to 8,

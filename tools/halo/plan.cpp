@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <halo/cluster/hetero_plan.hpp>
 #include <halo/cluster/plan.hpp>
 #include <halo/cluster/slurm.hpp>
 #include <halo/datasets/cache.hpp>
@@ -18,6 +19,7 @@
 #include <halo/partition/partition_format.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/run_support.hpp>
+#include <halo/tools/halo/train_hetero.hpp>
 #include <halo/tools/halo/train_options.hpp>
 
 namespace halo::cli {
@@ -203,7 +205,7 @@ json plan_json(const cluster::Plan& p, const PlanOptions& o) {
             {"version", 1},
             {"dataset", p.dataset},
             {"mode", p.mode},
-            {"model", o.model},
+            {"model", p.model.empty() ? o.model : p.model},
             {"device", p.device},
             {"ranks", p.ranks},
             {"threads_per_rank", p.threads},
@@ -294,17 +296,18 @@ std::string slurm_job(const cluster::Plan& p, const PlanOptions& o) {
                                       defaults.signal_lead_s + 300));
 }
 
-/// A task halo plan does not model (heterogeneous datasets, --task link): no prediction; with
+/// A run halo plan does not model (a heterogeneous partition, --task link): no prediction; with
 /// --emit slurm, the job of the memory (--memory-per-rank) and time (--time-limit) the user
 /// gives, over the partition's ranks (one without a partition).
 int run_unmodeled_plan(const PlanOptions& o, bool hetero) {
-  const std::string what =
-      hetero ? "a heterogeneous dataset (typed directory)" : std::string("--task link");
+  const std::string what = hetero ? "a heterogeneous partition" : std::string("--task link");
   if (o.emit != "slurm")
-    throw UsageError("--emit " + o.emit + ": " + what +
-                     ": halo plan predicts node-classification runs on homogeneous graphs only; "
-                     "for this run it writes an sbatch script (--emit slurm) from the "
-                     "--memory-per-rank and --time-limit you give");
+    throw UsageError(
+        "--emit " + o.emit + ": " + what +
+        ": halo plan predicts node classification and heterogeneous classification in one "
+        "process only; "
+        "for this run it writes an sbatch script (--emit slurm) from the "
+        "--memory-per-rank and --time-limit you give");
   if (o.memory_limit <= 0 || o.time_limit_minutes <= 0)
     throw UsageError(
         "--emit slurm: " + what +
@@ -384,13 +387,9 @@ json mpijob_manifest(const cluster::Plan& p, const PlanOptions& o) {
         {"mpiReplicaSpecs", {{"Launcher", launcher}, {"Worker", worker}}}}}};
 }
 
-int run_plan(PlanOptions& o) {
-  if (o.task == "link" || is_hetero_run(o)) return run_unmodeled_plan(o, o.task != "link");
-  if (o.time_limit_minutes > 0)
-    throw UsageError(
-        "--time-limit: halo plan predicts this run's time (it applies to runs it "
-        "does not model)");
-  check_homogeneous_run(o);
+/// The machine's costs: the calibration file (--calibration, else the default place; the
+/// built-in defaults, said on stderr, without one), with --link-* and --host-* applied.
+cluster::CostModel plan_costs(const PlanOptions& o) {
   cluster::CostModel costs;
   const std::filesystem::path cal = o.calibration.empty() ? cluster::default_calibration_path()
                                                           : std::filesystem::path(o.calibration);
@@ -415,6 +414,66 @@ int run_plan(PlanOptions& o) {
   if (o.host_transport_gbps > 0) costs.transport_s_per_byte = 8.0 / (o.host_transport_gbps * 1e9);
   if (o.link_gbps > 0) costs.link_s_per_byte = 8.0 / (o.link_gbps * 1e9);
   costs.host_cores = o.host_cores;
+  return costs;
+}
+
+/// The plan's output: JSON, an MPIJob or an sbatch script, to --output or stdout.
+void write_plan(const cluster::Plan& plan, const PlanOptions& o) {
+  const std::string text = o.emit == "slurm" ? slurm_job(plan, o)
+                           : o.emit == "k8s" ? mpijob_manifest(plan, o).dump(2) + "\n"
+                                             : plan_json(plan, o).dump(2) + "\n";
+  if (o.output.empty())
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  else
+    kernels::write_file_atomically(o.output, text);
+}
+
+/// Heterogeneous classification in one process (a typed directory): the plan of its run on
+/// the dataset, which is read for its counts (cluster::hetero_counts).
+int run_hetero_plan(const PlanOptions& o) {
+  if (o.parts > 1)
+    throw UsageError("--parts " + std::to_string(o.parts) +
+                     ": halo plan predicts a heterogeneous run in one process only; for several "
+                     "ranks, --emit slurm from the --memory-per-rank and --time-limit you give, "
+                     "with --partitions DIR");
+  if (o.time_limit_minutes > 0)
+    throw UsageError(
+        "--time-limit: halo plan predicts this run's time (it applies to runs it does not "
+        "model)");
+  if (o.device != "cpu")
+    throw UsageError("--device " + o.device +
+                     ": halo plan predicts heterogeneous runs on the CPU only (their memory on a "
+                     "device is not modelled yet)");
+  check_task(o);
+  if (was_given(o, "--model") && o.model != "rgcn" && o.model != "hgt")
+    throw UsageError("--model " + o.model + ": '" + o.data.dataset +
+                     "' is heterogeneous (a typed directory); use --model rgcn or hgt");
+  const cluster::CostModel costs = plan_costs(o);
+  check_output(o.output, "--output");
+  const datasets::HeteroGraph g = load_hetero(kernels::Resources(kernels::Device::Cpu), o);
+  const runtime::TrainConfig config = hetero_train_config(o, g);
+  runtime::check_config(config, 1);
+  const int threads = o.threads > 0 ? o.threads : std::max(1, costs.threads);
+  const cluster::Plan plan = cluster::make_hetero_plan(cluster::hetero_counts(g, config), config,
+                                                       costs, o.device, threads);
+  if (o.memory_limit > 0 && plan.peak_host_bytes_per_rank > o.memory_limit)
+    throw IoError("--memory-per-rank " + o.memory_per_rank +
+                  ": one process (a heterogeneous run is planned in one process) needs " +
+                  std::to_string(plan.peak_host_bytes_per_rank) + " bytes");
+  write_plan(plan, o);
+  return 0;
+}
+
+int run_plan(PlanOptions& o) {
+  if (o.task == "link") return run_unmodeled_plan(o, false);
+  if (is_hetero_run(o))
+    return o.partitions.empty() ? run_hetero_plan(o) : run_unmodeled_plan(o, true);
+  if (o.time_limit_minutes > 0)
+    throw UsageError(
+        "--time-limit: halo plan predicts this run's time (it applies to runs it "
+        "does not model)");
+  check_homogeneous_run(o);
+  const cluster::CostModel costs = plan_costs(o);
   check_output(o.output, "--output");
   const runtime::TrainConfig config = train_config(o);
   const int threads = o.threads > 0 ? o.threads : std::max(1, costs.threads);
@@ -454,13 +513,7 @@ int run_plan(PlanOptions& o) {
     }
     plan = cluster::make_plan(in, config, costs, o.device, threads);
   }
-  const std::string text = o.emit == "slurm" ? slurm_job(plan, o)
-                           : o.emit == "k8s" ? mpijob_manifest(plan, o).dump(2) + "\n"
-                                             : plan_json(plan, o).dump(2) + "\n";
-  if (o.output.empty())
-    std::fwrite(text.data(), 1, text.size(), stdout);
-  else
-    kernels::write_file_atomically(o.output, text);
+  write_plan(plan, o);
   return 0;
 }
 
@@ -527,7 +580,7 @@ Command add_plan_command(CLI::App& app) {
                       "slurm (required): the job's checkpoint directory; the job resumes from "
                       "it when requeued"),
       sub->add_option("--time-limit", o->time_limit_minutes,
-                      "slurm, for a run halo plan does not predict (heterogeneous datasets, "
+                      "slurm, for a run halo plan does not predict (heterogeneous partitions, "
                       "--task link): the job's time limit in MINUTES (with --memory-per-rank, "
                       "the memory it asks per rank)")
           ->check(finite_range(0.0, 1e7))};

@@ -36,6 +36,58 @@ T given_or(const TrainOptions& o, const char* flag, T given, T fallback) {
   return was_given(o, flag) ? given : fallback;
 }
 
+}  // namespace
+
+datasets::HeteroGraph load_hetero(const kernels::Resources& host, const TrainOptions& o) {
+  datasets::LoadOptions load;
+  load.offline = o.data.offline;
+  load.synthetic_mag = o.data.mag;
+  std::optional<int> split;
+  if (was_given(o, "--split")) split = o.split;
+  return datasets::load_hetero_dataset(host, o.data.dataset, split, load);
+}
+
+runtime::TrainConfig hetero_train_config(const TrainOptions& o, const datasets::HeteroGraph& g) {
+  runtime::TrainConfig c;
+  const int layers = given_or(o, "--layers", o.layers, HeteroDefaults::kLayers);
+  const std::int64_t hidden = given_or(o, "--hidden", o.hidden, HeteroDefaults::kHidden);
+  const float dropout = given_or(o, "--dropout", o.dropout, HeteroDefaults::kDropout);
+  c.hetero.kind = nn::parse_hetero_layer_kind(given_or<std::string>(o, "--model", o.model, "rgcn"));
+  c.hetero.num_layers = layers;
+  c.hetero.hidden = hidden;
+  c.hetero.dropout = dropout;
+  c.hetero.num_bases = o.num_bases;
+  c.hetero.heads = o.heads;
+  c.hetero.featureless = nn::parse_featureless_input(o.featureless);
+  // check_config reads the homogeneous model's fields: the same layers, widths and dropout.
+  c.model.num_layers = layers;
+  c.model.hidden = hidden;
+  c.model.dropout = dropout;
+  c.epochs = given_or(o, "--epochs", o.epochs, HeteroDefaults::kEpochs);
+  c.lr = given_or(o, "--lr", o.lr, HeteroDefaults::kLr);
+  c.weight_decay = given_or(o, "--weight-decay", o.weight_decay, HeteroDefaults::kWeightDecay);
+  c.seed = o.seed;
+  c.normalize_features = !o.no_normalize;
+  if (o.mode == "mini-batch") {
+    c.mini_batch = o.mb;
+    c.mini_batch->cache_policy = runtime::parse_cache_policy(o.cache_policy);
+    std::vector<std::string> relations;
+    for (const auto& r : g.relations) relations.push_back(r.name);
+    try {
+      c.mini_batch->relation_fanouts = sampler::parse_hetero_fanouts(o.fanouts, relations);
+    } catch (const LogicError& e) {
+      throw UsageError(e.what());
+    }
+    if (static_cast<int>(c.mini_batch->relation_fanouts.size()) != layers)
+      throw UsageError("--fanouts " + o.fanouts + ": one fan-out list per layer expected (" +
+                       std::to_string(layers) + " layers, " +
+                       std::to_string(c.mini_batch->relation_fanouts.size()) + " given)");
+  }
+  return c;
+}
+
+namespace {
+
 class HeteroRun final : public TaskRun {
  public:
   HeteroRun(const TrainCommandOptions& o, runtime::Comm& world, const kernels::Resources& res)
@@ -47,51 +99,16 @@ class HeteroRun final : public TaskRun {
     m_lr = given_or(o, "--lr", o.lr, HeteroDefaults::kLr);
     m_weight_decay = given_or(o, "--weight-decay", o.weight_decay, HeteroDefaults::kWeightDecay);
     m_epochs = given_or(o, "--epochs", o.epochs, HeteroDefaults::kEpochs);
-    runtime::TrainConfig& c = m_config;
-    c.hetero.kind = nn::parse_hetero_layer_kind(m_model);
-    c.hetero.num_layers = m_layers;
-    c.hetero.hidden = m_hidden;
-    c.hetero.dropout = m_dropout;
-    c.hetero.num_bases = o.num_bases;
-    c.hetero.heads = o.heads;
-    c.hetero.featureless = nn::parse_featureless_input(o.featureless);
-    // check_config reads the homogeneous model's fields: the same layers, widths and dropout.
-    c.model.num_layers = m_layers;
-    c.model.hidden = m_hidden;
-    c.model.dropout = m_dropout;
-    c.epochs = m_epochs;
-    c.lr = m_lr;
-    c.weight_decay = m_weight_decay;
-    c.seed = o.seed;
-    c.normalize_features = !o.no_normalize;
     if (was_given(o, "--split")) m_split = o.split;
-    datasets::LoadOptions load;
-    load.offline = o.data.offline;
-    load.synthetic_mag = o.data.mag;
     m_shard = o.partitions.empty()
-                  ? runtime::local_hetero_shard(datasets::load_hetero_dataset(
-                        runtime::host_resources(res), o.data.dataset, m_split, load))
+                  ? runtime::local_hetero_shard(load_hetero(runtime::host_resources(res), o))
                   : runtime::open_hetero_shard(res, world, o.partitions);
     const datasets::HeteroGraph& g = m_shard.graph;
     m_parted = m_shard.layout.partitioned();
     m_num_train = m_parted ? m_shard.layout.num_train : g.train_idx.numel();
     if (m_num_train == 0)
       throw UsageError("dataset '" + g.name + "' has an empty train split: nothing to train on");
-    if (o.mode == "mini-batch") {
-      c.mini_batch = o.mb;
-      c.mini_batch->cache_policy = runtime::parse_cache_policy(o.cache_policy);
-      std::vector<std::string> relations;
-      for (const auto& r : g.relations) relations.push_back(r.name);
-      try {
-        c.mini_batch->relation_fanouts = sampler::parse_hetero_fanouts(o.fanouts, relations);
-      } catch (const LogicError& e) {
-        throw UsageError(e.what());
-      }
-      if (static_cast<int>(c.mini_batch->relation_fanouts.size()) != m_layers)
-        throw UsageError("--fanouts " + o.fanouts + ": one fan-out list per layer expected (" +
-                         std::to_string(m_layers) + " layers, " +
-                         std::to_string(c.mini_batch->relation_fanouts.size()) + " given)");
-    }
+    m_config = hetero_train_config(o, g);
   }
   runtime::Comm& comm() override { return *m_shard.comm; }
   runtime::TrainConfig& config() override { return m_config; }

@@ -4,6 +4,11 @@
 
 #include <cstdint>
 
+#include <halo/datasets/hetero.hpp>
+#include <halo/kernels/resources.hpp>
+#include <halo/runtime/config.hpp>
+#include <halo/tools/halo/train_options.hpp>
+
 namespace halo::cli {
 
 /// The defaults of the heterogeneous task for the flags a run does not give (docs/cli.md),
@@ -16,5 +21,12 @@ struct HeteroDefaults {
   static constexpr double kWeightDecay = 5e-4;
   static constexpr int kEpochs = 80;
 };
+
+/// The heterogeneous dataset of `o` (--dataset, --split, --offline, --mag), on the host.
+datasets::HeteroGraph load_hetero(const kernels::Resources& host, const TrainOptions& o);
+
+/// The configuration of `o` on `g` (the flags given, else HeteroDefaults; the fan-outs by
+/// relation): what halo train runs and halo plan plans. UsageError on fan-outs that do not fit.
+runtime::TrainConfig hetero_train_config(const TrainOptions& o, const datasets::HeteroGraph& g);
 
 }  // namespace halo::cli

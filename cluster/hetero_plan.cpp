@@ -1,0 +1,405 @@
+// The plan of heterogeneous classification (docs/scheduler.md, "Heterogeneous classification").
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <halo/cluster/hetero_plan.hpp>
+#include <halo/kernels/error.hpp>
+#include <halo/nn/hetero_footprint.hpp>
+#include <halo/runtime/tasks/hetero/hetero_classification.hpp>
+
+namespace halo::cluster {
+
+using runtime::TrainConfig;
+
+namespace {
+
+constexpr double kF = 4;  // bytes of a float, of a 32-bit id
+constexpr double kI = 8;  // bytes of a 64-bit offset
+
+std::int64_t as_bytes(double v) { return static_cast<std::int64_t>(std::ceil(v)); }
+
+/// The fan-outs of the config's layers, per relation (relation_fanouts, else fanouts[l] for
+/// every relation), as the task builds them.
+std::vector<std::vector<int>> relation_fanouts(const runtime::MiniBatchConfig& mb,
+                                               std::size_t relations) {
+  if (!mb.relation_fanouts.empty()) return mb.relation_fanouts;
+  std::vector<std::vector<int>> f;
+  for (const int k : mb.fanouts) f.emplace_back(relations, k);
+  return f;
+}
+
+/// Expected distinct ids among `draws` draws from `n` ids at random.
+double distinct(double n, double draws) { return n <= 0 ? 0 : n * (1 - std::exp(-draws / n)); }
+
+/// Seconds of one forward and backward pass of the model over `layers` and what of them are
+/// dense products (costed as measured, outside the step scale).
+struct PassCost {
+  double compute_s = 0, gemm_s = 0;
+};
+
+/// The layers' work as RGCNConv / HGTConv and HeteroModel do it, priced by the cost model's
+/// terms: the products by their shape, the sparse products (mean aggregation, SDDMM, weighted
+/// sums) by spmm_seconds, the element-wise passes by their bytes. Forward only when !backward
+/// (the evaluation's pass).
+PassCost pass_cost(const CostModel& m, const HeteroCounts& c, const nn::HeteroModelConfig& mc,
+                   const std::vector<nn::HeteroPassShape>& layers, double input_share,
+                   bool backward) {
+  PassCost p;
+  auto gemm = [&](GemmPass pass, double rows, double in, double out) {
+    if (rows <= 0) return;
+    const double s = gemm_seconds(m, pass, rows, in, out);
+    p.gemm_s += s;
+    p.compute_s += s;
+  };
+  auto dense = [&](double rows, double in, double out) {
+    gemm(GemmPass::Forward, rows, in, out);
+    if (backward) {
+      gemm(GemmPass::WeightGrad, rows, in, out);
+      gemm(GemmPass::InputGrad, rows, in, out);
+    }
+  };
+  auto ew = [&](double bytes, double calls = 1) {
+    p.compute_s += elementwise_seconds(m, bytes, calls);
+  };
+  auto sparse = [&](double entries, double cols, double rows) {
+    if (entries > 0) p.compute_s += spmm_seconds(m, entries, cols, rows, nullptr);
+  };
+  const nn::HeteroSchema& s = c.schema;
+  const std::size_t nt = s.num_nodes.size(), nr = s.relations.size();
+  const double h = static_cast<double>(mc.hidden), classes = s.num_classes;
+  const auto target = static_cast<std::size_t>(s.target_type);
+  const bool hgt = mc.kind == nn::HeteroLayerKind::Hgt;
+  // The input: projections of the featured types (sparse: a CSR x dense product and its
+  // transpose for the weight's gradient), the tables' rows.
+  const nn::HeteroPassShape& first = layers.front();
+  for (std::size_t t = 0; t < nt; ++t) {
+    const double rows = static_cast<double>(first.num_src[t]);
+    const double f = static_cast<double>(s.in_features[t]);
+    if (f > 0 && c.feature_nnz[t] >= 0) {
+      const double nnz = static_cast<double>(c.feature_nnz[t]) * input_share;
+      sparse(nnz, h, f);
+      if (backward) sparse(nnz, h, rows);
+    } else if (f > 0) {
+      gemm(GemmPass::Forward, rows, f, h);
+      if (backward) gemm(GemmPass::WeightGrad, rows, f, h);
+    } else {
+      ew(2 * kF * rows * h * (backward ? 2 : 1));
+    }
+    ew(2 * kF * rows * h);  // bias
+  }
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const bool last = l + 1 == layers.size();
+    const nn::HeteroPassShape& g = layers[l];
+    const double out = last && !hgt ? classes : h;
+    std::vector<double> dst(g.num_dst.begin(), g.num_dst.end());
+    if (last)
+      for (std::size_t t = 0; t < nt; ++t)
+        if (t != target) dst[t] = 0;
+    // ReLU (hidden layers) and dropout on the layer's input, and their adjoints.
+    for (std::size_t t = 0; t < nt; ++t) {
+      const double bytes = 2 * kF * static_cast<double>(g.num_src[t]) * h;
+      ew(bytes * ((l > 0 ? 1 : 0) + (mc.dropout > 0 ? 1 : 0)) * (backward ? 2 : 1));
+    }
+    for (std::size_t t = 0; t < nt; ++t) {
+      const double ns = static_cast<double>(g.num_src[t]);
+      if (!hgt) {
+        dense(dst[t], h, out);                           // the self term
+        ew(2 * kF * dst[t] * out * (backward ? 2 : 1));  // bias, its gradient
+        if (backward) ew(kF * ns * h);                   // dx's zeroing
+      } else {
+        dense(ns, h, out);        // keys
+        dense(ns, h, out);        // values
+        dense(dst[t], h, out);    // queries
+        dense(dst[t], out, out);  // the output projection
+        // gelu, dropout, the gate; their adjoints; the softmax statistics.
+        ew(2 * kF * dst[t] * out * 3 * (backward ? 2 : 1));
+        if (backward) ew(kF * (2 * ns + dst[t]) * out);  // the gradients' zeroing
+      }
+    }
+    for (std::size_t r = 0; r < nr; ++r) {
+      const auto [src_t, dst_t] = s.relations[r];
+      const double nd = dst[static_cast<std::size_t>(dst_t)];
+      if (nd == 0) continue;
+      const double ns = static_cast<double>(g.num_src[static_cast<std::size_t>(src_t)]);
+      const double e = static_cast<double>(g.entries[r]);
+      if (!hgt) {
+        sparse(e, h, ns);  // mean aggregation
+        dense(nd, h, out);
+        ew(3 * kF * nd * out);  // the sum over relations
+        if (backward) {
+          sparse(e, h, nd);  // its transpose
+          ew(3 * kF * ns * h);
+        }
+      } else {
+        const double heads =
+            static_cast<double>(static_cast<std::int64_t>(out) % mc.heads == 0 ? mc.heads : 1);
+        dense(ns, out, out);                          // K W_att
+        dense(ns, out, out);                          // V W_msg
+        sparse(e, out, ns);                           // SDDMM scores
+        sparse(e, out, ns);                           // weighted sum of the messages
+        ew(3 * kF * e * heads * (backward ? 2 : 1));  // the softmax and its adjoint
+        if (backward) {
+          sparse(2 * e, out, ns);  // the weighted sum's adjoint (scores and messages)
+          sparse(2 * e, out, nd);  // the SDDMM's adjoint (queries and keys)
+        }
+      }
+    }
+  }
+  if (hgt) dense(static_cast<double>(layers.back().num_dst[target]), h, classes);
+  return p;
+}
+
+}  // namespace
+
+HeteroCounts hetero_counts(const datasets::HeteroGraph& g, const TrainConfig& config) {
+  HeteroCounts c;
+  c.dataset = g.name;
+  c.schema = runtime::hetero_schema(g);
+  for (const datasets::Relation& r : g.relations) c.entries.push_back(r.adj.num_edges());
+  for (const datasets::NodeType& t : g.node_types) {
+    const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&t.features);
+    c.feature_nnz.push_back(sparse && t.has_features() ? sparse->num_edges() : -1);
+  }
+  c.num_train = g.train_idx.numel();
+  c.num_val = g.val_idx.numel();
+  c.num_test = g.test_idx.numel();
+  if (config.mini_batch) {
+    sampler::HeteroSamplerConfig sc;
+    sc.fanouts = relation_fanouts(*config.mini_batch, g.relations.size());
+    sc.replace = config.mini_batch->replace;
+    sc.seed = config.seed;
+    c.envelope = sampler::plan_hetero_envelope(g, config.mini_batch->batch_size, sc);
+    const kernels::Resources host(kernels::Device::Cpu);
+    for (const auto& layer : sc.fanouts) {
+      std::vector<double> draws;
+      for (std::size_t r = 0; r < g.relations.size(); ++r) {
+        const datasets::Graph& adj = g.relations[r].adj;
+        const std::vector<std::int64_t> ptr = adj.indptr.to_vector(host);
+        double sum = 0;
+        const int f = layer[r];
+        for (std::size_t i = 0; i + 1 < ptr.size(); ++i) {
+          const std::int64_t deg = ptr[i + 1] - ptr[i];
+          sum += static_cast<double>(f < 0        ? deg
+                                     : sc.replace ? (deg > 0 ? f : 0)
+                                                  : std::min<std::int64_t>(f, deg));
+        }
+        draws.push_back(ptr.size() > 1 ? sum / static_cast<double>(ptr.size() - 1) : 0);
+      }
+      c.mean_draws.push_back(std::move(draws));
+    }
+  }
+  return c;
+}
+
+Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const CostModel& m,
+                      const std::string& device, int threads) {
+  HALO_EXPECTS(device == "cpu",
+               "plan: heterogeneous classification runs on the CPU (--device " + device + ")");
+  const nn::HeteroSchema& s = c.schema;
+  const std::size_t nt = s.num_nodes.size(), nr = s.relations.size();
+  HALO_EXPECTS(nt >= 1 && c.entries.size() == nr && c.feature_nnz.size() == nt &&
+                   s.in_features.size() == nt && s.num_classes >= 1,
+               "plan: the heterogeneous counts need every type's and relation's sizes");
+  const bool mini = config.mini_batch.has_value();
+  HALO_EXPECTS(!mini || (c.envelope.size() == static_cast<std::size_t>(config.hetero.num_layers) &&
+                         c.mean_draws.size() == c.envelope.size()),
+               "plan: mini-batch counts need the sampler's envelope of every layer");
+  const nn::HeteroModelConfig& mc = config.hetero;
+  const auto target = static_cast<std::size_t>(s.target_type);
+  const double h = static_cast<double>(mc.hidden);
+
+  Plan plan;
+  plan.dataset = c.dataset;
+  plan.mode = mini ? "mini-batch" : "full-graph";
+  plan.model = nn::to_string(mc.kind);
+  plan.device = device;
+  plan.ranks = 1;
+  plan.threads = threads;
+  plan.epochs = config.epochs;
+  plan.calibrated = m.calibrated;
+  plan.link_calibrated = m.link_calibrated;
+
+  // The model: its parameters and the buffers of the passes an epoch makes. Every epoch ends
+  // with a full-graph forward pass (the evaluation); a mini-batch step's backward buffers are
+  // a full batch's expected blocks' (the sampler's bounds, which no batch reaches, would ask for
+  // up to twice the buffers).
+  nn::HeteroFootprint fp(mc, s);
+  const std::vector<nn::HeteroPassShape> full =
+      nn::full_graph_shapes(mc, s.num_nodes, s.num_nodes, c.entries);
+  std::vector<nn::HeteroPassShape> expected;
+  if (mini) {
+    // The expected blocks of a full batch, from the seeds outwards: a destination draws its
+    // mean draws per relation; the sources are the destinations and the distinct draws.
+    expected.resize(c.envelope.size());
+    std::vector<double> dst(nt, 0);
+    dst[target] = std::min<double>(static_cast<double>(config.mini_batch->batch_size),
+                                   static_cast<double>(c.num_train));
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      const std::size_t l = expected.size() - 1 - k;
+      std::vector<double> drawn(nt, 0);
+      nn::HeteroPassShape& e = expected[l];
+      e.entries.assign(nr, 0);
+      for (std::size_t r = 0; r < nr; ++r) {
+        const auto [src_t, dst_t] = s.relations[r];
+        const double edges = dst[static_cast<std::size_t>(dst_t)] * c.mean_draws[l][r];
+        e.entries[r] = as_bytes(edges);
+        drawn[static_cast<std::size_t>(src_t)] += edges;
+      }
+      e.num_dst.resize(nt);
+      e.num_src.resize(nt);
+      for (std::size_t t = 0; t < nt; ++t) {
+        const double n = static_cast<double>(s.num_nodes[t]);
+        e.num_dst[t] = as_bytes(dst[t]);
+        const double src =
+            std::min(n, dst[t] + distinct(n, drawn[t]) * (1 - dst[t] / std::max(1.0, n)));
+        e.num_src[t] = as_bytes(src);
+        dst[t] = src;
+      }
+    }
+    fp.pass(full, /*backward=*/false, false, nn::EmbeddingReads::Whole);
+    fp.pass(expected, /*backward=*/true, false, nn::EmbeddingReads::ById);
+  } else {
+    fp.pass(full, /*backward=*/true, false, nn::EmbeddingReads::Whole);
+  }
+  plan.parameters = fp.parameter_floats() + fp.embedding_floats();
+  plan.checkpoint_bytes = checkpoint_bytes(plan.parameters);
+  plan.checkpoint_seconds = m.disk_s_per_byte * static_cast<double>(plan.checkpoint_bytes);
+  if (mini) {
+    plan.batches_per_epoch =
+        std::max<std::int64_t>(1, runtime::epoch_batches(*config.mini_batch, c.num_train));
+    for (std::size_t l = 0; l < c.envelope.size(); ++l) {
+      const sampler::HeteroLayerEnvelope& e = c.envelope[l];
+      for (std::size_t t = 0; t < nt; ++t)
+        plan.sampler_envelope_bytes += as_bytes(kF * e.num_src[t]);
+      for (std::size_t r = 0; r < nr; ++r)
+        plan.sampler_envelope_bytes +=
+            as_bytes(kI * (e.num_dst[static_cast<std::size_t>(s.relations[r].second)] + 1) +
+                     kF * e.num_edges[r]);
+    }
+    for (std::size_t t = 0; t < nt; ++t)
+      plan.sampler_envelope_bytes += as_bytes(kF * s.num_nodes[t]);
+  }
+
+  RankPlan rp;
+  auto& host = rp.host;
+  host.push_back({"process", m.process_base_bytes});
+  // The dataset as read (features, relations, labels, splits) and the copies the task trains
+  // from (the prepared features, the relations on the device of the run).
+  double features = 0, relations = 0;
+  for (std::size_t t = 0; t < nt; ++t) {
+    const double n = static_cast<double>(s.num_nodes[t]), f = static_cast<double>(s.in_features[t]);
+    if (f == 0) continue;
+    features += c.feature_nnz[t] >= 0
+                    ? kI * (n + 1) + (kF + kF) * static_cast<double>(c.feature_nnz[t])
+                    : kF * n * f;
+  }
+  for (std::size_t r = 0; r < nr; ++r)
+    relations +=
+        kI * (static_cast<double>(s.num_nodes[static_cast<std::size_t>(s.relations[r].second)]) +
+              1) +
+        kF * static_cast<double>(c.entries[r]);
+  const double labels = kF * (static_cast<double>(s.num_nodes[target]) +
+                              2.0 * (c.num_train + c.num_val + c.num_test));
+  host.push_back({"dataset", as_bytes(features + relations + labels)});
+  host.push_back({"prepared", as_bytes(features + relations + labels)});
+  // Dense parameters: values, gradients, Adam's moments, the kept epoch's copy; the tables:
+  // rows, SparseAdam's moments, the kept epoch's copy.
+  host.push_back(
+      {"model_optimizer", as_bytes(5 * kF * static_cast<double>(fp.parameter_floats()))});
+  host.push_back({"embeddings", as_bytes(4 * kF * static_cast<double>(fp.embedding_floats()))});
+  host.push_back({"activations", fp.buffer_bytes()});
+  host.push_back({"sampler_envelope", plan.sampler_envelope_bytes});
+  // A batch's input rows: the sparse rows of its sources gathered per featured type.
+  double workspace = 0;
+  if (mini)
+    for (std::size_t t = 0; t < nt; ++t) {
+      const double n = static_cast<double>(s.num_nodes[t]),
+                   f = static_cast<double>(s.in_features[t]);
+      if (f == 0 || n == 0) continue;
+      const double rows = static_cast<double>(c.envelope.front().num_src[t]);
+      workspace +=
+          c.feature_nnz[t] >= 0
+              ? kI * (rows + 1) + (kF + kF) * static_cast<double>(c.feature_nnz[t]) * rows / n
+              : kF * rows * f;
+    }
+  host.push_back({"workspace", as_bytes(workspace)});
+  for (const MemoryItem& i : host) rp.peak_host_bytes += i.bytes;
+  for (const MemoryItem& i : host)
+    if (i.name != "process") rp.working_set_bytes += i.bytes;
+  rp.dataset_bytes = as_bytes(features + relations + labels);
+
+  // Time: the steps of an epoch, their compute (the dense products and Adam as measured, the
+  // rest at the working set's step scale), the sampler's and the input rows' gathering.
+  const double steps = static_cast<double>(plan.batches_per_epoch);
+  double input_share = 1;  // of the featured types' rows a step's input layer reads
+  PassCost step;
+  double loss_rows = static_cast<double>(c.num_train), embedding_rows = 0;
+  if (mini) {
+    const nn::HeteroPassShape& in = expected.front();
+    double rows = 0, n = 0;
+    for (std::size_t t = 0; t < nt; ++t)
+      if (s.in_features[t] > 0) {
+        rows += static_cast<double>(in.num_src[t]);
+        n += static_cast<double>(s.num_nodes[t]);
+      }
+    input_share = n > 0 ? rows / n : 0;
+    step = pass_cost(m, c, mc, expected, input_share, true);
+    loss_rows = static_cast<double>(expected.back().num_dst[target]);
+    for (std::size_t t = 0; t < nt; ++t)
+      if (s.in_features[t] == 0) embedding_rows += static_cast<double>(in.num_src[t]);
+  } else {
+    step = pass_cost(m, c, mc, full, 1, true);
+    for (std::size_t t = 0; t < nt; ++t)
+      if (s.in_features[t] == 0) embedding_rows += static_cast<double>(s.num_nodes[t]);
+  }
+  if (mc.featureless != nn::FeaturelessInput::Embedding) embedding_rows = 0;
+  const double param_bytes = kF * static_cast<double>(fp.parameter_floats());
+  const double adam = m.elementwise_alpha_s * 2 * static_cast<double>(mc.num_layers * (nt + nr)) +
+                      elementwise_s_per_byte(m, 4 * param_bytes) * 7 * param_bytes +
+                      m.elementwise_s_per_byte * 7 * kF * embedding_rows * h;
+  const double loss =
+      m.loss_s_per_cell * loss_rows * s.num_classes + m.elementwise_alpha_s +
+      m.elementwise_s_per_byte * kF * static_cast<double>(s.num_nodes[target]) * s.num_classes;
+  const double scale = step_scale(m, mini, static_cast<double>(rp.working_set_bytes), 0);
+  rp.step_scale = scale;
+  rp.dense_s = steps * (step.gemm_s + adam);
+  rp.compute_s = steps * scale * (step.compute_s - step.gemm_s + loss) + rp.dense_s;
+  if (mini) {
+    rp.compute_s += steps * m.batch_alpha_s + m.epoch_alpha_s;
+    double edges = 0;
+    for (const nn::HeteroPassShape& e : expected)
+      for (const std::int64_t x : e.entries) edges += static_cast<double>(x);
+    double gathered = 0;  // bytes of the input rows a batch gathers
+    double rows = 0;
+    for (std::size_t t = 0; t < nt; ++t) {
+      const double n = static_cast<double>(s.num_nodes[t]);
+      if (s.in_features[t] == 0 || n == 0) continue;
+      const double r = static_cast<double>(expected.front().num_src[t]);
+      rows += r;
+      gathered += c.feature_nnz[t] >= 0 ? 8 * static_cast<double>(c.feature_nnz[t]) * r / n
+                                        : kF * r * static_cast<double>(s.in_features[t]);
+    }
+    rp.sampling_s =
+        steps * (m.sampler_alpha_s * static_cast<double>(nr) + m.sampler_s_per_edge * edges +
+                 m.gather_s_per_row * rows + m.gather_s_per_byte * gathered);
+    rp.sampling_s *= producer_scale(m, static_cast<double>(rp.working_set_bytes));
+    // The typed sampler runs on the training thread (no producer): nothing hides it.
+    rp.exposed_sampling_s = rp.sampling_s;
+  }
+  rp.epoch_s = rp.compute_s + rp.exposed_sampling_s;
+  // The evaluation after every epoch: a full-graph forward pass.
+  const PassCost eval = pass_cost(m, c, mc, full, 1, false);
+  const double eval_s = scale * (eval.compute_s - eval.gemm_s) + eval.gemm_s;
+
+  plan.peak_host_bytes_per_rank = rp.peak_host_bytes;
+  plan.epoch_seconds = rp.epoch_s;
+  plan.train_seconds = config.epochs * (rp.epoch_s + eval_s);
+  plan.per_rank.push_back(std::move(rp));
+  return plan;
+}
+
+}  // namespace halo::cluster

@@ -1,0 +1,43 @@
+#pragma once
+// The resource plan of heterogeneous node classification (R-GCN, HGT) in one process: memory
+// from the model's inventory of its buffers (nn::HeteroFootprint) and the data's sizes, epoch
+// time from the calibrated costs of the step's products (docs/scheduler.md, "Heterogeneous
+// classification"). The counts come from the dataset (hetero_counts), the prices from CostModel.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <halo/cluster/plan.hpp>
+#include <halo/datasets/hetero.hpp>
+#include <halo/nn/hetero_model.hpp>
+#include <halo/runtime/config.hpp>
+#include <halo/sampler/hetero_sampler.hpp>
+
+namespace halo::cluster {
+
+/// What the plan of a heterogeneous run needs to know about its data.
+struct HeteroCounts {
+  std::string dataset;
+  nn::HeteroSchema schema;
+  /// Per relation (reverses included): stored entries.
+  std::vector<std::int64_t> entries;
+  /// Per type: stored entries of its sparse features; -1 for dense features or none.
+  std::vector<std::int64_t> feature_nnz;
+  std::int64_t num_train = 0, num_val = 0, num_test = 0;
+  /// Mini-batch (the config's fan-outs): the sampler's bounds per layer, input layer first
+  /// (sampler::plan_hetero_envelope), and the expected blocks of a full batch: per layer and
+  /// relation the mean draws of a destination (min(fan-out, in-degree), the in-degree for -1).
+  std::vector<sampler::HeteroLayerEnvelope> envelope;
+  std::vector<std::vector<double>> mean_draws;
+};
+
+/// The counts of `g` for `config` (its mini-batch fan-outs, when it has them).
+HeteroCounts hetero_counts(const datasets::HeteroGraph& g, const runtime::TrainConfig& config);
+
+/// The plan of `config` (config.hetero's model) on `c` in one process with `threads` threads
+/// on the CPU. halo::LogicError for a device other than "cpu" or counts that do not fit.
+Plan make_hetero_plan(const HeteroCounts& c, const runtime::TrainConfig& config,
+                      const CostModel& costs, const std::string& device, int threads);
+
+}  // namespace halo::cluster
