@@ -208,9 +208,10 @@ SAVE=1 PLAN_EXTRA="--memory-per-rank 1GiB --time-limit 30" run_job acm-rgcn \
   train --partitions "$tmp/acm-parts" --model rgcn --hidden 16 --epochs 30 --seed 3 --threads 1 \
   --featureless embedding
 # CollegeMsg, EvolveGCN-O link prediction in one process (12 snapshots, a 3-snapshot window; a
-# checkpoint every epoch, the signal then stops it between two training snapshots): the final
-# loss, the test MRR and MAP, and the kept epoch.
-RANKS=1 EVERY=1 PLAN_EXTRA="--memory-per-rank 1GiB --time-limit 30" run_job collegemsg-evolvegcn \
+# checkpoint every epoch, the signal then stops it between two training snapshots; the job asks
+# the memory and time halo plan predicts): the final loss, the test MRR and MAP, and the kept
+# epoch.
+RANKS=1 EVERY=1 run_job collegemsg-evolvegcn \
   final_train_loss,test_mrr,test_map,best_epoch -- \
   train --task link --dataset "$college" --model evolvegcn-o --snapshots 12 --window 3 \
   --negatives 5 --hidden 8 --epochs 3 --seed 3 --threads 1

@@ -146,6 +146,33 @@ TEST_F(LinkCli, TrainsOnATemporalFixtureAndWritesTheMetrics) {
   EXPECT_LE(j.at("test_auc").get<double>(), 1.0);
 }
 
+// halo plan --task link: the run's plan in one process from the snapshots the run cuts (the
+// model's counts: tests/cluster/link_plan_test.cpp), as JSON and as an sbatch script asking the
+// predicted memory; what it cannot plan is a usage error.
+TEST_F(LinkCli, PlansARunInOneProcess) {
+  const std::string base = "plan --task link --dataset " + fixture() +
+                           " --snapshots 14 --window 3 --hidden 4 --negatives 2 --threads 1";
+  const fs::path json = m_dir / "plan.json";
+  const Outcome r = run(base + " --model gcrn --epochs 5 --output " + json.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(halo::testing::read_file(json));
+  EXPECT_EQ(j.at("model"), "gcrn");
+  EXPECT_EQ(j.at("ranks"), 1);
+  EXPECT_EQ(j.at("epochs"), 5);
+  EXPECT_EQ(j.at("batches_per_epoch"), 7);  // training steps: 3 .. round(0.7 * 14) - 1
+  EXPECT_GT(j.at("per_rank")[0].at("host_bytes").at("evaluation").get<double>(), 0);
+  EXPECT_GT(j.at("train_seconds").get<double>(), 0);
+  const Outcome slurm = run(base + " --emit slurm --checkpoint-dir " + (m_dir / "ck").string());
+  ASSERT_EQ(slurm.code, 0) << slurm.err;
+  EXPECT_NE(slurm.out.find("#SBATCH --mem="), std::string::npos) << slurm.out;
+  for (const std::string& bad : {base + " --parts 2", base + " --time-limit 5",
+                                 base + " --device cuda", base + " --window 1000"}) {
+    const Outcome b = run(bad);
+    EXPECT_EQ(b.code, 2) << bad << "\n" << b.err;
+    EXPECT_EQ(std::count(b.err.begin(), b.err.end(), '\n'), 1) << bad << "\n" << b.err;
+  }
+}
+
 // --checkpoint-dir on the link task: 2 epochs, then resumed to 4, equal 4 uninterrupted epochs
 // (the final loss and every metric of --json); a run of another window does not resume it.
 TEST_F(LinkCli, CheckpointThenResumeEqualsTheUninterruptedRun) {

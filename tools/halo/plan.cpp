@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <halo/cluster/hetero_plan.hpp>
+#include <halo/cluster/link_plan.hpp>
 #include <halo/cluster/plan.hpp>
 #include <halo/cluster/slurm.hpp>
 #include <halo/datasets/cache.hpp>
@@ -20,6 +21,7 @@
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_hetero.hpp>
+#include <halo/tools/halo/train_link.hpp>
 #include <halo/tools/halo/train_options.hpp>
 
 namespace halo::cli {
@@ -300,7 +302,8 @@ std::string slurm_job(const cluster::Plan& p, const PlanOptions& o) {
 /// --emit slurm, the job of the memory (--memory-per-rank) and time (--time-limit) the user
 /// gives, over the partition's ranks (one without a partition).
 int run_unmodeled_plan(const PlanOptions& o, bool hetero) {
-  const std::string what = hetero ? "a heterogeneous partition" : std::string("--task link");
+  const std::string what =
+      hetero ? "a heterogeneous partition" : std::string("--task link over a partition series");
   if (o.emit != "slurm")
     throw UsageError(
         "--emit " + o.emit + ": " + what +
@@ -464,8 +467,41 @@ int run_hetero_plan(const PlanOptions& o) {
   return 0;
 }
 
+/// Link prediction in one process (a temporal dataset): the plan of its run on the snapshots,
+/// which are prepared for their counts (cluster::link_counts).
+int run_link_plan(const PlanOptions& o) {
+  if (o.parts > 1)
+    throw UsageError("--parts " + std::to_string(o.parts) +
+                     ": halo plan predicts link prediction in one process only");
+  if (o.device != "cpu")
+    throw UsageError("--device " + o.device + ": link prediction runs on the CPU");
+  if (o.time_limit_minutes > 0)
+    throw UsageError(
+        "--time-limit: halo plan predicts this run's time (it applies to runs it does not "
+        "model)");
+  check_task(o);
+  const cluster::CostModel costs = plan_costs(o);
+  check_output(o.output, "--output");
+  const runtime::TrainConfig config = train_config(o);
+  const kernels::Resources host(kernels::Device::Cpu);
+  const runtime::TemporalShard shard = runtime::local_temporal_shard(
+      host, load_link_events(o), link_snapshots(o), config.link.train_fraction);
+  if (const std::string e = runtime::link_split_problem(shard.num_steps(), config.link); !e.empty())
+    throw UsageError(e);
+  const int threads = o.threads > 0 ? o.threads : std::max(1, costs.threads);
+  const cluster::Plan plan =
+      cluster::make_link_plan(cluster::link_counts(shard), config, costs, o.device, threads);
+  if (o.memory_limit > 0 && plan.peak_host_bytes_per_rank > o.memory_limit)
+    throw IoError("--memory-per-rank " + o.memory_per_rank +
+                  ": one process (link prediction is planned in one process) needs " +
+                  std::to_string(plan.peak_host_bytes_per_rank) + " bytes");
+  write_plan(plan, o);
+  return 0;
+}
+
 int run_plan(PlanOptions& o) {
-  if (o.task == "link") return run_unmodeled_plan(o, false);
+  if (o.task == "link")
+    return o.partitions.empty() ? run_link_plan(o) : run_unmodeled_plan(o, false);
   if (is_hetero_run(o))
     return o.partitions.empty() ? run_hetero_plan(o) : run_unmodeled_plan(o, true);
   if (o.time_limit_minutes > 0)

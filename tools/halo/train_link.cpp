@@ -10,6 +10,7 @@
 #include <halo/runtime/runtime.hpp>
 #include <halo/runtime/tasks/link/temporal_part.hpp>
 #include <halo/tools/halo/run_support.hpp>
+#include <halo/tools/halo/train_link.hpp>
 #include <halo/tools/halo/train_task.hpp>
 
 namespace halo::cli {
@@ -27,25 +28,39 @@ std::int64_t total(const std::vector<std::int64_t>& v) {
   return s;
 }
 
+}  // namespace
+
+datasets::TemporalGraph load_link_events(const TrainOptions& o) {
+  datasets::TemporalGraph g = datasets::load_temporal_dataset(
+      o.data.dataset, datasets::parse_temporal_layout(o.data.columns));
+  // Training predicts later snapshots' events from earlier ones: a file with fewer than two
+  // distinct times has nothing to learn from (said here, naming the file, rather than as "no
+  // training step" after the snapshots are cut).
+  if (g.num_events() == 0 || g.time.front() == g.time.back())
+    throw IoError(datasets::temporal_events_file(o.data.dataset)->string() + ": " +
+                  std::to_string(g.num_events()) + " event" + (g.num_events() == 1 ? "" : "s") +
+                  (g.num_events() > 1 ? ", all at one time" : "") +
+                  "; link prediction needs events at several times (its snapshots predict "
+                  "later events from earlier ones)");
+  return g;
+}
+
+datasets::SnapshotConfig link_snapshots(const TrainOptions& o) {
+  // Each step's own events by default (EvolveGCN's adj_mat_time_window 1), not the cumulative
+  // graph.
+  datasets::SnapshotConfig s = o.snapshots;
+  if (!was_given(o, "--window-snapshots")) s.window_snapshots = 1;
+  return s;
+}
+
+namespace {
+
 class LinkRun final : public TaskRun {
  public:
   LinkRun(const TrainCommandOptions& o, runtime::Comm& world, const kernels::Resources& res)
       : m_o(o), m_res(res), m_config(train_config(o)) {
-    const datasets::TemporalGraph g = datasets::load_temporal_dataset(
-        o.data.dataset, datasets::parse_temporal_layout(o.data.columns));
-    // Training predicts later snapshots' events from earlier ones: a file with fewer than two
-    // distinct times has nothing to learn from (said here, naming the file, rather than as
-    // "no training step" after the snapshots are cut).
-    if (g.num_events() == 0 || g.time.front() == g.time.back())
-      throw IoError(datasets::temporal_events_file(o.data.dataset)->string() + ": " +
-                    std::to_string(g.num_events()) + " event" + (g.num_events() == 1 ? "" : "s") +
-                    (g.num_events() > 1 ? ", all at one time" : "") +
-                    "; link prediction needs events at several times (its snapshots predict "
-                    "later events from earlier ones)");
-    // Each step's own events by default (EvolveGCN's adj_mat_time_window 1), not the
-    // cumulative graph.
-    m_snapshots = o.snapshots;
-    if (!was_given(o, "--window-snapshots")) m_snapshots.window_snapshots = 1;
+    const datasets::TemporalGraph g = load_link_events(o);
+    m_snapshots = link_snapshots(o);
     // One process, or this rank's part of every snapshot under the series' owners.
     const double train_fraction = m_config.link.train_fraction;
     m_shard = o.partitions.empty()

@@ -710,8 +710,11 @@ LinkPrediction::StepMetrics LinkPrediction::score_step(std::int64_t t, bool auc)
   const std::int64_t n = m_shard.num_nodes;
   std::vector<float> row(static_cast<std::size_t>(n)), cand;
   std::vector<std::int8_t> is_pos(static_cast<std::size_t>(n)), cand_pos;
+  // Every ordered pair of distinct nodes: allocated once, at their size.
   std::vector<float> all_scores;
   std::vector<std::int8_t> all_pos;
+  all_scores.reserve(static_cast<std::size_t>(n * (n - 1)));
+  all_pos.reserve(static_cast<std::size_t>(n * (n - 1)));
   double mrr_sum = 0;
   std::int64_t rows = 0;
   std::size_t next = 0;  // pos is sorted by source

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `halo plan` against measurement for the tasks besides node classification, in one process
+# (bench/plan/validate.sh has node classification): heterogeneous classification on heco_acm
+# (R-GCN, HGT, full graph and mini-batch) and link prediction on CollegeMsg (EvolveGCN-O, GCRN,
+# 40 snapshots): predicted peak host memory and epoch time beside what `halo train --json`
+# measures (peak RSS, median epoch time), and the whole run's time. Targets: memory within 15 %
+# (issue 46), epoch time within 25 % (issue 15's). Writes a markdown table to stdout.
+#
+#   bash bench/plan/tasks.sh BUILD_DIR [DATA_DIR]
+#
+# BUILD_DIR holds tools/halo/halo (a Release build); DATA_DIR holds heco_acm/ and collegemsg/
+# (default BUILD_DIR/data, unpacked by the configuration). Calibrates first (`halo calibrate
+# --threads 1`, into a scratch file), then plans and runs every configuration once, one thread.
+set -euo pipefail
+build=${1:?usage: bench/plan/tasks.sh BUILD_DIR [DATA_DIR]}
+halo="$(cd "$build" && pwd)/tools/halo/halo"
+data=${2:-$build/data}
+acm="--dataset $data/heco_acm"
+college="--task link --dataset $data/collegemsg --snapshots 40"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive HALO_CALIBRATION="$work/calibration.json"
+"$halo" calibrate --threads 1 > "$work/calibrate.log" 2>&1 || { cat "$work/calibrate.log" >&2; exit 1; }
+configs=(
+  "$acm --model rgcn|40"
+  "$acm --model hgt|20"
+  "$acm --model rgcn --hidden 256|10"
+  "$acm --model hgt --hidden 256 --featureless zero|5"
+  "$acm --model rgcn --num-bases 2 --layers 3|20"
+  "$acm --model rgcn --mode mini-batch --batch-size 256 --fanouts 10,5|5"
+  "$acm --model hgt --mode mini-batch --batch-size 256 --fanouts 10,5|3"
+  "$acm --model hgt --mode mini-batch --batch-size 64 --fanouts 5,5 --hidden 128|3"
+  "$college --model evolvegcn-o --hidden 32|2"
+  "$college --model evolvegcn-o --hidden 100|2"
+  "$college --model evolvegcn-o --hidden 256|2"
+  "$college --model gcrn --hidden 32|2"
+  "$college --model gcrn --hidden 100|2"
+  "$college --model gcrn --hidden 256|2"
+)
+echo "| configuration | epochs | peak memory predicted (MiB) | measured (MiB) | ratio | epoch predicted (ms) | measured (ms) | ratio | run predicted (s) | measured (s) |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+for c in "${configs[@]}"; do
+  IFS='|' read -r flags epochs <<< "$c"
+  # shellcheck disable=SC2086
+  "$halo" plan $flags --epochs "$epochs" --threads 1 --output "$work/plan.json" 2>> "$work/log"
+  # shellcheck disable=SC2086
+  "$halo" train $flags --epochs "$epochs" --threads 1 --json "$work/run.json" > /dev/null 2>> "$work/log"
+  /usr/bin/python3 - "$work/plan.json" "$work/run.json" "$flags" "$epochs" <<'PY'
+import json, sys
+p, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+pm, rm = p["peak_host_bytes_per_rank"] / 2**20, r["peak_host_memory_bytes_max"] / 2**20
+pe, re = p["epoch_seconds"] * 1e3, r["epoch_time_median_s"] * 1e3
+flags = " ".join(w if "/" not in w else w.rstrip("/").split("/")[-1] for w in sys.argv[3].split())
+print(f"| `{flags}` | {sys.argv[4]} | {pm:.1f} | {rm:.1f} | {pm / rm:.2f} | {pe:.2f} | {re:.2f} | "
+      f"{pe / re:.2f} | {p['train_seconds']:.2f} | {r['train_time_s']:.2f} |")
+PY
+done
+echo
+echo "Calibration: $(grep '^halo calibrate:' "$work/calibrate.log" | head -1)"

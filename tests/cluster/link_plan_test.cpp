@@ -1,0 +1,120 @@
+// The plan of link prediction: the encoder's peak over a training step is, within 20 %, the bytes a
+// forward and backward of nn::TemporalModel hold at their peak (kernels::host_buffer_peak_bytes);
+// the plan answers for a prepared snapshot series and grows with the model.
+#include <cstdint>
+#include <gtest/gtest.h>
+#include <string>
+#include <vector>
+
+#include <halo/cluster/link_plan.hpp>
+#include <halo/datasets/temporal.hpp>
+#include <halo/kernels/buffer_stats.hpp>
+#include <halo/kernels/resources.hpp>
+#include <halo/nn/evolvegcn.hpp>
+#include <halo/runtime/runtime.hpp>
+
+namespace halo::cluster {
+namespace {
+
+const kernels::Resources& host() {
+  static const kernels::Resources r(kernels::Device::Cpu, 1);
+  return r;
+}
+
+/// A ring of `n` nodes with a chord per node, one event per edge and time.
+datasets::TemporalGraph ring_events(std::int64_t n, std::int64_t times) {
+  datasets::TemporalGraph g;
+  g.name = "ring";
+  for (std::int64_t v = 0; v < n; ++v) g.original_ids.push_back(v);
+  for (std::int64_t t = 0; t < times; ++t)
+    for (std::int64_t v = 0; v < n; ++v) {
+      g.src.push_back(static_cast<kernels::NodeId>(v));
+      g.dst.push_back(static_cast<kernels::NodeId>((v + 1 + t % 3 * (v % 5)) % n));
+      g.time.push_back(t);
+    }
+  return g;
+}
+
+TEST(LinkPlan, EncoderPeakIsWhatATrainingStepHolds) {
+  const std::int64_t n = 300;
+  const datasets::TemporalGraph g = ring_events(n, 8);
+  datasets::SnapshotConfig snapshots;
+  snapshots.num_snapshots = 8;
+  snapshots.window_snapshots = 1;
+  const runtime::TemporalShard shard = runtime::local_temporal_shard(host(), g, snapshots, 0.7);
+  // The kernels' scratch space (kernels::Resources::scratch) is the process's, grown once to the
+  // largest request: every case runs once before any is measured.
+  for (const bool measure : {false, true})
+    for (const nn::TemporalKind kind : {nn::TemporalKind::EvolveGcnO, nn::TemporalKind::Gcrn})
+      for (const std::int64_t hidden : {16, 64})
+        for (const int window : {2, 5}) {
+          nn::TemporalModelConfig mc;
+          mc.kind = kind;
+          mc.hidden = hidden;
+          mc.in_features = shard.num_features;
+          nn::TemporalModel<float> model(host(), mc, 3);
+          std::vector<nn::TemporalStep<float>> steps;
+          for (int s = 0; s < window; ++s)
+            steps.push_back({shard.adjacency[static_cast<std::size_t>(s)].view(),
+                             shard.degree_bucket[static_cast<std::size_t>(s)]});
+          const kernels::Tensor<float> d = kernels::Tensor<float>::zeros(host(), n, hidden);
+          // Two steps, as training makes them: the second finds the first's caches.
+          const std::size_t before = kernels::host_buffer_bytes();
+          kernels::reset_host_buffer_peak();
+          for (int k = 0; k < 2; ++k) {
+            model.forward(steps);
+            model.backward(d);
+          }
+          if (!measure) continue;
+          std::int64_t grads = 0;  // the parameters' gradients, counted with the parameters
+          for (nn::Parameter<float>* p : model.parameters()) grads += p->grad.numel();
+          const double measured =
+              static_cast<double>(kernels::host_buffer_peak_bytes() - before) - 4.0 * grads;
+          const double planned = static_cast<double>(temporal_step_bytes(mc, window, n));
+          EXPECT_NEAR(planned / measured, 1.0, 0.2)
+              << nn::to_string(kind) << " hidden " << hidden << " window " << window << ": planned "
+              << planned << ", measured " << measured;
+        }
+}
+
+TEST(LinkPlan, AnswersForASnapshotSeriesAndGrowsWithTheModel) {
+  const datasets::TemporalGraph g = ring_events(200, 20);
+  datasets::SnapshotConfig snapshots;
+  snapshots.num_snapshots = 20;
+  snapshots.window_snapshots = 1;
+  runtime::TrainConfig config;
+  config.epochs = 3;
+  config.link.window = 3;
+  const runtime::TemporalShard shard =
+      runtime::local_temporal_shard(host(), g, snapshots, config.link.train_fraction);
+  const LinkCounts counts = link_counts(shard);
+  ASSERT_EQ(counts.entries.size(), 20u);
+  config.link.model.hidden = 8;
+  const Plan small = make_link_plan(counts, config, CostModel{}, "cpu", 1);
+  config.link.model.hidden = 64;
+  const Plan large = make_link_plan(counts, config, CostModel{}, "cpu", 1);
+  EXPECT_GT(large.peak_host_bytes_per_rank, small.peak_host_bytes_per_rank);
+  EXPECT_GT(large.epoch_seconds, small.epoch_seconds);
+  EXPECT_GT(large.parameters, small.parameters);
+  const runtime::LinkSplit split = runtime::link_split(20, config.link);
+  EXPECT_EQ(small.batches_per_epoch, split.train_end - split.train_begin);
+  EXPECT_EQ(small.model, "evolvegcn-o");
+  // The model's parameters, counted by building it.
+  runtime::LinkModel model{nn::TemporalModel<float>(
+                               host(),
+                               [&] {
+                                 nn::TemporalModelConfig mc = config.link.model;
+                                 mc.in_features = shard.num_features;
+                                 return mc;
+                               }(),
+                               1),
+                           nn::PairScorer<float>(host(), 64, config.link.scorer_hidden, 1)};
+  std::int64_t params = 0;
+  for (auto* p : model.encoder.parameters()) params += p->value.numel();
+  for (auto* p : model.scorer.parameters()) params += p->value.numel();
+  EXPECT_EQ(large.parameters, params);
+  EXPECT_THROW(make_link_plan(counts, config, CostModel{}, "cuda", 1), LogicError);
+}
+
+}  // namespace
+}  // namespace halo::cluster
