@@ -9,6 +9,7 @@
 #include <halo/cluster/hetero_plan.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/nn/hetero_footprint.hpp>
+#include <halo/partition/partition_format.hpp>
 #include <halo/runtime/tasks/hetero/hetero_classification.hpp>
 
 namespace halo::cluster {
@@ -46,8 +47,8 @@ struct PassCost {
 /// sums) by spmm_seconds, the element-wise passes by their bytes. Forward only when !backward
 /// (the evaluation's pass).
 PassCost pass_cost(const CostModel& m, const HeteroCounts& c, const nn::HeteroModelConfig& mc,
-                   const std::vector<nn::HeteroPassShape>& layers, double input_share,
-                   bool backward) {
+                   const std::vector<nn::HeteroPassShape>& layers,
+                   const std::vector<double>& input_nnz, bool backward) {
   PassCost p;
   auto gemm = [&](GemmPass pass, double rows, double in, double out) {
     if (rows <= 0) return;
@@ -79,8 +80,8 @@ PassCost pass_cost(const CostModel& m, const HeteroCounts& c, const nn::HeteroMo
   for (std::size_t t = 0; t < nt; ++t) {
     const double rows = static_cast<double>(first.num_src[t]);
     const double f = static_cast<double>(s.in_features[t]);
-    if (f > 0 && c.feature_nnz[t] >= 0) {
-      const double nnz = static_cast<double>(c.feature_nnz[t]) * input_share;
+    if (f > 0 && input_nnz[t] >= 0) {
+      const double nnz = input_nnz[t];
       sparse(nnz, h, f);
       if (backward) sparse(nnz, h, rows);
     } else if (f > 0) {
@@ -195,6 +196,45 @@ HeteroCounts hetero_counts(const datasets::HeteroGraph& g, const TrainConfig& co
   return c;
 }
 
+HeteroCounts hetero_partition_counts(const std::filesystem::path& dir) {
+  const partition::PartitionMeta meta = partition::read_partition_meta(dir);
+  HALO_EXPECTS(meta.hetero.has_value(),
+               "plan: " + dir.string() + " is not a heterogeneous partition");
+  const kernels::Resources host(kernels::Device::Cpu);
+  HeteroCounts c;
+  c.dataset = meta.dataset;
+  for (std::int32_t k = 0; k < static_cast<std::int32_t>(meta.parts.size()); ++k) {
+    const partition::HeteroPart part = partition::read_hetero_part(host, dir, k, &meta);
+    const datasets::HeteroGraph& g = part.graph;
+    if (k == 0) {
+      c.schema = runtime::hetero_schema(g);
+      c.schema.num_nodes = part.layout.global_nodes;
+      for (const auto& r : meta.hetero->relations) c.entries.push_back(r.num_edges);
+      c.feature_nnz.assign(g.node_types.size(), -1);
+      c.num_train = part.layout.num_train;
+    }
+    HeteroPartCounts p;
+    p.num_owned = part.layout.num_owned;
+    for (std::size_t t = 0; t < g.node_types.size(); ++t) {
+      const datasets::NodeType& type = g.node_types[t];
+      p.num_local.push_back(type.num_nodes);
+      p.num_send.push_back(part.layout.send_rows[t].numel());
+      const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&type.features);
+      p.feature_nnz.push_back(sparse && type.has_features() ? sparse->num_edges() : -1);
+      if (p.feature_nnz.back() >= 0)
+        c.feature_nnz[t] = std::max<std::int64_t>(c.feature_nnz[t], 0) + p.feature_nnz.back();
+    }
+    for (const datasets::Relation& r : g.relations) p.entries.push_back(r.adj.num_edges());
+    p.num_train = g.train_idx.numel();
+    p.num_val = g.val_idx.numel();
+    p.num_test = g.test_idx.numel();
+    c.num_val += p.num_val;
+    c.num_test += p.num_test;
+    c.parts.push_back(std::move(p));
+  }
+  return c;
+}
+
 Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const CostModel& m,
                       const std::string& device, int threads) {
   HALO_EXPECTS(device == "cpu",
@@ -217,7 +257,6 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
   plan.mode = mini ? "mini-batch" : "full-graph";
   plan.model = nn::to_string(mc.kind);
   plan.device = device;
-  plan.ranks = 1;
   plan.threads = threads;
   plan.epochs = config.epochs;
   plan.calibrated = m.calibrated;
@@ -227,9 +266,25 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
   // with a full-graph forward pass (the evaluation); a mini-batch step's backward buffers are
   // a full batch's expected blocks' (the sampler's bounds, which no batch reaches, would ask for
   // up to twice the buffers).
-  nn::HeteroFootprint fp(mc, s);
-  const std::vector<nn::HeteroPassShape> full =
-      nn::full_graph_shapes(mc, s.num_nodes, s.num_nodes, c.entries);
+  // One process is one part holding every node.
+  std::vector<HeteroPartCounts> parts = c.parts;
+  const bool parted = !parts.empty();
+  HALO_EXPECTS(!(parted && mini),
+               "plan: heterogeneous mini-batches over a partition are not modelled yet");
+  if (!parted) {
+    HeteroPartCounts p;
+    p.num_owned = p.num_local = s.num_nodes;
+    p.entries = c.entries;
+    p.feature_nnz = c.feature_nnz;
+    p.num_send.assign(nt, 0);
+    p.num_train = c.num_train;
+    p.num_val = c.num_val;
+    p.num_test = c.num_test;
+    parts.push_back(std::move(p));
+  }
+  const int ranks = static_cast<int>(parts.size());
+  plan.ranks = ranks;
+  const bool embedded = mc.featureless == nn::FeaturelessInput::Embedding;
   std::vector<nn::HeteroPassShape> expected;
   if (mini) {
     // The expected blocks of a full batch, from the seeds outwards: a destination draws its
@@ -260,15 +315,6 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
         dst[t] = src;
       }
     }
-    fp.pass(full, /*backward=*/false, false, nn::EmbeddingReads::Whole);
-    fp.pass(expected, /*backward=*/true, false, nn::EmbeddingReads::ById);
-  } else {
-    fp.pass(full, /*backward=*/true, false, nn::EmbeddingReads::Whole);
-  }
-  plan.parameters = fp.parameter_floats() + fp.embedding_floats();
-  plan.checkpoint_bytes = checkpoint_bytes(plan.parameters);
-  plan.checkpoint_seconds = m.disk_s_per_byte * static_cast<double>(plan.checkpoint_bytes);
-  if (mini) {
     plan.batches_per_epoch =
         std::max<std::int64_t>(1, runtime::epoch_batches(*config.mini_batch, c.num_train));
     for (std::size_t l = 0; l < c.envelope.size(); ++l) {
@@ -283,122 +329,202 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     for (std::size_t t = 0; t < nt; ++t)
       plan.sampler_envelope_bytes += as_bytes(kF * s.num_nodes[t]);
   }
-
-  RankPlan rp;
-  auto& host = rp.host;
-  host.push_back({"process", m.process_base_bytes});
-  // The dataset as read (features, relations, labels, splits) and the copies the task trains
-  // from (the prepared features, the relations on the device of the run).
-  double features = 0, relations = 0;
-  for (std::size_t t = 0; t < nt; ++t) {
-    const double n = static_cast<double>(s.num_nodes[t]), f = static_cast<double>(s.in_features[t]);
-    if (f == 0) continue;
-    features += c.feature_nnz[t] >= 0
-                    ? kI * (n + 1) + (kF + kF) * static_cast<double>(c.feature_nnz[t])
-                    : kF * n * f;
-  }
-  for (std::size_t r = 0; r < nr; ++r)
-    relations +=
-        kI * (static_cast<double>(s.num_nodes[static_cast<std::size_t>(s.relations[r].second)]) +
-              1) +
-        kF * static_cast<double>(c.entries[r]);
-  const double labels = kF * (static_cast<double>(s.num_nodes[target]) +
-                              2.0 * (c.num_train + c.num_val + c.num_test));
-  host.push_back({"dataset", as_bytes(features + relations + labels)});
-  host.push_back({"prepared", as_bytes(features + relations + labels)});
-  // Dense parameters: values, gradients, Adam's moments, the kept epoch's copy; the tables:
-  // rows, SparseAdam's moments, the kept epoch's copy.
-  host.push_back(
-      {"model_optimizer", as_bytes(5 * kF * static_cast<double>(fp.parameter_floats()))});
-  host.push_back({"embeddings", as_bytes(4 * kF * static_cast<double>(fp.embedding_floats()))});
-  host.push_back({"activations", fp.buffer_bytes()});
-  host.push_back({"sampler_envelope", plan.sampler_envelope_bytes});
-  // A batch's input rows: the sparse rows of its sources gathered per featured type.
-  double workspace = 0;
-  if (mini)
-    for (std::size_t t = 0; t < nt; ++t) {
-      const double n = static_cast<double>(s.num_nodes[t]),
-                   f = static_cast<double>(s.in_features[t]);
-      if (f == 0 || n == 0) continue;
-      const double rows = static_cast<double>(c.envelope.front().num_src[t]);
-      workspace +=
-          c.feature_nnz[t] >= 0
-              ? kI * (rows + 1) + (kF + kF) * static_cast<double>(c.feature_nnz[t]) * rows / n
-              : kF * rows * f;
+  // The latency of a message inside a step (fitted on distributed runs), else the link's.
+  const CollectiveCosts collective = m.collective_at(ranks);
+  const double msg_alpha =
+      collective.full_graph_message_s > 0 ? collective.full_graph_message_s : m.link_alpha_s;
+  double eval_s = 0;
+  for (int rank = 0; rank < ranks; ++rank) {
+    const HeteroPartCounts& part = parts[static_cast<std::size_t>(rank)];
+    // The model: its parameters and the buffers of the passes an epoch makes. Every epoch ends
+    // with a full-graph forward pass (the evaluation); a mini-batch step's backward buffers are
+    // a full batch's expected blocks' (the sampler's bounds, which no batch reaches, would ask
+    // for up to twice the buffers). A part's layers compute its owned rows from its local ones.
+    nn::HeteroFootprint fp(mc, s);
+    const std::vector<nn::HeteroPassShape> full =
+        nn::full_graph_shapes(mc, part.num_local, part.num_owned, part.entries);
+    const nn::EmbeddingReads whole =
+        parted && embedded ? nn::EmbeddingReads::Spread : nn::EmbeddingReads::Whole;
+    if (mini) {
+      fp.pass(full, /*backward=*/false, false, whole);
+      fp.pass(expected, /*backward=*/true, false, nn::EmbeddingReads::ById);
+    } else {
+      fp.pass(full, /*backward=*/true, parted, whole);
     }
-  host.push_back({"workspace", as_bytes(workspace)});
-  for (const MemoryItem& i : host) rp.peak_host_bytes += i.bytes;
-  for (const MemoryItem& i : host)
-    if (i.name != "process") rp.working_set_bytes += i.bytes;
-  rp.dataset_bytes = as_bytes(features + relations + labels);
+    plan.parameters = fp.parameter_floats() + fp.embedding_floats();
 
-  // Time: the steps of an epoch, their compute (the dense products and Adam as measured, the
-  // rest at the working set's step scale), the sampler's and the input rows' gathering.
-  const double steps = static_cast<double>(plan.batches_per_epoch);
-  double input_share = 1;  // of the featured types' rows a step's input layer reads
-  PassCost step;
-  double loss_rows = static_cast<double>(c.num_train), embedding_rows = 0;
-  if (mini) {
-    const nn::HeteroPassShape& in = expected.front();
-    double rows = 0, n = 0;
+    RankPlan rp;
+    rp.rank = rank;
+    auto& host = rp.host;
+    host.push_back({"process", m.process_base_bytes + (parted ? m.mpi_rank_extra_bytes : 0)});
+    // The data as read (features and relation rows of the local nodes, labels, splits) and the
+    // copies the task trains from (the prepared features, the relations it reads).
+    double features = 0, relations = 0, ids = 0;
+    for (std::size_t t = 0; t < nt; ++t) {
+      const double n = static_cast<double>(part.num_local[t]),
+                   f = static_cast<double>(s.in_features[t]);
+      if (parted) ids += 3 * kF * n + kF * static_cast<double>(part.num_send[t]);
+      if (f == 0) continue;
+      features += part.feature_nnz[t] >= 0
+                      ? kI * (n + 1) + (kF + kF) * static_cast<double>(part.feature_nnz[t])
+                      : kF * n * f;
+    }
+    for (std::size_t r = 0; r < nr; ++r)
+      relations += kI * (static_cast<double>(
+                             part.num_local[static_cast<std::size_t>(s.relations[r].second)]) +
+                         1) +
+                   kF * static_cast<double>(part.entries[r]);
+    const double labels =
+        kF * (static_cast<double>(part.num_local[target]) +
+              2.0 * static_cast<double>(part.num_train + part.num_val + part.num_test));
+    const double data = features + relations + labels + ids;
+    host.push_back({"dataset", as_bytes(data)});
+    host.push_back({"prepared", as_bytes(features + relations + labels)});
+    // Dense parameters: values, gradients, Adam's moments, the kept epoch's copy (and, with
+    // ranks, the gradient all-reduce's flat buffer).
+    host.push_back({"model_optimizer",
+                    as_bytes((parted ? 6 : 5) * kF * static_cast<double>(fp.parameter_floats()))});
+    // The tables: rows, SparseAdam's moments, the kept epoch's copy. On a partition a rank
+    // keeps those of its owned rows, fetches the local rows a pass reads (and returns their
+    // gradients), knows every node's owner and row, and holds the whole table when the model is
+    // built and when the run ends (the rows gathered from their owners).
+    double tables = 4 * kF * static_cast<double>(fp.embedding_floats());
+    if (parted && embedded) {
+      tables = kF * static_cast<double>(fp.embedding_floats());
+      for (std::size_t t = 0; t < nt; ++t)
+        if (s.in_features[t] == 0)
+          tables += 4 * kF * static_cast<double>(part.num_owned[t]) * h +
+                    2 * kF * static_cast<double>(part.num_local[t]) * h +
+                    2 * kF * static_cast<double>(s.num_nodes[t]);
+    }
+    host.push_back({"embeddings", as_bytes(tables)});
+    host.push_back({"activations", fp.buffer_bytes()});
+    // The halo exchange's send and receive rows per type, at the widest layer.
+    double halo = 0;
     for (std::size_t t = 0; t < nt; ++t)
-      if (s.in_features[t] > 0) {
-        rows += static_cast<double>(in.num_src[t]);
-        n += static_cast<double>(s.num_nodes[t]);
+      halo +=
+          kF * static_cast<double>(part.num_send[t] + part.num_local[t] - part.num_owned[t]) * h;
+    host.push_back({"halo", as_bytes(halo)});
+    host.push_back({"sampler_envelope", plan.sampler_envelope_bytes});
+    // A batch's input rows: the sparse rows of its sources gathered per featured type.
+    double workspace = 0;
+    if (mini)
+      for (std::size_t t = 0; t < nt; ++t) {
+        const double n = static_cast<double>(s.num_nodes[t]),
+                     f = static_cast<double>(s.in_features[t]);
+        if (f == 0 || n == 0) continue;
+        const double rows = static_cast<double>(c.envelope.front().num_src[t]);
+        workspace +=
+            c.feature_nnz[t] >= 0
+                ? kI * (rows + 1) + (kF + kF) * static_cast<double>(c.feature_nnz[t]) * rows / n
+                : kF * rows * f;
       }
-    input_share = n > 0 ? rows / n : 0;
-    step = pass_cost(m, c, mc, expected, input_share, true);
-    loss_rows = static_cast<double>(expected.back().num_dst[target]);
-    for (std::size_t t = 0; t < nt; ++t)
-      if (s.in_features[t] == 0) embedding_rows += static_cast<double>(in.num_src[t]);
-  } else {
-    step = pass_cost(m, c, mc, full, 1, true);
-    for (std::size_t t = 0; t < nt; ++t)
-      if (s.in_features[t] == 0) embedding_rows += static_cast<double>(s.num_nodes[t]);
-  }
-  if (mc.featureless != nn::FeaturelessInput::Embedding) embedding_rows = 0;
-  const double param_bytes = kF * static_cast<double>(fp.parameter_floats());
-  const double adam = m.elementwise_alpha_s * 2 * static_cast<double>(mc.num_layers * (nt + nr)) +
-                      elementwise_s_per_byte(m, 4 * param_bytes) * 7 * param_bytes +
-                      m.elementwise_s_per_byte * 7 * kF * embedding_rows * h;
-  const double loss =
-      m.loss_s_per_cell * loss_rows * s.num_classes + m.elementwise_alpha_s +
-      m.elementwise_s_per_byte * kF * static_cast<double>(s.num_nodes[target]) * s.num_classes;
-  const double scale = step_scale(m, mini, static_cast<double>(rp.working_set_bytes), 0);
-  rp.step_scale = scale;
-  rp.dense_s = steps * (step.gemm_s + adam);
-  rp.compute_s = steps * scale * (step.compute_s - step.gemm_s + loss) + rp.dense_s;
-  if (mini) {
-    rp.compute_s += steps * m.batch_alpha_s + m.epoch_alpha_s;
-    double edges = 0;
-    for (const nn::HeteroPassShape& e : expected)
-      for (const std::int64_t x : e.entries) edges += static_cast<double>(x);
-    double gathered = 0;  // bytes of the input rows a batch gathers
-    double rows = 0;
+    host.push_back({"workspace", as_bytes(workspace)});
+    for (const MemoryItem& i : host) rp.peak_host_bytes += i.bytes;
+    for (const MemoryItem& i : host)
+      if (i.name != "process") rp.working_set_bytes += i.bytes;
+    rp.dataset_bytes = as_bytes(data);
+
+    // Time: the steps of an epoch, their compute (the dense products and Adam as measured, the
+    // rest at the working set's step scale), the sampler's and the input rows' gathering; with
+    // ranks the halo exchanges, the embeddings' fetches and the gradients' all-reduce.
+    const double steps = static_cast<double>(plan.batches_per_epoch);
+    PassCost step;
+    double loss_rows = static_cast<double>(part.num_train), embedding_rows = 0;
+    // The stored entries of the sparse features a pass's input rows hold (-1: dense).
+    std::vector<double> part_nnz(nt), batch_nnz(nt);
     for (std::size_t t = 0; t < nt; ++t) {
       const double n = static_cast<double>(s.num_nodes[t]);
-      if (s.in_features[t] == 0 || n == 0) continue;
-      const double r = static_cast<double>(expected.front().num_src[t]);
-      rows += r;
-      gathered += c.feature_nnz[t] >= 0 ? 8 * static_cast<double>(c.feature_nnz[t]) * r / n
-                                        : kF * r * static_cast<double>(s.in_features[t]);
+      part_nnz[t] = static_cast<double>(part.feature_nnz[t]);
+      batch_nnz[t] = c.feature_nnz[t] < 0 || !mini || n == 0
+                         ? static_cast<double>(c.feature_nnz[t])
+                         : static_cast<double>(c.feature_nnz[t]) *
+                               static_cast<double>(expected.front().num_src[t]) / n;
     }
-    rp.sampling_s =
-        steps * (m.sampler_alpha_s * static_cast<double>(nr) + m.sampler_s_per_edge * edges +
-                 m.gather_s_per_row * rows + m.gather_s_per_byte * gathered);
-    rp.sampling_s *= producer_scale(m, static_cast<double>(rp.working_set_bytes));
-    // The typed sampler runs on the training thread (no producer): nothing hides it.
-    rp.exposed_sampling_s = rp.sampling_s;
+    if (mini) {
+      const nn::HeteroPassShape& in = expected.front();
+      step = pass_cost(m, c, mc, expected, batch_nnz, true);
+      loss_rows = static_cast<double>(expected.back().num_dst[target]);
+      for (std::size_t t = 0; t < nt; ++t)
+        if (s.in_features[t] == 0) embedding_rows += static_cast<double>(in.num_src[t]);
+    } else {
+      step = pass_cost(m, c, mc, full, part_nnz, true);
+      for (std::size_t t = 0; t < nt; ++t)
+        if (s.in_features[t] == 0) embedding_rows += static_cast<double>(part.num_local[t]);
+    }
+    if (!embedded) embedding_rows = 0;
+    const double param_bytes = kF * static_cast<double>(fp.parameter_floats());
+    const double adam = m.elementwise_alpha_s * 2 * static_cast<double>(mc.num_layers * (nt + nr)) +
+                        elementwise_s_per_byte(m, 4 * param_bytes) * 7 * param_bytes +
+                        m.elementwise_s_per_byte * 7 * kF * embedding_rows * h;
+    const double loss =
+        m.loss_s_per_cell * loss_rows * s.num_classes + m.elementwise_alpha_s +
+        m.elementwise_s_per_byte * kF * static_cast<double>(part.num_owned[target]) * s.num_classes;
+    const double host_working_set =
+        static_cast<double>(rp.working_set_bytes) * (m.host_cores > 0 ? ranks : 1);
+    const double scale = step_scale(m, mini, host_working_set, 0);
+    const double share = core_share(m, ranks, threads);
+    rp.step_scale = scale;
+    rp.dense_s = share * steps * (step.gemm_s + adam);
+    rp.compute_s = share * steps * scale * (step.compute_s - step.gemm_s + loss) + rp.dense_s;
+    if (mini) {
+      rp.compute_s += steps * m.batch_alpha_s + m.epoch_alpha_s;
+      double edges = 0;
+      for (const nn::HeteroPassShape& e : expected)
+        for (const std::int64_t x : e.entries) edges += static_cast<double>(x);
+      double gathered = 0;  // bytes of the input rows a batch gathers
+      double rows = 0;
+      for (std::size_t t = 0; t < nt; ++t) {
+        const double n = static_cast<double>(s.num_nodes[t]);
+        if (s.in_features[t] == 0 || n == 0) continue;
+        const double r = static_cast<double>(expected.front().num_src[t]);
+        rows += r;
+        gathered += c.feature_nnz[t] >= 0 ? 8 * static_cast<double>(c.feature_nnz[t]) * r / n
+                                          : kF * r * static_cast<double>(s.in_features[t]);
+      }
+      rp.sampling_s =
+          steps * (m.sampler_alpha_s * static_cast<double>(nr) + m.sampler_s_per_edge * edges +
+                   m.gather_s_per_row * rows + m.gather_s_per_byte * gathered);
+      rp.sampling_s *= producer_scale(m, static_cast<double>(rp.working_set_bytes));
+      // The typed sampler runs on the training thread (no producer): nothing hides it.
+      rp.exposed_sampling_s = rp.sampling_s;
+    }
+    if (parted) {
+      // Every hidden layer's input gathers its halo rows forward and returns their gradients
+      // backward (one all-to-all each way per layer and type); the embedded types' rows are
+      // fetched from their owners and their gradients sent back; the gradients are summed.
+      const double peers = ranks - 1;
+      double bytes = 0, messages = 0;
+      for (std::size_t t = 0; t < nt; ++t) {
+        const double rows =
+            static_cast<double>(part.num_send[t] + part.num_local[t] - part.num_owned[t]);
+        bytes += 2 * (mc.num_layers - 1) * kF * rows * h;
+        messages += 2 * (mc.num_layers - 1) * peers;
+        if (embedded && s.in_features[t] == 0) {
+          bytes += 2 * kF * static_cast<double>(part.num_local[t] - part.num_owned[t]) * h;
+          messages += 4 * peers;
+        }
+      }
+      rp.halo_exchange_bytes = as_bytes(steps * bytes);
+      rp.exchange_s =
+          steps * (messages * msg_alpha) +
+          fetched_byte_s(m, ranks, threads) * static_cast<double>(rp.halo_exchange_bytes);
+      rp.exposed_exchange_s = rp.exchange_s;
+      rp.allreduce_bytes = as_bytes(steps * 2.0 * (ranks - 1) / ranks * (param_bytes + 8));
+      rp.allreduce_s = steps * allreduce_s(m, msg_alpha, param_bytes + 8, ranks);
+    }
+    rp.epoch_s = rp.compute_s + rp.exposed_sampling_s + rp.exposed_exchange_s + rp.allreduce_s;
+    // The evaluation after every epoch: a full-graph forward pass.
+    const PassCost eval = pass_cost(m, c, mc, full, part_nnz, false);
+    eval_s = std::max(eval_s, share * (scale * (eval.compute_s - eval.gemm_s) + eval.gemm_s));
+    plan.peak_host_bytes_per_rank = std::max(plan.peak_host_bytes_per_rank, rp.peak_host_bytes);
+    plan.comm_bytes_per_epoch += rp.halo_exchange_bytes + rp.allreduce_bytes;
+    plan.epoch_seconds = std::max(plan.epoch_seconds, rp.epoch_s);
+    plan.per_rank.push_back(std::move(rp));
   }
-  rp.epoch_s = rp.compute_s + rp.exposed_sampling_s;
-  // The evaluation after every epoch: a full-graph forward pass.
-  const PassCost eval = pass_cost(m, c, mc, full, 1, false);
-  const double eval_s = scale * (eval.compute_s - eval.gemm_s) + eval.gemm_s;
-
-  plan.peak_host_bytes_per_rank = rp.peak_host_bytes;
-  plan.epoch_seconds = rp.epoch_s;
-  plan.train_seconds = config.epochs * (rp.epoch_s + eval_s);
-  plan.per_rank.push_back(std::move(rp));
+  plan.checkpoint_bytes = checkpoint_bytes(plan.parameters);
+  plan.checkpoint_seconds = m.disk_s_per_byte * static_cast<double>(plan.checkpoint_bytes);
+  plan.train_seconds = config.epochs * (plan.epoch_seconds + eval_s);
   return plan;
 }
 

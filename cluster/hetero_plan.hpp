@@ -5,6 +5,7 @@
 // classification"). The counts come from the dataset (hetero_counts), the prices from CostModel.
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,15 @@
 #include <halo/sampler/hetero_sampler.hpp>
 
 namespace halo::cluster {
+
+/// One rank's part of a heterogeneous partition: per type its owned and local (owned + halo)
+/// rows and the rows it sends its peers per exchange, per relation the entries of its owned
+/// destinations, per type the sparse features' entries of its local rows (-1: dense or none),
+/// and its split.
+struct HeteroPartCounts {
+  std::vector<std::int64_t> num_owned, num_local, num_send, entries, feature_nnz;
+  std::int64_t num_train = 0, num_val = 0, num_test = 0;
+};
 
 /// What the plan of a heterogeneous run needs to know about its data.
 struct HeteroCounts {
@@ -30,13 +40,21 @@ struct HeteroCounts {
   /// relation the mean draws of a destination (min(fan-out, in-degree), the in-degree for -1).
   std::vector<sampler::HeteroLayerEnvelope> envelope;
   std::vector<std::vector<double>> mean_draws;
+  /// A partition's parts, one per rank (hetero_partition_counts); empty: one process.
+  std::vector<HeteroPartCounts> parts;
 };
 
 /// The counts of `g` for `config` (its mini-batch fan-outs, when it has them).
 HeteroCounts hetero_counts(const datasets::HeteroGraph& g, const runtime::TrainConfig& config);
 
-/// The plan of `config` (config.hetero's model) on `c` in one process with `threads` threads
-/// on the CPU. halo::LogicError for a device other than "cpu" or counts that do not fit.
+/// The counts of the heterogeneous partition in `dir`, read part by part (each rank's exact
+/// sizes; the whole graph's schema and relation entries from meta.json). Full graph only (no
+/// sampler counts). halo::IoError as partition::read_hetero_part.
+HeteroCounts hetero_partition_counts(const std::filesystem::path& dir);
+
+/// The plan of `config` (config.hetero's model) on `c`, in one process or one rank per part of
+/// c.parts (full graph), with `threads` threads per rank on the CPU. halo::LogicError for a
+/// device other than "cpu", mini-batches over parts, or counts that do not fit.
 Plan make_hetero_plan(const HeteroCounts& c, const runtime::TrainConfig& config,
                       const CostModel& costs, const std::string& device, int threads);
 

@@ -14,6 +14,7 @@
 #include <halo/kernels/resources.hpp>
 #include <halo/nn/hetero_footprint.hpp>
 #include <halo/nn/hetero_model.hpp>
+#include <halo/partition/partition_format.hpp>
 #include <halo/runtime/runtime.hpp>
 
 #include "support/hetero_fixture.hpp"
@@ -28,6 +29,7 @@ const kernels::Resources& host() {
 }
 
 datasets::HeteroGraph fixture_graph(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
   halo::testing::write_hetero_fixture(dir);
   return datasets::read_hetero_directory(host(), dir, 4);
 }
@@ -149,6 +151,46 @@ TEST(HeteroPlan, HoldsTheTensorsOfATrainingRun) {
       EXPECT_EQ(plan.batches_per_epoch, run.result.batches_per_epoch) << name(c);
     }
   }
+}
+
+// A 2-part partition of the fixture (METIS): one plan per rank from its part's exact counts;
+// the parts' owned rows are the graph's, each rank's layers hold less than one process's, the
+// ranks exchange halo rows and gradients; mini-batches over parts are not planned.
+TEST(HeteroPlan, PlansEveryRankOfAPartition) {
+  halo::testing::TempDir tmp;
+  const datasets::HeteroGraph g = fixture_graph(tmp.path() / "data");
+  partition::PartitionConfig pc;
+  pc.num_parts = 2;
+  partition::write_hetero_partitions(host(), g, partition::partition_hetero(host(), g, pc),
+                                     tmp.path() / "parts");
+  const HeteroCounts counts = hetero_partition_counts(tmp.path() / "parts");
+  ASSERT_EQ(counts.parts.size(), 2u);
+  runtime::TrainConfig config;
+  config.hetero.hidden = 8;
+  const Plan one = make_hetero_plan(hetero_counts(g, config), config, CostModel{}, "cpu", 1);
+  const Plan two = make_hetero_plan(counts, config, CostModel{}, "cpu", 1);
+  ASSERT_EQ(two.ranks, 2);
+  ASSERT_EQ(two.per_rank.size(), 2u);
+  for (std::size_t t = 0; t < g.node_types.size(); ++t) {
+    EXPECT_EQ(counts.parts[0].num_owned[t] + counts.parts[1].num_owned[t],
+              g.node_types[t].num_nodes);
+    EXPECT_EQ(counts.schema.num_nodes[t], g.node_types[t].num_nodes);
+  }
+  EXPECT_EQ(counts.parts[0].num_train + counts.parts[1].num_train, g.train_idx.numel());
+  EXPECT_EQ(two.parameters, one.parameters);
+  const auto item = [](const RankPlan& r, const std::string& name) {
+    for (const MemoryItem& i : r.host)
+      if (i.name == name) return i.bytes;
+    return std::int64_t{-1};
+  };
+  for (const RankPlan& r : two.per_rank) {
+    EXPECT_LT(item(r, "activations"), item(one.per_rank[0], "activations")) << r.rank;
+    EXPECT_GT(item(r, "halo"), 0) << r.rank;
+    EXPECT_GT(r.halo_exchange_bytes, 0) << r.rank;
+    EXPECT_GT(r.allreduce_bytes, 0) << r.rank;
+  }
+  config.mini_batch = runtime::MiniBatchConfig{};
+  EXPECT_THROW(make_hetero_plan(counts, config, CostModel{}, "cpu", 1), LogicError);
 }
 
 TEST(HeteroPlan, GrowsWithTheModelAndRefusesADevice) {

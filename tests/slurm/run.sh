@@ -200,10 +200,10 @@ value() { python3 -c 'import json,sys; print(repr(json.load(open(sys.argv[1]))[s
 SAVE=1 run_job cora final_train_loss -- train --partitions "$tmp/cora-parts" --mode mini-batch \
   --batch-size 16 --fanouts 5,5 --epochs 8 --seed 3 --threads 1
 # heco_acm, R-GCN over a 2-part heterogeneous partition, learnable embeddings of the featureless
-# types (each rank its rows; halo plan does not predict the run: the job asks the memory and time
-# given): the model bytes, the final loss, the test Macro-F1 and accuracy.
+# types (each rank its rows; the job asks the memory and time halo plan predicts): the model
+# bytes, the final loss, the test Macro-F1 and accuracy.
 "$halo" partition --dataset "$acm" --parts 2 --out "$tmp/acm-parts" >/dev/null 2>&1
-SAVE=1 PLAN_EXTRA="--memory-per-rank 1GiB --time-limit 30" run_job acm-rgcn \
+SAVE=1 run_job acm-rgcn \
   final_train_loss,test_macro_f1,test_micro_f1,test_accuracy,best_epoch -- \
   train --partitions "$tmp/acm-parts" --model rgcn --hidden 16 --epochs 30 --seed 3 --threads 1 \
   --featureless embedding

@@ -142,8 +142,9 @@ TEST_F(HeteroCli, UsageErrors) {
 
 // halo plan on a typed directory: the run's plan in one process (the model's inventory and the
 // data's sizes: tests/cluster/hetero_plan_test.cpp), full graph and mini-batch, as JSON and as
-// an sbatch script asking for the predicted memory.
-TEST_F(HeteroCli, PlansARunInOneProcess) {
+// an sbatch script asking for the predicted memory; over a partition's ranks (full graph); for
+// mini-batches over a partition, which it does not predict, the job of the memory and time given.
+TEST_F(HeteroCli, PlansARunInOneProcessOrOverAPartition) {
   const std::string d = " --dataset " + m_data.string() + " --threads 1";
   const fs::path full_json = m_temp.path() / "full.json", mini_json = m_temp.path() / "mini.json";
   ASSERT_EQ(run("plan --model hgt --hidden 8 --output " + full_json.string() + d).code, 0);
@@ -168,6 +169,28 @@ TEST_F(HeteroCli, PlansARunInOneProcess) {
   ASSERT_EQ(slurm.code, 0) << slurm.err;
   EXPECT_NE(slurm.out.find("#SBATCH --mem="), std::string::npos) << slurm.out;
   EXPECT_NE(slurm.out.find("--resume auto"), std::string::npos) << slurm.out;
+
+  const fs::path parts = m_temp.path() / "parts";
+  ASSERT_EQ(
+      run("partition --dataset " + m_data.string() + " --split 4 --parts 2 --out " + parts.string())
+          .code,
+      0);
+  const std::string p = " --partitions " + parts.string() + " --hidden 8 --threads 1";
+  const fs::path parted_json = m_temp.path() / "parted.json";
+  ASSERT_EQ(run("plan --output " + parted_json.string() + p).code, 0);
+  const auto parted = nlohmann::json::parse(halo::testing::read_file(parted_json));
+  EXPECT_EQ(parted["ranks"], 2);
+  EXPECT_EQ(parted["per_rank"].size(), 2u);
+  EXPECT_GT(parted["comm_bytes_per_epoch"].get<double>(), 0);
+  const std::string mini_parted = p + " --mode mini-batch --batch-size 4 --fanouts 2,2";
+  EXPECT_EQ(run("plan" + mini_parted).code, 2);
+  const Outcome given =
+      run("plan --emit slurm --memory-per-rank 1GiB --time-limit 30 "
+          "--checkpoint-dir " +
+          (m_temp.path() / "ck2").string() + mini_parted);
+  ASSERT_EQ(given.code, 0) << given.err;
+  EXPECT_NE(given.out.find("#SBATCH --ntasks=2"), std::string::npos) << given.out;
+  EXPECT_NE(given.out.find("#SBATCH --time=0-00:30:00"), std::string::npos) << given.out;
 }
 
 // Checkpoints of the heterogeneous task as a user runs them: 4 epochs, then a resume to 8,

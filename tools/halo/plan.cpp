@@ -302,8 +302,8 @@ std::string slurm_job(const cluster::Plan& p, const PlanOptions& o) {
 /// --emit slurm, the job of the memory (--memory-per-rank) and time (--time-limit) the user
 /// gives, over the partition's ranks (one without a partition).
 int run_unmodeled_plan(const PlanOptions& o, bool hetero) {
-  const std::string what =
-      hetero ? "a heterogeneous partition" : std::string("--task link over a partition series");
+  const std::string what = hetero ? "heterogeneous mini-batches over a partition"
+                                  : std::string("--task link over a partition series");
   if (o.emit != "slurm")
     throw UsageError(
         "--emit " + o.emit + ": " + what +
@@ -431,37 +431,46 @@ void write_plan(const cluster::Plan& plan, const PlanOptions& o) {
     kernels::write_file_atomically(o.output, text);
 }
 
-/// Heterogeneous classification in one process (a typed directory): the plan of its run on
-/// the dataset, which is read for its counts (cluster::hetero_counts).
+/// Heterogeneous classification in one process (a typed directory, which is read for its
+/// counts: cluster::hetero_counts) or over a partition's ranks (full graph: every part is read
+/// for its rank's counts, cluster::hetero_partition_counts).
 int run_hetero_plan(const PlanOptions& o) {
   if (o.parts > 1)
     throw UsageError("--parts " + std::to_string(o.parts) +
-                     ": halo plan predicts a heterogeneous run in one process only; for several "
-                     "ranks, --emit slurm from the --memory-per-rank and --time-limit you give, "
-                     "with --partitions DIR");
-  if (o.time_limit_minutes > 0)
-    throw UsageError(
-        "--time-limit: halo plan predicts this run's time (it applies to runs it does not "
-        "model)");
+                     ": a heterogeneous run is planned in one process or over a partition's "
+                     "ranks (--partitions DIR, written by halo partition)");
   if (o.device != "cpu")
     throw UsageError("--device " + o.device +
                      ": halo plan predicts heterogeneous runs on the CPU only (their memory on a "
                      "device is not modelled yet)");
+  if (o.time_limit_minutes > 0)
+    throw UsageError(
+        "--time-limit: halo plan predicts this run's time (it applies to runs it does not "
+        "model)");
   check_task(o);
   if (was_given(o, "--model") && o.model != "rgcn" && o.model != "hgt")
     throw UsageError("--model " + o.model + ": '" + o.data.dataset +
                      "' is heterogeneous (a typed directory); use --model rgcn or hgt");
   const cluster::CostModel costs = plan_costs(o);
   check_output(o.output, "--output");
-  const datasets::HeteroGraph g = load_hetero(kernels::Resources(kernels::Device::Cpu), o);
-  const runtime::TrainConfig config = hetero_train_config(o, g);
-  runtime::check_config(config, 1);
+  cluster::HeteroCounts counts;
+  runtime::TrainConfig config;
+  if (!o.partitions.empty()) {
+    counts = cluster::hetero_partition_counts(o.partitions);
+    config = hetero_train_config(o, counts.schema.relation_names);
+    runtime::check_config(config, static_cast<int>(counts.parts.size()));
+  } else {
+    const datasets::HeteroGraph g = load_hetero(kernels::Resources(kernels::Device::Cpu), o);
+    std::vector<std::string> relations;
+    for (const auto& r : g.relations) relations.push_back(r.name);
+    config = hetero_train_config(o, relations);
+    runtime::check_config(config, 1);
+    counts = cluster::hetero_counts(g, config);
+  }
   const int threads = o.threads > 0 ? o.threads : std::max(1, costs.threads);
-  const cluster::Plan plan = cluster::make_hetero_plan(cluster::hetero_counts(g, config), config,
-                                                       costs, o.device, threads);
+  const cluster::Plan plan = cluster::make_hetero_plan(counts, config, costs, o.device, threads);
   if (o.memory_limit > 0 && plan.peak_host_bytes_per_rank > o.memory_limit)
-    throw IoError("--memory-per-rank " + o.memory_per_rank +
-                  ": one process (a heterogeneous run is planned in one process) needs " +
+    throw IoError("--memory-per-rank " + o.memory_per_rank + ": the largest rank needs " +
                   std::to_string(plan.peak_host_bytes_per_rank) + " bytes");
   write_plan(plan, o);
   return 0;
@@ -503,7 +512,8 @@ int run_plan(PlanOptions& o) {
   if (o.task == "link")
     return o.partitions.empty() ? run_link_plan(o) : run_unmodeled_plan(o, false);
   if (is_hetero_run(o))
-    return o.partitions.empty() ? run_hetero_plan(o) : run_unmodeled_plan(o, true);
+    return o.partitions.empty() || o.mode != "mini-batch" ? run_hetero_plan(o)
+                                                          : run_unmodeled_plan(o, true);
   if (o.time_limit_minutes > 0)
     throw UsageError(
         "--time-limit: halo plan predicts this run's time (it applies to runs it "

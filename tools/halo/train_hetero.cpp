@@ -47,7 +47,8 @@ datasets::HeteroGraph load_hetero(const kernels::Resources& host, const TrainOpt
   return datasets::load_hetero_dataset(host, o.data.dataset, split, load);
 }
 
-runtime::TrainConfig hetero_train_config(const TrainOptions& o, const datasets::HeteroGraph& g) {
+runtime::TrainConfig hetero_train_config(const TrainOptions& o,
+                                         const std::vector<std::string>& relations) {
   runtime::TrainConfig c;
   const int layers = given_or(o, "--layers", o.layers, HeteroDefaults::kLayers);
   const std::int64_t hidden = given_or(o, "--hidden", o.hidden, HeteroDefaults::kHidden);
@@ -71,8 +72,6 @@ runtime::TrainConfig hetero_train_config(const TrainOptions& o, const datasets::
   if (o.mode == "mini-batch") {
     c.mini_batch = o.mb;
     c.mini_batch->cache_policy = runtime::parse_cache_policy(o.cache_policy);
-    std::vector<std::string> relations;
-    for (const auto& r : g.relations) relations.push_back(r.name);
     try {
       c.mini_batch->relation_fanouts = sampler::parse_hetero_fanouts(o.fanouts, relations);
     } catch (const LogicError& e) {
@@ -108,7 +107,9 @@ class HeteroRun final : public TaskRun {
     m_num_train = m_parted ? m_shard.layout.num_train : g.train_idx.numel();
     if (m_num_train == 0)
       throw UsageError("dataset '" + g.name + "' has an empty train split: nothing to train on");
-    m_config = hetero_train_config(o, g);
+    std::vector<std::string> relations;
+    for (const auto& r : g.relations) relations.push_back(r.name);
+    m_config = hetero_train_config(o, relations);
   }
   runtime::Comm& comm() override { return *m_shard.comm; }
   runtime::TrainConfig& config() override { return m_config; }

@@ -3,6 +3,8 @@
 // heterogeneous node-classification task (train_hetero.cpp registers it, train_task.hpp).
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <halo/datasets/hetero.hpp>
 #include <halo/kernels/resources.hpp>
@@ -25,8 +27,10 @@ struct HeteroDefaults {
 /// The heterogeneous dataset of `o` (--dataset, --split, --offline, --mag), on the host.
 datasets::HeteroGraph load_hetero(const kernels::Resources& host, const TrainOptions& o);
 
-/// The configuration of `o` on `g` (the flags given, else HeteroDefaults; the fan-outs by
-/// relation): what halo train runs and halo plan plans. UsageError on fan-outs that do not fit.
-runtime::TrainConfig hetero_train_config(const TrainOptions& o, const datasets::HeteroGraph& g);
+/// The configuration of `o` on a dataset with `relations` (their names, reverses included: the
+/// fan-outs name them): the flags given, else HeteroDefaults. What halo train runs and halo plan
+/// plans. UsageError on fan-outs that do not fit.
+runtime::TrainConfig hetero_train_config(const TrainOptions& o,
+                                         const std::vector<std::string>& relations);
 
 }  // namespace halo::cli
