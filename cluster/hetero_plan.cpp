@@ -196,6 +196,37 @@ HeteroCounts hetero_counts(const datasets::HeteroGraph& g, const TrainConfig& co
   return c;
 }
 
+namespace {
+
+/// The counts of one part (its graph holds the local rows; the layout, what it owns and sends).
+HeteroPartCounts part_counts(const datasets::HeteroGraph& g,
+                             const partition::HeteroPartLayout& layout) {
+  HeteroPartCounts p;
+  p.num_owned = layout.num_owned;
+  for (std::size_t t = 0; t < g.node_types.size(); ++t) {
+    const datasets::NodeType& type = g.node_types[t];
+    p.num_local.push_back(type.num_nodes);
+    p.num_send.push_back(layout.send_rows[t].numel());
+    const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&type.features);
+    p.feature_nnz.push_back(sparse && type.has_features() ? sparse->num_edges() : -1);
+  }
+  for (const datasets::Relation& r : g.relations) p.entries.push_back(r.adj.num_edges());
+  p.num_train = g.train_idx.numel();
+  p.num_val = g.val_idx.numel();
+  p.num_test = g.test_idx.numel();
+  return p;
+}
+
+/// The whole graph's schema, as a part knows it (its types' global node counts).
+nn::HeteroSchema global_schema(const datasets::HeteroGraph& g,
+                               const partition::HeteroPartLayout& layout) {
+  nn::HeteroSchema s = runtime::hetero_schema(g);
+  s.num_nodes = layout.global_nodes;
+  return s;
+}
+
+}  // namespace
+
 HeteroCounts hetero_partition_counts(const std::filesystem::path& dir) {
   const partition::PartitionMeta meta = partition::read_partition_meta(dir);
   HALO_EXPECTS(meta.hetero.has_value(),
@@ -203,35 +234,35 @@ HeteroCounts hetero_partition_counts(const std::filesystem::path& dir) {
   const kernels::Resources host(kernels::Device::Cpu);
   HeteroCounts c;
   c.dataset = meta.dataset;
+  for (const auto& r : meta.hetero->relations) c.entries.push_back(r.num_edges);
   for (std::int32_t k = 0; k < static_cast<std::int32_t>(meta.parts.size()); ++k) {
     const partition::HeteroPart part = partition::read_hetero_part(host, dir, k, &meta);
-    const datasets::HeteroGraph& g = part.graph;
+    HeteroPartCounts p = part_counts(part.graph, part.layout);
     if (k == 0) {
-      c.schema = runtime::hetero_schema(g);
-      c.schema.num_nodes = part.layout.global_nodes;
-      for (const auto& r : meta.hetero->relations) c.entries.push_back(r.num_edges);
-      c.feature_nnz.assign(g.node_types.size(), -1);
+      c.schema = global_schema(part.graph, part.layout);
+      c.feature_nnz.assign(p.feature_nnz.size(), -1);
       c.num_train = part.layout.num_train;
     }
-    HeteroPartCounts p;
-    p.num_owned = part.layout.num_owned;
-    for (std::size_t t = 0; t < g.node_types.size(); ++t) {
-      const datasets::NodeType& type = g.node_types[t];
-      p.num_local.push_back(type.num_nodes);
-      p.num_send.push_back(part.layout.send_rows[t].numel());
-      const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&type.features);
-      p.feature_nnz.push_back(sparse && type.has_features() ? sparse->num_edges() : -1);
-      if (p.feature_nnz.back() >= 0)
-        c.feature_nnz[t] = std::max<std::int64_t>(c.feature_nnz[t], 0) + p.feature_nnz.back();
-    }
-    for (const datasets::Relation& r : g.relations) p.entries.push_back(r.adj.num_edges());
-    p.num_train = g.train_idx.numel();
-    p.num_val = g.val_idx.numel();
-    p.num_test = g.test_idx.numel();
+    for (std::size_t t = 0; t < p.feature_nnz.size(); ++t)
+      if (p.feature_nnz[t] >= 0)
+        c.feature_nnz[t] = std::max<std::int64_t>(c.feature_nnz[t], 0) + p.feature_nnz[t];
     c.num_val += p.num_val;
     c.num_test += p.num_test;
     c.parts.push_back(std::move(p));
   }
+  return c;
+}
+
+HeteroCounts hetero_shard_counts(const runtime::HeteroShard& shard, const TrainConfig& config) {
+  if (!shard.layout.partitioned()) return hetero_counts(shard.graph, config);
+  HeteroCounts c;
+  c.dataset = shard.dataset;
+  c.schema = global_schema(shard.graph, shard.layout);
+  const HeteroPartCounts p = part_counts(shard.graph, shard.layout);
+  c.entries = p.entries;  // the part's own: the plan of a partition reads the parts' entries
+  c.feature_nnz = p.feature_nnz;
+  c.num_train = shard.layout.num_train;
+  c.parts.assign(static_cast<std::size_t>(shard.layout.num_parts), p);
   return c;
 }
 

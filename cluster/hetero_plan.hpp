@@ -13,6 +13,7 @@
 #include <halo/datasets/hetero.hpp>
 #include <halo/nn/hetero_model.hpp>
 #include <halo/runtime/config.hpp>
+#include <halo/runtime/data/shard.hpp>
 #include <halo/sampler/hetero_sampler.hpp>
 
 namespace halo::cluster {
@@ -51,6 +52,13 @@ HeteroCounts hetero_counts(const datasets::HeteroGraph& g, const runtime::TrainC
 /// sizes; the whole graph's schema and relation entries from meta.json). Full graph only (no
 /// sampler counts). halo::IoError as partition::read_hetero_part.
 HeteroCounts hetero_partition_counts(const std::filesystem::path& dir);
+
+/// The counts of the run `shard` is one rank of, from the shard itself (what `halo train`
+/// predicts its own peak and epoch time from, the live metrics' predicted gauges): one
+/// process's dataset (hetero_counts), or this rank's part, every other rank's taken to be like it
+/// (a rank knows only its own).
+HeteroCounts hetero_shard_counts(const runtime::HeteroShard& shard,
+                                 const runtime::TrainConfig& config);
 
 /// The plan of `config` (config.hetero's model) on `c`, in one process or one rank per part of
 /// c.parts (full graph), with `threads` threads per rank on the CPU. halo::LogicError for a

@@ -268,8 +268,8 @@ TEST_F(HeteroCli, SavedModelPredictsTheTrainedScores) {
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
 }
 
-// Prometheus metrics of a heterogeneous run: promtool accepts the file, which holds the epochs
-// and the loss and, without a plan for this task, no predicted gauges.
+// Prometheus metrics of a heterogeneous run: promtool accepts the file, which holds the epochs,
+// the loss and the run's predicted epoch time and peak memory (halo plan's) beside the measured.
 TEST_F(HeteroCli, WritesPrometheusMetrics) {
   const fs::path prom = m_temp.path() / "m.prom";
   const Outcome r = run("train --dataset " + m_data.string() +
@@ -278,7 +278,8 @@ TEST_F(HeteroCli, WritesPrometheusMetrics) {
   const std::string text = halo::testing::read_file(prom);
   EXPECT_NE(text.find("halo_epoch{rank=\"0\"} 3"), std::string::npos) << text;
   EXPECT_NE(text.find("halo_loss"), std::string::npos) << text;
-  EXPECT_EQ(text.find("predicted"), std::string::npos) << text;
+  EXPECT_NE(text.find("halo_predicted_epoch_seconds{rank=\"0\"}"), std::string::npos) << text;
+  EXPECT_NE(text.find("halo_predicted_peak_host_bytes{rank=\"0\"}"), std::string::npos) << text;
   const Outcome check =
       halo::testing::run_command("promtool check metrics < " + prom.string(), m_temp.path());
   if (check.code == 127) GTEST_SKIP() << "promtool is not installed";

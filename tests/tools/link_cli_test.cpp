@@ -126,8 +126,10 @@ TEST_F(LinkCli, TrainsOnATemporalFixtureAndWritesTheMetrics) {
                         (m_dir / "m.prom").string() + " --json " + json.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("profile (median epoch"), std::string::npos) << r.out;
-  EXPECT_NE(halo::testing::read_file(m_dir / "m.prom").find("halo_epoch{rank=\"0\"} 2"),
-            std::string::npos);
+  const std::string prom = halo::testing::read_file(m_dir / "m.prom");
+  EXPECT_NE(prom.find("halo_epoch{rank=\"0\"} 2"), std::string::npos) << prom;
+  // halo plan's prediction of this run beside the measured values.
+  EXPECT_NE(prom.find("halo_predicted_peak_host_bytes{rank=\"0\"}"), std::string::npos) << prom;
   const nlohmann::json j = nlohmann::json::parse(halo::testing::read_file(json));
   for (const char* key :
        {"test_mrr", "test_map", "test_auc", "val_mrr", "val_map", "final_train_loss"})

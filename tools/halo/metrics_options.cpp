@@ -95,11 +95,16 @@ std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o, const runti
   return std::make_unique<TrainMetrics>(o, *shard.comm, config.epochs, res, &plan);
 }
 
-std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o, const runtime::Comm& comm,
-                                            const runtime::TrainConfig& config,
-                                            const kernels::Resources& res) {
+std::unique_ptr<TrainMetrics> start_metrics(
+    const MetricsOptions& o, const runtime::Comm& comm, const runtime::TrainConfig& config,
+    const kernels::Resources& res,
+    const std::function<cluster::Plan(const cluster::CostModel&)>& make_plan) {
   if (o.file.empty() && o.port < 0) return nullptr;
-  return std::make_unique<TrainMetrics>(o, comm, config.epochs, res, nullptr);
+  if (!make_plan) return std::make_unique<TrainMetrics>(o, comm, config.epochs, res, nullptr);
+  const std::filesystem::path cal = cluster::default_calibration_path();
+  const cluster::Plan plan = make_plan(std::filesystem::exists(cal) ? cluster::read_cost_model(cal)
+                                                                    : cluster::CostModel{});
+  return std::make_unique<TrainMetrics>(o, comm, config.epochs, res, &plan);
 }
 
 }  // namespace halo::cli

@@ -2,6 +2,7 @@
 // `halo train`'s live metrics: the --metrics-* flags and what a run publishes through them.
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -50,9 +51,12 @@ class TrainMetrics {
 std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o, const runtime::Shard& shard,
                                             const runtime::TrainConfig& config,
                                             const kernels::Resources& res);
-/// The same for a task without a plan (the heterogeneous and link tasks): measured values only.
-std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o, const runtime::Comm& comm,
-                                            const runtime::TrainConfig& config,
-                                            const kernels::Resources& res);
+/// The same for another task: `plan` (when it is not null: `make_plan` called with the default
+/// calibration's costs, plan_costs) gives the predicted gauges, else measured values only.
+/// `make_plan` is called only when metrics were asked for.
+std::unique_ptr<TrainMetrics> start_metrics(
+    const MetricsOptions& o, const runtime::Comm& comm, const runtime::TrainConfig& config,
+    const kernels::Resources& res,
+    const std::function<cluster::Plan(const cluster::CostModel&)>& make_plan = {});
 
 }  // namespace halo::cli

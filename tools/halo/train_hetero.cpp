@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <halo/cluster/hetero_plan.hpp>
 #include <halo/datasets/hetero.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/runtime/runtime.hpp>
@@ -113,6 +114,17 @@ class HeteroRun final : public TaskRun {
   }
   runtime::Comm& comm() override { return *m_shard.comm; }
   runtime::TrainConfig& config() override { return m_config; }
+  /// The live metrics with this run's plan (on the CPU: full graph, or mini-batches in one
+  /// process).
+  std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o,
+                                              const kernels::Resources& res) override {
+    if ((m_parted && m_config.mini_batch) || res.device() != kernels::Device::Cpu)
+      return cli::start_metrics(o, comm(), m_config, res);
+    return cli::start_metrics(o, comm(), m_config, res, [&](const cluster::CostModel& costs) {
+      return cluster::make_hetero_plan(cluster::hetero_shard_counts(m_shard, m_config), m_config,
+                                       costs, "cpu", res.cpu_exec().num_threads);
+    });
+  }
   /// The labelled split trained on (one process): --split, else the dataset's smallest.
   int split() const {
     if (m_split) return *m_split;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <halo/cluster/link_plan.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/runtime/runtime.hpp>
 #include <halo/runtime/tasks/link/temporal_part.hpp>
@@ -96,6 +97,15 @@ class LinkRun final : public TaskRun {
   }
   runtime::Comm& comm() override { return *m_shard.comm; }
   runtime::TrainConfig& config() override { return m_config; }
+  /// The live metrics with this run's plan (one process).
+  std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o,
+                                              const kernels::Resources& res) override {
+    if (m_shard.distributed()) return cli::start_metrics(o, comm(), m_config, res);
+    return cli::start_metrics(o, comm(), m_config, res, [&](const cluster::CostModel& costs) {
+      return cluster::make_link_plan(cluster::link_counts(m_shard), m_config, costs, "cpu",
+                                     res.cpu_exec().num_threads);
+    });
+  }
   std::string banner() const override {
     const int ranks = m_shard.comm->size(), threads = m_res.cpu_exec().num_threads;
     std::string s = format(
