@@ -6,6 +6,7 @@
 #include <variant>
 #include <vector>
 
+#include <halo/cluster/detail/units.hpp>
 #include <halo/cluster/hetero_plan.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/nn/hetero_footprint.hpp>
@@ -18,10 +19,9 @@ using runtime::TrainConfig;
 
 namespace {
 
-constexpr double kF = 4;  // bytes of a float, of a 32-bit id
-constexpr double kI = 8;  // bytes of a 64-bit offset
-
-std::int64_t as_bytes(double v) { return static_cast<std::int64_t>(std::ceil(v)); }
+using detail::as_bytes;
+using detail::kF;
+using detail::kI;
 
 /// The fan-outs of the config's layers, per relation (relation_fanouts, else fanouts[l] for
 /// every relation), as the task builds them.
@@ -46,7 +46,7 @@ struct PassCost {
 /// terms: the products by their shape, the sparse products (mean aggregation, SDDMM, weighted
 /// sums) by spmm_seconds, the element-wise passes by their bytes. Forward only when !backward
 /// (the evaluation's pass).
-PassCost pass_cost(const CostModel& m, const HeteroCounts& c, const nn::HeteroModelConfig& mc,
+PassCost pass_cost(const CostModel& m, const nn::HeteroSchema& s, const nn::HeteroModelConfig& mc,
                    const std::vector<nn::HeteroPassShape>& layers,
                    const std::vector<double>& input_nnz, bool backward) {
   PassCost p;
@@ -69,7 +69,6 @@ PassCost pass_cost(const CostModel& m, const HeteroCounts& c, const nn::HeteroMo
   auto sparse = [&](double entries, double cols, double rows) {
     if (entries > 0) p.compute_s += spmm_seconds(m, entries, cols, rows, nullptr);
   };
-  const nn::HeteroSchema& s = c.schema;
   const std::size_t nt = s.num_nodes.size(), nr = s.relations.size();
   const double h = static_cast<double>(mc.hidden), classes = s.num_classes;
   const auto target = static_cast<std::size_t>(s.target_type);
@@ -174,23 +173,24 @@ HeteroCounts hetero_counts(const datasets::HeteroGraph& g, const TrainConfig& co
     sc.replace = config.mini_batch->replace;
     sc.seed = config.seed;
     c.envelope = sampler::plan_hetero_envelope(g, config.mini_batch->batch_size, sc);
-    const kernels::Resources host(kernels::Device::Cpu);
-    for (const auto& layer : sc.fanouts) {
-      std::vector<double> draws;
-      for (std::size_t r = 0; r < g.relations.size(); ++r) {
-        const datasets::Graph& adj = g.relations[r].adj;
-        const std::vector<std::int64_t> ptr = adj.indptr.to_vector(host);
+    // A destination's draws under fan-out f: min(f, its in-degree) (with replacement f, if it
+    // has neighbours; -1: every neighbour), averaged over the relation's rows (host CSRs).
+    c.mean_draws.assign(sc.fanouts.size(), std::vector<double>(g.relations.size(), 0));
+    for (std::size_t r = 0; r < g.relations.size(); ++r) {
+      const datasets::Graph& adj = g.relations[r].adj;
+      const std::int64_t* ptr = adj.indptr.data();
+      const std::int64_t rows = adj.num_rows();
+      for (std::size_t l = 0; l < sc.fanouts.size(); ++l) {
+        const int f = sc.fanouts[l][r];
         double sum = 0;
-        const int f = layer[r];
-        for (std::size_t i = 0; i + 1 < ptr.size(); ++i) {
+        for (std::int64_t i = 0; i < rows; ++i) {
           const std::int64_t deg = ptr[i + 1] - ptr[i];
           sum += static_cast<double>(f < 0        ? deg
                                      : sc.replace ? (deg > 0 ? f : 0)
                                                   : std::min<std::int64_t>(f, deg));
         }
-        draws.push_back(ptr.size() > 1 ? sum / static_cast<double>(ptr.size() - 1) : 0);
+        c.mean_draws[l][r] = rows > 0 ? sum / static_cast<double>(rows) : 0;
       }
-      c.mean_draws.push_back(std::move(draws));
     }
   }
   return c;
@@ -293,10 +293,6 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
   plan.calibrated = m.calibrated;
   plan.link_calibrated = m.link_calibrated;
 
-  // The model: its parameters and the buffers of the passes an epoch makes. Every epoch ends
-  // with a full-graph forward pass (the evaluation); a mini-batch step's backward buffers are
-  // a full batch's expected blocks' (the sampler's bounds, which no batch reaches, would ask for
-  // up to twice the buffers).
   // One process is one part holding every node.
   std::vector<HeteroPartCounts> parts = c.parts;
   const bool parted = !parts.empty();
@@ -359,6 +355,32 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     }
     for (std::size_t t = 0; t < nt; ++t)
       plan.sampler_envelope_bytes += as_bytes(kF * s.num_nodes[t]);
+  }
+  // A batch's input rows, per featured type: the sparse entries of `rows` of its rows (-1:
+  // dense features); the workspace that holds them at the sampler's bound (rows gathered per
+  // type); the expected batch's rows, entries and gathered bytes; the expected sampled edges.
+  const auto input_nnz = [&](std::size_t t, double rows) {
+    const double n = static_cast<double>(s.num_nodes[t]);
+    return c.feature_nnz[t] < 0 ? -1.0
+           : n > 0              ? static_cast<double>(c.feature_nnz[t]) * rows / n
+                                : 0.0;
+  };
+  double workspace = 0, batch_rows = 0, gathered = 0, batch_edges = 0;
+  std::vector<double> batch_nnz(nt, -1);
+  if (mini) {
+    for (std::size_t t = 0; t < nt; ++t) {
+      const double f = static_cast<double>(s.in_features[t]);
+      const double bound = static_cast<double>(c.envelope.front().num_src[t]);
+      const double rows = static_cast<double>(expected.front().num_src[t]);
+      batch_nnz[t] = input_nnz(t, rows);
+      if (f == 0 || s.num_nodes[t] == 0) continue;
+      workspace +=
+          batch_nnz[t] >= 0 ? kI * (bound + 1) + (kF + kF) * input_nnz(t, bound) : kF * bound * f;
+      batch_rows += rows;
+      gathered += batch_nnz[t] >= 0 ? 8 * batch_nnz[t] : kF * rows * f;
+    }
+    for (const nn::HeteroPassShape& e : expected)
+      for (const std::int64_t x : e.entries) batch_edges += static_cast<double>(x);
   }
   // The latency of a message inside a step (fitted on distributed runs), else the link's.
   const CollectiveCosts collective = m.collective_at(ranks);
@@ -437,19 +459,6 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
           kF * static_cast<double>(part.num_send[t] + part.num_local[t] - part.num_owned[t]) * h;
     host.push_back({"halo", as_bytes(halo)});
     host.push_back({"sampler_envelope", plan.sampler_envelope_bytes});
-    // A batch's input rows: the sparse rows of its sources gathered per featured type.
-    double workspace = 0;
-    if (mini)
-      for (std::size_t t = 0; t < nt; ++t) {
-        const double n = static_cast<double>(s.num_nodes[t]),
-                     f = static_cast<double>(s.in_features[t]);
-        if (f == 0 || n == 0) continue;
-        const double rows = static_cast<double>(c.envelope.front().num_src[t]);
-        workspace +=
-            c.feature_nnz[t] >= 0
-                ? kI * (rows + 1) + (kF + kF) * static_cast<double>(c.feature_nnz[t]) * rows / n
-                : kF * rows * f;
-      }
     host.push_back({"workspace", as_bytes(workspace)});
     for (const MemoryItem& i : host) rp.peak_host_bytes += i.bytes;
     for (const MemoryItem& i : host)
@@ -462,24 +471,16 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     const double steps = static_cast<double>(plan.batches_per_epoch);
     PassCost step;
     double loss_rows = static_cast<double>(part.num_train), embedding_rows = 0;
-    // The stored entries of the sparse features a pass's input rows hold (-1: dense).
-    std::vector<double> part_nnz(nt), batch_nnz(nt);
-    for (std::size_t t = 0; t < nt; ++t) {
-      const double n = static_cast<double>(s.num_nodes[t]);
-      part_nnz[t] = static_cast<double>(part.feature_nnz[t]);
-      batch_nnz[t] = c.feature_nnz[t] < 0 || !mini || n == 0
-                         ? static_cast<double>(c.feature_nnz[t])
-                         : static_cast<double>(c.feature_nnz[t]) *
-                               static_cast<double>(expected.front().num_src[t]) / n;
-    }
+    // The stored entries of the sparse features the part's rows hold (-1: dense).
+    const std::vector<double> part_nnz(part.feature_nnz.begin(), part.feature_nnz.end());
     if (mini) {
       const nn::HeteroPassShape& in = expected.front();
-      step = pass_cost(m, c, mc, expected, batch_nnz, true);
+      step = pass_cost(m, s, mc, expected, batch_nnz, true);
       loss_rows = static_cast<double>(expected.back().num_dst[target]);
       for (std::size_t t = 0; t < nt; ++t)
         if (s.in_features[t] == 0) embedding_rows += static_cast<double>(in.num_src[t]);
     } else {
-      step = pass_cost(m, c, mc, full, part_nnz, true);
+      step = pass_cost(m, s, mc, full, part_nnz, true);
       for (std::size_t t = 0; t < nt; ++t)
         if (s.in_features[t] == 0) embedding_rows += static_cast<double>(part.num_local[t]);
     }
@@ -500,22 +501,9 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     rp.compute_s = share * steps * scale * (step.compute_s - step.gemm_s + loss) + rp.dense_s;
     if (mini) {
       rp.compute_s += steps * m.batch_alpha_s + m.epoch_alpha_s;
-      double edges = 0;
-      for (const nn::HeteroPassShape& e : expected)
-        for (const std::int64_t x : e.entries) edges += static_cast<double>(x);
-      double gathered = 0;  // bytes of the input rows a batch gathers
-      double rows = 0;
-      for (std::size_t t = 0; t < nt; ++t) {
-        const double n = static_cast<double>(s.num_nodes[t]);
-        if (s.in_features[t] == 0 || n == 0) continue;
-        const double r = static_cast<double>(expected.front().num_src[t]);
-        rows += r;
-        gathered += c.feature_nnz[t] >= 0 ? 8 * static_cast<double>(c.feature_nnz[t]) * r / n
-                                          : kF * r * static_cast<double>(s.in_features[t]);
-      }
-      rp.sampling_s =
-          steps * (m.sampler_alpha_s * static_cast<double>(nr) + m.sampler_s_per_edge * edges +
-                   m.gather_s_per_row * rows + m.gather_s_per_byte * gathered);
+      rp.sampling_s = steps * (m.sampler_alpha_s * static_cast<double>(nr) +
+                               m.sampler_s_per_edge * batch_edges +
+                               m.gather_s_per_row * batch_rows + m.gather_s_per_byte * gathered);
       rp.sampling_s *= producer_scale(m, static_cast<double>(rp.working_set_bytes));
       // The typed sampler runs on the training thread (no producer): nothing hides it.
       rp.exposed_sampling_s = rp.sampling_s;
@@ -546,7 +534,7 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     }
     rp.epoch_s = rp.compute_s + rp.exposed_sampling_s + rp.exposed_exchange_s + rp.allreduce_s;
     // The evaluation after every epoch: a full-graph forward pass.
-    const PassCost eval = pass_cost(m, c, mc, full, part_nnz, false);
+    const PassCost eval = pass_cost(m, s, mc, full, part_nnz, false);
     eval_s = std::max(eval_s, share * (scale * (eval.compute_s - eval.gemm_s) + eval.gemm_s));
     plan.peak_host_bytes_per_rank = std::max(plan.peak_host_bytes_per_rank, rp.peak_host_bytes);
     plan.comm_bytes_per_epoch += rp.halo_exchange_bytes + rp.allreduce_bytes;

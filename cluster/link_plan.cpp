@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <halo/cluster/detail/units.hpp>
 #include <halo/cluster/link_plan.hpp>
 #include <halo/kernels/error.hpp>
 
@@ -13,10 +14,9 @@ using runtime::TrainConfig;
 
 namespace {
 
-constexpr double kF = 4;  // bytes of a float, of a 32-bit id
-constexpr double kI = 8;  // bytes of a 64-bit offset
-
-std::int64_t as_bytes(double v) { return static_cast<std::int64_t>(std::ceil(v)); }
+using detail::as_bytes;
+using detail::kF;
+using detail::kI;
 
 /// Floats of the encoder's and the scorer's parameters (nn::TemporalModel, nn::PairScorer).
 double parameter_floats(const runtime::LinkPredictionConfig& l, double f) {

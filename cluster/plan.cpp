@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include <halo/cluster/detail/units.hpp>
 #include <halo/cluster/plan.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/atomic_file.hpp>
@@ -30,10 +31,9 @@ using nlohmann::json;
 /// 2: the working-set rule as a list of points (step.full_graph, step.mini_batch); 3: the
 /// collectives' costs per rank count (a list at collective).
 constexpr int kCalibrationVersion = 3;
-constexpr std::int64_t kF = 4;  // bytes of a float, of a 32-bit id
-constexpr std::int64_t kI = 8;  // bytes of a 64-bit offset
-
-std::int64_t as_bytes(double v) { return static_cast<std::int64_t>(std::ceil(v)); }
+using detail::as_bytes;
+using detail::kF;
+using detail::kI;
 
 /// Bytes of sparse features with `rows` rows and `nnz` entries (CSR: int64 offsets, int32
 /// columns, float values), or of dense ones.

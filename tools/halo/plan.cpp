@@ -431,23 +431,41 @@ void write_plan(const cluster::Plan& plan, const PlanOptions& o) {
     kernels::write_file_atomically(o.output, text);
 }
 
-/// Heterogeneous classification in one process (a typed directory, which is read for its
-/// counts: cluster::hetero_counts) or over a partition's ranks (full graph: every part is read
-/// for its rank's counts, cluster::hetero_partition_counts).
-int run_hetero_plan(const PlanOptions& o) {
-  if (o.parts > 1)
-    throw UsageError("--parts " + std::to_string(o.parts) +
-                     ": a heterogeneous run is planned in one process or over a partition's "
-                     "ranks (--partitions DIR, written by halo partition)");
-  if (o.device != "cpu")
-    throw UsageError("--device " + o.device +
-                     ": halo plan predicts heterogeneous runs on the CPU only (their memory on a "
-                     "device is not modelled yet)");
+/// --time-limit is for a run halo plan does not predict.
+void refuse_time_limit(const PlanOptions& o) {
   if (o.time_limit_minutes > 0)
     throw UsageError(
         "--time-limit: halo plan predicts this run's time (it applies to runs it does not "
         "model)");
+}
+
+/// What a task planned on the CPU in one process (or over its partition's own ranks) refuses:
+/// --parts (an estimated split), another device, --time-limit. `what` names the task.
+void check_cpu_plan(const PlanOptions& o, const std::string& what) {
+  if (o.parts > 1)
+    throw UsageError("--parts " + std::to_string(o.parts) + ": halo plan estimates no split for " +
+                     what + " (it plans the data or the partition the run reads)");
+  if (o.device != "cpu")
+    throw UsageError("--device " + o.device + ": halo plan predicts " + what + " on the CPU only");
+  refuse_time_limit(o);
   check_task(o);
+}
+
+/// Writes `plan` (a plan whose ranks are given, not searched) after checking that its largest
+/// rank fits --memory-per-rank.
+void write_fitting_plan(const cluster::Plan& plan, const PlanOptions& o) {
+  if (o.memory_limit > 0 && plan.peak_host_bytes_per_rank > o.memory_limit)
+    throw IoError("--memory-per-rank " + o.memory_per_rank + ": the largest of " +
+                  std::to_string(plan.ranks) + " rank" + (plan.ranks == 1 ? "" : "s") + " needs " +
+                  std::to_string(plan.peak_host_bytes_per_rank) + " bytes");
+  write_plan(plan, o);
+}
+
+/// Heterogeneous classification in one process (a typed directory, which is read for its
+/// counts: cluster::hetero_counts) or over a partition's ranks (full graph: every part is read
+/// for its rank's counts, cluster::hetero_partition_counts).
+int run_hetero_plan(const PlanOptions& o) {
+  check_cpu_plan(o, "heterogeneous classification");
   if (was_given(o, "--model") && o.model != "rgcn" && o.model != "hgt")
     throw UsageError("--model " + o.model + ": '" + o.data.dataset +
                      "' is heterogeneous (a typed directory); use --model rgcn or hgt");
@@ -468,27 +486,14 @@ int run_hetero_plan(const PlanOptions& o) {
     counts = cluster::hetero_counts(g, config);
   }
   const int threads = o.threads > 0 ? o.threads : std::max(1, costs.threads);
-  const cluster::Plan plan = cluster::make_hetero_plan(counts, config, costs, o.device, threads);
-  if (o.memory_limit > 0 && plan.peak_host_bytes_per_rank > o.memory_limit)
-    throw IoError("--memory-per-rank " + o.memory_per_rank + ": the largest rank needs " +
-                  std::to_string(plan.peak_host_bytes_per_rank) + " bytes");
-  write_plan(plan, o);
+  write_fitting_plan(cluster::make_hetero_plan(counts, config, costs, o.device, threads), o);
   return 0;
 }
 
 /// Link prediction in one process (a temporal dataset): the plan of its run on the snapshots,
 /// which are prepared for their counts (cluster::link_counts).
 int run_link_plan(const PlanOptions& o) {
-  if (o.parts > 1)
-    throw UsageError("--parts " + std::to_string(o.parts) +
-                     ": halo plan predicts link prediction in one process only");
-  if (o.device != "cpu")
-    throw UsageError("--device " + o.device + ": link prediction runs on the CPU");
-  if (o.time_limit_minutes > 0)
-    throw UsageError(
-        "--time-limit: halo plan predicts this run's time (it applies to runs it does not "
-        "model)");
-  check_task(o);
+  check_cpu_plan(o, "link prediction");
   const cluster::CostModel costs = plan_costs(o);
   check_output(o.output, "--output");
   const runtime::TrainConfig config = train_config(o);
@@ -498,13 +503,8 @@ int run_link_plan(const PlanOptions& o) {
   if (const std::string e = runtime::link_split_problem(shard.num_steps(), config.link); !e.empty())
     throw UsageError(e);
   const int threads = o.threads > 0 ? o.threads : std::max(1, costs.threads);
-  const cluster::Plan plan =
-      cluster::make_link_plan(cluster::link_counts(shard), config, costs, o.device, threads);
-  if (o.memory_limit > 0 && plan.peak_host_bytes_per_rank > o.memory_limit)
-    throw IoError("--memory-per-rank " + o.memory_per_rank +
-                  ": one process (link prediction is planned in one process) needs " +
-                  std::to_string(plan.peak_host_bytes_per_rank) + " bytes");
-  write_plan(plan, o);
+  write_fitting_plan(
+      cluster::make_link_plan(cluster::link_counts(shard), config, costs, o.device, threads), o);
   return 0;
 }
 
@@ -514,10 +514,7 @@ int run_plan(PlanOptions& o) {
   if (is_hetero_run(o))
     return o.partitions.empty() || o.mode != "mini-batch" ? run_hetero_plan(o)
                                                           : run_unmodeled_plan(o, true);
-  if (o.time_limit_minutes > 0)
-    throw UsageError(
-        "--time-limit: halo plan predicts this run's time (it applies to runs it "
-        "does not model)");
+  refuse_time_limit(o);
   check_homogeneous_run(o);
   const cluster::CostModel costs = plan_costs(o);
   check_output(o.output, "--output");
