@@ -339,6 +339,16 @@ const Tensor<T>& HeteroModel<T>::forward(const Context& ctx,
 }
 
 template <class T>
+const Tensor<T>& HeteroModel<T>::hidden(int layer, std::int32_t type) const {
+  HALO_EXPECTS(layer >= 1 && layer < m_config.num_layers,
+               "hetero model: hidden layer " + std::to_string(layer) + " of " +
+                   std::to_string(m_config.num_layers) + " (1 .. layers - 1)");
+  HALO_EXPECTS(type >= 0 && type < static_cast<std::int32_t>(m_h[0].size()),
+               "hetero model: node type " + std::to_string(type) + " out of range");
+  return m_h[static_cast<std::size_t>(layer)][static_cast<std::size_t>(type)];
+}
+
+template <class T>
 void HeteroModel<T>::backward(const Context& ctx, std::span<const HeteroGraphView<T>> graphs,
                               const Tensor<T>& dlogits) {
   auto layer_graph = [&](int l) -> const HeteroGraphView<T>& {

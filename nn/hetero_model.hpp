@@ -115,6 +115,10 @@ class HeteroModel {
   std::unique_ptr<SparseEmbedding<T>> embedding_part(const kernels::Resources& res,
                                                      std::int32_t type, std::int64_t num_nodes,
                                                      std::span<const kernels::NodeId> rows) const;
+  /// After a forward: type `type`'s rows after heterogeneous layer `layer` (1 <= layer <
+  /// num_layers), its ReLU included, as the next layer reads them (dropped out when the
+  /// forward was training; with a halo, the owned rows and then the halo's).
+  const kernels::Tensor<T>& hidden(int layer, std::int32_t type) const;
   const HeteroModelConfig& config() const { return m_config; }
   const HeteroSchema& schema() const { return m_schema; }
 

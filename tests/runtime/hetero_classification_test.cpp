@@ -2,6 +2,7 @@
 // shape than heco_acm trains without code changes; F1 scores against hand-computed values;
 // the kept epoch's parameters and embeddings are what the model holds after the run.
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <gtest/gtest.h>
@@ -73,6 +74,40 @@ TEST(HeteroTraining, KeepsTheBestEpochsParametersAndEmbeddings) {
   EXPECT_EQ(again.at("test_macro_f1"), r.metrics.at("test_macro_f1"));
   EXPECT_EQ(r.history[static_cast<std::size_t>(r.best_epoch - 1)].metrics.at("val_accuracy"),
             r.metrics.at("val_accuracy"));
+}
+
+// embed_hetero: the last layer's rows are the logits predict_hetero scores; below it every
+// type's hidden rows (each node of the type, after the ReLU); the last layer of another type
+// than the target is refused.
+TEST(HeteroTraining, EmbedsEveryTypeBelowTheLastLayerAndTheTargetsLogits) {
+  halo::testing::TempDir tmp;
+  halo::testing::write_hetero_fixture(tmp.path());
+  HeteroShard shard = local_hetero_shard(datasets::read_hetero_directory(host(), tmp.path(), 2));
+  TrainConfig config = hetero_config(7);
+  config.epochs = 3;
+  for (const auto kind : {nn::HeteroLayerKind::Rgcn, nn::HeteroLayerKind::Hgt}) {
+    config.hetero.kind = kind;
+    config.hetero.num_layers = 3;
+    HeteroTrainRun run = train(host(), shard, config);
+    const nn::HeteroSchema schema = hetero_schema(shard.graph);
+    const std::int32_t target = schema.target_type;
+    const HeteroPrediction p = predict_hetero(host(), shard, config, run.model);
+    const kernels::Tensor<float> logits = embed_hetero(host(), shard, config, run.model, 3, target);
+    EXPECT_EQ(logits.to_vector(host()), p.logits.to_vector(host()));
+    for (const int layer : {1, 2})
+      for (std::size_t t = 0; t < schema.type_names.size(); ++t) {
+        SCOPED_TRACE(schema.type_names[t] + " layer " + std::to_string(layer));
+        const kernels::Tensor<float> h =
+            embed_hetero(host(), shard, config, run.model, layer, static_cast<std::int32_t>(t));
+        ASSERT_EQ(h.rows(), schema.num_nodes[t]);
+        ASSERT_EQ(h.cols(), config.hetero.hidden);
+        const std::vector<float> v = h.to_vector(host());
+        EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](float x) { return x >= 0; }));
+        EXPECT_TRUE(std::any_of(v.begin(), v.end(), [](float x) { return x > 0; }));
+      }
+    EXPECT_THROW(embed_hetero(host(), shard, config, run.model, 3, target == 0 ? 1 : 0),
+                 LogicError);
+  }
 }
 
 TEST(HeteroTraining, RejectsAModelOfAnotherDataset) {

@@ -321,6 +321,49 @@ TEST(LinkPredictionTask, TrainsOnATinyTemporalGraphAndReplaysFromItsSeed) {
   }
 }
 
+// embed_link gives what the scorer ranks: per test step, the trained scorer on its embeddings,
+// every source with a positive ranking every other node (the plain MRR above), reproduces the
+// step's MRR predict_link reports; every step from the window to the series' end has rows.
+TEST(LinkPredictionTask, EmbeddingsAreWhatTheScorerRanks) {
+  TemporalShard shard = hub_shard();
+  const TrainConfig config = hub_config(5, 3);
+  LinkTrainRun run = train(testing::host(), shard, config);
+  const LinkPredictionResult p = predict_link(testing::host(), shard, config, run.model);
+  ASSERT_FALSE(p.test_steps.empty());
+  const std::int64_t n = shard.num_nodes;
+  for (const auto& row : p.test_steps) {
+    const auto t = static_cast<std::int64_t>(row[0]);
+    SCOPED_TRACE(t);
+    const kernels::Tensor<float> e = embed_link(testing::host(), shard, config, run.model, t);
+    ASSERT_EQ(e.rows(), n);
+    ASSERT_EQ(e.cols(), config.link.model.hidden);
+    run.model.scorer.prepare(e);
+    double sum = 0;
+    int rows = 0;
+    std::vector<float> scores(static_cast<std::size_t>(n));
+    for (std::int64_t u = 0; u < n; ++u) {
+      Labels positive(static_cast<std::size_t>(n), 0);
+      bool any = false;
+      for (const auto& x : shard.targets[static_cast<std::size_t>(t)])
+        if (x.src == u) positive[static_cast<std::size_t>(x.dst)] = 1, any = true;
+      if (!any) continue;
+      run.model.scorer.score_row(static_cast<kernels::NodeId>(u), scores);
+      Scores s;
+      Labels y;
+      for (std::int64_t v = 0; v < n; ++v)
+        if (v != u)
+          s.push_back(scores[static_cast<std::size_t>(v)]),
+              y.push_back(positive[static_cast<std::size_t>(v)]);
+      sum += ref_mrr(s, y);
+      ++rows;
+    }
+    EXPECT_NEAR(sum / rows, row[1], 1e-12);
+  }
+  EXPECT_EQ(embed_link(testing::host(), shard, config, run.model, shard.num_steps()).rows(), n);
+  EXPECT_THROW(embed_link(testing::host(), shard, config, run.model, config.link.window - 1),
+               LogicError);
+}
+
 TEST(LinkPredictionTask, RefusesAShardPreparedForAnotherTrainingShare) {
   // A shard whose degree cap saw every snapshot (share 1) under a run that trains on 0.6: its
   // validation and test degrees would leak into the input width.

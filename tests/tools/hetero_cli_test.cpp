@@ -1,11 +1,14 @@
 // `halo train` on a typed directory: the heterogeneous task's output and --json, its usage
 // errors (and `halo plan`'s refusal), a malformed file named with its line.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/hetero_fixture.hpp"
@@ -15,6 +18,24 @@ namespace {
 
 namespace fs = std::filesystem;
 using Outcome = halo::testing::CommandOutcome;
+
+/// A float32 .npy file's shape (its header's tuple) and values.
+struct NpyFloats {
+  std::string shape;
+  std::vector<float> values;
+};
+NpyFloats read_npy_floats(const fs::path& path) {
+  const std::string bytes = halo::testing::read_file(path);
+  const auto header = static_cast<std::size_t>(static_cast<unsigned char>(bytes.at(8)) |
+                                               static_cast<unsigned char>(bytes.at(9)) << 8);
+  const std::string h = bytes.substr(10, header);
+  NpyFloats n;
+  const std::size_t at = h.find("'shape': ") + 9;
+  n.shape = h.substr(at, h.find(')', at) + 1 - at);
+  n.values.resize((bytes.size() - 10 - header) / sizeof(float));
+  std::memcpy(n.values.data(), bytes.data() + 10 + header, n.values.size() * sizeof(float));
+  return n;
+}
 
 class HeteroCli : public ::testing::Test {
  protected:
@@ -256,13 +277,47 @@ TEST_F(HeteroCli, SavedModelPredictsTheTrainedScores) {
     EXPECT_EQ(p.at("task"), "heterogeneous-node-classification");
     EXPECT_GT(fs::file_size(out), 0u);
   }
-  // A model of another task than node classification is not embedded; a dataset without the
-  // model's split is refused in one line.
+  // `halo embed` of the heco_acm model: the last layer's rows are the logits whose softmax
+  // predict writes (every paper, --split all); below it any type's rows (authors: 7,167 x 16).
   const fs::path model = m_temp.path() / "m.halo";
-  Outcome r =
-      run("embed --model " + model.string() + " --dataset " + acm + " --layer 1 --out e.npy");
-  EXPECT_EQ(r.code, 1) << r.err;
-  EXPECT_NE(r.err.find("heterogeneous-node-classification task"), std::string::npos) << r.err;
+  const fs::path logits = m_temp.path() / "e.npy", probs = m_temp.path() / "all.npy",
+                 authors = m_temp.path() / "a.npy";
+  const std::string m = "--model " + model.string() + " --dataset " + acm;
+  Outcome r = run("embed " + m + " --layer 2 --out " + logits.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run("predict " + m + " --split all --out " + probs.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const NpyFloats e = read_npy_floats(logits), p = read_npy_floats(probs);
+  ASSERT_EQ(e.shape, "(4019, 3)");
+  ASSERT_EQ(p.shape, e.shape);
+  for (std::size_t i = 0; i < e.values.size(); i += 3) {
+    const float* z = &e.values[i];
+    const double top = std::max({z[0], z[1], z[2]});
+    double sum = 0;
+    for (int c = 0; c < 3; ++c) sum += std::exp(z[c] - top);
+    for (int c = 0; c < 3; ++c)
+      ASSERT_NEAR(p.values[i + static_cast<std::size_t>(c)], std::exp(z[c] - top) / sum, 1e-6)
+          << "paper " << i / 3;
+  }
+  r = run("embed " + m + " --layer 1 --type author --out " + authors.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_npy_floats(authors).shape, "(7167, 16)");
+  // Its usage errors name the flag in one line.
+  for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
+           {" --layer 1 --type nobody", "--type nobody: the model's node types are paper, author"},
+           {" --layer 2 --type author", "computes the target type 'paper' only"},
+           {" --layer 3", "--layer 3: the model has 2 layers"},
+           {"", "--layer: required"},
+           {" --layer 1 --step 2", "--step"},
+           {" --layer 1 --features degree", "--features"}}) {
+    SCOPED_TRACE(flags);
+    r = run("embed " + m + flags + " --out x.npy");
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(m_temp.path() / "x.npy"));
+  // A dataset without the model's split is refused in one line.
   r = run("predict --model " + model.string() + " --dataset " + m_data.string() + " --out p.npy");
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/testing.hpp"
@@ -229,6 +230,34 @@ TEST_F(LinkCli, SavedModelPredictsTheTrainedTestMetrics) {
   r = run("predict --model " + model.string() + " --dataset " + fixture() +
           " --labels --out x.npy");
   EXPECT_EQ(r.code, 2) << r.err;
+  // `halo embed`: every node's embedding (8 nodes x hidden 4, float32) after the window before
+  // a step; by default after the last snapshot (--step 14). The fixture's snapshots are all
+  // alike, so every window gives the same rows (runtime_test's
+  // LinkPredictionTask.EmbeddingsAreWhatTheScorerRanks checks them step by step).
+  const std::string m = "embed --model " + model.string() + " --dataset " + fixture();
+  const fs::path last = m_dir / "last.npy", step14 = m_dir / "14.npy", step5 = m_dir / "5.npy";
+  for (const auto& [flags, out] : std::vector<std::pair<std::string, fs::path>>{
+           {"", last}, {" --step 14", step14}, {" --step 5", step5}}) {
+    r = run(m + flags + " --out " + out.string());
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  const std::string a = halo::testing::read_file(last);
+  EXPECT_NE(a.find("'shape': (8, 4)"), std::string::npos) << a.substr(0, 80);
+  EXPECT_EQ(a.size(), 128 + 8 * 4 * sizeof(float));
+  EXPECT_EQ(a, halo::testing::read_file(step14));
+  EXPECT_EQ(a, halo::testing::read_file(step5));
+  for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
+           {" --step 2", "--step 2: the encoder's window of 3 snapshots"},
+           {" --step 15", "--step 15"},
+           {" --layer 1", "--layer"},
+           {" --type paper", "--type"},
+           {" --device cuda", "--device cuda"}}) {
+    SCOPED_TRACE(flags);
+    r = run(m + flags + " --out x.npy");
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(m_dir / "x.npy"));
 }
 
 }  // namespace

@@ -282,7 +282,9 @@ TEST_F(ModelCli, UsageErrorsExitTwoWithOneLine) {
         Case{"predict --out p.npy --dataset cora", "--model"},
         Case{"predict --fanouts 5 --out p.npy" + m, "--fanouts"},
         Case{"predict --seed 1 --out p.npy" + m, "--seed"},
-        Case{"predict --batch-size 8 --out p.npy" + m, "--batch-size"}}) {
+        Case{"predict --batch-size 8 --out p.npy" + m, "--batch-size"},
+        Case{"predict --out p.npy --partitions " + dir().string() + m,
+             "--dataset: not with --partitions"}}) {
     SCOPED_TRACE(c.args);
     const Outcome r = halo(c.args);
     EXPECT_EQ(r.code, 2);

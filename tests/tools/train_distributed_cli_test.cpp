@@ -203,6 +203,33 @@ TEST_F(DistributedTrainCli, LinkPredictionOnASnapshotSeries) {
             b.at("snapshot_resend_bytes_total").get<std::int64_t>());
   EXPECT_GT(b.at("exchange_bytes_per_epoch").get<std::int64_t>(), 0);
   EXPECT_GT(b.at("embedding_bytes_per_epoch").get<std::int64_t>(), 0);
+  // Its saved model applied over the series' two ranks gives the training run's scores, and the
+  // one process's; its embeddings are the one process's, byte for byte.
+  const fs::path model = m_dir / "two.halo", p1 = m_dir / "p1.json", p2 = m_dir / "p2.json";
+  r = mpiexec(2, args + two.string() + " --partitions " + series.string() + " --save-model " +
+                     model.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string use = " --model " + model.string() + " --dataset " + data.string();
+  r = halo(" predict" + use + " --out " + (m_dir / "s1.npy").string() + " --json " + p1.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = mpiexec(2, " predict" + use + " --partitions " + series.string() + " --out " +
+                     (m_dir / "s2.npy").string() + " --json " + p2.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json trained = nlohmann::json::parse(halo::testing::read_file(two));
+  const nlohmann::json q1 = nlohmann::json::parse(halo::testing::read_file(p1));
+  const nlohmann::json q2 = nlohmann::json::parse(halo::testing::read_file(p2));
+  EXPECT_EQ(q2.at("world_size"), 2);
+  for (const char* key : {"test_mrr", "test_map", "test_auc", "val_mrr", "val_map"}) {
+    EXPECT_EQ(q2.at(key), trained.at(key)) << key;
+    EXPECT_EQ(q1.at(key), trained.at(key)) << key;
+  }
+  EXPECT_EQ(halo::testing::read_file(m_dir / "s1.npy"), halo::testing::read_file(m_dir / "s2.npy"));
+  r = halo(" embed" + use + " --step 6 --out " + (m_dir / "e1.npy").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = mpiexec(2, " embed" + use + " --step 6 --partitions " + series.string() + " --out " +
+                     (m_dir / "e2.npy").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(halo::testing::read_file(m_dir / "e1.npy"), halo::testing::read_file(m_dir / "e2.npy"));
   // GCRN's state cannot follow migrating rows; a series of 2 parts needs 2 ranks; several
   // ranks need the series.
   r = mpiexec(2, args + two.string() + " --partitions " + series.string() + " --model gcrn");

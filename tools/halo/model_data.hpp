@@ -20,6 +20,7 @@ namespace halo::cli {
 struct ModelDataOptions {
   std::string model;  // --model FILE
   DatasetOptions data;
+  bool dataset_given = false;  // --dataset was given (note_given)
   std::string partitions;
   int threads = 0;
   std::string device = "cpu";
@@ -27,6 +28,8 @@ struct ModelDataOptions {
 
 /// Registers --model, the dataset options, --partitions, --threads and --device on `sub`.
 void add_model_data_options(CLI::App* sub, ModelDataOptions& o);
+/// After parsing `sub`: records in `o` which of its options were given.
+void note_given(CLI::App* sub, ModelDataOptions& o);
 
 /// The opened model and data, in the order they are needed: the ranks, the Resources, the model
 /// file, the data (with the model's structural features when --features was not given), and
@@ -49,6 +52,38 @@ class ModelData {
   nn::Model<float> model;
   runtime::Shard shard;
   std::unique_ptr<runtime::Inference> inference;
+};
+
+/// A saved heterogeneous model and its dataset, in one process: the typed directory (or
+/// registered name) with the model's split, checked against the schema the model was built
+/// for (halo::IoError naming the model file). Refuses --partitions and --features (usage).
+class HeteroModelData {
+ public:
+  HeteroModelData(const ModelDataOptions& o, const char* command);
+  HeteroModelData(const HeteroModelData&) = delete;
+  HeteroModelData& operator=(const HeteroModelData&) = delete;
+
+  std::unique_ptr<runtime::Comm> world;
+  kernels::Resources res;
+  runtime::HeteroModelFile file;
+  runtime::HeteroShard shard;
+};
+
+/// A saved link-prediction model and its events cut into the model's snapshots: in one process,
+/// or with --partitions a snapshot partition series (halo partition --method migration), one
+/// rank per part, each holding its rows of every snapshot (runtime::distributed_temporal_shard).
+/// The events are read with the model's columns unless --columns names others. halo::IoError
+/// naming the model file for snapshots that do not fit it (another degree width, too few steps).
+class LinkModelData {
+ public:
+  LinkModelData(const ModelDataOptions& o, const char* command);
+  LinkModelData(const LinkModelData&) = delete;
+  LinkModelData& operator=(const LinkModelData&) = delete;
+
+  std::unique_ptr<runtime::Comm> world;
+  kernels::Resources res;
+  runtime::LinkModelFile file;
+  runtime::TemporalShard shard;
 };
 
 }  // namespace halo::cli

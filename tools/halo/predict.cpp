@@ -113,20 +113,14 @@ int run_hetero_predict(const PredictOptions& o) {
   const std::string task = "heterogeneous";
   refuse_for(!o.nodes.empty(), "--nodes", task, "choose the target nodes by --split");
   refuse_for(!o.mb.fanouts.empty(), "--fanouts", task, "it predicts on the full graph");
-  refuse_for(!o.in.partitions.empty(), "--partitions", task, "one process");
-  refuse_for(!o.in.data.features.empty(), "--features", task, "each type has its own");
   check_output(o.out, "--out");
   check_output(o.json, "--json");
-  const std::unique_ptr<runtime::Comm> world = world_comm("", "predict");
-  const kernels::Resources res = make_resources(o.in.device, o.in.threads, world->size());
-  runtime::HeteroModelFile file = runtime::load_hetero_model(res, o.in.model);
-  datasets::LoadOptions load;
-  load.offline = o.in.data.offline;
-  load.synthetic_mag = o.in.data.mag;
-  runtime::HeteroShard shard = runtime::local_hetero_shard(datasets::load_hetero_dataset(
-      runtime::host_resources(res), o.in.data.dataset, file.split, load));
-  runtime::check_hetero_schema(o.in.model, file.schema, runtime::hetero_schema(shard.graph));
-  const runtime::HeteroPrediction p = runtime::predict_hetero(res, shard, file.config, file.model);
+  HeteroModelData md(o.in, "predict");
+  const kernels::Resources& res = md.res;
+  runtime::HeteroShard& shard = md.shard;
+  const runtime::HeteroModelFile& file = md.file;
+  const runtime::HeteroPrediction p =
+      runtime::predict_hetero(res, shard, file.config, md.file.model);
   const datasets::HeteroGraph& g = shard.graph;
   std::vector<kernels::NodeId> rows;
   const kernels::Resources host = runtime::host_resources(res);
@@ -187,56 +181,40 @@ int run_hetero_predict(const PredictOptions& o) {
   return 0;
 }
 
-/// A model of the link task: the events (the model's columns), its snapshots and split, the
-/// task's test metrics, and per test step (step, MRR, MAP, AUC) as float64 rows in --out.
+/// A model of the link task: the events (the model's columns), its snapshots and split, in one
+/// process or over a snapshot partition series; the task's test metrics, and per test step
+/// (step, MRR, MAP, AUC) as float64 rows in --out (rank 0 writes).
 int run_link_predict(const PredictOptions& o) {
   const std::string task = "link-prediction";
   refuse_for(!o.nodes.empty(), "--nodes", task, "it ranks the test steps' pairs");
   refuse_for(!o.mb.fanouts.empty(), "--fanouts", task, "it encodes whole snapshots");
-  refuse_for(!o.in.partitions.empty(), "--partitions", task, "one process");
   refuse_for(o.labels, "--labels", task, "it writes each test step's metrics");
   refuse_for(o.split != "test", "--split", task, "it scores the test steps");
-  refuse_for(o.in.device != "cpu", "--device", task, "it runs on the CPU");
   check_output(o.out, "--out");
   check_output(o.json, "--json");
-  const std::unique_ptr<runtime::Comm> world = world_comm("", "predict");
-  const kernels::Resources res = make_resources("cpu", o.in.threads, world->size());
-  runtime::LinkModelFile file = runtime::load_link_model(res, o.in.model);
-  if (!datasets::temporal_events_file(o.in.data.dataset))
-    throw UsageError("--dataset: '" + o.in.data.dataset +
-                     "' is not a temporal dataset (a directory holding events.tsv or events.csv), "
-                     "which a link-prediction model needs");
-  const std::string columns = o.in.data.columns == "auto" ? file.columns : o.in.data.columns;
-  const datasets::TemporalGraph g =
-      datasets::load_temporal_dataset(o.in.data.dataset, datasets::parse_temporal_layout(columns));
-  runtime::TemporalShard shard =
-      runtime::local_temporal_shard(res, g, file.snapshots, file.config.link.train_fraction);
-  if (shard.num_features != file.config.link.model.in_features)
-    throw IoError(o.in.model + ": the model reads " +
-                  std::to_string(file.config.link.model.in_features) +
-                  " degree buckets, the dataset's snapshots give " +
-                  std::to_string(shard.num_features) + " (other events than it was trained on)");
-  if (const std::string e = runtime::link_split_problem(shard.num_steps(), file.config.link);
-      !e.empty())
-    throw IoError(o.in.model + ": " + e);
+  LinkModelData md(o.in, "predict");
+  runtime::TemporalShard& shard = md.shard;
   const runtime::LinkPredictionResult r =
-      runtime::predict_link(res, shard, file.config, file.model);
-  std::vector<double> table;
-  for (const auto& row : r.test_steps) table.insert(table.end(), row.begin(), row.end());
-  datasets::write_npy(o.out, npy_of(table, static_cast<std::int64_t>(r.test_steps.size()), 4));
-  std::printf("predicted %zu test steps: MRR %.4f, MAP %.4f, AUC %.4f\n", r.test_steps.size(),
-              r.metrics.at("test_mrr"), r.metrics.at("test_map"), r.metrics.at("test_auc"));
-  if (!o.json.empty()) {
-    nlohmann::json j = {{"model", o.in.model},
-                        {"task", "link"},
-                        {"dataset", shard.dataset},
-                        {"world_size", 1},
-                        {"snapshots", shard.num_steps()},
-                        {"test_steps", r.test_steps.size()},
-                        {"output", "test-step-metrics"}};
-    for (const auto& [name, value] : r.metrics) j[name] = json_number(value);
-    kernels::write_file_atomically(o.json, j.dump(2) + "\n");
+      runtime::predict_link(md.res, shard, md.file.config, md.file.model);
+  if (shard.comm->rank() == 0) {
+    std::vector<double> table;
+    for (const auto& row : r.test_steps) table.insert(table.end(), row.begin(), row.end());
+    datasets::write_npy(o.out, npy_of(table, static_cast<std::int64_t>(r.test_steps.size()), 4));
+    std::printf("predicted %zu test steps: MRR %.4f, MAP %.4f, AUC %.4f\n", r.test_steps.size(),
+                r.metrics.at("test_mrr"), r.metrics.at("test_map"), r.metrics.at("test_auc"));
+    if (!o.json.empty()) {
+      nlohmann::json j = {{"model", o.in.model},
+                          {"task", "link"},
+                          {"dataset", shard.dataset},
+                          {"world_size", shard.comm->size()},
+                          {"snapshots", shard.num_steps()},
+                          {"test_steps", r.test_steps.size()},
+                          {"output", "test-step-metrics"}};
+      for (const auto& [name, value] : r.metrics) j[name] = json_number(value);
+      kernels::write_file_atomically(o.json, j.dump(2) + "\n");
+    }
   }
+  shard.comm->barrier();  // no rank finalises MPI before rank 0 has written its files
   return 0;
 }
 
@@ -366,6 +344,7 @@ Command add_predict_command(CLI::App& app) {
                    ->capture_default_str();
   sub->callback([o, sub, fanouts, batch, seed, nodes] {
     check_dataset_options(o->in.data);
+    note_given(sub, o->in);
     for (CLI::Option* opt : {batch, seed})
       if (opt->count() > 0 && fanouts->count() == 0)
         throw CLI::ValidationError(opt->get_name(), "applies with --fanouts only");

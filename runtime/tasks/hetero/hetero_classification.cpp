@@ -851,6 +851,21 @@ HeteroPrediction predict_hetero(const kernels::Resources& res, HeteroShard& shar
   return p;
 }
 
+Tensor<float> embed_hetero(const kernels::Resources& res, HeteroShard& shard,
+                           const TrainConfig& config, nn::HeteroModel<float>& model, int layer,
+                           std::int32_t type) {
+  const int layers = model.config().num_layers;
+  HALO_EXPECTS(layer >= 1 && layer <= layers,
+               "embed: layer " + std::to_string(layer) + " of " + std::to_string(layers));
+  HALO_EXPECTS(layer < layers || type == model.schema().target_type,
+               "embed: the last layer computes the target type only");
+  HALO_EXPECTS(shard.comm->size() == 1, "embed: one process");
+  HeteroNodeClassification task(res, shard, config, model);
+  Tensor<float> logits = task.logits();
+  if (layer == layers) return logits;
+  return model.hidden(layer, type).clone(host_resources(res));
+}
+
 // ---- model files ------------------------------------------------------------------------------
 
 namespace {

@@ -58,6 +58,15 @@ struct HeteroPrediction {
 HeteroPrediction predict_hetero(const kernels::Resources& res, HeteroShard& shard,
                                 const TrainConfig& config, nn::HeteroModel<float>& model);
 
+/// Type `type`'s rows (every node of the type, type-local id order, host) after heterogeneous
+/// layer `layer` of `model` on the full graph of `shard` (one process), as the evaluation's
+/// forward computes them: below the last layer the hidden representation, its ReLU included;
+/// `layer` = the model's layers gives the logits, of the target type only (the last layer
+/// computes no other).
+kernels::Tensor<float> embed_hetero(const kernels::Resources& res, HeteroShard& shard,
+                                    const TrainConfig& config, nn::HeteroModel<float>& model,
+                                    int layer, std::int32_t type);
+
 /// Writes `model`, trained with `config` on `shard` (one process, or any rank of a partition:
 /// the ranks hold the same parameters, and training ends with the embedding rows gathered on
 /// every rank), to `path` as a model file of task "heterogeneous-node-classification": its

@@ -354,6 +354,9 @@ class LinkPrediction final : public Task {
     }
     return v;
   }
+  /// Every node's embedding after the window before step t (window <= t <= steps), in node id
+  /// order (on a rank's part, gathered from every rank's rows). Valid until the next pass.
+  const Tensor<float>& all_embeddings(std::int64_t t);
 
  private:
   std::span<const nn::TemporalStep<float>> window(std::int64_t t) const {
@@ -361,7 +364,7 @@ class LinkPrediction final : public Task {
     return {m_steps.data() + (t - w), static_cast<std::size_t>(w)};
   }
   /// The embeddings of every node before step t, the scorer prepared on them.
-  void embed_all(std::int64_t t);
+  void embed_all(std::int64_t t) { m_model.scorer.prepare(all_embeddings(t)); }
   /// One training step on step t's pairs (src, dst, label; every rank passes all of them): sets
   /// every parameter's gradient (summed over the ranks) and returns the loss, normalised by
   /// the weight `total_weight` of all the pairs.
@@ -499,12 +502,13 @@ void LinkPrediction::sum_gradients(const std::vector<nn::Parameter<float>*>& par
   m_allreduce_s += seconds_since(start);
 }
 
-void LinkPrediction::embed_all(std::int64_t t) {
+const Tensor<float>& LinkPrediction::all_embeddings(std::int64_t t) {
+  HALO_EXPECTS(t >= m_config.link.window && t <= m_shard.num_steps(),
+               "link prediction: the embeddings before step " + std::to_string(t) + " (window " +
+                   std::to_string(m_config.link.window) + ", " +
+                   std::to_string(m_shard.num_steps()) + " steps)");
   const Tensor<float>& e = m_model.encoder.forward(window(t));
-  if (!m_shard.distributed()) {
-    m_model.scorer.prepare(e);
-    return;
-  }
+  if (!m_shard.distributed()) return e;
   // Every rank's rows in rank order; rank j's are the nodes it owns at t - 1, ascending.
   std::vector<std::size_t> counts;
   const std::vector<std::byte> rows =
@@ -523,7 +527,7 @@ void LinkPrediction::embed_all(std::int64_t t) {
                  "link prediction: a rank sent fewer embeddings than it owns rows");
     std::memcpy(&m_all(v, 0), rows.data() + at, row_bytes);
   }
-  m_model.scorer.prepare(m_all);
+  return m_all;
 }
 
 double LinkPrediction::train_step(std::int64_t t, const std::vector<NodeId>& src,
@@ -822,6 +826,12 @@ LinkPredictionResult predict_link(const kernels::Resources& res, TemporalShard& 
   r.metrics = task.evaluate();
   task.finish(r);
   return {r.metrics, task.test_steps()};
+}
+
+Tensor<float> embed_link(const kernels::Resources& res, TemporalShard& shard,
+                         const TrainConfig& config, LinkModel& model, std::int64_t step) {
+  LinkPrediction task(res, shard, config, model);
+  return task.all_embeddings(step).clone(res);
 }
 
 // ---- model files ------------------------------------------------------------------------------

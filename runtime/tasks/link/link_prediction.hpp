@@ -155,6 +155,13 @@ struct LinkPredictionResult {
 LinkPredictionResult predict_link(const kernels::Resources& res, TemporalShard& shard,
                                   const TrainConfig& config, LinkModel& model);
 
+/// Every node's embedding (num_nodes x hidden, node id order, host) after the encoder's window
+/// before step `step` (config.link.window <= step <= the shard's steps; the last gives the
+/// representation after the whole series, what predicts the step after it): what the scorer
+/// reads. On a rank's part, collective, and every rank gets every row.
+kernels::Tensor<float> embed_link(const kernels::Resources& res, TemporalShard& shard,
+                                  const TrainConfig& config, LinkModel& model, std::int64_t step);
+
 /// Writes `model`, trained with `config` on `shard`, to `path` as a model file of task "link":
 /// the encoder's kind and widths, the scorer's width, the task's configuration (window, split,
 /// negatives, class weights, selection), the snapshots and the events file's `columns`
