@@ -2,8 +2,8 @@
 # `halo plan` against measurement for the tasks besides node classification (bench/plan/
 # validate.sh has node classification): heterogeneous classification on heco_acm (R-GCN, HGT;
 # full graph and mini-batch in one process, full graph over 2- and 4-part METIS partitions under
-# `mpiexec --bind-to core`) and link prediction on CollegeMsg in one process (EvolveGCN-O, GCRN,
-# 40 snapshots): predicted peak host memory (the largest rank's) and epoch time beside what `halo
+# `mpiexec --bind-to core`) and link prediction on CollegeMsg (EvolveGCN-O, GCRN, 40 snapshots)
+# in one process and EvolveGCN-O over 2- and 4-part snapshot partition series: predicted peak host memory (the largest rank's) and epoch time beside what `halo
 # train --json` measures (peak RSS, median epoch time), and the whole run's time. Targets: memory
 # within 15 % (issue 46), epoch time within 25 % (issue 15's). Writes a markdown table to stdout.
 #
@@ -14,6 +14,7 @@
 # --threads 1`, then `mpiexec -n 2 halo calibrate` for the link, into a scratch file), then plans
 # and runs every configuration once, one thread per rank; plans are told the host's cores
 # (--host-cores). MPIEXEC: the launcher of the MPI the build links (default mpiexec.mpich).
+# MATCH: an extended regular expression; only the configurations whose flags match it run.
 set -euo pipefail
 build=${1:?usage: bench/plan/tasks.sh BUILD_DIR [DATA_DIR]}
 halo="$(cd "$build" && pwd)/tools/halo/halo"
@@ -30,6 +31,8 @@ cores=$(getconf _NPROCESSORS_ONLN)
   { cat "$work/calibrate.log" >&2; exit 1; }
 for p in 2 4; do
   "$halo" partition --dataset "$data/heco_acm" --parts "$p" --out "$work/acm-p$p" > /dev/null 2>&1
+  "$halo" partition --dataset "$data/collegemsg" --snapshots 40 --parts "$p" --method migration \
+    --out "$work/college-s$p" > /dev/null 2>&1
 done
 # ranks | flags | epochs
 configs=(
@@ -51,11 +54,16 @@ configs=(
   "2|--partitions $work/acm-p2 --model hgt|20"
   "4|--partitions $work/acm-p4 --model rgcn --featureless embedding|20"
   "4|--partitions $work/acm-p4 --model rgcn --hidden 256 --featureless zero|10"
+  "2|$college --partitions $work/college-s2 --model evolvegcn-o --hidden 32|2"
+  "2|$college --partitions $work/college-s2 --model evolvegcn-o --hidden 100|2"
+  "4|$college --partitions $work/college-s4 --model evolvegcn-o --hidden 100|2"
+  "4|$college --partitions $work/college-s4 --model evolvegcn-o --hidden 256|2"
 )
 echo "| configuration | ranks | epochs | peak memory predicted (MiB) | measured (MiB) | ratio | epoch predicted (ms) | measured (ms) | ratio | run predicted (s) | measured (s) |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for c in "${configs[@]}"; do
   IFS='|' read -r ranks flags epochs <<< "$c"
+  [[ -n "${MATCH:-}" && ! "$flags" =~ $MATCH ]] && continue
   launch=()
   [ "$ranks" -gt 1 ] && launch=("$mpiexec" --bind-to core -n "$ranks")
   # shellcheck disable=SC2086

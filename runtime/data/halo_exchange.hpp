@@ -86,6 +86,8 @@ class HaloExchange final : public nn::Propagation<float> {
   }
   std::int64_t num_owned() const { return m_own.num_rows(); }
   std::int64_t num_halo() const { return m_halo.num_cols; }
+  /// The stored entries of the owned rows (over owned and halo columns, self-loops included).
+  std::int64_t num_entries() const { return m_own.num_edges() + m_halo.num_edges(); }
 
   const ExchangeStats& stats() const { return m_stats; }
   void reset_stats() { m_stats = {}; }

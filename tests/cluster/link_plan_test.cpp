@@ -3,6 +3,7 @@
 // the plan answers for a prepared snapshot series and grows with the model.
 #include <cstdint>
 #include <gtest/gtest.h>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,86 @@ TEST(LinkPlan, AnswersForASnapshotSeriesAndGrowsWithTheModel) {
   for (auto* p : model.scorer.parameters()) params += p->value.numel();
   EXPECT_EQ(large.parameters, params);
   EXPECT_THROW(make_link_plan(counts, config, CostModel{}, "cuda", 1), LogicError);
+}
+
+// Across the ranks of a snapshot series: each rank's rows, their entries and their halo are the
+// plain counts of the owner maps (a set per rank and step); the plan has one rank each, whose
+// encoder holds fewer rows than one process's, and a split that cuts fewer of the ring's edges
+// (contiguous blocks) exchanges fewer bytes than one that cuts most (odd and even nodes).
+TEST(LinkPlan, PlansEveryRankOfASnapshotSeries) {
+  const std::int64_t n = 200;
+  const datasets::TemporalGraph g = ring_events(n, 12);
+  datasets::SnapshotConfig snapshots;
+  snapshots.num_snapshots = 12;
+  snapshots.window_snapshots = 1;
+  runtime::TrainConfig config;
+  config.epochs = 2;
+  config.link.window = 3;
+  config.link.model.hidden = 16;
+  const runtime::TemporalShard shard =
+      runtime::local_temporal_shard(host(), g, snapshots, config.link.train_fraction);
+  const auto steps = static_cast<std::size_t>(shard.num_steps());
+  using Owners = std::vector<std::vector<std::int32_t>>;
+  Owners alternate(steps, std::vector<std::int32_t>(static_cast<std::size_t>(n)));
+  Owners blocks = alternate;
+  for (std::size_t t = 0; t < steps; ++t)
+    for (std::int64_t v = 0; v < n; ++v) {
+      alternate[t][static_cast<std::size_t>(v)] = static_cast<std::int32_t>(v % 2);
+      // From step 6 on a tenth of the nodes migrate to the other block.
+      const std::int64_t shifted = t >= 6 ? (v + n / 10) % n : v;
+      blocks[t][static_cast<std::size_t>(v)] = static_cast<std::int32_t>(shifted * 2 / n);
+    }
+  const Plan one = make_link_plan(link_counts(shard), config, CostModel{}, "cpu", 1);
+  std::int64_t alternate_bytes = 0, block_bytes = 0;
+  for (const Owners* owner : {&alternate, &blocks}) {
+    const LinkCounts c = link_partition_counts(shard, *owner, 2);
+    ASSERT_EQ(c.parts.size(), 2u);
+    for (std::size_t t = 0; t < steps; ++t) {
+      const auto& a = shard.adjacency[t];
+      const std::vector<std::int64_t> indptr = a.indptr.to_vector(host());
+      const std::vector<kernels::NodeId> indices = a.indices.to_vector(host());
+      for (std::int32_t r = 0; r < 2; ++r) {
+        std::int64_t owned = 0, entries = 0;
+        std::set<kernels::NodeId> halo;
+        for (std::int64_t v = 0; v < n; ++v) {
+          if ((*owner)[t][static_cast<std::size_t>(v)] != r) continue;
+          ++owned;
+          for (std::int64_t k = indptr[static_cast<std::size_t>(v)];
+               k < indptr[static_cast<std::size_t>(v) + 1]; ++k) {
+            ++entries;
+            const kernels::NodeId u = indices[static_cast<std::size_t>(k)];
+            if ((*owner)[t][static_cast<std::size_t>(u)] != r) halo.insert(u);
+          }
+        }
+        const LinkPartCounts& p = c.parts[static_cast<std::size_t>(r)];
+        EXPECT_EQ(p.owned[t], owned) << "step " << t << " rank " << r;
+        EXPECT_EQ(p.entries[t], entries) << "step " << t << " rank " << r;
+        EXPECT_EQ(p.halo[t], static_cast<std::int64_t>(halo.size())) << "step " << t;
+      }
+    }
+    const Plan two = make_link_plan(c, config, CostModel{}, "cpu", 1);
+    ASSERT_EQ(two.ranks, 2);
+    ASSERT_EQ(two.per_rank.size(), 2u);
+    for (const RankPlan& rp : two.per_rank) {
+      const auto bytes = [](const RankPlan& x, const std::string& name) {
+        for (const MemoryItem& i : x.host)
+          if (i.name == name) return i.bytes;
+        return std::int64_t{-1};
+      };
+      EXPECT_LE(bytes(rp, "encoder"), bytes(one.per_rank[0], "encoder"));
+      EXPECT_GT(rp.halo_exchange_bytes, 0);
+      EXPECT_GT(rp.allreduce_bytes, 0);
+      (owner == &alternate ? alternate_bytes : block_bytes) += rp.halo_exchange_bytes;
+    }
+    EXPECT_EQ(two.batches_per_epoch, one.batches_per_epoch);
+  }
+  EXPECT_LT(block_bytes, alternate_bytes);
+  // GCRN does not train across ranks; owners outside the parts are refused.
+  config.link.model.kind = nn::TemporalKind::Gcrn;
+  EXPECT_THROW(
+      make_link_plan(link_partition_counts(shard, blocks, 2), config, CostModel{}, "cpu", 1),
+      LogicError);
+  EXPECT_THROW(link_partition_counts(shard, alternate, 1), LogicError);
 }
 
 }  // namespace

@@ -299,10 +299,10 @@ constexpr const char* kExceptions[] = {
     "snapshots; its saved model applied across ranks is checked by the CLI suite, "
     "DistributedTrainCli.LinkPredictionOnASnapshotSeries)",
     "halo plan's peak memory within 15 %: measured against the runs' peak RSS in bench/ (node "
-    "classification: bench/plan/validate.sh; heterogeneous classification and link prediction "
-    "in one process: bench/plan/tasks.sh) and against the tensors' peak in "
+    "classification: bench/plan/validate.sh; heterogeneous classification and link prediction, "
+    "one process and across ranks: bench/plan/tasks.sh) and against the tensors' peak in "
     "tests/cluster/hetero_plan_test.cpp and link_plan_test.cpp, not here; no plan yet of "
-    "heterogeneous mini-batches over a partition or of a snapshot partition series",
+    "heterogeneous mini-batches over a partition",
 };
 
 /// Prints kExceptions once, before the suite's first test.

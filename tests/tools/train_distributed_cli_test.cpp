@@ -230,6 +230,32 @@ TEST_F(DistributedTrainCli, LinkPredictionOnASnapshotSeries) {
                      (m_dir / "e2.npy").string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(halo::testing::read_file(m_dir / "e1.npy"), halo::testing::read_file(m_dir / "e2.npy"));
+  // halo plan plans the series' two ranks (each its rows of every snapshot), and the run's
+  // live metrics carry its prediction.
+  const fs::path plan = m_dir / "plan.json", metrics = m_dir / "m.prom";
+  const std::string link = " --dataset " + data.string() +
+                           " --task link --snapshots 14 --window 3 --epochs 3 --hidden 4 "
+                           "--negatives 2 --threads 1 --partitions " +
+                           series.string();
+  r = halo(" plan" + link + " --output " + plan.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json pj = nlohmann::json::parse(halo::testing::read_file(plan));
+  EXPECT_EQ(pj.at("ranks"), 2);
+  ASSERT_EQ(pj.at("per_rank").size(), 2u);
+  for (const auto& rank : pj.at("per_rank")) {
+    EXPECT_GT(rank.at("comm_bytes_per_epoch").at("halo_exchange").get<std::int64_t>(), 0);
+    EXPECT_GT(rank.at("host_bytes").at("encoder").get<std::int64_t>(), 0);
+  }
+  r = halo(" plan" + link + " --model gcrn --output " + plan.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("GCRN"), std::string::npos) << r.err;
+  r = mpiexec(2, " train" + link + " --metrics-file " + metrics.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* rank : {"-rank0", "-rank1"}) {
+    const std::string text = halo::testing::read_file(m_dir / ("m" + std::string(rank) + ".prom"));
+    EXPECT_NE(text.find("halo_predicted_epoch_seconds{rank="), std::string::npos) << text;
+    EXPECT_NE(text.find("halo_predicted_peak_host_bytes{rank="), std::string::npos) << text;
+  }
   // GCRN's state cannot follow migrating rows; a series of 2 parts needs 2 ranks; several
   // ranks need the series.
   r = mpiexec(2, args + two.string() + " --partitions " + series.string() + " --model gcrn");

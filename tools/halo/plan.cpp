@@ -18,6 +18,8 @@
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/partition/partition_format.hpp>
+#include <halo/partition/snapshot_format.hpp>
+#include <halo/runtime/tasks/link/temporal_part.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_hetero.hpp>
@@ -298,33 +300,22 @@ std::string slurm_job(const cluster::Plan& p, const PlanOptions& o) {
                                       defaults.signal_lead_s + 300));
 }
 
-/// A run halo plan does not model (a heterogeneous partition, --task link): no prediction; with
-/// --emit slurm, the job of the memory (--memory-per-rank) and time (--time-limit) the user
-/// gives, over the partition's ranks (one without a partition).
-int run_unmodeled_plan(const PlanOptions& o, bool hetero) {
-  const std::string what = hetero ? "heterogeneous mini-batches over a partition"
-                                  : std::string("--task link over a partition series");
+/// Heterogeneous mini-batches over a partition, which halo plan does not model: no prediction;
+/// with --emit slurm, the job of the memory (--memory-per-rank) and time (--time-limit) the user
+/// gives, over the partition's ranks.
+int run_unmodeled_plan(const PlanOptions& o) {
+  const std::string what = "heterogeneous mini-batches over a partition";
   if (o.emit != "slurm")
-    throw UsageError(
-        "--emit " + o.emit + ": " + what +
-        ": halo plan predicts node classification and heterogeneous classification in one "
-        "process only; "
-        "for this run it writes an sbatch script (--emit slurm) from the "
-        "--memory-per-rank and --time-limit you give");
+    throw UsageError("--emit " + o.emit + ": " + what +
+                     ": halo plan does not predict them; for this run it writes an sbatch script "
+                     "(--emit slurm) from the --memory-per-rank and --time-limit you give");
   if (o.memory_limit <= 0 || o.time_limit_minutes <= 0)
     throw UsageError(
         "--emit slurm: " + what +
         " is not predicted: give the job's --memory-per-rank SIZE and --time-limit MINUTES");
   check_task(o);
-  if (!hetero && !o.partitions.empty())
-    throw UsageError(
-        "--partitions: --emit slurm for a snapshot partition series is not "
-        "available yet (one process: leave out --partitions)");
   check_output(o.output, "--output");
-  const int ranks =
-      o.partitions.empty()
-          ? 1
-          : static_cast<int>(partition::read_partition_meta(o.partitions).parts.size());
+  const int ranks = static_cast<int>(partition::read_partition_meta(o.partitions).parts.size());
   const std::string text =
       slurm_job(o, ranks, std::max(1, o.threads), o.memory_limit,
                 static_cast<std::int64_t>(std::ceil(o.time_limit_minutes * 60)));
@@ -490,30 +481,47 @@ int run_hetero_plan(const PlanOptions& o) {
   return 0;
 }
 
-/// Link prediction in one process (a temporal dataset): the plan of its run on the snapshots,
-/// which are prepared for their counts (cluster::link_counts).
+/// Link prediction (a temporal dataset) in one process, or with --partitions over the ranks of
+/// a snapshot partition series: the plan of its run on the snapshots, which are prepared for their
+/// counts (cluster::link_counts, link_partition_counts).
 int run_link_plan(const PlanOptions& o) {
   check_cpu_plan(o, "link prediction");
   const cluster::CostModel costs = plan_costs(o);
   check_output(o.output, "--output");
   const runtime::TrainConfig config = train_config(o);
+  if (!o.partitions.empty() && config.link.model.kind != nn::TemporalKind::EvolveGcnO)
+    throw UsageError("--model " + o.model +
+                     ": link prediction across ranks trains evolvegcn-o (GCRN's per-node state "
+                     "cannot follow the rows that migrate between snapshots)");
   const kernels::Resources host(kernels::Device::Cpu);
-  const runtime::TemporalShard shard = runtime::local_temporal_shard(
-      host, load_link_events(o), link_snapshots(o), config.link.train_fraction);
+  const datasets::TemporalGraph g = load_link_events(o);
+  const datasets::SnapshotConfig snapshots = link_snapshots(o);
+  const runtime::TemporalShard shard =
+      runtime::local_temporal_shard(host, g, snapshots, config.link.train_fraction);
   if (const std::string e = runtime::link_split_problem(shard.num_steps(), config.link); !e.empty())
     throw UsageError(e);
   const int threads = o.threads > 0 ? o.threads : std::max(1, costs.threads);
-  write_fitting_plan(
-      cluster::make_link_plan(cluster::link_counts(shard), config, costs, o.device, threads), o);
+  cluster::LinkCounts counts;
+  if (o.partitions.empty()) {
+    counts = cluster::link_counts(shard);
+  } else {
+    const auto parts = static_cast<std::int32_t>(
+        partition::read_snapshot_series_meta(o.partitions).config.num_parts);
+    counts = cluster::link_partition_counts(
+        shard,
+        runtime::read_snapshot_owners(o.partitions, g.num_nodes(),
+                                      datasets::snapshot_boundaries(g, snapshots), parts),
+        parts);
+  }
+  write_fitting_plan(cluster::make_link_plan(counts, config, costs, o.device, threads), o);
   return 0;
 }
 
 int run_plan(PlanOptions& o) {
-  if (o.task == "link")
-    return o.partitions.empty() ? run_link_plan(o) : run_unmodeled_plan(o, false);
+  if (o.task == "link") return run_link_plan(o);
   if (is_hetero_run(o))
     return o.partitions.empty() || o.mode != "mini-batch" ? run_hetero_plan(o)
-                                                          : run_unmodeled_plan(o, true);
+                                                          : run_unmodeled_plan(o);
   refuse_time_limit(o);
   check_homogeneous_run(o);
   const cluster::CostModel costs = plan_costs(o);

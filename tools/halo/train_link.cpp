@@ -97,13 +97,12 @@ class LinkRun final : public TaskRun {
   }
   runtime::Comm& comm() override { return *m_shard.comm; }
   runtime::TrainConfig& config() override { return m_config; }
-  /// The live metrics with this run's plan (one process).
+  /// The live metrics with this run's plan: in one process its snapshots' counts; across ranks
+  /// this rank's rows of every snapshot, every other rank's taken to be like them.
   std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o,
                                               const kernels::Resources& res) override {
-    if (m_shard.distributed()) return cli::start_metrics(o, comm(), m_config, res);
     return cli::start_metrics(o, comm(), m_config, res, [&](const cluster::CostModel& costs) {
-      return cluster::make_link_plan(cluster::link_counts(m_shard), m_config, costs, "cpu",
-                                     res.cpu_exec().num_threads);
+      return cluster::make_link_plan(counts(), m_config, costs, "cpu", res.cpu_exec().num_threads);
     });
   }
   std::string banner() const override {
@@ -190,6 +189,29 @@ class LinkRun final : public TaskRun {
                          {"epoch_time_s", s.epoch_time_s}});
     j["history"] = std::move(history);
     return j;
+  }
+  /// This run's counts for its plan (cluster::link_counts in one process).
+  cluster::LinkCounts counts() const {
+    if (!m_shard.distributed()) return cluster::link_counts(m_shard);
+    cluster::LinkCounts c;
+    c.dataset = m_shard.dataset;
+    c.num_nodes = m_shard.num_nodes;
+    c.num_events = m_shard.num_events;
+    c.num_features = m_shard.num_features;
+    cluster::LinkPartCounts mine;
+    const std::int64_t ranks = m_shard.comm->size();
+    for (std::int64_t t = 0; t < m_shard.num_steps(); ++t) {
+      const auto i = static_cast<std::size_t>(t);
+      const runtime::HaloExchange& x = *m_shard.exchange[i];
+      mine.owned.push_back(x.num_owned());
+      mine.entries.push_back(x.num_entries());
+      mine.halo.push_back(x.num_halo());
+      c.entries.push_back(ranks * x.num_entries());
+      c.targets.push_back(static_cast<std::int64_t>(m_shard.targets[i].size()));
+      c.active.push_back(static_cast<std::int64_t>(m_shard.active[i].size()));
+    }
+    c.parts.assign(static_cast<std::size_t>(ranks), mine);
+    return c;
   }
   void save_model(const std::string& path, const runtime::TrainResult& r) override {
     runtime::save_link_model(m_res, path, m_run->model, m_config, m_shard, m_o.data.columns, r);
