@@ -33,6 +33,12 @@ std::vector<std::vector<int>> relation_fanouts(const runtime::MiniBatchConfig& m
   return f;
 }
 
+/// A destination's draws under fan-out f: min(f, its in-degree) (with replacement f, if it has
+/// neighbours; -1: every neighbour).
+std::int64_t draws_of(int f, bool replace, std::int64_t deg) {
+  return f < 0 ? deg : replace ? (deg > 0 ? f : 0) : std::min<std::int64_t>(f, deg);
+}
+
 /// Expected distinct ids among `draws` draws from `n` ids at random.
 double distinct(double n, double draws) { return n <= 0 ? 0 : n * (1 - std::exp(-draws / n)); }
 
@@ -185,9 +191,7 @@ HeteroCounts hetero_counts(const datasets::HeteroGraph& g, const TrainConfig& co
         double sum = 0;
         for (std::int64_t i = 0; i < rows; ++i) {
           const std::int64_t deg = ptr[i + 1] - ptr[i];
-          sum += static_cast<double>(f < 0        ? deg
-                                     : sc.replace ? (deg > 0 ? f : 0)
-                                                  : std::min<std::int64_t>(f, deg));
+          sum += static_cast<double>(draws_of(f, sc.replace, deg));
         }
         c.mean_draws[l][r] = rows > 0 ? sum / static_cast<double>(rows) : 0;
       }
@@ -217,6 +221,59 @@ HeteroPartCounts part_counts(const datasets::HeteroGraph& g,
   return p;
 }
 
+/// The typed sampler's configuration of `config` (no fan-outs without mini-batches).
+sampler::HeteroSamplerConfig sampler_config(const TrainConfig& config, std::size_t relations) {
+  sampler::HeteroSamplerConfig sc;
+  if (!config.mini_batch) return sc;
+  sc.fanouts = relation_fanouts(*config.mini_batch, relations);
+  sc.replace = config.mini_batch->replace;
+  sc.seed = config.seed;
+  return sc;
+}
+
+/// Adds a part's owned destination rows (every incoming edge of the rows it owns) to every
+/// relation's largest in-degree and, per layer, its destinations' summed draws.
+void add_owned_rows(const datasets::HeteroGraph& g, const partition::HeteroPartLayout& layout,
+                    const sampler::HeteroSamplerConfig& sc,
+                    std::vector<sampler::DegreeStats>& stats,
+                    std::vector<std::vector<double>>& draws) {
+  for (std::size_t r = 0; r < g.relations.size(); ++r) {
+    const datasets::Relation& rel = g.relations[r];
+    const std::int64_t* ptr = rel.adj.indptr.data();
+    const std::int64_t owned = layout.num_owned[static_cast<std::size_t>(rel.dst_type)];
+    for (std::int64_t i = 0; i < owned; ++i) {
+      const std::int64_t deg = ptr[i + 1] - ptr[i];
+      stats[r].max_degree = std::max(stats[r].max_degree, deg);
+      for (std::size_t l = 0; l < sc.fanouts.size(); ++l)
+        draws[l][r] += static_cast<double>(draws_of(sc.fanouts[l][r], sc.replace, deg));
+    }
+  }
+}
+
+/// c.envelope and c.mean_draws from the relations' largest in-degrees and summed draws over
+/// `share` of the destinations (1: every part's owned rows; 1 / P: one part's, the others taken
+/// to be like it); the relations' edges are c.entries / share.
+void set_batch_counts(HeteroCounts& c, const TrainConfig& config,
+                      const sampler::HeteroSamplerConfig& sc,
+                      std::vector<sampler::DegreeStats> stats,
+                      const std::vector<std::vector<double>>& draws, double share) {
+  for (std::size_t r = 0; r < stats.size(); ++r)
+    stats[r].num_edges = static_cast<std::int64_t>(static_cast<double>(c.entries[r]) / share);
+  const std::vector<std::pair<std::int32_t, std::int32_t>> relations(c.schema.relations.begin(),
+                                                                     c.schema.relations.end());
+  c.envelope =
+      sampler::plan_hetero_envelope(relations, stats, c.schema.num_nodes, c.schema.target_type,
+                                    config.mini_batch->batch_size, sc);
+  c.mean_draws = draws;
+  for (auto& layer : c.mean_draws)
+    for (std::size_t r = 0; r < layer.size(); ++r) {
+      const double rows =
+          share * static_cast<double>(
+                      c.schema.num_nodes[static_cast<std::size_t>(c.schema.relations[r].second)]);
+      layer[r] = rows > 0 ? layer[r] / rows : 0;
+    }
+}
+
 /// The whole graph's schema, as a part knows it (its types' global node counts).
 nn::HeteroSchema global_schema(const datasets::HeteroGraph& g,
                                const partition::HeteroPartLayout& layout) {
@@ -227,7 +284,7 @@ nn::HeteroSchema global_schema(const datasets::HeteroGraph& g,
 
 }  // namespace
 
-HeteroCounts hetero_partition_counts(const std::filesystem::path& dir) {
+HeteroCounts hetero_partition_counts(const std::filesystem::path& dir, const TrainConfig& config) {
   const partition::PartitionMeta meta = partition::read_partition_meta(dir);
   HALO_EXPECTS(meta.hetero.has_value(),
                "plan: " + dir.string() + " is not a heterogeneous partition");
@@ -235,6 +292,12 @@ HeteroCounts hetero_partition_counts(const std::filesystem::path& dir) {
   HeteroCounts c;
   c.dataset = meta.dataset;
   for (const auto& r : meta.hetero->relations) c.entries.push_back(r.num_edges);
+  // Mini-batch: the whole relations' statistics and draws, summed over the parts' owned
+  // destination rows (a part holds every incoming edge of the rows it owns).
+  const sampler::HeteroSamplerConfig sc = sampler_config(config, c.entries.size());
+  std::vector<sampler::DegreeStats> stats(c.entries.size());
+  std::vector<std::vector<double>> draws(sc.fanouts.size(),
+                                         std::vector<double>(c.entries.size(), 0));
   for (std::int32_t k = 0; k < static_cast<std::int32_t>(meta.parts.size()); ++k) {
     const partition::HeteroPart part = partition::read_hetero_part(host, dir, k, &meta);
     HeteroPartCounts p = part_counts(part.graph, part.layout);
@@ -248,8 +311,10 @@ HeteroCounts hetero_partition_counts(const std::filesystem::path& dir) {
         c.feature_nnz[t] = std::max<std::int64_t>(c.feature_nnz[t], 0) + p.feature_nnz[t];
     c.num_val += p.num_val;
     c.num_test += p.num_test;
+    if (config.mini_batch) add_owned_rows(part.graph, part.layout, sc, stats, draws);
     c.parts.push_back(std::move(p));
   }
+  if (config.mini_batch) set_batch_counts(c, config, sc, stats, draws, 1);
   return c;
 }
 
@@ -263,6 +328,14 @@ HeteroCounts hetero_shard_counts(const runtime::HeteroShard& shard, const TrainC
   c.feature_nnz = p.feature_nnz;
   c.num_train = shard.layout.num_train;
   c.parts.assign(static_cast<std::size_t>(shard.layout.num_parts), p);
+  if (config.mini_batch) {
+    const sampler::HeteroSamplerConfig sc = sampler_config(config, c.entries.size());
+    std::vector<sampler::DegreeStats> stats(c.entries.size());
+    std::vector<std::vector<double>> draws(sc.fanouts.size(),
+                                           std::vector<double>(c.entries.size(), 0));
+    add_owned_rows(shard.graph, shard.layout, sc, stats, draws);
+    set_batch_counts(c, config, sc, stats, draws, 1.0 / shard.layout.num_parts);
+  }
   return c;
 }
 
@@ -296,8 +369,6 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
   // One process is one part holding every node.
   std::vector<HeteroPartCounts> parts = c.parts;
   const bool parted = !parts.empty();
-  HALO_EXPECTS(!(parted && mini),
-               "plan: heterogeneous mini-batches over a partition are not modelled yet");
   if (!parted) {
     HeteroPartCounts p;
     p.num_owned = p.num_local = s.num_nodes;
@@ -312,14 +383,12 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
   const int ranks = static_cast<int>(parts.size());
   plan.ranks = ranks;
   const bool embedded = mc.featureless == nn::FeaturelessInput::Embedding;
-  std::vector<nn::HeteroPassShape> expected;
-  if (mini) {
-    // The expected blocks of a full batch, from the seeds outwards: a destination draws its
-    // mean draws per relation; the sources are the destinations and the distinct draws.
-    expected.resize(c.envelope.size());
+  // The expected blocks of a batch of `seeds` seeds, from the seeds outwards: a destination
+  // draws its mean draws per relation; the sources are the destinations and the distinct draws.
+  const auto expected_blocks = [&](double seeds) {
+    std::vector<nn::HeteroPassShape> expected(c.envelope.size());
     std::vector<double> dst(nt, 0);
-    dst[target] = std::min<double>(static_cast<double>(config.mini_batch->batch_size),
-                                   static_cast<double>(c.num_train));
+    dst[target] = seeds;
     for (std::size_t k = 0; k < expected.size(); ++k) {
       const std::size_t l = expected.size() - 1 - k;
       std::vector<double> drawn(nt, 0);
@@ -342,6 +411,16 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
         dst[t] = src;
       }
     }
+    return expected;
+  };
+  // A full batch's seeds (over all ranks).
+  const double batch_seeds =
+      mini ? std::min<double>(static_cast<double>(config.mini_batch->batch_size),
+                              static_cast<double>(c.num_train))
+           : 0;
+  std::vector<nn::HeteroPassShape> expected;
+  if (mini) {
+    expected = expected_blocks(batch_seeds);
     plan.batches_per_epoch =
         std::max<std::int64_t>(1, runtime::epoch_batches(*config.mini_batch, c.num_train));
     for (std::size_t l = 0; l < c.envelope.size(); ++l) {
@@ -365,23 +444,34 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
            : n > 0              ? static_cast<double>(c.feature_nnz[t]) * rows / n
                                 : 0.0;
   };
-  double workspace = 0, batch_rows = 0, gathered = 0, batch_edges = 0;
-  std::vector<double> batch_nnz(nt, -1);
-  if (mini) {
+  double workspace = 0;
+  if (mini)
     for (std::size_t t = 0; t < nt; ++t) {
       const double f = static_cast<double>(s.in_features[t]);
       const double bound = static_cast<double>(c.envelope.front().num_src[t]);
-      const double rows = static_cast<double>(expected.front().num_src[t]);
-      batch_nnz[t] = input_nnz(t, rows);
       if (f == 0 || s.num_nodes[t] == 0) continue;
-      workspace +=
-          batch_nnz[t] >= 0 ? kI * (bound + 1) + (kF + kF) * input_nnz(t, bound) : kF * bound * f;
-      batch_rows += rows;
-      gathered += batch_nnz[t] >= 0 ? 8 * batch_nnz[t] : kF * rows * f;
+      workspace += c.feature_nnz[t] >= 0 ? kI * (bound + 1) + (kF + kF) * input_nnz(t, bound)
+                                         : kF * bound * f;
     }
-    for (const nn::HeteroPassShape& e : expected)
-      for (const std::int64_t x : e.entries) batch_edges += static_cast<double>(x);
-  }
+  struct BatchStats {
+    double rows = 0, gathered = 0, edges = 0;
+    std::vector<double> nnz;
+  };
+  const auto batch_stats = [&](const std::vector<nn::HeteroPassShape>& blocks) {
+    BatchStats b;
+    b.nnz.assign(nt, -1);
+    for (std::size_t t = 0; t < nt; ++t) {
+      const double f = static_cast<double>(s.in_features[t]);
+      const double rows = static_cast<double>(blocks.front().num_src[t]);
+      b.nnz[t] = input_nnz(t, rows);
+      if (f == 0 || s.num_nodes[t] == 0) continue;
+      b.rows += rows;
+      b.gathered += b.nnz[t] >= 0 ? 8 * b.nnz[t] : kF * rows * f;
+    }
+    for (const nn::HeteroPassShape& e : blocks)
+      for (const std::int64_t x : e.entries) b.edges += static_cast<double>(x);
+    return b;
+  };
   // The latency of a message inside a step (fitted on distributed runs), else the link's.
   const CollectiveCosts collective = m.collective_at(ranks);
   const double msg_alpha =
@@ -393,14 +483,20 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     // with a full-graph forward pass (the evaluation); a mini-batch step's backward buffers are
     // a full batch's expected blocks' (the sampler's bounds, which no batch reaches, would ask
     // for up to twice the buffers). A part's layers compute its owned rows from its local ones.
+    // Over a partition each rank trains on the seeds it owns of every global batch.
     nn::HeteroFootprint fp(mc, s);
     const std::vector<nn::HeteroPassShape> full =
         nn::full_graph_shapes(mc, part.num_local, part.num_owned, part.entries);
     const nn::EmbeddingReads whole =
         parted && embedded ? nn::EmbeddingReads::Spread : nn::EmbeddingReads::Whole;
+    const std::vector<nn::HeteroPassShape> blocks =
+        mini && parted ? expected_blocks(batch_seeds * static_cast<double>(part.num_train) /
+                                         std::max(1.0, static_cast<double>(c.num_train)))
+                       : expected;
+    const BatchStats batch = mini ? batch_stats(blocks) : BatchStats{};
     if (mini) {
-      fp.pass(full, /*backward=*/false, false, whole);
-      fp.pass(expected, /*backward=*/true, false, nn::EmbeddingReads::ById);
+      fp.pass(full, /*backward=*/false, parted, whole);
+      fp.pass(blocks, /*backward=*/true, false, nn::EmbeddingReads::ById);
     } else {
       fp.pass(full, /*backward=*/true, parted, whole);
     }
@@ -460,6 +556,47 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     host.push_back({"halo", as_bytes(halo)});
     host.push_back({"sampler_envelope", plan.sampler_envelope_bytes});
     host.push_back({"workspace", as_bytes(workspace)});
+    // Mini-batches over a partition: every node's owner and row, every training node; per
+    // relation the owned destinations' rows by global id and the remote sampling's buffers (a
+    // full batch's destinations and draws each way); per featured type a feature store of the
+    // owned rows (its ids and degrees, the exchange's buffers and the rows it fetches, dense, at
+    // a full batch's input rows, the cache).
+    double fetched_rows = 0, fetched_bytes = 0;
+    if (mini && parted) {
+      double remote = kF * static_cast<double>(c.num_train);
+      for (std::size_t t = 0; t < nt; ++t) remote += 2 * kF * static_cast<double>(s.num_nodes[t]);
+      for (std::size_t r = 0; r < nr; ++r) {
+        const auto d = static_cast<std::size_t>(s.relations[r].second);
+        double ask = 0, edges = 0;
+        for (const nn::HeteroPassShape& e : blocks) {
+          ask = std::max(ask, static_cast<double>(e.num_dst[d]));
+          edges = std::max(edges, static_cast<double>(e.entries[r]));
+        }
+        remote += kI * (static_cast<double>(part.num_owned[d]) + 1) +
+                  kF * static_cast<double>(part.entries[r]) + 2 * (3 * kI * ask + kF * edges);
+      }
+      for (std::size_t t = 0; t < nt; ++t) {
+        const double f = static_cast<double>(s.in_features[t]);
+        if (f == 0 || s.num_nodes[t] == 0) continue;
+        const double owned = static_cast<double>(part.num_owned[t]),
+                     local = static_cast<double>(part.num_local[t]);
+        const double rows = static_cast<double>(blocks.front().num_src[t]);
+        // The rows a batch reads that another rank owns.
+        const double away = rows * (1 - owned / static_cast<double>(s.num_nodes[t]));
+        const double row_bytes = kF * (2 + f);
+        remote += part.feature_nnz[t] >= 0
+                      ? kI * (owned + 1) + (kF + kF) * static_cast<double>(part.feature_nnz[t]) *
+                                               owned / std::max(1.0, local)
+                      : kF * owned * f;
+        remote += (kF + kF + kI) * local + rows * (kF + kI + kF + kI + kF * f) +
+                  2 * away * row_bytes +
+                  std::min(static_cast<double>(config.mini_batch->cache_mb) * 1048576.0,
+                           (local - owned) * kF * f);
+        fetched_rows += away;
+        fetched_bytes += away * row_bytes;
+      }
+      host.push_back({"remote_batches", as_bytes(remote)});
+    }
     for (const MemoryItem& i : host) rp.peak_host_bytes += i.bytes;
     for (const MemoryItem& i : host)
       if (i.name != "process") rp.working_set_bytes += i.bytes;
@@ -474,9 +611,9 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     // The stored entries of the sparse features the part's rows hold (-1: dense).
     const std::vector<double> part_nnz(part.feature_nnz.begin(), part.feature_nnz.end());
     if (mini) {
-      const nn::HeteroPassShape& in = expected.front();
-      step = pass_cost(m, s, mc, expected, batch_nnz, true);
-      loss_rows = static_cast<double>(expected.back().num_dst[target]);
+      const nn::HeteroPassShape& in = blocks.front();
+      step = pass_cost(m, s, mc, blocks, batch.nnz, true);
+      loss_rows = static_cast<double>(blocks.back().num_dst[target]);
       for (std::size_t t = 0; t < nt; ++t)
         if (s.in_features[t] == 0) embedding_rows += static_cast<double>(in.num_src[t]);
     } else {
@@ -501,14 +638,41 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     rp.compute_s = share * steps * scale * (step.compute_s - step.gemm_s + loss) + rp.dense_s;
     if (mini) {
       rp.compute_s += steps * m.batch_alpha_s + m.epoch_alpha_s;
-      rp.sampling_s = steps * (m.sampler_alpha_s * static_cast<double>(nr) +
-                               m.sampler_s_per_edge * batch_edges +
-                               m.gather_s_per_row * batch_rows + m.gather_s_per_byte * gathered);
+      rp.sampling_s =
+          steps *
+          (m.sampler_alpha_s * static_cast<double>(nr) + m.sampler_s_per_edge * batch.edges +
+           m.gather_s_per_row * batch.rows + m.gather_s_per_byte * batch.gathered);
       rp.sampling_s *= producer_scale(m, static_cast<double>(rp.working_set_bytes));
       // The typed sampler runs on the training thread (no producer): nothing hides it.
       rp.exposed_sampling_s = rp.sampling_s;
     }
-    if (parted) {
+    if (mini && parted) {
+      // Per step and layer each relation's remote draws (their counts, then the draws: two
+      // all-to-alls), per featured type the fetch of the input rows other ranks own (one
+      // all-to-all each way), the gradients' all-reduce; the evaluation's forward exchanges
+      // its halo rows once per hidden layer and type.
+      const double peers = ranks - 1;
+      const double fetch_alpha =
+          collective.mini_batch_message_s > 0 ? collective.mini_batch_message_s : m.link_alpha_s;
+      double messages = 2 * static_cast<double>(mc.num_layers * nr) * peers, draw_bytes = 0;
+      for (std::size_t r = 0; r < nr; ++r)
+        for (const nn::HeteroPassShape& e : blocks) {
+          const auto d = static_cast<std::size_t>(s.relations[r].second);
+          const double away = 1 - static_cast<double>(part.num_owned[d]) /
+                                      std::max(1.0, static_cast<double>(s.num_nodes[d]));
+          draw_bytes += away * (2 * kF * static_cast<double>(e.num_dst[d]) +
+                                kF * static_cast<double>(e.entries[r]));
+        }
+      for (std::size_t t = 0; t < nt; ++t)
+        if (s.in_features[t] > 0) messages += 2 * peers;
+      rp.feature_fetch_bytes = as_bytes(steps * (fetched_bytes + draw_bytes));
+      rp.exchange_s =
+          steps * (messages * fetch_alpha + collective.mini_batch_fetch_row_s * fetched_rows) +
+          fetched_byte_s(m, ranks, threads) * static_cast<double>(rp.feature_fetch_bytes);
+      rp.exposed_exchange_s = rp.exchange_s;
+      rp.allreduce_bytes = as_bytes(steps * 2.0 * (ranks - 1) / ranks * (param_bytes + 8));
+      rp.allreduce_s = steps * allreduce_s(m, msg_alpha, param_bytes + 8, ranks);
+    } else if (parted) {
       // Every hidden layer's input gathers its halo rows forward and returns their gradients
       // backward (one all-to-all each way per layer and type); the embedded types' rows are
       // fetched from their owners and their gradients sent back; the gradients are summed.
@@ -537,7 +701,8 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     const PassCost eval = pass_cost(m, s, mc, full, part_nnz, false);
     eval_s = std::max(eval_s, share * (scale * (eval.compute_s - eval.gemm_s) + eval.gemm_s));
     plan.peak_host_bytes_per_rank = std::max(plan.peak_host_bytes_per_rank, rp.peak_host_bytes);
-    plan.comm_bytes_per_epoch += rp.halo_exchange_bytes + rp.allreduce_bytes;
+    plan.comm_bytes_per_epoch +=
+        rp.halo_exchange_bytes + rp.feature_fetch_bytes + rp.allreduce_bytes;
     plan.epoch_seconds = std::max(plan.epoch_seconds, rp.epoch_s);
     plan.per_rank.push_back(std::move(rp));
   }

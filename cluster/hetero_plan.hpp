@@ -1,5 +1,6 @@
 #pragma once
-// The resource plan of heterogeneous node classification (R-GCN, HGT) in one process: memory
+// The resource plan of heterogeneous node classification (R-GCN, HGT), in one process or over a
+// partition's ranks: memory
 // from the model's inventory of its buffers (nn::HeteroFootprint) and the data's sizes, epoch
 // time from the calibrated costs of the step's products (docs/scheduler.md, "Heterogeneous
 // classification"). The counts come from the dataset (hetero_counts), the prices from CostModel.
@@ -48,10 +49,12 @@ struct HeteroCounts {
 /// The counts of `g` for `config` (its mini-batch fan-outs, when it has them).
 HeteroCounts hetero_counts(const datasets::HeteroGraph& g, const runtime::TrainConfig& config);
 
-/// The counts of the heterogeneous partition in `dir`, read part by part (each rank's exact
-/// sizes; the whole graph's schema and relation entries from meta.json). Full graph only (no
-/// sampler counts). halo::IoError as partition::read_hetero_part.
-HeteroCounts hetero_partition_counts(const std::filesystem::path& dir);
+/// The counts of the heterogeneous partition in `dir` for `config`, read part by part (each
+/// rank's exact sizes; the whole graph's schema and relation entries from meta.json; with
+/// mini-batches the sampler's envelope and mean draws from the whole relations' statistics,
+/// summed over the parts' owned rows). halo::IoError as partition::read_hetero_part.
+HeteroCounts hetero_partition_counts(const std::filesystem::path& dir,
+                                     const runtime::TrainConfig& config);
 
 /// The counts of the run `shard` is one rank of, from the shard itself (what `halo train`
 /// predicts its own peak and epoch time from, the live metrics' predicted gauges): one
@@ -61,8 +64,8 @@ HeteroCounts hetero_shard_counts(const runtime::HeteroShard& shard,
                                  const runtime::TrainConfig& config);
 
 /// The plan of `config` (config.hetero's model) on `c`, in one process or one rank per part of
-/// c.parts (full graph), with `threads` threads per rank on the CPU. halo::LogicError for a
-/// device other than "cpu", mini-batches over parts, or counts that do not fit.
+/// c.parts (full graph or mini-batches), with `threads` threads per rank on the CPU.
+/// halo::LogicError for a device other than "cpu" or counts that do not fit.
 Plan make_hetero_plan(const HeteroCounts& c, const runtime::TrainConfig& config,
                       const CostModel& costs, const std::string& device, int threads);
 

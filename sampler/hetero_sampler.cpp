@@ -95,19 +95,28 @@ std::vector<std::vector<int>> parse_hetero_fanouts(const std::string& text,
 
 namespace {
 
-/// plan_hetero_envelope from the relations' statistics and every type's nodes.
-std::vector<HeteroLayerEnvelope> plan_envelope(const datasets::HeteroGraph& g,
-                                               const std::vector<DegreeStats>& stats,
-                                               const std::vector<std::int64_t>& num_nodes,
-                                               std::int64_t batch_size,
-                                               const HeteroSamplerConfig& config) {
+std::vector<std::int64_t> type_sizes(const datasets::HeteroGraph& g) {
+  std::vector<std::int64_t> n;
+  for (const auto& t : g.node_types) n.push_back(t.num_nodes);
+  return n;
+}
+
+}  // namespace
+
+std::vector<HeteroLayerEnvelope> plan_hetero_envelope(
+    const std::vector<std::pair<std::int32_t, std::int32_t>>& relations,
+    const std::vector<DegreeStats>& stats, const std::vector<std::int64_t>& num_nodes,
+    std::int32_t target_type, std::int64_t batch_size, const HeteroSamplerConfig& config) {
   HALO_EXPECTS(batch_size >= 1, "hetero sampler: batch_size must be >= 1");
   HALO_EXPECTS(!config.fanouts.empty(), "hetero sampler: no fan-outs (one list per layer)");
-  const std::size_t nt = g.node_types.size(), nr = g.relations.size();
+  HALO_EXPECTS(stats.size() == relations.size() && target_type >= 0 &&
+                   target_type < static_cast<std::int32_t>(num_nodes.size()),
+               "hetero sampler: one statistic per relation and a seeds' type among the types");
+  const std::size_t nt = num_nodes.size(), nr = relations.size();
   const std::size_t layers = config.fanouts.size();
   std::vector<HeteroLayerEnvelope> env(layers);
   std::vector<std::int64_t> dst(nt, 0);
-  const auto target = static_cast<std::size_t>(g.target_type);
+  const auto target = static_cast<std::size_t>(target_type);
   dst[target] = std::min(batch_size, num_nodes[target]);
   for (std::size_t h = 0; h < layers; ++h) {
     const std::size_t l = layers - 1 - h;
@@ -122,15 +131,15 @@ std::vector<HeteroLayerEnvelope> plan_envelope(const datasets::HeteroGraph& g,
     for (std::size_t r = 0; r < nr; ++r) {
       const int f = config.fanouts[l][r];
       HALO_EXPECTS(f >= -1, "hetero sampler: fan-out " + std::to_string(f) + " is below -1");
-      const auto& rel = g.relations[r];
+      const auto [src_type, dst_type] = relations[r];
       const std::int64_t maxd = stats[r].max_degree;
       const std::int64_t per = f < 0            ? maxd
                                : config.replace ? (maxd > 0 ? f : 0)
                                                 : std::min<std::int64_t>(f, maxd);
-      std::int64_t m = dst[static_cast<std::size_t>(rel.dst_type)] * per;
+      std::int64_t m = dst[static_cast<std::size_t>(dst_type)] * per;
       if (!config.replace || f < 0) m = std::min(m, stats[r].num_edges);
       e.num_edges[r] = m;
-      e.num_src[static_cast<std::size_t>(rel.src_type)] += m;
+      e.num_src[static_cast<std::size_t>(src_type)] += m;
     }
     for (std::size_t t = 0; t < nt; ++t) e.num_src[t] = std::min(e.num_src[t], num_nodes[t]);
     dst = e.num_src;
@@ -138,10 +147,17 @@ std::vector<HeteroLayerEnvelope> plan_envelope(const datasets::HeteroGraph& g,
   return env;
 }
 
-std::vector<std::int64_t> type_sizes(const datasets::HeteroGraph& g) {
-  std::vector<std::int64_t> n;
-  for (const auto& t : g.node_types) n.push_back(t.num_nodes);
-  return n;
+namespace {
+
+/// plan_hetero_envelope from the relations' statistics and every type's nodes.
+std::vector<HeteroLayerEnvelope> plan_envelope(const datasets::HeteroGraph& g,
+                                               const std::vector<DegreeStats>& stats,
+                                               const std::vector<std::int64_t>& num_nodes,
+                                               std::int64_t batch_size,
+                                               const HeteroSamplerConfig& config) {
+  std::vector<std::pair<std::int32_t, std::int32_t>> relations;
+  for (const auto& r : g.relations) relations.emplace_back(r.src_type, r.dst_type);
+  return plan_hetero_envelope(relations, stats, num_nodes, g.target_type, batch_size, config);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <halo/datasets/hetero.hpp>
@@ -67,6 +68,13 @@ struct HeteroLayerEnvelope {
 std::vector<HeteroLayerEnvelope> plan_hetero_envelope(const datasets::HeteroGraph& g,
                                                       std::int64_t batch_size,
                                                       const HeteroSamplerConfig& config);
+/// The same from counts alone: per relation its (source type, destination type) and its
+/// statistics (edges, largest in-degree), per type its nodes, and the seeds' type (what a
+/// partition's ranks know of the whole graph).
+std::vector<HeteroLayerEnvelope> plan_hetero_envelope(
+    const std::vector<std::pair<std::int32_t, std::int32_t>>& relations,
+    const std::vector<DegreeStats>& stats, const std::vector<std::int64_t>& num_nodes,
+    std::int32_t target_type, std::int64_t batch_size, const HeteroSamplerConfig& config);
 
 /// Where a HeteroNeighborSampler reads the rows of a graph whose rows it does not hold (a
 /// partition, runtime::RemoteNeighbors): per type the nodes of the whole graph, per relation a

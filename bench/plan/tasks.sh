@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `halo plan` against measurement for the tasks besides node classification (bench/plan/
 # validate.sh has node classification): heterogeneous classification on heco_acm (R-GCN, HGT;
-# full graph and mini-batch in one process, full graph over 2- and 4-part METIS partitions under
+# full graph and mini-batch in one process and over 2- and 4-part METIS partitions under
 # `mpiexec --bind-to core`) and link prediction on CollegeMsg (EvolveGCN-O, GCRN, 40 snapshots)
 # in one process and EvolveGCN-O over 2- and 4-part snapshot partition series: predicted peak host memory (the largest rank's) and epoch time beside what `halo
 # train --json` measures (peak RSS, median epoch time), and the whole run's time. Targets: memory
@@ -54,6 +54,10 @@ configs=(
   "2|--partitions $work/acm-p2 --model hgt|20"
   "4|--partitions $work/acm-p4 --model rgcn --featureless embedding|20"
   "4|--partitions $work/acm-p4 --model rgcn --hidden 256 --featureless zero|10"
+  "2|--partitions $work/acm-p2 --model rgcn --mode mini-batch --batch-size 256 --fanouts 10,5|5"
+  "2|--partitions $work/acm-p2 --model hgt --mode mini-batch --batch-size 256 --fanouts 10,5|3"
+  "4|--partitions $work/acm-p4 --model rgcn --mode mini-batch --batch-size 256 --fanouts 10,5 --featureless embedding|5"
+  "4|--partitions $work/acm-p4 --model rgcn --mode mini-batch --batch-size 64 --fanouts 10,10 --hidden 128 --cache-mb 4|3"
   "2|$college --partitions $work/college-s2 --model evolvegcn-o --hidden 32|2"
   "2|$college --partitions $work/college-s2 --model evolvegcn-o --hidden 100|2"
   "4|$college --partitions $work/college-s4 --model evolvegcn-o --hidden 100|2"

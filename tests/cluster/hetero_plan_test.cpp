@@ -155,7 +155,7 @@ TEST(HeteroPlan, HoldsTheTensorsOfATrainingRun) {
 
 // A 2-part partition of the fixture (METIS): one plan per rank from its part's exact counts;
 // the parts' owned rows are the graph's, each rank's layers hold less than one process's, the
-// ranks exchange halo rows and gradients; mini-batches over parts are not planned.
+// ranks exchange halo rows and gradients; then mini-batches over the parts.
 TEST(HeteroPlan, PlansEveryRankOfAPartition) {
   halo::testing::TempDir tmp;
   const datasets::HeteroGraph g = fixture_graph(tmp.path() / "data");
@@ -163,10 +163,10 @@ TEST(HeteroPlan, PlansEveryRankOfAPartition) {
   pc.num_parts = 2;
   partition::write_hetero_partitions(host(), g, partition::partition_hetero(host(), g, pc),
                                      tmp.path() / "parts");
-  const HeteroCounts counts = hetero_partition_counts(tmp.path() / "parts");
-  ASSERT_EQ(counts.parts.size(), 2u);
   runtime::TrainConfig config;
   config.hetero.hidden = 8;
+  const HeteroCounts counts = hetero_partition_counts(tmp.path() / "parts", config);
+  ASSERT_EQ(counts.parts.size(), 2u);
   const Plan one = make_hetero_plan(hetero_counts(g, config), config, CostModel{}, "cpu", 1);
   const Plan two = make_hetero_plan(counts, config, CostModel{}, "cpu", 1);
   ASSERT_EQ(two.ranks, 2);
@@ -189,8 +189,34 @@ TEST(HeteroPlan, PlansEveryRankOfAPartition) {
     EXPECT_GT(r.halo_exchange_bytes, 0) << r.rank;
     EXPECT_GT(r.allreduce_bytes, 0) << r.rank;
   }
+  // Mini-batches over the parts: the sampler's envelope and mean draws are the whole graph's
+  // (summed over the parts' owned rows, equal to one process's counts); each rank trains on its
+  // share of every batch's seeds, so its step's buffers are below one process's, and it fetches
+  // what other ranks own.
   config.mini_batch = runtime::MiniBatchConfig{};
-  EXPECT_THROW(make_hetero_plan(counts, config, CostModel{}, "cpu", 1), LogicError);
+  config.mini_batch->batch_size = 6;
+  config.mini_batch->fanouts = {3, 2};
+  const HeteroCounts whole = hetero_counts(g, config);
+  const HeteroCounts split = hetero_partition_counts(tmp.path() / "parts", config);
+  ASSERT_EQ(split.envelope.size(), whole.envelope.size());
+  for (std::size_t l = 0; l < whole.envelope.size(); ++l) {
+    EXPECT_EQ(split.envelope[l].num_dst, whole.envelope[l].num_dst) << "layer " << l;
+    EXPECT_EQ(split.envelope[l].num_src, whole.envelope[l].num_src) << "layer " << l;
+    EXPECT_EQ(split.envelope[l].num_edges, whole.envelope[l].num_edges) << "layer " << l;
+    for (std::size_t r = 0; r < whole.mean_draws[l].size(); ++r)
+      EXPECT_NEAR(split.mean_draws[l][r], whole.mean_draws[l][r], 1e-12) << l << " " << r;
+  }
+  const Plan mini_one = make_hetero_plan(whole, config, CostModel{}, "cpu", 1);
+  const Plan mini_two = make_hetero_plan(split, config, CostModel{}, "cpu", 1);
+  ASSERT_EQ(mini_two.per_rank.size(), 2u);
+  EXPECT_EQ(mini_two.batches_per_epoch, mini_one.batches_per_epoch);
+  EXPECT_EQ(mini_two.sampler_envelope_bytes, mini_one.sampler_envelope_bytes);
+  for (const RankPlan& r : mini_two.per_rank) {
+    EXPECT_GT(item(r, "remote_batches"), 0) << r.rank;
+    EXPECT_GT(r.feature_fetch_bytes, 0) << r.rank;
+    EXPECT_GT(r.allreduce_bytes, 0) << r.rank;
+  }
+  EXPECT_EQ(item(mini_one.per_rank[0], "remote_batches"), -1);
 }
 
 TEST(HeteroPlan, GrowsWithTheModelAndRefusesADevice) {

@@ -301,8 +301,7 @@ constexpr const char* kExceptions[] = {
     "halo plan's peak memory within 15 %: measured against the runs' peak RSS in bench/ (node "
     "classification: bench/plan/validate.sh; heterogeneous classification and link prediction, "
     "one process and across ranks: bench/plan/tasks.sh) and against the tensors' peak in "
-    "tests/cluster/hetero_plan_test.cpp and link_plan_test.cpp, not here; no plan yet of "
-    "heterogeneous mini-batches over a partition",
+    "tests/cluster/hetero_plan_test.cpp and link_plan_test.cpp, not here",
 };
 
 /// Prints kExceptions once, before the suite's first test.

@@ -163,8 +163,8 @@ TEST_F(HeteroCli, UsageErrors) {
 
 // halo plan on a typed directory: the run's plan in one process (the model's inventory and the
 // data's sizes: tests/cluster/hetero_plan_test.cpp), full graph and mini-batch, as JSON and as
-// an sbatch script asking for the predicted memory; over a partition's ranks (full graph); for
-// mini-batches over a partition, which it does not predict, the job of the memory and time given.
+// an sbatch script asking for the predicted memory; over a partition's ranks (full graph and
+// mini-batch).
 TEST_F(HeteroCli, PlansARunInOneProcessOrOverAPartition) {
   const std::string d = " --dataset " + m_data.string() + " --threads 1";
   const fs::path full_json = m_temp.path() / "full.json", mini_json = m_temp.path() / "mini.json";
@@ -203,15 +203,23 @@ TEST_F(HeteroCli, PlansARunInOneProcessOrOverAPartition) {
   EXPECT_EQ(parted["ranks"], 2);
   EXPECT_EQ(parted["per_rank"].size(), 2u);
   EXPECT_GT(parted["comm_bytes_per_epoch"].get<double>(), 0);
+  // Mini-batches over the partition: every rank planned with its remote sampling and feature
+  // fetches; the sbatch script asks the predicted memory of its two ranks.
   const std::string mini_parted = p + " --mode mini-batch --batch-size 4 --fanouts 2,2";
-  EXPECT_EQ(run("plan" + mini_parted).code, 2);
-  const Outcome given =
-      run("plan --emit slurm --memory-per-rank 1GiB --time-limit 30 "
-          "--checkpoint-dir " +
-          (m_temp.path() / "ck2").string() + mini_parted);
-  ASSERT_EQ(given.code, 0) << given.err;
-  EXPECT_NE(given.out.find("#SBATCH --ntasks=2"), std::string::npos) << given.out;
-  EXPECT_NE(given.out.find("#SBATCH --time=0-00:30:00"), std::string::npos) << given.out;
+  const fs::path mini_parted_json = m_temp.path() / "mini-parted.json";
+  ASSERT_EQ(run("plan --output " + mini_parted_json.string() + mini_parted).code, 0);
+  const auto mp = nlohmann::json::parse(halo::testing::read_file(mini_parted_json));
+  EXPECT_EQ(mp["mode"], "mini-batch");
+  ASSERT_EQ(mp["per_rank"].size(), 2u);
+  for (const auto& rank : mp["per_rank"]) {
+    EXPECT_GT(rank["host_bytes"]["remote_batches"].get<double>(), 0);
+    EXPECT_GT(rank["comm_bytes_per_epoch"]["feature_fetch"].get<double>(), 0);
+  }
+  const Outcome job =
+      run("plan --emit slurm --checkpoint-dir " + (m_temp.path() / "ck2").string() + mini_parted);
+  ASSERT_EQ(job.code, 0) << job.err;
+  EXPECT_NE(job.out.find("#SBATCH --ntasks=2"), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("#SBATCH --mem="), std::string::npos) << job.out;
 }
 
 // Checkpoints of the heterogeneous task as a user runs them: 4 epochs, then a resume to 8,

@@ -52,7 +52,7 @@ class DistributedTrainCli : public ::testing::Test {
 };
 
 // A heterogeneous partition trains in mini-batches across ranks (the refusal is gone): one
-// JSON from rank 0, its mode and ranks.
+// JSON from rank 0, its mode and ranks; each rank's live metrics carry halo plan's prediction.
 TEST_F(DistributedTrainCli, HeteroPartitionTrainsInMiniBatches) {
   const fs::path data = m_dir / "typed", hparts = m_dir / "hparts", json = m_dir / "h.json";
   fs::create_directories(data);
@@ -62,12 +62,19 @@ TEST_F(DistributedTrainCli, HeteroPartitionTrainsInMiniBatches) {
   r = mpiexec(2, " train --partitions " + hparts.string() +
                      " --model rgcn --mode mini-batch --fanouts 2,2 --batch-size 4 --epochs 2"
                      " --featureless zero --hidden 8 --json " +
-                     json.string());
+                     json.string() + " --metrics-file " + (m_dir / "h.prom").string());
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(halo::testing::read_file(json));
   EXPECT_EQ(j["mode"], "mini-batch");
   EXPECT_EQ(j["world_size"], 2);
   EXPECT_TRUE(std::isfinite(j["final_train_loss"].get<double>()));
+  for (const char* rank : {"0", "1"}) {
+    const std::string text =
+        halo::testing::read_file(m_dir / ("h-rank" + std::string(rank) + ".prom"));
+    EXPECT_NE(text.find("halo_predicted_peak_host_bytes{rank=\"" + std::string(rank) + "\"}"),
+              std::string::npos)
+        << text;
+  }
 }
 
 TEST_F(DistributedTrainCli, TwoRanksWriteOneResult) {

@@ -51,7 +51,6 @@ struct PlanOptions : TrainOptions {
   std::string slurm_output = "halo-%j.out";
   std::string launcher = "mpiexec";
   std::string checkpoint_dir;
-  double time_limit_minutes = 0;              // --time-limit: a task halo plan does not model
   std::vector<std::string> extra_train_args;  // after `--`: appended to the job's halo train
   CLI::App* sub = nullptr;
 };
@@ -243,7 +242,7 @@ std::vector<std::string> train_arguments(const PlanOptions& o) {
       "--parts",          "--memory-per-rank", "--max-parts",    "--calibration",
       "--emit",           "--output",          "--image",        "--job-name",
       "--tasks-per-node", "--slurm-partition", "--slurm-output", "--launcher",
-      "--checkpoint-dir", "--time-limit",      "train_args",     "--help"};
+      "--checkpoint-dir", "train_args",        "--help"};
   std::vector<std::string> args = {"halo", "train"};
   for (const CLI::Option* opt : o.sub->get_options()) {
     if (opt->count() == 0) continue;
@@ -298,32 +297,6 @@ std::string slurm_job(const cluster::Plan& p, const PlanOptions& o) {
       o, p.ranks, p.threads, p.peak_host_bytes_per_rank,
       std::max<std::int64_t>(600, static_cast<std::int64_t>(std::ceil(1.5 * p.train_seconds)) +
                                       defaults.signal_lead_s + 300));
-}
-
-/// Heterogeneous mini-batches over a partition, which halo plan does not model: no prediction;
-/// with --emit slurm, the job of the memory (--memory-per-rank) and time (--time-limit) the user
-/// gives, over the partition's ranks.
-int run_unmodeled_plan(const PlanOptions& o) {
-  const std::string what = "heterogeneous mini-batches over a partition";
-  if (o.emit != "slurm")
-    throw UsageError("--emit " + o.emit + ": " + what +
-                     ": halo plan does not predict them; for this run it writes an sbatch script "
-                     "(--emit slurm) from the --memory-per-rank and --time-limit you give");
-  if (o.memory_limit <= 0 || o.time_limit_minutes <= 0)
-    throw UsageError(
-        "--emit slurm: " + what +
-        " is not predicted: give the job's --memory-per-rank SIZE and --time-limit MINUTES");
-  check_task(o);
-  check_output(o.output, "--output");
-  const int ranks = static_cast<int>(partition::read_partition_meta(o.partitions).parts.size());
-  const std::string text =
-      slurm_job(o, ranks, std::max(1, o.threads), o.memory_limit,
-                static_cast<std::int64_t>(std::ceil(o.time_limit_minutes * 60)));
-  if (o.output.empty())
-    std::fwrite(text.data(), 1, text.size(), stdout);
-  else
-    kernels::write_file_atomically(o.output, text);
-  return 0;
 }
 
 /// Kubernetes memory quantity: whole MiB, rounded up.
@@ -422,23 +395,14 @@ void write_plan(const cluster::Plan& plan, const PlanOptions& o) {
     kernels::write_file_atomically(o.output, text);
 }
 
-/// --time-limit is for a run halo plan does not predict.
-void refuse_time_limit(const PlanOptions& o) {
-  if (o.time_limit_minutes > 0)
-    throw UsageError(
-        "--time-limit: halo plan predicts this run's time (it applies to runs it does not "
-        "model)");
-}
-
 /// What a task planned on the CPU in one process (or over its partition's own ranks) refuses:
-/// --parts (an estimated split), another device, --time-limit. `what` names the task.
+/// --parts (an estimated split), another device. `what` names the task.
 void check_cpu_plan(const PlanOptions& o, const std::string& what) {
   if (o.parts > 1)
     throw UsageError("--parts " + std::to_string(o.parts) + ": halo plan estimates no split for " +
                      what + " (it plans the data or the partition the run reads)");
   if (o.device != "cpu")
     throw UsageError("--device " + o.device + ": halo plan predicts " + what + " on the CPU only");
-  refuse_time_limit(o);
   check_task(o);
 }
 
@@ -453,8 +417,8 @@ void write_fitting_plan(const cluster::Plan& plan, const PlanOptions& o) {
 }
 
 /// Heterogeneous classification in one process (a typed directory, which is read for its
-/// counts: cluster::hetero_counts) or over a partition's ranks (full graph: every part is read
-/// for its rank's counts, cluster::hetero_partition_counts).
+/// counts: cluster::hetero_counts) or over a partition's ranks (every part is read for its
+/// rank's counts, cluster::hetero_partition_counts).
 int run_hetero_plan(const PlanOptions& o) {
   check_cpu_plan(o, "heterogeneous classification");
   if (was_given(o, "--model") && o.model != "rgcn" && o.model != "hgt")
@@ -465,9 +429,13 @@ int run_hetero_plan(const PlanOptions& o) {
   cluster::HeteroCounts counts;
   runtime::TrainConfig config;
   if (!o.partitions.empty()) {
-    counts = cluster::hetero_partition_counts(o.partitions);
-    config = hetero_train_config(o, counts.schema.relation_names);
-    runtime::check_config(config, static_cast<int>(counts.parts.size()));
+    const partition::PartitionMeta meta = partition::read_partition_meta(o.partitions);
+    std::vector<std::string> relations;
+    if (meta.hetero)
+      for (const auto& r : meta.hetero->relations) relations.push_back(r.name);
+    config = hetero_train_config(o, relations);
+    runtime::check_config(config, static_cast<int>(meta.parts.size()));
+    counts = cluster::hetero_partition_counts(o.partitions, config);
   } else {
     const datasets::HeteroGraph g = load_hetero(kernels::Resources(kernels::Device::Cpu), o);
     std::vector<std::string> relations;
@@ -519,10 +487,7 @@ int run_link_plan(const PlanOptions& o) {
 
 int run_plan(PlanOptions& o) {
   if (o.task == "link") return run_link_plan(o);
-  if (is_hetero_run(o))
-    return o.partitions.empty() || o.mode != "mini-batch" ? run_hetero_plan(o)
-                                                          : run_unmodeled_plan(o);
-  refuse_time_limit(o);
+  if (is_hetero_run(o)) return run_hetero_plan(o);
   check_homogeneous_run(o);
   const cluster::CostModel costs = plan_costs(o);
   check_output(o.output, "--output");
@@ -629,12 +594,8 @@ Command add_plan_command(CLI::App& app) {
           ->capture_default_str(),
       sub->add_option("--checkpoint-dir", o->checkpoint_dir,
                       "slurm (required): the job's checkpoint directory; the job resumes from "
-                      "it when requeued"),
-      sub->add_option("--time-limit", o->time_limit_minutes,
-                      "slurm, for a run halo plan does not predict (heterogeneous partitions, "
-                      "--task link): the job's time limit in MINUTES (with --memory-per-rank, "
-                      "the memory it asks per rank)")
-          ->check(finite_range(0.0, 1e7))};
+                      "it when requeued")};
+
   sub->add_option("train_args", o->extra_train_args,
                   "slurm: further `halo train` arguments, after `--` (e.g. -- --json r.json)");
   sub->add_option("--output", o->output, "Write to FILE instead of standard output");

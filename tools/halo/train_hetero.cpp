@@ -114,12 +114,10 @@ class HeteroRun final : public TaskRun {
   }
   runtime::Comm& comm() override { return *m_shard.comm; }
   runtime::TrainConfig& config() override { return m_config; }
-  /// The live metrics with this run's plan (on the CPU: full graph, or mini-batches in one
-  /// process).
+  /// The live metrics with this run's plan (on the CPU).
   std::unique_ptr<TrainMetrics> start_metrics(const MetricsOptions& o,
                                               const kernels::Resources& res) override {
-    if ((m_parted && m_config.mini_batch) || res.device() != kernels::Device::Cpu)
-      return cli::start_metrics(o, comm(), m_config, res);
+    if (res.device() != kernels::Device::Cpu) return cli::start_metrics(o, comm(), m_config, res);
     return cli::start_metrics(o, comm(), m_config, res, [&](const cluster::CostModel& costs) {
       return cluster::make_hetero_plan(cluster::hetero_shard_counts(m_shard, m_config), m_config,
                                        costs, "cpu", res.cpu_exec().num_threads);
