@@ -1,4 +1,7 @@
+#include <algorithm>
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/gemm.hpp>
@@ -158,8 +161,20 @@ std::unique_ptr<SparseEmbedding<T>> HeteroModel<T>::embedding_part(
                "hetero model: embedding_part takes a type with a learnable embedding");
   const std::string name =
       t < m_schema.type_names.size() ? m_schema.type_names[t] : std::to_string(t);
-  return std::make_unique<SparseEmbedding<T>>(res, "embedding_" + name, rows, num_nodes,
-                                              m_config.hidden, m_seed, kEmbeddingId + t);
+  auto part = std::make_unique<SparseEmbedding<T>>(res, "embedding_" + name, rows, num_nodes,
+                                                   m_config.hidden, m_seed, kEmbeddingId + t);
+  const SparseEmbedding<T>* own = m_embedding[t].get();
+  if (own != nullptr && own->table().rows() == num_nodes) {
+    HALO_EXPECTS(own->table().device() == kernels::Device::Cpu &&
+                     part->table().device() == kernels::Device::Cpu,
+                 "hetero model: embedding_part copies rows of a host table");
+    const T* whole = own->table().data();
+    T* out = part->table().data();
+    const auto h = static_cast<std::size_t>(m_config.hidden);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      std::copy_n(whole + static_cast<std::size_t>(rows[i]) * h, h, out + i * h);
+  }
+  return part;
 }
 
 template <class T>

@@ -110,8 +110,10 @@ class HeteroModel {
   /// Type `type`'s embedding becomes `table` (the whole table, e.g. gathered from the
   /// processes that owned its rows), read by the model itself again.
   void set_embedding(std::int32_t type, std::unique_ptr<SparseEmbedding<T>> table);
-  /// Rows `rows` (type-local ids) of type `type`'s embedding as a model of a `num_nodes`-node
-  /// type initialises it (its name, seed and draws): a process's part of the table.
+  /// Rows `rows` (type-local ids) of type `type`'s embedding: a process's part of the table.
+  /// Their values are the model's own table's when it holds `num_nodes` rows (a model built
+  /// for the whole graph, or read from a file), else as a model of a `num_nodes`-node type
+  /// initialises them (its name, seed and draws; the same values for a model not yet trained).
   std::unique_ptr<SparseEmbedding<T>> embedding_part(const kernels::Resources& res,
                                                      std::int32_t type, std::int64_t num_nodes,
                                                      std::span<const kernels::NodeId> rows) const;

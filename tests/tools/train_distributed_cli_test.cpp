@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <halo/datasets/numpy.hpp>
 #include <halo/nn/model_file.hpp>
@@ -75,6 +76,65 @@ TEST_F(DistributedTrainCli, HeteroPartitionTrainsInMiniBatches) {
               std::string::npos)
         << text;
   }
+}
+
+// A heterogeneous model trained across the ranks of a partition (learnable embeddings of the
+// featureless types) is applied across them again: `halo predict --partitions` gives the trained
+// run's scores, and its probabilities and `halo embed`'s rows (every node of the type in id order,
+// from rank 0) match the one process's on the typed directory (to rounding: the aggregation's
+// order differs).
+TEST_F(DistributedTrainCli, HeteroModelPredictsAndEmbedsAcrossRanks) {
+  const fs::path data = m_dir / "typed", hparts = m_dir / "hparts", model = m_dir / "h.halo";
+  fs::create_directories(data);
+  halo::testing::write_hetero_fixture(data);
+  Outcome r = halo(" partition --dataset " + data.string() + " --split 4 --parts 2 --out " +
+                   hparts.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const fs::path trained = m_dir / "t.json", one = m_dir / "p1.json", two = m_dir / "p2.json";
+  r = mpiexec(2, " train --partitions " + hparts.string() +
+                     " --model rgcn --hidden 8 --epochs 4 --featureless embedding --json " +
+                     trained.string() + " --save-model " + model.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string m = " --model " + model.string();
+  r = halo(" predict" + m + " --dataset " + data.string() + " --split all --out " +
+           (m_dir / "p1.npy").string() + " --json " + one.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = mpiexec(2, " predict" + m + " --partitions " + hparts.string() + " --split all --out " +
+                     (m_dir / "p2.npy").string() + " --json " + two.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto t = nlohmann::json::parse(halo::testing::read_file(trained));
+  const auto a = nlohmann::json::parse(halo::testing::read_file(one));
+  const auto b = nlohmann::json::parse(halo::testing::read_file(two));
+  EXPECT_EQ(b.at("world_size"), 2);
+  for (const char* key : {"test_accuracy", "test_macro_f1", "val_accuracy", "val_macro_f1"}) {
+    EXPECT_EQ(b.at(key), t.at(key)) << key;
+    EXPECT_NEAR(a.at(key).get<double>(), t.at(key).get<double>(), 1e-9) << key;
+  }
+  EXPECT_EQ(b.at("num_nodes"), a.at("num_nodes"));
+  const auto close = [](const fs::path& x, const fs::path& y) {
+    const halo::datasets::NpyArray u = halo::datasets::read_npy(x), v = halo::datasets::read_npy(y);
+    ASSERT_EQ(u.shape, v.shape);
+    ASSERT_EQ(u.bytes.size(), v.bytes.size());
+    std::vector<float> p(u.bytes.size() / 4), q(p.size());
+    std::memcpy(p.data(), u.bytes.data(), u.bytes.size());
+    std::memcpy(q.data(), v.bytes.data(), v.bytes.size());
+    for (std::size_t i = 0; i < p.size(); ++i) ASSERT_NEAR(p[i], q[i], 1e-4) << "entry " << i;
+  };
+  close(m_dir / "p1.npy", m_dir / "p2.npy");
+  for (const char* type : {"item", "user"}) {
+    SCOPED_TRACE(type);
+    const std::string e = " embed" + m + " --layer 1 --type " + type;
+    r = halo(e + " --dataset " + data.string() + " --out " + (m_dir / "e1.npy").string());
+    ASSERT_EQ(r.code, 0) << r.err;
+    r = mpiexec(2,
+                e + " --partitions " + hparts.string() + " --out " + (m_dir / "e2.npy").string());
+    ASSERT_EQ(r.code, 0) << r.err;
+    close(m_dir / "e1.npy", m_dir / "e2.npy");
+  }
+  // --dataset with --partitions is a usage error.
+  r = mpiexec(2, " predict" + m + " --partitions " + hparts.string() + " --dataset " +
+                     data.string() + " --out x.npy");
+  EXPECT_EQ(r.code, 2) << r.err;
 }
 
 TEST_F(DistributedTrainCli, TwoRanksWriteOneResult) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <halo/datasets/numpy.hpp>
 #include <halo/nn/model.hpp>
@@ -48,7 +49,8 @@ void check_layer(int layer, int layers) {
 }
 
 /// A heterogeneous model: the rows of one node type (--type, default the target type), in
-/// type-local id order, after layer K; the last layer gives the target type's logits only.
+/// type-local id order, after layer K (one process, or across the ranks of a heterogeneous
+/// partition: rank 0 writes); the last layer gives the target type's logits only.
 int run_hetero_embed(const EmbedOptions& o) {
   if (o.step >= 0)
     throw UsageError("--step: a link-prediction model's option (this model is heterogeneous)");
@@ -75,9 +77,20 @@ int run_hetero_embed(const EmbedOptions& o) {
         "' choose a layer below " + std::to_string(layers) + ")");
   const kernels::Tensor<float> rows =
       runtime::embed_hetero(md.res, md.shard, md.file.config, md.file.model, o.layer, type);
-  write_rows(o.out, rows.rows(), rows.cols(), rows.data(),
-             "'" + name + "' nodes (layer " + std::to_string(o.layer) + " of " +
-                 std::to_string(layers) + ")");
+  // Every rank's rows (its owned ones on a partition) in the type's id order.
+  const auto t = static_cast<std::size_t>(type);
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(rows.rows()));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    ids[i] = md.shard.layout.partitioned() ? md.shard.layout.original[t].data()[i]
+                                           : static_cast<std::int64_t>(i);
+  const std::vector<float> values(rows.data(), rows.data() + rows.numel());
+  const RowsById every = gather_rows_by_id(*md.shard.comm, ids, values,
+                                           std::vector<std::int32_t>(ids.size(), 0), rows.cols());
+  if (md.shard.comm->rank() == 0)
+    write_rows(o.out, static_cast<std::int64_t>(every.ids.size()), rows.cols(), every.values.data(),
+               "'" + name + "' nodes (layer " + std::to_string(o.layer) + " of " +
+                   std::to_string(layers) + ")");
+  md.shard.comm->barrier();  // no rank finalises MPI before rank 0 has written the file
   return 0;
 }
 

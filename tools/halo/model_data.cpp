@@ -1,6 +1,10 @@
+#include <algorithm>
+#include <cstring>
+
 #include <halo/datasets/hetero.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/datasets/temporal.hpp>
+#include <halo/partition/partition_format.hpp>
 #include <halo/runtime/tasks/link/temporal_part.hpp>
 #include <halo/tools/halo/model_data.hpp>
 #include <halo/tools/halo/run_support.hpp>
@@ -81,23 +85,62 @@ ModelData::ModelData(const ModelDataOptions& o, const char* command,
 
 HeteroModelData::HeteroModelData(const ModelDataOptions& o, const char* command)
     : world([&] {
-        if (!o.partitions.empty())
-          throw UsageError(std::string("--partitions: ") + command +
-                           " applies a heterogeneous model in one process (give its --dataset)");
         if (!o.data.features.empty())
           throw UsageError("--features: not for a heterogeneous model (each type has its own)");
-        return world_comm("", command);
+        if (!o.partitions.empty() && o.dataset_given)
+          throw UsageError(
+              "--dataset: not with --partitions (a heterogeneous model reads its "
+              "partition's parts)");
+        return world_comm(o.partitions, command);
       }()),
       res(make_resources(o.device, o.threads, world->size())),
       file(runtime::load_hetero_model(res, o.model)),
       shard([&] {
+        if (!o.partitions.empty()) {
+          const partition::PartitionMeta meta = partition::read_partition_meta(o.partitions);
+          if (meta.hetero && meta.hetero->split >= 0 && meta.hetero->split != file.split)
+            throw IoError(o.model + ": the model was trained on split " +
+                          std::to_string(file.split) + ", the partition " + o.partitions +
+                          " holds split " + std::to_string(meta.hetero->split));
+          return runtime::open_hetero_shard(res, *world, o.partitions);
+        }
         datasets::LoadOptions load;
         load.offline = o.data.offline;
         load.synthetic_mag = o.data.mag;
         return runtime::local_hetero_shard(datasets::load_hetero_dataset(
             runtime::host_resources(res), o.data.dataset, file.split, load));
       }()) {
-  runtime::check_hetero_schema(o.model, file.schema, runtime::hetero_schema(shard.graph));
+  runtime::check_hetero_schema(o.model, file.schema, runtime::hetero_schema(shard));
+}
+
+RowsById gather_rows_by_id(runtime::Comm& comm, const std::vector<std::int64_t>& ids,
+                           const std::vector<float>& values,
+                           const std::vector<std::int32_t>& labels, std::int64_t cols) {
+  std::vector<std::size_t> counts;
+  const auto all = [&](const void* data, std::size_t bytes) {
+    return comm.allgatherv(data, bytes, counts);
+  };
+  const std::vector<std::byte> i = all(ids.data(), ids.size() * sizeof(std::int64_t));
+  const std::vector<std::byte> v = all(values.data(), values.size() * sizeof(float));
+  const std::vector<std::byte> l = all(labels.data(), labels.size() * sizeof(std::int32_t));
+  const std::size_t n = i.size() / sizeof(std::int64_t);
+  const auto c = static_cast<std::size_t>(cols);
+  std::vector<std::int64_t> got(n);
+  std::memcpy(got.data(), i.data(), i.size());
+  std::vector<std::size_t> order(n);
+  for (std::size_t k = 0; k < n; ++k) order[k] = k;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return got[a] < got[b]; });
+  RowsById r;
+  r.values.resize(n * c);
+  r.labels.resize(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    r.ids.push_back(got[order[k]]);
+    std::memcpy(r.values.data() + k * c, v.data() + order[k] * c * sizeof(float),
+                c * sizeof(float));
+    std::memcpy(&r.labels[k], l.data() + order[k] * sizeof(std::int32_t), sizeof(std::int32_t));
+  }
+  return r;
 }
 
 LinkModelData::LinkModelData(const ModelDataOptions& o, const char* command)

@@ -54,9 +54,10 @@ class ModelData {
   std::unique_ptr<runtime::Inference> inference;
 };
 
-/// A saved heterogeneous model and its dataset, in one process: the typed directory (or
-/// registered name) with the model's split, checked against the schema the model was built
-/// for (halo::IoError naming the model file). Refuses --partitions and --features (usage).
+/// A saved heterogeneous model and its data, checked against the schema the model was built
+/// for (halo::IoError naming the model file): in one process the typed directory (or registered
+/// name) with the model's split; with --partitions a heterogeneous partition, one rank per part
+/// (its split must be the model's). Refuses --features (usage).
 class HeteroModelData {
  public:
   HeteroModelData(const ModelDataOptions& o, const char* command);
@@ -68,6 +69,17 @@ class HeteroModelData {
   runtime::HeteroModelFile file;
   runtime::HeteroShard shard;
 };
+
+/// Rows held across the ranks, by id: every rank's (id, `cols` values, label) rows gathered on
+/// every rank and ordered by id. Collective.
+struct RowsById {
+  std::vector<std::int64_t> ids;
+  std::vector<float> values;
+  std::vector<std::int32_t> labels;
+};
+RowsById gather_rows_by_id(runtime::Comm& comm, const std::vector<std::int64_t>& ids,
+                           const std::vector<float>& values,
+                           const std::vector<std::int32_t>& labels, std::int64_t cols);
 
 /// A saved link-prediction model and its events cut into the model's snapshots: in one process,
 /// or with --partitions a snapshot partition series (halo partition --method migration), one

@@ -107,8 +107,9 @@ void refuse_for(bool given, const char* flag, const std::string& task, const cha
 }
 
 /// A model of the heterogeneous task: the dataset (its typed directory or registered name, the
-/// model's split), the task's evaluation (the training run's scores), and the probabilities or
-/// labels of the target type's nodes of --split.
+/// model's split) or a heterogeneous partition across ranks, the task's evaluation (the training
+/// run's scores), and the probabilities or labels of the target type's nodes of --split, in id
+/// order (rank 0 writes).
 int run_hetero_predict(const PredictOptions& o) {
   const std::string task = "heterogeneous";
   refuse_for(!o.nodes.empty(), "--nodes", task, "choose the target nodes by --split");
@@ -116,14 +117,15 @@ int run_hetero_predict(const PredictOptions& o) {
   check_output(o.out, "--out");
   check_output(o.json, "--json");
   HeteroModelData md(o.in, "predict");
-  const kernels::Resources& res = md.res;
   runtime::HeteroShard& shard = md.shard;
-  const runtime::HeteroModelFile& file = md.file;
   const runtime::HeteroPrediction p =
-      runtime::predict_hetero(res, shard, file.config, md.file.model);
+      runtime::predict_hetero(md.res, shard, md.file.config, md.file.model);
   const datasets::HeteroGraph& g = shard.graph;
+  const auto target_type = static_cast<std::size_t>(g.target_type);
+  // This rank's target rows of the split (local ids; on a partition the owned rows), by their
+  // ids in the whole graph.
   std::vector<kernels::NodeId> rows;
-  const kernels::Resources host = runtime::host_resources(res);
+  const kernels::Resources host = runtime::host_resources(md.res);
   if (o.split == "all") {
     rows.resize(static_cast<std::size_t>(p.logits.rows()));
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<kernels::NodeId>(i);
@@ -131,53 +133,63 @@ int run_hetero_predict(const PredictOptions& o) {
     const auto& idx = o.split == "train" ? g.train_idx : o.split == "val" ? g.val_idx : g.test_idx;
     rows = idx.to_vector(host);
   }
-  if (rows.empty()) throw UsageError("--split " + o.split + ": the split has no nodes");
   const std::int64_t cols = p.logits.cols();
   const std::vector<float> all = p.logits.to_vector(host);
   const std::vector<std::int32_t> every_label = g.labels.to_vector(host);
+  std::vector<std::int64_t> ids(rows.size());
   std::vector<float> chosen(rows.size() * static_cast<std::size_t>(cols));
   std::vector<std::int32_t> labels(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto r = static_cast<std::size_t>(rows[i]);
+    ids[i] = shard.layout.partitioned() ? shard.layout.original[target_type].data()[r]
+                                        : static_cast<std::int64_t>(r);
     std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(r * static_cast<std::size_t>(cols)), cols,
                 chosen.begin() + static_cast<std::ptrdiff_t>(i * static_cast<std::size_t>(cols)));
     labels[i] = r < every_label.size() ? every_label[r] : -1;
   }
-  const std::vector<std::int32_t> predicted = runtime::argmax_rows(chosen, cols);
-  const runtime::Scores s = runtime::score(predicted, labels, g.num_classes);
-  if (o.labels) {
-    datasets::NpyArray a;
-    a.dtype = "<i8";
-    a.shape = {static_cast<std::int64_t>(rows.size())};
-    std::vector<std::int64_t> v(predicted.begin(), predicted.end());
-    a.bytes.assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(std::int64_t));
-    datasets::write_npy(o.out, a);
-  } else {
-    runtime::softmax_rows(chosen, cols);
-    datasets::write_npy(o.out, npy_of(chosen, static_cast<std::int64_t>(rows.size()), cols));
+  const RowsById every = gather_rows_by_id(*shard.comm, ids, chosen, labels, cols);
+  if (every.ids.empty()) throw UsageError("--split " + o.split + ": the split has no nodes");
+  if (shard.comm->rank() == 0) {
+    std::vector<float> values = every.values;
+    const std::size_t n = every.ids.size();
+    const std::vector<std::int32_t> predicted = runtime::argmax_rows(values, cols);
+    const runtime::Scores s = runtime::score(predicted, every.labels, g.num_classes);
+    if (o.labels) {
+      datasets::NpyArray a;
+      a.dtype = "<i8";
+      a.shape = {static_cast<std::int64_t>(n)};
+      std::vector<std::int64_t> v(predicted.begin(), predicted.end());
+      a.bytes.assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(std::int64_t));
+      datasets::write_npy(o.out, a);
+    } else {
+      runtime::softmax_rows(values, cols);
+      datasets::write_npy(o.out, npy_of(values, static_cast<std::int64_t>(n), cols));
+    }
+    const auto& target = g.node_types[target_type];
+    std::printf(
+        "predicted %zu '%s' nodes (split %s): accuracy %.4f, macro-F1 %.4f; test accuracy %.4f, "
+        "macro-F1 %.4f, micro-F1 %.4f\n",
+        n, target.name.c_str(), o.split.c_str(), s.accuracy, s.macro_f1,
+        p.metrics.at("test_accuracy"), p.metrics.at("test_macro_f1"),
+        p.metrics.at("test_micro_f1"));
+    if (!o.json.empty()) {
+      nlohmann::json j = {{"model", o.in.model},
+                          {"task", "heterogeneous-node-classification"},
+                          {"dataset", shard.dataset.empty() ? g.name : shard.dataset},
+                          {"world_size", shard.comm->size()},
+                          {"target_type", target.name},
+                          {"split", o.split},
+                          {"num_nodes", n},
+                          {"num_classes", g.num_classes},
+                          {"output", o.labels ? "labels" : "probabilities"},
+                          {"labelled", s.labelled},
+                          {"accuracy", json_number(s.accuracy)},
+                          {"macro_f1", json_number(s.macro_f1)}};
+      for (const auto& [name, value] : p.metrics) j[name] = json_number(value);
+      kernels::write_file_atomically(o.json, j.dump(2) + "\n");
+    }
   }
-  const auto& target = g.node_types[static_cast<std::size_t>(g.target_type)];
-  std::printf(
-      "predicted %zu '%s' nodes (split %s): accuracy %.4f, macro-F1 %.4f; test accuracy %.4f, "
-      "macro-F1 %.4f, micro-F1 %.4f\n",
-      rows.size(), target.name.c_str(), o.split.c_str(), s.accuracy, s.macro_f1,
-      p.metrics.at("test_accuracy"), p.metrics.at("test_macro_f1"), p.metrics.at("test_micro_f1"));
-  if (!o.json.empty()) {
-    nlohmann::json j = {{"model", o.in.model},
-                        {"task", "heterogeneous-node-classification"},
-                        {"dataset", g.name},
-                        {"world_size", 1},
-                        {"target_type", target.name},
-                        {"split", o.split},
-                        {"num_nodes", rows.size()},
-                        {"num_classes", g.num_classes},
-                        {"output", o.labels ? "labels" : "probabilities"},
-                        {"labelled", s.labelled},
-                        {"accuracy", json_number(s.accuracy)},
-                        {"macro_f1", json_number(s.macro_f1)}};
-    for (const auto& [name, value] : p.metrics) j[name] = json_number(value);
-    kernels::write_file_atomically(o.json, j.dump(2) + "\n");
-  }
+  shard.comm->barrier();  // no rank finalises MPI before rank 0 has written its files
   return 0;
 }
 

@@ -155,12 +155,15 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
   HALO_EXPECTS(parted || shard.comm->size() == 1,
                "train: several ranks train a heterogeneous dataset from its partition "
                "(open_hetero_shard)");
+  // A model of the part's rows (built for this run), or of the whole graph (read from a file:
+  // its tables' owned rows are taken from it).
   const nn::HeteroSchema want = hetero_schema(g);
   const nn::HeteroSchema& have = model.schema();
-  HALO_EXPECTS(have.num_nodes == want.num_nodes && have.in_features == want.in_features &&
-                   have.relations == want.relations && have.target_type == want.target_type &&
-                   have.num_classes == want.num_classes,
-               "train: the heterogeneous model was not built for this dataset");
+  HALO_EXPECTS(
+      (have.num_nodes == want.num_nodes || (parted && have.num_nodes == layout.global_nodes)) &&
+          have.in_features == want.in_features && have.relations == want.relations &&
+          have.target_type == want.target_type && have.num_classes == want.num_classes,
+      "train: the heterogeneous model was not built for this dataset");
   HALO_EXPECTS((parted ? layout.num_train : g.train_idx.numel()) > 0,
                "train: the dataset has no training nodes");
   const auto start = Clock::now();
@@ -457,11 +460,26 @@ Tensor<float> embed_hetero(const kernels::Resources& res, HeteroShard& shard,
                "embed: layer " + std::to_string(layer) + " of " + std::to_string(layers));
   HALO_EXPECTS(layer < layers || type == model.schema().target_type,
                "embed: the last layer computes the target type only");
-  HALO_EXPECTS(shard.comm->size() == 1, "embed: one process");
   HeteroNodeClassification task(res, shard, config, model);
   Tensor<float> logits = task.logits();
   if (layer == layers) return logits;
-  return model.hidden(layer, type).clone(host_resources(res));
+  // A partition's layers hold the owned rows, then the halo's.
+  Tensor<float> all = model.hidden(layer, type).clone(host_resources(res));
+  const std::int64_t rows = shard.layout.partitioned()
+                                ? shard.layout.num_owned[static_cast<std::size_t>(type)]
+                                : all.rows();
+  if (rows == all.rows()) return all;
+  const std::vector<float> v = all.to_vector(host_resources(res));
+  return Tensor<float>::from_host(
+      host_resources(res),
+      std::vector<float>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(rows * all.cols())),
+      rows, all.cols());
+}
+
+nn::HeteroSchema hetero_schema(const HeteroShard& shard) {
+  nn::HeteroSchema s = hetero_schema(shard.graph);
+  if (shard.layout.partitioned()) s.num_nodes = shard.layout.global_nodes;
+  return s;
 }
 
 // ---- model files ------------------------------------------------------------------------------

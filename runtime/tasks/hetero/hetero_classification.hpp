@@ -49,8 +49,13 @@ struct HeteroTrainRun {
 HeteroTrainRun train(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
                      const EpochCallback& on_epoch = {}, const StepCallback& on_step = {});
 
-/// What a trained model gives on `shard` (one process): its scores (as evaluate() after an
-/// epoch: "test_accuracy", "test_macro_f1", ...) and the target type's logits, one row per node.
+/// The schema of the whole graph `shard` is part of (hetero_schema of its graph, with every
+/// type's nodes of the whole graph on a partition).
+nn::HeteroSchema hetero_schema(const HeteroShard& shard);
+
+/// What a trained model gives on `shard`: its scores (as evaluate() after an epoch:
+/// "test_accuracy", "test_macro_f1", ...; over every rank of a partition) and the target type's
+/// logits, one row per node (on a partition, per owned target row; collective).
 struct HeteroPrediction {
   Metrics metrics;
   kernels::Tensor<float> logits;  // host
@@ -58,8 +63,9 @@ struct HeteroPrediction {
 HeteroPrediction predict_hetero(const kernels::Resources& res, HeteroShard& shard,
                                 const TrainConfig& config, nn::HeteroModel<float>& model);
 
-/// Type `type`'s rows (every node of the type, type-local id order, host) after heterogeneous
-/// layer `layer` of `model` on the full graph of `shard` (one process), as the evaluation's
+/// Type `type`'s rows (every node of the type, type-local id order, host; on a partition its
+/// owned rows, collective) after heterogeneous layer `layer` of `model` on the full graph of
+/// `shard`, as the evaluation's
 /// forward computes them: below the last layer the hidden representation, its ReLU included;
 /// `layer` = the model's layers gives the logits, of the target type only (the last layer
 /// computes no other).
