@@ -164,6 +164,11 @@ TEST_F(LinkCli, PlansARunInOneProcess) {
   EXPECT_EQ(j.at("epochs"), 5);
   EXPECT_EQ(j.at("batches_per_epoch"), 7);  // training steps: 3 .. round(0.7 * 14) - 1
   EXPECT_GT(j.at("per_rank")[0].at("host_bytes").at("evaluation").get<double>(), 0);
+  // --output - is standard output (no file named "-").
+  const Outcome out = run(base + " --model gcrn --epochs 5 --output -");
+  ASSERT_EQ(out.code, 0) << out.err;
+  EXPECT_EQ(nlohmann::json::parse(out.out), j);
+  EXPECT_FALSE(fs::exists(m_dir / "-"));
   EXPECT_GT(j.at("train_seconds").get<double>(), 0);
   const Outcome slurm = run(base + " --emit slurm --checkpoint-dir " + (m_dir / "ck").string());
   ASSERT_EQ(slurm.code, 0) << slurm.err;

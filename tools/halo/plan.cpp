@@ -598,12 +598,14 @@ Command add_plan_command(CLI::App& app) {
 
   sub->add_option("train_args", o->extra_train_args,
                   "slurm: further `halo train` arguments, after `--` (e.g. -- --json r.json)");
-  sub->add_option("--output", o->output, "Write to FILE instead of standard output");
+  sub->add_option("--output", o->output,
+                  "Write to FILE instead of standard output ('-': standard output)");
   sub->add_option("--image", o->image, "k8s: the container image holding halo")
       ->capture_default_str();
   sub->add_option("--job-name", o->job_name, "k8s: the MPIJob's name")->capture_default_str();
   sub->callback([o, check_run, parts, sub, slurm_only] {
     check_run();
+    if (o->output == "-") o->output.clear();  // standard output, as without --output
     if (o->emit == "slurm" && o->checkpoint_dir.empty())
       throw CLI::ValidationError("--emit slurm",
                                  "needs --checkpoint-dir (a requeued job resumes from it)");
