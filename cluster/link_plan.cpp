@@ -196,8 +196,9 @@ Plan make_link_plan(const LinkCounts& c, const TrainConfig& config, const CostMo
       snapshots += kI * (owned + 1) + (kF + kF) * entries + kF * owned;
       if (p) {
         snapshots += kF * n + 2 * kF * 2 * halo + kF * halo * h;
-        // While preparing: the rows moved to it (a list of neighbours per owned row).
-        moved += 3 * kF * 2 * owned + kF * entries;
+        // While preparing: the rows moved to it (per owned row a list of its neighbours: the
+        // list's 24 bytes and 4 per neighbour).
+        moved += 24 * owned + kF * entries;
       }
       local_rows = std::max(local_rows, owned + halo);
       widest_step = std::max(widest_step, entries);
