@@ -1,6 +1,7 @@
 // The plan of heterogeneous classification (docs/scheduler.md, "Heterogeneous classification").
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -159,6 +160,62 @@ PassCost pass_cost(const CostModel& m, const nn::HeteroSchema& s, const nn::Hete
   return p;
 }
 
+/// A mini-batch run's sampler counts (HeteroCounts::envelope, mean_draws), summed over the
+/// destination rows that are added: every row in one process, or the parts' owned rows (a part
+/// holds every incoming edge of the rows it owns).
+class DrawCounts {
+ public:
+  DrawCounts(const TrainConfig& config, std::size_t relations)
+      : m_config(config), m_stats(relations) {
+    m_sc.fanouts = relation_fanouts(*config.mini_batch, relations);
+    m_sc.replace = config.mini_batch->replace;
+    m_sc.seed = config.seed;
+    m_draws.assign(m_sc.fanouts.size(), std::vector<double>(relations, 0));
+  }
+  /// Adds the first owned[t] destination rows of each type of `g` to every relation's largest
+  /// in-degree and, per layer, its destinations' summed draws.
+  void add(const datasets::HeteroGraph& g, const std::vector<std::int64_t>& owned) {
+    for (std::size_t r = 0; r < g.relations.size(); ++r) {
+      const datasets::Relation& rel = g.relations[r];
+      const std::int64_t* ptr = rel.adj.indptr.data();
+      const std::int64_t rows = owned[static_cast<std::size_t>(rel.dst_type)];
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const std::int64_t deg = ptr[i + 1] - ptr[i];
+        m_stats[r].max_degree = std::max(m_stats[r].max_degree, deg);
+        for (std::size_t l = 0; l < m_sc.fanouts.size(); ++l)
+          m_draws[l][r] += static_cast<double>(draws_of(m_sc.fanouts[l][r], m_sc.replace, deg));
+      }
+    }
+  }
+  /// c.envelope and c.mean_draws from what was added, `share` of the destinations (1: every
+  /// row; 1 / P: one part's, the others taken to be like it); the relations' edges are
+  /// c.entries / share.
+  void set(HeteroCounts& c, double share) const {
+    std::vector<sampler::DegreeStats> stats = m_stats;
+    for (std::size_t r = 0; r < stats.size(); ++r)
+      stats[r].num_edges = static_cast<std::int64_t>(static_cast<double>(c.entries[r]) / share);
+    const std::vector<std::pair<std::int32_t, std::int32_t>> relations(c.schema.relations.begin(),
+                                                                       c.schema.relations.end());
+    c.envelope =
+        sampler::plan_hetero_envelope(relations, stats, c.schema.num_nodes, c.schema.target_type,
+                                      m_config.mini_batch->batch_size, m_sc);
+    c.mean_draws = m_draws;
+    for (auto& layer : c.mean_draws)
+      for (std::size_t r = 0; r < layer.size(); ++r) {
+        const double rows =
+            share * static_cast<double>(
+                        c.schema.num_nodes[static_cast<std::size_t>(c.schema.relations[r].second)]);
+        layer[r] = rows > 0 ? layer[r] / rows : 0;
+      }
+  }
+
+ private:
+  const TrainConfig& m_config;
+  sampler::HeteroSamplerConfig m_sc;
+  std::vector<sampler::DegreeStats> m_stats;
+  std::vector<std::vector<double>> m_draws;
+};
+
 }  // namespace
 
 HeteroCounts hetero_counts(const datasets::HeteroGraph& g, const TrainConfig& config) {
@@ -173,29 +230,10 @@ HeteroCounts hetero_counts(const datasets::HeteroGraph& g, const TrainConfig& co
   c.num_train = g.train_idx.numel();
   c.num_val = g.val_idx.numel();
   c.num_test = g.test_idx.numel();
-  if (config.mini_batch) {
-    sampler::HeteroSamplerConfig sc;
-    sc.fanouts = relation_fanouts(*config.mini_batch, g.relations.size());
-    sc.replace = config.mini_batch->replace;
-    sc.seed = config.seed;
-    c.envelope = sampler::plan_hetero_envelope(g, config.mini_batch->batch_size, sc);
-    // A destination's draws under fan-out f: min(f, its in-degree) (with replacement f, if it
-    // has neighbours; -1: every neighbour), averaged over the relation's rows (host CSRs).
-    c.mean_draws.assign(sc.fanouts.size(), std::vector<double>(g.relations.size(), 0));
-    for (std::size_t r = 0; r < g.relations.size(); ++r) {
-      const datasets::Graph& adj = g.relations[r].adj;
-      const std::int64_t* ptr = adj.indptr.data();
-      const std::int64_t rows = adj.num_rows();
-      for (std::size_t l = 0; l < sc.fanouts.size(); ++l) {
-        const int f = sc.fanouts[l][r];
-        double sum = 0;
-        for (std::int64_t i = 0; i < rows; ++i) {
-          const std::int64_t deg = ptr[i + 1] - ptr[i];
-          sum += static_cast<double>(draws_of(f, sc.replace, deg));
-        }
-        c.mean_draws[l][r] = rows > 0 ? sum / static_cast<double>(rows) : 0;
-      }
-    }
+  if (config.mini_batch) {  // one process owns every row of every relation
+    DrawCounts draws(config, c.entries.size());
+    draws.add(g, c.schema.num_nodes);
+    draws.set(c, 1);
   }
   return c;
 }
@@ -221,59 +259,6 @@ HeteroPartCounts part_counts(const datasets::HeteroGraph& g,
   return p;
 }
 
-/// The typed sampler's configuration of `config` (no fan-outs without mini-batches).
-sampler::HeteroSamplerConfig sampler_config(const TrainConfig& config, std::size_t relations) {
-  sampler::HeteroSamplerConfig sc;
-  if (!config.mini_batch) return sc;
-  sc.fanouts = relation_fanouts(*config.mini_batch, relations);
-  sc.replace = config.mini_batch->replace;
-  sc.seed = config.seed;
-  return sc;
-}
-
-/// Adds a part's owned destination rows (every incoming edge of the rows it owns) to every
-/// relation's largest in-degree and, per layer, its destinations' summed draws.
-void add_owned_rows(const datasets::HeteroGraph& g, const partition::HeteroPartLayout& layout,
-                    const sampler::HeteroSamplerConfig& sc,
-                    std::vector<sampler::DegreeStats>& stats,
-                    std::vector<std::vector<double>>& draws) {
-  for (std::size_t r = 0; r < g.relations.size(); ++r) {
-    const datasets::Relation& rel = g.relations[r];
-    const std::int64_t* ptr = rel.adj.indptr.data();
-    const std::int64_t owned = layout.num_owned[static_cast<std::size_t>(rel.dst_type)];
-    for (std::int64_t i = 0; i < owned; ++i) {
-      const std::int64_t deg = ptr[i + 1] - ptr[i];
-      stats[r].max_degree = std::max(stats[r].max_degree, deg);
-      for (std::size_t l = 0; l < sc.fanouts.size(); ++l)
-        draws[l][r] += static_cast<double>(draws_of(sc.fanouts[l][r], sc.replace, deg));
-    }
-  }
-}
-
-/// c.envelope and c.mean_draws from the relations' largest in-degrees and summed draws over
-/// `share` of the destinations (1: every part's owned rows; 1 / P: one part's, the others taken
-/// to be like it); the relations' edges are c.entries / share.
-void set_batch_counts(HeteroCounts& c, const TrainConfig& config,
-                      const sampler::HeteroSamplerConfig& sc,
-                      std::vector<sampler::DegreeStats> stats,
-                      const std::vector<std::vector<double>>& draws, double share) {
-  for (std::size_t r = 0; r < stats.size(); ++r)
-    stats[r].num_edges = static_cast<std::int64_t>(static_cast<double>(c.entries[r]) / share);
-  const std::vector<std::pair<std::int32_t, std::int32_t>> relations(c.schema.relations.begin(),
-                                                                     c.schema.relations.end());
-  c.envelope =
-      sampler::plan_hetero_envelope(relations, stats, c.schema.num_nodes, c.schema.target_type,
-                                    config.mini_batch->batch_size, sc);
-  c.mean_draws = draws;
-  for (auto& layer : c.mean_draws)
-    for (std::size_t r = 0; r < layer.size(); ++r) {
-      const double rows =
-          share * static_cast<double>(
-                      c.schema.num_nodes[static_cast<std::size_t>(c.schema.relations[r].second)]);
-      layer[r] = rows > 0 ? layer[r] / rows : 0;
-    }
-}
-
 /// The whole graph's schema, as a part knows it (its types' global node counts).
 nn::HeteroSchema global_schema(const datasets::HeteroGraph& g,
                                const partition::HeteroPartLayout& layout) {
@@ -292,12 +277,9 @@ HeteroCounts hetero_partition_counts(const std::filesystem::path& dir, const Tra
   HeteroCounts c;
   c.dataset = meta.dataset;
   for (const auto& r : meta.hetero->relations) c.entries.push_back(r.num_edges);
-  // Mini-batch: the whole relations' statistics and draws, summed over the parts' owned
-  // destination rows (a part holds every incoming edge of the rows it owns).
-  const sampler::HeteroSamplerConfig sc = sampler_config(config, c.entries.size());
-  std::vector<sampler::DegreeStats> stats(c.entries.size());
-  std::vector<std::vector<double>> draws(sc.fanouts.size(),
-                                         std::vector<double>(c.entries.size(), 0));
+  // Mini-batch: the whole relations' statistics and draws, summed over the parts' owned rows.
+  std::optional<DrawCounts> draws;
+  if (config.mini_batch) draws.emplace(config, c.entries.size());
   for (std::int32_t k = 0; k < static_cast<std::int32_t>(meta.parts.size()); ++k) {
     const partition::HeteroPart part = partition::read_hetero_part(host, dir, k, &meta);
     HeteroPartCounts p = part_counts(part.graph, part.layout);
@@ -311,10 +293,10 @@ HeteroCounts hetero_partition_counts(const std::filesystem::path& dir, const Tra
         c.feature_nnz[t] = std::max<std::int64_t>(c.feature_nnz[t], 0) + p.feature_nnz[t];
     c.num_val += p.num_val;
     c.num_test += p.num_test;
-    if (config.mini_batch) add_owned_rows(part.graph, part.layout, sc, stats, draws);
+    if (draws) draws->add(part.graph, part.layout.num_owned);
     c.parts.push_back(std::move(p));
   }
-  if (config.mini_batch) set_batch_counts(c, config, sc, stats, draws, 1);
+  if (draws) draws->set(c, 1);
   return c;
 }
 
@@ -329,12 +311,9 @@ HeteroCounts hetero_shard_counts(const runtime::HeteroShard& shard, const TrainC
   c.num_train = shard.layout.num_train;
   c.parts.assign(static_cast<std::size_t>(shard.layout.num_parts), p);
   if (config.mini_batch) {
-    const sampler::HeteroSamplerConfig sc = sampler_config(config, c.entries.size());
-    std::vector<sampler::DegreeStats> stats(c.entries.size());
-    std::vector<std::vector<double>> draws(sc.fanouts.size(),
-                                           std::vector<double>(c.entries.size(), 0));
-    add_owned_rows(shard.graph, shard.layout, sc, stats, draws);
-    set_batch_counts(c, config, sc, stats, draws, 1.0 / shard.layout.num_parts);
+    DrawCounts draws(config, c.entries.size());
+    draws.add(shard.graph, shard.layout.num_owned);
+    draws.set(c, 1.0 / shard.layout.num_parts);
   }
   return c;
 }

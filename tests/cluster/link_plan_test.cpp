@@ -36,12 +36,18 @@ datasets::TemporalGraph ring_events(std::int64_t n, std::int64_t times) {
   return g;
 }
 
+/// `count` snapshots of each span's own events.
+datasets::SnapshotConfig own_spans(std::int64_t count) {
+  datasets::SnapshotConfig s;
+  s.num_snapshots = count;
+  s.window_snapshots = 1;
+  return s;
+}
+
 TEST(LinkPlan, EncoderPeakIsWhatATrainingStepHolds) {
   const std::int64_t n = 300;
   const datasets::TemporalGraph g = ring_events(n, 8);
-  datasets::SnapshotConfig snapshots;
-  snapshots.num_snapshots = 8;
-  snapshots.window_snapshots = 1;
+  const datasets::SnapshotConfig snapshots = own_spans(8);
   const runtime::TemporalShard shard = runtime::local_temporal_shard(host(), g, snapshots, 0.7);
   // The kernels' scratch space (kernels::Resources::scratch) is the process's, grown once to the
   // largest request: every case runs once before any is measured.
@@ -80,9 +86,7 @@ TEST(LinkPlan, EncoderPeakIsWhatATrainingStepHolds) {
 
 TEST(LinkPlan, AnswersForASnapshotSeriesAndGrowsWithTheModel) {
   const datasets::TemporalGraph g = ring_events(200, 20);
-  datasets::SnapshotConfig snapshots;
-  snapshots.num_snapshots = 20;
-  snapshots.window_snapshots = 1;
+  const datasets::SnapshotConfig snapshots = own_spans(20);
   runtime::TrainConfig config;
   config.epochs = 3;
   config.link.window = 3;
@@ -124,9 +128,7 @@ TEST(LinkPlan, AnswersForASnapshotSeriesAndGrowsWithTheModel) {
 TEST(LinkPlan, PlansEveryRankOfASnapshotSeries) {
   const std::int64_t n = 200;
   const datasets::TemporalGraph g = ring_events(n, 12);
-  datasets::SnapshotConfig snapshots;
-  snapshots.num_snapshots = 12;
-  snapshots.window_snapshots = 1;
+  const datasets::SnapshotConfig snapshots = own_spans(12);
   runtime::TrainConfig config;
   config.epochs = 2;
   config.link.window = 3;

@@ -5,9 +5,9 @@
 #include <halo/datasets/registry.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/partition/partition_format.hpp>
-#include <halo/runtime/tasks/link/temporal_part.hpp>
 #include <halo/tools/halo/model_data.hpp>
 #include <halo/tools/halo/run_support.hpp>
+#include <halo/tools/halo/train_link.hpp>
 
 namespace halo::cli {
 
@@ -158,15 +158,7 @@ LinkModelData::LinkModelData(const ModelDataOptions& o, const char* command)
   const std::string columns = o.data.columns == "auto" ? file.columns : o.data.columns;
   const datasets::TemporalGraph g =
       datasets::load_temporal_dataset(o.data.dataset, datasets::parse_temporal_layout(columns));
-  const double train_fraction = file.config.link.train_fraction;
-  shard = o.partitions.empty()
-              ? runtime::local_temporal_shard(res, g, file.snapshots, train_fraction)
-              : runtime::distributed_temporal_shard(
-                    res, g, file.snapshots,
-                    runtime::read_snapshot_owners(o.partitions, g.num_nodes(),
-                                                  datasets::snapshot_boundaries(g, file.snapshots),
-                                                  world->size()),
-                    *world, train_fraction);
+  shard = link_shard(res, *world, g, file.snapshots, o.partitions, file.config.link.train_fraction);
   if (shard.num_features != file.config.link.model.in_features)
     throw IoError(o.model + ": the model reads " +
                   std::to_string(file.config.link.model.in_features) +

@@ -54,6 +54,18 @@ datasets::SnapshotConfig link_snapshots(const TrainOptions& o) {
   return s;
 }
 
+runtime::TemporalShard link_shard(const kernels::Resources& res, runtime::Comm& world,
+                                  const datasets::TemporalGraph& g,
+                                  const datasets::SnapshotConfig& snapshots,
+                                  const std::string& partitions, double train_fraction) {
+  if (partitions.empty()) return runtime::local_temporal_shard(res, g, snapshots, train_fraction);
+  return runtime::distributed_temporal_shard(
+      res, g, snapshots,
+      runtime::read_snapshot_owners(partitions, g.num_nodes(),
+                                    datasets::snapshot_boundaries(g, snapshots), world.size()),
+      world, train_fraction);
+}
+
 namespace {
 
 class LinkRun final : public TaskRun {
@@ -63,15 +75,7 @@ class LinkRun final : public TaskRun {
     const datasets::TemporalGraph g = load_link_events(o);
     m_snapshots = link_snapshots(o);
     // One process, or this rank's part of every snapshot under the series' owners.
-    const double train_fraction = m_config.link.train_fraction;
-    m_shard = o.partitions.empty()
-                  ? runtime::local_temporal_shard(res, g, m_snapshots, train_fraction)
-                  : runtime::distributed_temporal_shard(
-                        res, g, m_snapshots,
-                        runtime::read_snapshot_owners(o.partitions, g.num_nodes(),
-                                                      datasets::snapshot_boundaries(g, m_snapshots),
-                                                      world.size()),
-                        world, train_fraction);
+    m_shard = link_shard(res, world, g, m_snapshots, o.partitions, m_config.link.train_fraction);
     if (const std::string e = runtime::link_split_problem(m_shard.num_steps(), m_config.link);
         !e.empty())
       throw UsageError(e);
