@@ -40,7 +40,8 @@ double peers_gather_s(const CostModel& m, int ranks, int threads, double bytes, 
 }  // namespace
 
 LinkCounts link_counts(const runtime::TemporalShard& s) {
-  HALO_EXPECTS(!s.distributed(), "plan: link counts of a one-process shard");
+  HALO_EXPECTS(s.comm != nullptr && s.comm->size() == 1,
+               "plan: link counts of a one-process shard (local_temporal_shard)");
   LinkCounts c;
   c.dataset = s.dataset;
   c.num_nodes = s.num_nodes;
@@ -48,7 +49,7 @@ LinkCounts link_counts(const runtime::TemporalShard& s) {
   c.num_features = s.num_features;
   for (std::int64_t t = 0; t < s.num_steps(); ++t) {
     const auto i = static_cast<std::size_t>(t);
-    c.entries.push_back(s.adjacency[i].num_edges());
+    c.entries.push_back(s.exchange[i]->num_entries());
     c.targets.push_back(static_cast<std::int64_t>(s.targets[i].size()));
     c.active.push_back(static_cast<std::int64_t>(s.active[i].size()));
   }
@@ -71,9 +72,10 @@ LinkCounts link_partition_counts(const runtime::TemporalShard& s,
       static_cast<std::size_t>(parts),
       std::vector<std::int64_t>(static_cast<std::size_t>(s.num_nodes), -1));
   for (std::size_t t = 0; t < steps; ++t) {
-    const auto& a = s.adjacency[t];
-    const std::int64_t* indptr = a.indptr.data();
-    const kernels::NodeId* indices = a.indices.data();
+    // The one part's owned block: every node's row, local ids = node ids.
+    const kernels::CsrView<kernels::NodeId, float> a = s.exchange[t]->owned_block();
+    const std::int64_t* indptr = a.indptr;
+    const kernels::NodeId* indices = a.indices;
     HALO_EXPECTS(static_cast<std::int64_t>(owner[t].size()) == s.num_nodes,
                  "plan: an owner map must cover every node");
     for (std::int64_t v = 0; v < s.num_nodes; ++v) {
@@ -184,8 +186,9 @@ Plan make_link_plan(const LinkCounts& c, const TrainConfig& config, const CostMo
     const std::int64_t process = m.process_base_bytes + (parted ? m.mpi_rank_extra_bytes : 0);
     host.push_back({"process", process});
     // Per step: the GCN matrix of the rows this rank holds (offsets, columns, values), their
-    // degree buckets; across ranks also the owner of every node, the halo exchange's lists (its
-    // rows sent and received, as many each way on a symmetric snapshot) and its receive buffer.
+    // degree buckets, the owner of every node, the halo exchange's lists (its rows sent and
+    // received, as many each way on a symmetric snapshot) and its receive buffer. One process
+    // is the one part: every row, no halo.
     double snapshots = common, local_rows = 0, widest_step = 0, halo_rows = 0, moved = 0;
     for (std::int64_t t = 0; t < steps; ++t) {
       const auto i = static_cast<std::size_t>(t);
@@ -194,12 +197,10 @@ Plan make_link_plan(const LinkCounts& c, const TrainConfig& config, const CostMo
       const double entries = static_cast<double>(p ? p->entries[i] : c.entries[i]);
       const double halo = p ? static_cast<double>(p->halo[i]) : 0;
       snapshots += kI * (owned + 1) + (kF + kF) * entries + kF * owned;
-      if (p) {
-        snapshots += kF * n + 2 * kF * 2 * halo + kF * halo * h;
-        // While preparing: the rows moved to it (per owned row a list of its neighbours: the
-        // list's 24 bytes and 4 per neighbour).
-        moved += 24 * owned + kF * entries;
-      }
+      snapshots += kF * n + 2 * kF * 2 * halo + kF * halo * h;
+      // While preparing: the rows moved to it (per owned row a list of its neighbours: the
+      // list's 24 bytes and 4 per neighbour).
+      moved += 24 * owned + kF * entries;
       local_rows = std::max(local_rows, owned + halo);
       widest_step = std::max(widest_step, entries);
       halo_rows = std::max(halo_rows, halo);
@@ -210,9 +211,9 @@ Plan make_link_plan(const LinkCounts& c, const TrainConfig& config, const CostMo
     const std::int64_t encoder =
         temporal_step_bytes(model, lc.window, static_cast<std::int64_t>(local_rows));
     host.push_back({"encoder", encoder});
-    // The scorer's P, Q and their gradients (n x scorer hidden), the embeddings' gradient;
-    // across ranks the evaluation's every row (gathered, then placed: 2 n x hidden).
-    host.push_back({"scorer", as_bytes(kF * (4 * n * hs + n * h + (parted ? 2 * n * h : 0)))});
+    // The scorer's P, Q and their gradients (n x scorer hidden), the embeddings' gradient, the
+    // evaluation's every row (gathered from the ranks, then placed: 2 n x hidden).
+    host.push_back({"scorer", as_bytes(kF * (4 * n * hs + n * h + 2 * n * h))});
     // A training step's pairs (positives and sampled negatives: ids, labels, logits and their
     // gradients).
     host.push_back({"pairs", as_bytes(pairs * (kF + kF + 1 + kF + kF))});
@@ -221,10 +222,9 @@ Plan make_link_plan(const LinkCounts& c, const TrainConfig& config, const CostMo
     host.push_back({"evaluation", as_bytes(ordered * (kF + 1 + kI))});
     std::int64_t steady = 0;
     for (const MemoryItem& i : host) steady += i.bytes;
-    // While the snapshots are prepared: the events and the snapshots; across ranks also every
-    // snapshot's pairs and the rows moved to this rank.
-    rp.peak_host_bytes =
-        std::max(steady, process + as_bytes(events + snapshots + (parted ? inputs + moved : 0)));
+    // While the snapshots are prepared: the events, the snapshots, every snapshot's pairs and
+    // the rows moved to this rank.
+    rp.peak_host_bytes = std::max(steady, process + as_bytes(events + snapshots + inputs + moved));
     for (const MemoryItem& i : host)
       if (i.name != "process") rp.working_set_bytes += i.bytes;
     rp.dataset_bytes = as_bytes(events);

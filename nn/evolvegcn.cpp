@@ -253,10 +253,6 @@ const Tensor<T>& TemporalModel<T>::forward(std::span<const TemporalStep<T>> wind
     return m_out;
   }
   // GCRN.
-  for (const TemporalStep<T>& step : window)
-    HALO_EXPECTS(step.adj.propagation == nullptr,
-                 "TemporalModel: GCRN trains in one process (its per-node state would have to "
-                 "follow the rows that migrate between snapshots)");
   const Tensor<T>& w1 = m_params[0].value;
   const Tensor<T>& w2 = m_params[1].value;
   Parameter<T>* g = &m_params[2];
@@ -401,6 +397,17 @@ void TemporalModel<T>::backward(const Tensor<T>& d_out) {
     gcn_backward(res, m_window[static_cast<std::size_t>(s)], m_params[1].value, gc.z1, gc.ah1,
                  gc.z2, dinput, m_params[0].grad, m_params[1].grad);
     d = std::move(dprev);
+  }
+  if (m_sum) {  // every parameter's partial sums, in one reduction
+    std::vector<T> all;
+    for (const Parameter<T>& p : m_params)
+      all.insert(all.end(), p.grad.data(), p.grad.data() + p.grad.numel());
+    m_sum(all);
+    std::size_t at = 0;
+    for (Parameter<T>& p : m_params) {
+      std::copy_n(all.data() + at, p.grad.numel(), p.grad.data());
+      at += static_cast<std::size_t>(p.grad.numel());
+    }
   }
 }
 

@@ -74,12 +74,14 @@ class TemporalModel {
   /// through the window of the last forward.
   void backward(const kernels::Tensor<T>& d_out);
 
-  /// Distributed EvolveGCN-O: each rank's steps hold its owned rows (Propagation adjacencies),
-  /// so the GCN's gradients of the evolved weights are partial sums; `sum` (an all-reduce over
-  /// the ranks, in place) is called on them, once per backward, before they go back through
-  /// the weights' GRU, whose gradients then agree on every rank. Empty (the default): one
-  /// process. GCRN refuses Propagation adjacencies (its per-node state would have to follow
-  /// the rows that migrate between snapshots).
+  /// Across ranks each rank's steps hold its owned rows (Propagation adjacencies), so the
+  /// gradients are partial sums; `sum` (an all-reduce over the ranks, in place) is called once
+  /// per backward: EvolveGCN-O's on the GCN's gradients of the evolved weights, before they go
+  /// back through the weights' GRU, whose gradients then agree on every rank; GCRN's on every
+  /// parameter's gradient at the end. Empty (the default): nothing to sum. GCRN's per-node
+  /// state is carried row by row from step to step, so its steps must hold the same nodes in
+  /// the same rows (one process; runtime's link task refuses GCRN across ranks, whose rows
+  /// migrate between snapshots).
   void set_gradient_sum(std::function<void(std::span<T>)> sum) { m_sum = std::move(sum); }
 
   std::vector<Parameter<T>*> parameters();

@@ -88,6 +88,9 @@ class HaloExchange final : public nn::Propagation<float> {
   std::int64_t num_halo() const { return m_halo.num_cols; }
   /// The stored entries of the owned rows (over owned and halo columns, self-loops included).
   std::int64_t num_entries() const { return m_own.num_edges() + m_halo.num_edges(); }
+  /// The owned block: the owned rows over the owned columns (local ids; for one part, the
+  /// whole prepared graph), on res's device.
+  kernels::CsrView<kernels::NodeId, float> owned_block() const { return m_own.view(); }
 
   const ExchangeStats& stats() const { return m_stats; }
   void reset_stats() { m_stats = {}; }

@@ -63,7 +63,10 @@ namespace detail {
 /// through `flat` (device) / `host` (host-memory comm with device gradients), allocated once.
 double allreduce_gradients(const kernels::Resources& res, Comm& comm,
                            const std::vector<nn::Parameter<float>*>& params, double loss,
-                           Tensor<float>& flat, std::vector<float>& host) {
+                           Tensor<float>& flat, std::vector<float>& host, double& seconds) {
+  if (comm.size() == 1) return loss;  // one rank: the sums are what it holds
+  res.synchronize();
+  const auto start = std::chrono::steady_clock::now();
   const kernels::Device dev = res.device();
   std::int64_t n = 1;
   for (const auto* p : params) n += p->grad.numel();
@@ -90,7 +93,37 @@ double allreduce_gradients(const kernels::Resources& res, Comm& comm,
     at += p->grad.numel();
   }
   kernels::copy_bytes(res, &total, kernels::Device::Cpu, f + at, dev, sizeof total);
+  seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return total;
+}
+
+void reduce_epoch_counters(Comm& comm, EpochStats& s) {
+  if (comm.size() == 1) return;
+  std::vector<double> v = {static_cast<double>(s.exchange_bytes),
+                           s.exchange_time_s,
+                           s.exchange_exposed_s,
+                           s.allreduce_time_s,
+                           static_cast<double>(s.sampling_bytes),
+                           static_cast<double>(s.feature_bytes),
+                           static_cast<double>(s.remote_rows),
+                           static_cast<double>(s.cache_hits),
+                           s.fetch_time_s,
+                           s.batch_wait_s,
+                           s.exchange_window_s};
+  comm.allreduce(kernels::Span<double>(v.data(), static_cast<std::int64_t>(v.size())),
+                 ReduceOp::Sum);
+  const double p = comm.size();
+  s.exchange_bytes = static_cast<std::int64_t>(v[0]);
+  s.exchange_time_s = v[1] / p;
+  s.exchange_exposed_s = v[2] / p;
+  s.allreduce_time_s = v[3] / p;
+  s.sampling_bytes = static_cast<std::int64_t>(v[4]);
+  s.feature_bytes = static_cast<std::int64_t>(v[5]);
+  s.remote_rows = static_cast<std::int64_t>(v[6]);
+  s.cache_hits = static_cast<std::int64_t>(v[7]);
+  s.fetch_time_s = v[8] / p;
+  s.batch_wait_s = v[9] / p;
+  s.exchange_window_s = v[10] / p;
 }
 
 void expect_finite(double loss, std::uint64_t epoch, std::int64_t batch) {

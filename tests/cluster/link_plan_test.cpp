@@ -62,7 +62,7 @@ TEST(LinkPlan, EncoderPeakIsWhatATrainingStepHolds) {
           nn::TemporalModel<float> model(host(), mc, 3);
           std::vector<nn::TemporalStep<float>> steps;
           for (int s = 0; s < window; ++s)
-            steps.push_back({shard.adjacency[static_cast<std::size_t>(s)].view(),
+            steps.push_back({shard.exchange[static_cast<std::size_t>(s)]->adjacency(),
                              shard.degree_bucket[static_cast<std::size_t>(s)]});
           const kernels::Tensor<float> d = kernels::Tensor<float>::zeros(host(), n, hidden);
           // Two steps, as training makes them: the second finds the first's caches.
@@ -152,9 +152,11 @@ TEST(LinkPlan, PlansEveryRankOfASnapshotSeries) {
     const LinkCounts c = link_partition_counts(shard, *owner, 2);
     ASSERT_EQ(c.parts.size(), 2u);
     for (std::size_t t = 0; t < steps; ++t) {
-      const auto& a = shard.adjacency[t];
-      const std::vector<std::int64_t> indptr = a.indptr.to_vector(host());
-      const std::vector<kernels::NodeId> indices = a.indices.to_vector(host());
+      // The one-process shard's GCN matrix (self-loops included): every node's row.
+      const kernels::CsrView<kernels::NodeId, float> a = shard.exchange[t]->owned_block();
+      ASSERT_EQ(a.num_rows, n);
+      const std::vector<std::int64_t> indptr(a.indptr, a.indptr + n + 1);
+      const std::vector<kernels::NodeId> indices(a.indices, a.indices + a.num_edges());
       for (std::int32_t r = 0; r < 2; ++r) {
         std::int64_t owned = 0, entries = 0;
         std::set<kernels::NodeId> halo;

@@ -3,6 +3,7 @@
 // plain references, and the weighted logistic loss against its formula.
 #include <cmath>
 #include <gtest/gtest.h>
+#include <span>
 #include <vector>
 
 #include <halo/nn/evolvegcn.hpp>
@@ -95,6 +96,37 @@ TEST(EvolveGcnO, EveryParameterMatchesFiniteDifferencesOverThreeSteps) {
 
 TEST(Gcrn, EveryParameterMatchesFiniteDifferencesOverThreeSteps) {
   check_gradients(TemporalKind::Gcrn);
+}
+
+/// The gradient sum (an all-reduce over ranks; here two ranks holding the same rows, a
+/// doubling) is called once per backward: GCRN's gradients all come out doubled; EvolveGCN-O's
+/// evolved weights' GCN gradients are doubled before the weights' GRU, so every encoder
+/// parameter's gradient doubles too (the GRU's backward is linear in them).
+TEST(TemporalModel, GradientSumIsAppliedOncePerBackward) {
+  for (const TemporalKind kind : {TemporalKind::EvolveGcnO, TemporalKind::Gcrn}) {
+    SCOPED_TRACE(nn::to_string(kind));
+    const Window w = make_window(6, 3, 4, 11);
+    nn::TemporalModel<double> one(cpu(), {kind, 4, 3}, 5), two(cpu(), {kind, 4, 3}, 5);
+    int calls = 0;
+    two.set_gradient_sum([&](std::span<double> v) {
+      ++calls;
+      for (double& x : v) x *= 2;
+    });
+    Tensor<double> d(cpu(), 6, 3);
+    for (std::int64_t i = 0; i < d.numel(); ++i) d.data()[i] = std::sin(0.3 + 0.7 * i);
+    one.forward(w.steps);
+    one.backward(d);
+    two.forward(w.steps);
+    two.backward(d);
+    EXPECT_EQ(calls, 1);
+    const auto pa = one.parameters(), pb = two.parameters();
+    ASSERT_EQ(pa.size(), pb.size());
+    for (std::size_t i = 0; i < pa.size(); ++i)
+      for (std::int64_t k = 0; k < pa[i]->grad.numel(); ++k)
+        EXPECT_NEAR(pb[i]->grad.data()[k], 2 * pa[i]->grad.data()[k],
+                    1e-12 + 1e-9 * std::abs(pa[i]->grad.data()[k]))
+            << pa[i]->name << "[" << k << "]";
+  }
 }
 
 double sig(double x) { return 1 / (1 + std::exp(-x)); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
+#include <set>
 #include <vector>
 
 #include <halo/kernels/rng.hpp>
@@ -127,7 +128,11 @@ TEST(LinkPredictionTask, PreparesSnapshotsDegreesAndTargets) {
   ASSERT_EQ(s.num_steps(), 4);
   EXPECT_EQ(s.num_nodes, 8);
   for (std::int64_t t = 0; t < 4; ++t) {
-    EXPECT_EQ(s.adjacency[t].num_rows(), 8);
+    // One process: the one part, every node owned by rank 0, nothing to exchange.
+    EXPECT_EQ(s.exchange[t]->num_owned(), 8);
+    EXPECT_EQ(s.exchange[t]->num_halo(), 0);
+    EXPECT_EQ(s.owned[t].size(), 8u);
+    EXPECT_EQ(s.owner[t], std::vector<std::int32_t>(8, 0));
     // Every step has the 6 leaf -> hub pairs and their reverses (the noise pair may add two),
     // no self pair, sorted, each pair's reverse present.
     const auto& p = s.targets[t];
@@ -161,6 +166,59 @@ std::vector<int> degrees_before(const datasets::TemporalGraph& g, std::int64_t e
     d.push_back(static_cast<int>(std::unique(n.begin(), n.end()) - n.begin()));
   }
   return d;
+}
+
+/// One process is the one-part case of the distributed data path: every node owned by rank 0,
+/// no halo, and each step's matrix the plain D^-1/2 (A + I) D^-1/2 of the snapshot made
+/// symmetric (N(v): the nodes sharing an event with v in the step's span, v itself for a
+/// self-loop event, which counts once), over node ids.
+TEST(LinkPredictionTask, OneProcessIsTheOnePartOfTheGcnMatrices) {
+  std::vector<datasets::RawTemporalEvent> events = {
+      {1, 2, 0, 0},  {2, 1, 1, 0},  {2, 3, 2, 0},
+      {4, 4, 3, 0},                                  // step 0: a reciprocal pair, a self-loop
+      {3, 1, 10, 0}, {5, 6, 11, 0},                  // step 1
+      {6, 6, 20, 0}, {1, 5, 21, 0}, {5, 1, 22, 0}};  // step 2; node 7 only later
+  events.push_back({7, 2, 35, 0});                   // step 3
+  const datasets::TemporalGraph g = datasets::make_temporal_graph(events, false, "small");
+  datasets::SnapshotConfig sc;
+  sc.num_snapshots = 4;
+  sc.window_snapshots = 1;
+  const TemporalShard s = local_temporal_shard(testing::host(), g, sc, 1.0);
+  const std::int64_t n = g.num_nodes();
+  ASSERT_EQ(s.num_steps(), 4);
+  const std::vector<std::int64_t> bound = datasets::snapshot_boundaries(g, sc);
+  for (std::int64_t t = 0; t < 4; ++t) {
+    SCOPED_TRACE("step " + std::to_string(t));
+    std::vector<std::set<std::int64_t>> nb(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < g.num_events(); ++i)
+      if (g.time[i] >= bound[t] && g.time[i] < bound[t + 1])
+        nb[g.src[i]].insert(g.dst[i]), nb[g.dst[i]].insert(g.src[i]);
+    const kernels::CsrView<kernels::NodeId, float> a = s.exchange[t]->owned_block();
+    ASSERT_EQ(a.num_rows, n);
+    EXPECT_EQ(s.exchange[t]->num_halo(), 0);
+    EXPECT_EQ(s.owner[t], std::vector<std::int32_t>(static_cast<std::size_t>(n), 0));
+    for (std::int64_t v = 0; v < n; ++v) {
+      const auto hat = [&](std::int64_t u) {  // |N(u) with u|
+        std::set<std::int64_t> x = nb[u];
+        x.insert(u);
+        return static_cast<double>(x.size());
+      };
+      std::set<std::int64_t> row = nb[v];
+      row.insert(v);
+      std::vector<std::pair<std::int64_t, double>> got;
+      for (std::int64_t k = a.indptr[v]; k < a.indptr[v + 1]; ++k)
+        got.emplace_back(a.indices[k], a.values[k]);
+      std::sort(got.begin(), got.end());
+      ASSERT_EQ(got.size(), row.size()) << "node " << v;
+      std::size_t k = 0;
+      for (const std::int64_t u : row) {
+        EXPECT_EQ(got[k].first, u) << "node " << v;
+        EXPECT_NEAR(got[k].second, 1 / std::sqrt(hat(v) * hat(u)), 1e-6) << "node " << v;
+        ++k;
+      }
+      EXPECT_EQ(s.degree_bucket[t][v], static_cast<std::int32_t>(nb[v].size())) << "node " << v;
+    }
+  }
 }
 
 TEST(LinkPredictionTask, CapsDegreeBucketsAtWhatTrainingReads) {

@@ -86,7 +86,7 @@ class LinkRun final : public TaskRun {
     const auto steps = static_cast<std::size_t>(m_shard.num_steps());
     m_moved.assign(steps, 0), m_resend.assign(steps, 0), m_delta.assign(steps, 0);
     m_migration.assign(steps, 0), m_degrees.assign(steps, 0);
-    if (m_shard.distributed()) {
+    if (m_shard.comm->size() > 1) {
       for (std::size_t t = 0; t < steps; ++t) {
         m_delta[t] = m_shard.traffic[t].delta_bytes;
         m_migration[t] = m_shard.traffic[t].migration_bytes;
@@ -122,7 +122,7 @@ class LinkRun final : public TaskRun {
         static_cast<long long>(m_split.val_end - m_split.train_end),
         static_cast<long long>(m_split.test_end - m_split.val_end), m_config.link.window, ranks,
         ranks == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
-    if (m_shard.distributed())
+    if (ranks > 1)
       s += format(
           "halo train: snapshots moved to the ranks in %.1f KB (deltas %.1f, migrations %.1f) "
           "against %.1f KB resending each snapshot; halo degrees %.1f KB\n",
@@ -171,7 +171,7 @@ class LinkRun final : public TaskRun {
                         {"lr", m_config.lr},
                         {"weight_decay", m_config.weight_decay},
                         {"select_by", runtime::to_string(lc.select_by)}};
-    if (m_shard.distributed()) {
+    if (m_shard.comm->size() > 1) {
       j["snapshot_bytes"] = m_moved;
       j["snapshot_delta_bytes"] = m_delta;
       j["snapshot_migration_bytes"] = m_migration;
@@ -196,7 +196,7 @@ class LinkRun final : public TaskRun {
   }
   /// This run's counts for its plan (cluster::link_counts in one process).
   cluster::LinkCounts counts() const {
-    if (!m_shard.distributed()) return cluster::link_counts(m_shard);
+    if (m_shard.comm->size() == 1) return cluster::link_counts(m_shard);
     cluster::LinkCounts c;
     c.dataset = m_shard.dataset;
     c.num_nodes = m_shard.num_nodes;

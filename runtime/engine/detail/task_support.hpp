@@ -20,15 +20,21 @@
 namespace halo::runtime::detail {
 
 /// Sums every parameter's gradient and `loss` over the ranks of `comm` in one all-reduce
-/// through `flat` (device) / `host` (host-memory comm with device gradients), allocated once.
+/// through `flat` (device) / `host` (host-memory comm with device gradients), allocated once;
+/// returns the summed loss (as a float) and adds the sum's wall time to `seconds` (timed once
+/// `res` finished its queued work: the backward pass belongs to compute). One rank: nothing
+/// moves, no wait, `loss` comes back as given.
 double allreduce_gradients(const kernels::Resources& res, Comm& comm,
                            const std::vector<nn::Parameter<float>*>& params, double loss,
-                           kernels::Tensor<float>& flat, std::vector<float>& host);
+                           kernels::Tensor<float>& flat, std::vector<float>& host, double& seconds);
 /// The parameters' values by name (what a task's state() starts with).
 std::vector<NamedTensor> parameter_state(const std::vector<nn::Parameter<float>*>& params);
 /// Adam's moments of `params` as "adam.m/NAME" and "adam.v/NAME" (a task's optimizer_state()).
 std::vector<NamedTensor> adam_state(nn::Adam<float>& adam,
                                     const std::vector<nn::Parameter<float>*>& params);
+/// The epoch's communication counters of `s` (bytes and counts summed over the ranks of
+/// `comm`, times averaged), in one all-reduce; one rank: left as they are.
+void reduce_epoch_counters(Comm& comm, EpochStats& s);
 /// halo::Error naming the epoch and batch (1-based) when `loss` is not finite: the run diverged.
 void expect_finite(double loss, std::uint64_t epoch, std::int64_t batch);
 /// The Adam (PyTorch semantics) of every task: learning rate `lr`, weight decay `weight_decay`

@@ -290,11 +290,8 @@ bool HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
     clock.lap(&EpochProfile::loss_s);
     m_model.backward(ctx, batch.graphs, m_dlogits);
     clock.lap(&EpochProfile::backward_s);
-    if (m_halo) {
-      const auto t = Clock::now();
-      loss = allreduce_gradients(m_res, *m_shard.comm, m_params, loss, m_grad_flat, m_grad_host);
-      s.allreduce_time_s += seconds_since(t);
-    }
+    loss = allreduce_gradients(m_res, *m_shard.comm, m_params, loss, m_grad_flat, m_grad_host,
+                               s.allreduce_time_s);
     expect_finite(loss, epoch, b);
     clock.mark();
     m_optimizer.step(m_res);
@@ -314,13 +311,11 @@ bool HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   m_batches->end_epoch(s);
   s.epoch_time_s = seconds_since(start);
   s.train_loss = loss_sum / rows;
-  if (m_halo) {
-    // Each stage the slowest rank's.
-    double v[4] = {stages.subgraph_build_s, stages.feature_projection_s,
-                   stages.neighbor_aggregation_s, stages.semantic_aggregation_s};
-    m_shard.comm->allreduce(kernels::Span<double>(v, 4), ReduceOp::Max);
-    stages = {v[0], v[1], v[2], v[3]};
-  }
+  // Each stage the slowest rank's.
+  double v[4] = {stages.subgraph_build_s, stages.feature_projection_s,
+                 stages.neighbor_aggregation_s, stages.semantic_aggregation_s};
+  m_shard.comm->allreduce(kernels::Span<double>(v, 4), ReduceOp::Max);
+  stages = {v[0], v[1], v[2], v[3]};
   s.stage_times = stage_times(stages);
   return true;
 }

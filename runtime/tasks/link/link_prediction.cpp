@@ -144,26 +144,13 @@ void cap_buckets(TemporalShard& s, std::int64_t cap) {
 TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets::TemporalGraph& g,
                                    const datasets::SnapshotConfig& snapshots,
                                    double train_fraction) {
-  TemporalShard s;
-  const TemporalCommon c = temporal_common(res, g, snapshots, train_fraction, s);
-  std::int64_t cap = 0;
-  for (std::size_t t = 0; t < c.inputs.size(); ++t) {
-    const datasets::Graph sym =
-        datasets::symmetrize(res, datasets::snapshot_graph(res, c.inputs[t]));
-    s.adjacency.push_back(datasets::gcn_normalize<float>(res, sym));
-    std::vector<std::int32_t> degree(static_cast<std::size_t>(s.num_nodes));
-    const std::int64_t* indptr = sym.indptr.data();
-    for (std::int64_t v = 0; v < s.num_nodes; ++v) {
-      const std::int64_t d =
-          std::min<std::int64_t>(indptr[v + 1] - indptr[v], datasets::kMaxDegreeBucket);
-      degree[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(d);
-      if (static_cast<std::int64_t>(t) < c.read_by_training) cap = std::max(cap, d);
-    }
-    s.degree_bucket.push_back(std::move(degree));
-  }
-  cap_buckets(s, cap);
-  s.own_comm = std::make_unique<SelfComm>();
-  s.comm = s.own_comm.get();
+  // The one part: every node owned by rank 0 at every step.
+  const auto steps = datasets::snapshot_boundaries(g, snapshots).size() - 1;
+  const std::vector<std::vector<std::int32_t>> owner(
+      steps, std::vector<std::int32_t>(static_cast<std::size_t>(g.num_nodes()), 0));
+  auto self = std::make_unique<SelfComm>();
+  TemporalShard s = distributed_temporal_shard(res, g, snapshots, owner, *self, train_fraction);
+  s.own_comm = std::move(self);
   return s;
 }
 
@@ -311,12 +298,12 @@ double roc_auc(std::span<const float> scores, std::span<const std::int8_t> posit
 namespace {
 
 /// Link prediction on a TemporalShard: step t's pairs from the encoder's embeddings after
-/// snapshots t - window .. t - 1. On a rank's part (distributed_temporal_shard) the encoder
-/// computes the rows the rank owns at step t - 1 (its GCN's halo rows come from their owners);
-/// a training step scores the pairs whose source the rank owns, with the destinations'
-/// embeddings fetched from their owners and their gradients sent back, and the gradients of
-/// the parameters are summed over the ranks; evaluation gathers every embedding on every rank
-/// (the ranking protocol scores every pair) and scores as one process does.
+/// snapshots t - window .. t - 1. Each rank's encoder computes the rows it owns at step t - 1
+/// (its GCN's halo rows come from their owners); a training step scores the pairs whose source
+/// the rank owns, with the destinations' embeddings fetched from their owners and their
+/// gradients sent back, and the gradients of the parameters are summed over the ranks;
+/// evaluation gathers every embedding on every rank (the ranking protocol scores every pair).
+/// One process is the one-part case: every row owned, nothing fetched, the sums over one rank.
 class LinkPrediction final : public Task {
  public:
   LinkPrediction(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
@@ -394,10 +381,11 @@ class LinkPrediction final : public Task {
   std::vector<nn::Parameter<float>*> m_params;
   std::vector<nn::TemporalStep<float>> m_steps;
   nn::Adam<float> m_optimizer;
-  // Distributed: every node's embeddings (embed_all), a training step's (owned rows, then the
-  // fetched ones) and its pairs in those rows; what the epoch moved and waited for.
+  // Every node's embeddings (embed_all), a training step's (owned rows, then the fetched ones)
+  // and its pairs in those rows; what the epoch moved and waited for.
   Tensor<float> m_all, m_local;
   std::vector<NodeId> m_src, m_dst;
+  std::vector<std::int64_t> m_row;  // a training step's row of each node (train_step)
   std::vector<std::int8_t> m_label;
   std::int64_t m_fetch_bytes = 0;
   double m_allreduce_s = 0;
@@ -424,10 +412,11 @@ LinkPrediction::LinkPrediction(const kernels::Resources& res, TemporalShard& sha
       m_optimizer(res, m_params, detail::adam_config(config.lr, config.weight_decay)) {
   check_config(config, shard.comm->size());
   HALO_EXPECTS(res.device() == kernels::Device::Cpu, "train: link prediction runs on the CPU");
-  HALO_EXPECTS(shard.comm->size() == 1 || shard.distributed(),
-               "train: link prediction over several ranks needs each rank's part "
-               "(distributed_temporal_shard)");
-  HALO_EXPECTS(!shard.distributed() || config.link.model.kind == nn::TemporalKind::EvolveGcnO,
+  HALO_EXPECTS(shard.num_steps() == static_cast<std::int64_t>(shard.exchange.size()) &&
+                   shard.owner.size() == shard.exchange.size(),
+               "train: the temporal shard is not prepared (local_temporal_shard / "
+               "distributed_temporal_shard)");
+  HALO_EXPECTS(m_comm.size() == 1 || config.link.model.kind == nn::TemporalKind::EvolveGcnO,
                "train: distributed link prediction trains evolvegcn-o (GCRN's per-node state "
                "would have to follow the rows that migrate between snapshots)");
   HALO_EXPECTS(!config.mini_batch, "train: link prediction trains on whole snapshots");
@@ -442,22 +431,15 @@ LinkPrediction::LinkPrediction(const kernels::Resources& res, TemporalShard& sha
   const auto start = Clock::now();
   for (std::int64_t t = 0; t < shard.num_steps(); ++t) {
     const auto i = static_cast<std::size_t>(t);
-    if (shard.distributed()) {
-      const auto rows = static_cast<std::int64_t>(shard.owned[i].size());
-      m_steps.push_back(
-          {nn::Adjacency<float>(rows, rows, *shard.exchange[i]), shard.degree_bucket[i]});
-    } else {
-      m_steps.push_back({shard.adjacency[i].view(), shard.degree_bucket[i]});
-    }
+    m_steps.push_back({shard.exchange[i]->adjacency(), shard.degree_bucket[i]});
   }
-  if (shard.distributed())
-    model.encoder.set_gradient_sum([this](std::span<float> g) { sum_over_ranks(g); });
+  model.encoder.set_gradient_sum([this](std::span<float> g) { sum_over_ranks(g); });
   m_preprocess_s = seconds_since(start);
 }
 
 CheckpointIdentity LinkPrediction::identity() const {
-  // The data: every step's pairs to predict and degree buckets (a rank's part: the owner map
-  // they follow from, the same on every rank), the node count, the snapshots.
+  // The data: every step's pairs to predict and owner map (the same on every rank; the degree
+  // buckets follow from the pairs), the node count, the snapshots.
   const TemporalShard& d = m_shard;
   std::uint64_t h = partition::fnv1a64(&d.num_nodes, sizeof d.num_nodes);
   h = partition::fnv1a64(&d.num_features, sizeof d.num_features, h);
@@ -466,7 +448,7 @@ CheckpointIdentity LinkPrediction::identity() const {
       h = partition::fnv1a64(&e.src, sizeof e.src, h);
       h = partition::fnv1a64(&e.dst, sizeof e.dst, h);
     }
-    const std::vector<std::int32_t>& b = d.distributed() ? d.owner[t] : d.degree_bucket[t];
+    const std::vector<std::int32_t>& b = d.owner[t];
     h = partition::fnv1a64(b.data(), b.size() * sizeof(std::int32_t), h);
   }
   char hex[24];
@@ -497,9 +479,7 @@ void LinkPrediction::sum_over_ranks(std::span<float> v) {
 }
 
 void LinkPrediction::sum_gradients(const std::vector<nn::Parameter<float>*>& params) {
-  const auto start = Clock::now();
-  detail::allreduce_gradients(m_res, m_comm, params, 0.0, m_grad_flat, m_grad_host);
-  m_allreduce_s += seconds_since(start);
+  detail::allreduce_gradients(m_res, m_comm, params, 0.0, m_grad_flat, m_grad_host, m_allreduce_s);
 }
 
 const Tensor<float>& LinkPrediction::all_embeddings(std::int64_t t) {
@@ -508,7 +488,6 @@ const Tensor<float>& LinkPrediction::all_embeddings(std::int64_t t) {
                    std::to_string(m_config.link.window) + ", " +
                    std::to_string(m_shard.num_steps()) + " steps)");
   const Tensor<float>& e = m_model.encoder.forward(window(t));
-  if (!m_shard.distributed()) return e;
   // Every rank's rows in rank order; rank j's are the nodes it owns at t - 1, ascending.
   std::vector<std::size_t> counts;
   const std::vector<std::byte> rows =
@@ -536,28 +515,17 @@ double LinkPrediction::train_step(std::int64_t t, const std::vector<NodeId>& src
                                   detail::PhaseClock& clock) {
   const LinkPredictionConfig& lc = m_config.link;
   std::vector<float> logits, d_logits;
-  if (!m_shard.distributed()) {
-    m_model.scorer.prepare(m_model.encoder.forward(window(t)));
-    logits.resize(src.size());
-    d_logits.resize(src.size());
-    m_model.scorer.score(src, dst, logits);
-    clock.lap(&EpochProfile::forward_s);
-    const double loss = nn::weighted_logistic_loss<float>(logits, label, lc.positive_weight,
-                                                          lc.negative_weight, d_logits);
-    clock.lap(&EpochProfile::loss_s);
-    m_model.encoder.backward(m_model.scorer.backward(src, dst, d_logits));
-    clock.lap(&EpochProfile::backward_s);
-    return loss;
-  }
   const int me = m_comm.rank();
   const auto p = static_cast<std::size_t>(m_comm.size());
   const std::vector<NodeId>& own = m_shard.owned[static_cast<std::size_t>(t - 1)];
   const std::vector<std::int32_t>& owner = m_shard.owner[static_cast<std::size_t>(t - 1)];
   const auto owned = static_cast<std::int64_t>(own.size());
   const auto owner_of = [&](NodeId v) { return owner[static_cast<std::size_t>(v)]; };
-  const auto row_of = [&](NodeId v) {  // an owned node's row
-    return static_cast<std::int64_t>(std::lower_bound(own.begin(), own.end(), v) - own.begin());
-  };
+  // The row of an owned node, then of a fetched one: m_row is set for this step's owned and
+  // fetched nodes, the only ones looked up (another node's entry may be an earlier step's).
+  m_row.resize(static_cast<std::size_t>(m_shard.num_nodes), -1);
+  for (std::int64_t r = 0; r < owned; ++r) m_row[static_cast<std::size_t>(own[r])] = r;
+  const auto row_of = [&](NodeId v) { return m_row[static_cast<std::size_t>(v)]; };
   // This rank's pairs (those whose source it owns) and the destinations it must fetch.
   std::vector<NodeId> remote;
   m_src.clear(), m_dst.clear(), m_label.clear();
@@ -568,9 +536,8 @@ double LinkPrediction::train_step(std::int64_t t, const std::vector<NodeId>& src
   }
   std::sort(remote.begin(), remote.end());
   remote.erase(std::unique(remote.begin(), remote.end()), remote.end());
-  const auto remote_row = [&](NodeId v) {
-    return owned + (std::lower_bound(remote.begin(), remote.end(), v) - remote.begin());
-  };
+  for (std::size_t k = 0; k < remote.size(); ++k)
+    m_row[static_cast<std::size_t>(remote[k])] = owned + static_cast<std::int64_t>(k);
   std::vector<std::vector<NodeId>> want(p);
   for (const NodeId v : remote) want[static_cast<std::size_t>(owner_of(v))].push_back(v);
   std::vector<std::int64_t> asked_at, got_at, back_at;
@@ -596,11 +563,10 @@ double LinkPrediction::train_step(std::int64_t t, const std::vector<NodeId>& src
   std::size_t k = 0;
   for (std::size_t j = 0; j < p; ++j)
     for (const NodeId v : want[j])
-      std::copy_n(got.data() + h * static_cast<std::int64_t>(k++), h, &m_local(remote_row(v), 0));
+      std::copy_n(got.data() + h * static_cast<std::int64_t>(k++), h, &m_local(row_of(v), 0));
   for (std::size_t i = 0; i < m_src.size(); ++i) {
     m_src[i] = static_cast<NodeId>(row_of(m_src[i]));
-    m_dst[i] =
-        static_cast<NodeId>(owner_of(m_dst[i]) == me ? row_of(m_dst[i]) : remote_row(m_dst[i]));
+    m_dst[i] = static_cast<NodeId>(row_of(m_dst[i]));
   }
   m_model.scorer.prepare(m_local);
   logits.resize(m_src.size());
@@ -613,7 +579,7 @@ double LinkPrediction::train_step(std::int64_t t, const std::vector<NodeId>& src
   const Tensor<float>& de = m_model.scorer.backward(m_src, m_dst, d_logits);
   // The fetched rows' gradients go back to their owners, which add them to the rows they sent.
   std::vector<std::vector<float>> back(p);
-  for (std::size_t j = 0; j < p; ++j) back[j] = rows_of(de, want[j], remote_row);
+  for (std::size_t j = 0; j < p; ++j) back[j] = rows_of(de, want[j], row_of);
   const std::vector<float> returned = alltoallv_lists(m_comm, back, back_at);
   Tensor<float> d_own(m_res, owned, h);
   std::copy_n(de.data(), d_own.numel(), d_own.data());
@@ -688,21 +654,15 @@ bool LinkPrediction::train_epoch(std::uint64_t epoch, EpochStats& s, const StepC
         std::to_string(m_split.train_begin) + ".." + std::to_string(m_split.train_end - 1) + ")");
   s.train_loss = loss_sum / static_cast<double>(steps);
   s.epoch_time_s = seconds_since(start);
-  if (m_shard.distributed()) {
-    std::int64_t sent = 0;
-    double exchange_s = 0, exposed_s = 0;
-    for (const auto& x : m_shard.exchange) {
-      sent += x->stats().bytes_sent;
-      exchange_s += x->stats().exchange_s;
-      exposed_s += x->stats().exposed_s;
-    }
-    const double ranks = m_comm.size();
-    s.exchange_bytes = m_comm.sum(sent);
-    s.exchange_time_s = m_comm.sum(exchange_s) / ranks;
-    s.exchange_exposed_s = m_comm.sum(exposed_s) / ranks;
-    s.feature_bytes = m_comm.sum(m_fetch_bytes);
-    s.allreduce_time_s = m_comm.sum(m_allreduce_s) / ranks;
+  s.exchange_bytes = 0, s.exchange_time_s = 0, s.exchange_exposed_s = 0;
+  for (const auto& x : m_shard.exchange) {
+    s.exchange_bytes += x->stats().bytes_sent;
+    s.exchange_time_s += x->stats().exchange_s;
+    s.exchange_exposed_s += x->stats().exposed_s;
   }
+  s.feature_bytes = m_fetch_bytes;
+  s.allreduce_time_s = m_allreduce_s;
+  detail::reduce_epoch_counters(m_comm, s);
   return true;
 }
 

@@ -37,18 +37,26 @@ LinkSplit link_split(std::int64_t num_steps, const LinkPredictionConfig& config)
 /// link_split throws as halo::LogicError, for a caller that checks before reading data.
 std::string link_split_problem(std::int64_t num_steps, const LinkPredictionConfig& config);
 
-/// The temporal data a link-prediction run trains on, prepared once: per snapshot (step) t of
-/// the events cut by `snapshots`, over every node of the run,
-///   - adjacency[t]: the GCN matrix D^-1/2 (A + I) D^-1/2 of the snapshot made symmetric;
-///   - degree_bucket[t][v]: node v's one-hot input column, min(degree, cap) with the degree
-///     its neighbour count in that symmetric snapshot and cap the largest such degree over the
-///     snapshots training reads (so that no validation or test step has a column training never
-///     saw), at most datasets::kMaxDegreeBucket;
+/// The temporal data a link-prediction run trains on, prepared once: a rank's rows of every
+/// snapshot (step) t of the events cut by `snapshots` (one process: the one part, every node,
+/// over a SelfComm), where over every node of the run
+///   - exchange[t]: the GCN matrix D^-1/2 (A + I) D^-1/2 of the snapshot made symmetric, over
+///     the rows the rank owns at t, as a HaloExchange (its halo rows from their owners);
+///   - degree_bucket[t][r]: owned row r's one-hot input column, min(degree, cap) with the
+///     degree its neighbour count in that symmetric snapshot and cap the largest such degree
+///     over the snapshots training reads, over every rank (so that no validation or test step
+///     has a column training never saw), at most datasets::kMaxDegreeBucket;
+///   - owned[t]: the nodes the rank owns at t, ascending (the rows of degree_bucket[t], of
+///     exchange[t] and of the embeddings after a window ending at t); owner[t][v]: the owner
+///     of every node v (one process: all 0);
 ///   - active[t]: the nodes with a neighbour in that snapshot, ascending;
 ///   - targets[t]: the distinct pairs (u, v), u != v, of the events in step t's own span, in
 ///     both directions (EvolveGCN adds each event's reverse), sorted: what predicting step t
-///     means (also under cumulative snapshots).
-/// num_features = cap + 1. One process (a SelfComm), or a rank's part (distributed_temporal_shard).
+///     means (also under cumulative snapshots);
+///   - traffic[t], degree_bytes[t]: what moving the snapshot to this rank cost (its rows'
+///     deltas and migrations, distribute_snapshots; the halo degrees, temporal_step_part).
+/// active and targets are the same on every rank (every rank reads the events). num_features
+/// = cap + 1.
 struct TemporalShard {
   std::string dataset;
   /// The training share the degree cap was taken for (LinkPredictionConfig::train_fraction of
@@ -58,45 +66,37 @@ struct TemporalShard {
   std::int64_t num_events = 0;
   std::int64_t num_features = 0;
   datasets::SnapshotConfig snapshots;
-  std::vector<kernels::CsrMatrix<kernels::NodeId, float>> adjacency;
+  std::vector<std::unique_ptr<HaloExchange>> exchange;
   std::vector<std::vector<std::int32_t>> degree_bucket;
-  std::vector<std::vector<kernels::NodeId>> active;
-  std::vector<std::vector<datasets::TemporalEdge>> targets;
-  Comm* comm = nullptr;
-  std::unique_ptr<Comm> own_comm;
-  /// A rank's part (distributed_temporal_shard; empty in one process): per step t, the nodes
-  /// it owns (ascending: the rows of degree_bucket[t], of exchange[t] and of the embeddings
-  /// after a window ending at t), the owner of every node, the GCN matrix over the owned rows
-  /// with its halo exchange, and what moving the snapshot to this rank cost (its rows' deltas
-  /// and migrations, distribute_snapshots; the halo degrees, temporal_step_part). adjacency
-  /// is then empty.
   std::vector<std::vector<kernels::NodeId>> owned;
   std::vector<std::vector<std::int32_t>> owner;
-  std::vector<std::unique_ptr<HaloExchange>> exchange;
+  std::vector<std::vector<kernels::NodeId>> active;
+  std::vector<std::vector<datasets::TemporalEdge>> targets;
   std::vector<SnapshotTraffic> traffic;
   std::vector<std::int64_t> degree_bytes;
-  bool distributed() const { return !exchange.empty(); }
+  Comm* comm = nullptr;
+  std::unique_ptr<Comm> own_comm;  // one process: the shard's SelfComm
   std::int64_t num_steps() const { return static_cast<std::int64_t>(degree_bucket.size()); }
 };
 
-/// `g` cut by `snapshots` and prepared as TemporalShard describes for training on the first
-/// round(train_fraction T) steps (the run's LinkPredictionConfig::train_fraction): the cap is
-/// taken over the snapshots training reads, the first round(train_fraction T) - 1 (at least
-/// one; every snapshot when train_fraction >= 1, for a caller that only inspects snapshots).
-/// Host.
+/// `g` cut by `snapshots` and prepared as TemporalShard describes, in one process (the
+/// one-part case of distributed_temporal_shard, over its own SelfComm), for training on the
+/// first round(train_fraction T) steps (the run's LinkPredictionConfig::train_fraction): the
+/// cap is taken over the snapshots training reads, the first round(train_fraction T) - 1 (at
+/// least one; every snapshot when train_fraction >= 1, for a caller that only inspects
+/// snapshots). Host.
 TemporalShard local_temporal_shard(const kernels::Resources& res, const datasets::TemporalGraph& g,
                                    const datasets::SnapshotConfig& snapshots,
                                    double train_fraction);
 
 /// This rank's part of `g` cut by `snapshots` (collective over `comm`, every rank with the same
-/// arguments), as local_temporal_shard prepares it for one process, but: the rank's rows of
-/// every snapshot are moved to it as distribute_snapshots moves them under `owner` (owner[t][v]
-/// for every step t and node v, e.g. read_snapshot_owners), and per step it keeps the GCN
-/// matrix over the rows it owns as a HaloExchange (GCN normalisation with the halo's degrees
-/// from their owners), those rows' degree buckets, the owner map and the traffic (see
-/// TemporalShard). The cap of the buckets is the maximum over the ranks. Every rank reads the
-/// events themselves (`g`): the targets and the active nodes of every step, what the pairs
-/// are drawn from, are the same on every rank. Host; `comm` must outlive the shard.
+/// arguments), prepared as TemporalShard describes: the rank's rows of every snapshot are moved
+/// to it as distribute_snapshots moves them under `owner` (owner[t][v] for every step t and
+/// node v, e.g. read_snapshot_owners), and per step it keeps the GCN matrix over the rows it
+/// owns as a HaloExchange (GCN normalisation with the halo's degrees from their owners).
+/// Every rank reads the events themselves (`g`): the targets and the active nodes of every
+/// step, what the pairs are drawn from, are the same on every rank. Host; `comm` must outlive
+/// the shard.
 TemporalShard distributed_temporal_shard(const kernels::Resources& res,
                                          const datasets::TemporalGraph& g,
                                          const datasets::SnapshotConfig& snapshots,

@@ -176,7 +176,6 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
                                      const StepCallback& on_step, Partial& at,
                                      const std::function<bool()>& stop) {
   Comm& comm = *m_shard.comm;
-  const bool distributed = comm.size() > 1;
   const bool device_sum = m_targets->loss_total.numel() > 0;  // one process on a GPU
   m_graph->reset_stats();
   const auto start = Clock::now();
@@ -213,12 +212,8 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
     lap(&EpochProfile::loss_s);
     m_model.backward(ctx, batch.graphs, m_dlogits);
     lap(&EpochProfile::backward_s);
-    if (distributed) {
-      m_res.synchronize();  // the backward pass belongs to compute, not to the all-reduce
-      const auto t = Clock::now();
-      loss = allreduce_gradients(m_res, *m_data_comm, m_params, loss, m_grad_flat, m_grad_host);
-      allreduce_s += seconds_since(t);
-    }
+    loss = allreduce_gradients(m_res, *m_data_comm, m_params, loss, m_grad_flat, m_grad_host,
+                               allreduce_s);
     if (!device_sum) expect_finite(loss, epoch, b);
     clock.mark();
     m_optimizer.step(m_res);
@@ -245,33 +240,7 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   s.exchange_exposed_s = x.exposed_s;
   s.exchange_window_s = x.overlap_window_s;
   s.allreduce_time_s = allreduce_s;
-  if (!distributed) return !stopped;
-  // Bytes summed over the ranks, times averaged.
-  std::vector<double> v = {static_cast<double>(s.exchange_bytes),
-                           s.exchange_time_s,
-                           s.exchange_exposed_s,
-                           s.allreduce_time_s,
-                           static_cast<double>(s.sampling_bytes),
-                           static_cast<double>(s.feature_bytes),
-                           static_cast<double>(s.remote_rows),
-                           static_cast<double>(s.cache_hits),
-                           s.fetch_time_s,
-                           s.batch_wait_s,
-                           s.exchange_window_s};
-  comm.allreduce(kernels::Span<double>(v.data(), static_cast<std::int64_t>(v.size())),
-                 ReduceOp::Sum);
-  const double p = comm.size();
-  s.exchange_bytes = static_cast<std::int64_t>(v[0]);
-  s.exchange_time_s = v[1] / p;
-  s.exchange_exposed_s = v[2] / p;
-  s.allreduce_time_s = v[3] / p;
-  s.sampling_bytes = static_cast<std::int64_t>(v[4]);
-  s.feature_bytes = static_cast<std::int64_t>(v[5]);
-  s.remote_rows = static_cast<std::int64_t>(v[6]);
-  s.cache_hits = static_cast<std::int64_t>(v[7]);
-  s.fetch_time_s = v[8] / p;
-  s.batch_wait_s = v[9] / p;
-  s.exchange_window_s = v[10] / p;
+  detail::reduce_epoch_counters(comm, s);
   return !stopped;
 }
 
