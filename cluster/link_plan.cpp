@@ -160,13 +160,14 @@ Plan make_link_plan(const LinkCounts& c, const TrainConfig& config, const CostMo
   // them), and while the snapshots are prepared every snapshot's pairs (8 bytes each; the
   // GCN matrix's entries less its self-loops bound them).
   double common = 0, inputs = 0;
-  std::int64_t most_pairs = 0;
+  std::int64_t most_pairs = 0, most_scored = 0;
   for (std::int64_t t = 0; t < steps; ++t) {
     const auto i = static_cast<std::size_t>(t);
     common += kF * static_cast<double>(c.active[i]) + 2 * kF * static_cast<double>(c.targets[i]);
     inputs += 2 * kF * std::max(0.0, static_cast<double>(c.entries[i]) - n);
     if (t >= split.train_begin && t < split.train_end)
       most_pairs = std::max(most_pairs, c.targets[i]);
+    if (t >= split.train_end) most_scored = std::max(most_scored, c.targets[i]);
   }
   const double pairs = static_cast<double>(most_pairs) * (1.0 + lc.negatives);
   const double param_bytes = kF * params;
@@ -217,9 +218,11 @@ Plan make_link_plan(const LinkCounts& c, const TrainConfig& config, const CostMo
     // A training step's pairs (positives and sampled negatives: ids, labels, logits and their
     // gradients).
     host.push_back({"pairs", as_bytes(pairs * (kF + kF + 1 + kF + kF))});
-    // The ranking evaluation of a step: every ordered pair's score and label (n (n - 1)); the
-    // test scoring's ROC AUC adds their order (8 bytes each). Every rank ranks them all.
-    host.push_back({"evaluation", as_bytes(ordered * (kF + 1 + kI))});
+    // The ranking evaluation of a step (every rank ranks every ordered pair, streamed): a row's
+    // scores, its candidates and their sorted copy (MRR), two labels per node; per positive its
+    // score and level with three counts (runtime::RankingCounts).
+    host.push_back({"evaluation", as_bytes(3 * kF * n + 2 * n +
+                                           (2 * kF + 3 * 8) * static_cast<double>(most_scored))});
     std::int64_t steady = 0;
     for (const MemoryItem& i : host) steady += i.bytes;
     // While the snapshots are prepared: the events, the snapshots, every snapshot's pairs and

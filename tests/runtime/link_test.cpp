@@ -94,6 +94,49 @@ TEST(LinkMetrics, MatchPlainDefinitionsOnRandomInputsWithTies) {
   }
 }
 
+/// The streamed counts give what average_precision and roc_auc give over the same entries, to
+/// the last bit, on inputs with many ties; a score below every positive, only positives, no
+/// positive; calls out of order are refused.
+TEST(LinkMetrics, RankingCountsEqualTheFunctionsOverTheSameEntries) {
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const int n = 3 + static_cast<int>(seed % 29);
+    Scores s(n);
+    Labels y(n);
+    for (int i = 0; i < n; ++i) {
+      s[i] = static_cast<float>(kernels::rng::below(seed, 3, i, 5)) * 0.25f - 0.5f;
+      y[i] = kernels::rng::below(seed, 4, i, 3) == 0 ? 1 : 0;
+    }
+    if (seed % 5 == 0) std::fill(y.begin(), y.end(), 1);  // no negative
+    if (seed % 7 == 0) std::fill(y.begin(), y.end(), 0);  // no positive
+    RankingCounts c;
+    for (int i = 0; i < n; ++i)
+      if (y[i]) c.add_positive(s[i]);
+    c.freeze();
+    for (int i = n - 1; i >= 0; --i)  // any order
+      if (!y[i]) c.add_negative(s[i]);
+    const double ap = average_precision(s, y), auc = roc_auc(s, y);
+    SCOPED_TRACE(seed);
+    if (std::isnan(ap)) {
+      EXPECT_TRUE(std::isnan(c.average_precision()));
+    } else {
+      EXPECT_EQ(c.average_precision(), ap);
+    }
+    if (std::isnan(auc)) {
+      EXPECT_TRUE(std::isnan(c.roc_auc()));
+    } else {
+      EXPECT_EQ(c.roc_auc(), auc);
+    }
+  }
+  RankingCounts c;
+  EXPECT_THROW(c.add_negative(0.5f), LogicError);
+  c.add_positive(0.5f);
+  c.freeze();
+  EXPECT_THROW(c.add_positive(0.5f), LogicError);
+  c.add_negative(-1.0f);  // below every positive
+  EXPECT_EQ(c.average_precision(), 1.0);
+  EXPECT_EQ(c.roc_auc(), 1.0);
+}
+
 TEST(LinkSplit, EvolveGcnProportionsAndErrors) {
   LinkPredictionConfig c;
   const LinkSplit s = link_split(88, c);
@@ -416,6 +459,23 @@ TEST(LinkPredictionTask, EmbeddingsAreWhatTheScorerRanks) {
       ++rows;
     }
     EXPECT_NEAR(sum / rows, row[1], 1e-12);
+    // MAP and AUC over every ordered pair u != v, from the plain definitions.
+    Scores all;
+    Labels all_y;
+    for (std::int64_t u = 0; u < n; ++u) {
+      run.model.scorer.score_row(static_cast<kernels::NodeId>(u), scores);
+      for (std::int64_t v = 0; v < n; ++v) {
+        if (v == u) continue;
+        all.push_back(scores[static_cast<std::size_t>(v)]);
+        const auto& p = shard.targets[static_cast<std::size_t>(t)];
+        all_y.push_back(
+            std::binary_search(p.begin(), p.end(),
+                               datasets::TemporalEdge{static_cast<kernels::NodeId>(u),
+                                                      static_cast<kernels::NodeId>(v)}));
+      }
+    }
+    EXPECT_NEAR(ref_ap(all, all_y), row[2], 1e-12);
+    EXPECT_NEAR(ref_auc(all, all_y), row[3], 1e-12);
   }
   EXPECT_EQ(embed_link(testing::host(), shard, config, run.model, shard.num_steps()).rows(), n);
   EXPECT_THROW(embed_link(testing::host(), shard, config, run.model, config.link.window - 1),

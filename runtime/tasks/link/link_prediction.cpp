@@ -293,6 +293,63 @@ double roc_auc(std::span<const float> scores, std::span<const std::int8_t> posit
   return (rank_sum - pos * (pos + 1) / 2) / (pos * neg);
 }
 
+void RankingCounts::add_positive(float score) {
+  HALO_EXPECTS(!m_frozen, "RankingCounts: a positive after freeze()");
+  m_positives.push_back(score);
+}
+
+void RankingCounts::freeze() {
+  HALO_EXPECTS(!m_frozen, "RankingCounts: frozen twice");
+  m_frozen = true;
+  std::sort(m_positives.begin(), m_positives.end(), std::greater<>());
+  for (const float x : m_positives) {
+    if (m_level.empty() || x != m_level.back()) m_level.push_back(x), m_pos_at.push_back(0);
+    ++m_pos_at.back();
+  }
+  m_neg_at.assign(m_level.size(), 0);
+  m_neg_equal.assign(m_level.size(), 0);
+}
+
+void RankingCounts::add_negative(float score) {
+  HALO_EXPECTS(m_frozen, "RankingCounts: a negative before freeze()");
+  ++m_negatives;
+  // The first level <= the score: the highest threshold the negative reaches.
+  const auto k = static_cast<std::size_t>(
+      std::lower_bound(m_level.begin(), m_level.end(), score, std::greater<>()) - m_level.begin());
+  if (k == m_level.size()) return;  // below every positive
+  ++m_neg_at[k];
+  if (m_level[k] == score) ++m_neg_equal[k];
+}
+
+double RankingCounts::average_precision() const {
+  HALO_EXPECTS(m_frozen, "RankingCounts: freeze() first");
+  if (m_positives.empty()) return kNaN;
+  // As average_precision: the thresholds are the positives' distinct scores, highest first.
+  const auto total = static_cast<double>(m_positives.size());
+  double ap = 0, tp = 0, seen = 0;
+  for (std::size_t k = 0; k < m_level.size(); ++k) {
+    tp += m_pos_at[k];
+    seen += m_pos_at[k] + m_neg_at[k];
+    ap += m_pos_at[k] / total * (tp / seen);
+  }
+  return ap;
+}
+
+double RankingCounts::roc_auc() const {
+  HALO_EXPECTS(m_frozen, "RankingCounts: freeze() first");
+  const auto pos = static_cast<double>(m_positives.size());
+  const auto neg = static_cast<double>(m_negatives);
+  if (pos == 0 || neg == 0) return kNaN;
+  // Mann-Whitney: per positive, the negatives scored below it and half those tied with it.
+  double reached = 0, u = 0;  // negatives scored >= the current level
+  for (std::size_t k = 0; k < m_level.size(); ++k) {
+    reached += m_neg_at[k];
+    const double below = neg - reached;
+    u += m_pos_at[k] * (below + m_neg_equal[k] / 2);
+  }
+  return u / (pos * neg);
+}
+
 // ---- the task ----------------------------------------------------------------------------------
 
 namespace {
@@ -673,38 +730,49 @@ LinkPrediction::StepMetrics LinkPrediction::score_step(std::int64_t t, bool auc)
   embed_all(t);
   const std::int64_t n = m_shard.num_nodes;
   std::vector<float> row(static_cast<std::size_t>(n)), cand;
-  std::vector<std::int8_t> is_pos(static_cast<std::size_t>(n)), cand_pos;
-  // Every ordered pair of distinct nodes: allocated once, at their size.
-  std::vector<float> all_scores;
-  std::vector<std::int8_t> all_pos;
-  all_scores.reserve(static_cast<std::size_t>(n * (n - 1)));
-  all_pos.reserve(static_cast<std::size_t>(n * (n - 1)));
+  std::vector<std::int8_t> is_pos(static_cast<std::size_t>(n), 0), cand_pos;
+  // Every ordered pair u != v is an entry (pos is sorted by source). First the rows with a
+  // positive: each ranks every other node (MRR) and gives its positives' scores; then every
+  // row's negatives go to the positives' levels. Memory O(nodes + positives): the rows with a
+  // positive are scored twice rather than every entry kept.
+  RankingCounts ranking;
   double mrr_sum = 0;
   std::int64_t rows = 0;
-  std::size_t next = 0;  // pos is sorted by source
-  for (std::int64_t u = 0; u < n; ++u) {
-    const std::size_t first = next;
+  for (std::size_t first = 0, next = 0; first < pos.size(); first = next) {
+    const NodeId u = pos[first].src;
     while (next < pos.size() && pos[next].src == u) ++next;
-    m_model.scorer.score_row(static_cast<NodeId>(u), row);
-    std::fill(is_pos.begin(), is_pos.end(), 0);
+    m_model.scorer.score_row(u, row);
     for (std::size_t k = first; k < next; ++k) is_pos[static_cast<std::size_t>(pos[k].dst)] = 1;
     cand.clear(), cand_pos.clear();
     for (std::int64_t v = 0; v < n; ++v)
       if (v != u)
         cand.push_back(row[static_cast<std::size_t>(v)]),
             cand_pos.push_back(is_pos[static_cast<std::size_t>(v)]);
-    if (first != next) {
-      mrr_sum += mean_reciprocal_rank(cand, cand_pos);
-      ++rows;
+    mrr_sum += mean_reciprocal_rank(cand, cand_pos);
+    ++rows;
+    for (std::size_t k = first; k < next; ++k) {
+      ranking.add_positive(row[static_cast<std::size_t>(pos[k].dst)]);
+      is_pos[static_cast<std::size_t>(pos[k].dst)] = 0;
     }
-    all_scores.insert(all_scores.end(), cand.begin(), cand.end());
-    all_pos.insert(all_pos.end(), cand_pos.begin(), cand_pos.end());
+  }
+  ranking.freeze();
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+  for (std::size_t u = 0, next = 0; u < static_cast<std::size_t>(n); ++u) {
+    const std::size_t first = next;
+    while (next < pos.size() && static_cast<std::size_t>(pos[next].src) == u) ++next;
+    m_model.scorer.score_row(static_cast<NodeId>(u), row);
+    for (std::size_t k = first; k < next; ++k) is_pos[static_cast<std::size_t>(pos[k].dst)] = 1;
+    for (std::size_t v = 0; v < row.size(); ++v) {
+      if (v == u) continue;
+      lo = std::min(lo, row[v]), hi = std::max(hi, row[v]);
+      if (is_pos[v] == 0) ranking.add_negative(row[v]);
+    }
+    for (std::size_t k = first; k < next; ++k) is_pos[static_cast<std::size_t>(pos[k].dst)] = 0;
   }
   m.mrr = mrr_sum / static_cast<double>(rows);
-  m.tied = !all_scores.empty() && std::all_of(all_scores.begin(), all_scores.end(),
-                                              [&](float x) { return x == all_scores.front(); });
-  m.ap = average_precision(all_scores, all_pos);
-  if (auc) m.auc = roc_auc(all_scores, all_pos);
+  m.tied = lo == hi;
+  m.ap = ranking.average_precision();
+  if (auc) m.auc = ranking.roc_auc();
   return m;
 }
 

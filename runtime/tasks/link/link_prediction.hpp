@@ -202,4 +202,28 @@ double average_precision(std::span<const float> scores, std::span<const std::int
 /// one, ties counting 1/2 (Mann-Whitney). NaN without positives or without negatives.
 double roc_auc(std::span<const float> scores, std::span<const std::int8_t> positive);
 
+/// average_precision and roc_auc of entries too many to keep (every ordered pair of nodes),
+/// in memory for the positives only: add_positive for every positive entry, freeze(), then
+/// add_negative for every negative entry; average_precision() and roc_auc() then equal those
+/// functions over the same entries (AP: the same sums in the same order; AUC: the same
+/// Mann-Whitney count, exact while it is below 2^53). A negative costs O(log distinct positive
+/// scores). halo::LogicError for calls out of that order.
+class RankingCounts {
+ public:
+  void add_positive(float score);
+  void freeze();
+  void add_negative(float score);
+  double average_precision() const;
+  double roc_auc() const;
+
+ private:
+  bool m_frozen = false;
+  std::vector<float> m_positives;
+  std::vector<float> m_level;  // the positives' distinct scores, descending
+  /// Per level: the positives at it; the negatives first reaching it (scored >= it and below
+  /// the level before); of those, the ones equal to it.
+  std::vector<double> m_pos_at, m_neg_at, m_neg_equal;
+  std::int64_t m_negatives = 0;
+};
+
 }  // namespace halo::runtime
