@@ -215,9 +215,9 @@ Plan make_link_plan(const LinkCounts& c, const TrainConfig& config, const CostMo
     // The scorer's P, Q and their gradients (n x scorer hidden), the embeddings' gradient, the
     // evaluation's every row (gathered from the ranks, then placed: 2 n x hidden).
     host.push_back({"scorer", as_bytes(kF * (4 * n * hs + n * h + 2 * n * h))});
-    // A training step's pairs (positives and sampled negatives: ids, labels, logits and their
-    // gradients).
-    host.push_back({"pairs", as_bytes(pairs * (kF + kF + 1 + kF + kF))});
+    // A training step's pairs (positives and sampled negatives: ids and labels as drawn, the
+    // copy of those whose source the rank owns in its rows, logits and their gradients).
+    host.push_back({"pairs", as_bytes(pairs * (2 * (kF + kF + 1) + kF + kF))});
     // The ranking evaluation of a step (every rank ranks every ordered pair, streamed): a row's
     // scores, its candidates and their sorted copy (MRR), two labels per node; per positive its
     // score and level with three counts (runtime::RankingCounts).
