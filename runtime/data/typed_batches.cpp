@@ -414,15 +414,11 @@ void SampledTypedBatches::end_epoch(EpochStats& s) {
     // Without a producer thread the step waits for the whole preparation.
     s.profile.wait_s += m_sample_s + m_gather_s;
   }
-  if (m_parted) {
-    // The edges every rank sampled and the rows it fetched, summed.
-    m_shard.comm->allreduce(
-        kernels::Span<std::int64_t>(s.sampled_edges.data(), std::ssize(s.sampled_edges)),
-        ReduceOp::Sum);
-    std::int64_t rows[3] = {s.remote_rows, s.cache_hits, s.feature_bytes};
-    m_shard.comm->allreduce(kernels::Span<std::int64_t>(rows, 3), ReduceOp::Sum);
-    s.remote_rows = rows[0], s.cache_hits = rows[1], s.feature_bytes = rows[2];
-  }
+  // The edges every rank sampled, summed (the fetch counters: the task's
+  // reduce_epoch_counters).
+  m_shard.comm->allreduce(
+      kernels::Span<std::int64_t>(s.sampled_edges.data(), std::ssize(s.sampled_edges)),
+      ReduceOp::Sum);
 }
 
 }  // namespace halo::runtime

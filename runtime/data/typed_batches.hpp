@@ -76,7 +76,8 @@ class TypedBatchSource {
                            nn::HeteroStageTimes* stages) = 0;
   virtual const TypedBatch& next() = 0;
   virtual void stop_epoch() = 0;
-  /// Adds what the epoch's preparation measured to `s` (summed over the ranks).
+  /// Adds what the epoch's preparation measured on this rank to `s` (the sampled edges summed
+  /// over the ranks; the fetch counters are the task's to reduce: detail::reduce_epoch_counters).
   virtual void end_epoch(EpochStats& s) = 0;
 };
 

@@ -310,6 +310,7 @@ bool HeteroNodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   m_res.synchronize();
   m_batches->end_epoch(s);
   s.epoch_time_s = seconds_since(start);
+  detail::reduce_epoch_counters(*m_shard.comm, s);
   s.train_loss = loss_sum / rows;
   // Each stage the slowest rank's.
   double v[4] = {stages.subgraph_build_s, stages.feature_projection_s,

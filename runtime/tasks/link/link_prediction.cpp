@@ -229,68 +229,27 @@ double mean_reciprocal_rank(std::span<const float> scores, std::span<const std::
 
 namespace {
 
-/// The entries' indices, highest score first.
-std::vector<std::int64_t> descending(std::span<const float> scores) {
-  std::vector<std::int64_t> order(scores.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](std::int64_t a, std::int64_t b) { return scores[a] > scores[b]; });
-  return order;
+/// The entries streamed through RankingCounts: the positives, then the negatives.
+RankingCounts count_ranking(std::span<const float> scores, std::span<const std::int8_t> positive) {
+  RankingCounts c;
+  for (std::size_t i = 0; i < scores.size(); ++i)
+    if (positive[i] != 0) c.add_positive(scores[i]);
+  c.freeze();
+  for (std::size_t i = 0; i < scores.size(); ++i)
+    if (positive[i] == 0) c.add_negative(scores[i]);
+  return c;
 }
 
 }  // namespace
 
 double average_precision(std::span<const float> scores, std::span<const std::int8_t> positive) {
   HALO_EXPECTS(scores.size() == positive.size(), "average_precision: one label per score");
-  // Only the thresholds at a positive's score add to the sum: the positives' distinct scores,
-  // highest first, and per threshold the negatives scored >= it (each negative counted at the
-  // highest threshold it reaches, then summed): O(entries log positives), no full sort.
-  std::vector<float> pos;
-  for (std::size_t i = 0; i < scores.size(); ++i)
-    if (positive[i] != 0) pos.push_back(scores[i]);
-  if (pos.empty()) return kNaN;
-  std::sort(pos.begin(), pos.end(), std::greater<>());
-  std::vector<float> level;            // distinct, descending
-  std::vector<double> pos_at, neg_at;  // positives at, negatives first reaching, each level
-  for (const float x : pos) {
-    if (level.empty() || x != level.back()) level.push_back(x), pos_at.push_back(0);
-    ++pos_at.back();
-  }
-  neg_at.assign(level.size(), 0);
-  for (std::size_t i = 0; i < scores.size(); ++i) {
-    if (positive[i] != 0) continue;
-    const auto k = std::lower_bound(level.begin(), level.end(), scores[i], std::greater<>()) -
-                   level.begin();  // the first level <= the score
-    if (k < std::ssize(level)) ++neg_at[static_cast<std::size_t>(k)];
-  }
-  const auto total = static_cast<double>(pos.size());
-  double ap = 0, tp = 0, seen = 0;
-  for (std::size_t k = 0; k < level.size(); ++k) {
-    tp += pos_at[k];
-    seen += pos_at[k] + neg_at[k];
-    ap += pos_at[k] / total * (tp / seen);
-  }
-  return ap;
+  return count_ranking(scores, positive).average_precision();
 }
 
 double roc_auc(std::span<const float> scores, std::span<const std::int8_t> positive) {
   HALO_EXPECTS(scores.size() == positive.size(), "roc_auc: one label per score");
-  const auto pos = static_cast<double>(
-      std::count_if(positive.begin(), positive.end(), [](auto p) { return p; }));
-  const double neg = static_cast<double>(scores.size()) - pos;
-  if (pos == 0 || neg == 0) return kNaN;
-  std::vector<std::int64_t> order = descending(scores);
-  std::reverse(order.begin(), order.end());  // ascending
-  double rank_sum = 0;                       // of the positives, 1-based, ties at their mean rank
-  for (std::size_t i = 0; i < order.size();) {
-    std::size_t j = i;
-    double group_pos = 0;
-    for (; j < order.size() && scores[order[j]] == scores[order[i]]; ++j)
-      group_pos += positive[order[j]] != 0 ? 1 : 0;
-    rank_sum += group_pos * (static_cast<double>(i + 1 + j) / 2);
-    i = j;
-  }
-  return (rank_sum - pos * (pos + 1) / 2) / (pos * neg);
+  return count_ranking(scores, positive).roc_auc();
 }
 
 void RankingCounts::add_positive(float score) {
@@ -324,7 +283,9 @@ void RankingCounts::add_negative(float score) {
 double RankingCounts::average_precision() const {
   HALO_EXPECTS(m_frozen, "RankingCounts: freeze() first");
   if (m_positives.empty()) return kNaN;
-  // As average_precision: the thresholds are the positives' distinct scores, highest first.
+  // Only the thresholds at a positive's score add to the sum: the positives' distinct scores,
+  // highest first, each with the negatives first reaching it (O(entries log positives), no
+  // full sort).
   const auto total = static_cast<double>(m_positives.size());
   double ap = 0, tp = 0, seen = 0;
   for (std::size_t k = 0; k < m_level.size(); ++k) {

@@ -204,10 +204,10 @@ double roc_auc(std::span<const float> scores, std::span<const std::int8_t> posit
 
 /// average_precision and roc_auc of entries too many to keep (every ordered pair of nodes),
 /// in memory for the positives only: add_positive for every positive entry, freeze(), then
-/// add_negative for every negative entry; average_precision() and roc_auc() then equal those
-/// functions over the same entries (AP: the same sums in the same order; AUC: the same
-/// Mann-Whitney count, exact while it is below 2^53). A negative costs O(log distinct positive
-/// scores). halo::LogicError for calls out of that order.
+/// add_negative for every negative entry; average_precision() and roc_auc() then give those
+/// functions' values over the entries (the functions stream their entries through it). A
+/// negative costs O(log distinct positive scores). halo::LogicError for calls out of that
+/// order.
 class RankingCounts {
  public:
   void add_positive(float score);
