@@ -301,7 +301,6 @@ HeteroCounts hetero_partition_counts(const std::filesystem::path& dir, const Tra
 }
 
 HeteroCounts hetero_shard_counts(const runtime::HeteroShard& shard, const TrainConfig& config) {
-  if (!shard.layout.partitioned()) return hetero_counts(shard.graph, config);
   HeteroCounts c;
   c.dataset = shard.dataset;
   c.schema = global_schema(shard.graph, shard.layout);
@@ -345,10 +344,9 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
   plan.calibrated = m.calibrated;
   plan.link_calibrated = m.link_calibrated;
 
-  // One process is one part holding every node.
+  // One process is one part holding every node (the same data path as a rank's part).
   std::vector<HeteroPartCounts> parts = c.parts;
-  const bool parted = !parts.empty();
-  if (!parted) {
+  if (parts.empty()) {
     HeteroPartCounts p;
     p.num_owned = p.num_local = s.num_nodes;
     p.entries = c.entries;
@@ -361,6 +359,8 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
   }
   const int ranks = static_cast<int>(parts.size());
   plan.ranks = ranks;
+  // Several ranks: the embedded types' rows spread over them, the gradients summed, messages.
+  const bool spread = ranks > 1;
   const bool embedded = mc.featureless == nn::FeaturelessInput::Embedding;
   // The expected blocks of a batch of `seeds` seeds, from the seeds outwards: a destination
   // draws its mean draws per relation; the sources are the destinations and the distinct draws.
@@ -467,31 +467,31 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     const std::vector<nn::HeteroPassShape> full =
         nn::full_graph_shapes(mc, part.num_local, part.num_owned, part.entries);
     const nn::EmbeddingReads whole =
-        parted && embedded ? nn::EmbeddingReads::Spread : nn::EmbeddingReads::Whole;
+        spread && embedded ? nn::EmbeddingReads::Spread : nn::EmbeddingReads::Whole;
     const std::vector<nn::HeteroPassShape> blocks =
-        mini && parted ? expected_blocks(batch_seeds * static_cast<double>(part.num_train) /
-                                         std::max(1.0, static_cast<double>(c.num_train)))
-                       : expected;
+        mini ? expected_blocks(batch_seeds * static_cast<double>(part.num_train) /
+                               std::max(1.0, static_cast<double>(c.num_train)))
+             : expected;
     const BatchStats batch = mini ? batch_stats(blocks) : BatchStats{};
     if (mini) {
-      fp.pass(full, /*backward=*/false, parted, whole);
+      fp.pass(full, /*backward=*/false, /*halo=*/true, whole);
       fp.pass(blocks, /*backward=*/true, false, nn::EmbeddingReads::ById);
     } else {
-      fp.pass(full, /*backward=*/true, parted, whole);
+      fp.pass(full, /*backward=*/true, /*halo=*/true, whole);
     }
     plan.parameters = fp.parameter_floats() + fp.embedding_floats();
 
     RankPlan rp;
     rp.rank = rank;
     auto& host = rp.host;
-    host.push_back({"process", m.process_base_bytes + (parted ? m.mpi_rank_extra_bytes : 0)});
+    host.push_back({"process", m.process_base_bytes + (spread ? m.mpi_rank_extra_bytes : 0)});
     // The data as read (features and relation rows of the local nodes, labels, splits) and the
     // copies the task trains from (the prepared features, the relations it reads).
     double features = 0, relations = 0, ids = 0;
     for (std::size_t t = 0; t < nt; ++t) {
       const double n = static_cast<double>(part.num_local[t]),
                    f = static_cast<double>(s.in_features[t]);
-      if (parted) ids += 3 * kF * n + kF * static_cast<double>(part.num_send[t]);
+      ids += 3 * kF * n + kF * static_cast<double>(part.num_send[t]);
       if (f == 0) continue;
       features += part.feature_nnz[t] >= 0
                       ? kI * (n + 1) + (kF + kF) * static_cast<double>(part.feature_nnz[t])
@@ -511,13 +511,13 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     // Dense parameters: values, gradients, Adam's moments, the kept epoch's copy (and, with
     // ranks, the gradient all-reduce's flat buffer).
     host.push_back({"model_optimizer",
-                    as_bytes((parted ? 6 : 5) * kF * static_cast<double>(fp.parameter_floats()))});
+                    as_bytes((spread ? 6 : 5) * kF * static_cast<double>(fp.parameter_floats()))});
     // The tables: rows, SparseAdam's moments, the kept epoch's copy. On a partition a rank
     // keeps those of its owned rows, fetches the local rows a pass reads (and returns their
     // gradients), knows every node's owner and row, and holds the whole table when the model is
     // built and when the run ends (the rows gathered from their owners).
     double tables = 4 * kF * static_cast<double>(fp.embedding_floats());
-    if (parted && embedded) {
+    if (spread && embedded) {
       tables = kF * static_cast<double>(fp.embedding_floats());
       for (std::size_t t = 0; t < nt; ++t)
         if (s.in_features[t] == 0)
@@ -535,13 +535,13 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     host.push_back({"halo", as_bytes(halo)});
     host.push_back({"sampler_envelope", plan.sampler_envelope_bytes});
     host.push_back({"workspace", as_bytes(workspace)});
-    // Mini-batches over a partition: every node's owner and row, every training node; per
-    // relation the owned destinations' rows by global id and the remote sampling's buffers (a
-    // full batch's destinations and draws each way); per featured type a feature store of the
-    // owned rows (its ids and degrees, the exchange's buffers and the rows it fetches, dense, at
-    // a full batch's input rows, the cache).
+    // Mini-batches (on a part; one process: the one part): every node's owner and row, every
+    // training node; per relation the owned destinations' rows by global id and the remote
+    // sampling's buffers (a full batch's destinations and draws each way); per featured type a
+    // feature store of the owned rows (its ids and degrees, the exchange's buffers and the rows it
+    // fetches, dense, at a full batch's input rows, the cache).
     double fetched_rows = 0, fetched_bytes = 0;
-    if (mini && parted) {
+    if (mini) {
       double remote = kF * static_cast<double>(c.num_train);
       for (std::size_t t = 0; t < nt; ++t) remote += 2 * kF * static_cast<double>(s.num_nodes[t]);
       for (std::size_t r = 0; r < nr; ++r) {
@@ -574,7 +574,7 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
         fetched_rows += away;
         fetched_bytes += away * row_bytes;
       }
-      host.push_back({"remote_batches", as_bytes(remote)});
+      host.push_back({"typed_batches", as_bytes(remote)});
     }
     for (const MemoryItem& i : host) rp.peak_host_bytes += i.bytes;
     for (const MemoryItem& i : host)
@@ -625,7 +625,7 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
       // The typed sampler runs on the training thread (no producer): nothing hides it.
       rp.exposed_sampling_s = rp.sampling_s;
     }
-    if (mini && parted) {
+    if (mini && spread) {
       // Per step and layer each relation's remote draws (their counts, then the draws: two
       // all-to-alls), per featured type the fetch of the input rows other ranks own (one
       // all-to-all each way), the gradients' all-reduce; the evaluation's forward exchanges
@@ -651,7 +651,7 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
       rp.exposed_exchange_s = rp.exchange_s;
       rp.allreduce_bytes = as_bytes(steps * 2.0 * (ranks - 1) / ranks * (param_bytes + 8));
       rp.allreduce_s = steps * allreduce_s(m, msg_alpha, param_bytes + 8, ranks);
-    } else if (parted) {
+    } else if (spread) {
       // Every hidden layer's input gathers its halo rows forward and returns their gradients
       // backward (one all-to-all each way per layer and type); the embedded types' rows are
       // fetched from their owners and their gradients sent back; the gradients are summed.

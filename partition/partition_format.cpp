@@ -637,6 +637,23 @@ Part make_local_part(const kernels::Resources& res, datasets::Dataset&& ds) {
   return part;
 }
 
+HeteroPartLayout make_local_hetero_layout(const kernels::Resources& res,
+                                          const datasets::HeteroGraph& g) {
+  HeteroPartLayout l;
+  for (const datasets::NodeType& t : g.node_types) {
+    std::vector<NodeId> iota(static_cast<std::size_t>(t.num_nodes));
+    std::iota(iota.begin(), iota.end(), NodeId{0});
+    l.num_owned.push_back(t.num_nodes);
+    l.original.push_back(host_tensor(res, iota));
+    l.send_offsets.push_back({0, 0});
+    l.recv_offsets.push_back({0, 0});
+    l.send_rows.push_back(host_tensor<NodeId>(res, {}));
+    l.global_nodes.push_back(t.num_nodes);
+  }
+  l.num_train = g.train_idx.numel();
+  return l;
+}
+
 void write_partitions(const kernels::Resources& res, const datasets::Dataset& ds,
                       const PartitionResult& r, const fs::path& dir, const Progress& progress) {
   const std::int64_t n = ds.num_nodes();

@@ -222,8 +222,6 @@ struct HeteroPartLayout {
   /// Per type, the nodes of the whole graph; and the training nodes of the whole graph.
   std::vector<std::int64_t> global_nodes;
   std::int64_t num_train = 0;
-
-  bool partitioned() const { return !num_owned.empty(); }
 };
 
 /// One part of a heterogeneous partition: `graph` holds the part's local rows of every type
@@ -235,6 +233,12 @@ struct HeteroPart {
   datasets::HeteroGraph graph;
   HeteroPartLayout layout;
 };
+
+/// The layout of the one part of a one-part partition of `g`: what one process trains on (the
+/// same code path as one rank of a P-part partition). Every node is owned, ids are the
+/// identity, nothing is sent or received. Host tensors.
+HeteroPartLayout make_local_hetero_layout(const kernels::Resources& res,
+                                          const datasets::HeteroGraph& g);
 
 /// What `halo partition` computes for a heterogeneous dataset.
 struct HeteroPartitionResult {

@@ -24,6 +24,11 @@ bool nccl_available();
 /// build without NCCL or for a CPU `res`, halo::CommError when NCCL fails.
 std::unique_ptr<Comm> make_nccl_comm(Comm& bootstrap, const kernels::Resources& res);
 
+/// The communicator a rank's device rows and gradients travel on: for GPU ranks, NCCL over
+/// `comm`'s ranks (made into `own`, collective) where the build has it, else `comm` itself with
+/// a warning; for one rank or a CPU run, `comm` itself (nothing to move between devices).
+Comm& device_data_comm(const kernels::Resources& res, Comm& comm, std::unique_ptr<Comm>& own);
+
 /// Contract (beyond Comm's):
 /// - Buffers are device memory of res's GPU (memory_device() == Device::Cuda); a host pointer
 ///   is refused with halo::LogicError. Two exceptions that keep Comm's helpers working:

@@ -130,4 +130,28 @@ std::unique_ptr<nn::SparseEmbedding<float>> DistributedEmbedding::gather(
   return whole;
 }
 
+SpreadEmbeddings spread_embeddings(const kernels::Resources& res, Comm& comm,
+                                   nn::HeteroModel<float>& model,
+                                   const partition::HeteroPartLayout& layout, TypeOwners& owners) {
+  SpreadEmbeddings s;
+  if (comm.size() == 1 || model.embeddings().empty()) return s;
+  HALO_EXPECTS(res.device() == kernels::Device::Cpu,
+               "train: learnable embeddings on a heterogeneous partition train on the CPU");
+  if (owners.owner.empty()) owners = gather_type_owners(layout, comm);
+  const kernels::Resources host(kernels::Device::Cpu, res.cpu_exec().num_threads);
+  const nn::HeteroSchema& schema = model.schema();
+  for (std::int32_t t = 0; t < static_cast<std::int32_t>(schema.in_features.size()); ++t) {
+    const auto ut = static_cast<std::size_t>(t);
+    if (schema.in_features[ut] > 0) continue;
+    const NodeId* o = layout.original[ut].data();
+    const std::vector<NodeId> owned(o, o + layout.num_owned[ut]);
+    s.tables.push_back(std::make_unique<DistributedEmbedding>(
+        comm, model.embedding_part(host, t, layout.global_nodes[ut], owned), owners.owner[ut],
+        owners.row[ut]));
+    model.spread_embedding(t, s.tables.back().get());
+    s.types.push_back(t);
+  }
+  return s;
+}
+
 }  // namespace halo::runtime

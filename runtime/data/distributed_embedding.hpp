@@ -12,7 +12,10 @@
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/tensor.hpp>
 #include <halo/nn/embedding.hpp>
+#include <halo/nn/hetero_model.hpp>
+#include <halo/partition/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
+#include <halo/runtime/data/typed_batches.hpp>
 
 namespace halo::runtime {
 
@@ -56,5 +59,19 @@ class DistributedEmbedding final : public nn::EmbeddingRows<float> {
   std::vector<float> m_sum;
   std::int64_t m_bytes_sent = 0;
 };
+
+/// The learnable embeddings of `model`'s featureless types spread over the ranks of `comm`: per
+/// such type (ascending) a DistributedEmbedding of the rows this rank owns (`layout`; `owners`,
+/// gathered here when empty: gather_type_owners), which the model reads from then on
+/// (nn::HeteroModel::spread_embedding). One rank owns every row: none are made, and the model's
+/// own tables serve (on any device). Several ranks train them on the CPU (halo::LogicError
+/// otherwise). Collective.
+struct SpreadEmbeddings {
+  std::vector<std::unique_ptr<DistributedEmbedding>> tables;
+  std::vector<std::int32_t> types;  // the type of each
+};
+SpreadEmbeddings spread_embeddings(const kernels::Resources& res, Comm& comm,
+                                   nn::HeteroModel<float>& model,
+                                   const partition::HeteroPartLayout& layout, TypeOwners& owners);
 
 }  // namespace halo::runtime

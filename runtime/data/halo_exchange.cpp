@@ -335,14 +335,19 @@ namespace halo::runtime {
 HeteroHaloExchange::HeteroHaloExchange(const kernels::Resources& res,
                                        const partition::HeteroPartLayout& layout, Comm& comm)
     : m_comm(comm), m_layout(layout) {
-  HALO_EXPECTS(res.device() == kernels::Device::Cpu && comm.memory_device() == kernels::Device::Cpu,
-               "HeteroHaloExchange: heterogeneous partitions train on the CPU (host tensors and "
-               "a host-memory communicator)");
   HALO_EXPECTS(
-      layout.partitioned() && layout.num_parts == comm.size() && layout.rank == comm.rank(),
+      !layout.num_owned.empty() && layout.num_parts == comm.size() && layout.rank == comm.rank(),
       "HeteroHaloExchange: the part is not this rank's (" + std::to_string(layout.num_parts) +
           " parts, rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size()) +
           ")");
+  // Rows move through host memory: a part that exchanges none (one process) runs anywhere.
+  bool moves = false;
+  for (std::size_t t = 0; t < layout.num_owned.size(); ++t)
+    moves = moves || layout.send_offsets[t].back() > 0 || layout.recv_offsets[t].back() > 0;
+  HALO_EXPECTS(!moves || (res.device() == kernels::Device::Cpu &&
+                          comm.memory_device() == kernels::Device::Cpu),
+               "HeteroHaloExchange: heterogeneous partitions train on the CPU (host tensors and "
+               "a host-memory communicator)");
   m_send.resize(layout.num_owned.size());
   m_recv.resize(layout.num_owned.size());
 }

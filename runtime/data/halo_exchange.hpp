@@ -145,7 +145,8 @@ class HaloExchange final : public nn::Propagation<float> {
 /// model's HeteroHalo. gather sends every owned row a peer's halo holds and receives the halo
 /// rows, all types' messages posted before one wait (tag: the type); scatter_add sends the halo
 /// rows' gradients back to their owners, which add them to the rows they sent. Host tensors and
-/// a host-memory comm only (halo::LogicError otherwise); construction is local.
+/// a host-memory comm where rows move (halo::LogicError otherwise; the one part of one process
+/// moves none and runs on any device); construction is local.
 class HeteroHaloExchange final : public nn::HeteroHalo<float> {
  public:
   HeteroHaloExchange(const kernels::Resources& res, const partition::HeteroPartLayout& layout,

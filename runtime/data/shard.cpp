@@ -130,6 +130,7 @@ HeteroShard local_hetero_shard(datasets::HeteroGraph&& g) {
   char hex[24];
   std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(h));
   s.identity = "dataset " + g.name + " fnv1a64 " + hex;
+  s.layout = partition::make_local_hetero_layout(kernels::Resources(kernels::Device::Cpu, 1), g);
   s.graph = std::move(g);
   s.own_comm = std::make_unique<SelfComm>();
   s.comm = s.own_comm.get();

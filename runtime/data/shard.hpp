@@ -41,12 +41,12 @@ Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds);
 /// halo::IoError when the partition has not comm.size() parts or a part is missing or damaged.
 Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir);
 
-/// A heterogeneous dataset as one process trains on it, or one part of a heterogeneous
-/// partition (open_hetero_shard): `graph` then holds the part's
-/// local rows (partition::HeteroPart) and `layout` its owned counts and exchange lists.
+/// One rank's part of a heterogeneous graph: `graph` holds the part's local rows
+/// (partition::HeteroPart) and `layout` its owned counts and exchange lists. One process is the
+/// one-part case over a SelfComm (local_hetero_shard: every node owned, nothing exchanged).
 struct HeteroShard {
   datasets::HeteroGraph graph;
-  partition::HeteroPartLayout layout;  // empty in one process
+  partition::HeteroPartLayout layout;
   Comm* comm = nullptr;
   std::unique_ptr<Comm> own_comm;
   std::string dataset;
@@ -55,7 +55,8 @@ struct HeteroShard {
   std::string identity;
 };
 
-/// `g` over a SelfComm.
+/// `g` as the one part of a one-part partition (partition::make_local_hetero_layout), over a
+/// SelfComm.
 HeteroShard local_hetero_shard(datasets::HeteroGraph&& g);
 
 /// Part comm.rank() of the heterogeneous partition in `dir`, checked as open_shard does (one

@@ -78,26 +78,23 @@ void FullTypedGraph::begin_epoch(std::uint64_t epoch, std::int64_t, nn::HeteroSt
 
 SampledTypedBatches::SampledTypedBatches(const kernels::Resources& res, const HeteroShard& shard,
                                          const TypeOwners& owners,
-                                         std::span<const kernels::FeatureMatrix<float>> features,
                                          const nn::HeteroGraphView<float>& view,
                                          std::span<const std::int32_t> labels,
                                          const TrainConfig& config)
     : m_res(res),
       m_shard(shard),
       m_owners(owners),
-      m_features(features),
       m_labels(labels),
       m_config(*config.mini_batch),
       m_seed(config.seed),
       m_normalize(config.normalize_features),
-      m_profile(config.profile),
-      m_parted(shard.layout.partitioned()) {
+      m_profile(config.profile) {
   const datasets::HeteroGraph& g = shard.graph;
   const partition::HeteroPartLayout& layout = shard.layout;
   HALO_EXPECTS(res.device() == kernels::Device::Cpu,
                "train: heterogeneous mini-batch training runs on the CPU");
-  HALO_EXPECTS(!m_parted || !owners.owner.empty(),
-               "typed batches: a partition's batches need its owners (gather_type_owners)");
+  HALO_EXPECTS(owners.owner.size() == g.node_types.size(),
+               "typed batches: the part's batches need its owners (gather_type_owners)");
   sampler::HeteroSamplerConfig sc;
   sc.fanouts = m_config.relation_fanouts;
   if (sc.fanouts.empty())
@@ -107,27 +104,23 @@ SampledTypedBatches::SampledTypedBatches(const kernels::Resources& res, const He
                    std::to_string(config.hetero.num_layers) + " layers (one per layer)");
   sc.replace = m_config.replace;
   sc.seed = config.seed;
-  m_sampler =
-      m_parted ? std::make_unique<sampler::HeteroNeighborSampler>(
-                     res, g, m_config.batch_size, sc,
-                     sampler::HeteroNeighborSources{layout.global_nodes, remote_sources()})
-               : std::make_unique<sampler::HeteroNeighborSampler>(res, g, m_config.batch_size, sc);
+  m_sampler = std::make_unique<sampler::HeteroNeighborSampler>(
+      res, g, m_config.batch_size, sc,
+      sampler::HeteroNeighborSources{layout.global_nodes, remote_sources()});
   const auto& env = m_sampler->envelope();
   const std::size_t nt = g.node_types.size();
-  if (m_parted) {
-    // The remote sources' buffers for the envelope.
-    for (std::size_t r = 0; r < m_remote.size(); ++r) {
-      const auto d = static_cast<std::size_t>(g.relations[r].dst_type);
-      sampler::SamplerEnvelope e;
-      std::vector<int> fanouts;
-      for (std::size_t l = 0; l < env.size(); ++l) {
-        e.layers.push_back({env[l].num_dst[d], env[l].num_edges[r], 0});
-        fanouts.push_back(sc.fanouts[l][r]);
-      }
-      m_remote[r]->reserve(e, fanouts, sc.replace);
+  // The remote sources' buffers for the envelope.
+  for (std::size_t r = 0; r < m_remote.size(); ++r) {
+    const auto d = static_cast<std::size_t>(g.relations[r].dst_type);
+    sampler::SamplerEnvelope e;
+    std::vector<int> fanouts;
+    for (std::size_t l = 0; l < env.size(); ++l) {
+      e.layers.push_back({env[l].num_dst[d], env[l].num_edges[r], 0});
+      fanouts.push_back(sc.fanouts[l][r]);
     }
-    open_stores(env[0].num_src);
+    m_remote[r]->reserve(e, fanouts, sc.replace);
   }
+  open_stores(env[0].num_src);
   m_blocks.assign(env.size(), {});
   m_block_ids.resize(env.size());
   for (std::size_t l = 0; l < env.size(); ++l) {
@@ -139,41 +132,21 @@ SampledTypedBatches::SampledTypedBatches(const kernels::Resources& res, const He
     for (const auto& r : view.relations)
       v.relations.push_back({r.name, r.src_type, r.dst_type, {}});
   }
-  std::int64_t scan = 1;
-  for (std::size_t t = 0; t < nt; ++t) {
-    const std::int64_t rows = std::max<std::int64_t>(1, env[0].num_src[t]);
-    const auto& x = m_features[t];
-    if (const auto* sp = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&x)) {
-      const std::int64_t entries = sampler::max_entries(*sp, rows);
-      m_batch_x.emplace_back(kernels::CsrMatrix<std::int32_t, float>{
-          Tensor<std::int64_t>(res, rows + 1), Tensor<std::int32_t>(res, entries),
-          Tensor<float>(res, entries), sp->num_cols, false});
-      scan = std::max(scan, sampler::gather_scan_sums_size(rows));
-    } else if (kernels::num_cols(x) > 0) {
-      m_batch_x.emplace_back(Tensor<float>(res, rows, kernels::num_cols(x)));
-    } else {
-      m_batch_x.emplace_back(Tensor<float>());
-    }
-  }
+  // The featured types' inputs are their stores' rows; the featureless ones have none.
   for (std::size_t t = 0; t < nt; ++t)
-    m_inputs.push_back(m_parted && m_stores[t] ? &m_store_inputs[t].x : &m_batch_x[t]);
-  if (m_parted) {
-    // Every training node of the whole graph, by its global id: the ranks cut the same
-    // batches and each keeps the seeds it owns.
-    const auto tt = static_cast<std::size_t>(g.target_type);
-    std::vector<NodeId> mine;
-    for (std::int64_t i = 0; i < g.train_idx.numel(); ++i)
-      mine.push_back(layout.original[tt].data()[g.train_idx.data()[i]]);
-    std::vector<std::size_t> counts;
-    const std::vector<std::byte> all =
-        shard.comm->allgatherv(mine.data(), mine.size() * sizeof(NodeId), counts);
-    m_train.resize(all.size() / sizeof(NodeId));
-    std::memcpy(m_train.data(), all.data(), all.size());
-  } else {
-    m_train = g.train_idx.to_vector(res);
-  }
+    m_inputs.push_back(m_stores[t] ? &m_store_inputs[t].x : &m_no_features);
+  // Every training node of the whole graph, by its global id: the ranks cut the same batches
+  // and each keeps the seeds it owns.
+  const auto tt = static_cast<std::size_t>(g.target_type);
+  std::vector<NodeId> mine;
+  for (std::int64_t i = 0; i < g.train_idx.numel(); ++i)
+    mine.push_back(layout.original[tt].data()[g.train_idx.data()[i]]);
+  std::vector<std::size_t> counts;
+  const std::vector<std::byte> all =
+      shard.comm->allgatherv(mine.data(), mine.size() * sizeof(NodeId), counts);
+  m_train.resize(all.size() / sizeof(NodeId));
+  std::memcpy(m_train.data(), all.data(), all.size());
   m_batches = epoch_batches(m_config, static_cast<std::int64_t>(m_train.size()));
-  m_scan_sums = Tensor<std::int64_t>(res, scan);
   m_batch_labels = Tensor<std::int32_t>(res, m_config.batch_size);
   m_batch_rows = Tensor<NodeId>(res, m_config.batch_size);
   for (std::int64_t i = 0; i < m_config.batch_size; ++i)
@@ -340,7 +313,7 @@ const TypedBatch& SampledTypedBatches::next() {
   const std::int64_t end = std::min<std::int64_t>((b + 1) * bs, std::ssize(m_order));
   for (std::int64_t i = b * bs; i < end; ++i) {
     const NodeId v = m_order[static_cast<std::size_t>(i)].second;
-    if (!m_parted || m_owners.owner[tt][static_cast<std::size_t>(v)] == me) m_seeds.push_back(v);
+    if (m_owners.owner[tt][static_cast<std::size_t>(v)] == me) m_seeds.push_back(v);
   }
   const sampler::HeteroMiniBatch& mb = m_sampler->sample(
       m_res, {m_seeds.data(), std::ssize(m_seeds)}, m_epoch, static_cast<std::uint64_t>(b));
@@ -361,24 +334,17 @@ const TypedBatch& SampledTypedBatches::next() {
       v.source_ids[t] = {ids, blk.num_src[t]};
     }
   }
-  std::int64_t syncs = 0;
-  for (std::size_t t = 0; t < nt; ++t) {
+  for (std::size_t t = 0; t < nt; ++t) {  // every rank gathers its inputs of each type
+    if (!m_stores[t]) continue;
     const kernels::Span<const NodeId> ids = mb.blocks[0].src_ids[t];
-    if (m_parted) {  // every rank gathers its inputs of each type
-      if (!m_stores[t]) continue;
-      for (std::int64_t i = 0; i < ids.size; ++i)
-        m_pids[static_cast<std::size_t>(i)] = m_owners.partition_id(t, ids[i]);
-      m_stores[t]->gather(m_res, *m_shard.comm, {m_pids.data(), ids.size}, m_store_inputs[t],
-                          m_fetch, m_syncs);
-    } else if (kernels::num_cols(m_features[t]) > 0) {
-      sampler::gather_feature_rows(m_res, m_features[t], ids, m_batch_x[t], m_scan_sums, syncs);
-    }
+    for (std::int64_t i = 0; i < ids.size; ++i)
+      m_pids[static_cast<std::size_t>(i)] = m_owners.partition_id(t, ids[i]);
+    m_stores[t]->gather(m_res, *m_shard.comm, {m_pids.data(), ids.size}, m_store_inputs[t], m_fetch,
+                        m_syncs);
   }
-  for (std::int64_t i = 0; i < mb.seeds.size; ++i) {
-    const auto v = static_cast<std::size_t>(mb.seeds[i]);
+  for (std::int64_t i = 0; i < mb.seeds.size; ++i)
     m_batch_labels.data()[i] =
-        m_labels[m_parted ? static_cast<std::size_t>(m_owners.row[tt][v]) : v];
-  }
+        m_labels[static_cast<std::size_t>(m_owners.row[tt][static_cast<std::size_t>(mb.seeds[i])])];
   m_gather_s += seconds_since(sampled);
   if (m_stages) m_stages->subgraph_build_s += seconds_since(start);
   m_sampled_edges.resize(mb.sampled_edges.size(), 0);

@@ -1,9 +1,9 @@
 #pragma once
 // Typed batch sources: what each training step of a heterogeneous task computes on, as
 // BatchSource is for a homogeneous one. The whole typed graph (one batch an epoch) or sampled
-// typed blocks (sampler::HeteroNeighborSampler), in one process or on a rank's part of a
-// heterogeneous partition (the relations' rows fetched from their owners, RemoteNeighbors; the
-// input rows from per-type FeatureStores with their caches).
+// typed blocks (sampler::HeteroNeighborSampler) on a rank's part of a heterogeneous partition
+// (one process: the one part): the relations' rows drawn by their owners (RemoteNeighbors), the
+// input rows from per-type FeatureStores with their caches.
 
 #include <cstdint>
 #include <memory>
@@ -101,24 +101,21 @@ class FullTypedGraph final : public TypedBatchSource {
   TypedBatch m_batch;
 };
 
-/// Typed mini-batches (CPU). Every epoch orders the training nodes of the whole graph (the target
-/// type's) by a key drawn per (seed, epoch, id), ties by id, cuts them into batches of
-/// config.batch_size (the first config.max_batches when > 0) and gives each rank the seeds it
-/// owns; a batch's typed blocks come from a sampler::HeteroNeighborSampler (the shard's own
-/// relations in one process; on a partition every relation's owned rows served to every rank,
-/// RemoteNeighbors), its input rows from the prepared `features` (one process) or per featured
-/// type a FeatureStore of the owned rows with config.cache_mb of cache (a partition), its seeds'
-/// labels from `labels` (the shard's local target rows). Dropout keys: epoch x batches + batch.
-/// Every buffer is sized once from the sampler's envelope; nothing is allocated per batch.
-/// `view` gives the type offsets and relation names of the blocks; `owners` is the partition's
-/// (gather_type_owners; unused in one process). Borrows its arguments.
+/// Typed mini-batches (CPU) on a rank's part (one process: the one part). Every epoch orders the
+/// training nodes of the whole graph (the target type's) by a key drawn per (seed, epoch, id),
+/// ties by id, cuts them into batches of config.batch_size (the first config.max_batches when
+/// > 0) and gives each rank the seeds it owns; a batch's typed blocks come from a
+/// sampler::HeteroNeighborSampler over every relation's owned rows served to every rank
+/// (RemoteNeighbors), its input rows per featured type from a FeatureStore of the owned rows
+/// with config.cache_mb of cache, its seeds' labels from `labels` (the shard's local target
+/// rows). Dropout keys: epoch x batches + batch. Every buffer is sized once from the sampler's
+/// envelope; nothing is allocated per batch. `view` gives the type offsets and relation names
+/// of the blocks; `owners` is the part's (gather_type_owners). Borrows its arguments.
 class SampledTypedBatches final : public TypedBatchSource {
  public:
   SampledTypedBatches(const kernels::Resources& res, const HeteroShard& shard,
-                      const TypeOwners& owners,
-                      std::span<const kernels::FeatureMatrix<float>> features,
-                      const nn::HeteroGraphView<float>& view, std::span<const std::int32_t> labels,
-                      const TrainConfig& config);
+                      const TypeOwners& owners, const nn::HeteroGraphView<float>& view,
+                      std::span<const std::int32_t> labels, const TrainConfig& config);
   ~SampledTypedBatches() override;
   std::int64_t batches_per_epoch() const override { return m_batches; }
   void begin_epoch(std::uint64_t epoch, std::int64_t first_batch,
@@ -129,34 +126,30 @@ class SampledTypedBatches final : public TypedBatchSource {
 
  private:
   /// Per relation the owned rows with global source ids, served to every rank: the sampler's
-  /// sources (a partition).
+  /// sources.
   std::vector<sampler::NeighborSource*> remote_sources();
-  /// The feature stores of the featured types (a partition), for batches of up to `rows` rows
-  /// per type.
+  /// The feature stores of the featured types, for batches of up to `rows` rows per type.
   void open_stores(const std::vector<std::int64_t>& rows);
 
   const kernels::Resources& m_res;
   const HeteroShard& m_shard;
   const TypeOwners& m_owners;
-  std::span<const kernels::FeatureMatrix<float>> m_features;
   std::span<const std::int32_t> m_labels;
   MiniBatchConfig m_config;
   std::uint64_t m_seed = 0;
   bool m_normalize = true;
   bool m_profile = false;  // TrainConfig::profile: the preparation's times in EpochStats::profile
-  bool m_parted = false;
   std::int64_t m_batches = 0;
   std::unique_ptr<sampler::HeteroNeighborSampler> m_sampler;
   std::vector<nn::HeteroGraphView<float>> m_blocks;                        // per layer
   std::vector<std::vector<kernels::Tensor<kernels::NodeId>>> m_block_ids;  // per layer, type
-  std::vector<kernels::FeatureMatrix<float>> m_batch_x;        // per type: block 0's rows
+  kernels::FeatureMatrix<float> m_no_features;                 // a featureless type's input
   std::vector<const kernels::FeatureMatrix<float>*> m_inputs;  // what the batch reads
-  kernels::Tensor<std::int64_t> m_scan_sums;
   kernels::Tensor<std::int32_t> m_batch_labels;
   kernels::Tensor<kernels::NodeId> m_batch_rows;  // 0 .. batch_size - 1
   std::vector<kernels::NodeId> m_train, m_seeds;  // every rank's training nodes; a batch's own
-  // A partition: per relation the owned rows by global id and their RemoteNeighbors; per type
-  // with features a FeatureStore of its owned rows (null: featureless) and its batch inputs.
+  // Per relation the owned rows by global id and their RemoteNeighbors; per type with features
+  // a FeatureStore of its owned rows (null: featureless) and its batch inputs.
   std::vector<datasets::Graph> m_owned_rows;
   std::vector<std::unique_ptr<RemoteNeighbors>> m_remote;
   std::vector<std::unique_ptr<partition::Part>> m_type_parts;

@@ -10,6 +10,9 @@
 #include <vector>
 
 #include <halo/datasets/hetero.hpp>
+#include <halo/partition/partition_format.hpp>
+#include <halo/partition/partitioner.hpp>
+#include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/engine/checkpoint.hpp>
 #include <halo/runtime/runtime.hpp>
 #include <halo/sampler/hetero_sampler.hpp>
@@ -178,6 +181,66 @@ TEST(HeteroMiniBatch, TrainsOnSampledBlocksPerRelation) {
   EXPECT_GE(r.metrics.at("test_accuracy"), 0.8);  // the classes show in the items' dense features
   EXPECT_GT(r.stage_times.at("subgraph_build_s"), 0);
   EXPECT_GT(r.stage_times.at("neighbor_aggregation_s"), 0);
+}
+
+// ---- one process is the one part ---------------------------------------------------------------
+
+// A dataset in one process is the one part of a one-part partition: every node owned, the ids
+// the identity, nothing sent or received; trained, it computes what the part `halo partition`
+// writes with one part computes over a SelfComm, bit for bit, full graph (learnable embeddings
+// of the featureless types) and mini-batch (the feature stores, the owners' draws).
+TEST(HeteroOnePart, OneProcessIsTheOnePartOfAOnePartPartition) {
+  halo::testing::TempDir tmp;
+  halo::testing::write_hetero_fixture(tmp.path() / "data");
+  const datasets::HeteroGraph g = datasets::read_hetero_directory(host(), tmp.path() / "data");
+  partition::PartitionConfig pc;
+  pc.num_parts = 1;
+  partition::write_hetero_partitions(host(), g, partition::partition_hetero(host(), g, pc),
+                                     tmp.path() / "parts");
+  HeteroShard one =
+      local_hetero_shard(datasets::read_hetero_directory(host(), tmp.path() / "data"));
+  const partition::HeteroPartLayout& l = one.layout;
+  EXPECT_EQ(l.rank, 0);
+  EXPECT_EQ(l.num_parts, 1);
+  EXPECT_EQ(l.num_train, g.train_idx.numel());
+  ASSERT_EQ(l.num_owned.size(), g.node_types.size());
+  for (std::size_t t = 0; t < g.node_types.size(); ++t) {
+    const std::int64_t n = g.node_types[t].num_nodes;
+    EXPECT_EQ(l.num_owned[t], n);
+    EXPECT_EQ(l.global_nodes[t], n);
+    ASSERT_EQ(l.original[t].numel(), n);
+    for (std::int64_t v = 0; v < n; ++v) EXPECT_EQ(l.original[t].data()[v], v);
+    EXPECT_EQ(l.send_offsets[t], (std::vector<std::int64_t>{0, 0}));
+    EXPECT_EQ(l.recv_offsets[t], (std::vector<std::int64_t>{0, 0}));
+    EXPECT_EQ(l.send_rows[t].numel(), 0);
+  }
+  for (const bool mini : {false, true}) {
+    TrainConfig config = hetero_config(5);
+    config.epochs = 4;
+    config.hetero.featureless = nn::FeaturelessInput::Embedding;
+    if (mini) {
+      config.mini_batch = MiniBatchConfig{};
+      config.mini_batch->batch_size = 3;
+      config.mini_batch->fanouts = {2, 2};
+    }
+    HeteroShard local =
+        local_hetero_shard(datasets::read_hetero_directory(host(), tmp.path() / "data"));
+    HeteroTrainRun want = train(host(), local, config);
+    SelfComm self;
+    HeteroShard part = open_hetero_shard(host(), self, tmp.path() / "parts");
+    HeteroTrainRun got = train(host(), part, config);
+    ASSERT_EQ(got.result.history.size(), want.result.history.size());
+    for (std::size_t e = 0; e < want.result.history.size(); ++e)
+      EXPECT_EQ(got.result.history[e].train_loss, want.result.history[e].train_loss)
+          << (mini ? "mini-batch" : "full graph") << " epoch " << e + 1;
+    EXPECT_EQ(got.result.metrics.at("test_macro_f1"), want.result.metrics.at("test_macro_f1"));
+    // The featureless types' tables stay the model's (one rank owns every row) and train.
+    ASSERT_EQ(want.model.embeddings().size(), 2u);
+    ASSERT_EQ(got.model.embeddings().size(), 2u);
+    for (std::size_t i = 0; i < 2; ++i)
+      EXPECT_EQ(got.model.embeddings()[i]->table().to_vector(host()),
+                want.model.embeddings()[i]->table().to_vector(host()));
+  }
 }
 
 // ---- checkpoints -------------------------------------------------------------------------------

@@ -212,7 +212,7 @@ TEST_F(HeteroCli, PlansARunInOneProcessOrOverAPartition) {
   EXPECT_EQ(mp["mode"], "mini-batch");
   ASSERT_EQ(mp["per_rank"].size(), 2u);
   for (const auto& rank : mp["per_rank"]) {
-    EXPECT_GT(rank["host_bytes"]["remote_batches"].get<double>(), 0);
+    EXPECT_GT(rank["host_bytes"]["typed_batches"].get<double>(), 0);
     EXPECT_GT(rank["comm_bytes_per_epoch"]["feature_fetch"].get<double>(), 0);
   }
   const Outcome job =

@@ -80,9 +80,7 @@ int run_hetero_embed(const EmbedOptions& o) {
   // Every rank's rows (its owned ones on a partition) in the type's id order.
   const auto t = static_cast<std::size_t>(type);
   std::vector<std::int64_t> ids(static_cast<std::size_t>(rows.rows()));
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    ids[i] = md.shard.layout.partitioned() ? md.shard.layout.original[t].data()[i]
-                                           : static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = md.shard.layout.original[t].data()[i];
   const std::vector<float> values(rows.data(), rows.data() + rows.numel());
   const RowsById every = gather_rows_by_id(*md.shard.comm, ids, values,
                                            std::vector<std::int32_t>(ids.size(), 0), rows.cols());

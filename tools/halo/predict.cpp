@@ -141,8 +141,7 @@ int run_hetero_predict(const PredictOptions& o) {
   std::vector<std::int32_t> labels(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto r = static_cast<std::size_t>(rows[i]);
-    ids[i] = shard.layout.partitioned() ? shard.layout.original[target_type].data()[r]
-                                        : static_cast<std::int64_t>(r);
+    ids[i] = shard.layout.original[target_type].data()[r];
     std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(r * static_cast<std::size_t>(cols)), cols,
                 chosen.begin() + static_cast<std::ptrdiff_t>(i * static_cast<std::size_t>(cols)));
     labels[i] = r < every_label.size() ? every_label[r] : -1;

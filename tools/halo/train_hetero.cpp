@@ -104,8 +104,8 @@ class HeteroRun final : public TaskRun {
                   ? runtime::local_hetero_shard(load_hetero(runtime::host_resources(res), o))
                   : runtime::open_hetero_shard(res, world, o.partitions);
     const datasets::HeteroGraph& g = m_shard.graph;
-    m_parted = m_shard.layout.partitioned();
-    m_num_train = m_parted ? m_shard.layout.num_train : g.train_idx.numel();
+    m_from_partition = !o.partitions.empty();
+    m_num_train = m_shard.layout.num_train;
     if (m_num_train == 0)
       throw UsageError("dataset '" + g.name + "' has an empty train split: nothing to train on");
     std::vector<std::string> relations;
@@ -133,7 +133,7 @@ class HeteroRun final : public TaskRun {
     const datasets::HeteroGraph& g = m_shard.graph;
     const int ranks = m_shard.comm->size(), threads = m_res.cpu_exec().num_threads;
     const char* mode = m_config.mini_batch ? "mini-batch" : "full-graph";
-    if (m_parted)
+    if (m_from_partition)
       return format(
           "halo train: %s, part 0 of %d (%lld local nodes), %s, %s across %d rank%s, %d "
           "thread%s each\n",
@@ -223,7 +223,7 @@ class HeteroRun final : public TaskRun {
                 {"cache_policy", runtime::to_string(mb->cache_policy)},
                 {"cache_hit_rate", r.cache_hit_rate},
                 {"feature_bytes_per_epoch", r.feature_bytes_per_epoch}});
-    if (m_parted) {
+    if (m_from_partition) {
       // The rank 0 part's sizes above; the partition's split is the one it was written with.
       j["num_train"] = m_num_train;
     } else {
@@ -246,7 +246,7 @@ class HeteroRun final : public TaskRun {
   double m_lr = 0, m_weight_decay = 0;
   std::optional<int> m_split;
   runtime::HeteroShard m_shard;
-  bool m_parted = false;
+  bool m_from_partition = false;  // --partitions: a partition directory, not a dataset
   std::int64_t m_num_train = 0;
   std::unique_ptr<runtime::HeteroTrainRun> m_run;
 };

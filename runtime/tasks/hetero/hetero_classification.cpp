@@ -33,8 +33,8 @@ using kernels::Tensor;
 
 namespace {
 
-/// Heterogeneous node classification on a HeteroShard: full graph or typed mini-batches, one
-/// process or a rank's part of a heterogeneous partition.
+/// Heterogeneous node classification on a HeteroShard (a rank's part of a heterogeneous
+/// partition; one process: the one part): full graph or typed mini-batches.
 class HeteroNodeClassification final : public Task {
  public:
   HeteroNodeClassification(const kernels::Resources& res, HeteroShard& shard,
@@ -110,15 +110,15 @@ class HeteroNodeClassification final : public Task {
   std::vector<std::int32_t> m_labels_host;
   std::vector<NodeId> m_val_host, m_test_host;
   nn::Adam<float> m_optimizer;
-  // The featureless types' tables SparseAdam updates: the model's, or on a partition the rows
-  // this rank owns of each (m_spread).
+  // The featureless types' tables SparseAdam updates: the model's, and the rows this rank owns
+  // of those spread over the ranks (m_spread).
   std::vector<std::unique_ptr<DistributedEmbedding>> m_spread;
   std::vector<std::int32_t> m_spread_types;  // the type of each
   bool m_gathered = false;
   std::vector<nn::SparseEmbedding<float>*> m_tables;
   std::unique_ptr<nn::SparseAdam<float>> m_sparse;
   Tensor<float> m_dlogits;
-  // A partition: global ids of the local rows (dropout keys), the exchange, the gradient
+  // The part: global ids of the local rows (dropout keys), the exchange, the gradient
   // all-reduce's buffers; every node's owner (learnable embeddings, mini-batches).
   std::vector<Tensor<NodeId>> m_source_ids;
   std::unique_ptr<HeteroHaloExchange> m_halo;
@@ -151,83 +151,55 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
   const datasets::HeteroGraph& g = shard.graph;
   check_config(config, shard.comm->size());
   const partition::HeteroPartLayout& layout = shard.layout;
-  const bool parted = layout.partitioned();
-  HALO_EXPECTS(parted || shard.comm->size() == 1,
-               "train: several ranks train a heterogeneous dataset from its partition "
-               "(open_hetero_shard)");
   // A model of the part's rows (built for this run), or of the whole graph (read from a file:
   // its tables' owned rows are taken from it).
   const nn::HeteroSchema want = hetero_schema(g);
   const nn::HeteroSchema& have = model.schema();
-  HALO_EXPECTS(
-      (have.num_nodes == want.num_nodes || (parted && have.num_nodes == layout.global_nodes)) &&
-          have.in_features == want.in_features && have.relations == want.relations &&
-          have.target_type == want.target_type && have.num_classes == want.num_classes,
-      "train: the heterogeneous model was not built for this dataset");
-  HALO_EXPECTS((parted ? layout.num_train : g.train_idx.numel()) > 0,
-               "train: the dataset has no training nodes");
+  HALO_EXPECTS((have.num_nodes == want.num_nodes || have.num_nodes == layout.global_nodes) &&
+                   have.in_features == want.in_features && have.relations == want.relations &&
+                   have.target_type == want.target_type && have.num_classes == want.num_classes,
+               "train: the heterogeneous model was not built for this dataset");
+  HALO_EXPECTS(layout.num_train > 0, "train: the dataset has no training nodes");
   const auto start = Clock::now();
-  const std::vector<std::int64_t> offsets = g.type_offsets();
+  // The layers compute the owned rows from the local ones (owned, then halo); every local row
+  // is keyed by its global (homogenised) id: dropout masks, learnable embeddings.
+  std::int64_t offset = 0;
   for (std::int32_t t = 0; t < g.num_types(); ++t) {
-    const datasets::NodeType& type = g.node_types[static_cast<std::size_t>(t)];
+    const auto ut = static_cast<std::size_t>(t);
+    const datasets::NodeType& type = g.node_types[ut];
     m_features.push_back(type.has_features()
                              ? prepare_features(res, type.features, config.normalize_features)
                              : kernels::FeatureMatrix<float>(Tensor<float>()));
     m_view.num_src.push_back(type.num_nodes);
-    m_view.num_dst.push_back(type.num_nodes);
-    m_view.type_offset.push_back(offsets[static_cast<std::size_t>(t)]);
+    m_view.num_dst.push_back(layout.num_owned[ut]);
+    m_view.type_offset.push_back(offset);
+    std::vector<NodeId> ids = layout.original[ut].to_vector(res);
+    for (NodeId& v : ids) v = static_cast<NodeId>(v + offset);
+    m_source_ids.push_back(
+        Tensor<NodeId>::from_host(res, ids, static_cast<std::int64_t>(ids.size()), 1));
+    offset += layout.global_nodes[ut];
   }
-  m_num_train = g.train_idx.numel();
-  if (parted) {
-    // Owned rows are the destinations; every local row is keyed by its global id.
-    std::int64_t offset = 0;
-    for (std::size_t t = 0; t < layout.num_owned.size(); ++t) {
-      m_view.num_dst[t] = layout.num_owned[t];
-      m_view.type_offset[t] = offset;
-      std::vector<NodeId> ids = layout.original[t].to_vector(res);
-      for (NodeId& v : ids) v = static_cast<NodeId>(v + offset);
-      m_source_ids.push_back(
-          Tensor<NodeId>::from_host(res, ids, static_cast<std::int64_t>(ids.size()), 1));
-      offset += layout.global_nodes[t];
-    }
-    for (const auto& ids : m_source_ids) m_view.source_ids.push_back(ids.span());
-    m_halo = std::make_unique<HeteroHaloExchange>(res, layout, *shard.comm);
-    m_view.halo = m_halo.get();
-    m_num_train = layout.num_train;
-  }
+  for (const auto& ids : m_source_ids) m_view.source_ids.push_back(ids.span());
+  m_halo = std::make_unique<HeteroHaloExchange>(res, layout, *shard.comm);
+  m_view.halo = m_halo.get();
+  m_num_train = layout.num_train;
   for (const auto& f : m_features) m_inputs.push_back(&f);
   for (const datasets::Relation& r : g.relations) m_adj.push_back(r.adj.copy_to(res, res.device()));
   for (std::size_t r = 0; r < g.relations.size(); ++r) {
     m_view.relations.push_back(
         {g.relations[r].name, g.relations[r].src_type, g.relations[r].dst_type, m_adj[r].view()});
-    // A partition stores empty rows for the halo destinations: the layer sees the owned ones.
+    // A part stores empty rows for the halo destinations: the layer sees the owned ones.
     m_view.relations.back().adj.num_rows =
         m_view.num_dst[static_cast<std::size_t>(g.relations[r].dst_type)];
   }
-  // The logits hold the owned target rows (a part's halo rows are not classified here).
-  // Learnable embeddings: on a partition each rank owns its nodes' rows and their optimizer
-  // state (DistributedEmbedding); one process updates the model's tables.
-  if (parted && (!model.embeddings().empty() || config.mini_batch))
-    m_owners = gather_type_owners(layout, *shard.comm);
-  if (parted && !model.embeddings().empty()) {
-    HALO_EXPECTS(res.device() == kernels::Device::Cpu,
-                 "train: learnable embeddings on a heterogeneous partition train on the CPU");
-    const kernels::Resources host = host_resources(res);
-    for (std::int32_t t = 0; t < g.num_types(); ++t) {
-      const auto ut = static_cast<std::size_t>(t);
-      if (g.node_types[ut].has_features()) continue;
-      const NodeId* o = layout.original[ut].data();
-      const std::vector<NodeId> owned(o, o + layout.num_owned[ut]);
-      m_spread.push_back(std::make_unique<DistributedEmbedding>(
-          *shard.comm, model.embedding_part(host, t, layout.global_nodes[ut], owned),
-          m_owners.owner[ut], m_owners.row[ut]));
-      model.spread_embedding(t, m_spread.back().get());
-      m_spread_types.push_back(t);
-      m_tables.push_back(&m_spread.back()->owned());
-    }
-  } else {
-    m_tables = model.embeddings();
-  }
+  // Learnable embeddings: each rank owns its nodes' rows and their optimizer state
+  // (spread_embeddings); the tables of the rows no other rank reads stay the model's.
+  if (config.mini_batch) m_owners = gather_type_owners(layout, *shard.comm);
+  SpreadEmbeddings spread = spread_embeddings(res, *shard.comm, model, layout, m_owners);
+  m_spread = std::move(spread.tables);
+  m_spread_types = std::move(spread.types);
+  m_tables = model.embeddings();
+  for (const auto& e : m_spread) m_tables.push_back(&e->owned());
   m_sparse = std::make_unique<nn::SparseAdam<float>>(res, m_tables, adam_config(config.lr, 0));
   m_labels_host = g.labels.to_vector(res);
   m_labels_host.resize(
@@ -241,8 +213,8 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
   m_val_host = g.val_idx.to_vector(res);
   m_test_host = g.test_idx.to_vector(res);
   if (config.mini_batch)
-    m_batches = std::make_unique<SampledTypedBatches>(res, shard, m_owners, m_features, m_view,
-                                                      m_labels_host, config);
+    m_batches =
+        std::make_unique<SampledTypedBatches>(res, shard, m_owners, m_view, m_labels_host, config);
   else
     m_batches = std::make_unique<FullTypedGraph>(m_view, m_inputs, std::as_const(m_labels).span(),
                                                  std::as_const(m_train).span(), m_num_train);
@@ -459,11 +431,9 @@ Tensor<float> embed_hetero(const kernels::Resources& res, HeteroShard& shard,
   HeteroNodeClassification task(res, shard, config, model);
   Tensor<float> logits = task.logits();
   if (layer == layers) return logits;
-  // A partition's layers hold the owned rows, then the halo's.
+  // A part's layers hold the owned rows, then the halo's.
   Tensor<float> all = model.hidden(layer, type).clone(host_resources(res));
-  const std::int64_t rows = shard.layout.partitioned()
-                                ? shard.layout.num_owned[static_cast<std::size_t>(type)]
-                                : all.rows();
+  const std::int64_t rows = shard.layout.num_owned[static_cast<std::size_t>(type)];
   if (rows == all.rows()) return all;
   const std::vector<float> v = all.to_vector(host_resources(res));
   return Tensor<float>::from_host(
@@ -474,7 +444,7 @@ Tensor<float> embed_hetero(const kernels::Resources& res, HeteroShard& shard,
 
 nn::HeteroSchema hetero_schema(const HeteroShard& shard) {
   nn::HeteroSchema s = hetero_schema(shard.graph);
-  if (shard.layout.partitioned()) s.num_nodes = shard.layout.global_nodes;
+  s.num_nodes = shard.layout.global_nodes;
   return s;
 }
 
@@ -533,8 +503,7 @@ void save_hetero_model(const kernels::Resources& res, const std::filesystem::pat
     throw IoError(path.string() +
                   ": the data do not record which stored split they hold (a partition written "
                   "before Halo recorded it: partition the dataset again)");
-  nn::HeteroSchema schema = hetero_schema(shard.graph);
-  if (shard.layout.partitioned()) schema.num_nodes = shard.layout.global_nodes;  // the dataset's
+  const nn::HeteroSchema schema = hetero_schema(shard);  // the dataset's
   // Every table whole (a partitioned run gathers its rows when it ends), in type order.
   const auto tables = model.embeddings();
   std::size_t i = 0;

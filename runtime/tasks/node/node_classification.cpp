@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <halo/kernels/log.hpp>
 #include <halo/kernels/loss.hpp>
 #include <halo/runtime/comm/nccl_comm.hpp>
 #include <halo/runtime/data/batches.hpp>
@@ -116,15 +115,7 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
   HALO_EXPECTS(part.all_train.numel() > 0, "train: the dataset has no training nodes");
   const auto start = Clock::now();
   // GPU ranks move halo rows and gradients device to device over NCCL when the build has it.
-  m_data_comm = &comm;
-  if (res.device() == kernels::Device::Cuda && comm.size() > 1) {
-    if (nccl_available()) {
-      m_nccl = make_nccl_comm(comm, res);
-      m_data_comm = m_nccl.get();
-    } else {
-      HALO_LOG_WARN("train: built without NCCL: GPU ranks exchange through host memory over MPI");
-    }
-  }
+  m_data_comm = &device_data_comm(res, comm, m_nccl);
   const nn::GraphPreparation graph = model.shape().graph;  // what the network declares
   m_graph = std::make_unique<HaloExchange>(res, part, graph, config.overlap, *m_data_comm);
   m_features = std::make_unique<FeatureStore>(res, part, config.normalize_features);
