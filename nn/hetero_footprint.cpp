@@ -180,7 +180,9 @@ void HeteroFootprint::pass(std::span<const HeteroPassShape> layers, bool backwar
     std::int64_t bytes = kF * rows * h;
     if (t == target) bytes = std::max(bytes, kF * top * (hgt ? h : c));
     keep("grad." + std::to_string(t), bytes);
-    if (halo && num_layers > 1) keep("grad_owned." + std::to_string(t), kF * rows * h);
+    // (The owned rows' copy only where the part has halo rows of the type.)
+    if (halo && num_layers > 1 && layers.front().num_src[t] > layers.front().num_dst[t])
+      keep("grad_owned." + std::to_string(t), kF * rows * h);
   }
 }
 

@@ -419,6 +419,7 @@ void HeteroModel<T>::backward(const Context& ctx, std::span<const HeteroGraphVie
       // The halo rows' gradients go to their owners; the layer below sees its owned rows.
       graph.halo->scatter_add(res, std::span<Tensor<T>>(m_dh.data(), m_dh.size()));
       for (std::size_t t = 0; t < nt; ++t) {
+        if (graph.num_src[t] == graph.num_dst[t]) continue;  // no halo rows: all owned already
         kernels::ensure_shape(res, m_dh_owned[t], graph.num_dst[t], m_config.hidden);
         kernels::copy_bytes_async(res, m_dh_owned[t].data(), res.device(), m_dh[t].data(),
                                   res.device(), m_dh_owned[t].bytes());

@@ -637,6 +637,16 @@ Part make_local_part(const kernels::Resources& res, datasets::Dataset&& ds) {
   return part;
 }
 
+bool HeteroPartLayout::identity() const {
+  for (std::size_t t = 0; t < original.size(); ++t) {
+    if (original[t].numel() != global_nodes[t]) return false;
+    const NodeId* ids = original[t].data();
+    for (std::int64_t v = 0; v < global_nodes[t]; ++v)
+      if (ids[v] != v) return false;
+  }
+  return true;
+}
+
 HeteroPartLayout make_local_hetero_layout(const kernels::Resources& res,
                                           const datasets::HeteroGraph& g) {
   HeteroPartLayout l;

@@ -222,6 +222,10 @@ struct HeteroPartLayout {
   /// Per type, the nodes of the whole graph; and the training nodes of the whole graph.
   std::vector<std::int64_t> global_nodes;
   std::int64_t num_train = 0;
+
+  /// Every local row is the node of the same id, and every node is a local row (the one part
+  /// of a one-part partition): a row is its own global id.
+  bool identity() const;
 };
 
 /// One part of a heterogeneous partition: `graph` holds the part's local rows of every type

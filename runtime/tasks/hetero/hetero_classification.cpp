@@ -162,7 +162,10 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
   HALO_EXPECTS(layout.num_train > 0, "train: the dataset has no training nodes");
   const auto start = Clock::now();
   // The layers compute the owned rows from the local ones (owned, then halo); every local row
-  // is keyed by its global (homogenised) id: dropout masks, learnable embeddings.
+  // is keyed by its global (homogenised) id: dropout masks, learnable embeddings. Where the
+  // ids are the identity (one process) a row is its id and the view needs none: the model
+  // then reads whole embedding tables (on any device), as for a whole graph.
+  const bool keyed = !layout.identity();
   std::int64_t offset = 0;
   for (std::int32_t t = 0; t < g.num_types(); ++t) {
     const auto ut = static_cast<std::size_t>(t);
@@ -173,11 +176,12 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
     m_view.num_src.push_back(type.num_nodes);
     m_view.num_dst.push_back(layout.num_owned[ut]);
     m_view.type_offset.push_back(offset);
+    offset += layout.global_nodes[ut];
+    if (!keyed) continue;
     std::vector<NodeId> ids = layout.original[ut].to_vector(res);
-    for (NodeId& v : ids) v = static_cast<NodeId>(v + offset);
+    for (NodeId& v : ids) v = static_cast<NodeId>(v + m_view.type_offset.back());
     m_source_ids.push_back(
         Tensor<NodeId>::from_host(res, ids, static_cast<std::int64_t>(ids.size()), 1));
-    offset += layout.global_nodes[ut];
   }
   for (const auto& ids : m_source_ids) m_view.source_ids.push_back(ids.span());
   m_halo = std::make_unique<HeteroHaloExchange>(res, layout, *shard.comm);

@@ -37,7 +37,7 @@ struct Targets {
   Tensor<std::int32_t> labels;
   Tensor<NodeId> train_idx, val_idx, test_idx;
   std::int64_t num_train = 0;
-  Tensor<float> loss_total;     // a device epoch's summed loss (one process on a GPU)
+  Tensor<float> loss_total;     // a device epoch's summed loss of this rank (mini-batch)
   Tensor<NodeId> dropout_keys;  // the owned nodes' original ids (empty in one process)
 };
 
@@ -136,8 +136,7 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
     m_batches = std::make_unique<SampledBatches>(res, part, comm, *m_features,
                                                  m_targets->labels.span(), *config.mini_batch,
                                                  graph, config.seed, model.input_dropout());
-    if (res.device() != kernels::Device::Cpu && comm.size() == 1)
-      m_targets->loss_total = Tensor<float>(res, 1);
+    if (res.device() != kernels::Device::Cpu) m_targets->loss_total = Tensor<float>(res, 1);
     // Every buffer of a step sized for the envelope: no batch allocates.
     const auto bounds = static_cast<const SampledBatches&>(*m_batches).layer_bounds();
     model.reserve(res, bounds, m_features->max_input_entries());
@@ -167,16 +166,18 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
                                      const StepCallback& on_step, Partial& at,
                                      const std::function<bool()>& stop) {
   Comm& comm = *m_shard.comm;
-  const bool device_sum = m_targets->loss_total.numel() > 0;  // one process on a GPU
+  // A device's mini-batches sum the rank's losses where they are computed: no step waits to
+  // read its loss; the sum is read and added over the ranks once, when the epoch ends or stops.
+  const bool device_sum = m_targets->loss_total.numel() > 0;
   m_graph->reset_stats();
   const auto start = Clock::now();
   m_batches->begin_epoch(epoch, at.step);
   double loss_sum = at.loss_sum, allreduce_s = at.allreduce_s;
   std::int64_t loss_rows = at.loss_rows;
   if (device_sum) {
-    const auto sum = static_cast<float>(loss_sum);  // a float sum: exact both ways
-    kernels::copy_bytes(m_res, m_targets->loss_total.data(), m_res.device(), &sum,
-                        kernels::Device::Cpu, sizeof sum);
+    const float zero = 0;
+    kernels::copy_bytes(m_res, m_targets->loss_total.data(), m_res.device(), &zero,
+                        kernels::Device::Cpu, sizeof zero);
   }
   const std::int64_t batches = m_batches->batches_per_epoch();
   detail::PhaseClock clock(m_res, m_config.profile, s.profile);
@@ -219,7 +220,11 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
     }
   }
   m_batches->end_epoch(s);
-  if (device_sum) loss_sum = m_targets->loss_total.to_vector(m_res)[0];  // one read an epoch
+  if (device_sum) {  // one read an epoch (or stop) and one sum over the ranks
+    double mine = m_targets->loss_total.to_vector(m_res)[0];
+    comm.allreduce(kernels::Span<double>(&mine, 1), ReduceOp::Sum);
+    loss_sum += mine;
+  }
   if (stopped) at = {epoch, at.step, loss_sum, loss_rows, allreduce_s};
   m_res.synchronize();
   s.epoch_time_s = seconds_since(start);
