@@ -95,11 +95,11 @@ struct TrainConfig {
   bool profile = false;
 };
 
-/// halo::LogicError naming the field unless `config` is valid for a run of `ranks` ranks:
-/// epochs >= 1, checkpoint.every >= 0 and checkpoint.keep >= 1, finite positive lr, finite
-/// non-negative weight decay, dropout in [0, 1), batch size >= 1, one fan-out >= -1 per layer,
-/// prefetch in [0, 16] or kAutoPrefetch, a finite cache size >= 0 (and 0 with one rank, where no
-/// row is remote), overlap left on in mini-batch mode.
+/// halo::LogicError naming the field unless the shared fields are valid for `ranks` ranks: epochs
+/// >= 1, checkpoint.every >= 0, checkpoint.keep >= 1, finite positive lr, finite weight decay >= 0,
+/// batch size >= 1, fan-outs >= -1, prefetch in [0, 16] or kAutoPrefetch, a finite cache >= 0 (0
+/// with one rank: no row is remote), overlap on in mini-batch mode. A task checks its own section
+/// (its model's layers, widths, dropout, one fan-out per layer) where it builds model and batches.
 void check_config(const TrainConfig& config, int ranks);
 
 /// The identity fields every task's checkpoints share (Task::identity): `data` (the shard's

@@ -226,8 +226,9 @@ TEST(TrainConfigCheck, RefusesInvalidAndOutOfModeFields) {
   c.weight_decay = std::nan("");
   expect_refused(c, 1, "weight decay");
   c = {};
-  c.model.dropout = std::nanf("");
-  expect_refused(c, 1, "dropout");
+  c.model.dropout = std::nanf("");  // the model's own: the network refuses it (nn::Model)
+  EXPECT_NO_THROW(check_config(c, 1));
+  EXPECT_THROW(make_model(host(), 4, 2, c), LogicError);
   c = {};
   c.mini_batch = batches(32, {5, 5});
   EXPECT_NO_THROW(check_config(c, 1));
@@ -237,8 +238,20 @@ TEST(TrainConfigCheck, RefusesInvalidAndOutOfModeFields) {
   c.mini_batch->cache_mb = 1;
   expect_refused(c, 1, "cache");
   EXPECT_NO_THROW(check_config(c, 2));
-  c.mini_batch->fanouts = {5};
+  c.mini_batch->fanouts = {-2};
   expect_refused(c, 2, "fan-out");
+}
+
+// One fan-out per layer of the network the task trains (its shape, not config.model).
+TEST(TrainConfigCheck, NodeClassificationWantsOneFanoutPerLayer) {
+  TrainConfig c = config_for(nn::ModelKind::Gcn, 0, 2);
+  c.mini_batch = batches(32, {5});
+  try {
+    train_local(host(), small_synthetic(3), c);
+    ADD_FAILURE() << "accepted one fan-out for two layers";
+  } catch (const LogicError& e) {
+    EXPECT_NE(std::string(e.what()).find("one fan-out per layer"), std::string::npos) << e.what();
+  }
 }
 
 // ---- CUDA (skipped without a device) ---------------------------------------------------------

@@ -61,10 +61,6 @@ runtime::TrainConfig hetero_train_config(const TrainOptions& o,
   c.hetero.num_bases = o.num_bases;
   c.hetero.heads = o.heads;
   c.hetero.featureless = nn::parse_featureless_input(o.featureless);
-  // check_config reads the homogeneous model's fields: the same layers, widths and dropout.
-  c.model.num_layers = layers;
-  c.model.hidden = hidden;
-  c.model.dropout = dropout;
   c.epochs = given_or(o, "--epochs", o.epochs, HeteroDefaults::kEpochs);
   c.lr = given_or(o, "--lr", o.lr, HeteroDefaults::kLr);
   c.weight_decay = given_or(o, "--weight-decay", o.weight_decay, HeteroDefaults::kWeightDecay);

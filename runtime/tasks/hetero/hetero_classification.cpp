@@ -552,9 +552,6 @@ HeteroModelFile load_hetero_model(const kernels::Resources& res,
     h.heads = m.at("heads").get<int>();
     h.featureless = nn::parse_featureless_input(m.at("featureless").get<std::string>());
     config.seed = m.at("seed").get<std::uint64_t>();
-    config.model.num_layers = h.num_layers;
-    config.model.hidden = h.hidden;
-    config.model.dropout = h.dropout;
     config.normalize_features = file.info.normalize_features;
     split = m.at("split").get<int>();
     schema = schema_of(m.at("schema"));

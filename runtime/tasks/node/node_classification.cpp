@@ -106,6 +106,11 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
   Comm& comm = *shard.comm;
   partition::Part& part = shard.part;
   check_config(m_config, comm.size());
+  const int layers = model.shape().num_layers;
+  HALO_EXPECTS(!config.mini_batch || std::ssize(config.mini_batch->fanouts) == layers,
+               "train: one fan-out per layer expected (" + std::to_string(layers) + " layers, " +
+                   std::to_string(config.mini_batch ? config.mini_batch->fanouts.size() : 0) +
+                   " fan-outs)");
   HALO_EXPECTS(m_config.model.in_features == shard.num_features &&
                    m_config.model.num_classes == part.num_classes,
                "train: the model was not built for this dataset");
