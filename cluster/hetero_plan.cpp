@@ -551,8 +551,10 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
           ask = std::max(ask, static_cast<double>(e.num_dst[d]));
           edges = std::max(edges, static_cast<double>(e.entries[r]));
         }
-        remote += kI * (static_cast<double>(part.num_owned[d]) + 1) +
-                  kF * static_cast<double>(part.entries[r]) + 2 * (3 * kI * ask + kF * edges);
+        // (The one part of one process draws from its relations as stored.)
+        if (spread)
+          remote += kI * (static_cast<double>(part.num_owned[d]) + 1) +
+                    kF * static_cast<double>(part.entries[r]) + 2 * (3 * kI * ask + kF * edges);
       }
       for (std::size_t t = 0; t < nt; ++t) {
         const double f = static_cast<double>(s.in_features[t]);

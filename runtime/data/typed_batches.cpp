@@ -166,6 +166,16 @@ std::vector<sampler::NeighborSource*> SampledTypedBatches::remote_sources() {
   const kernels::Resources host = host_resources(m_res);
   const std::size_t nr = g.relations.size();
   std::vector<sampler::NeighborSource*> sources;
+  if (layout.identity()) {
+    // The one part of one process: every row is here and its own id, so the sampler draws from
+    // the relations as stored (no copy by global id, nothing to serve).
+    for (const datasets::Relation& rel : g.relations) {
+      m_local.push_back(std::make_unique<sampler::LocalNeighbors>(rel.adj.view()));
+      m_sources_by_id.push_back(&rel.adj);
+      sources.push_back(m_local.back().get());
+    }
+    return sources;
+  }
   // Per relation: the owned rows with global source ids in ascending order (one process's
   // order, so the owner draws what one process draws), served to every rank.
   m_owned_rows.reserve(nr);
@@ -203,6 +213,7 @@ std::vector<sampler::NeighborSource*> SampledTypedBatches::remote_sources() {
         sampler::DegreeStats{layout.global_nodes[d], stats[0], stats[1]}, comm));
     sources.push_back(m_remote.back().get());
   }
+  for (const datasets::Graph& rows : m_owned_rows) m_sources_by_id.push_back(&rows);
   return sources;
 }
 
@@ -228,7 +239,7 @@ void SampledTypedBatches::open_stores(const std::vector<std::int64_t>& batch_row
     std::vector<std::pair<NodeId, NodeId>> remote;  // (partition id, global id)
     for (std::size_t r = 0; r < g.relations.size(); ++r) {
       if (static_cast<std::size_t>(g.relations[r].src_type) != t) continue;
-      const Tensor<NodeId>& sources = m_owned_rows[r].indices;
+      const Tensor<NodeId>& sources = m_sources_by_id[r]->indices;
       for (std::int64_t e = 0; e < sources.numel(); ++e) {
         const NodeId u = sources.data()[e];
         ++degree[static_cast<std::size_t>(u)];

@@ -24,6 +24,7 @@
 
 namespace halo::sampler {
 class HeteroNeighborSampler;
+class LocalNeighbors;
 class NeighborSource;
 }  // namespace halo::sampler
 
@@ -106,7 +107,8 @@ class FullTypedGraph final : public TypedBatchSource {
 /// ties by id, cuts them into batches of config.batch_size (the first config.max_batches when
 /// > 0) and gives each rank the seeds it owns; a batch's typed blocks come from a
 /// sampler::HeteroNeighborSampler over every relation's owned rows served to every rank
-/// (RemoteNeighbors), its input rows per featured type from a FeatureStore of the owned rows
+/// (RemoteNeighbors; the one part of one process: the relations as stored), its input rows per
+/// featured type from a FeatureStore of the owned rows
 /// with config.cache_mb of cache, its seeds' labels from `labels` (the shard's local target
 /// rows). Dropout keys: epoch x batches + batch. Every buffer is sized once from the sampler's
 /// envelope; nothing is allocated per batch. `view` gives the type offsets and relation names
@@ -151,6 +153,9 @@ class SampledTypedBatches final : public TypedBatchSource {
   // Per relation the owned rows by global id and their RemoteNeighbors; per type with features
   // a FeatureStore of its owned rows (null: featureless) and its batch inputs.
   std::vector<datasets::Graph> m_owned_rows;
+  // The one part of one process: per relation its own rows as the sampler's source.
+  std::vector<std::unique_ptr<sampler::LocalNeighbors>> m_local;
+  std::vector<const datasets::Graph*> m_sources_by_id;  // per relation: m_owned_rows' or its own
   std::vector<std::unique_ptr<RemoteNeighbors>> m_remote;
   std::vector<std::unique_ptr<partition::Part>> m_type_parts;
   std::vector<std::unique_ptr<FeatureStore>> m_stores;
