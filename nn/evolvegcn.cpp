@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/gemm.hpp>
@@ -125,6 +126,20 @@ void gcn_forward(const kernels::Resources& res, const TemporalStep<T>& step, con
   mm(res, Trans::No, Trans::No, ah1, w2, T(0), z2);
   h2 = z2.clone(res);
   apply(h2, [](T x) { return std::max(x, T(0)); });
+}
+
+/// `sum` (an in-place reduction) over the values of `parts`, concatenated: one call for all.
+template <class T>
+void sum_in_one(const std::function<void(std::span<T>)>& sum,
+                const std::vector<Tensor<T>*>& parts) {
+  std::vector<T> flat;
+  for (const Tensor<T>* t : parts) flat.insert(flat.end(), t->data(), t->data() + t->numel());
+  sum(flat);
+  std::size_t at = 0;
+  for (Tensor<T>* t : parts) {
+    std::copy_n(flat.data() + at, t->numel(), t->data());
+    at += static_cast<std::size_t>(t->numel());
+  }
 }
 
 /// Adds the gradients of gcn_forward's w1, w2 for dL/dh2 `dh2`.
@@ -309,14 +324,7 @@ void TemporalModel<T>::backward(const Tensor<T>& d_out) {
     Tensor<T> dq[2] = {zeros_like(res, w1), zeros_like(res, w2)};
     const GcnCache& gc = m_gcn.front();
     gcn_backward(res, m_window.back(), w2, gc.z1, gc.ah1, gc.z2, d_out, dq[0], dq[1]);
-    if (m_sum) {  // the ranks' partial sums, in one reduction
-      std::vector<T> both(static_cast<std::size_t>(dq[0].numel() + dq[1].numel()));
-      std::copy_n(dq[0].data(), dq[0].numel(), both.data());
-      std::copy_n(dq[1].data(), dq[1].numel(), both.data() + dq[0].numel());
-      m_sum(both);
-      std::copy_n(both.data(), dq[0].numel(), dq[0].data());
-      std::copy_n(both.data() + dq[0].numel(), dq[1].numel(), dq[1].data());
-    }
+    if (m_sum) sum_in_one(m_sum, {&dq[0], &dq[1]});  // the ranks' partial sums
     for (int l = 0; l < 2; ++l) {
       Parameter<T>* g = &m_params[static_cast<std::size_t>(l * (1 + kGateParams) + 1)];
       Tensor<T>& d = dq[l];
@@ -398,16 +406,10 @@ void TemporalModel<T>::backward(const Tensor<T>& d_out) {
                  gc.z2, dinput, m_params[0].grad, m_params[1].grad);
     d = std::move(dprev);
   }
-  if (m_sum) {  // every parameter's partial sums, in one reduction
-    std::vector<T> all;
-    for (const Parameter<T>& p : m_params)
-      all.insert(all.end(), p.grad.data(), p.grad.data() + p.grad.numel());
-    m_sum(all);
-    std::size_t at = 0;
-    for (Parameter<T>& p : m_params) {
-      std::copy_n(all.data() + at, p.grad.numel(), p.grad.data());
-      at += static_cast<std::size_t>(p.grad.numel());
-    }
+  if (m_sum) {  // every parameter's partial sums
+    std::vector<Tensor<T>*> grads;
+    for (Parameter<T>& p : m_params) grads.push_back(&p.grad);
+    sum_in_one(m_sum, grads);
   }
 }
 

@@ -638,6 +638,7 @@ Part make_local_part(const kernels::Resources& res, datasets::Dataset&& ds) {
 }
 
 bool HeteroPartLayout::identity() const {
+  if (num_parts != 1) return false;
   for (std::size_t t = 0; t < original.size(); ++t) {
     if (original[t].numel() != global_nodes[t]) return false;
     const NodeId* ids = original[t].data();

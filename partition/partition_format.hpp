@@ -223,8 +223,9 @@ struct HeteroPartLayout {
   std::vector<std::int64_t> global_nodes;
   std::int64_t num_train = 0;
 
-  /// Every local row is the node of the same id, and every node is a local row (the one part
-  /// of a one-part partition): a row is its own global id.
+  /// The one part of a one-part partition whose rows are the nodes in id order: every node
+  /// owned, a row its own global id. (A part of several can hold every node in id order, its
+  /// halo included, and still shares its rows with the others: not the identity.)
   bool identity() const;
 };
 

@@ -106,7 +106,7 @@ SampledTypedBatches::SampledTypedBatches(const kernels::Resources& res, const He
   sc.seed = config.seed;
   m_sampler = std::make_unique<sampler::HeteroNeighborSampler>(
       res, g, m_config.batch_size, sc,
-      sampler::HeteroNeighborSources{layout.global_nodes, remote_sources()});
+      sampler::HeteroNeighborSources{layout.global_nodes, neighbor_sources()});
   const auto& env = m_sampler->envelope();
   const std::size_t nt = g.node_types.size();
   // The remote sources' buffers for the envelope.
@@ -159,7 +159,7 @@ SampledTypedBatches::SampledTypedBatches(const kernels::Resources& res, const He
 
 SampledTypedBatches::~SampledTypedBatches() = default;
 
-std::vector<sampler::NeighborSource*> SampledTypedBatches::remote_sources() {
+std::vector<sampler::NeighborSource*> SampledTypedBatches::neighbor_sources() {
   const datasets::HeteroGraph& g = m_shard.graph;
   const partition::HeteroPartLayout& layout = m_shard.layout;
   Comm& comm = *m_shard.comm;

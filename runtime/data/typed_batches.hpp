@@ -127,9 +127,9 @@ class SampledTypedBatches final : public TypedBatchSource {
   void end_epoch(EpochStats& s) override;
 
  private:
-  /// Per relation the owned rows with global source ids, served to every rank: the sampler's
-  /// sources.
-  std::vector<sampler::NeighborSource*> remote_sources();
+  /// The sampler's source per relation: the owned rows with global source ids, served to every
+  /// rank (RemoteNeighbors); the one part of one process: the relations as stored.
+  std::vector<sampler::NeighborSource*> neighbor_sources();
   /// The feature stores of the featured types, for batches of up to `rows` rows per type.
   void open_stores(const std::vector<std::int64_t>& rows);
 

@@ -214,6 +214,12 @@ TEST(HeteroOnePart, OneProcessIsTheOnePartOfAOnePartPartition) {
     EXPECT_EQ(l.recv_offsets[t], (std::vector<std::int64_t>{0, 0}));
     EXPECT_EQ(l.send_rows[t].numel(), 0);
   }
+  EXPECT_TRUE(l.identity());
+  // Every node in id order on a part of two (its halo holding the rest) is not the one part:
+  // its rows are shared with the other rank.
+  partition::HeteroPartLayout shared = partition::make_local_hetero_layout(host(), g);
+  shared.num_parts = 2;
+  EXPECT_FALSE(shared.identity());
   for (const bool mini : {false, true}) {
     TrainConfig config = hetero_config(5);
     config.epochs = 4;
