@@ -783,6 +783,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
 
   Plan plan;
   plan.dataset = g.dataset;
+  plan.disk_bytes = g.disk_bytes;
   plan.mode = mini ? "mini-batch" : "full-graph";
   plan.device = device;
   plan.ranks = ranks;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include <halo/datasets/cache.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/runtime/runtime.hpp>
 
 namespace halo::cluster {
@@ -263,6 +263,9 @@ struct GraphCounts {
   std::int64_t num_train = 0;
   std::int64_t num_val = 0;
   std::int64_t num_test = 0;
+  /// Bytes on disk of what the run reads: the store's arrays, or the partition's part files (0:
+  /// not known).
+  std::int64_t disk_bytes = 0;
 };
 
 /// One rank's part (partition::PartInfo plus its exchange list).
@@ -348,7 +351,8 @@ struct RankPlan {
 /// The plan of a run.
 struct Plan {
   std::string dataset;
-  std::string mode;   // "full-graph" or "mini-batch"
+  std::int64_t disk_bytes = 0;  // GraphCounts::disk_bytes
+  std::string mode;             // "full-graph" or "mini-batch"
   std::string model;  // the model's name where the plan knows it better than the command line
   std::string device;
   int ranks = 1;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -20,6 +21,7 @@
 #include <halo/datasets/plain_format.hpp>
 #include <halo/datasets/preprocess.hpp>
 #include <halo/datasets/staged_directory.hpp>
+#include <halo/datasets/store/csr_builder.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {
@@ -216,6 +218,14 @@ Meta read_meta(const fs::path& path, std::size_t chunk) {
   return meta;
 }
 
+/// meta.tsv's name, else the directory's ("." and "data/cora/" have names too).
+std::string directory_name(const fs::path& dir, const Meta& meta) {
+  if (meta.name) return *meta.name;
+  fs::path p = fs::absolute(dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
 fs::path required(const fs::path& dir, const char* name) {
   fs::path p = dir / name;
   if (!fs::exists(p)) throw IoError(p.string() + ": missing required file");
@@ -228,9 +238,15 @@ struct Edges {
   std::int64_t max_id_line = 0;
 };
 
-Edges read_edges(const fs::path& path, const Meta& meta, std::size_t chunk) {
-  Edges edges;
-  edges.list.reserve(count_newlines(path, chunk) + 1);  // exact: no geometric growth
+/// Calls `sink` with the edges of `path` in batches of up to `batch` (checked line by line);
+/// returns the largest id and its first line.
+template <class Sink>
+std::pair<std::int64_t, std::int64_t> for_each_edge(const fs::path& path, const Meta& meta,
+                                                    std::size_t chunk, std::size_t batch,
+                                                    const Sink& sink) {
+  std::vector<std::pair<NodeId, NodeId>> buf;
+  buf.reserve(batch);
+  std::int64_t max_seen = -1, max_line = 0;
   const std::int64_t max_id = meta.num_nodes ? meta.num_nodes->value - 1 : kMaxId;
   LineReader lines(path, chunk);
   std::string_view line;
@@ -249,12 +265,28 @@ Edges read_edges(const fs::path& path, const Meta& meta, std::size_t chunk) {
                   (meta.num_nodes ? meta.source("num_nodes", *meta.num_nodes)
                                   : "ids must be below " + std::to_string(kMaxId + 1)));
     }
-    if (std::max(src, dst) > edges.max_id) {
-      edges.max_id = std::max(src, dst);
-      edges.max_id_line = lines.number();
+    if (std::max(src, dst) > max_seen) {
+      max_seen = std::max(src, dst);
+      max_line = lines.number();
     }
-    edges.list.emplace_back(static_cast<NodeId>(src), static_cast<NodeId>(dst));
+    buf.emplace_back(static_cast<NodeId>(src), static_cast<NodeId>(dst));
+    if (buf.size() == batch) {
+      sink(buf);
+      buf.clear();
+    }
   }
+  if (!buf.empty()) sink(buf);
+  return {max_seen, max_line};
+}
+
+Edges read_edges(const fs::path& path, const Meta& meta, std::size_t chunk) {
+  Edges edges;
+  edges.list.reserve(count_newlines(path, chunk) + 1);  // exact: no geometric growth
+  std::tie(edges.max_id, edges.max_id_line) =
+      for_each_edge(path, meta, chunk, std::size_t{1} << 16,
+                    [&](const std::vector<std::pair<NodeId, NodeId>>& batch) {
+                      edges.list.insert(edges.list.end(), batch.begin(), batch.end());
+                    });
   return edges;
 }
 
@@ -613,9 +645,22 @@ Dataset detail::read_directory(const kernels::Resources& res, const fs::path& di
   const Meta meta = read_meta(dir / "meta.tsv", chunk);
 
   const fs::path edges_path = required(dir, "edges.tsv");
-  const fs::path labels_path = required(dir, "labels.txt");
+  const fs::path labels_path = dir / "labels.txt";
   const fs::path sparse_path = dir / "features.coo.tsv";
   const fs::path dense_path = dir / "features.tsv";
+  const char* const split_files[] = {"train_idx.txt", "val_idx.txt", "test_idx.txt"};
+  const auto present = [&](const fs::path& p) { return fs::exists(p); };
+  if (!present(labels_path) && !present(sparse_path) && !present(dense_path) &&
+      std::none_of(std::begin(split_files), std::end(split_files),
+                   [&](const char* f) { return present(dir / f); })) {
+    // A bare graph (a web or collaboration graph): what graph-only readers give.
+    Edges edges = read_edges(edges_path, meta, chunk);
+    const std::int64_t n = meta.num_nodes ? meta.num_nodes->value : edges.max_id + 1;
+    Dataset ds = graph_only_dataset(res, deduplicate(res, graph_from_edges(res, n, edges.list)));
+    ds.name = directory_name(dir, meta);
+    return ds;
+  }
+  required(dir, "labels.txt");
   const bool sparse = fs::exists(sparse_path);
   if (sparse && fs::exists(dense_path)) {
     throw IoError(dir.string() + ": both features.coo.tsv and features.tsv are present; keep one");
@@ -623,7 +668,6 @@ Dataset detail::read_directory(const kernels::Resources& res, const fs::path& di
   if (!sparse && !fs::exists(dense_path)) {
     throw IoError(sparse_path.string() + ": missing required file (or features.tsv)");
   }
-  const char* const split_files[] = {"train_idx.txt", "val_idx.txt", "test_idx.txt"};
   for (const char* f : split_files) required(dir, f);
 
   Edges edges = read_edges(edges_path, meta, chunk);
@@ -647,13 +691,7 @@ Dataset detail::read_directory(const kernels::Resources& res, const fs::path& di
   }
 
   Dataset ds;
-  if (meta.name) {
-    ds.name = *meta.name;
-  } else {
-    fs::path p = fs::absolute(dir).lexically_normal();  // "." and "data/cora/" have names too
-    if (p.filename().empty()) p = p.parent_path();
-    ds.name = p.filename().string();
-  }
+  ds.name = directory_name(dir, meta);
   ds.graph = deduplicate(res, graph_from_edges(res, n, edges.list));
   edges = {};
   if (sparse) {
@@ -670,6 +708,83 @@ Dataset detail::read_directory(const kernels::Resources& res, const fs::path& di
   ds.test_idx = read_split(res, dir, split_files, 2, n, owner, chunk);
   validate(ds);
   return ds;
+}
+
+bool is_bare_graph(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_regular_file(dir / "edges.tsv", ec)) return false;
+  for (const char* f : {"labels.txt", "features.coo.tsv", "features.tsv", "train_idx.txt",
+                        "val_idx.txt", "test_idx.txt"})
+    if (fs::exists(dir / f, ec)) return false;
+  return true;
+}
+
+PrepareReport prepare_bare_graph(const kernels::Resources& res, const fs::path& dir,
+                                 const fs::path& out, const PrepareOptions& options) {
+  if (!is_bare_graph(dir))
+    throw IoError(dir.string() +
+                  ": not a bare graph (a directory holding edges.tsv and at most "
+                  "meta.tsv of the plain format's files)");
+  const std::size_t budget = std::max<std::size_t>(options.memory_budget, 4096);
+  const Meta meta = read_meta(dir / "meta.tsv", detail::kPlainChunkBytes);
+  const std::size_t chunk =
+      std::min(detail::kPlainChunkBytes, std::max<std::size_t>(budget / 8, 64));
+  const std::size_t read_bytes = std::max<std::size_t>(budget / 8, 8);
+  StoreWriter w(out);
+  EdgeSpill spill(w.scratch_dir() / "edges.spill", read_bytes);
+  const auto [max_id, max_line] = for_each_edge(
+      dir / "edges.tsv", meta, chunk, std::max<std::size_t>(read_bytes / 8, 1),
+      [&](const std::vector<std::pair<NodeId, NodeId>>& batch) { spill.append(batch); });
+  (void)max_line;
+  spill.finish();
+  const std::int64_t n = meta.num_nodes ? meta.num_nodes->value : max_id + 1;
+  CsrBuildOptions o;
+  o.memory_budget = budget - read_bytes;
+  // The graph as read_directory gives it: directed, duplicates merged, self-loops kept.
+  const CsrBuildResult graph = build_csr(res, spill.source(n), o, &w);
+  // The training graph S = A ∪ Aᵀ without self-loops: counted, not written.
+  o.symmetrize = true;
+  o.remove_self_loops = true;
+  const CsrBuildResult s = build_csr(res, spill.source(n), o, nullptr);
+  PrepareReport report;
+  report.spill_bytes = static_cast<std::uint64_t>(spill.num_edges()) * 8;
+  report.row_blocks = graph.blocks;
+  w.array("graph.values", kernels::Tensor<float>());
+  // A graph-only dataset: no feature columns (sparse, empty), every node in class 0 of 1.
+  std::vector<std::int64_t> zeros(static_cast<std::size_t>(std::min<std::int64_t>(n + 1, 1 << 16)),
+                                  0);
+  w.begin("features.indptr", "i64", 8, n + 1, 1);
+  for (std::int64_t at = 0; at < n + 1;) {
+    const std::int64_t k =
+        std::min<std::int64_t>(static_cast<std::int64_t>(zeros.size()), n + 1 - at);
+    w.append(zeros.data(), static_cast<std::size_t>(k) * 8);
+    at += k;
+  }
+  w.end();
+  w.array("features.indices", kernels::Tensor<std::int32_t>());
+  w.array("features.values", kernels::Tensor<float>());
+  w.begin("labels", "i32", 4, n, 1);
+  for (std::int64_t at = 0; at < n;) {
+    const std::int64_t k =
+        std::min<std::int64_t>(static_cast<std::int64_t>(zeros.size()) * 2, n - at);
+    w.append(zeros.data(), static_cast<std::size_t>(k) * 4);
+    at += k;
+  }
+  w.end();
+  for (const char* split : {"train_idx", "val_idx", "test_idx"})
+    w.array(split, kernels::Tensor<std::int32_t>());
+  StoreCounts c;
+  c.name = directory_name(dir, meta);
+  c.num_nodes = n;
+  c.num_edges = graph.entries;
+  c.training_edges = s.entries;
+  c.max_degree = s.max_degree;
+  c.degree_histogram = s.histogram;
+  c.sparse_features = true;
+  c.num_classes = 1;
+  w.commit(c, "");
+  report.counts = read_store_counts(out);
+  return report;
 }
 
 void write_directory(const kernels::Resources& res, const Dataset& ds, const fs::path& dir) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include <halo/datasets/dataset.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/resources.hpp>
 
 namespace halo::datasets {
@@ -27,6 +28,20 @@ Dataset read_directory(const kernels::Resources& res, const std::filesystem::pat
 /// exist or be an empty directory (halo::IoError otherwise); missing parents are created.
 void write_directory(const kernels::Resources& res, const Dataset& ds,
                      const std::filesystem::path& dir);
+
+/// Whether `dir` holds a bare graph: `edges.tsv` and none of the plain format's other files but
+/// `meta.tsv` (what read_directory reads as a graph-only dataset).
+bool is_bare_graph(const std::filesystem::path& dir);
+
+/// The bare graph in `dir` written as a store in `out` in bounded memory: the edges parsed once
+/// (in blocks of at most the budget / 8) into a temporary file of the store's build directory,
+/// the graph built from it row block by row block (build_csr; directed, duplicates merged,
+/// self-loops kept, as read_directory gives it), the training graph's statistics counted by a
+/// second build that writes nothing. open_store of the result equals read_directory(dir), bit
+/// for bit, whatever the budget. Memory: the budget plus about 16 bytes a node. halo::IoError as
+/// read_directory's for malformed files, and when `dir` is not a bare graph.
+PrepareReport prepare_bare_graph(const kernels::Resources& res, const std::filesystem::path& dir,
+                                 const std::filesystem::path& out, const PrepareOptions& options);
 
 namespace detail {
 

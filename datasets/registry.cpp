@@ -1,5 +1,5 @@
 // The dataset registry: the table of named datasets, fetching with verification, and loading
-// through the binary cache.
+// through the graph store.
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -9,7 +9,6 @@
 #include <system_error>
 
 #include <halo/datasets/archive.hpp>
-#include <halo/datasets/cache.hpp>
 #include <halo/datasets/karate.hpp>
 #include <halo/datasets/numpy.hpp>
 #include <halo/datasets/ogb.hpp>
@@ -17,6 +16,7 @@
 #include <halo/datasets/plain_format.hpp>
 #include <halo/datasets/planetoid.hpp>
 #include <halo/datasets/registry.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
@@ -26,7 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Bumped when a reader's output for the same files changes, so old binary caches are rebuilt.
+/// Bumped when a reader's output for the same files changes, so old stores are rebuilt.
 constexpr int kReaderVersion = 1;
 
 // The Planetoid files at the commit that shared/datasets/planetoid/PROVENANCE.md names.
@@ -576,6 +576,7 @@ TemporalGraph load_temporal_dataset(const std::string& name_or_path, TemporalLay
 
 Dataset load_dataset(const kernels::Resources& res, const std::string& name_or_path,
                      const LoadOptions& options) {
+  if (is_store(name_or_path)) return open_store(res, name_or_path);
   if (const auto events = temporal_events_file(name_or_path)) {
     const TemporalGraph g = load_temporal_dataset(name_or_path);
     Dataset ds = graph_only_dataset(res, aggregate_graph(res, g));
@@ -599,16 +600,17 @@ Dataset load_dataset(const kernels::Resources& res, const std::string& name_or_p
 
   const DatasetPaths p = dataset_paths(info, options);
   std::string source = options.use_cache ? source_checksum(info, options) : std::string();
-  if (!source.empty() && fs::exists(p.cache)) {
+  if (!source.empty() && is_store(p.cache)) {
     try {
-      if (auto cached = read_cache(res, p.cache, source)) {
-        HALO_LOG_DEBUG(info.name << ": loaded from the binary cache " << p.cache.string());
-        cached->name = info.name;
-        return std::move(*cached);
+      if (read_store_source(p.cache) == source) {
+        Dataset cached = open_store(res, p.cache);
+        HALO_LOG_DEBUG(info.name << ": opened the store " << p.cache.string());
+        cached.name = info.name;
+        return cached;
       }
-      HALO_LOG_INFO(info.name << ": the binary cache is stale; parsing the files again");
+      HALO_LOG_INFO(info.name << ": the store was built from other files; parsing them again");
     } catch (const IoError& e) {
-      HALO_LOG_INFO(info.name << ": the binary cache is corrupt (" << e.what()
+      HALO_LOG_INFO(info.name << ": the store cannot be used (" << e.what()
                               << "); parsing the files again");
     }
   }
@@ -617,9 +619,9 @@ Dataset load_dataset(const kernels::Resources& res, const std::string& name_or_p
   if (options.use_cache) {
     source = source_checksum(info, options);
     try {
-      write_cache(res, ds, p.cache, source);
+      write_store(res, ds, p.cache, source);
     } catch (const IoError& e) {
-      HALO_LOG_WARN(info.name << ": cannot write the binary cache (" << e.what()
+      HALO_LOG_WARN(info.name << ": cannot write the store (" << e.what()
                               << "); the next load parses the files again");
     }
   }

@@ -70,7 +70,7 @@ struct LoadOptions {
   std::filesystem::path data_dir;
   /// Mirror base URL (http://, https:// or file://); empty: $HALO_DATASET_MIRROR, if set.
   std::string mirror;
-  /// Read the binary cache when valid, and write it after a parse.
+  /// Open the store (cache/) when valid, and write it after a parse.
   bool use_cache = true;
   /// Download behaviour; unset: `download_options_from_env()`. Checksums and sizes come from
   /// the registry, not from here.
@@ -98,7 +98,7 @@ struct DatasetPaths {
   std::filesystem::path root;       ///< <data_dir>/<name>
   std::filesystem::path raw;        ///< <root>/raw: the downloaded files
   std::filesystem::path extracted;  ///< <root>/extracted: unpacked archives
-  std::filesystem::path cache;      ///< <root>/cache: the binary cache
+  std::filesystem::path cache;      ///< <root>/cache: the graph store
   std::filesystem::path checksums;  ///< <root>/checksums.json: SHA-256 recorded on download
 };
 DatasetPaths dataset_paths(const DatasetInfo& info, const LoadOptions& options = {});
@@ -117,9 +117,9 @@ std::string expected_sha256(const DatasetInfo& info, const RemoteFile& file,
 /// How much of a dataset is on disk.
 enum class LocalState {
   Generated,   ///< a generator: nothing to fetch
-  Missing,     ///< some raw file is absent and there is no binary cache
+  Missing,     ///< some raw file is absent and there is no store
   Downloaded,  ///< every raw file is present (not re-verified here)
-  Cached,      ///< a binary cache is present (not validated here)
+  Cached,      ///< a store is present (not validated here)
 };
 LocalState local_state(const DatasetInfo& info, const LoadOptions& options = {});
 
@@ -134,9 +134,9 @@ std::vector<std::filesystem::path> fetch_dataset(const DatasetInfo& info,
                                                  const LoadOptions& options = {});
 
 /// The dataset `name_or_path` names, on the host:
-/// - a registered name (`cora`, `ogbn-arxiv`, ...; see `list_datasets`): the binary cache when
+/// - a registered name (`cora`, `ogbn-arxiv`, ...; see `list_datasets`): the store (cache/) when
 ///   it is valid for the files' checksums, else `fetch_dataset`, the format's reader, and a new
-///   binary cache;
+///   store;
 /// - `synthetic` / `rmat`: `make_synthetic(options.synthetic)` / `make_rmat(options.rmat)`;
 /// - a temporal directory (see `temporal_events_file`): every distinct (src, dst) pair of its
 ///   events as one static graph (`aggregate_graph`) in `graph_only_dataset`;
@@ -162,7 +162,7 @@ bool is_hetero_dataset(const std::string& name_or_path);
 
 /// The heterogeneous dataset `name_or_path` names, on the host: `synthetic-mag`
 /// (make_synthetic_mag(options.synthetic_mag)), a registered heterogeneous
-/// name (fetched as `fetch_dataset` does, then read_ogb_hetero_raw; no binary cache: the
+/// name (fetched as `fetch_dataset` does, then read_ogb_hetero_raw; no graph store: the
 /// files are parsed on every load) or a typed directory (read_hetero_directory with `split`).
 /// halo::IoError for missing or malformed data, and for `split` with a dataset that has a
 /// fixed split.

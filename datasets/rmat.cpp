@@ -8,6 +8,7 @@
 #include <halo/datasets/graph_builder.hpp>
 #include <halo/datasets/preprocess.hpp>
 #include <halo/datasets/rmat.hpp>
+#include <halo/datasets/store/csr_builder.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>
 
@@ -49,21 +50,13 @@ void check_config(const RmatConfig& c) {
                    is_probability(c.test_fraction) &&
                    c.train_fraction + c.val_fraction + c.test_fraction <= 1.0 + 1e-9,
                "make_rmat: train/val/test fractions must be in [0, 1] and sum to at most 1");
-  const double edges = std::ldexp(c.avg_degree, c.scale);
-  HALO_EXPECTS(edges <= 2147483647.0, "make_rmat: num_nodes * avg_degree must be below 2^31");
 }
 
-}  // namespace
-
-Dataset make_rmat(const kernels::Resources& res, const RmatConfig& config) {
-  check_config(config);
-  const std::int32_t scale = config.scale;
-  const std::int64_t n = std::int64_t{1} << scale;
-  const std::uint64_t seed = config.seed;
-
-  // ---- a random permutation of the ids (Graph500 scrambles them) ----
+/// The random permutation of the ids (Graph500 scrambles them): perm[generated id] = node id.
+std::vector<NodeId> rmat_permutation(const kernels::Resources& res, const RmatConfig& config) {
+  const std::int64_t n = std::int64_t{1} << config.scale;
   std::vector<std::pair<std::uint64_t, NodeId>> keyed(static_cast<std::size_t>(n));
-  const std::uint64_t permute_key = key_of(seed, Draw::Permute);
+  const std::uint64_t permute_key = key_of(config.seed, Draw::Permute);
   detail::parallel_for(res, n, [&](std::int64_t v) {
     keyed[static_cast<std::size_t>(v)] = {
         rng::draw_keyed(permute_key, static_cast<std::uint64_t>(v)), static_cast<NodeId>(v)};
@@ -73,60 +66,176 @@ Dataset make_rmat(const kernels::Resources& res, const RmatConfig& config) {
   for (std::int64_t i = 0; i < n; ++i)
     perm[static_cast<std::size_t>(keyed[static_cast<std::size_t>(i)].second)] =
         static_cast<NodeId>(i);
-  keyed = {};
+  return perm;
+}
 
-  // ---- edges: one quadrant per level ----
-  const auto m =
-      static_cast<std::int64_t>(std::llround(static_cast<double>(n) * config.avg_degree / 2.0));
+/// The number of undirected edges drawn.
+std::int64_t rmat_edge_count(const RmatConfig& config) {
+  return static_cast<std::int64_t>(std::llround(std::ldexp(config.avg_degree, config.scale) / 2.0));
+}
+
+/// Edges [e0, e1) into out[0, e1 - e0): one quadrant per level, ids permuted.
+void rmat_edges(const kernels::Resources& res, const RmatConfig& config,
+                const std::vector<NodeId>& perm, std::int64_t e0, std::int64_t e1,
+                std::pair<NodeId, NodeId>* out) {
   const auto ta = static_cast<float>(config.a);
   const auto tab = static_cast<float>(config.a + config.b);
   const auto tabc = static_cast<float>(config.a + config.b + config.c);
-  const std::uint64_t quadrant_key = key_of(seed, Draw::Quadrant);
-  std::vector<std::pair<NodeId, NodeId>> edges(static_cast<std::size_t>(m));
-  detail::parallel_for(res, m, [&](std::int64_t e) {
+  const std::uint64_t quadrant_key = key_of(config.seed, Draw::Quadrant);
+  const std::int32_t scale = config.scale;
+  detail::parallel_for(res, e1 - e0, [&](std::int64_t i) {
+    const auto e = static_cast<std::uint64_t>(e0 + i);
     std::uint32_t row = 0, col = 0;
     for (std::int32_t level = 0; level < scale; ++level) {
-      const float u = rng::uniform_keyed(
-          quadrant_key, static_cast<std::uint64_t>(e) << 5 | static_cast<std::uint64_t>(level));
+      const float u = rng::uniform_keyed(quadrant_key, e << 5 | static_cast<std::uint64_t>(level));
       const std::uint32_t r = u >= tab ? 1u : 0u;
       const std::uint32_t c = (u >= ta && u < tab) || u >= tabc ? 1u : 0u;
       row = row << 1 | r;
       col = col << 1 | c;
     }
-    edges[static_cast<std::size_t>(e)] = {perm[row], perm[col]};
+    out[i] = {perm[row], perm[col]};
   });
-  perm = {};
+}
 
-  Dataset ds;
-  ds.name = "rmat-" + std::to_string(scale);
-  ds.num_classes = config.num_classes;
-  ds.graph = remove_self_loops(res, symmetrize(res, graph_from_edges(res, n, edges)));
-  edges = {};
-
-  // ---- features, labels ----
+/// Feature rows [v0, v1) into out (row-major, num_features columns): uniform in [-1, 1).
+void rmat_features(const kernels::Resources& res, const RmatConfig& config, std::int64_t v0,
+                   std::int64_t v1, float* out) {
   const std::int64_t f = config.num_features;
-  auto x = detail::host_tensor<float>(res, n, f);
-  float* xd = x.data();
-  const std::uint64_t feature_key = key_of(seed, Draw::Feature);
-  detail::parallel_for(res, n, [&](std::int64_t v) {
+  const std::uint64_t feature_key = key_of(config.seed, Draw::Feature);
+  detail::parallel_for(res, v1 - v0, [&](std::int64_t i) {
+    const std::int64_t v = v0 + i;
     for (std::int64_t j = 0; j < f; ++j)
-      xd[v * f + j] =
+      out[i * f + j] =
           2.0f * rng::uniform_keyed(feature_key, static_cast<std::uint64_t>(v * f + j)) - 1.0f;
   });
-  ds.features = std::move(x);
-  ds.labels = detail::host_tensor<std::int32_t>(res, n);
-  std::int32_t* label = ds.labels.data();
-  const std::uint64_t label_key = key_of(seed, Draw::Label);
+}
+
+kernels::Tensor<std::int32_t> rmat_labels(const kernels::Resources& res, const RmatConfig& config) {
+  const std::int64_t n = std::int64_t{1} << config.scale;
+  auto labels = detail::host_tensor<std::int32_t>(res, n);
+  std::int32_t* label = labels.data();
+  const std::uint64_t label_key = key_of(config.seed, Draw::Label);
   detail::parallel_for(res, n, [&](std::int64_t v) {
     label[v] = static_cast<std::int32_t>(
         (static_cast<unsigned __int128>(rng::draw_keyed(label_key, static_cast<std::uint64_t>(v))) *
          static_cast<std::uint64_t>(config.num_classes)) >>
         64);
   });
+  return labels;
+}
 
+std::string rmat_name(const RmatConfig& config) { return "rmat-" + std::to_string(config.scale); }
+
+}  // namespace
+
+Dataset make_rmat(const kernels::Resources& res, const RmatConfig& config) {
+  check_config(config);
+  const std::int64_t n = std::int64_t{1} << config.scale;
+  std::vector<NodeId> perm = rmat_permutation(res, config);
+  const std::int64_t m = rmat_edge_count(config);
+  std::vector<std::pair<NodeId, NodeId>> edges(static_cast<std::size_t>(m));
+  rmat_edges(res, config, perm, 0, m, edges.data());
+  perm = {};
+
+  Dataset ds;
+  ds.name = rmat_name(config);
+  ds.num_classes = config.num_classes;
+  ds.graph = remove_self_loops(res, symmetrize(res, graph_from_edges(res, n, edges)));
+  edges = {};
+  auto x = detail::host_tensor<float>(res, n, config.num_features);
+  rmat_features(res, config, 0, n, x.data());
+  ds.features = std::move(x);
+  ds.labels = rmat_labels(res, config);
   detail::assign_random_splits(res, n, config.train_fraction, config.val_fraction,
-                               config.test_fraction, key_of(seed, Draw::Split), ds);
+                               config.test_fraction, key_of(config.seed, Draw::Split), ds);
   return ds;
+}
+
+PrepareReport prepare_rmat(const kernels::Resources& res, const RmatConfig& config,
+                           const std::filesystem::path& dir, const PrepareOptions& options) {
+  check_config(config);
+  const std::int64_t n = std::int64_t{1} << config.scale;
+  const std::size_t budget = std::max<std::size_t>(options.memory_budget, 4096);
+  StoreWriter w(dir);
+  PrepareReport report;
+  CsrBuildResult graph;
+  {
+    // The edges are drawn once into a spill file, which the builder then reads once per pass.
+    std::vector<NodeId> perm = rmat_permutation(res, config);
+    const std::size_t read_bytes = std::max<std::size_t>(budget / 8, 8);
+    EdgeSpill spill(w.scratch_dir() / "edges.spill", read_bytes);
+    const std::int64_t m = rmat_edge_count(config);
+    const auto chunk = static_cast<std::int64_t>(std::max<std::size_t>(read_bytes / 8, 1));
+    std::vector<std::pair<NodeId, NodeId>> edges(
+        static_cast<std::size_t>(std::min<std::int64_t>(chunk, std::max<std::int64_t>(m, 1))));
+    for (std::int64_t e0 = 0; e0 < m; e0 += chunk) {
+      const std::int64_t e1 = std::min(m, e0 + chunk);
+      rmat_edges(res, config, perm, e0, e1, edges.data());
+      spill.append(EdgeBatch(edges.data(), static_cast<std::size_t>(e1 - e0)));
+    }
+    spill.finish();
+    perm = {};
+    edges = {};
+    CsrBuildOptions o;
+    o.symmetrize = true;
+    o.remove_self_loops = true;
+    o.memory_budget = budget - read_bytes;
+    graph = build_csr(res, spill.source(n), o, &w);
+    report.spill_bytes = static_cast<std::uint64_t>(spill.num_edges()) * 8;
+    report.row_blocks = graph.blocks;
+  }
+  w.array("graph.values", kernels::Tensor<float>());
+  // Features, row block by row block.
+  const std::int64_t f = config.num_features;
+  const std::size_t row_bytes = static_cast<std::size_t>(f) * sizeof(float);
+  const auto rows_per_block =
+      std::max<std::int64_t>(static_cast<std::int64_t>(budget / 2 / row_bytes), 1);
+  const FeatureDtype dtype = options.feature_dtype;
+  w.begin("features", feature_dtype_name(dtype), dtype == FeatureDtype::F32 ? 4 : 2, n, f);
+  std::vector<float> x(static_cast<std::size_t>(std::min(rows_per_block, n) * f));
+  std::vector<std::uint16_t> narrow(dtype == FeatureDtype::F32 ? 0 : x.size());
+  for (std::int64_t v0 = 0; v0 < n; v0 += rows_per_block) {
+    const std::int64_t v1 = std::min(n, v0 + rows_per_block);
+    const std::int64_t count = (v1 - v0) * f;
+    rmat_features(res, config, v0, v1, x.data());
+    if (dtype == FeatureDtype::F32) {
+      w.append(x.data(), static_cast<std::size_t>(count) * sizeof(float));
+    } else {
+      detail::parallel_for(res, count, [&](std::int64_t i) {
+        narrow[static_cast<std::size_t>(i)] = dtype == FeatureDtype::BF16
+                                                  ? to_bf16(x[static_cast<std::size_t>(i)])
+                                                  : to_f16(x[static_cast<std::size_t>(i)]);
+      });
+      w.append(narrow.data(), static_cast<std::size_t>(count) * 2);
+    }
+  }
+  w.end();
+  x = {};
+  narrow = {};
+  w.array("labels", rmat_labels(res, config));
+  Dataset splits;
+  detail::assign_random_splits(res, n, config.train_fraction, config.val_fraction,
+                               config.test_fraction, key_of(config.seed, Draw::Split), splits);
+  w.array("train_idx", splits.train_idx);
+  w.array("val_idx", splits.val_idx);
+  w.array("test_idx", splits.test_idx);
+  StoreCounts c;
+  c.name = rmat_name(config);
+  c.num_nodes = n;
+  c.num_edges = graph.entries;
+  c.symmetric = true;
+  c.training_edges = graph.entries;  // symmetric, no self-loops: S is the graph itself
+  c.max_degree = graph.max_degree;
+  c.degree_histogram = graph.histogram;
+  c.num_features = f;
+  c.feature_dtype = dtype;
+  c.num_classes = config.num_classes;
+  c.num_train = splits.train_idx.numel();
+  c.num_val = splits.val_idx.numel();
+  c.num_test = splits.test_idx.numel();
+  w.commit(c, "");
+  report.counts = read_store_counts(dir);
+  return report;
 }
 
 TemporalGraph grow_rmat(const kernels::Resources& res, const RmatConfig& config,

@@ -2,8 +2,10 @@
 // Synthetic power-law graphs: the R-MAT recursive matrix generator (Graph500 style).
 
 #include <cstdint>
+#include <filesystem>
 
 #include <halo/datasets/dataset.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/resources.hpp>
 
@@ -11,7 +13,8 @@ namespace halo::datasets {
 
 /// Parameters of `make_rmat`. The defaults are Graph500's quadrant probabilities.
 struct RmatConfig {
-  /// num_nodes = 2^scale, scale in [1, 30].
+  /// num_nodes = 2^scale, scale in [1, 30]. Any edge count (64-bit): a graph of 2^31 entries or
+  /// more is built with prepare_rmat.
   std::int32_t scale = 16;
   /// Edges drawn per node: num_nodes * avg_degree / 2 undirected edges are drawn, so the
   /// symmetrised graph has at most num_nodes * avg_degree directed entries (fewer after
@@ -42,6 +45,17 @@ struct RmatConfig {
 /// kernels::rng under rng::kStreamSynthetic. halo::LogicError on an invalid config. Host only;
 /// runs on res's OpenMP threads. Scale 20, degree 8 (1M nodes, ~8M entries) takes a few seconds.
 Dataset make_rmat(const kernels::Resources& res, const RmatConfig& config);
+
+/// make_rmat's dataset written as a store in `dir` in bounded memory, without the whole graph
+/// in memory: the edges are drawn once into a temporary file, the CSR is built from it row
+/// block by row block (build_csr: symmetrised, de-duplicated, no self-loops), the features are
+/// drawn and written `memory_budget / 2` bytes at a time (in `feature_dtype`). Memory: the
+/// budget plus O(nodes) arrays (the id permutation, two int64 per node, the labels and
+/// splits). open_store of the result equals make_rmat(config) bit for bit (features up to the
+/// dtype's rounding), whatever the budget. Disk: 8 bytes per drawn edge of temporary space,
+/// then the store. halo::IoError naming the file on write errors; nothing is left behind.
+PrepareReport prepare_rmat(const kernels::Resources& res, const RmatConfig& config,
+                           const std::filesystem::path& dir, const PrepareOptions& options);
 
 /// make_rmat's graph grown in `steps` steps, as events: node v of the generated graph (whose
 /// ids are already scrambled) arrives at step floor(v * steps / n), and each undirected edge

@@ -1,7 +1,11 @@
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -79,13 +83,36 @@ Buffer::Buffer(const Resources& res, Device device, std::size_t bytes, Pages pag
   }
 }
 
+Buffer Buffer::map_file(const std::string& path, std::size_t bytes) {
+  Buffer b;
+  if (bytes == 0) return b;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < bytes) {
+    ::close(fd);
+    throw IoError(path + ": the file has " + std::to_string(st.st_size) + " bytes, " +
+                  std::to_string(bytes) + " expected");
+  }
+  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  ::close(fd);  // the mapping keeps the file
+  if (map == MAP_FAILED) throw IoError(path + ": mmap failed: " + std::strerror(err));
+  b.m_data = map;
+  b.m_bytes = bytes;
+  b.m_mapped = true;
+  count_host(bytes);
+  return b;
+}
+
 Buffer::~Buffer() { release(); }
 
 Buffer::Buffer(Buffer&& other) noexcept
     : m_data(std::exchange(other.m_data, nullptr)),
       m_bytes(std::exchange(other.m_bytes, 0)),
       m_device(other.m_device),
-      m_stream(other.m_stream) {}
+      m_stream(other.m_stream),
+      m_mapped(std::exchange(other.m_mapped, false)) {}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
@@ -94,13 +121,18 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     m_bytes = std::exchange(other.m_bytes, 0);
     m_device = other.m_device;
     m_stream = other.m_stream;
+    m_mapped = std::exchange(other.m_mapped, false);
   }
   return *this;
 }
 
 void Buffer::release() noexcept {
   if (m_data == nullptr) return;
-  if (m_device == Device::Cpu) {
+  if (m_mapped) {
+    ::munmap(m_data, m_bytes);
+    g_host_bytes.fetch_sub(m_bytes, std::memory_order_relaxed);
+    m_mapped = false;
+  } else if (m_device == Device::Cpu) {
     std::free(m_data);
     g_host_bytes.fetch_sub(m_bytes, std::memory_order_relaxed);
   } else {

@@ -33,6 +33,16 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
+  /// The first `bytes` of file `path` as host memory, mapped copy-on-write (MAP_PRIVATE, readable
+  /// and writable; a write stays in this process): a page is read from the file when first
+  /// touched, and the kernel may drop an untouched or unwritten page again under memory
+  /// pressure. The file must hold at least `bytes` bytes and must not shrink while mapped (a
+  /// replaced file is fine: the mapping keeps the old one). Counted as host buffer bytes.
+  /// halo::IoError naming the file when it cannot be opened, is shorter, or cannot be mapped.
+  static Buffer map_file(const std::string& path, std::size_t bytes);
+  /// Whether the memory is a file mapping (map_file).
+  bool mapped() const { return m_mapped; }
+
   void* data() const { return m_data; }
   std::size_t bytes() const { return m_bytes; }
   Device device() const { return m_device; }
@@ -43,6 +53,7 @@ class Buffer {
   std::size_t m_bytes = 0;
   Device m_device = Device::Cpu;
   void* m_stream = nullptr;
+  bool m_mapped = false;
 };
 
 /// Host memory for staging transfers to and from a device: page-locked (cudaMallocHost) when

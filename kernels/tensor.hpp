@@ -23,6 +23,14 @@ class Tensor {
   Tensor(const Resources& res, std::int64_t rows, std::int64_t cols = 1, Pages pages = Pages::Auto)
       : Tensor(res, res.device(), rows, cols, pages) {}
 
+  /// rows x cols in `buffer`'s memory (a host buffer of at least that many bytes: a file
+  /// mapping, Buffer::map_file).
+  Tensor(Buffer buffer, std::int64_t rows, std::int64_t cols = 1)
+      : m_buffer(std::move(buffer)), m_rows(rows), m_cols(cols) {
+    HALO_EXPECTS(checked_bytes(rows, cols) <= m_buffer.bytes(),
+                 "Tensor: the buffer is smaller than the shape");
+  }
+
   /// Moving leaves the source empty (0 x 0), so its shape never describes memory it gave away.
   Tensor(Tensor&& other) noexcept
       : m_buffer(std::move(other.m_buffer)),
@@ -63,6 +71,8 @@ class Tensor {
   bool empty() const { return numel() == 0; }
   /// Bytes of the storage, which can exceed bytes() after a smaller reshape_within.
   std::size_t capacity_bytes() const { return m_buffer.bytes(); }
+  /// Whether the elements are a file mapping (Buffer::map_file).
+  bool mapped() const { return m_buffer.mapped(); }
   /// Gives the tensor the shape rows x cols in its existing storage (contents unspecified);
   /// the storage must hold that many elements.
   void reshape_within(std::int64_t rows, std::int64_t cols) {

@@ -1358,11 +1358,12 @@ HeteroPartitionResult partition_hetero(const kernels::Resources& res,
       w[static_cast<std::size_t>(hd.train_idx.data()[i])] = 1;
     weights.push_back(std::move(w));
   }
+  r.config.method = resolve_method(config.method, r.symmetric.num_edges(), n);
   if (progress)
-    progress(std::string(to_string(config.method)) + ", " + std::to_string(config.num_parts) +
+    progress(std::string(to_string(r.config.method)) + ", " + std::to_string(config.num_parts) +
              " parts, " + std::to_string(weights.size()) + " balance constraints");
   t0 = Clock::now();
-  r.assignment = assign_parts(r.symmetric, std::move(weights), config);
+  r.assignment = assign_parts(r.symmetric, std::move(weights), r.config);
   r.timings.assign_s = since(t0);
   r.timings.metis_s = r.assignment.metis_seconds;
   t0 = Clock::now();

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include <halo/datasets/cache.hpp>
 #include <halo/datasets/dataset.hpp>
 #include <halo/datasets/hetero.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/features.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/partition/id_map.hpp>

@@ -10,8 +10,10 @@ namespace halo::partition {
 
 /// How nodes are assigned to parts.
 enum class Method {
-  MetisKway,       ///< METIS_PartGraphKway (multilevel k-way), the default
+  Auto,            ///< MetisKway where METIS can hold the graph, else LpMultilevel: the default
+  MetisKway,       ///< METIS_PartGraphKway (multilevel k-way)
   MetisRecursive,  ///< METIS_PartGraphRecursive (multilevel recursive bisection)
+  LpMultilevel,    ///< label-propagation coarsening, METIS on the coarsest graph, LP refinement
   Random,          ///< part(v) = a counter-based hash of (seed, v): the baseline
 };
 
@@ -33,7 +35,7 @@ struct Balance {
 struct PartitionConfig {
   /// P, in [1, 1024].
   std::int32_t num_parts = 2;
-  Method method = Method::MetisKway;
+  Method method = Method::Auto;
   Objective objective = Objective::Cut;
   Balance balance;
   /// Allowed imbalance per constraint: max part weight <= (1 + imbalance) * total / P. METIS's
@@ -79,7 +81,7 @@ struct RepartitionConfig {
   std::int64_t repartition_every = 0;
 };
 
-/// "metis", "metis-rb", "random".
+/// "auto", "metis", "metis-rb", "lp-multilevel", "random".
 std::string_view to_string(Method m);
 /// "cut", "vol".
 std::string_view to_string(Objective o);

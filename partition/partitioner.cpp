@@ -9,6 +9,8 @@
 #include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>
+#include <halo/partition/detail/metis.hpp>
+#include <halo/partition/lp_multilevel.hpp>
 #include <halo/partition/partitioner.hpp>
 
 namespace halo::partition {
@@ -48,6 +50,8 @@ Assignment random_parts(std::int64_t n, const PartitionConfig& c) {
   return a;
 }
 
+}  // namespace
+
 /// Moves nodes between parts until every part is within cap = floor((1 + imbalance) * total / P)
 /// on every constraint, or no single move helps. METIS treats ubvec as a target, not a bound:
 /// multi-constraint runs overshoot it by a few percent, often with one part over on one
@@ -58,9 +62,9 @@ Assignment random_parts(std::int64_t n, const PartitionConfig& c) {
 /// constraint), ranks that part's nodes by the excess they remove (then by cut gain), and moves
 /// them to an adjacent or the least loaded part while that lowers the excess. Deterministic.
 /// Returns the number of moves.
-std::int64_t rebalance(const Graph& sym, const std::vector<idx_t>& vwgt, std::size_t ncon,
-                       double imbalance, std::int32_t num_parts, std::vector<idx_t>& part) {
-  const std::int64_t n = sym.num_rows();
+std::int64_t detail::rebalance(const std::int64_t* rows, const NodeId* cols, std::int64_t n,
+                               const std::vector<idx_t>& vwgt, std::size_t ncon, double imbalance,
+                               std::int32_t num_parts, std::vector<idx_t>& part) {
   const auto p = static_cast<std::size_t>(num_parts);
   std::vector<std::int64_t> load(p * ncon, 0), cap(ncon, 0);
   for (std::int64_t v = 0; v < n; ++v)
@@ -88,8 +92,6 @@ std::int64_t rebalance(const Graph& sym, const std::vector<idx_t>& vwgt, std::si
     }
     return d;
   };
-  const std::int64_t* rows = sym.indptr.data();
-  const NodeId* cols = sym.indices.data();
   struct Move {
     double delta;
     std::int64_t gain;
@@ -162,6 +164,8 @@ std::int64_t rebalance(const Graph& sym, const std::vector<idx_t>& vwgt, std::si
   return moves;
 }
 
+namespace {
+
 /// The vertex weights of assign_parts: one column per chosen constraint with a non-zero total.
 std::vector<std::vector<std::int32_t>> balance_columns(const Dataset& ds, const Balance& b) {
   const std::int64_t n = ds.num_nodes();
@@ -183,26 +187,31 @@ std::vector<std::vector<std::int32_t>> balance_columns(const Dataset& ds, const 
   return columns;
 }
 
-Assignment metis_parts(std::vector<std::vector<std::int32_t>> columns, const Graph& sym,
-                       const PartitionConfig& c) {
-  const std::int64_t n = sym.num_rows();
+}  // namespace
+
+std::vector<idx_t> detail::interleave(std::vector<std::vector<std::int32_t>>& columns,
+                                      std::int64_t n) {
   std::erase_if(columns, [](const std::vector<std::int32_t>& w) {
     return std::all_of(w.begin(), w.end(), [](std::int32_t x) { return x == 0; });
   });
   if (columns.empty()) columns.emplace_back(static_cast<std::size_t>(n), 1);
-  idx_t ncon = static_cast<idx_t>(columns.size());
   std::vector<idx_t> vwgt(static_cast<std::size_t>(n) * columns.size());
   for (std::int64_t v = 0; v < n; ++v)
     for (std::size_t j = 0; j < columns.size(); ++j)
       vwgt[static_cast<std::size_t>(v) * columns.size() + j] =
           static_cast<idx_t>(columns[j][static_cast<std::size_t>(v)]);
-  columns = {};
+  return vwgt;
+}
 
+Assignment detail::metis_call(std::int64_t n, const std::int64_t* indptr, const NodeId* adj,
+                              idx_t* adjwgt, std::vector<idx_t>& vwgt, std::size_t ncon_columns,
+                              const PartitionConfig& c) {
+  idx_t ncon = static_cast<idx_t>(ncon_columns);
   std::vector<idx_t> xadj(static_cast<std::size_t>(n) + 1);
   for (std::int64_t v = 0; v <= n; ++v)
-    xadj[static_cast<std::size_t>(v)] = static_cast<idx_t>(sym.indptr.data()[v]);
+    xadj[static_cast<std::size_t>(v)] = static_cast<idx_t>(indptr[v]);
   static_assert(sizeof(idx_t) == sizeof(NodeId), "adjacency is passed to METIS without a copy");
-  auto* adjncy = const_cast<idx_t*>(reinterpret_cast<const idx_t*>(sym.indices.data()));
+  auto* adjncy = const_cast<idx_t*>(reinterpret_cast<const idx_t*>(adj));
 
   idx_t options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);
@@ -230,9 +239,9 @@ Assignment metis_parts(std::vector<std::vector<std::int32_t>> columns, const Gra
   const int status =
       c.method == Method::MetisRecursive
           ? METIS_PartGraphRecursive(&nvtxs, &ncon, xadj.data(), adjncy, vwgt.data(), nullptr,
-                                     nullptr, &nparts, nullptr, ubvec.data(), options, &objval,
+                                     adjwgt, &nparts, nullptr, ubvec.data(), options, &objval,
                                      part.data())
-          : METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy, vwgt.data(), nullptr, nullptr,
+          : METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy, vwgt.data(), nullptr, adjwgt,
                                 &nparts, nullptr, ubvec.data(), options, &objval, part.data());
   Assignment a;
   a.metis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -245,8 +254,23 @@ Assignment metis_parts(std::vector<std::vector<std::int32_t>> columns, const Gra
                 std::to_string(c.num_parts) + " parts, " + std::to_string(ncon) + " constraints");
   }
   a.metis_objective = objval;
-  a.rebalance_moves =
-      rebalance(sym, vwgt, static_cast<std::size_t>(ncon), c.imbalance, c.num_parts, part);
+  a.part.assign(part.begin(), part.end());
+  return a;
+}
+
+namespace {
+
+Assignment metis_parts(std::vector<std::vector<std::int32_t>> columns, const Graph& sym,
+                       const PartitionConfig& c) {
+  const std::int64_t n = sym.num_rows();
+  std::vector<idx_t> vwgt = detail::interleave(columns, n);
+  const std::size_t ncon = columns.size();
+  columns = {};
+  Assignment a =
+      detail::metis_call(n, sym.indptr.data(), sym.indices.data(), nullptr, vwgt, ncon, c);
+  std::vector<idx_t> part(a.part.begin(), a.part.end());
+  a.rebalance_moves = detail::rebalance(sym.indptr.data(), sym.indices.data(), n, vwgt, ncon,
+                                        c.imbalance, c.num_parts, part);
   a.part.assign(part.begin(), part.end());
   return a;
 }
@@ -255,6 +279,10 @@ Assignment metis_parts(std::vector<std::vector<std::int32_t>> columns, const Gra
 
 std::string_view to_string(Method m) {
   switch (m) {
+    case Method::Auto:
+      return "auto";
+    case Method::LpMultilevel:
+      return "lp-multilevel";
     case Method::MetisKway:
       return "metis";
     case Method::MetisRecursive:
@@ -281,9 +309,11 @@ std::string to_string(const Balance& b) {
 }
 
 Method parse_method(std::string_view s) {
-  for (Method m : {Method::MetisKway, Method::MetisRecursive, Method::Random})
+  for (Method m : {Method::Auto, Method::MetisKway, Method::MetisRecursive, Method::LpMultilevel,
+                   Method::Random})
     if (s == to_string(m)) return m;
-  HALO_FAIL("partition: unknown method '" + std::string(s) + "' (metis, metis-rb, random)");
+  HALO_FAIL("partition: unknown method '" + std::string(s) +
+            "' (auto, metis, metis-rb, lp-multilevel, random)");
 }
 
 Objective parse_objective(std::string_view s) {
@@ -326,6 +356,13 @@ void check_metis_size(std::int64_t adjacency_entries, std::int64_t directed_edge
   if (directed_edges > limit) throw Error(limit_message("edges", directed_edges));
 }
 
+Method resolve_method(Method m, std::int64_t adjacency_entries, std::int64_t largest_weight) {
+  if (m != Method::Auto) return m;
+  const std::int64_t limit = metis_index_limit();
+  return adjacency_entries <= limit && largest_weight <= limit ? Method::MetisKway
+                                                               : Method::LpMultilevel;
+}
+
 Assignment assign_parts(const kernels::Resources& res, const Dataset& ds, const Graph& symmetric,
                         const PartitionConfig& config) {
   (void)res;
@@ -333,15 +370,7 @@ Assignment assign_parts(const kernels::Resources& res, const Dataset& ds, const 
   const std::int64_t n = ds.num_nodes();
   HALO_EXPECTS(symmetric.num_rows() == n && symmetric.num_cols == n,
                "partition: the symmetric graph does not match the dataset");
-  if (config.method == Method::Random) return random_parts(n, config);
-  if (config.num_parts == 1 || n == 0) {
-    Assignment a;
-    a.part.assign(static_cast<std::size_t>(n), 0);
-    a.metis_objective = 0;
-    return a;
-  }
-  check_metis_size(symmetric.num_edges(), ds.graph.num_edges());
-  return metis_parts(balance_columns(ds, config.balance), symmetric, config);
+  return assign_parts(symmetric, balance_columns(ds, config.balance), config);
 }
 
 Assignment assign_parts(const Graph& symmetric, std::vector<std::vector<std::int32_t>> weights,
@@ -365,8 +394,12 @@ Assignment assign_parts(const Graph& symmetric, std::vector<std::vector<std::int
     for (const std::int32_t x : w) total += x;
     largest = std::max(largest, total);
   }
+  PartitionConfig c = config;
+  c.method = resolve_method(config.method, symmetric.num_edges(), largest);
+  if (c.method == Method::LpMultilevel)
+    return lp_multilevel_parts(symmetric, std::move(weights), c);
   check_metis_size(symmetric.num_edges(), largest);
-  return metis_parts(std::move(weights), symmetric, config);
+  return metis_parts(std::move(weights), symmetric, c);
 }
 
 PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& ds,
@@ -387,13 +420,15 @@ PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& 
   r.symmetric = partitioning_graph(res, ds.graph);
   const Graph& symmetric = r.symmetric;
   r.timings.symmetrize_s = since(t);
-  say(config.method == Method::Random
-          ? "random assignment, " + std::to_string(config.num_parts) + " parts"
-          : std::string(config.method == Method::MetisKway ? "METIS k-way, "
-                                                           : "METIS recursive bisection, ") +
-                std::to_string(config.num_parts) + " parts");
+  r.config.method = resolve_method(config.method, symmetric.num_edges(),
+                                   config.balance.edges ? ds.graph.num_edges() : 0);
+  say(std::string(r.config.method == Method::Random         ? "random assignment, "
+                  : r.config.method == Method::MetisKway    ? "METIS k-way, "
+                  : r.config.method == Method::LpMultilevel ? "LP multilevel, "
+                                                            : "METIS recursive bisection, ") +
+      std::to_string(config.num_parts) + " parts");
   t = Clock::now();
-  r.assignment = assign_parts(res, ds, symmetric, config);
+  r.assignment = assign_parts(res, ds, symmetric, r.config);
   r.timings.assign_s = since(t);
   r.timings.metis_s = r.assignment.metis_seconds;
   say("relabelling");

@@ -44,8 +44,9 @@ std::int64_t metis_index_limit();
 void check_metis_size(std::int64_t adjacency_entries, std::int64_t directed_edges);
 
 /// Assigns every node of `ds` to one of config.num_parts parts. `symmetric` must be
-/// partitioning_graph(res, ds.graph). METIS methods call METIS once with one vertex weight per
-/// chosen constraint (see Balance; a constraint whose weights are all zero is dropped), ubvec
+/// partitioning_graph(res, ds.graph). Method::Auto is resolve_method's; LpMultilevel is
+/// lp_multilevel_parts (lp_multilevel.hpp). METIS methods call METIS once with one vertex weight
+/// per chosen constraint (see Balance; a constraint whose weights are all zero is dropped), ubvec
 /// 1 + imbalance for each, the objective and the seed; P = 1 skips METIS. The random method
 /// puts node v in part rng::below(seed, stream, v, P). After METIS, a greedy pass moves nodes out
 /// of any part above (1 + imbalance) * total / P on a chosen constraint (METIS treats the
@@ -62,6 +63,11 @@ Assignment assign_parts(const kernels::Resources& res, const Dataset& ds, const 
 /// the heterogeneous partitioner balances (one column per node type, one for training nodes).
 Assignment assign_parts(const Graph& symmetric, std::vector<std::vector<std::int32_t>> weights,
                         const PartitionConfig& config);
+
+/// The method Method::Auto stands for on a graph of `adjacency_entries` symmetric entries whose
+/// largest balance-weight total is `largest_weight`: MetisKway when both are within
+/// metis_index_limit(), else LpMultilevel. Any other method is itself.
+Method resolve_method(Method m, std::int64_t adjacency_entries, std::int64_t largest_weight);
 
 /// Called with a short description at the start of each long phase ("METIS k-way, 8 parts").
 using Progress = std::function<void(std::string_view phase)>;

@@ -1,5 +1,5 @@
 // Dataset loading: the first parse (Planetoid pickles, plain text, R-MAT generation) against the
-// second load from the binary cache, with the peak resident memory of each load.
+// open of the store written after it, with the peak resident memory of each load.
 #include <unistd.h>
 
 #include <benchmark/benchmark.h>
@@ -9,10 +9,10 @@
 #include <string>
 #include <variant>
 
-#include <halo/datasets/cache.hpp>
 #include <halo/datasets/plain_format.hpp>
 #include <halo/datasets/planetoid.hpp>
 #include <halo/datasets/rmat.hpp>
+#include <halo/datasets/store/store.hpp>
 
 #include "support/machine.hpp"
 
@@ -96,7 +96,7 @@ fs::path planetoid_raw() { return fs::path(HALO_BENCH_DATASETS) / "planetoid" / 
 const fs::path& cora_cache() {
   static const fs::path dir = [] {
     const fs::path d = scratch() / "cache-cora";
-    datasets::write_cache(res(), datasets::read_planetoid(res(), planetoid_raw(), "cora"), d,
+    datasets::write_store(res(), datasets::read_planetoid(res(), planetoid_raw(), "cora"), d,
                           "bench");
     return d;
   }();
@@ -117,7 +117,7 @@ const fs::path& rmat_files() {
   static const fs::path dir = [] {
     const datasets::Dataset ds = datasets::make_rmat(res(), rmat_config());
     datasets::write_directory(res(), ds, scratch() / "rmat-plain");
-    datasets::write_cache(res(), ds, scratch() / "cache-rmat", "bench");
+    datasets::write_store(res(), ds, scratch() / "cache-rmat", "bench");
     return scratch();
   }();
   return dir;
@@ -128,7 +128,7 @@ void BM_CoraPlanetoidParse(benchmark::State& s) {
 }
 void BM_CoraCacheLoad(benchmark::State& s) {
   const fs::path& dir = cora_cache();
-  measure(s, [&] { return *datasets::read_cache(res(), dir, "bench"); });
+  measure(s, [&] { return datasets::open_store(res(), dir); });
 }
 void BM_RmatGenerate(benchmark::State& s) {
   measure(s, [] { return datasets::make_rmat(res(), rmat_config()); });
@@ -139,7 +139,7 @@ void BM_RmatPlainParse(benchmark::State& s) {
 }
 void BM_RmatCacheLoad(benchmark::State& s) {
   const fs::path dir = rmat_files() / "cache-rmat";
-  measure(s, [&] { return *datasets::read_cache(res(), dir, "bench"); });
+  measure(s, [&] { return datasets::open_store(res(), dir); });
 }
 
 BENCHMARK(BM_CoraPlanetoidParse)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -244,6 +244,26 @@ TEST(PlainFormat, ReportsMissingFiles) {
   expect_read_error(tmp.path(), {"labels.txt: not a regular file"});
 }
 
+// A directory holding only edges.tsv (and meta.tsv) is a bare graph: graph-only, as a web or
+// collaboration graph comes; one with some of the other files still names the first missing.
+TEST(PlainFormat, ABareEdgeListIsAGraphOnlyDataset) {
+  TempDir tmp;
+  write_text(tmp.path() / "edges.tsv", "0\t1\n2\t1\n0\t1\n3\t3\n");
+  Dataset ds = read_directory(cpu(), tmp.path());
+  EXPECT_EQ(ds.num_nodes(), 4);
+  EXPECT_EQ(ds.num_features(), 0);
+  EXPECT_EQ(ds.num_classes, 1);
+  EXPECT_EQ(ds.train_idx.numel() + ds.val_idx.numel() + ds.test_idx.numel(), 0);
+  EXPECT_EQ(rows_of(ds.graph), (std::vector<Row>{{}, {{0, 1.0}, {2, 1.0}}, {}, {{3, 1.0}}}));
+  EXPECT_EQ(ds.name, tmp.path().filename().string());
+  write_text(tmp.path() / "meta.tsv", "name\tweb\nnum_nodes\t6\n");
+  ds = read_directory(cpu(), tmp.path());
+  EXPECT_EQ(ds.num_nodes(), 6);  // isolated nodes 4 and 5
+  EXPECT_EQ(ds.name, "web");
+  write_text(tmp.path() / "labels.txt", "0\n0\n0\n0\n0\n0\n");
+  expect_read_error(tmp.path(), {"features.coo.tsv: missing required file"});
+}
+
 TEST(PlainFormat, ReportsNonNumericTokens) {
   TempDir tmp;
   write_fixture(tmp.path(), {{"edges.tsv", "0\t1\n1\t0\n12 x\n"}});

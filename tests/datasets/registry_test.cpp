@@ -1,5 +1,5 @@
 // The dataset registry: the table, mirrors, offline use, recorded checksums, and loading Cora
-// through an HTTP mirror on 127.0.0.1 and the binary cache.
+// through an HTTP mirror on 127.0.0.1 and the graph store.
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -268,7 +268,7 @@ TEST_F(Registry, LoadsCoraThroughMirrorThenFromCache) {
   expect_same_dataset(first, reference);
   EXPECT_EQ(local_state(find_dataset("cora"), options), LocalState::Cached);
 
-  // The binary cache needs neither the network nor the raw files.
+  // The store needs neither the network nor the raw files.
   server.stop();
   fs::remove_all(dataset_paths(find_dataset("cora"), options).raw);
   options.offline = true;

@@ -45,7 +45,7 @@ class DatasetsCli : public ::testing::Test {
 TEST_F(DatasetsCli, HelpListsSubcommands) {
   const Outcome r = run("datasets --help");
   EXPECT_EQ(r.code, 0);
-  for (const char* s : {"list", "info", "fetch", "convert", "export"})
+  for (const char* s : {"list", "info", "fetch", "convert", "prepare", "export"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
   EXPECT_EQ(run("datasets").code, 2);
 }
@@ -215,6 +215,100 @@ TEST_F(DatasetsCli, ExportRefusesBadOutputBeforeLoading) {
   EXPECT_EQ(run("datasets export --dataset synthetic").code, 2) << "--out is required";
 }
 
+/// The peak RSS `halo datasets prepare` reports.
+std::uint64_t reported_peak(const std::string& out) {
+  const auto at = out.find("peak RSS ");
+  return at == std::string::npos ? 0 : std::stoull(out.substr(at + 9));
+}
+
+// A store prepared once trains, plans and partitions wherever a dataset is taken; the R-MAT
+// store under a budget far below the graph is the one built without a budget, byte for byte,
+// at a lower peak.
+TEST_F(DatasetsCli, PreparedStoresTrainPlanAndPartition) {
+  const std::string rmat =
+      "datasets prepare --dataset rmat --rmat-scale 13 --rmat-degree 16 "
+      "--rmat-features 1024 --out ";
+  const fs::path small = m_dir / "small", big = m_dir / "big";
+  Outcome r = run(rmat + small.string() + " --memory-budget 1MiB");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("rmat-13: 8192 nodes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("streamed: "), std::string::npos) << r.out;
+  const std::uint64_t small_peak = reported_peak(r.out);
+  r = run(rmat + big.string() + " --memory-budget 4GiB");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::uint64_t big_peak = reported_peak(r.out);
+  // The features alone are 32 MiB: the unbounded run holds them in one block, the 1 MiB run
+  // 512 KiB at a time.
+  EXPECT_LT(small_peak + (24u << 20), big_peak) << small_peak << " vs " << big_peak;
+  for (const auto& e : fs::directory_iterator(big))
+    EXPECT_EQ(read_file(e.path()), read_file(small / e.path().filename())) << e.path();
+
+  r = run("train --dataset " + small.string() + " --epochs 2 --hidden 8");
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = run("plan --dataset " + small.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto plan = nlohmann::json::parse(r.out);
+  EXPECT_EQ(plan["dataset"], "rmat-13");
+  EXPECT_EQ(
+      plan["disk_bytes"].get<std::uint64_t>(),
+      nlohmann::json::parse(read_file(small / "store.json"))["bytes_on_disk"].get<std::uint64_t>());
+  r = run("partition --dataset " + small.string() + " --parts 2 --out " + (m_dir / "p").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run("partition --info " + (m_dir / "p").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("on disk: "), std::string::npos) << r.out;
+
+  // bfloat16 features: half the bytes.
+  r =
+      run("datasets prepare --dataset rmat --rmat-scale 10 --rmat-features 64 --feature-dtype "
+          "bf16 --out " +
+          (m_dir / "bf16").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(fs::file_size(m_dir / "bf16" / "features.bin"), 1024u * 64 * 2);
+  EXPECT_EQ(run("train --dataset " + (m_dir / "bf16").string() + " --epochs 1").code, 0);
+}
+
+// A bare edge list (no labels, features or splits) is enough to prepare and partition.
+TEST_F(DatasetsCli, ABareEdgeListPreparesAndPartitions) {
+  const fs::path web = m_dir / "web";
+  fs::create_directories(web);
+  std::ofstream(web / "edges.tsv") << "0\t1\n1\t2\n2\t0\n3\t4\n4\t5\n5\t3\n2\t3\n";
+  Outcome r =
+      run("partition --dataset " + web.string() + " --parts 2 --out " + (m_dir / "p").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run("datasets prepare --dataset " + web.string() + " --out " + (m_dir / "s").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("web: 6 nodes, 7 entries, 0 features"), std::string::npos) << r.out;
+  r = run("partition --dataset " + (m_dir / "s").string() + " --parts 2 --out " +
+          (m_dir / "q").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_file(m_dir / "p" / "part-0.bin"), read_file(m_dir / "q" / "part-0.bin"));
+}
+
+TEST_F(DatasetsCli, PrepareRefusesBadFlagsAndBadStores) {
+  Outcome r =
+      run("datasets prepare --dataset rmat --memory-budget lots --out " + (m_dir / "s").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--memory-budget lots"), std::string::npos) << r.err;
+  EXPECT_EQ(run("datasets prepare --dataset rmat --feature-dtype f64 --out x").code, 2);
+  EXPECT_EQ(run("datasets prepare --dataset rmat").code, 2) << "--out is required";
+  std::ofstream(m_dir / "afile") << "x";
+  r = run("datasets prepare --dataset rmat --out " + (m_dir / "afile" / "s").string());
+  EXPECT_EQ(r.code, 2) << "checked before any work";
+  EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+  // A store whose array was cut short: one line naming the file, exit 1.
+  ASSERT_EQ(
+      run("datasets prepare --dataset rmat --rmat-scale 8 --out " + (m_dir / "s").string()).code,
+      0);
+  fs::resize_file(m_dir / "s" / "graph.indices.bin", 100);
+  r = run("train --dataset " + (m_dir / "s").string() + " --epochs 1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find((m_dir / "s" / "graph.indices.bin").string() +
+                       ": corrupt store: the file has 100 bytes"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(DatasetsCli, TrainByNameThroughMirrorMatchesPlainDirectory) {
   const fs::path a = m_dir / "by-name.json", b = m_dir / "by-dir.json";
   const std::string flags = " --epochs 200 --seed 3 --threads 2 --json ";
@@ -231,7 +325,7 @@ TEST_F(DatasetsCli, TrainByNameThroughMirrorMatchesPlainDirectory) {
   EXPECT_GT(ja["test_accuracy"].get<double>(), 0.75);
   EXPECT_EQ(server.requests().size(), 8u);
 
-  // Offline, the binary cache is enough.
+  // Offline, the store is enough.
   r = run("train --dataset cora --offline --epochs 2");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(server.requests().size(), 8u);

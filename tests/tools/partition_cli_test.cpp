@@ -67,7 +67,7 @@ TEST_F(PartitionCli, UsageErrorsExitTwo) {
         Case{"partition --synthetic-seed -1" + out, "--synthetic-seed"},
         Case{"partition --dataset rmat --rmat-degree nan" + out, "--rmat-degree"},
         Case{"partition --dataset rmat --rmat-degree inf" + out, "--rmat-degree"},
-        Case{"partition --dataset rmat --rmat-scale 30" + out, "--rmat-degree"},
+        Case{"partition --dataset rmat --rmat-scale 31" + out, "--rmat-scale"},
         Case{"partition --rmat-seed -1" + out, "--rmat-seed"},
         Case{"partition --features ones" + out, "--features"}}) {
     const Outcome r = run(c.args);

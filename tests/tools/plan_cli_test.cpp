@@ -87,7 +87,7 @@ class PlanCli : public ::testing::Test {
  protected:
   void SetUp() override {
     // A private data directory: Cora "downloaded" from a file:// mirror of the shared raw
-    // files, so the binary cache plan reads is built by this test (no network).
+    // files, so the store plan reads is built by this test (no network).
     fs::create_directories(m_dir / "mirror" / "cora");
     for (const auto& e : fs::directory_iterator(shared() / "planetoid" / "raw"))
       fs::create_symlink(e.path(), m_dir / "mirror" / "cora" / e.path().filename());
@@ -178,7 +178,7 @@ TEST_F(PlanCli, KubernetesManifestMatchesTheMpiJobSchema) {
 }
 
 TEST_F(PlanCli, DatasetCacheAndTheSmallestFittingP) {
-  // Loading Cora once builds its binary cache; plan then reads only its meta.json.
+  // Loading Cora once builds its store; plan then reads only its header.
   Outcome r = halo("train --dataset cora --epochs 1 --threads 1");
   ASSERT_EQ(r.code, 0) << r.err;
   const json one = plan("--dataset cora");
@@ -260,7 +260,7 @@ TEST_F(PlanCli, UsageErrorsNameTheFlag) {
         Case{"plan --dataset cora --memory-per-rank 12parsecs", "--memory-per-rank", 2},
         Case{"plan --dataset cora --memory-per-rank lots", "--memory-per-rank", 2},
         Case{"plan --partitions " + p + " --emit yaml", "--emit", 2},
-        Case{"plan --dataset synthetic", "--partitions", 2},
+        Case{"plan --dataset synthetic", "halo datasets prepare --dataset synthetic", 2},
         Case{"plan --dataset cora --calibration /no/such.json", "--calibration", 2},
         Case{"plan --fanouts 5,5", "--fanouts", 2}}) {
     const Outcome r = halo(c.args);

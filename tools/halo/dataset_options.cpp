@@ -106,8 +106,7 @@ void add_dataset_options(CLI::App* sub, DatasetOptions& o) {
       ->check(integer_range(1, 30))
       ->capture_default_str();
   sub->add_option("--rmat-degree", r.avg_degree,
-                  "R-MAT dataset: edges drawn per node (directed entries after symmetrising); "
-                  "2^scale * degree must be below 2^31")
+                  "R-MAT dataset: edges drawn per node (directed entries after symmetrising)")
       ->check(finite_range(0.0, 1000.0))
       ->capture_default_str();
   sub->add_option("--rmat-features", r.num_features, "R-MAT dataset: feature width")
@@ -150,17 +149,8 @@ void check_snapshot_options(const datasets::SnapshotConfig& o) {
     throw CLI::ValidationError("--window-snapshots", "needs --snapshots or --snapshot-window");
 }
 
-void check_dataset_options(const DatasetOptions& o) {
-  // make_rmat's limit on the edges it draws (2^scale * degree entries of 32-bit ids).
-  const double entries = std::ldexp(o.rmat.avg_degree, o.rmat.scale);
-  if (o.dataset == "rmat" && entries > 2147483647.0)
-    throw CLI::ValidationError("--rmat-degree", "2^scale * degree = " + shortest(entries) +
-                                                    " directed entries; must be below 2^31 "
-                                                    "(lower --rmat-degree or --rmat-scale)");
-}
-
-datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptions& o) {
-  check_dataset_options(o);
+datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptions& o,
+                               bool features_required) {
   DownloadProgressBar bar;
   datasets::LoadOptions lo;
   lo.offline = o.offline;
@@ -174,7 +164,7 @@ datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptio
                                                 o.features == "degree"
                                                     ? datasets::StructuralFeatures::Degree
                                                     : datasets::StructuralFeatures::Constant);
-  } else if (ds.num_features() == 0) {
+  } else if (ds.num_features() == 0 && features_required) {
     const std::string which =
         ds.name == o.dataset ? "'" + ds.name + "'" : "'" + ds.name + "' (" + o.dataset + ")";
     throw IoError("dataset " + which +
@@ -182,11 +172,6 @@ datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptio
                   "degree|constant");
   }
   return ds;
-}
-
-datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptions& o,
-                               std::uint64_t /*seed*/) {
-  return load_dataset(res, o);
 }
 
 }  // namespace halo::cli

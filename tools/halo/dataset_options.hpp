@@ -37,25 +37,16 @@ struct DatasetOptions {
 /// `sub`, bound to `o` (which must outlive the parse).
 void add_dataset_options(CLI::App* sub, DatasetOptions& o);
 
-/// Checks across the dataset flags that CLI11's per-flag checks cannot express (R-MAT's
-/// 2^scale * degree below 2^31); throws CLI::ValidationError naming the flag. Call it from the
-/// subcommand's parse callback so the error is a usage error (exit code 2); load_dataset calls
-/// it too.
-void check_dataset_options(const DatasetOptions& o);
-
 /// The dataset `o` names: the stochastic block model for "synthetic", R-MAT for "rmat" (from
 /// `o.synthetic` / `o.rmat`, seeds included), a registered dataset through
 /// datasets::load_dataset (downloaded and cached on first use, with a progress bar on a
 /// terminal), else the plain-format directory `o.dataset` (halo::IoError naming the file when
 /// it is missing or malformed). With `o.features` set, the features are replaced by the
 /// structural ones it names; without it, a dataset with no feature columns is a halo::IoError
-/// naming the dataset and suggesting --features. Host only.
-datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptions& o);
-
-/// Deprecated: `load_dataset(res, o)`. `seed` is ignored (generated datasets take their seeds
-/// from `o`); kept until every caller has moved to the two-argument form.
+/// naming the dataset and suggesting --features where `features_required` (training; a
+/// partition or a store takes a bare graph). Host only.
 datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptions& o,
-                               std::uint64_t seed);
+                               bool features_required = true);
 
 /// Registers --snapshots, --snapshot-window and --window-snapshots on `sub`, bound to `o`
 /// (datasets::SnapshotConfig; all 0 when not given). The first two exclude each other.

@@ -1,4 +1,7 @@
-// `halo datasets`: list, describe, fetch, convert and export datasets.
+// `halo datasets`: list, describe, fetch, convert, prepare and export datasets.
+#include <sys/resource.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -14,7 +17,10 @@
 #include <halo/datasets/plain_format.hpp>
 #include <halo/datasets/planetoid.hpp>
 #include <halo/datasets/registry.hpp>
+#include <halo/datasets/rmat.hpp>
 #include <halo/datasets/staged_directory.hpp>
+#include <halo/datasets/store/csr_builder.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/partition/partitioner.hpp>
 #include <halo/runtime/runtime.hpp>
@@ -36,8 +42,10 @@ struct DatasetsOptions {
   std::string path;
   std::string out;
   std::string planetoid_name;
-  DatasetOptions data;  // export
+  DatasetOptions data;  // export, prepare
   bool raw_features = false;
+  std::string memory_budget;          // prepare
+  std::string feature_dtype = "f32";  // prepare
 };
 
 const char* state_name(datasets::LocalState s) {
@@ -267,6 +275,67 @@ CLI::Validator registered_name() {
       "NAME", "RegisteredDataset");
 }
 
+/// "1.25 GiB", "3.0 MiB".
+std::string gib(std::uint64_t bytes) {
+  char text[32];
+  const auto b = static_cast<double>(bytes);
+  if (bytes >= (1ull << 30))
+    std::snprintf(text, sizeof text, "%.2f GiB", b / (1ull << 30));
+  else
+    std::snprintf(text, sizeof text, "%.1f MiB", b / (1ull << 20));
+  return text;
+}
+
+/// `halo datasets prepare`: a dataset as a store (docs/formats.md, "Graph store"). R-MAT and
+/// bare graphs are streamed under the memory budget; other inputs are read in memory, then written.
+int run_prepare(const DatasetsOptions& opts) {
+  check_output_directory(opts.out, "--out");
+  std::size_t budget = datasets::default_memory_budget();
+  if (!opts.memory_budget.empty()) {
+    const auto b = parse_bytes(opts.memory_budget);
+    if (!b)
+      throw UsageError("--memory-budget " + opts.memory_budget +
+                       ": expected a size such as 512MiB, 8GiB or 1e9");
+    budget = static_cast<std::size_t>(*b);
+  }
+  datasets::PrepareOptions po;
+  po.memory_budget = budget;
+  po.feature_dtype = *datasets::parse_feature_dtype(opts.feature_dtype);
+  const kernels::Resources res(kernels::Device::Cpu, 0);
+  const auto start = std::chrono::steady_clock::now();
+  datasets::StoreCounts c;
+  std::string how = "in memory";
+  const bool rmat = opts.data.dataset == "rmat";
+  const bool bare = !rmat && !datasets::is_registered(opts.data.dataset) &&
+                    datasets::is_bare_graph(opts.data.dataset);
+  if ((rmat || bare) && opts.data.features.empty()) {
+    const datasets::PrepareReport r =
+        rmat ? datasets::prepare_rmat(res, opts.data.rmat, opts.out, po)
+             : datasets::prepare_bare_graph(res, opts.data.dataset, opts.out, po);
+    c = r.counts;
+    how = "streamed: " + std::to_string(r.row_blocks) + " row blocks, " + gib(r.spill_bytes) +
+          " of temporary edges";
+  } else {
+    const datasets::Dataset ds = load_dataset(res, opts.data, /*features_required=*/false);
+    datasets::write_store(res, ds, opts.out, "", po.feature_dtype);
+    c = datasets::read_store_counts(opts.out);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto peak = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+  std::printf(
+      "%s: %lld nodes, %lld entries, %lld features (%s), %llu bytes (%s) on disk in %s\n"
+      "%.1f s, %s, memory budget %s, peak RSS %llu bytes (%s)\n",
+      c.name.c_str(), static_cast<long long>(c.num_nodes), static_cast<long long>(c.num_edges),
+      static_cast<long long>(c.num_features), datasets::feature_dtype_name(c.feature_dtype),
+      static_cast<unsigned long long>(c.bytes_on_disk), gib(c.bytes_on_disk).c_str(),
+      opts.out.c_str(), seconds, how.c_str(), gib(budget).c_str(),
+      static_cast<unsigned long long>(peak), gib(peak).c_str());
+  return 0;
+}
+
 }  // namespace
 
 Command add_datasets_command(CLI::App& app) {
@@ -301,10 +370,25 @@ Command add_datasets_command(CLI::App& app) {
   exp->add_flag("--raw-features", o->raw_features,
                 "The dataset's features as stored (default: as the first layer reads them, sparse "
                 "rows divided by their L1 norm)");
-  exp->parse_complete_callback([o] { check_dataset_options(o->data); });
 
-  return {sub, [o, list, info, fetch, convert, exp]() -> int {
+  CLI::App* prepare = sub->add_subcommand(
+      "prepare",
+      "Write a dataset as a graph store (memory-mapped arrays), streamed under a memory budget");
+  add_dataset_options(prepare, o->data);
+  prepare->add_option("--out", o->out, "The store directory (replaced when the build succeeds)")
+      ->required();
+  prepare->add_option("--memory-budget", o->memory_budget,
+                      "Working memory for edges and features, e.g. 2GiB (default: a quarter of "
+                      "the machine's memory); O(nodes) arrays come on top");
+  prepare
+      ->add_option("--feature-dtype", o->feature_dtype,
+                   "Element type of the stored features (converted to float32 when opened)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
+
+  return {sub, [o, list, info, fetch, convert, exp, prepare]() -> int {
             if (list->parsed()) return run_list();
+            if (prepare->parsed()) return run_prepare(*o);
             if (exp->parsed()) return run_export(*o);
             if (info->parsed()) return run_info(*o);
             if (fetch->parsed()) return run_fetch(*o);

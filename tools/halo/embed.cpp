@@ -164,10 +164,7 @@ Command add_embed_command(CLI::App& app) {
       ->check(integer_range(std::int64_t{0}, std::int64_t{1} << 40));
   sub->add_option("--out", o->out, "The embeddings: float32 (nodes, width), a NumPy .npy file")
       ->required();
-  sub->callback([o, sub] {
-    check_dataset_options(o->in.data);
-    note_given(sub, o->in);
-  });
+  sub->callback([o, sub] { note_given(sub, o->in); });
   return {sub, [o] { return run_embed(*o); }};
 }
 

@@ -26,7 +26,7 @@ namespace {
 struct PartitionOptions {
   DatasetOptions data;
   std::int32_t parts = 2;
-  std::string method = "metis";
+  std::string method = "auto";
   std::string balance = "nodes,train,edges";
   std::string objective = "cut";
   double imbalance = 0.03;
@@ -87,6 +87,10 @@ int run_info(const PartitionOptions& o) {
   std::fputs(partition::format_metrics(m.metrics).c_str(), stdout);
   const std::int64_t files = partition::verify_partitions(o.info);
   std::printf("checksums: %lld files ok\n", static_cast<long long>(files));
+  std::int64_t bytes = 0;
+  for (const partition::PartInfo& p : m.parts) bytes += p.file_bytes;
+  std::printf("on disk: %lld bytes in %zu part files (%.3f GiB)\n", static_cast<long long>(bytes),
+              m.parts.size(), static_cast<double>(bytes) / (1ull << 30));
   return 0;
 }
 
@@ -216,7 +220,7 @@ int run_partition(const PartitionOptions& o) {
   if (datasets::is_hetero_directory(o.data.dataset)) return run_hetero_partition(o, res, progress);
   if (o.split) throw UsageError("--split: applies to heterogeneous datasets (typed directories)");
   progress("loading dataset " + o.data.dataset);
-  const datasets::Dataset data = load_dataset(res, o.data);
+  const datasets::Dataset data = load_dataset(res, o.data, /*features_required=*/false);
   // METIS cannot make more parts than nodes (it prints "Cannot bisect a graph with 0 vertices"
   // and returns empty parts), and an empty part is a rank with nothing to train.
   if (o.parts > data.num_nodes())
@@ -274,11 +278,14 @@ Command add_partition_command(CLI::App& app) {
       ->capture_default_str();
   CLI::Option* method =
       sub->add_option("--method", o->method,
-                      "metis (k-way), metis-rb (recursive bisection) or random (hash baseline); "
+                      "auto (metis where METIS can hold the graph, else lp-multilevel), metis "
+                      "(k-way), metis-rb (recursive bisection), lp-multilevel (label-propagation "
+                      "coarsening, METIS on the coarsest graph, LP refinement) or random (hash "
+                      "baseline); "
                       "with --snapshots: scratch (METIS per snapshot, relabelled), streaming "
                       "(LDG for new nodes) or migration (Scotch repartitioning; default scratch)")
-          ->check(
-              CLI::IsMember({"metis", "metis-rb", "random", "scratch", "streaming", "migration"}))
+          ->check(CLI::IsMember({"auto", "metis", "metis-rb", "lp-multilevel", "random", "scratch",
+                                 "streaming", "migration"}))
           ->capture_default_str();
   sub->add_option("--balance", o->balance,
                   "Constraints METIS balances: a comma-separated subset of nodes, train, edges")
@@ -331,7 +338,7 @@ Command add_partition_command(CLI::App& app) {
     const bool dynamic =
         o->method == "scratch" || o->method == "streaming" || o->method == "migration";
     if (wants_snapshots(o->snapshots)) {
-      if (method->count() == 0) o->method = "scratch";
+      if (method->count() == 0 || o->method == "auto") o->method = "scratch";
       if (!(o->method == "scratch" || o->method == "streaming" || o->method == "migration"))
         throw CLI::ValidationError("--method", "with --snapshots: scratch, streaming or migration");
       if (balance_opt->count() > 0)
@@ -351,7 +358,6 @@ Command add_partition_command(CLI::App& app) {
       throw CLI::ValidationError("--objective",
                                  "'vol' needs --method metis (recursive bisection, "
                                  "metis-rb, minimises the edge cut only)");
-    check_dataset_options(o->data);
   });
   return {sub, [o] { return run_partition(*o); }};
 }

@@ -14,8 +14,8 @@
 #include <halo/cluster/link_plan.hpp>
 #include <halo/cluster/plan.hpp>
 #include <halo/cluster/slurm.hpp>
-#include <halo/datasets/cache.hpp>
 #include <halo/datasets/registry.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/partition/partition_format.hpp>
 #include <halo/partition/snapshot_format.hpp>
@@ -55,46 +55,6 @@ struct PlanOptions : TrainOptions {
   CLI::App* sub = nullptr;
 };
 
-/// "16GiB", "512MiB", "2G", "1e9": bytes. Units are binary (KiB, MiB, GiB, TiB, and K, M, G, T
-/// alike) or decimal (kB, MB, GB, TB); no unit is bytes.
-std::optional<std::int64_t> parse_bytes(const std::string& text) {
-  std::size_t end = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &end);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  std::string unit = text.substr(end);
-  unit.erase(
-      std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }),
-      unit.end());
-  double scale = 1;
-  if (unit.empty() || unit == "B")
-    scale = 1;
-  else if (unit == "K" || unit == "KiB")
-    scale = 1024.0;
-  else if (unit == "M" || unit == "MiB")
-    scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB")
-    scale = 1024.0 * 1024 * 1024;
-  else if (unit == "T" || unit == "TiB")
-    scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "kB" || unit == "KB")
-    scale = 1e3;
-  else if (unit == "MB")
-    scale = 1e6;
-  else if (unit == "GB")
-    scale = 1e9;
-  else if (unit == "TB")
-    scale = 1e12;
-  else
-    return std::nullopt;
-  const double bytes = v * scale;
-  if (!std::isfinite(bytes) || bytes < 1 || bytes > 9.2e18) return std::nullopt;
-  return static_cast<std::int64_t>(bytes);
-}
-
 /// The counts of the partition in `dir`: measured parts.
 cluster::PlanInput partition_input(const std::string& dir) {
   const partition::PartitionMeta meta = partition::read_partition_meta(dir);
@@ -120,6 +80,7 @@ cluster::PlanInput partition_input(const std::string& dir) {
     c.num_halo_entries = p.num_halo_entries;
     c.num_train = p.num_train;
     c.file_bytes = p.file_bytes;
+    g.disk_bytes += p.file_bytes;
     auto rows = [&](const char* name) {
       const partition::ArrayEntry* a = p.find(name);
       return a != nullptr ? a->rows * a->cols : 0;
@@ -134,29 +95,36 @@ cluster::PlanInput partition_input(const std::string& dir) {
   return in;
 }
 
-/// The counts of a registered dataset's binary cache (the whole graph).
+/// The counts of a store's header: a store directory, or a registered dataset's store.
 cluster::GraphCounts dataset_counts(const DatasetOptions& d) {
-  if (d.dataset == "synthetic" || d.dataset == "rmat" || !datasets::is_registered(d.dataset))
-    throw UsageError(
-        "--dataset " + d.dataset +
-        ": plan reads counts from a registered dataset's binary cache or from a partition's "
-        "meta.json, and never builds a graph; write it as a partition first (halo partition "
-        "--dataset " +
-        d.dataset + " --parts 1 --out DIR) and plan with --partitions DIR");
+  const bool store = datasets::is_store(d.dataset);
+  if (!store &&
+      (d.dataset == "synthetic" || d.dataset == "rmat" || !datasets::is_registered(d.dataset)))
+    throw UsageError("--dataset " + d.dataset +
+                     ": plan reads counts from a store's header (a store directory or a "
+                     "registered dataset's store) or from a partition's meta.json, and never "
+                     "builds a graph; prepare a store first (halo datasets prepare --dataset " +
+                     d.dataset + " --out DIR) and plan with --dataset DIR");
   if (!d.features.empty())
     throw UsageError(
-        "--features: plan reads the dataset's own features from its cache; plan "
+        "--features: plan reads the dataset's own features from its store; plan "
         "on a partition written with --features instead");
-  const datasets::DatasetInfo& info = datasets::find_dataset(d.dataset);
-  const std::filesystem::path cache = datasets::dataset_paths(info).cache;
-  const std::optional<datasets::CacheCounts> c = datasets::read_cache_counts(cache);
-  if (!c)
-    throw IoError((cache / "meta.json").string() + ": no binary cache of format version " +
-                  std::to_string(datasets::kCacheFormatVersion) + " for '" + d.dataset +
-                  "'; load the dataset once to build it (e.g. halo train --dataset " + d.dataset +
-                  " --epochs 1)");
+  std::filesystem::path dir = d.dataset;
+  std::string name;
+  if (!store) {
+    const datasets::DatasetInfo& info = datasets::find_dataset(d.dataset);
+    dir = datasets::dataset_paths(info).cache;
+    name = info.name;
+    if (!datasets::is_store(dir))
+      throw IoError((dir / datasets::kStoreHeader).string() + ": no store of '" + d.dataset +
+                    "'; load the dataset once to build it (e.g. halo train --dataset " + d.dataset +
+                    " --epochs 1)");
+  }
+  const datasets::StoreCounts counts = datasets::read_store_counts(dir);
+  const datasets::StoreCounts* c = &counts;
+  if (name.empty()) name = c->name;
   cluster::GraphCounts g;
-  g.dataset = info.name;
+  g.dataset = name;
   g.num_nodes = c->num_nodes;
   g.input_edges = c->num_edges;
   g.weighted = c->weighted;
@@ -170,6 +138,7 @@ cluster::GraphCounts dataset_counts(const DatasetOptions& d) {
   g.num_train = c->num_train;
   g.num_val = c->num_val;
   g.num_test = c->num_test;
+  g.disk_bytes = static_cast<std::int64_t>(c->bytes_on_disk);
   return g;
 }
 
@@ -207,6 +176,7 @@ json plan_json(const cluster::Plan& p, const PlanOptions& o) {
   json j = {{"format", "halo-plan"},
             {"version", 1},
             {"dataset", p.dataset},
+            {"disk_bytes", p.disk_bytes},
             {"mode", p.mode},
             {"model", p.model.empty() ? o.model : p.model},
             {"device", p.device},

@@ -354,7 +354,6 @@ Command add_predict_command(CLI::App& app) {
                    ->check(seed_value())
                    ->capture_default_str();
   sub->callback([o, sub, fanouts, batch, seed, nodes] {
-    check_dataset_options(o->in.data);
     note_given(sub, o->in);
     for (CLI::Option* opt : {batch, seed})
       if (opt->count() > 0 && fanouts->count() == 0)

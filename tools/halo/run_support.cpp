@@ -1,6 +1,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -76,6 +78,46 @@ runtime::Shard open_data(const kernels::Resources& res, runtime::Comm& world,
   return partitions.empty()
              ? runtime::local_shard(res, load_dataset(runtime::host_resources(res), data))
              : runtime::open_shard(res, world, partitions);
+}
+
+/// "16GiB", "512MiB", "2G", "1e9": bytes. Units are binary (KiB, MiB, GiB, TiB, and K, M, G, T
+/// alike) or decimal (kB, MB, GB, TB); no unit is bytes.
+std::optional<std::int64_t> parse_bytes(const std::string& text) {
+  std::size_t end = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &end);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  std::string unit = text.substr(end);
+  unit.erase(
+      std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }),
+      unit.end());
+  double scale = 1;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "K" || unit == "KiB")
+    scale = 1024.0;
+  else if (unit == "M" || unit == "MiB")
+    scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TiB")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kB" || unit == "KB")
+    scale = 1e3;
+  else if (unit == "MB")
+    scale = 1e6;
+  else if (unit == "GB")
+    scale = 1e9;
+  else if (unit == "TB")
+    scale = 1e12;
+  else
+    return std::nullopt;
+  const double bytes = v * scale;
+  if (!std::isfinite(bytes) || bytes < 1 || bytes > 9.2e18) return std::nullopt;
+  return static_cast<std::int64_t>(bytes);
 }
 
 }  // namespace halo::cli

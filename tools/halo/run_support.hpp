@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include <halo/kernels/error.hpp>
@@ -21,6 +22,11 @@ namespace halo::cli {
 struct UsageError : Error {
   using Error::Error;
 };
+
+/// "16GiB", "512MiB", "2G", "1e9": bytes. Units are binary (KiB, MiB, GiB, TiB, and K, M, G, T
+/// alike) or decimal (kB, MB, GB, TB); no unit is bytes. std::nullopt for anything else, or
+/// less than one byte.
+std::optional<std::int64_t> parse_bytes(const std::string& text);
 
 /// Refuses, before any work, an output path that cannot be written (kernels::check_output_file):
 /// anything there but a regular file (a directory, a device, a FIFO; a symbolic link is judged

@@ -293,7 +293,6 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
   // Checks across flags, during parsing: usage errors (exit code 2). A flag of one mode is
   // refused in the other.
   return [&o, sub, mini_batch_only, no_overlap, partitions] {
-    check_dataset_options(o.data);
     check_snapshot_options(o.snapshots);
     if (partitions->count() > 0 && sub->get_option("--dataset")->count() > 0 && o.task != "link")
       throw CLI::ValidationError("--dataset",

@@ -1,0 +1,54 @@
+#pragma once
+// Multilevel partitioning for graphs METIS cannot hold: size-constrained label propagation to
+// coarsen, METIS on the contracted graph, projection and balanced label-propagation refinement.
+
+#include <cstdint>
+#include <vector>
+
+#include <halo/datasets/dataset.hpp>
+#include <halo/partition/partitioner.hpp>
+
+namespace halo::partition {
+
+/// Knobs of lp_multilevel_parts (the defaults are what `halo partition` uses).
+struct LpMultilevelConfig {
+  /// Coarsen until a level has at most contraction_limit * P nodes (KaMinPar's C).
+  std::int64_t contraction_limit = 2000;
+  /// Label-propagation rounds per coarsening level and per refinement level.
+  int clustering_rounds = 5;
+  int refinement_rounds = 5;
+};
+
+/// What lp_multilevel_parts did, beside the assignment.
+struct LpMultilevelStats {
+  int levels = 0;                     ///< coarsening levels (0: METIS on the input itself)
+  std::int64_t coarsest_nodes = 0;    ///< nodes of the graph METIS partitioned
+  std::int64_t coarsest_entries = 0;  ///< its adjacency entries
+  double coarsen_s = 0, initial_s = 0, refine_s = 0;
+};
+
+/// Assigns every node of the symmetric graph `symmetric` (S: no self-loops, both directions,
+/// distinct entries) to one of config.num_parts parts, KaMinPar's scheme in deterministic form:
+/// 1. coarsening: size-constrained label propagation (each node, in id order, joins the
+///    neighbouring cluster it has the most edge weight to, unless that cluster would exceed
+///    imbalance * total / P' on a constraint, P' = min(P, nodes / contraction_limit); isolated
+///    nodes are grouped in id order), then contraction (cluster weights summed, parallel edges
+///    merged with their weights summed), until a level has at most contraction_limit * P
+///    nodes or stops shrinking;
+/// 2. METIS k-way on the coarsest graph with its edge and vertex weights (Method::MetisKway's
+///    call; the weights are scaled down if a total exceeds METIS's 32-bit limit);
+/// 3. uncoarsening: the assignment projected to each finer level and refined by balanced label
+///    propagation (a node moves to the adjacent part it has strictly more edge weight to, when
+///    that part stays within floor((1 + imbalance) * total / P) on every constraint);
+/// 4. on the input graph, partitioner.cpp's greedy rebalance, as after METIS.
+/// `weights` as assign_parts's (one column per constraint; all-zero columns dropped, none: one
+/// per node). The objective is the edge cut (Objective::Volume is refined as the cut).
+/// Memory: the input, O(nodes) per level and the coarse graphs (each smaller than the one
+/// before). Deterministic: the same result for any thread count. halo::LogicError for an
+/// invalid config, halo::Error when METIS fails.
+Assignment lp_multilevel_parts(const datasets::Graph& symmetric,
+                               std::vector<std::vector<std::int32_t>> weights,
+                               const PartitionConfig& config, const LpMultilevelConfig& lp = {},
+                               LpMultilevelStats* stats = nullptr);
+
+}  // namespace halo::partition

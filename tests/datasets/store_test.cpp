@@ -1,0 +1,427 @@
+// The graph store: round trips (copied and mapped, f32 / f16 / bf16 features), the header alone,
+// refused versions and corrupt stores; the streamed CSR builder and R-MAT under tiny budgets.
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <halo/datasets/graph_builder.hpp>
+#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/planetoid.hpp>
+#include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/rmat.hpp>
+#include <halo/datasets/store/csr_builder.hpp>
+#include <halo/datasets/store/store.hpp>
+#include <halo/kernels/error.hpp>
+
+#include "archive_test_util.hpp"
+#include "datasets_test_util.hpp"
+
+namespace halo::datasets::test {
+namespace {
+
+void expect_same(const Dataset& a, const Dataset& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(vec(a.graph.indptr), vec(b.graph.indptr));
+  EXPECT_EQ(vec(a.graph.indices), vec(b.graph.indices));
+  EXPECT_EQ(vec(a.graph.values), vec(b.graph.values));
+  EXPECT_EQ(a.graph.num_cols, b.graph.num_cols);
+  EXPECT_EQ(a.graph.symmetric, b.graph.symmetric);
+  ASSERT_EQ(a.features.index(), b.features.index());
+  if (const auto* x = std::get_if<kernels::Tensor<float>>(&a.features)) {
+    const auto& y = std::get<kernels::Tensor<float>>(b.features);
+    EXPECT_EQ(x->rows(), y.rows());
+    EXPECT_EQ(x->cols(), y.cols());
+    EXPECT_EQ(vec(*x), vec(y));
+  } else {
+    const auto& xs = std::get<kernels::CsrMatrix<std::int32_t, float>>(a.features);
+    const auto& ys = std::get<kernels::CsrMatrix<std::int32_t, float>>(b.features);
+    EXPECT_EQ(xs.num_cols, ys.num_cols);
+    EXPECT_EQ(vec(xs.indptr), vec(ys.indptr));
+    EXPECT_EQ(vec(xs.indices), vec(ys.indices));
+    EXPECT_EQ(vec(xs.values), vec(ys.values));
+  }
+  EXPECT_EQ(vec(a.labels), vec(b.labels));
+  EXPECT_EQ(a.num_classes, b.num_classes);
+  EXPECT_EQ(vec(a.train_idx), vec(b.train_idx));
+  EXPECT_EQ(vec(a.val_idx), vec(b.val_idx));
+  EXPECT_EQ(vec(a.test_idx), vec(b.test_idx));
+}
+
+std::string error_of(const fs::path& dir, const StoreOpenOptions& o = {}) {
+  try {
+    open_store(cpu(), dir, o);
+  } catch (const IoError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void replace_in_file(const fs::path& path, const std::string& from, const std::string& to) {
+  std::string text = read_file(path);
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  write_text(path, text);
+}
+
+TEST(Store, RoundTripsDenseAndWeightedCopiedOrMapped) {
+  TempDir tmp;
+  Dataset ds = tiny_dataset();
+  ds.graph = make_graph(5, {{0, 1}, {1, 0}, {2, 1}}, {0.5f, 2.0f, -1.0f});
+  const fs::path dir = tmp.path() / "c" / "tiny";
+  write_store(cpu(), ds, dir, "sha-1");
+  EXPECT_TRUE(is_store(dir));
+  EXPECT_EQ(read_store_source(dir), "sha-1");
+  for (const bool mapped : {false, true}) {
+    const Dataset got = open_store(cpu(), dir, {.mapped = mapped});
+    expect_same(got, ds);
+    EXPECT_EQ(got.graph.indices.mapped(), mapped);
+    EXPECT_EQ(std::get<kernels::Tensor<float>>(got.features).mapped(), mapped);
+  }
+}
+
+// A mapped store is copy-on-write: a run that changes its arrays in memory leaves the files alone.
+TEST(Store, WritesToAMappedStoreStayInTheProcess) {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "d";
+  write_store(cpu(), tiny_dataset(), dir, "");
+  const std::string before = read_file(dir / "features.bin");
+  {
+    Dataset got = open_store(cpu(), dir, {.mapped = true});
+    auto& x = std::get<kernels::Tensor<float>>(got.features);
+    for (std::int64_t i = 0; i < x.numel(); ++i) x.data()[i] = 7.0f;
+  }
+  EXPECT_EQ(read_file(dir / "features.bin"), before);
+  EXPECT_NO_THROW(open_store(cpu(), dir));
+}
+
+TEST(Store, RoundTripsCoraAndReplacesOldStores) {
+  TempDir tmp;
+  const fs::path raw = halo::testing::datasets_dir() / "planetoid" / "raw";
+  const Dataset cora = read_planetoid(cpu(), raw, "cora");
+  const fs::path dir = tmp.path() / "cora";
+  write_store(cpu(), tiny_dataset(), dir, "old");
+  write_store(cpu(), cora, dir, "new");
+  EXPECT_EQ(read_store_source(dir), "new");
+  expect_same(open_store(cpu(), dir), cora);
+  expect_same(open_store(cpu(), dir, {.mapped = true}), cora);
+  // Nothing but the store is left beside it.
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path())) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+}
+
+// Narrow feature rows: each value is what the conversion gives, and the conversions are exact on
+// the values the narrow types hold (round to nearest even in between).
+TEST(Store, NarrowFeaturesConvertOnOpen) {
+  EXPECT_EQ(from_f16(to_f16(1.0f)), 1.0f);
+  EXPECT_EQ(from_f16(to_f16(-2.5f)), -2.5f);
+  EXPECT_EQ(from_f16(to_f16(65504.0f)), 65504.0f);
+  EXPECT_TRUE(std::isinf(from_f16(to_f16(1e6f))));
+  EXPECT_EQ(from_f16(to_f16(5.9604645e-8f)), 5.9604645e-8f);  // the smallest subnormal
+  EXPECT_EQ(from_f16(to_f16(0.0f)), 0.0f);
+  EXPECT_TRUE(std::isnan(from_f16(to_f16(std::nanf("")))));
+  EXPECT_EQ(from_f16(to_f16(1.0f + 1.0f / 2048)), 1.0f);  // a tie: to even
+  EXPECT_EQ(from_f16(to_f16(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
+  EXPECT_EQ(from_bf16(to_bf16(1.0f)), 1.0f);
+  EXPECT_EQ(from_bf16(to_bf16(-3.0e38f)), -226.0f / 128 * 0x1p127f);  // 8 significant bits
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 3.0f / 256)), 1.0f + 2.0f / 128);  // a tie: to even
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 1.0f / 256)), 1.0f);  // a tie: to even
+  EXPECT_TRUE(std::isnan(from_bf16(to_bf16(std::nanf("")))));
+  // Every f16 value survives the round trip.
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    const float x = from_f16(static_cast<std::uint16_t>(h));
+    if (!std::isnan(x)) {
+      EXPECT_EQ(to_f16(x), h) << h;
+    }
+  }
+
+  TempDir tmp;
+  const Dataset ds = tiny_dataset();
+  const auto& x = std::get<kernels::Tensor<float>>(ds.features);
+  for (const FeatureDtype d : {FeatureDtype::F16, FeatureDtype::BF16}) {
+    const fs::path dir = tmp.path() / feature_dtype_name(d);
+    write_store(cpu(), ds, dir, "", d);
+    EXPECT_EQ(read_store_counts(dir).feature_dtype, d);
+    EXPECT_EQ(fs::file_size(dir / "features.bin"), static_cast<std::uintmax_t>(x.numel()) * 2);
+    const Dataset got = open_store(cpu(), dir);
+    const auto& y = std::get<kernels::Tensor<float>>(got.features);
+    ASSERT_EQ(y.rows(), x.rows());
+    ASSERT_EQ(y.cols(), x.cols());
+    for (std::int64_t i = 0; i < x.numel(); ++i)
+      EXPECT_EQ(y.data()[i], d == FeatureDtype::F16 ? from_f16(to_f16(x.data()[i]))
+                                                    : from_bf16(to_bf16(x.data()[i])));
+  }
+  EXPECT_EQ(parse_feature_dtype("bf16"), FeatureDtype::BF16);
+  EXPECT_FALSE(parse_feature_dtype("f64").has_value());
+}
+
+// halo plan's counts: the training graph S = A ∪ Aᵀ without self-loops, counted by brute force
+// here, and read back from the header alone (sizes are checked, contents not).
+TEST(Store, CountsOfTheTrainingGraphComeFromTheHeader) {
+  TempDir tmp;
+  Dataset ds = tiny_dataset();
+  const std::vector<std::pair<int, int>> entries = {{0, 1}, {2, 1}, {3, 3}, {4, 2}, {1, 0}, {4, 1}};
+  ds.graph = make_graph(5, entries, {});
+  std::set<std::pair<int, int>> s;
+  for (const auto& [r, c] : entries)
+    if (r != c) {
+      s.insert({r, c});
+      s.insert({c, r});
+    }
+  std::vector<std::int64_t> degree(5, 0);
+  for (const auto& e : s) ++degree[static_cast<std::size_t>(e.first)];
+  const fs::path dir = tmp.path() / "d";
+  write_store(cpu(), ds, dir, "abc");
+  write_text(dir / "labels.bin", std::string(5 * 4, '\x7f'));  // labels out of range: unread
+  const StoreCounts c = read_store_counts(dir);
+  EXPECT_EQ(c.name, ds.name);
+  EXPECT_EQ(c.num_nodes, 5);
+  EXPECT_EQ(c.num_edges, static_cast<std::int64_t>(entries.size()));
+  EXPECT_EQ(c.training_edges, static_cast<std::int64_t>(s.size()));
+  EXPECT_EQ(c.max_degree, *std::max_element(degree.begin(), degree.end()));
+  EXPECT_EQ(c.num_features, ds.num_features());
+  EXPECT_EQ(c.num_classes, ds.num_classes);
+  EXPECT_EQ(c.num_train, ds.train_idx.numel());
+  EXPECT_EQ(c.num_val, ds.val_idx.numel());
+  EXPECT_EQ(c.num_test, ds.test_idx.numel());
+  EXPECT_FALSE(c.weighted);
+  std::uintmax_t bytes = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".bin") bytes += fs::file_size(e.path());
+  EXPECT_EQ(c.bytes_on_disk, bytes);
+  // S's rows by degree, in log2 buckets ({rows, degree sum}), counted by hand.
+  DegreeHistogram h;
+  for (const std::int64_t d : degree) {
+    std::size_t b = 0;  // the bucket whose range [2^(b-1), 2^b) holds d
+    while (d >= (std::int64_t{1} << b)) ++b;
+    if (h.size() <= b) h.resize(b + 1, {0, 0});
+    ++h[b][0];
+    h[b][1] += d;
+  }
+  EXPECT_EQ(c.degree_histogram, h);
+  EXPECT_TRUE(degree_histogram_covers(h, 5, c.training_edges));
+  EXPECT_FALSE(degree_histogram_covers(h, 4, c.training_edges));
+  EXPECT_FALSE(degree_histogram_covers({{-1, 0}, {6, c.training_edges}}, 5, c.training_edges));
+  // A histogram that does not cover S is corrupt.
+  replace_in_file(dir / "store.json", "\"degree_histogram\"",
+                  "\"degree_histogram\": [[5, 1]], \"x\"");
+  EXPECT_THROW(read_store_counts(dir), IoError);
+}
+
+TEST(Store, OtherVersionsMissingHeadersAndCorruptStoresAreErrorsNamingTheFile) {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "d";
+  write_store(cpu(), tiny_dataset(), dir, "abc");
+  const std::string header = read_file(dir / "store.json");
+  auto expect_error = [&](const std::string& what, const StoreOpenOptions& o = {}) {
+    const std::string msg = error_of(dir, o);
+    EXPECT_NE(msg.find(what), std::string::npos) << msg;
+  };
+  // Another format version (an old binary cache, or a newer build's store).
+  replace_in_file(dir / "store.json", "\"format_version\": " + std::to_string(kStoreFormatVersion),
+                  "\"format_version\": 2");
+  expect_error("store.json: store format version 2, this build reads version 3");
+  EXPECT_THROW(read_store_counts(dir), IoError);
+  write_text(dir / "store.json", header);
+  // A truncated array file, and one longer than the header says.
+  const std::string labels = read_file(dir / "labels.bin");
+  write_text(dir / "labels.bin", labels.substr(0, labels.size() - 1));
+  expect_error((dir / "labels.bin").string() +
+               ": corrupt store: the file has 19 bytes, store.json "
+               "says 20 (truncated)");
+  EXPECT_THROW(read_store_counts(dir), IoError);
+  write_text(dir / "labels.bin", labels + "x");
+  expect_error("labels.bin: corrupt store: the file has 21 bytes");
+  // Corrupted contents: the CRC-32 tells, copied or mapped; unchecked, validate does.
+  std::string bad = labels;
+  bad[0] = 9;
+  write_text(dir / "labels.bin", bad);
+  for (const bool mapped : {false, true})
+    expect_error("labels.bin: corrupt store: CRC-32", {.mapped = mapped});
+  expect_error("store.json: corrupt store: ", {.verify_checksums = false});
+  write_text(dir / "labels.bin", labels);
+  EXPECT_NO_THROW(open_store(cpu(), dir));
+  // A header that is not JSON, and one whose counts disagree with the file sizes.
+  write_text(dir / "store.json", header.substr(0, header.size() / 2));
+  expect_error("store.json: corrupt store header");
+  write_text(dir / "store.json", header);
+  replace_in_file(dir / "store.json", "\"num_nodes\": 5", "\"num_nodes\": 6");
+  expect_error("store.json: corrupt store header: degree_histogram does not cover");
+  write_text(dir / "store.json", header);
+  const std::string edges = "\"num_edges\": " + std::to_string(read_store_counts(dir).num_edges);
+  replace_in_file(dir / "store.json", edges, "\"num_edges\": 1");
+  expect_error("store.json: corrupt store: the array sizes disagree with the header's counts");
+  write_text(dir / "store.json", header);
+  fs::remove(dir / "test_idx.bin");
+  expect_error("test_idx.bin: cannot open");
+  // No header: a build that did not finish, or not a store.
+  fs::remove(dir / "store.json");
+  EXPECT_FALSE(is_store(dir));
+  expect_error("store.json: no store header");
+}
+
+// ---- the streamed CSR builder ----
+
+// Random edges with duplicates and self-loops, built under budgets from one entry to everything,
+// symmetrised or not: always graph_from_edges + symmetrize / deduplicate + remove_self_loops.
+TEST(CsrBuilder, AnyBudgetGivesTheInMemoryGraph) {
+  const auto entries = random_entries(300, 4000, 7);
+  std::vector<std::pair<NodeId, NodeId>> edges;
+  for (const auto& [r, c] : entries) edges.push_back({c, r});
+  for (int i = 0; i < 50; ++i) edges.push_back({i, i});  // self-loops
+  const EdgeSource source{
+      300, [&](const std::function<void(EdgeBatch)>& sink) {
+        for (std::size_t at = 0; at < edges.size(); at += 333)
+          sink(EdgeBatch(edges.data() + at, std::min<std::size_t>(333, edges.size() - at)));
+      }};
+  for (const bool sym : {false, true}) {
+    const Graph a = graph_from_edges(cpu(), 300, edges);
+    const Graph want = remove_self_loops(cpu(), sym ? symmetrize(cpu(), a) : deduplicate(cpu(), a));
+    for (const std::size_t budget : {std::size_t{4}, std::size_t{1} << 10, std::size_t{1} << 30}) {
+      TempDir tmp;
+      StoreWriter w(tmp.path() / "s");
+      const CsrBuildResult r =
+          build_csr(cpu(), source,
+                    {.symmetrize = sym, .remove_self_loops = true, .memory_budget = budget}, &w);
+      if (budget == 4) {
+        EXPECT_GT(r.blocks, 200);
+      }
+      if (budget == std::size_t{1} << 30) {
+        EXPECT_EQ(r.blocks, 1);
+      }
+      EXPECT_EQ(r.entries, want.num_edges());
+      EXPECT_EQ(r.histogram, degree_histogram(want.indptr.data(), 300));
+      EXPECT_EQ(
+          read_file(w.scratch_dir() / "graph.indptr.bin"),
+          std::string(reinterpret_cast<const char*>(want.indptr.data()), want.indptr.bytes()));
+      EXPECT_EQ(
+          read_file(w.scratch_dir() / "graph.indices.bin"),
+          std::string(reinterpret_cast<const char*>(want.indices.data()), want.indices.bytes()));
+    }
+  }
+  // An id out of range names the edge.
+  std::vector<std::pair<NodeId, NodeId>> bad = {{0, 1}, {3, 300}};
+  const EdgeSource bad_source{300, [&](const std::function<void(EdgeBatch)>& sink) { sink(bad); }};
+  TempDir tmp;
+  StoreWriter w(tmp.path() / "s");
+  EXPECT_THROW(build_csr(cpu(), bad_source, {}, &w), IoError);
+}
+
+// ---- R-MAT streamed into a store ----
+
+RmatConfig small_rmat() {
+  RmatConfig c;
+  c.scale = 11;
+  c.avg_degree = 12;
+  c.num_features = 24;
+  return c;
+}
+
+// The store prepare_rmat writes is make_rmat's dataset, bit for bit, under a budget far below the
+// graph (many row blocks, many spill batches) or none; the files are the same whatever the budget.
+TEST(Store, StreamedRmatEqualsTheInMemoryGeneratorUnderAnyBudget) {
+  TempDir tmp;
+  const Dataset want = make_rmat(cpu(), small_rmat());
+  const PrepareReport big = prepare_rmat(cpu(), small_rmat(), tmp.path() / "big",
+                                         {.memory_budget = std::size_t{1} << 30});
+  const PrepareReport small =
+      prepare_rmat(cpu(), small_rmat(), tmp.path() / "small", {.memory_budget = 16 << 10});
+  EXPECT_EQ(big.row_blocks, 1);
+  EXPECT_GT(small.row_blocks, 4);
+  EXPECT_EQ(small.spill_bytes, std::uint64_t{8} * (2048 * 12 / 2));  // 8 bytes a drawn edge
+  Dataset got = open_store(cpu(), tmp.path() / "small");
+  got.graph.symmetric = want.graph.symmetric;
+  expect_same(got, want);
+  EXPECT_TRUE(got.graph.symmetric);
+  for (const auto& e : fs::directory_iterator(tmp.path() / "big"))
+    EXPECT_EQ(read_file(e.path()), read_file(tmp.path() / "small" / e.path().filename()))
+        << e.path();
+  // The header's training-graph counts are those write_store computes in memory.
+  const StoreCounts c = read_store_counts(tmp.path() / "small");
+  const TrainingGraphStats s = training_graph_stats(cpu(), want.graph);
+  EXPECT_EQ(c.training_edges, s.entries);
+  EXPECT_EQ(c.max_degree, s.max_degree);
+  EXPECT_EQ(c.degree_histogram, s.histogram);
+  // Nothing else is left beside the stores (no spill, no temporary directory).
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path())) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 2);
+}
+
+// A bare edge list streamed into a store is what read_directory reads (directed, duplicates merged,
+// self-loops kept, isolated nodes from meta.tsv), whatever the budget; its header carries the
+// training graph's statistics.
+TEST(Store, StreamedBareGraphEqualsTheInMemoryReader) {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "web";
+  fs::create_directories(dir);
+  std::string edges;
+  for (const auto& [r, c] : random_entries(500, 3000, 11))
+    edges += std::to_string(c) + "\t" + std::to_string(r) + "\n";
+  write_text(dir / "edges.tsv", edges);
+  write_text(dir / "meta.tsv", "num_nodes\t520\n");
+  const Dataset want = read_directory(cpu(), dir);
+  const PrepareReport small =
+      prepare_bare_graph(cpu(), dir, tmp.path() / "small", {.memory_budget = 4096});
+  const PrepareReport big = prepare_bare_graph(cpu(), dir, tmp.path() / "big", {});
+  EXPECT_GT(small.row_blocks, 2);
+  EXPECT_EQ(big.row_blocks, 1);
+  expect_same(open_store(cpu(), tmp.path() / "small"), want);
+  for (const auto& e : fs::directory_iterator(tmp.path() / "big"))
+    EXPECT_EQ(read_file(e.path()), read_file(tmp.path() / "small" / e.path().filename()))
+        << e.path();
+  const TrainingGraphStats s = training_graph_stats(cpu(), want.graph);
+  EXPECT_EQ(small.counts.training_edges, s.entries);
+  EXPECT_EQ(small.counts.max_degree, s.max_degree);
+  EXPECT_EQ(small.counts.degree_histogram, s.histogram);
+  EXPECT_EQ(small.counts.num_nodes, 520);
+  // Not a bare graph: refused by name; a malformed line names its file and line.
+  write_text(dir / "labels.txt", "0\n");
+  EXPECT_FALSE(is_bare_graph(dir));
+  EXPECT_THROW(prepare_bare_graph(cpu(), dir, tmp.path() / "x", {}), IoError);
+  fs::remove(dir / "labels.txt");
+  write_text(dir / "edges.tsv", "0\t1\n2 3\n");
+  try {
+    prepare_bare_graph(cpu(), dir, tmp.path() / "x", {});
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("edges.tsv:2: expected two non-negative integer"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(tmp.path() / "x"));
+}
+
+// A build that fails (here: the output's parent is a file) leaves nothing that looks like a store.
+TEST(Store, AFailedBuildLeavesNothing) {
+  TempDir tmp;
+  write_text(tmp.path() / "file", "x");
+  EXPECT_THROW(prepare_rmat(cpu(), small_rmat(), tmp.path() / "file" / "s", {}), IoError);
+  {
+    StoreWriter w(tmp.path() / "s");
+    w.array("labels", tensor<std::int32_t>({1, 2}));
+    EXPECT_TRUE(fs::exists(w.scratch_dir()));
+  }  // never committed
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path())) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+  EXPECT_FALSE(is_store(tmp.path() / "s"));
+}
+
+}  // namespace
+}  // namespace halo::datasets::test
