@@ -132,9 +132,9 @@ TEST(Store, NarrowFeaturesConvertOnOpen) {
   EXPECT_EQ(from_f16(to_f16(1.0f + 1.0f / 2048)), 1.0f);  // a tie: to even
   EXPECT_EQ(from_f16(to_f16(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
   EXPECT_EQ(from_bf16(to_bf16(1.0f)), 1.0f);
-  EXPECT_EQ(from_bf16(to_bf16(-3.0e38f)), -226.0f / 128 * 0x1p127f);  // 8 significant bits
+  EXPECT_EQ(from_bf16(to_bf16(-3.0e38f)), -226.0f / 128 * 0x1p127f);    // 8 significant bits
   EXPECT_EQ(from_bf16(to_bf16(1.0f + 3.0f / 256)), 1.0f + 2.0f / 128);  // a tie: to even
-  EXPECT_EQ(from_bf16(to_bf16(1.0f + 1.0f / 256)), 1.0f);  // a tie: to even
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 1.0f / 256)), 1.0f);               // a tie: to even
   EXPECT_TRUE(std::isnan(from_bf16(to_bf16(std::nanf("")))));
   // Every f16 value survives the round trip.
   for (std::uint32_t h = 0; h < 0x10000; ++h) {
