@@ -16,8 +16,8 @@
 #include <vector>
 
 #include <halo/cluster/calibrate.hpp>
-#include <halo/datasets/rmat.hpp>
-#include <halo/datasets/synthetic.hpp>
+#include <halo/datasets/generators/rmat.hpp>
+#include <halo/datasets/generators/synthetic.hpp>
 #include <halo/kernels/cpus.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/error.hpp>
@@ -25,8 +25,8 @@
 #include <halo/kernels/loss.hpp>
 #include <halo/kernels/profile.hpp>
 #include <halo/kernels/spmm.hpp>
-#include <halo/partition/partition_format.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/partition/formats/partition_format.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 #include <halo/sampler/batch.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 

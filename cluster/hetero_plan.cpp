@@ -11,7 +11,7 @@
 #include <halo/cluster/hetero_plan.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/nn/hetero_footprint.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/tasks/hetero/hetero_classification.hpp>
 
 namespace halo::cluster {

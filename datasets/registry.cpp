@@ -8,14 +8,16 @@
 #include <sstream>
 #include <system_error>
 
-#include <halo/datasets/archive.hpp>
-#include <halo/datasets/karate.hpp>
-#include <halo/datasets/numpy.hpp>
-#include <halo/datasets/ogb.hpp>
-#include <halo/datasets/ogb_binary.hpp>
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/planetoid.hpp>
+#include <halo/datasets/fetch/archive.hpp>
+#include <halo/datasets/generators/rmat.hpp>
+#include <halo/datasets/readers/karate.hpp>
+#include <halo/datasets/readers/numpy.hpp>
+#include <halo/datasets/readers/ogb.hpp>
+#include <halo/datasets/readers/ogb_binary.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
+#include <halo/datasets/readers/planetoid.hpp>
 #include <halo/datasets/registry.hpp>
+#include <halo/datasets/store/csr_builder.hpp>
 #include <halo/datasets/store/store.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
@@ -615,6 +617,17 @@ Dataset load_dataset(const kernels::Resources& res, const std::string& name_or_p
     }
   }
   fetch_dataset(info, options);
+  if (info.format == DatasetFormat::OgbNodeBinary && options.use_cache) {
+    // Too large to read whole (ogbn-papers100M): streamed into the store, then opened.
+    PrepareOptions po;
+    po.memory_budget = default_memory_budget();
+    po.source_checksum = source_checksum(info, options);
+    prepare_ogb_node_binary(res, find_containing(extracted_dir(p, info.files.at(0)), "raw"),
+                            p.cache, po);
+    Dataset ds = open_store(res, p.cache);
+    ds.name = info.name;
+    return ds;
+  }
   Dataset ds = read_registered(res, info, options);
   if (options.use_cache) {
     source = source_checksum(info, options);
@@ -626,6 +639,27 @@ Dataset load_dataset(const kernels::Resources& res, const std::string& name_or_p
     }
   }
   return ds;
+}
+
+PrepareReport prepare_dataset(const kernels::Resources& res, const std::string& name_or_path,
+                              const fs::path& out, const LoadOptions& options,
+                              const PrepareOptions& prepare) {
+  if (name_or_path == "rmat") return prepare_rmat(res, options.rmat, out, prepare);
+  if (!is_registered(name_or_path)) {
+    if (is_bare_graph(name_or_path)) return prepare_bare_graph(res, name_or_path, out, prepare);
+  } else if (const DatasetInfo& info = find_dataset(name_or_path);
+             info.format == DatasetFormat::OgbNodeBinary) {
+    fetch_dataset(info, options);
+    PrepareReport r = prepare_ogb_node_binary(
+        res, find_containing(extracted_dir(dataset_paths(info, options), info.files.at(0)), "raw"),
+        out, prepare);
+    return r;
+  }
+  const Dataset ds = load_dataset(res, name_or_path, options);
+  write_store(res, ds, out, prepare.source_checksum, prepare.feature_dtype);
+  PrepareReport r;
+  r.counts = read_store_counts(out);
+  return r;
 }
 
 }  // namespace halo::datasets

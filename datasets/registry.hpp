@@ -8,11 +8,12 @@
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
-#include <halo/datasets/download.hpp>
+#include <halo/datasets/fetch/download.hpp>
+#include <halo/datasets/generators/rmat.hpp>
+#include <halo/datasets/generators/synthetic.hpp>
+#include <halo/datasets/generators/synthetic_mag.hpp>
 #include <halo/datasets/hetero.hpp>
-#include <halo/datasets/rmat.hpp>
-#include <halo/datasets/synthetic.hpp>
-#include <halo/datasets/synthetic_mag.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/resources.hpp>
 
@@ -133,10 +134,21 @@ LocalState local_state(const DatasetInfo& info, const LoadOptions& options = {})
 std::vector<std::filesystem::path> fetch_dataset(const DatasetInfo& info,
                                                  const LoadOptions& options = {});
 
+/// The dataset `name_or_path` names (as load_dataset takes it) written as a store in `out`:
+/// streamed in bounded memory (prepare.memory_budget) for `rmat` (prepare_rmat), a bare graph
+/// directory (prepare_bare_graph) and a registered dataset in OGB's binary layout
+/// (ogbn-papers100M: fetched, then prepare_ogb_node_binary); any other dataset is loaded into
+/// memory (load_dataset) and written (write_store). Same errors as those.
+PrepareReport prepare_dataset(const kernels::Resources& res, const std::string& name_or_path,
+                              const std::filesystem::path& out, const LoadOptions& options,
+                              const PrepareOptions& prepare);
+
 /// The dataset `name_or_path` names, on the host:
 /// - a registered name (`cora`, `ogbn-arxiv`, ...; see `list_datasets`): the store (cache/) when
 ///   it is valid for the files' checksums, else `fetch_dataset`, the format's reader, and a new
-///   store;
+///   store (OGB's binary layout, ogbn-papers100M: streamed into the store, prepare_ogb_node_binary,
+///   then opened);
+/// - a store directory (`is_store`): open_store;
 /// - `synthetic` / `rmat`: `make_synthetic(options.synthetic)` / `make_rmat(options.rmat)`;
 /// - a temporal directory (see `temporal_events_file`): every distinct (src, dst) pair of its
 ///   events as one static graph (`aggregate_graph`) in `graph_only_dataset`;

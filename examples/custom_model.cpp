@@ -16,7 +16,7 @@
 #include <variant>
 #include <vector>
 
-#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/nn/layers.hpp>
 #include <halo/nn/network.hpp>

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <exception>
 
-#include <halo/datasets/numpy.hpp>
-#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/readers/numpy.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/runtime/data/inference.hpp>
 

@@ -2,8 +2,8 @@
 // graph, with the loop written out (forward, loss, backward, Adam) instead of runtime::train.
 #include <cstdio>
 
+#include <halo/datasets/generators/synthetic.hpp>
 #include <halo/datasets/preprocess.hpp>
-#include <halo/datasets/synthetic.hpp>
 #include <halo/kernels/loss.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/nn/optimizer.hpp>

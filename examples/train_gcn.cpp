@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/runtime.hpp>
 

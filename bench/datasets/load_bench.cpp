@@ -9,9 +9,9 @@
 #include <string>
 #include <variant>
 
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/planetoid.hpp>
-#include <halo/datasets/rmat.hpp>
+#include <halo/datasets/generators/rmat.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
+#include <halo/datasets/readers/planetoid.hpp>
 #include <halo/datasets/store/store.hpp>
 
 #include "support/machine.hpp"

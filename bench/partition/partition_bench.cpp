@@ -9,9 +9,9 @@
 #include <fstream>
 #include <string>
 
-#include <halo/datasets/rmat.hpp>
-#include <halo/partition/partition_format.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/datasets/generators/rmat.hpp>
+#include <halo/partition/formats/partition_format.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 
 #include "support/machine.hpp"
 #include "support/shapes.hpp"

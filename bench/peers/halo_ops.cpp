@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include <halo/datasets/numpy.hpp>
 #include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/readers/numpy.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>
 #include <halo/kernels/spmm.hpp>

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include <halo/datasets/rmat.hpp>
+#include <halo/datasets/generators/rmat.hpp>
 #include <halo/kernels/rng.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 

@@ -1,7 +1,7 @@
 #include "support/shapes.hpp"
 
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/synthetic.hpp>
+#include <halo/datasets/generators/synthetic.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
 
 #include "support/machine.hpp"
 

@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -137,23 +138,59 @@ ArrayEntry array_entry(const fs::path& dir, const json& arrays, const std::strin
   return e;
 }
 
-/// Array `key` as a host tensor of T (its header dtype must be `dtype`, T's own by default).
-template <class T>
-kernels::Tensor<T> load_array(const kernels::Resources& res, const fs::path& dir,
-                              const json& arrays, const std::string& key, const StoreOpenOptions& o,
-                              const char* dtype = dtype_name<T>()) {
-  const ArrayEntry e = array_entry(dir, arrays, key);
+/// A whole file mapped read-only to stage a copy: not counted as a host buffer (the copy is).
+class Mapping {
+ public:
+  Mapping(const fs::path& path, std::size_t bytes) : m_bytes(bytes) {
+    if (bytes == 0) return;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw IoError(path.string() + ": cannot open: " + std::strerror(errno));
+    void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    const int err = errno;
+    ::close(fd);
+    if (map == MAP_FAILED) throw IoError(path.string() + ": mmap failed: " + std::strerror(err));
+    m_data = static_cast<unsigned char*>(map);
+    ::madvise(m_data, bytes, MADV_SEQUENTIAL);
+  }
+  ~Mapping() {
+    if (m_data != nullptr) ::munmap(m_data, m_bytes);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  const unsigned char* data() const { return m_data; }
+  /// Lets the process drop [off, off + n) from its resident set (the pages stay cached).
+  void drop(std::size_t off, std::size_t n) const { ::madvise(m_data + off, n, MADV_DONTNEED); }
+
+ private:
+  unsigned char* m_data = nullptr;
+  std::size_t m_bytes = 0;
+};
+
+/// `e`'s CRC-32 check: halo::IoError naming the file on a mismatch.
+void check_crc(const ArrayEntry& e, std::uint32_t crc) {
+  if (crc != e.crc)
+    throw IoError(e.path.string() + ": corrupt store: CRC-32 " + hex32(crc) + ", " + kStoreHeader +
+                  " says " + hex32(e.crc));
+}
+
+ArrayEntry typed_entry(const fs::path& dir, const json& arrays, const std::string& key,
+                       const char* dtype) {
+  ArrayEntry e = array_entry(dir, arrays, key);
   if (e.dtype != dtype)
     throw IoError((dir / kStoreHeader).string() + ": array '" + key + "' has dtype " + e.dtype +
                   ", expected " + dtype);
-  auto check = [&](std::uint32_t crc) {
-    if (crc != e.crc)
-      throw IoError(e.path.string() + ": corrupt store: CRC-32 " + hex32(crc) + ", " +
-                    kStoreHeader + " says " + hex32(e.crc));
-  };
-  kernels::Buffer map = kernels::Buffer::map_file(e.path.string(), e.bytes);
-  auto* bytes = static_cast<unsigned char*>(map.data());
+  return e;
+}
+
+/// Array `key` as a host tensor of T (its header dtype must be T's).
+template <class T>
+kernels::Tensor<T> load_array(const kernels::Resources& res, const fs::path& dir,
+                              const json& arrays, const std::string& key,
+                              const StoreOpenOptions& o) {
+  const ArrayEntry e = typed_entry(dir, arrays, key, dtype_name<T>());
   if (o.mapped) {
+    kernels::Buffer map = kernels::Buffer::map_file(e.path.string(), e.bytes);
+    auto* bytes = static_cast<unsigned char*>(map.data());
     if (o.verify_checksums && e.bytes > 0) {
       // Chunk by chunk, dropping each read chunk from this process again (an unwritten page of
       // a private mapping is the page cache's: it stays cached, not resident here).
@@ -163,43 +200,49 @@ kernels::Tensor<T> load_array(const kernels::Resources& res, const fs::path& dir
         crc = crc32_combine64(crc, crc32_of(res, bytes + off, n), static_cast<z_off64_t>(n));
         ::madvise(bytes + off, n, MADV_DONTNEED);
       }
-      check(static_cast<std::uint32_t>(crc));
+      check_crc(e, static_cast<std::uint32_t>(crc));
     }
     return kernels::Tensor<T>(std::move(map), e.rows, e.cols);
   }
   kernels::Tensor<T> t = detail::host_tensor<T>(res, e.rows, e.cols);
-  ::madvise(bytes, e.bytes, MADV_SEQUENTIAL);
+  const Mapping map(e.path, e.bytes);
   uLong crc = crc32_z(0L, Z_NULL, 0);
   auto* out = reinterpret_cast<unsigned char*>(t.data());
   for (std::size_t off = 0; off < e.bytes; off += kChunk) {
     // Copy, then drop the copied chunk of the mapping: the file's pages would otherwise count in
     // the resident set next to the copy, doubling the peak for big arrays.
     const std::size_t n = std::min<std::size_t>(kChunk, e.bytes - off);
-    std::memcpy(out + off, bytes + off, n);
-    ::madvise(bytes + off, n, MADV_DONTNEED);
+    std::memcpy(out + off, map.data() + off, n);
+    map.drop(off, n);
     if (o.verify_checksums)
       crc = crc32_combine64(crc, crc32_of(res, out + off, n), static_cast<z_off64_t>(n));
   }
-  if (o.verify_checksums && e.bytes > 0) check(static_cast<std::uint32_t>(crc));
+  if (o.verify_checksums && e.bytes > 0) check_crc(e, static_cast<std::uint32_t>(crc));
   return t;
 }
 
-/// The dense features, converted to float32 when stored narrower.
+/// The dense features, converted to float32 when stored narrower (a chunk at a time).
 kernels::Tensor<float> load_features(const kernels::Resources& res, const fs::path& dir,
                                      const json& arrays, FeatureDtype dtype,
                                      const StoreOpenOptions& o) {
   if (dtype == FeatureDtype::F32) return load_array<float>(res, dir, arrays, "features", o);
-  StoreOpenOptions narrow = o;
-  narrow.mapped = true;  // read once, converted chunk by chunk
-  const kernels::Tensor<std::int16_t> h =
-      load_array<std::int16_t>(res, dir, arrays, "features", narrow, feature_dtype_name(dtype));
-  kernels::Tensor<float> x = detail::host_tensor<float>(res, h.rows(), h.cols());
-  const auto* src = reinterpret_cast<const std::uint16_t*>(h.data());
-  float* dst = x.data();
+  const ArrayEntry e = typed_entry(dir, arrays, "features", feature_dtype_name(dtype));
+  kernels::Tensor<float> x = detail::host_tensor<float>(res, e.rows, e.cols);
+  const Mapping map(e.path, e.bytes);
   const bool bf16 = dtype == FeatureDtype::BF16;
-  detail::parallel_for(res, h.numel(), [&](std::int64_t i) {
-    dst[i] = bf16 ? from_bf16(src[i]) : from_f16(src[i]);
-  });
+  uLong crc = crc32_z(0L, Z_NULL, 0);
+  for (std::size_t off = 0; off < e.bytes; off += kChunk) {
+    const std::size_t n = std::min<std::size_t>(kChunk, e.bytes - off);
+    if (o.verify_checksums)
+      crc = crc32_combine64(crc, crc32_of(res, map.data() + off, n), static_cast<z_off64_t>(n));
+    const auto* src = reinterpret_cast<const std::uint16_t*>(map.data() + off);
+    float* dst = x.data() + off / 2;
+    detail::parallel_for(res, static_cast<std::int64_t>(n / 2), [&](std::int64_t i) {
+      dst[i] = bf16 ? from_bf16(src[i]) : from_f16(src[i]);
+    });
+    map.drop(off, n);
+  }
+  if (o.verify_checksums && e.bytes > 0) check_crc(e, static_cast<std::uint32_t>(crc));
   return x;
 }
 
@@ -421,8 +464,9 @@ void StoreWriter::begin(const std::string& key, const std::string& dtype, std::s
                         std::int64_t rows, std::int64_t cols) {
   HALO_EXPECTS(m->file == nullptr, "StoreWriter::begin: the previous array was not ended");
   HALO_EXPECTS(!m->committed, "StoreWriter::begin: already committed");
-  HALO_EXPECTS(rows >= -1 && cols >= 1 && dtype_bytes(dtype) == element_bytes,
-               "StoreWriter::begin: bad shape or dtype");
+  HALO_EXPECTS(
+      rows >= -1 && cols >= 0 && (rows >= 0 || cols >= 1) && dtype_bytes(dtype) == element_bytes,
+      "StoreWriter::begin: bad shape or dtype");
   m->key = key;
   m->dtype = dtype;
   m->rows = rows;
@@ -455,7 +499,7 @@ void StoreWriter::append(const void* data, std::size_t bytes) {
 void StoreWriter::end() {
   HALO_EXPECTS(m->file != nullptr, "StoreWriter::end: no array begun");
   const std::uint64_t row_bytes = static_cast<std::uint64_t>(m->cols) * m->element_bytes;
-  if (m->rows < 0 && m->written % row_bytes == 0) {
+  if (m->rows < 0 && row_bytes > 0 && m->written % row_bytes == 0) {
     m->rows = static_cast<std::int64_t>(m->written / row_bytes);
     m->expected = m->written;
   }
@@ -480,7 +524,7 @@ void StoreWriter::end() {
 
 template <class T>
 void StoreWriter::array(const std::string& key, const kernels::Tensor<T>& t) {
-  begin(key, dtype_name<T>(), sizeof(T), t.rows(), std::max<std::int64_t>(t.cols(), 1));
+  begin(key, dtype_name<T>(), sizeof(T), t.rows(), t.cols());
   append(t.data(), t.bytes());
   end();
 }

@@ -125,6 +125,8 @@ struct PrepareOptions {
   /// the user names none); O(nodes) arrays come on top. The store does not depend on it.
   std::size_t memory_budget = std::size_t{256} << 20;
   FeatureDtype feature_dtype = FeatureDtype::F32;
+  /// What the header records as its source (a registered dataset's files' checksum).
+  std::string source_checksum = {};
 };
 
 /// What a streamed build did.

@@ -11,7 +11,7 @@
 #include <halo/kernels/features.hpp>
 #include <halo/kernels/tensor.hpp>
 #include <halo/nn/module.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/config.hpp>
 #include <halo/runtime/engine/results.hpp>

@@ -13,7 +13,7 @@
 #include <halo/kernels/tensor.hpp>
 #include <halo/nn/embedding.hpp>
 #include <halo/nn/hetero_model.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/data/typed_batches.hpp>
 

@@ -8,7 +8,7 @@
 #include <halo/kernels/buffer.hpp>
 #include <halo/kernels/features.hpp>
 #include <halo/kernels/tensor.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/config.hpp>
 #include <halo/runtime/data/shard.hpp>

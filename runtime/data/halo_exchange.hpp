@@ -9,7 +9,7 @@
 #include <halo/nn/hetero.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/nn/module.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 
 namespace halo::runtime {

@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/sampler/neighbor_source.hpp>
 

@@ -7,7 +7,7 @@
 
 #include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/log.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/data/shard.hpp>
 
 namespace halo::runtime {

@@ -11,7 +11,7 @@
 #include <halo/datasets/hetero.hpp>
 #include <halo/kernels/features.hpp>
 #include <halo/kernels/resources.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 
 namespace halo::runtime {

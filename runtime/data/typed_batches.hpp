@@ -15,7 +15,7 @@
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/tensor.hpp>
 #include <halo/nn/hetero.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/config.hpp>
 #include <halo/runtime/data/feature_store.hpp>

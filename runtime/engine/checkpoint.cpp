@@ -15,7 +15,7 @@
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/engine/checkpoint.hpp>
 
 namespace halo::runtime {

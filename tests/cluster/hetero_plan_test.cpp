@@ -14,7 +14,7 @@
 #include <halo/kernels/resources.hpp>
 #include <halo/nn/hetero_footprint.hpp>
 #include <halo/nn/hetero_model.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/runtime.hpp>
 
 #include "support/hetero_fixture.hpp"

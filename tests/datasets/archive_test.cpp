@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <halo/datasets/archive.hpp>
+#include <halo/datasets/fetch/archive.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "archive_test_util.hpp"

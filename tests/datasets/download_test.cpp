@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <string>
 
-#include <halo/datasets/download.hpp>
+#include <halo/datasets/fetch/download.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include <halo/datasets/edge_list.hpp>
+#include <halo/datasets/readers/edge_list.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"

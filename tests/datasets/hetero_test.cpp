@@ -12,8 +12,8 @@
 #include <variant>
 #include <vector>
 
+#include <halo/datasets/generators/synthetic_mag.hpp>
 #include <halo/datasets/hetero.hpp>
-#include <halo/datasets/synthetic_mag.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"

@@ -7,7 +7,7 @@
 #include <variant>
 #include <vector>
 
-#include <halo/datasets/numpy.hpp>
+#include <halo/datasets/readers/numpy.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "archive_test_util.hpp"

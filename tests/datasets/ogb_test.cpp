@@ -7,7 +7,7 @@
 #include <tuple>
 #include <variant>
 
-#include <halo/datasets/ogb.hpp>
+#include <halo/datasets/readers/ogb.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "archive_test_util.hpp"

@@ -10,9 +10,9 @@
 #include <variant>
 #include <vector>
 
-#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/generators/synthetic.hpp>
 #include <halo/datasets/preprocess.hpp>
-#include <halo/datasets/synthetic.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"

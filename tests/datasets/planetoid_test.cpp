@@ -6,9 +6,9 @@
 #include <vector>
 
 #include <halo/datasets/detail/text.hpp>
-#include <halo/datasets/pickle.hpp>
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/planetoid.hpp>
+#include <halo/datasets/readers/pickle.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
+#include <halo/datasets/readers/planetoid.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <variant>
 
-#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/kernels/error.hpp>
 

@@ -7,7 +7,7 @@
 #include <variant>
 #include <vector>
 
-#include <halo/datasets/rmat.hpp>
+#include <halo/datasets/generators/rmat.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"

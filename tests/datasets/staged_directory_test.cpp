@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <halo/datasets/staged_directory.hpp>
+#include <halo/datasets/readers/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"

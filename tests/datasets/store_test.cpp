@@ -3,17 +3,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <set>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include <halo/datasets/generators/rmat.hpp>
 #include <halo/datasets/graph_builder.hpp>
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/planetoid.hpp>
 #include <halo/datasets/preprocess.hpp>
-#include <halo/datasets/rmat.hpp>
+#include <halo/datasets/readers/numpy.hpp>
+#include <halo/datasets/readers/ogb_binary.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
+#include <halo/datasets/readers/planetoid.hpp>
 #include <halo/datasets/store/csr_builder.hpp>
 #include <halo/datasets/store/store.hpp>
 #include <halo/kernels/error.hpp>
@@ -402,6 +406,86 @@ TEST(Store, StreamedBareGraphEqualsTheInMemoryReader) {
         << e.what();
   }
   EXPECT_FALSE(fs::exists(tmp.path() / "x"));
+}
+
+/// An OGB binary-layout directory (ogbn-papers100M's) of `n` nodes: deflated .npz members, gzipped
+/// splits; a few nodes unlabeled (NaN), a few duplicate edges and self-loops.
+void write_ogb_binary(const fs::path& root, std::int64_t n, std::int64_t m, int f) {
+  fs::create_directories(root / "raw");
+  fs::create_directories(root / "split" / "time");
+  std::mt19937_64 gen(5);
+  NpyArray edges{"<i8", {2, m}, std::string(static_cast<std::size_t>(2 * m) * 8, '\0')};
+  for (std::int64_t i = 0; i < 2 * m; ++i) {
+    const auto v = static_cast<std::int64_t>(gen() % static_cast<std::uint64_t>(n));
+    std::memcpy(edges.bytes.data() + i * 8, &v, 8);
+  }
+  NpyArray feat{"<f4", {n, f}, std::string(static_cast<std::size_t>(n * f) * 4, '\0')};
+  for (std::int64_t i = 0; i < n * f; ++i) {
+    const float v = static_cast<float>(gen() % 1000) / 7.0f - 50.0f;
+    std::memcpy(feat.bytes.data() + i * 4, &v, 4);
+  }
+  NpyArray nodes{"<i8", {1}, std::string(8, '\0')};
+  std::memcpy(nodes.bytes.data(), &n, 8);
+  NpyArray label{"<f8", {n, 1}, std::string(static_cast<std::size_t>(n) * 8, '\0')};
+  std::string train, valid, test;
+  for (std::int64_t v = 0; v < n; ++v) {
+    const double c = v % 7 == 3 ? std::nan("") : static_cast<double>(gen() % 5);
+    std::memcpy(label.bytes.data() + v * 8, &c, 8);
+    if (std::isnan(c)) continue;
+    (v % 5 == 0   ? train
+     : v % 5 == 1 ? valid
+     : v % 5 == 2 ? test
+                  : train) += v % 5 <= 2 ? std::to_string(v) + "\n" : "";
+  }
+  write_zip(root / "raw" / "data.npz", {{"edge_index.npy", npy_bytes(edges)},
+                                        {"node_feat.npy", npy_bytes(feat)},
+                                        {"num_nodes_list.npy", npy_bytes(nodes)}});
+  write_zip(root / "raw" / "node-label.npz", {{"node_label.npy", npy_bytes(label)}});
+  write_gz(root / "split" / "time" / "train.csv.gz", train);
+  write_gz(root / "split" / "time" / "valid.csv.gz", valid);
+  write_gz(root / "split" / "time" / "test.csv.gz", test);
+}
+
+// ogbn-papers100M's reader streams: the arrays are read front to back from the deflated members
+// under a budget far below them, and the store equals the in-memory reader's dataset.
+TEST(Store, StreamedOgbBinaryEqualsTheInMemoryReader) {
+  TempDir tmp;
+  const fs::path root = tmp.path() / "papers";
+  write_ogb_binary(root, 3000, 40000, 24);  // 640 KiB of edges, 288 KiB of features
+  const Dataset want = read_ogb_node_binary(cpu(), root);
+  const PrepareReport small =
+      prepare_ogb_node_binary(cpu(), root, tmp.path() / "small", {.memory_budget = 16 << 10});
+  const PrepareReport big = prepare_ogb_node_binary(cpu(), root, tmp.path() / "big", {});
+  EXPECT_GT(small.row_blocks, 4);
+  EXPECT_EQ(big.row_blocks, 1);
+  expect_same(open_store(cpu(), tmp.path() / "small"), want);
+  for (const auto& e : fs::directory_iterator(tmp.path() / "big"))
+    EXPECT_EQ(read_file(e.path()), read_file(tmp.path() / "small" / e.path().filename()))
+        << e.path();
+  const TrainingGraphStats s = training_graph_stats(cpu(), want.graph);
+  EXPECT_EQ(small.counts.training_edges, s.entries);
+  EXPECT_EQ(small.counts.degree_histogram, s.histogram);
+  // A node id out of range names the archive and the column.
+  write_ogb_binary(root, 3000, 40000, 24);
+  {
+    NpyArray edges{"<i8", {2, 2}, std::string(32, '\0')};
+    const std::int64_t ids[4] = {0, 1, 2, 3000};
+    std::memcpy(edges.bytes.data(), ids, 32);
+    NpyArray nodes{"<i8", {1}, std::string(8, '\0')};
+    const std::int64_t n = 3000;
+    std::memcpy(nodes.bytes.data(), &n, 8);
+    write_zip(root / "raw" / "data.npz",
+              {{"edge_index.npy", npy_bytes(edges)}, {"num_nodes_list.npy", npy_bytes(nodes)}});
+  }
+  try {
+    prepare_ogb_node_binary(cpu(), root, tmp.path() / "bad", {});
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("data.npz: edge_index column 1 names a node outside"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(tmp.path() / "bad"));
 }
 
 // A build that fails (here: the output's parent is a file) leaves nothing that looks like a store.

@@ -7,8 +7,8 @@
 #include <variant>
 #include <vector>
 
+#include <halo/datasets/generators/synthetic.hpp>
 #include <halo/datasets/preprocess.hpp>
-#include <halo/datasets/synthetic.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "datasets_test_util.hpp"

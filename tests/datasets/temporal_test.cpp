@@ -6,8 +6,8 @@
 #include <set>
 #include <string>
 
+#include <halo/datasets/generators/rmat.hpp>
 #include <halo/datasets/registry.hpp>
-#include <halo/datasets/rmat.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include <halo/datasets/edge_list.hpp>
+#include <halo/datasets/readers/edge_list.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "fuzz_util.hpp"

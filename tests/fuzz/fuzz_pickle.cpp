@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include <halo/datasets/pickle.hpp>
+#include <halo/datasets/readers/pickle.hpp>
 #include <halo/kernels/error.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

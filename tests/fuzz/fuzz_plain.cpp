@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string_view>
 
-#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
 #include <halo/kernels/error.hpp>
 
 #include "fuzz_util.hpp"

@@ -12,7 +12,7 @@
 
 #include <halo/datasets/hetero.hpp>
 #include <halo/kernels/error.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 
 #include "partition/partition_test_util.hpp"
 #include "support/hetero_fixture.hpp"

@@ -8,10 +8,10 @@
 #include <limits>
 #include <vector>
 
+#include <halo/datasets/generators/rmat.hpp>
 #include <halo/datasets/graph_builder.hpp>
-#include <halo/datasets/rmat.hpp>
-#include <halo/partition/lp_multilevel.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/partition/partitioners/lp_multilevel.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 
 #include "partition/partition_test_util.hpp"
 

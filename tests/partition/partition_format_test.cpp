@@ -13,7 +13,7 @@
 #include <vector>
 
 #include <halo/kernels/error.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 
 #include "partition/partition_test_util.hpp"
 #include "support/dataset_util.hpp"

@@ -10,7 +10,7 @@
 #include <halo/kernels/error.hpp>
 #include <halo/partition/metrics.hpp>
 #include <halo/partition/partition_book.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 
 #include "partition/partition_test_util.hpp"
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/synthetic.hpp>
-#include <halo/partition/partition_format.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/datasets/generators/synthetic.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 
 #include "support/testing.hpp"
 

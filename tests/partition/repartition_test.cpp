@@ -14,9 +14,9 @@
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>
-#include <halo/partition/partition_format.hpp>
-#include <halo/partition/repartition.hpp>
-#include <halo/partition/snapshot_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
+#include <halo/partition/formats/snapshot_format.hpp>
+#include <halo/partition/partitioners/repartition.hpp>
 
 #include "partition/partition_test_util.hpp"
 

@@ -12,8 +12,8 @@
 
 #include <halo/datasets/hetero.hpp>
 #include <halo/datasets/temporal.hpp>
-#include <halo/partition/partition_format.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/partition/formats/partition_format.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 #include <halo/runtime/comm/comm.hpp>
 
 #include "runtime/runtime_test_util.hpp"

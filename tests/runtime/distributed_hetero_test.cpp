@@ -15,7 +15,7 @@
 #include <utility>
 
 #include <halo/datasets/hetero.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/engine/checkpoint.hpp>
 #include <halo/runtime/runtime.hpp>

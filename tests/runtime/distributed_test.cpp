@@ -24,8 +24,8 @@
 #include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/spmm.hpp>
-#include <halo/partition/partition_format.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/partition/formats/partition_format.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/comm/nccl_comm.hpp>
 #include <halo/runtime/data/halo_exchange.hpp>

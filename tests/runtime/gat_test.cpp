@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include <halo/partition/partition_format.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/partition/formats/partition_format.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/data/halo_exchange.hpp>
 #include <halo/runtime/data/inference.hpp>

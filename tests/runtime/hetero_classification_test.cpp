@@ -10,8 +10,8 @@
 #include <vector>
 
 #include <halo/datasets/hetero.hpp>
-#include <halo/partition/partition_format.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/partition/formats/partition_format.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/engine/checkpoint.hpp>
 #include <halo/runtime/runtime.hpp>

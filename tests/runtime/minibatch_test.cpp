@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include <halo/datasets/synthetic.hpp>
+#include <halo/datasets/generators/synthetic.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/runtime/data/batches.hpp>

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <vector>
 
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/synthetic.hpp>
+#include <halo/datasets/generators/synthetic.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/runtime/runtime.hpp>
 

@@ -15,7 +15,7 @@
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/resources.hpp>
-#include <halo/partition/snapshot_format.hpp>
+#include <halo/partition/formats/snapshot_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/runtime.hpp>
 #include <halo/runtime/tasks/link/link_prediction.hpp>

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
-#include <halo/datasets/rmat.hpp>
+#include <halo/datasets/generators/rmat.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 
 #include "support/testing.hpp"

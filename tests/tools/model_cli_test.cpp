@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <halo/datasets/numpy.hpp>
-#include <halo/datasets/plain_format.hpp>
+#include <halo/datasets/readers/numpy.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/runtime/data/inference.hpp>
 #include <halo/runtime/runtime.hpp>

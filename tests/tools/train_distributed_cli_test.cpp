@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include <halo/datasets/numpy.hpp>
+#include <halo/datasets/readers/numpy.hpp>
 #include <halo/nn/model_file.hpp>
 
 #include "support/hetero_fixture.hpp"

@@ -6,9 +6,9 @@
 #include <string>
 
 #include <halo/datasets/dataset.hpp>
-#include <halo/datasets/rmat.hpp>
-#include <halo/datasets/synthetic.hpp>
-#include <halo/datasets/synthetic_mag.hpp>
+#include <halo/datasets/generators/rmat.hpp>
+#include <halo/datasets/generators/synthetic.hpp>
+#include <halo/datasets/generators/synthetic_mag.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/resources.hpp>
 

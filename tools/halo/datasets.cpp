@@ -11,18 +11,18 @@
 #include <variant>
 #include <vector>
 
-#include <halo/datasets/edge_list.hpp>
-#include <halo/datasets/numpy.hpp>
-#include <halo/datasets/ogb.hpp>
-#include <halo/datasets/plain_format.hpp>
-#include <halo/datasets/planetoid.hpp>
+#include <halo/datasets/generators/rmat.hpp>
+#include <halo/datasets/readers/edge_list.hpp>
+#include <halo/datasets/readers/numpy.hpp>
+#include <halo/datasets/readers/ogb.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
+#include <halo/datasets/readers/planetoid.hpp>
+#include <halo/datasets/readers/staged_directory.hpp>
 #include <halo/datasets/registry.hpp>
-#include <halo/datasets/rmat.hpp>
-#include <halo/datasets/staged_directory.hpp>
 #include <halo/datasets/store/csr_builder.hpp>
 #include <halo/datasets/store/store.hpp>
 #include <halo/kernels/error.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 #include <halo/runtime/runtime.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
@@ -286,8 +286,8 @@ std::string gib(std::uint64_t bytes) {
   return text;
 }
 
-/// `halo datasets prepare`: a dataset as a store (docs/formats.md, "Graph store"). R-MAT and
-/// bare graphs are streamed under the memory budget; other inputs are read in memory, then written.
+/// `halo datasets prepare`: a dataset as a store (docs/formats.md, "Graph store"):
+/// datasets::prepare_dataset (streamed where it can), or with --features the dataset as loaded.
 int run_prepare(const DatasetsOptions& opts) {
   check_output_directory(opts.out, "--out");
   std::size_t budget = datasets::default_memory_budget();
@@ -305,16 +305,18 @@ int run_prepare(const DatasetsOptions& opts) {
   const auto start = std::chrono::steady_clock::now();
   datasets::StoreCounts c;
   std::string how = "in memory";
-  const bool rmat = opts.data.dataset == "rmat";
-  const bool bare = !rmat && !datasets::is_registered(opts.data.dataset) &&
-                    datasets::is_bare_graph(opts.data.dataset);
-  if ((rmat || bare) && opts.data.features.empty()) {
+  if (opts.data.features.empty()) {
+    datasets::LoadOptions lo;
+    lo.offline = opts.data.offline;
+    lo.download = datasets::download_options_from_env();
+    lo.rmat = opts.data.rmat;
+    lo.synthetic = opts.data.synthetic;
     const datasets::PrepareReport r =
-        rmat ? datasets::prepare_rmat(res, opts.data.rmat, opts.out, po)
-             : datasets::prepare_bare_graph(res, opts.data.dataset, opts.out, po);
+        datasets::prepare_dataset(res, opts.data.dataset, opts.out, lo, po);
     c = r.counts;
-    how = "streamed: " + std::to_string(r.row_blocks) + " row blocks, " + gib(r.spill_bytes) +
-          " of temporary edges";
+    if (r.row_blocks > 0)
+      how = "streamed: " + std::to_string(r.row_blocks) + " row blocks, " + gib(r.spill_bytes) +
+            " of temporary edges";
   } else {
     const datasets::Dataset ds = load_dataset(res, opts.data, /*features_required=*/false);
     datasets::write_store(res, ds, opts.out, "", po.feature_dtype);

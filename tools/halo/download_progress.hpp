@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include <halo/datasets/download.hpp>
+#include <halo/datasets/fetch/download.hpp>
 
 namespace halo::cli {
 

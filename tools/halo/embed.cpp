@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <halo/datasets/numpy.hpp>
+#include <halo/datasets/readers/numpy.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/nn/model_file.hpp>
 #include <halo/runtime/data/inference.hpp>

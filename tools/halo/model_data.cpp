@@ -4,7 +4,7 @@
 #include <halo/datasets/hetero.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/datasets/temporal.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/tools/halo/model_data.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_link.hpp>

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
+#include <halo/datasets/generators/rmat.hpp>
 #include <halo/datasets/hetero.hpp>
+#include <halo/datasets/readers/staged_directory.hpp>
 #include <halo/datasets/registry.hpp>
-#include <halo/datasets/rmat.hpp>
-#include <halo/datasets/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
-#include <halo/partition/partition_format.hpp>
-#include <halo/partition/partitioner.hpp>
-#include <halo/partition/snapshot_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
+#include <halo/partition/formats/snapshot_format.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/run_support.hpp>

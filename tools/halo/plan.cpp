@@ -17,8 +17,8 @@
 #include <halo/datasets/registry.hpp>
 #include <halo/datasets/store/store.hpp>
 #include <halo/kernels/atomic_file.hpp>
-#include <halo/partition/partition_format.hpp>
-#include <halo/partition/snapshot_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
+#include <halo/partition/formats/snapshot_format.hpp>
 #include <halo/runtime/tasks/link/temporal_part.hpp>
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/run_support.hpp>

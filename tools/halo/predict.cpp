@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <halo/datasets/hetero.hpp>
-#include <halo/datasets/numpy.hpp>
+#include <halo/datasets/readers/numpy.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/atomic_file.hpp>

@@ -3,7 +3,7 @@
 #include <csignal>
 #include <thread>
 
-#include <halo/datasets/staged_directory.hpp>
+#include <halo/datasets/readers/staged_directory.hpp>
 #include <halo/tools/halo/termination.hpp>
 
 namespace halo::cli {

@@ -7,7 +7,7 @@
 
 #include <halo/datasets/hetero.hpp>
 #include <halo/datasets/registry.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_hetero.hpp>
 #include <halo/tools/halo/train_options.hpp>

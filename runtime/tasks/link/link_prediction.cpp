@@ -16,7 +16,7 @@
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/kernels/rng.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/detail/timing.hpp>
 #include <halo/runtime/engine/detail/task_support.hpp>
 #include <halo/runtime/tasks/link/link_prediction.hpp>

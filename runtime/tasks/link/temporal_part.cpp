@@ -8,7 +8,7 @@
 #include <halo/datasets/preprocess.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/resources.hpp>
-#include <halo/partition/snapshot_format.hpp>
+#include <halo/partition/formats/snapshot_format.hpp>
 #include <halo/runtime/tasks/link/temporal_part.hpp>
 
 namespace halo::runtime {

@@ -12,7 +12,7 @@
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/types.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/comm/comm.hpp>
 
 namespace halo::runtime {

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include <halo/datasets/detail/host.hpp>
+#include <halo/datasets/generators/rmat.hpp>
 #include <halo/datasets/graph_builder.hpp>
 #include <halo/datasets/preprocess.hpp>
-#include <halo/datasets/rmat.hpp>
 #include <halo/datasets/store/csr_builder.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>
@@ -233,7 +233,7 @@ PrepareReport prepare_rmat(const kernels::Resources& res, const RmatConfig& conf
   c.num_train = splits.train_idx.numel();
   c.num_val = splits.val_idx.numel();
   c.num_test = splits.test_idx.numel();
-  w.commit(c, "");
+  w.commit(c, options.source_checksum);
   report.counts = read_store_counts(dir);
   return report;
 }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <halo/datasets/detail/host.hpp>
-#include <halo/datasets/synthetic_mag.hpp>
+#include <halo/datasets/generators/synthetic_mag.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include <halo/datasets/detail/host.hpp>
+#include <halo/datasets/generators/synthetic.hpp>
 #include <halo/datasets/graph_builder.hpp>
 #include <halo/datasets/preprocess.hpp>
-#include <halo/datasets/synthetic.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>
 

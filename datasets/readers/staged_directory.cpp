@@ -7,7 +7,7 @@
 #include <system_error>
 #include <vector>
 
-#include <halo/datasets/staged_directory.hpp>
+#include <halo/datasets/readers/staged_directory.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
 

@@ -13,9 +13,9 @@
 #include <type_traits>
 #include <variant>
 
-#include <halo/datasets/staged_directory.hpp>
+#include <halo/datasets/readers/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
-#include <halo/partition/partition_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
 
 namespace halo::partition {
 namespace {

@@ -3,13 +3,13 @@
 #include <limits>
 #include <vector>
 
-#include <halo/datasets/archive.hpp>
 #include <halo/datasets/detail/csv.hpp>
 #include <halo/datasets/detail/host.hpp>
 #include <halo/datasets/detail/text.hpp>
+#include <halo/datasets/fetch/archive.hpp>
 #include <halo/datasets/graph_builder.hpp>
-#include <halo/datasets/ogb.hpp>
 #include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/readers/ogb.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {

@@ -18,9 +18,9 @@
 #include <halo/datasets/detail/host.hpp>
 #include <halo/datasets/detail/text.hpp>
 #include <halo/datasets/graph_builder.hpp>
-#include <halo/datasets/plain_format.hpp>
 #include <halo/datasets/preprocess.hpp>
-#include <halo/datasets/staged_directory.hpp>
+#include <halo/datasets/readers/plain_format.hpp>
+#include <halo/datasets/readers/staged_directory.hpp>
 #include <halo/datasets/store/csr_builder.hpp>
 #include <halo/kernels/error.hpp>
 
@@ -782,7 +782,7 @@ PrepareReport prepare_bare_graph(const kernels::Resources& res, const fs::path& 
   c.degree_histogram = s.histogram;
   c.sparse_features = true;
   c.num_classes = 1;
-  w.commit(c, "");
+  w.commit(c, options.source_checksum);
   report.counts = read_store_counts(out);
   return report;
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,32 @@ void write_npy(const std::filesystem::path& path, const NpyArray& a);
 /// each.
 std::map<std::string, NpyArray> read_npz(const std::filesystem::path& path,
                                          std::size_t max_bytes = std::size_t{1} << 36);
+
+/// One array of a .npz archive read front to back without holding it: the member is inflated
+/// as it is read (libzip), so a multi-GB array (OGB's edge_index, node_feat) costs one buffer.
+/// The header is parsed as parse_npy's (Fortran order, big-endian and unknown dtypes refused).
+/// halo::IoError naming "<npz>: <name>.npy" on a missing member, a corrupt stream or data that
+/// ends early. Not copyable.
+class NpyStream {
+ public:
+  /// The member `name`.npy of `npz`.
+  NpyStream(const std::filesystem::path& npz, const std::string& name);
+  ~NpyStream();
+  NpyStream(const NpyStream&) = delete;
+  NpyStream& operator=(const NpyStream&) = delete;
+  /// dtype and shape (no bytes).
+  const NpyArray& header() const;
+  /// Data bytes not read yet.
+  std::uint64_t remaining() const;
+  /// The next `bytes` of the data.
+  void read(void* out, std::size_t bytes);
+  /// Skips the next `bytes` of the data (inflating them).
+  void skip(std::uint64_t bytes);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m;
+};
 
 /// Writes `arrays` to `path` as an uncompressed .npz archive (entry `<name>.npy` per array, in
 /// key order; ZIP64 where an entry needs it), through a temporary sibling and a rename, so that

@@ -6,13 +6,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 
-#include <halo/datasets/archive.hpp>
 #include <halo/datasets/detail/host.hpp>
 #include <halo/datasets/detail/text.hpp>
-#include <halo/datasets/numpy.hpp>
+#include <halo/datasets/fetch/archive.hpp>
 #include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/readers/numpy.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
 
@@ -372,6 +373,107 @@ std::map<std::string, NpyArray> read_npz(const fs::path& path, std::size_t max_b
     out[entry.substr(0, entry.size() - 4)] = parse_npy(data, path.string() + ": " + entry);
   }
   return out;
+}
+
+struct NpyStream::Impl {
+  zip_t* zip = nullptr;
+  zip_file_t* file = nullptr;
+  std::string where;
+  NpyArray header;
+  std::uint64_t left = 0;  // data bytes not read yet
+
+  void raw(void* out, std::size_t bytes, const char* what) {
+    auto* p = static_cast<char*>(out);
+    while (bytes > 0) {
+      const zip_int64_t got = zip_fread(file, p, bytes);
+      if (got <= 0)
+        throw IoError(
+            where + ": " +
+            (got < 0 ? std::string(zip_file_strerror(file)) : std::string("truncated ") + what));
+      p += got;
+      bytes -= static_cast<std::size_t>(got);
+    }
+  }
+};
+
+NpyStream::NpyStream(const fs::path& npz, const std::string& name) : m(std::make_unique<Impl>()) {
+  m->where = npz.string() + ": " + name + ".npy";
+  int code = 0;
+  m->zip = zip_open(npz.c_str(), ZIP_RDONLY, &code);
+  if (m->zip == nullptr) {
+    zip_error_t err;
+    zip_error_init_with_code(&err, code);
+    const std::string msg = zip_error_strerror(&err);
+    zip_error_fini(&err);
+    throw IoError(npz.string() + ": cannot open as a zip archive: " + msg);
+  }
+  const zip_int64_t index = zip_name_locate(m->zip, (name + ".npy").c_str(), 0);
+  if (index < 0) {
+    zip_discard(m->zip);
+    throw IoError(npz.string() + ": no array \"" + name + "\"");
+  }
+  m->file = zip_fopen_index(m->zip, static_cast<zip_uint64_t>(index), 0);
+  if (m->file == nullptr) {
+    const std::string msg = zip_strerror(m->zip);
+    zip_discard(m->zip);
+    throw IoError(m->where + ": cannot read: " + msg);
+  }
+  try {
+    char prefix[12];
+    m->raw(prefix, 10, "header");
+    if (std::string_view(prefix, 6) != std::string_view("\x93NUMPY", 6))
+      throw IoError(m->where + ": not a .npy file (bad magic string)");
+    const auto major = static_cast<unsigned char>(prefix[6]);
+    std::size_t len = 0;
+    if (major == 1) {
+      len = static_cast<unsigned char>(prefix[8]) | (static_cast<unsigned char>(prefix[9]) << 8);
+    } else if (major == 2 || major == 3) {
+      m->raw(prefix + 10, 2, "header");
+      for (int i = 0; i < 4; ++i)
+        len |= static_cast<std::size_t>(static_cast<unsigned char>(prefix[8 + i])) << (8 * i);
+    } else {
+      throw IoError(m->where + ": unsupported .npy format version " + std::to_string(major));
+    }
+    if (len > (std::size_t{1} << 20)) throw IoError(m->where + ": implausible .npy header length");
+    std::string text(len, '\0');
+    m->raw(text.data(), len, "header");
+    HeaderParser(text, m->where).parse(m->header);
+    char kind = 0;
+    std::size_t size = 0;
+    if (!dtype_parts(m->header.dtype, kind, size))
+      throw IoError(m->where + ": unsupported dtype '" + m->header.dtype + "'");
+    const std::int64_t n = m->header.numel();
+    if (n < 0) throw IoError(m->where + ": invalid shape");
+    m->left = static_cast<std::uint64_t>(n) * m->header.item_size();
+  } catch (...) {
+    zip_fclose(m->file);
+    zip_discard(m->zip);
+    throw;
+  }
+}
+
+NpyStream::~NpyStream() {
+  zip_fclose(m->file);
+  zip_discard(m->zip);
+}
+
+const NpyArray& NpyStream::header() const { return m->header; }
+std::uint64_t NpyStream::remaining() const { return m->left; }
+
+void NpyStream::read(void* out, std::size_t bytes) {
+  if (bytes > m->left)
+    throw IoError(m->where + ": read past the array's " + std::to_string(m->left) + " bytes");
+  m->raw(out, bytes, "data");
+  m->left -= bytes;
+}
+
+void NpyStream::skip(std::uint64_t bytes) {
+  std::vector<char> sink(static_cast<std::size_t>(std::min<std::uint64_t>(bytes, 1 << 20)));
+  while (bytes > 0) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(bytes, sink.size()));
+    read(sink.data(), n);
+    bytes -= n;
+  }
 }
 
 void write_npz(const fs::path& path, const std::map<std::string, NpyArray>& arrays) {

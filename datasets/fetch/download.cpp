@@ -15,7 +15,7 @@
 #include <system_error>
 #include <thread>
 
-#include <halo/datasets/download.hpp>
+#include <halo/datasets/fetch/download.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include <halo/datasets/graph_builder.hpp>
-#include <halo/datasets/karate.hpp>
 #include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/readers/karate.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {

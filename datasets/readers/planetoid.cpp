@@ -6,9 +6,9 @@
 #include <halo/datasets/detail/host.hpp>
 #include <halo/datasets/detail/text.hpp>
 #include <halo/datasets/graph_builder.hpp>
-#include <halo/datasets/pickle.hpp>
-#include <halo/datasets/planetoid.hpp>
 #include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/readers/pickle.hpp>
+#include <halo/datasets/readers/planetoid.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {

@@ -10,8 +10,8 @@
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>
 #include <halo/partition/detail/metis.hpp>
-#include <halo/partition/lp_multilevel.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/partition/partitioners/lp_multilevel.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 
 namespace halo::partition {
 namespace {
@@ -205,7 +205,7 @@ std::vector<idx_t> detail::interleave(std::vector<std::vector<std::int32_t>>& co
 
 Assignment detail::metis_call(std::int64_t n, const std::int64_t* indptr, const NodeId* adj,
                               idx_t* adjwgt, std::vector<idx_t>& vwgt, std::size_t ncon_columns,
-                              const PartitionConfig& c) {
+                              const PartitionConfig& c, int ncuts) {
   idx_t ncon = static_cast<idx_t>(ncon_columns);
   std::vector<idx_t> xadj(static_cast<std::size_t>(n) + 1);
   for (std::int64_t v = 0; v <= n; ++v)
@@ -220,6 +220,7 @@ Assignment detail::metis_call(std::int64_t n, const std::int64_t* indptr, const 
   // METIS takes a signed int seed; fold the 64-bit seed into its non-negative range.
   options[METIS_OPTION_SEED] = static_cast<idx_t>(rng::mix(c.seed) & 0x3fffffff);
   options[METIS_OPTION_NUMBERING] = 0;
+  options[METIS_OPTION_NCUTS] = ncuts;
   // METIS may round a part's load up by one unit of weight past ubvec * total / P; asking for
   // one unit less keeps the result within the requested imbalance (never below 1.001).
   std::vector<real_t> ubvec(static_cast<std::size_t>(ncon));

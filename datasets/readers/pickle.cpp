@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include <halo/datasets/detail/text.hpp>
-#include <halo/datasets/pickle.hpp>
+#include <halo/datasets/readers/pickle.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {

@@ -10,8 +10,8 @@
 
 #include <halo/datasets/temporal.hpp>
 #include <halo/kernels/resources.hpp>
-#include <halo/partition/partitioner.hpp>
-#include <halo/partition/repartition.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
+#include <halo/partition/partitioners/repartition.hpp>
 
 namespace halo::partition {
 

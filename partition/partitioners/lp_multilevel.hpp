@@ -6,7 +6,7 @@
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 
 namespace halo::partition {
 
@@ -29,14 +29,15 @@ struct LpMultilevelStats {
 
 /// Assigns every node of the symmetric graph `symmetric` (S: no self-loops, both directions,
 /// distinct entries) to one of config.num_parts parts, KaMinPar's scheme in deterministic form:
-/// 1. coarsening: size-constrained label propagation (each node, in id order, joins the
-///    neighbouring cluster it has the most edge weight to, unless that cluster would exceed
-///    imbalance * total / P' on a constraint, P' = min(P, nodes / contraction_limit); isolated
-///    nodes are grouped in id order), then contraction (cluster weights summed, parallel edges
-///    merged with their weights summed), until a level has at most contraction_limit * P
+/// 1. coarsening: size-constrained label propagation (each node, by increasing log2 degree and
+///    then id, joins the neighbouring cluster it has the most edge weight to, unless it would
+///    exceed imbalance * total / P' on a constraint, P' = min(P, nodes / contraction_limit);
+///    isolated nodes are grouped in id order), then contraction (cluster weights summed, parallel
+///    edges merged with their weights summed), until a level has at most contraction_limit * P
 ///    nodes or stops shrinking;
-/// 2. METIS k-way on the coarsest graph with its edge and vertex weights (Method::MetisKway's
-///    call; the weights are scaled down if a total exceeds METIS's 32-bit limit);
+/// 2. METIS on the coarsest graph with its edge and vertex weights: k-way and recursive
+///    bisection, each the best of 4 tries, the smaller cut kept (the weights are scaled down if
+///    a total exceeds METIS's 32-bit limit);
 /// 3. uncoarsening: the assignment projected to each finer level and refined by balanced label
 ///    propagation (a node moves to the adjacent part it has strictly more edge weight to, when
 ///    that part stays within floor((1 + imbalance) * total / P) on every constraint);

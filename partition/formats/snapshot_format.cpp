@@ -3,10 +3,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include <halo/datasets/staged_directory.hpp>
+#include <halo/datasets/readers/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
-#include <halo/partition/partition_format.hpp>
-#include <halo/partition/snapshot_format.hpp>
+#include <halo/partition/formats/partition_format.hpp>
+#include <halo/partition/formats/snapshot_format.hpp>
 
 namespace halo::partition {
 namespace {

@@ -11,8 +11,8 @@
 
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/rng.hpp>
-#include <halo/partition/partitioner.hpp>
-#include <halo/partition/repartition.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
+#include <halo/partition/partitioners/repartition.hpp>
 
 namespace halo::partition {
 namespace {

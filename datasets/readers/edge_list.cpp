@@ -6,9 +6,9 @@
 
 #include <halo/datasets/detail/host.hpp>
 #include <halo/datasets/detail/text.hpp>
-#include <halo/datasets/edge_list.hpp>
 #include <halo/datasets/graph_builder.hpp>
 #include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/readers/edge_list.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {

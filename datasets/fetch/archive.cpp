@@ -8,8 +8,8 @@
 #include <system_error>
 #include <utility>
 
-#include <halo/datasets/archive.hpp>
-#include <halo/datasets/staged_directory.hpp>
+#include <halo/datasets/fetch/archive.hpp>
+#include <halo/datasets/readers/staged_directory.hpp>
 #include <halo/kernels/error.hpp>
 
 namespace halo::datasets {

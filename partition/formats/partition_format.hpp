@@ -17,7 +17,7 @@
 #include <halo/partition/id_map.hpp>
 #include <halo/partition/metrics.hpp>
 #include <halo/partition/partition_book.hpp>
-#include <halo/partition/partitioner.hpp>
+#include <halo/partition/partitioners/partitioner.hpp>
 
 namespace halo::partition {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include <halo/datasets/numpy.hpp>
+#include <halo/datasets/readers/numpy.hpp>
 
 namespace halo::datasets {
 

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -7,7 +8,7 @@
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/partition/detail/metis.hpp>
-#include <halo/partition/lp_multilevel.hpp>
+#include <halo/partition/partitioners/lp_multilevel.hpp>
 
 namespace halo::partition {
 namespace {
@@ -80,11 +81,26 @@ std::vector<NodeId> cluster_level(const View& g, const std::vector<std::int64_t>
     }
     cluster[static_cast<std::size_t>(u)] = to;
   };
+  // Low degrees first (KaMinPar's degree buckets, log2 of the degree; id order within one): a
+  // leaf joins its neighbour's cluster before the hubs' clusters fill up.
+  std::vector<NodeId> order(static_cast<std::size_t>(n));
+  {
+    constexpr int kBuckets = 64;
+    std::vector<std::int64_t> start(kBuckets + 1, 0);
+    auto bucket = [&](std::int64_t u) {
+      return std::bit_width(static_cast<std::uint64_t>(g.indptr[u + 1] - g.indptr[u]));
+    };
+    for (std::int64_t u = 0; u < n; ++u) ++start[static_cast<std::size_t>(bucket(u)) + 1];
+    std::partial_sum(start.begin(), start.end(), start.begin());
+    for (std::int64_t u = 0; u < n; ++u)
+      order[static_cast<std::size_t>(start[static_cast<std::size_t>(bucket(u))]++)] =
+          static_cast<NodeId>(u);
+  }
   std::vector<std::int64_t> rating(static_cast<std::size_t>(n), 0);
   std::vector<NodeId> touched;
   for (int round = 0; round < rounds; ++round) {
     std::int64_t moved = 0;
-    for (std::int64_t u = 0; u < n; ++u) {
+    for (const NodeId u : order) {
       const std::int64_t b = g.indptr[u], e = g.indptr[u + 1];
       if (b == e) continue;
       const NodeId own = cluster[static_cast<std::size_t>(u)];
@@ -248,10 +264,20 @@ Assignment initial_parts(const View& g, const PartitionConfig& config) {
       if (w > 0) w = static_cast<idx_t>((w + f - 1) / f);
     }
   }
+  // The coarsest graph is small: k-way and recursive bisection (the better initial partitioner
+  // on small graphs, as KaMinPar's), each the best of a few tries; the smaller cut wins.
   PartitionConfig c = config;
+  c.objective = Objective::Cut;
+  idx_t* weights = g.entries() > 0 ? adjwgt.data() : nullptr;
   c.method = Method::MetisKway;
-  return detail::metis_call(g.n, g.indptr, g.adj, g.entries() > 0 ? adjwgt.data() : nullptr, vwgt,
-                            g.ncon, c);
+  std::vector<idx_t> vwgt_rb = vwgt;
+  Assignment best = detail::metis_call(g.n, g.indptr, g.adj, weights, vwgt, g.ncon, c, 4);
+  c.method = Method::MetisRecursive;
+  Assignment rb = detail::metis_call(g.n, g.indptr, g.adj, weights, vwgt_rb, g.ncon, c, 4);
+  rb.metis_seconds += best.metis_seconds;
+  if (rb.metis_objective < best.metis_objective) return rb;
+  best.metis_seconds = rb.metis_seconds;
+  return best;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <halo/datasets/dataset.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/resources.hpp>
 
 namespace halo::datasets {
@@ -21,5 +22,20 @@ namespace halo::datasets {
 /// (or file and line) on any problem.
 Dataset read_ogb_node_binary(const kernels::Resources& res, const std::filesystem::path& root,
                              const std::string& split_scheme = "");
+
+/// The same dataset written as a store in `out` in bounded memory (what preparing
+/// ogbn-papers100M takes: its 1.6B edges and 57 GB of features do not fit a machine's memory):
+/// `edge_index` is read front to back from the archive (two NpyStreams, one per row) into a
+/// temporary edge file, the graph is built from it row block by row block (build_csr), the
+/// training graph's statistics by a second build that writes nothing, `node_feat` is converted
+/// `memory_budget / 2` bytes at a time (to options.feature_dtype), `node_label` likewise.
+/// open_store of the result equals read_ogb_node_binary(root, split_scheme), bit for bit (f32),
+/// whatever the budget. Memory: the budget plus about 25 bytes a node (counts, offsets, labels)
+/// and the splits; disk: 8 bytes an edge of temporary space, then the store. Same errors.
+PrepareReport prepare_ogb_node_binary(const kernels::Resources& res,
+                                      const std::filesystem::path& root,
+                                      const std::filesystem::path& out,
+                                      const PrepareOptions& options,
+                                      const std::string& split_scheme = "");
 
 }  // namespace halo::datasets
