@@ -7,6 +7,7 @@
 
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
+#include <halo/kernels/rng.hpp>
 #include <halo/partition/detail/metis.hpp>
 #include <halo/partition/partitioners/lp_multilevel.hpp>
 
@@ -56,8 +57,13 @@ std::vector<std::int64_t> totals(const View& g) {
 }
 
 /// Size-constrained label propagation: cluster[u] is the representative node of u's cluster.
-std::vector<NodeId> cluster_level(const View& g, const std::vector<std::int64_t>& maxw,
-                                  int rounds) {
+/// Ties are broken by a hash of (seed, node, cluster): deterministic, unbiased by ids.
+std::vector<NodeId> cluster_level(const View& g, const std::vector<std::int64_t>& maxw, int rounds,
+                                  std::uint64_t seed) {
+  auto tie_key = [seed](NodeId u, NodeId c) {
+    return kernels::rng::mix(seed ^
+                             (static_cast<std::uint64_t>(u) << 32 | static_cast<std::uint32_t>(c)));
+  };
   const std::int64_t n = g.n;
   const std::size_t ncon = g.ncon;
   std::vector<NodeId> cluster(static_cast<std::size_t>(n));
@@ -109,15 +115,21 @@ std::vector<NodeId> cluster_level(const View& g, const std::vector<std::int64_t>
         if (rating[static_cast<std::size_t>(c)] == 0) touched.push_back(c);
         rating[static_cast<std::size_t>(c)] += g.w(k);
       }
+      // The heaviest connection wins; a tie keeps the node where it is, or else goes to the
+      // cluster with the smaller hash of (node, cluster): a tie broken by id would pull every
+      // node towards low ids, across communities.
       NodeId best = own;
       std::int64_t best_rating = rating[static_cast<std::size_t>(own)];
+      std::uint64_t best_key = 0;
       for (const NodeId c : touched) {
         const std::int64_t r = rating[static_cast<std::size_t>(c)];
-        if (c != own && (r > best_rating || (r == best_rating && best != own && c < best)) &&
-            fits(c, u)) {
-          best = c;
-          best_rating = r;
-        }
+        if (c == own || r < best_rating) continue;
+        const std::uint64_t key = tie_key(u, c);
+        if (r == best_rating && (best == own || key >= best_key)) continue;
+        if (!fits(c, u)) continue;
+        best = c;
+        best_rating = r;
+        best_key = key;
       }
       for (const NodeId c : touched) rating[static_cast<std::size_t>(c)] = 0;
       touched.clear();
@@ -316,7 +328,8 @@ Assignment lp_multilevel_parts(const datasets::Graph& symmetric,
           static_cast<std::int64_t>(config.imbalance * static_cast<double>(total[j]) /
                                     static_cast<double>(kp)),
           1, std::numeric_limits<idx_t>::max());
-    const std::vector<NodeId> cluster = cluster_level(g, maxw, lp.clustering_rounds);
+    const std::vector<NodeId> cluster = cluster_level(
+        g, maxw, lp.clustering_rounds, kernels::rng::mix(config.seed + levels.size()));
     std::vector<NodeId> map;
     Level next = contract(g, cluster, map);
     const auto nc = static_cast<std::int64_t>(next.indptr.size()) - 1;
