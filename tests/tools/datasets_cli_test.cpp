@@ -1,6 +1,7 @@
 // `halo datasets` and `halo train --dataset NAME` as a user runs them, against an HTTP mirror
 // on 127.0.0.1 that the test starts and stops.
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -307,6 +308,22 @@ TEST_F(DatasetsCli, PrepareRefusesBadFlagsAndBadStores) {
                        ": corrupt store: the file has 100 bytes"),
             std::string::npos)
       << r.err;
+}
+
+// A build that runs out of disk (here a file-size limit: writes past 2 MiB fail with EFBIG, as
+// on a full disk) stops with one line naming the file, exit 1, and leaves nothing behind.
+TEST_F(DatasetsCli, PrepareOnAFullDiskFailsCleanly) {
+  const fs::path out = m_dir / "full" / "s";
+  fs::create_directories(out.parent_path());
+  const Outcome r = halo::testing::run_command(
+      "bash -c 'ulimit -f 2048; exec " + m_binary +
+          " datasets prepare --dataset rmat --rmat-scale 12 --rmat-features 256 --out " +
+          out.string() + "'",
+      m_dir);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("features.bin: write error: File too large"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(fs::is_empty(out.parent_path())) << "no store, no temporary directory";
 }
 
 TEST_F(DatasetsCli, TrainByNameThroughMirrorMatchesPlainDirectory) {

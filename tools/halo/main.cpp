@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -127,6 +128,9 @@ std::string unknown_command(int argc, char** argv,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) then makes a write fail with EFBIG, reported and cleaned up
+  // like a full disk, instead of killing the process with its temporary files left behind.
+  std::signal(SIGXFSZ, SIG_IGN);
   apply_runtime_defaults(argv);
   CLI::App app{"Halo: train graph neural networks on large graphs."};
   app.set_version_flag("--version", "halo " HALO_VERSION);
