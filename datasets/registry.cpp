@@ -641,6 +641,37 @@ Dataset load_dataset(const kernels::Resources& res, const std::string& name_or_p
   return ds;
 }
 
+fs::path directory_store(const kernels::Resources& res, const fs::path& dir,
+                         const LoadOptions& options) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(dir, ec).lexically_normal();
+  if (ec || !fs::is_directory(abs, ec)) throw IoError(dir.string() + ": not a dataset directory");
+  // The source: the directory's path and every file's name, size and modification time.
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(abs, ec))
+    if (e.is_regular_file(ec))
+      files.push_back(e.path().filename().string() + " " + std::to_string(e.file_size(ec)) + " " +
+                      std::to_string(e.last_write_time(ec).time_since_epoch().count()));
+  std::sort(files.begin(), files.end());
+  std::string source = abs.string();
+  for (const std::string& f : files) source += "\n" + f;
+  source = sha256_hex(source);
+  const fs::path root = options.data_dir.empty() ? default_data_dir() : options.data_dir;
+  const fs::path store = root / "stores" / (abs.filename().string() + "-" + source.substr(0, 16));
+  if (is_store(store)) {
+    try {
+      if (read_store_source(store) == source) return store;
+    } catch (const IoError& e) {
+      HALO_LOG_INFO(store.string() << ": rebuilt (" << e.what() << ")");
+    }
+  }
+  PrepareOptions po;
+  po.memory_budget = default_memory_budget();
+  po.source_checksum = source;
+  prepare_dataset(res, abs.string(), store, options, po);
+  return store;
+}
+
 PrepareReport prepare_dataset(const kernels::Resources& res, const std::string& name_or_path,
                               const fs::path& out, const LoadOptions& options,
                               const PrepareOptions& prepare) {

@@ -134,6 +134,14 @@ LocalState local_state(const DatasetInfo& info, const LoadOptions& options = {})
 std::vector<std::filesystem::path> fetch_dataset(const DatasetInfo& info,
                                                  const LoadOptions& options = {});
 
+/// The store of the dataset directory `dir` (plain format, bare graph), prepared on first use
+/// (prepare_dataset) into `<data dir>/stores/<name>-<hash>` and reused while the directory's
+/// path and its files' names, sizes and modification times stay the same. What `halo plan
+/// --dataset DIR` reads its counts from. halo::IoError as prepare_dataset's.
+std::filesystem::path directory_store(const kernels::Resources& res,
+                                      const std::filesystem::path& dir,
+                                      const LoadOptions& options = {});
+
 /// The dataset `name_or_path` names (as load_dataset takes it) written as a store in `out`:
 /// streamed in bounded memory (prepare.memory_budget) for `rmat` (prepare_rmat), a bare graph
 /// directory (prepare_bare_graph) and a registered dataset in OGB's binary layout

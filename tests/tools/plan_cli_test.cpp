@@ -213,6 +213,30 @@ TEST_F(PlanCli, DatasetCacheAndTheSmallestFittingP) {
   EXPECT_NE(r.err.find("--memory-per-rank"), std::string::npos) << r.err;
 }
 
+// A plain dataset directory: its store is prepared on first use in the data directory, reused
+// while the files stay the same, and gives the counts the registered dataset's store gives.
+TEST_F(PlanCli, ADatasetDirectoryIsPlannedFromItsStore) {
+  const fs::path cora = halo::testing::datasets_dir() / "planetoid" / "cora";
+  const json a = plan("--dataset " + cora.string());
+  EXPECT_EQ(a["dataset"], "cora");
+  EXPECT_GT(a["disk_bytes"].get<std::int64_t>(), 0);
+  const fs::path stores = m_dir / "data" / "stores";
+  ASSERT_TRUE(fs::is_directory(stores));
+  const auto count = [&] {
+    return std::distance(fs::directory_iterator(stores), fs::directory_iterator());
+  };
+  EXPECT_EQ(count(), 1);
+  const auto built = fs::last_write_time(fs::directory_iterator(stores)->path() / "store.json");
+  const json b = plan("--dataset " + cora.string());
+  EXPECT_EQ(b["peak_host_bytes_per_rank"], a["peak_host_bytes_per_rank"]);
+  EXPECT_EQ(count(), 1);
+  EXPECT_EQ(fs::last_write_time(fs::directory_iterator(stores)->path() / "store.json"), built);
+  // Not a dataset: one line naming the file.
+  const Outcome r = halo("plan --dataset " + m_dir.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("edges.tsv: missing required file"), std::string::npos) << r.err;
+}
+
 TEST_F(PlanCli, CalibrateWritesWhatPlanReads) {
   const fs::path cal = m_dir / "cal.json";
   Outcome r = halo("calibrate --output " + cal.string() +

@@ -98,12 +98,12 @@ cluster::PlanInput partition_input(const std::string& dir) {
 /// The counts of a store's header: a store directory, or a registered dataset's store.
 cluster::GraphCounts dataset_counts(const DatasetOptions& d) {
   const bool store = datasets::is_store(d.dataset);
-  if (!store &&
-      (d.dataset == "synthetic" || d.dataset == "rmat" || !datasets::is_registered(d.dataset)))
+  if (!store && (d.dataset == "synthetic" || d.dataset == "rmat"))
     throw UsageError("--dataset " + d.dataset +
-                     ": plan reads counts from a store's header (a store directory or a "
-                     "registered dataset's store) or from a partition's meta.json, and never "
-                     "builds a graph; prepare a store first (halo datasets prepare --dataset " +
+                     ": plan reads counts from a store's header (a store directory, a dataset "
+                     "directory's or a registered dataset's store) or from a partition's "
+                     "meta.json, and never builds a generated graph; prepare a store first "
+                     "(halo datasets prepare --dataset " +
                      d.dataset + " --out DIR) and plan with --dataset DIR");
   if (!d.features.empty())
     throw UsageError(
@@ -111,7 +111,12 @@ cluster::GraphCounts dataset_counts(const DatasetOptions& d) {
         "on a partition written with --features instead");
   std::filesystem::path dir = d.dataset;
   std::string name;
-  if (!store) {
+  if (!store && !datasets::is_registered(d.dataset)) {
+    // A dataset directory: its store, prepared on first use.
+    datasets::LoadOptions lo;
+    lo.offline = true;
+    dir = datasets::directory_store(kernels::Resources(kernels::Device::Cpu), d.dataset, lo);
+  } else if (!store) {
     const datasets::DatasetInfo& info = datasets::find_dataset(d.dataset);
     dir = datasets::dataset_paths(info).cache;
     name = info.name;
