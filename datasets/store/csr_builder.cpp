@@ -113,7 +113,7 @@ CsrBuildResult build_csr(const kernels::Resources& res, const EdgeSource& source
 
   CsrBuildResult result;
   result.blocks = static_cast<std::int64_t>(cut.size()) - 1;
-  // indptr is written last; `upper` turns into the block's cursors, then the degrees.
+  // indptr[r + 1] holds row r's degree until the prefix sum at the end; it is written last.
   std::vector<std::int64_t> indptr(static_cast<std::size_t>(n) + 1, 0);
   if (w != nullptr) w->begin(prefix + ".indices", "i32", sizeof(NodeId), -1, 1);
   std::vector<NodeId> buf;
