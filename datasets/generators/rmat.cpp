@@ -191,27 +191,15 @@ PrepareReport prepare_rmat(const kernels::Resources& res, const RmatConfig& conf
   const auto rows_per_block =
       std::max<std::int64_t>(static_cast<std::int64_t>(budget / 2 / row_bytes), 1);
   const FeatureDtype dtype = options.feature_dtype;
-  w.begin("features", feature_dtype_name(dtype), dtype == FeatureDtype::F32 ? 4 : 2, n, f);
+  w.begin_features(n, f, dtype);
   std::vector<float> x(static_cast<std::size_t>(std::min(rows_per_block, n) * f));
-  std::vector<std::uint16_t> narrow(dtype == FeatureDtype::F32 ? 0 : x.size());
   for (std::int64_t v0 = 0; v0 < n; v0 += rows_per_block) {
     const std::int64_t v1 = std::min(n, v0 + rows_per_block);
-    const std::int64_t count = (v1 - v0) * f;
     rmat_features(res, config, v0, v1, x.data());
-    if (dtype == FeatureDtype::F32) {
-      w.append(x.data(), static_cast<std::size_t>(count) * sizeof(float));
-    } else {
-      detail::parallel_for(res, count, [&](std::int64_t i) {
-        narrow[static_cast<std::size_t>(i)] = dtype == FeatureDtype::BF16
-                                                  ? to_bf16(x[static_cast<std::size_t>(i)])
-                                                  : to_f16(x[static_cast<std::size_t>(i)]);
-      });
-      w.append(narrow.data(), static_cast<std::size_t>(count) * 2);
-    }
+    w.append_features(x.data(), static_cast<std::size_t>((v1 - v0) * f));
   }
   w.end();
   x = {};
-  narrow = {};
   w.array("labels", rmat_labels(res, config));
   Dataset splits;
   detail::assign_random_splits(res, n, config.train_fraction, config.val_fraction,

@@ -200,7 +200,7 @@ PrepareReport prepare_ogb_node_binary(const kernels::Resources& res, const fs::p
   }
   StoreWriter w(out);
   PrepareReport report;
-  CsrBuildResult graph, s;
+  DirectedBuild built;
   {
     // edge_index is 2 x E in C order: the sources, then the destinations, read side by side.
     NpyStream src(data_path, "edge_index"), dst(data_path, "edge_index");
@@ -241,21 +241,14 @@ PrepareReport prepare_ogb_node_binary(const kernels::Resources& res, const fs::p
     a = {};
     b = {};
     edges = {};
-    CsrBuildOptions o;
-    o.memory_budget = budget - read_bytes;
-    // As read_ogb_node_binary: directed, duplicates merged, self-loops kept.
-    graph = build_csr(res, spill.source(n), o, &w);
-    o.symmetrize = true;
-    o.remove_self_loops = true;
-    s = build_csr(res, spill.source(n), o, nullptr);
+    built = build_directed_csr(res, spill.source(n), budget - read_bytes, w);
     report.spill_bytes = static_cast<std::uint64_t>(spill.num_edges()) * 8;
-    report.row_blocks = graph.blocks;
+    report.row_blocks = built.graph.blocks;
   }
   w.array("graph.values", kernels::Tensor<float>());
 
   // node_feat, converted a block of rows at a time.
   const FeatureDtype dtype = options.feature_dtype;
-  const std::size_t out_item = dtype == FeatureDtype::F32 ? 4 : 2;
   std::int64_t f = 0;
   const std::vector<std::string> members = list_zip_entries(data_path);
   if (std::find(members.begin(), members.end(), "node_feat.npy") != members.end()) {
@@ -268,10 +261,9 @@ PrepareReport prepare_ogb_node_binary(const kernels::Resources& res, const fs::p
     const std::size_t row_in = static_cast<std::size_t>(f) * h.item_size();
     const auto rows = static_cast<std::int64_t>(
         std::max<std::size_t>(budget / 2 / std::max<std::size_t>(row_in + f * 4, 1), 1));
-    w.begin("features", feature_dtype_name(dtype), out_item, n, f);
+    w.begin_features(n, f, dtype);
     NpyArray chunk{h.dtype, {0}, {}};
     std::vector<float> x;
-    std::vector<std::uint16_t> narrow;
     for (std::int64_t r0 = 0; r0 < n; r0 += rows) {
       const std::int64_t k = std::min(rows, n - r0);
       chunk.shape = {k * f};
@@ -284,18 +276,11 @@ PrepareReport prepare_ogb_node_binary(const kernels::Resources& res, const fs::p
         const auto v = to_doubles(chunk, data_name + ": node_feat");
         for (std::size_t i = 0; i < v.size(); ++i) x[i] = static_cast<float>(v[i]);
       }
-      if (dtype == FeatureDtype::F32) {
-        w.append(x.data(), x.size() * 4);
-      } else {
-        narrow.resize(x.size());
-        for (std::size_t i = 0; i < x.size(); ++i)
-          narrow[i] = dtype == FeatureDtype::BF16 ? to_bf16(x[i]) : to_f16(x[i]);
-        w.append(narrow.data(), narrow.size() * 2);
-      }
+      w.append_features(x.data(), x.size());
     }
     w.end();
   } else {
-    w.begin("features", feature_dtype_name(dtype), out_item, n, 0);
+    w.begin_features(n, 0, dtype);
     w.end();
   }
 
@@ -344,10 +329,7 @@ PrepareReport prepare_ogb_node_binary(const kernels::Resources& res, const fs::p
   StoreCounts c;
   c.name = root.filename().string();
   c.num_nodes = n;
-  c.num_edges = graph.entries;
-  c.training_edges = s.entries;
-  c.max_degree = s.max_degree;
-  c.degree_histogram = s.histogram;
+  built.record(c);
   c.num_features = f;
   c.feature_dtype = dtype;
   c.num_classes = num_classes;

@@ -738,17 +738,10 @@ PrepareReport prepare_bare_graph(const kernels::Resources& res, const fs::path& 
   (void)max_line;
   spill.finish();
   const std::int64_t n = meta.num_nodes ? meta.num_nodes->value : max_id + 1;
-  CsrBuildOptions o;
-  o.memory_budget = budget - read_bytes;
-  // The graph as read_directory gives it: directed, duplicates merged, self-loops kept.
-  const CsrBuildResult graph = build_csr(res, spill.source(n), o, &w);
-  // The training graph S = A ∪ Aᵀ without self-loops: counted, not written.
-  o.symmetrize = true;
-  o.remove_self_loops = true;
-  const CsrBuildResult s = build_csr(res, spill.source(n), o, nullptr);
+  const DirectedBuild built = build_directed_csr(res, spill.source(n), budget - read_bytes, w);
   PrepareReport report;
   report.spill_bytes = static_cast<std::uint64_t>(spill.num_edges()) * 8;
-  report.row_blocks = graph.blocks;
+  report.row_blocks = built.graph.blocks;
   w.array("graph.values", kernels::Tensor<float>());
   // A graph-only dataset: no feature columns (sparse, empty), every node in class 0 of 1.
   std::vector<std::int64_t> zeros(static_cast<std::size_t>(std::min<std::int64_t>(n + 1, 1 << 16)),
@@ -776,10 +769,7 @@ PrepareReport prepare_bare_graph(const kernels::Resources& res, const fs::path& 
   StoreCounts c;
   c.name = directory_name(dir, meta);
   c.num_nodes = n;
-  c.num_edges = graph.entries;
-  c.training_edges = s.entries;
-  c.max_degree = s.max_degree;
-  c.degree_histogram = s.histogram;
+  built.record(c);
   c.sparse_features = true;
   c.num_classes = 1;
   w.commit(c, options.source_checksum);

@@ -167,4 +167,23 @@ CsrBuildResult build_csr(const kernels::Resources& res, const EdgeSource& source
   return result;
 }
 
+DirectedBuild build_directed_csr(const kernels::Resources& res, const EdgeSource& source,
+                                 std::size_t memory_budget, StoreWriter& w) {
+  CsrBuildOptions o;
+  o.memory_budget = memory_budget;
+  DirectedBuild b;
+  b.graph = build_csr(res, source, o, &w);
+  o.symmetrize = true;
+  o.remove_self_loops = true;
+  b.training = build_csr(res, source, o, nullptr);
+  return b;
+}
+
+void DirectedBuild::record(StoreCounts& c) const {
+  c.num_edges = graph.entries;
+  c.training_edges = training.entries;
+  c.max_degree = training.max_degree;
+  c.degree_histogram = training.histogram;
+}
+
 }  // namespace halo::datasets

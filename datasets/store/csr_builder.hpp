@@ -85,4 +85,16 @@ CsrBuildResult build_csr(const kernels::Resources& res, const EdgeSource& source
                          const CsrBuildOptions& options, StoreWriter* w,
                          const std::string& prefix = "graph");
 
+/// A directed input's two builds: the graph as stored (duplicates merged, self-loops kept, as the
+/// in-memory readers give it; written to `w` as "graph") and the training graph S = A ∪ Aᵀ
+/// without self-loops (counted only, for the header's statistics).
+struct DirectedBuild {
+  CsrBuildResult graph;
+  CsrBuildResult training;
+  /// The header's graph counts (num_edges, training_edges, max_degree, degree_histogram).
+  void record(StoreCounts& c) const;
+};
+DirectedBuild build_directed_csr(const kernels::Resources& res, const EdgeSource& source,
+                                 std::size_t memory_budget, StoreWriter& w);
+
 }  // namespace halo::datasets

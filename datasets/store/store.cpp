@@ -425,6 +425,8 @@ struct StoreWriter::Impl {
   std::string key, dtype;
   std::int64_t rows = 0, cols = 0;
   std::size_t element_bytes = 0;
+  FeatureDtype feature_dtype = FeatureDtype::F32;  // of the array begun by begin_features
+  std::vector<std::uint16_t> narrow;               // append_features' conversion buffer
   std::uint64_t expected = 0, written = 0;
   uLong crc = 0;
 
@@ -522,6 +524,27 @@ void StoreWriter::end() {
   m->total_bytes += m->written;
 }
 
+void StoreWriter::begin_features(std::int64_t rows, std::int64_t cols, FeatureDtype dtype) {
+  begin("features", feature_dtype_name(dtype), dtype == FeatureDtype::F32 ? 4 : 2, rows, cols);
+  m->feature_dtype = dtype;
+}
+
+void StoreWriter::append_features(const float* values, std::size_t count) {
+  if (m->feature_dtype == FeatureDtype::F32) {
+    append(values, count * sizeof(float));
+    return;
+  }
+  const bool bf16 = m->feature_dtype == FeatureDtype::BF16;
+  for (std::size_t at = 0; at < count;) {
+    const std::size_t n = std::min(count - at, kChunk / 2);
+    m->narrow.resize(n);
+    for (std::size_t i = 0; i < n; ++i)
+      m->narrow[i] = bf16 ? to_bf16(values[at + i]) : to_f16(values[at + i]);
+    append(m->narrow.data(), n * 2);
+    at += n;
+  }
+}
+
 template <class T>
 void StoreWriter::array(const std::string& key, const kernels::Tensor<T>& t) {
   begin(key, dtype_name<T>(), sizeof(T), t.rows(), t.cols());
@@ -585,23 +608,9 @@ void write_store(const kernels::Resources& res, const Dataset& ds, const fs::pat
   w.array("graph.values", ds.graph.values);
   StoreCounts c;
   if (const auto* dense = std::get_if<kernels::Tensor<float>>(&ds.features)) {
-    if (dtype == FeatureDtype::F32) {
-      w.array("features", *dense);
-    } else {
-      w.begin("features", feature_dtype_name(dtype), 2, dense->rows(), dense->cols());
-      std::vector<std::uint16_t> narrow(kChunk / 2);
-      for (std::int64_t at = 0; at < dense->numel();) {
-        const std::int64_t n =
-            std::min<std::int64_t>(static_cast<std::int64_t>(narrow.size()), dense->numel() - at);
-        for (std::int64_t i = 0; i < n; ++i)
-          narrow[static_cast<std::size_t>(i)] = dtype == FeatureDtype::BF16
-                                                    ? to_bf16(dense->data()[at + i])
-                                                    : to_f16(dense->data()[at + i]);
-        w.append(narrow.data(), static_cast<std::size_t>(n) * 2);
-        at += n;
-      }
-      w.end();
-    }
+    w.begin_features(dense->rows(), dense->cols(), dtype);
+    w.append_features(dense->data(), static_cast<std::size_t>(dense->numel()));
+    w.end();
     c.feature_dtype = dtype;
   } else {
     const auto& sparse = std::get<kernels::CsrMatrix<std::int32_t, float>>(ds.features);

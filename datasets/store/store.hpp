@@ -106,6 +106,10 @@ class StoreWriter {
   void append(const void* data, std::size_t bytes);
   /// Ends the array begun last: halo::IoError unless exactly its bytes were appended.
   void end();
+  /// Starts array "features" of rows x cols in `dtype`; append_features then takes float32
+  /// values, converted to `dtype` (round to nearest even), and end() closes it.
+  void begin_features(std::int64_t rows, std::int64_t cols, FeatureDtype dtype);
+  void append_features(const float* values, std::size_t count);
   /// A whole host tensor as array `key` (an empty tensor is an empty array).
   template <class T>
   void array(const std::string& key, const kernels::Tensor<T>& t);

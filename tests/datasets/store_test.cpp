@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <set>
 #include <string>
@@ -54,6 +55,18 @@ void expect_same(const Dataset& a, const Dataset& b) {
   EXPECT_EQ(vec(a.train_idx), vec(b.train_idx));
   EXPECT_EQ(vec(a.val_idx), vec(b.val_idx));
   EXPECT_EQ(vec(a.test_idx), vec(b.test_idx));
+}
+
+/// The entries of a directory.
+std::ptrdiff_t entries_in(const fs::path& dir) {
+  return std::distance(fs::directory_iterator(dir), fs::directory_iterator());
+}
+
+/// Every file of store `a` equals the one of the same name in store `b`, byte for byte.
+void expect_same_files(const fs::path& a, const fs::path& b) {
+  EXPECT_EQ(entries_in(a), entries_in(b));
+  for (const auto& e : fs::directory_iterator(a))
+    EXPECT_EQ(read_file(e.path()), read_file(b / e.path().filename())) << e.path();
 }
 
 std::string error_of(const fs::path& dir, const StoreOpenOptions& o = {}) {
@@ -115,11 +128,7 @@ TEST(Store, RoundTripsCoraAndReplacesOldStores) {
   expect_same(open_store(cpu(), dir), cora);
   expect_same(open_store(cpu(), dir, {.mapped = true}), cora);
   // Nothing but the store is left beside it.
-  int entries = 0;
-  for (const auto& e : fs::directory_iterator(tmp.path())) {
-    (void)e;
-    ++entries;
-  }
+  const auto entries = entries_in(tmp.path());
   EXPECT_EQ(entries, 1);
 }
 
@@ -346,9 +355,7 @@ TEST(Store, StreamedRmatEqualsTheInMemoryGeneratorUnderAnyBudget) {
   got.graph.symmetric = want.graph.symmetric;
   expect_same(got, want);
   EXPECT_TRUE(got.graph.symmetric);
-  for (const auto& e : fs::directory_iterator(tmp.path() / "big"))
-    EXPECT_EQ(read_file(e.path()), read_file(tmp.path() / "small" / e.path().filename()))
-        << e.path();
+  expect_same_files(tmp.path() / "big", tmp.path() / "small");
   // The header's training-graph counts are those write_store computes in memory.
   const StoreCounts c = read_store_counts(tmp.path() / "small");
   const TrainingGraphStats s = training_graph_stats(cpu(), want.graph);
@@ -356,11 +363,7 @@ TEST(Store, StreamedRmatEqualsTheInMemoryGeneratorUnderAnyBudget) {
   EXPECT_EQ(c.max_degree, s.max_degree);
   EXPECT_EQ(c.degree_histogram, s.histogram);
   // Nothing else is left beside the stores (no spill, no temporary directory).
-  int entries = 0;
-  for (const auto& e : fs::directory_iterator(tmp.path())) {
-    (void)e;
-    ++entries;
-  }
+  const auto entries = entries_in(tmp.path());
   EXPECT_EQ(entries, 2);
 }
 
@@ -383,9 +386,7 @@ TEST(Store, StreamedBareGraphEqualsTheInMemoryReader) {
   EXPECT_GT(small.row_blocks, 2);
   EXPECT_EQ(big.row_blocks, 1);
   expect_same(open_store(cpu(), tmp.path() / "small"), want);
-  for (const auto& e : fs::directory_iterator(tmp.path() / "big"))
-    EXPECT_EQ(read_file(e.path()), read_file(tmp.path() / "small" / e.path().filename()))
-        << e.path();
+  expect_same_files(tmp.path() / "big", tmp.path() / "small");
   const TrainingGraphStats s = training_graph_stats(cpu(), want.graph);
   EXPECT_EQ(small.counts.training_edges, s.entries);
   EXPECT_EQ(small.counts.max_degree, s.max_degree);
@@ -459,9 +460,7 @@ TEST(Store, StreamedOgbBinaryEqualsTheInMemoryReader) {
   EXPECT_GT(small.row_blocks, 4);
   EXPECT_EQ(big.row_blocks, 1);
   expect_same(open_store(cpu(), tmp.path() / "small"), want);
-  for (const auto& e : fs::directory_iterator(tmp.path() / "big"))
-    EXPECT_EQ(read_file(e.path()), read_file(tmp.path() / "small" / e.path().filename()))
-        << e.path();
+  expect_same_files(tmp.path() / "big", tmp.path() / "small");
   const TrainingGraphStats s = training_graph_stats(cpu(), want.graph);
   EXPECT_EQ(small.counts.training_edges, s.entries);
   EXPECT_EQ(small.counts.degree_histogram, s.histogram);
@@ -498,11 +497,7 @@ TEST(Store, AFailedBuildLeavesNothing) {
     w.array("labels", tensor<std::int32_t>({1, 2}));
     EXPECT_TRUE(fs::exists(w.scratch_dir()));
   }  // never committed
-  int entries = 0;
-  for (const auto& e : fs::directory_iterator(tmp.path())) {
-    (void)e;
-    ++entries;
-  }
+  const auto entries = entries_in(tmp.path());
   EXPECT_EQ(entries, 1);
   EXPECT_FALSE(is_store(tmp.path() / "s"));
 }

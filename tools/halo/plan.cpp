@@ -125,25 +125,24 @@ cluster::GraphCounts dataset_counts(const DatasetOptions& d) {
                     "'; load the dataset once to build it (e.g. halo train --dataset " + d.dataset +
                     " --epochs 1)");
   }
-  const datasets::StoreCounts counts = datasets::read_store_counts(dir);
-  const datasets::StoreCounts* c = &counts;
-  if (name.empty()) name = c->name;
+  const datasets::StoreCounts c = datasets::read_store_counts(dir);
+  if (name.empty()) name = c.name;
   cluster::GraphCounts g;
   g.dataset = name;
-  g.num_nodes = c->num_nodes;
-  g.input_edges = c->num_edges;
-  g.weighted = c->weighted;
-  g.training_edges = c->training_edges;
-  g.max_degree = c->max_degree;
-  g.degree_histogram = c->degree_histogram;
-  g.num_features = c->num_features;
-  g.sparse_features = c->sparse_features;
-  g.feature_nnz = c->feature_nnz;
-  g.num_classes = c->num_classes;
-  g.num_train = c->num_train;
-  g.num_val = c->num_val;
-  g.num_test = c->num_test;
-  g.disk_bytes = static_cast<std::int64_t>(c->bytes_on_disk);
+  g.num_nodes = c.num_nodes;
+  g.input_edges = c.num_edges;
+  g.weighted = c.weighted;
+  g.training_edges = c.training_edges;
+  g.max_degree = c.max_degree;
+  g.degree_histogram = c.degree_histogram;
+  g.num_features = c.num_features;
+  g.sparse_features = c.sparse_features;
+  g.feature_nnz = c.feature_nnz;
+  g.num_classes = c.num_classes;
+  g.num_train = c.num_train;
+  g.num_val = c.num_val;
+  g.num_test = c.num_test;
+  g.disk_bytes = static_cast<std::int64_t>(c.bytes_on_disk);
   return g;
 }
 
