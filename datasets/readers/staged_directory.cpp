@@ -34,14 +34,6 @@ fs::path parent_of(const fs::path& p) {
 std::mutex g_staging_mutex;
 std::vector<fs::path> g_staging;
 
-void track_staging(const fs::path& tmp, bool add) {
-  const std::lock_guard<std::mutex> lock(g_staging_mutex);
-  if (add)
-    g_staging.push_back(tmp);
-  else
-    g_staging.erase(std::remove(g_staging.begin(), g_staging.end(), tmp), g_staging.end());
-}
-
 bool exists_no_throw(const fs::path& p) {
   std::error_code ec;
   return fs::exists(fs::symlink_status(p, ec));
@@ -98,21 +90,29 @@ void write_staged_directory(const fs::path& dir, const std::function<void(const 
     throw IoError(target.string() + ": cannot create its staging directory " + tmp.string() + ": " +
                   why);
   }
-  track_staging(tmp, true);
+  track_staging_directory(tmp, true);
   try {
     fill(tmp);
-    track_staging(tmp, false);
+    track_staging_directory(tmp, false);
     fs::rename(tmp, target, ec);  // rename(2) replaces an empty directory atomically
     if (ec)
       throw IoError(target.string() +
                     ": cannot move the finished output in place: " + ec.message());
   } catch (...) {
-    track_staging(tmp, false);
+    track_staging_directory(tmp, false);
     std::error_code ignored;
     fs::remove_all(tmp, ignored);
     remove_created_parents();
     throw;
   }
+}
+
+void track_staging_directory(const fs::path& tmp, bool add) {
+  const std::lock_guard<std::mutex> lock(g_staging_mutex);
+  if (add)
+    g_staging.push_back(tmp);
+  else
+    g_staging.erase(std::remove(g_staging.begin(), g_staging.end(), tmp), g_staging.end());
 }
 
 void remove_staging_directories() {

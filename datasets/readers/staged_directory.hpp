@@ -27,4 +27,8 @@ void check_output_directory(const std::filesystem::path& dir);
 /// signal, from a normal thread (not a signal handler): the output then stays absent. Thread-safe.
 void remove_staging_directories();
 
+/// Adds (`add`) or removes `tmp` from the directories remove_staging_directories removes: for a
+/// writer that stages its output itself (datasets::StoreWriter). Thread-safe.
+void track_staging_directory(const std::filesystem::path& tmp, bool add);
+
 }  // namespace halo::datasets

@@ -8,14 +8,18 @@
 #include <bit>
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <variant>
 
 #include <halo/datasets/detail/host.hpp>
 #include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/readers/staged_directory.hpp>
 #include <halo/datasets/store/store.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
@@ -450,6 +454,8 @@ StoreWriter::StoreWriter(const fs::path& dir) : m(std::make_unique<Impl>()) {
   fs::remove_all(m->tmp, ec);
   if (!fs::create_directory(m->tmp, ec) || ec)
     throw IoError(m->tmp.string() + ": cannot create directory: " + ec.message());
+  // A command ended by a signal removes it too (cli::end_by_signal_on_termination).
+  track_staging_directory(m->tmp, true);
 }
 
 StoreWriter::~StoreWriter() {
@@ -458,6 +464,7 @@ StoreWriter::~StoreWriter() {
     std::error_code ignored;
     fs::remove_all(m->tmp, ignored);
   }
+  track_staging_directory(m->tmp, false);
 }
 
 const fs::path& StoreWriter::scratch_dir() const { return m->tmp; }
@@ -679,7 +686,9 @@ Dataset open_store(const kernels::Resources& res, const fs::path& dir,
     ds.graph.indices = load_array<NodeId>(res, dir, arrays, "graph.indices", options);
     ds.graph.values = load_array<float>(res, dir, arrays, "graph.values", options);
     ds.graph.num_cols = c.num_nodes;
-    if (c.sparse_features) {
+    if (!options.features) {
+      ds.features = kernels::Tensor<float>(res, kernels::Device::Cpu, c.num_nodes, 0);
+    } else if (c.sparse_features) {
       ds.features = kernels::CsrMatrix<std::int32_t, float>{
           load_array<std::int64_t>(res, dir, arrays, "features.indptr", options),
           load_array<std::int32_t>(res, dir, arrays, "features.indices", options),
@@ -697,11 +706,128 @@ Dataset open_store(const kernels::Resources& res, const fs::path& dir,
     } catch (const IoError& e) {
       throw IoError(path.string() + ": corrupt store: " + e.what());
     }
+    // The checks touched every page of the mapped graph: give them back to the page cache.
+    if (options.mapped)
+      MappedPageTrimmer(mapped_ranges(ds.graph), std::chrono::milliseconds(0)).trim();
     ds.graph.symmetric = c.symmetric;
     return ds;
   } catch (const json::exception& e) {
     throw IoError(path.string() + ": corrupt store header: " + e.what());
   }
+}
+
+StoredFeatures stored_features(const fs::path& dir) {
+  const json h = read_header(dir);
+  const fs::path path = dir / kStoreHeader;
+  try {
+    const StoreCounts c = checked_counts(dir, h);
+    if (c.sparse_features)
+      throw IoError(path.string() + ": the store's features are sparse (a partition copies them)");
+    const ArrayEntry e =
+        typed_entry(dir, h.at("arrays"), "features", feature_dtype_name(c.feature_dtype));
+    std::error_code ec;
+    fs::path abs = fs::absolute(dir, ec).lexically_normal();
+    if (abs.filename().empty()) abs = abs.parent_path();
+    return {abs, c.feature_dtype, e.rows, e.cols, e.crc};
+  } catch (const json::exception& e) {
+    throw IoError(path.string() + ": corrupt store header: " + e.what());
+  }
+}
+
+kernels::Tensor<float> gather_stored_features(const kernels::Resources& res,
+                                              const StoredFeatures& f, const NodeId* ids,
+                                              std::int64_t count) {
+  const fs::path file = f.store / "features.bin";
+  const std::size_t elem = f.dtype == FeatureDtype::F32 ? 4 : 2;
+  const auto row_bytes = static_cast<std::size_t>(f.cols) * elem;
+  const std::size_t bytes = static_cast<std::size_t>(f.rows) * row_bytes;
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (ec) throw IoError(file.string() + ": cannot open: " + ec.message());
+  if (size != bytes)
+    throw IoError(file.string() + ": the file has " + std::to_string(size) + " bytes, expected " +
+                  std::to_string(f.rows) + " x " + std::to_string(f.cols) + " " +
+                  feature_dtype_name(f.dtype) + " (" + std::to_string(bytes) + ")");
+  for (std::int64_t i = 0; i < count; ++i)
+    HALO_EXPECTS(ids[i] >= 0 && ids[i] < f.rows, "gather_stored_features: id out of range");
+  kernels::Tensor<float> x = detail::host_tensor<float>(res, count, f.cols);
+  if (count == 0 || f.cols == 0) return x;
+  const Mapping map(file, bytes);
+  ::madvise(const_cast<unsigned char*>(map.data()), bytes, MADV_RANDOM);
+  // Rows a block at a time; the block's pages are dropped after it (ids ascending read the file
+  // front to back, any order is correct).
+  const std::int64_t block =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(kChunk / row_bytes));
+  for (std::int64_t b = 0; b < count; b += block) {
+    const std::int64_t e = std::min(count, b + block);
+    detail::parallel_for(res, e - b, [&](std::int64_t i) {
+      const NodeId v = ids[b + i];
+      const unsigned char* src = map.data() + static_cast<std::size_t>(v) * row_bytes;
+      float* dst = x.data() + (b + i) * f.cols;
+      if (f.dtype == FeatureDtype::F32) {
+        std::memcpy(dst, src, row_bytes);
+        return;
+      }
+      const auto* h = reinterpret_cast<const std::uint16_t*>(src);
+      for (std::int64_t j = 0; j < f.cols; ++j)
+        dst[j] = f.dtype == FeatureDtype::BF16 ? from_bf16(h[j]) : from_f16(h[j]);
+    });
+    map.drop(0, bytes);
+  }
+  return x;
+}
+
+struct MappedPageTrimmer::Impl {
+  std::vector<std::pair<const void*, std::size_t>> ranges;
+  std::chrono::milliseconds period{0};
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stop = false;
+  std::thread thread;
+};
+
+MappedPageTrimmer::MappedPageTrimmer(std::vector<std::pair<const void*, std::size_t>> ranges,
+                                     std::chrono::milliseconds period)
+    : m(std::make_unique<Impl>()) {
+  m->ranges = std::move(ranges);
+  m->period = period;
+  if (m->ranges.empty() || period.count() <= 0) return;
+  m->thread = std::thread([impl = m.get(), this] {
+    std::unique_lock<std::mutex> lock(impl->mutex);
+    while (!impl->wake.wait_for(lock, impl->period, [impl] { return impl->stop; })) trim();
+  });
+}
+
+MappedPageTrimmer::~MappedPageTrimmer() {
+  if (m->thread.joinable()) {
+    {
+      const std::lock_guard<std::mutex> lock(m->mutex);
+      m->stop = true;
+    }
+    m->wake.notify_all();
+    m->thread.join();
+  }
+}
+
+void MappedPageTrimmer::trim() const {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  for (const auto& [data, bytes] : m->ranges) {
+    // Whole pages inside the range only: a mapping starts on a page, its tail page is its own.
+    const auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) / page * page;
+    const auto end = reinterpret_cast<std::uintptr_t>(data) + bytes;
+    if (end > begin)
+      ::madvise(reinterpret_cast<void*>(begin), (end - begin + page - 1) / page * page,
+                MADV_DONTNEED);
+  }
+}
+
+std::vector<std::pair<const void*, std::size_t>> mapped_ranges(const Graph& g) {
+  std::vector<std::pair<const void*, std::size_t>> r;
+  if (g.indptr.mapped() && g.indptr.bytes() > 0) r.emplace_back(g.indptr.data(), g.indptr.bytes());
+  if (g.indices.mapped() && g.indices.bytes() > 0)
+    r.emplace_back(g.indices.data(), g.indices.bytes());
+  if (g.values.mapped() && g.values.bytes() > 0) r.emplace_back(g.values.data(), g.values.bytes());
+  return r;
 }
 
 }  // namespace halo::datasets

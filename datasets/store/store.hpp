@@ -2,12 +2,14 @@
 // The on-disk graph store: raw little-endian arrays and a JSON header (store.json), opened by mmap.
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <halo/datasets/dataset.hpp>
@@ -169,6 +171,9 @@ struct StoreOpenOptions {
   bool mapped = false;
   /// Check each array's CRC-32 against the header (reads every byte once).
   bool verify_checksums = true;
+  /// false: the features are not opened (the Dataset holds num_nodes x 0 dense features); for
+  /// a reader that takes them from the store later (stored_features, a partition's parts).
+  bool features = true;
 };
 
 /// Opens the store in `dir` as a host Dataset. halo::IoError naming the file (header or array)
@@ -177,5 +182,50 @@ struct StoreOpenOptions {
 /// `validate` (run with the graph's `symmetric` flag taken on trust, to keep the open linear).
 Dataset open_store(const kernels::Resources& res, const std::filesystem::path& dir,
                    const StoreOpenOptions& options = {});
+
+/// The dense feature array of a store, as its header describes it: what a partition's parts
+/// reference instead of copying the rows (docs/formats.md, "Partition directory").
+struct StoredFeatures {
+  std::filesystem::path store;  ///< the store directory, absolute
+  FeatureDtype dtype = FeatureDtype::F32;
+  std::int64_t rows = 0, cols = 0;
+  std::uint32_t crc32 = 0;  ///< of features.bin, as store.json records it
+};
+
+/// The dense features of the store in `dir` (read_store_counts's checks, and features.bin's
+/// size). halo::IoError naming the file when `dir` is no store or its features are sparse.
+StoredFeatures stored_features(const std::filesystem::path& dir);
+
+/// Rows `ids[0 .. count)` of `f` as a count x f.cols host tensor of float32 (f16 / bf16 rows
+/// converted), read through a mapping of features.bin whose pages are dropped from this
+/// process as it goes (the resident set stays near the output's size). Ids must lie in
+/// [0, f.rows). halo::IoError naming the file when it cannot be read or its size disagrees.
+kernels::Tensor<float> gather_stored_features(const kernels::Resources& res,
+                                              const StoredFeatures& f, const kernels::NodeId* ids,
+                                              std::int64_t count);
+
+/// While it lives, a thread drops the pages of file-mapped tensors (Tensor::mapped) from this
+/// process's resident set every `period`: a pass over a mapped graph larger than memory then
+/// keeps a resident set of what it touched in one period, not the whole file (the pages stay
+/// in the page cache; touching one again maps it back). Only for mappings nobody writes to: a
+/// dropped page of a copy-on-write mapping loses its writes. Tensors that are not mapped are
+/// left alone; they must outlive the trimmer.
+class MappedPageTrimmer {
+ public:
+  MappedPageTrimmer(std::vector<std::pair<const void*, std::size_t>> ranges,
+                    std::chrono::milliseconds period = std::chrono::milliseconds(200));
+  ~MappedPageTrimmer();
+  MappedPageTrimmer(const MappedPageTrimmer&) = delete;
+  MappedPageTrimmer& operator=(const MappedPageTrimmer&) = delete;
+  /// Drops every range once now.
+  void trim() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m;
+};
+
+/// The ranges of `g`'s arrays that are file mappings (for MappedPageTrimmer).
+std::vector<std::pair<const void*, std::size_t>> mapped_ranges(const Graph& g);
 
 }  // namespace halo::datasets

@@ -137,14 +137,22 @@ struct Shared {
   const datasets::Dataset& ds;
   const datasets::Graph& s;  // the training graph S
   const Relabelling& rl;
-  std::vector<std::uint8_t> split_of;  // original id -> 0 none, 1 train, 2 val, 3 test
+  const datasets::StoredFeatures* features_from;  // the parts reference these; nullptr: copy
+  std::vector<std::uint8_t> split_of;             // original id -> 0 none, 1 train, 2 val, 3 test
   std::vector<NodeId> all_train, all_train_original;
   std::int64_t max_degree = 0;
 };
 
-Shared make_shared(const datasets::Dataset& ds, const datasets::Graph& s, const Relabelling& rl) {
-  Shared sh{ds, s,  rl, std::vector<std::uint8_t>(static_cast<std::size_t>(ds.num_nodes()), 0),
-            {}, {}, 0};
+Shared make_shared(const datasets::Dataset& ds, const datasets::Graph& s, const Relabelling& rl,
+                   const datasets::StoredFeatures* features_from) {
+  Shared sh{ds,
+            s,
+            rl,
+            features_from,
+            std::vector<std::uint8_t>(static_cast<std::size_t>(ds.num_nodes()), 0),
+            {},
+            {},
+            0};
   const kernels::Tensor<NodeId>* splits[] = {&ds.train_idx, &ds.val_idx, &ds.test_idx};
   for (std::uint8_t k = 0; k < 3; ++k)
     for (std::int64_t i = 0; i < splits[k]->numel(); ++i)
@@ -248,10 +256,11 @@ Part build_part(const kernels::Resources& res, const Shared& sh, std::int32_t k,
   }
   part.ids = IdMap(book, k, host_tensor(res, original), host_tensor(res, halo));
 
-  // Features, labels and splits of the owned nodes.
+  // Features (unless the parts reference the store's), labels and splits of the owned nodes.
   std::visit(
       [&](const auto& x) {
         using X = std::decay_t<decltype(x)>;
+        if (sh.features_from != nullptr) return;
         if constexpr (std::is_same_v<X, kernels::Tensor<float>>) {
           const std::int64_t f = x.cols();
           kernels::Tensor<float> dense(res, kernels::Device::Cpu, owned, f);
@@ -297,7 +306,8 @@ Part build_part(const kernels::Resources& res, const Shared& sh, std::int32_t k,
 }
 
 /// Writes `part` (part k of p) to `file` in file order; returns what meta.json records.
-PartInfo write_part_file(const Part& part, std::int32_t k, std::int32_t p, const fs::path& file) {
+PartInfo write_part_file(const Part& part, std::int32_t k, std::int32_t p, const fs::path& file,
+                         bool with_features) {
   PartInfo info;
   info.num_owned = part.num_owned();
   info.num_halo = part.num_halo();
@@ -317,6 +327,7 @@ PartInfo write_part_file(const Part& part, std::int32_t k, std::int32_t p, const
   std::visit(
       [&](const auto& x) {
         using X = std::decay_t<decltype(x)>;
+        if (!with_features) return;
         if constexpr (std::is_same_v<X, kernels::Tensor<float>>) {
           out.add("features", x);
         } else {
@@ -342,6 +353,12 @@ json balance_json(const PartitionMetrics& m) {
   return {{"nodes", m.nodes.balance}, {"train", m.train.balance}, {"edges", m.edges.balance}};
 }
 
+std::string hex32(std::uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
 json meta_json(const datasets::Dataset& ds, const PartitionResult& r, const Shared& sh,
                const std::vector<PartInfo>& parts) {
   const PartitionConfig& c = r.config;
@@ -356,12 +373,19 @@ json meta_json(const datasets::Dataset& ds, const PartitionResult& r, const Shar
       {"training_edges", sh.s.num_edges()},
       {"max_degree", sh.max_degree},
       {"degree_histogram", datasets::degree_histogram(sh.s.indptr.data(), sh.s.num_rows())},
-      {"num_features", ds.num_features()},
+      {"num_features", sh.features_from != nullptr ? sh.features_from->cols : ds.num_features()},
       {"num_classes", ds.num_classes},
       {"num_train", ds.train_idx.numel()},
       {"features",
-       std::holds_alternative<kernels::Tensor<float>>(ds.features) ? "dense" : "sparse"},
+       sh.features_from != nullptr || std::holds_alternative<kernels::Tensor<float>>(ds.features)
+           ? "dense"
+           : "sparse"},
       {"weighted", !ds.graph.values.empty()}};
+  if (const datasets::StoredFeatures* f = sh.features_from)
+    j["feature_store"] = {{"path", f->store.string()},
+                          {"dtype", datasets::feature_dtype_name(f->dtype)},
+                          {"shape", {f->rows, f->cols}},
+                          {"crc32", hex32(f->crc32)}};
   j["num_parts"] = c.num_parts;
   j["method"] = std::string(to_string(c.method));
   j["objective"] = std::string(to_string(c.objective));
@@ -666,14 +690,17 @@ HeteroPartLayout make_local_hetero_layout(const kernels::Resources& res,
 }
 
 void write_partitions(const kernels::Resources& res, const datasets::Dataset& ds,
-                      const PartitionResult& r, const fs::path& dir, const Progress& progress) {
+                      const PartitionResult& r, const fs::path& dir, const Progress& progress,
+                      const datasets::StoredFeatures* features_from) {
   const std::int64_t n = ds.num_nodes();
   HALO_EXPECTS(static_cast<std::int64_t>(r.relabelling.new_to_old.size()) == n &&
                    r.relabelling.book.num_nodes() == n &&
                    r.relabelling.book.num_parts() == r.config.num_parts &&
                    r.symmetric.num_rows() == n,
                "write_partitions: the partition does not belong to this dataset");
-  const Shared sh = make_shared(ds, r.symmetric, r.relabelling);
+  HALO_EXPECTS(features_from == nullptr || features_from->rows == n,
+               "write_partitions: the stored features do not belong to this dataset");
+  const Shared sh = make_shared(ds, r.symmetric, r.relabelling, features_from);
   datasets::write_staged_directory(dir, [&](const fs::path& tmp) {
     // Parts are independent: res's threads build and write them concurrently, each with its
     // own scratch array. Progress comes from one thread; the first error is rethrown.
@@ -692,7 +719,8 @@ void write_partitions(const kernels::Resources& res, const datasets::Dataset& ds
       for (std::int32_t k = 0; k < p; ++k) {
         try {
           const Part part = build_part(res, sh, k, mark);
-          parts[static_cast<std::size_t>(k)] = write_part_file(part, k, p, part_file(tmp, k));
+          parts[static_cast<std::size_t>(k)] =
+              write_part_file(part, k, p, part_file(tmp, k), features_from == nullptr);
         } catch (...) {
 #pragma omp critical(halo_partition_error)
           if (!error) error = std::current_exception();
@@ -755,6 +783,25 @@ PartitionMeta read_partition_meta(const fs::path& dir) {
   m.num_train = get<std::int64_t>(d, "num_train", file);
   m.sparse_features = get<std::string>(d, "features", file) == "sparse";
   m.weighted = get<bool>(d, "weighted", file);
+  if (j.contains("feature_store")) {
+    const json f = get<json>(j, "feature_store", file);
+    datasets::StoredFeatures s;
+    s.store = get<std::string>(f, "path", file);
+    const auto dtype = datasets::parse_feature_dtype(get<std::string>(f, "dtype", file));
+    const auto shape = get<std::vector<std::int64_t>>(f, "shape", file);
+    const std::string crc = get<std::string>(f, "crc32", file);
+    if (!dtype || shape.size() != 2 || shape[0] != m.num_nodes || shape[1] != m.num_features ||
+        m.sparse_features || crc.size() != 8 ||
+        crc.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw IoError(file.string() +
+                    ": malformed \"feature_store\" (a dtype f32, f16 or bf16, the shape num_nodes "
+                    "x num_features of dense features, an 8-digit hex crc32)");
+    s.dtype = *dtype;
+    s.rows = shape[0];
+    s.cols = shape[1];
+    s.crc32 = static_cast<std::uint32_t>(std::stoul(crc, nullptr, 16));
+    m.feature_store = std::move(s);
+  }
   try {
     m.config.num_parts = get<std::int32_t>(j, "num_parts", file);
     m.config.method = parse_method(get<std::string>(j, "method", file));
@@ -853,6 +900,27 @@ PartitionMeta read_partition_meta(const fs::path& dir) {
   return m;
 }
 
+datasets::StoredFeatures checked_feature_store(const fs::path& dir, const PartitionMeta& m) {
+  const datasets::StoredFeatures& want = *m.feature_store;
+  const std::string where = (dir / "meta.json").string() + ": the feature store " +
+                            want.store.string() + " (the parts' features)";
+  datasets::StoredFeatures have;
+  try {
+    have = datasets::stored_features(want.store);
+  } catch (const IoError& e) {
+    throw IoError(where + ": " + e.what());
+  }
+  if (have.dtype != want.dtype || have.rows != want.rows || have.cols != want.cols ||
+      have.crc32 != want.crc32)
+    throw IoError(where + " has changed since the partition was written: " +
+                  datasets::feature_dtype_name(have.dtype) + " " + std::to_string(have.rows) +
+                  " x " + std::to_string(have.cols) + " crc32 " + hex32(have.crc32) +
+                  ", meta.json says " + datasets::feature_dtype_name(want.dtype) + " " +
+                  std::to_string(want.rows) + " x " + std::to_string(want.cols) + " crc32 " +
+                  hex32(want.crc32) + " (partition the store again)");
+  return have;
+}
+
 Part read_part(const kernels::Resources& res, const fs::path& dir, std::int32_t k,
                const PartitionMeta* meta) {
   PartitionMeta read;
@@ -904,7 +972,10 @@ Part read_part(const kernels::Resources& res, const fs::path& dir, std::int32_t 
   check_ids(part.send_rows, 0, owned, false, pdir, "send_rows");
   part.recv_offsets = to_vector(take<std::int64_t>(arrays, pdir, "recv_offsets"));
   check_offsets(part.recv_offsets, p, halo, pdir, "recv_offsets");
-  if (m.sparse_features) {
+  if (m.feature_store) {
+    const datasets::StoredFeatures f = checked_feature_store(dir, m);
+    part.features = datasets::gather_stored_features(res, f, part.ids.original_ids().data, owned);
+  } else if (m.sparse_features) {
     kernels::CsrMatrix<std::int32_t, float> x;
     x.indptr = take<std::int64_t>(arrays, pdir, "features_indptr");
     x.indices = take<std::int32_t>(arrays, pdir, "features_indices");
@@ -951,6 +1022,7 @@ Part read_part(const kernels::Resources& res, const fs::path& dir, std::int32_t 
 
 std::int64_t verify_partitions(const fs::path& dir) {
   const PartitionMeta m = read_partition_meta(dir);
+  if (m.feature_store) checked_feature_store(dir, m);
   for (std::int32_t k = 0; k < m.config.num_parts; ++k)
     read_part_file(nullptr, dir, k, m.config.num_parts, m.parts[static_cast<std::size_t>(k)]);
   return m.config.num_parts;
@@ -1400,7 +1472,7 @@ void write_hetero_partitions(const kernels::Resources& res, const datasets::Hete
                    static_cast<std::int32_t>(hr.type_balance.size()) == g.num_types(),
                "write_hetero_partitions: the partition does not belong to this dataset");
   const datasets::Dataset hd = homogenised(res, g);
-  const Shared sh = make_shared(hd, r.symmetric, r.relabelling);
+  const Shared sh = make_shared(hd, r.symmetric, r.relabelling, nullptr);
   const std::vector<HeteroPart> parts = build_hetero_parts(res, g, r.relabelling);
   datasets::write_staged_directory(dir, [&](const fs::path& tmp) {
     std::vector<PartInfo> infos;

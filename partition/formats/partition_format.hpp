@@ -22,8 +22,9 @@
 namespace halo::partition {
 
 /// The version written to meta.json; readers refuse any other. Version 3 stores the training
-/// graph and the exchange lists, so a rank starts without collectives (docs/formats.md).
-constexpr std::int32_t kPartitionFormatVersion = 3;
+/// graph and the exchange lists, so a rank starts without collectives (docs/formats.md);
+/// version 4 lets the parts reference a graph store's dense features instead of copying them.
+constexpr std::int32_t kPartitionFormatVersion = 4;
 
 /// Size of the header at the start of every part file (docs/formats.md).
 constexpr std::int64_t kPartFileHeaderBytes = 32;
@@ -118,6 +119,9 @@ struct PartitionMeta {
   /// read_hetero_part. The homogenised graph (type t's node v is id type offset + v) is what
   /// the fields above describe.
   std::optional<HeteroMeta> hetero;
+  /// Set when the parts hold no feature rows and reference these instead (write_partitions's
+  /// `features_from`): read_part gathers a part's owned rows from the store.
+  std::optional<datasets::StoredFeatures> feature_store;
   /// FNV-1a of meta.json's bytes: ranks compare it to check that they opened the same partition.
   std::uint64_t checksum = 0;
 };
@@ -182,15 +186,21 @@ Part make_local_part(const kernels::Resources& res, datasets::Dataset&& ds);
 /// directory that is renamed to `dir` at the end, so `dir` never holds a partial partition.
 /// `dir` must not exist or be an empty directory (halo::IoError otherwise); parents are created.
 /// `r` must come from partition_dataset on `ds`. Calls `progress` once per part.
+/// `features_from` (the dense features of the store `ds` was opened from, datasets::
+/// stored_features; `ds` may then hold none): the parts store no feature rows, meta.json names
+/// the store, its dtype, shape and features.bin's CRC-32, and read_part gathers each part's rows
+/// from it (the store must then stay where it is, unchanged).
 void write_partitions(const kernels::Resources& res, const datasets::Dataset& ds,
                       const PartitionResult& r, const std::filesystem::path& dir,
-                      const Progress& progress = {});
+                      const Progress& progress = {},
+                      const datasets::StoredFeatures* features_from = nullptr);
 
 /// Reads and checks `dir`/meta.json (format name and version, consistent sizes). Reads no part.
 /// halo::IoError naming the file and the problem.
 PartitionMeta read_partition_meta(const std::filesystem::path& dir);
 
-/// Loads part `k` of `dir`, reading meta.json and part-<k>.bin only: the file's size and header,
+/// Loads part `k` of `dir`, reading meta.json and part-<k>.bin (and the owned rows of a
+/// referenced feature store, whose header must match meta.json's): the file's size and header,
 /// every array's FNV-1a checksum must match meta.json, the padding must be zero and the arrays
 /// well formed (halo::IoError naming the file and the array otherwise). The tensors are on the
 /// host. `meta`, when given, must be read_partition_meta(dir) (saves reading it again).
@@ -198,7 +208,8 @@ Part read_part(const kernels::Resources& res, const std::filesystem::path& dir, 
                const PartitionMeta* meta = nullptr);
 
 /// Checks the size, header, padding and array checksums of every part file (halo::IoError on
-/// the first mismatch). Returns the number of part files checked.
+/// the first mismatch), and that a referenced feature store's header still matches meta.json.
+/// Returns the number of part files checked.
 std::int64_t verify_partitions(const std::filesystem::path& dir);
 
 // ---- heterogeneous partitions ----------------------------------------------------------------

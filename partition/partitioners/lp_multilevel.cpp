@@ -177,6 +177,10 @@ Level contract(const View& g, const std::vector<NodeId>& cluster, std::vector<No
           static_cast<NodeId>(u);
   }
   Level l;
+  // At most the finer level's entries: reserved once (pages beyond what is written are never
+  // touched, hence never resident), so growing never copies a coarse graph of billions.
+  l.adj.reserve(static_cast<std::size_t>(g.entries()));
+  l.ew.reserve(static_cast<std::size_t>(g.entries()));
   l.indptr.assign(static_cast<std::size_t>(nc) + 1, 0);
   l.vw.assign(static_cast<std::size_t>(nc) * ncon, 0);
   std::vector<std::int64_t> pos(static_cast<std::size_t>(nc), -1);

@@ -414,13 +414,33 @@ PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& 
     if (progress) progress(phase);
   };
   const auto start = Clock::now();
+  say("symmetrising the graph");
+  Graph symmetric = partitioning_graph(res, ds.graph);
+  const double symmetrize_s = since(start);
+  PartitionResult r = partition_dataset(res, ds, std::move(symmetric), config, progress);
+  r.timings.symmetrize_s = symmetrize_s;
+  r.timings.total_s = since(start);
+  return r;
+}
+
+PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& ds, Graph s,
+                                  const PartitionConfig& config, const Progress& progress) {
+  check_config(config);
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  auto say = [&](const std::string& phase) {
+    if (progress) progress(phase);
+  };
+  const auto start = Clock::now();
+  HALO_EXPECTS(s.num_rows() == ds.num_nodes() && s.num_cols == ds.num_nodes(),
+               "partition: the symmetric graph does not match the dataset");
   PartitionResult r;
   r.config = config;
-  say("symmetrising the graph");
-  auto t = Clock::now();
-  r.symmetric = partitioning_graph(res, ds.graph);
+  r.symmetric = std::move(s);
   const Graph& symmetric = r.symmetric;
-  r.timings.symmetrize_s = since(t);
+  auto t = Clock::now();
   r.config.method = resolve_method(config.method, symmetric.num_edges(),
                                    config.balance.edges ? ds.graph.num_edges() : 0);
   say(std::string(r.config.method == Method::Random         ? "random assignment, "

@@ -100,4 +100,9 @@ struct PartitionResult {
 PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& ds,
                                   const PartitionConfig& config, const Progress& progress = {});
 
+/// The same with S given: `symmetric` must equal partitioning_graph(res, ds.graph) (for a store
+/// whose graph is S already, a second mapping of its files: nothing is copied).
+PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& ds, Graph symmetric,
+                                  const PartitionConfig& config, const Progress& progress = {});
+
 }  // namespace halo::partition

@@ -1,13 +1,19 @@
 // The graph store: round trips (copied and mapped, f32 / f16 / bf16 features), the header alone,
 // refused versions and corrupt stores; the streamed CSR builder and R-MAT under tiny budgets.
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <iterator>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -84,6 +90,56 @@ void replace_in_file(const fs::path& path, const std::string& from, const std::s
   ASSERT_NE(at, std::string::npos) << from;
   text.replace(at, from.size(), to);
   write_text(path, text);
+}
+
+/// This process's resident set in bytes (/proc/self/statm).
+std::int64_t resident_bytes() {
+  std::ifstream in("/proc/self/statm");
+  std::int64_t size = 0, resident = 0;
+  in >> size >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+// The trimmer gives the pages a pass touched in a mapped graph back to the page cache, at once
+// (trim) or every period, and leaves the data intact and memory that is not a mapping alone.
+TEST(Store, MappedPageTrimmerDropsTouchedPagesFromTheResidentSet) {
+  TempDir tmp;
+  const std::int64_t n = std::int64_t{16} << 20;  // 64 MiB of int32
+  const fs::path file = tmp.path() / "indices.bin";
+  {
+    std::vector<NodeId> block(std::size_t{1} << 20);
+    std::ofstream out(file, std::ios::binary);
+    for (std::int64_t b = 0; b < n; b += static_cast<std::int64_t>(block.size())) {
+      std::iota(block.begin(), block.end(), static_cast<NodeId>(b));
+      out.write(reinterpret_cast<const char*>(block.data()),
+                static_cast<std::streamsize>(block.size() * sizeof(NodeId)));
+    }
+  }
+  Graph g;
+  g.indices = kernels::Tensor<NodeId>(
+      kernels::Buffer::map_file(file.string(), static_cast<std::size_t>(n) * 4), n);
+  const auto touch = [&] {
+    std::int64_t sum = 0;
+    for (std::int64_t i = 0; i < n; i += 1024) sum += g.indices.data()[i];
+    return sum;
+  };
+  std::int64_t want = 0;
+  for (std::int64_t i = 0; i < n; i += 1024) want += i;
+  ASSERT_EQ(mapped_ranges(g).size(), 1u);
+  const std::int64_t before = resident_bytes();
+  EXPECT_EQ(touch(), want);
+  EXPECT_GT(resident_bytes() - before, std::int64_t{48} << 20) << "the pass maps its pages in";
+  MappedPageTrimmer(mapped_ranges(g), std::chrono::milliseconds(0)).trim();
+  EXPECT_LT(resident_bytes() - before, std::int64_t{16} << 20);
+  {
+    const MappedPageTrimmer every(mapped_ranges(g), std::chrono::milliseconds(5));
+    EXPECT_EQ(touch(), want) << "the data survive";
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_LT(resident_bytes() - before, std::int64_t{16} << 20);
+  }
+  Graph in_memory;
+  in_memory.indices = kernels::Tensor<NodeId>::from_host(cpu(), std::vector<NodeId>(1024, 7));
+  EXPECT_TRUE(mapped_ranges(in_memory).empty());
 }
 
 TEST(Store, RoundTripsDenseAndWeightedCopiedOrMapped) {

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/partition/formats/partition_format.hpp>
 
@@ -196,6 +197,82 @@ TEST(PartitionFormat, CoraPartsReassembleTheGraph) {
       ++entries;
     }
     EXPECT_EQ(entries, p + 1) << "meta.json and one file a part";
+  }
+}
+
+// A partition of a store references the store's dense features instead of copying them: the
+// parts hold no feature rows, read_part gathers them (f32 as stored, bf16 converted), and a
+// store that changed or went away is refused by name.
+TEST(PartitionFormat, PartsOfAStoreReferenceItsFeatures) {
+  const TempDir tmp;
+  const Dataset ds = synthetic(2500);
+  ASSERT_TRUE(std::holds_alternative<kernels::Tensor<float>>(ds.features));
+  const PartitionResult copied = partition(ds, 4, Method::LpMultilevel);
+  write_partitions(cpu(), ds, copied, tmp.path() / "p");
+  for (const auto dtype : {datasets::FeatureDtype::F32, datasets::FeatureDtype::BF16}) {
+    const std::string name = datasets::feature_dtype_name(dtype);
+    SCOPED_TRACE(name);
+    const fs::path store = tmp.path() / ("store-" + name), dir = tmp.path() / ("q-" + name);
+    datasets::write_store(cpu(), ds, store, "", dtype);
+    datasets::StoreOpenOptions open;
+    open.mapped = true;
+    open.features = false;
+    const Dataset st = datasets::open_store(cpu(), store, open);
+    EXPECT_EQ(st.num_features(), 0);
+    EXPECT_TRUE(st.graph.indices.mapped());
+    PartitionConfig c;
+    c.num_parts = 4;
+    c.method = Method::LpMultilevel;
+    const PartitionResult r = partition_dataset(cpu(), st, partitioning_graph(cpu(), st.graph), c);
+    EXPECT_EQ(r.assignment.part, copied.assignment.part);
+    const datasets::StoredFeatures f = datasets::stored_features(store);
+    write_partitions(cpu(), st, r, dir, {}, &f);
+    const PartitionMeta m = read_partition_meta(dir);
+    ASSERT_TRUE(m.feature_store.has_value());
+    EXPECT_EQ(m.feature_store->store, fs::absolute(store));
+    EXPECT_EQ(m.num_features, ds.num_features());
+    EXPECT_EQ(verify_partitions(dir), 4);
+    for (std::int32_t k = 0; k < 4; ++k) {
+      EXPECT_EQ(m.parts[k].find("features"), nullptr);
+      const Part a = read_part(cpu(), tmp.path() / "p", k), b = read_part(cpu(), dir, k);
+      EXPECT_EQ(vec(a.graph.indices), vec(b.graph.indices));
+      EXPECT_EQ(vec(a.labels), vec(b.labels));
+      const auto& xa = std::get<kernels::Tensor<float>>(a.features);
+      const auto& xb = std::get<kernels::Tensor<float>>(b.features);
+      ASSERT_EQ(xb.rows(), a.num_owned());
+      ASSERT_EQ(xb.cols(), xa.cols());
+      for (std::int64_t i = 0; i < xa.numel(); ++i) {
+        const float want = dtype == datasets::FeatureDtype::F32
+                               ? xa.data()[i]
+                               : datasets::from_bf16(datasets::to_bf16(xa.data()[i]));
+        ASSERT_EQ(xb.data()[i], want) << "part " << k << " element " << i;
+      }
+    }
+    if (dtype == datasets::FeatureDtype::F32) expect_parts_reassemble(ds, r, dir);
+
+    // The store rebuilt with other features: refused, naming the store.
+    Dataset other = halo::testing::copy_dataset(cpu(), ds);
+    std::get<kernels::Tensor<float>>(other.features).data()[0] += 1;
+    datasets::write_store(cpu(), other, store, "", dtype);
+    for (const auto& check : std::vector<std::function<void()>>{[&] { read_part(cpu(), dir, 0); },
+                                                                [&] { verify_partitions(dir); }}) {
+      try {
+        check();
+        ADD_FAILURE() << "a changed store was accepted";
+      } catch (const IoError& e) {
+        EXPECT_NE(std::string(e.what()).find(store.string()), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("has changed since the partition was written"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+    fs::remove_all(store);
+    try {
+      read_part(cpu(), dir, 1);
+      ADD_FAILURE() << "a missing store was accepted";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(store.string()), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -258,6 +258,14 @@ TEST_F(DatasetsCli, PreparedStoresTrainPlanAndPartition) {
   r = run("partition --info " + (m_dir / "p").string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("on disk: "), std::string::npos) << r.out;
+  // The parts reference the store's 32 MiB of features instead of copying them.
+  EXPECT_NE(r.out.find("features: 8192 x 1024 f32 rows referenced from the store " +
+                       fs::absolute(small).string()),
+            std::string::npos)
+      << r.out;
+  std::uintmax_t part_bytes = 0;
+  for (const auto& e : fs::directory_iterator(m_dir / "p")) part_bytes += e.file_size();
+  EXPECT_LT(part_bytes, fs::file_size(small / "features.bin") / 4);
 
   // bfloat16 features: half the bytes.
   r =
@@ -324,6 +332,46 @@ TEST_F(DatasetsCli, PrepareOnAFullDiskFailsCleanly) {
   EXPECT_NE(r.err.find("features.bin: write error: File too large"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_TRUE(fs::is_empty(out.parent_path())) << "no store, no temporary directory";
+}
+
+// The same on a real full file system: a 2 MiB tmpfs mounted in a private mount namespace
+// (unshare: root or unprivileged user namespaces), where the build fails with ENOSPC.
+TEST_F(DatasetsCli, PrepareOnAFullTmpfsFailsCleanly) {
+  if (halo::testing::run_command("unshare -rm true", m_dir).code != 0)
+    GTEST_SKIP() << "no mount namespace here (unshare -rm)";
+  const fs::path mnt = m_dir / "mnt";
+  fs::create_directories(mnt);
+  const std::string inner =
+      "mount -t tmpfs -o size=2m tmpfs " + mnt.string() + " && { " + m_binary +
+      " datasets prepare --dataset rmat --rmat-scale 12 --rmat-features 256 "
+      "--out " +
+      (mnt / "s").string() + "; echo rc=$?; echo left=$(ls -A " + mnt.string() + "); }";
+  const Outcome r = halo::testing::run_command("unshare -rm sh -c '" + inner + "'", m_dir);
+  EXPECT_NE(r.out.find("rc=1\n"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("left=\n"), std::string::npos) << "no store, no temporary: " << r.out;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(mnt.string()), std::string::npos) << "names the file: " << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// SIGTERM or SIGINT during a build ends `halo datasets prepare` by that signal and removes the
+// store's temporary directory (its edge file included).
+TEST_F(DatasetsCli, PrepareEndedBySignalLeavesNothing) {
+  for (const auto& [sig, status] : {std::pair{"TERM", 143}, std::pair{"INT", 130}}) {
+    const fs::path out = m_dir / (std::string("s-") + sig);
+    const std::string script =
+        "set -m; " + m_binary +
+        " datasets prepare --dataset rmat --rmat-scale 17 --rmat-degree 16 --rmat-features 64 "
+        "--memory-budget 1MiB --out " +
+        out.string() + " & pid=$!; for i in $(seq 1200); do ls " + m_dir.string() +
+        "/s-*.tmp-*/edges.spill >/dev/null 2>&1 && break; sleep 0.05; done; kill -" + sig +
+        " $pid; wait $pid; echo status $?";
+    const Outcome r = halo::testing::run_command("bash -c '" + script + "'", m_dir);
+    EXPECT_NE(r.out.find("status " + std::to_string(status)), std::string::npos) << r.out << r.err;
+    EXPECT_FALSE(fs::exists(out));
+    for (const auto& e : fs::directory_iterator(m_dir))
+      EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+  }
 }
 
 TEST_F(DatasetsCli, TrainByNameThroughMirrorMatchesPlainDirectory) {

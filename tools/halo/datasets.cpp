@@ -301,6 +301,8 @@ int run_prepare(const DatasetsOptions& opts) {
   datasets::PrepareOptions po;
   po.memory_budget = budget;
   po.feature_dtype = *datasets::parse_feature_dtype(opts.feature_dtype);
+  // A signal removes the store's temporary directory (its edge file can be tens of GB).
+  end_by_signal_on_termination();
   const kernels::Resources res(kernels::Device::Cpu, 0);
   const auto start = std::chrono::steady_clock::now();
   datasets::StoreCounts c;

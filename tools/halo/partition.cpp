@@ -9,8 +9,10 @@
 
 #include <halo/datasets/generators/rmat.hpp>
 #include <halo/datasets/hetero.hpp>
+#include <halo/datasets/preprocess.hpp>
 #include <halo/datasets/readers/staged_directory.hpp>
 #include <halo/datasets/registry.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/partition/formats/partition_format.hpp>
 #include <halo/partition/formats/snapshot_format.hpp>
@@ -87,6 +89,10 @@ int run_info(const PartitionOptions& o) {
   std::fputs(partition::format_metrics(m.metrics).c_str(), stdout);
   const std::int64_t files = partition::verify_partitions(o.info);
   std::printf("checksums: %lld files ok\n", static_cast<long long>(files));
+  if (const auto& f = m.feature_store)
+    std::printf("features: %lld x %lld %s rows referenced from the store %s (not copied)\n",
+                static_cast<long long>(f->rows), static_cast<long long>(f->cols),
+                datasets::feature_dtype_name(f->dtype), f->store.c_str());
   std::int64_t bytes = 0;
   for (const partition::PartInfo& p : m.parts) bytes += p.file_bytes;
   std::printf("on disk: %lld bytes in %zu part files (%.3f GiB)\n", static_cast<long long>(bytes),
@@ -209,6 +215,43 @@ int run_hetero_partition(const PartitionOptions& o, const kernels::Resources& re
   return 0;
 }
 
+/// What `halo partition` partitions: the dataset; S when it comes ready (a store whose graph is
+/// S already: a second mapping, no copy); the store's dense features, which the parts then
+/// reference instead of copying.
+struct Input {
+  datasets::Dataset data;
+  std::optional<datasets::Graph> symmetric;
+  std::optional<datasets::StoredFeatures> features;
+};
+
+Input open_input(const kernels::Resources& res, const DatasetOptions& o) {
+  Input in;
+  if (!datasets::is_store(o.dataset)) {
+    in.data = load_dataset(res, o, /*features_required=*/false);
+    return in;
+  }
+  // A store is mapped, not copied: a graph larger than memory opens, and its pages are dropped
+  // from this process again as the passes go (MappedPageTrimmer in run_partition).
+  const datasets::StoreCounts c = datasets::read_store_counts(o.dataset);
+  const bool reference = !c.sparse_features && c.num_features > 0 && o.features.empty();
+  datasets::StoreOpenOptions open;
+  open.mapped = true;
+  open.features = !reference && o.features.empty();
+  in.data = datasets::open_store(res, o.dataset, open);
+  if (reference) in.features = datasets::stored_features(o.dataset);
+  if (!o.features.empty())
+    in.data.features = datasets::structural_features(res, in.data.graph,
+                                                     o.features == "degree"
+                                                         ? datasets::StructuralFeatures::Degree
+                                                         : datasets::StructuralFeatures::Constant);
+  if (c.symmetric && c.training_edges == c.num_edges) {
+    open.verify_checksums = false;
+    open.features = false;
+    in.symmetric = datasets::open_store(res, o.dataset, open).graph;
+  }
+  return in;
+}
+
 int run_partition(const PartitionOptions& o) {
   if (!o.info.empty()) return run_info(o);
   end_by_signal_on_termination();
@@ -220,7 +263,14 @@ int run_partition(const PartitionOptions& o) {
   if (datasets::is_hetero_directory(o.data.dataset)) return run_hetero_partition(o, res, progress);
   if (o.split) throw UsageError("--split: applies to heterogeneous datasets (typed directories)");
   progress("loading dataset " + o.data.dataset);
-  const datasets::Dataset data = load_dataset(res, o.data, /*features_required=*/false);
+  Input in = open_input(res, o.data);
+  const datasets::Dataset& data = in.data;
+  std::vector<std::pair<const void*, std::size_t>> mapped = datasets::mapped_ranges(data.graph);
+  if (in.symmetric) {
+    const auto more = datasets::mapped_ranges(*in.symmetric);
+    mapped.insert(mapped.end(), more.begin(), more.end());
+  }
+  const datasets::MappedPageTrimmer trimmer(std::move(mapped));
   // METIS cannot make more parts than nodes (it prints "Cannot bisect a graph with 0 vertices"
   // and returns empty parts), and an empty part is a rank with nothing to train.
   if (o.parts > data.num_nodes())
@@ -229,8 +279,11 @@ int run_partition(const PartitionOptions& o) {
   const partition::PartitionConfig config = partition_config(o);
   progress("dataset " + data.name + ": " + std::to_string(data.num_nodes()) + " nodes, " +
            std::to_string(data.graph.num_edges()) + " edges");
-  const partition::PartitionResult r = partition::partition_dataset(res, data, config, progress);
-  partition::write_partitions(res, data, r, o.out, progress);
+  const partition::PartitionResult r =
+      in.symmetric
+          ? partition::partition_dataset(res, data, std::move(*in.symmetric), config, progress)
+          : partition::partition_dataset(res, data, config, progress);
+  partition::write_partitions(res, data, r, o.out, progress, in.features ? &*in.features : nullptr);
   progress("done");
 
   const partition::PartitionMeta m = partition::read_partition_meta(o.out);

@@ -1,5 +1,5 @@
 #pragma once
-// How `halo partition` and `halo datasets convert` end on SIGINT, SIGTERM or SIGHUP.
+// How `halo partition` and `halo datasets convert` / `prepare` end on SIGINT, SIGTERM or SIGHUP.
 
 namespace halo::cli {
 
