@@ -2,6 +2,7 @@
 // Plain configuration types of the partitioner (method, objective, balance constraints) and of
 // the repartitioning across snapshots.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -43,6 +44,11 @@ struct PartitionConfig {
   double imbalance = 0.03;
   /// METIS_OPTION_SEED, and the seed of the random partitioner.
   std::uint64_t seed = 0;
+  /// Bytes the LP multilevel partitioner may hold in coarse graphs (0: no bound): a larger
+  /// coarse level goes to scratch files in scratch_dir, mapped. Never changes the result.
+  std::size_t memory_budget = 0;
+  /// Where those files go ("": the system's temporary directory).
+  std::string scratch_dir;
 };
 
 /// How snapshot t's assignment is derived from snapshot t-1's. Snapshot 0 (or any snapshot

@@ -1,10 +1,22 @@
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <bit>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <limits>
+#include <memory>
 #include <numeric>
+#include <string>
 
+#include <halo/datasets/readers/staged_directory.hpp>
+#include <halo/datasets/store/store.hpp>
+#include <halo/kernels/buffer.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/kernels/rng.hpp>
@@ -17,23 +29,44 @@ namespace {
 using kernels::NodeId;
 static_assert(sizeof(idx_t) == sizeof(std::int32_t), "vertex weights are 32-bit");
 
-/// One coarse level: CSR with edge weights, vertex weights interleaved (n x ncon).
+namespace fs = std::filesystem;
+
+/// One coarse level: CSR with edge weights (32-bit where the finer level's total weight fits
+/// them, else 64-bit), vertex weights interleaved (n x ncon). The columns and weights are in
+/// memory, or, past the memory budget, mapped from scratch files (unlinked once mapped: the
+/// mapping keeps them until the level goes) whose pages a trimmer drops as the passes go.
 struct Level {
   std::vector<std::int64_t> indptr = {0};
-  std::vector<NodeId> adj;
-  std::vector<std::int64_t> ew;
   std::vector<idx_t> vw;
+  bool wide = false;  // 64-bit weights
+  std::int64_t entries = 0;
+  std::vector<NodeId> adj;
+  std::vector<std::uint32_t> ew32;
+  std::vector<std::int64_t> ew64;
+  kernels::Buffer adj_map, ew_map;  // on disk instead
+  std::unique_ptr<datasets::MappedPageTrimmer> trimmer;
+
+  const NodeId* adj_data() const {
+    return adj_map.data() != nullptr ? static_cast<const NodeId*>(adj_map.data()) : adj.data();
+  }
+  const void* ew_data() const {
+    if (ew_map.data() != nullptr) return ew_map.data();
+    return wide ? static_cast<const void*>(ew64.data()) : static_cast<const void*>(ew32.data());
+  }
 };
 
-/// A level, or the input graph (ew nullptr: every entry weighs 1), as the passes read it.
+/// A level, or the input graph (no weights: every entry weighs 1), as the passes read it.
 struct View {
   std::int64_t n = 0;
   const std::int64_t* indptr = nullptr;
   const NodeId* adj = nullptr;
   const std::int64_t* ew = nullptr;
+  const std::uint32_t* ew32 = nullptr;
   const idx_t* vw = nullptr;
   std::size_t ncon = 1;
-  std::int64_t w(std::int64_t e) const { return ew != nullptr ? ew[e] : 1; }
+  std::int64_t w(std::int64_t e) const {
+    return ew32 != nullptr ? std::int64_t{ew32[e]} : ew != nullptr ? ew[e] : 1;
+  }
   std::int64_t vwgt(std::int64_t u, std::size_t j) const {
     return vw[static_cast<std::size_t>(u) * ncon + j];
   }
@@ -41,13 +74,117 @@ struct View {
 };
 
 View view_of(const Level& l, std::size_t ncon) {
-  return {static_cast<std::int64_t>(l.indptr.size()) - 1,
-          l.indptr.data(),
-          l.adj.data(),
-          l.ew.data(),
-          l.vw.data(),
-          ncon};
+  View v;
+  v.n = static_cast<std::int64_t>(l.indptr.size()) - 1;
+  v.indptr = l.indptr.data();
+  v.adj = l.adj_data();
+  if (l.wide)
+    v.ew = static_cast<const std::int64_t*>(l.ew_data());
+  else
+    v.ew32 = static_cast<const std::uint32_t*>(l.ew_data());
+  v.vw = l.vw.data();
+  v.ncon = ncon;
+  return v;
 }
+
+/// Where contract() puts a coarse level's entries, row by row: the level's vectors, or two
+/// scratch files (columns, weights) that finish() maps into the level.
+class EntrySink {
+ public:
+  EntrySink(Level& l, std::int64_t max_entries, const fs::path* spill_dir) : m_level(l) {
+    if (spill_dir == nullptr) {
+      // Reserved once (pages beyond what is written are never touched, hence never resident),
+      // so growing never copies a coarse graph of billions.
+      l.adj.reserve(static_cast<std::size_t>(max_entries));
+      if (l.wide)
+        l.ew64.reserve(static_cast<std::size_t>(max_entries));
+      else
+        l.ew32.reserve(static_cast<std::size_t>(max_entries));
+      return;
+    }
+    static std::atomic<int> counter{0};
+    const std::string stem =
+        "halo-lp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    m_files[0].path = *spill_dir / (stem + ".adj");
+    m_files[1].path = *spill_dir / (stem + ".ew");
+    for (File& f : m_files) {
+      datasets::track_staging_directory(f.path, true);
+      f.file = std::fopen(f.path.c_str(), "wb");
+      if (f.file == nullptr)
+        throw IoError(f.path.string() + ": cannot create (a coarse level past --memory-budget): " +
+                      std::strerror(errno));
+      std::setvbuf(f.file, nullptr, _IOFBF, std::size_t{8} << 20);
+    }
+  }
+  ~EntrySink() {
+    for (File& f : m_files) {
+      if (f.file != nullptr) std::fclose(f.file);
+      if (!f.path.empty()) {
+        std::error_code ignored;
+        fs::remove(f.path, ignored);
+        datasets::track_staging_directory(f.path, false);
+      }
+    }
+  }
+  EntrySink(const EntrySink&) = delete;
+  EntrySink& operator=(const EntrySink&) = delete;
+
+  void append(const std::vector<NodeId>& adj, const std::vector<std::int64_t>& ew) {
+    Level& l = m_level;
+    l.entries += static_cast<std::int64_t>(adj.size());
+    if (m_files[0].file == nullptr) {
+      l.adj.insert(l.adj.end(), adj.begin(), adj.end());
+      if (l.wide)
+        l.ew64.insert(l.ew64.end(), ew.begin(), ew.end());
+      else
+        for (const std::int64_t w : ew) l.ew32.push_back(static_cast<std::uint32_t>(w));
+      return;
+    }
+    write(m_files[0], adj.data(), adj.size() * sizeof(NodeId));
+    if (l.wide) {
+      write(m_files[1], ew.data(), ew.size() * sizeof(std::int64_t));
+    } else {
+      m_narrow.assign(ew.begin(), ew.end());
+      write(m_files[1], m_narrow.data(), m_narrow.size() * sizeof(std::uint32_t));
+    }
+  }
+
+  /// The files closed, mapped into the level, unlinked, and their pages put under a trimmer.
+  void finish() {
+    if (m_files[0].file == nullptr) return;
+    Level& l = m_level;
+    const std::size_t bytes[2] = {static_cast<std::size_t>(l.entries) * sizeof(NodeId),
+                                  static_cast<std::size_t>(l.entries) *
+                                      (l.wide ? sizeof(std::int64_t) : sizeof(std::uint32_t))};
+    kernels::Buffer* maps[2] = {&l.adj_map, &l.ew_map};
+    for (int i = 0; i < 2; ++i) {
+      File& f = m_files[i];
+      const bool ok = std::fflush(f.file) == 0 && std::ferror(f.file) == 0;
+      const int err = errno;
+      std::fclose(f.file);
+      f.file = nullptr;
+      if (!ok) throw IoError(f.path.string() + ": write error: " + std::strerror(err));
+      if (bytes[i] > 0) *maps[i] = kernels::Buffer::map_file(f.path.string(), bytes[i]);
+    }
+    std::vector<std::pair<const void*, std::size_t>> ranges;
+    for (int i = 0; i < 2; ++i)
+      if (bytes[i] > 0) ranges.emplace_back(maps[i]->data(), bytes[i]);
+    l.trimmer = std::make_unique<datasets::MappedPageTrimmer>(std::move(ranges));
+  }
+
+ private:
+  struct File {
+    fs::path path;
+    std::FILE* file = nullptr;
+  };
+  static void write(File& f, const void* data, std::size_t bytes) {
+    if (bytes > 0 && std::fwrite(data, 1, bytes, f.file) != bytes)
+      throw IoError(f.path.string() + ": write error: " + std::strerror(errno));
+  }
+  Level& m_level;
+  File m_files[2];
+  std::vector<std::uint32_t> m_narrow;
+};
 
 std::vector<std::int64_t> totals(const View& g) {
   std::vector<std::int64_t> t(g.ncon, 0);
@@ -153,8 +290,10 @@ std::vector<NodeId> cluster_level(const View& g, const std::vector<std::int64_t>
 }
 
 /// The graph of the clusters: coarse_of[u] is u's coarse node (numbered in order of first
-/// appearance), weights summed, parallel edges merged, edges inside a cluster dropped.
-Level contract(const View& g, const std::vector<NodeId>& cluster, std::vector<NodeId>& coarse_of) {
+/// appearance), weights summed, parallel edges merged, edges inside a cluster dropped. The
+/// entries go to scratch files in `spill_dir` (mapped) when it is given.
+Level contract(const View& g, const std::vector<NodeId>& cluster, std::vector<NodeId>& coarse_of,
+               const fs::path* spill_dir) {
   const std::int64_t n = g.n;
   const std::size_t ncon = g.ncon;
   std::vector<NodeId> id(static_cast<std::size_t>(n), -1);
@@ -177,15 +316,20 @@ Level contract(const View& g, const std::vector<NodeId>& cluster, std::vector<No
           static_cast<NodeId>(u);
   }
   Level l;
-  // At most the finer level's entries: reserved once (pages beyond what is written are never
-  // touched, hence never resident), so growing never copies a coarse graph of billions.
-  l.adj.reserve(static_cast<std::size_t>(g.entries()));
-  l.ew.reserve(static_cast<std::size_t>(g.entries()));
+  // A coarse edge weighs at most the finer level's total: 32 bits whenever that total fits.
+  std::int64_t total_weight = 0;
+  if (g.ew == nullptr && g.ew32 == nullptr)
+    total_weight = g.entries();
+  else
+    for (std::int64_t k = 0; k < g.entries(); ++k) total_weight += g.w(k);
+  l.wide = total_weight > std::int64_t{std::numeric_limits<std::uint32_t>::max()};
   l.indptr.assign(static_cast<std::size_t>(nc) + 1, 0);
   l.vw.assign(static_cast<std::size_t>(nc) * ncon, 0);
+  EntrySink sink(l, g.entries(), spill_dir);
   std::vector<std::int64_t> pos(static_cast<std::size_t>(nc), -1);
+  std::vector<NodeId> row_adj;
+  std::vector<std::int64_t> row_ew;
   for (NodeId c = 0; c < nc; ++c) {
-    const auto row = static_cast<std::int64_t>(l.adj.size());
     for (std::int64_t m = start[static_cast<std::size_t>(c)];
          m < start[static_cast<std::size_t>(c) + 1]; ++m) {
       const NodeId u = members[static_cast<std::size_t>(m)];
@@ -196,18 +340,21 @@ Level contract(const View& g, const std::vector<NodeId>& cluster, std::vector<No
         if (d == c) continue;
         std::int64_t& p = pos[static_cast<std::size_t>(d)];
         if (p < 0) {
-          p = static_cast<std::int64_t>(l.adj.size());
-          l.adj.push_back(d);
-          l.ew.push_back(g.w(k));
+          p = static_cast<std::int64_t>(row_adj.size());
+          row_adj.push_back(d);
+          row_ew.push_back(g.w(k));
         } else {
-          l.ew[static_cast<std::size_t>(p)] += g.w(k);
+          row_ew[static_cast<std::size_t>(p)] += g.w(k);
         }
       }
     }
-    for (auto k = static_cast<std::size_t>(row); k < l.adj.size(); ++k)
-      pos[static_cast<std::size_t>(l.adj[k])] = -1;
-    l.indptr[static_cast<std::size_t>(c) + 1] = static_cast<std::int64_t>(l.adj.size());
+    for (const NodeId d : row_adj) pos[static_cast<std::size_t>(d)] = -1;
+    sink.append(row_adj, row_ew);
+    l.indptr[static_cast<std::size_t>(c) + 1] = l.entries;
+    row_adj.clear();
+    row_ew.clear();
   }
+  sink.finish();
   return l;
 }
 
@@ -313,8 +460,12 @@ Assignment lp_multilevel_parts(const datasets::Graph& symmetric,
   std::vector<idx_t> vwgt = detail::interleave(weights, n);
   const std::size_t ncon = weights.size();
   weights = {};
-  const View input{n,   symmetric.indptr.data(), symmetric.indices.data(), nullptr, vwgt.data(),
-                   ncon};
+  View input;
+  input.n = n;
+  input.indptr = symmetric.indptr.data();
+  input.adj = symmetric.indices.data();
+  input.vw = vwgt.data();
+  input.ncon = ncon;
   LpMultilevelStats s;
 
   // 1. Coarsening.
@@ -335,16 +486,25 @@ Assignment lp_multilevel_parts(const datasets::Graph& symmetric,
     const std::vector<NodeId> cluster = cluster_level(
         g, maxw, lp.clustering_rounds, kernels::rng::mix(config.seed + levels.size()));
     std::vector<NodeId> map;
-    Level next = contract(g, cluster, map);
+    // Past the budget, the level's entries (at most the finer level's, 8 or 12 bytes each) go
+    // to disk.
+    const bool spill = config.memory_budget > 0 &&
+                       static_cast<std::size_t>(g.entries()) * 12 > config.memory_budget;
+    const fs::path spill_dir =
+        config.scratch_dir.empty() ? fs::temp_directory_path() : fs::path(config.scratch_dir);
+    Level next = contract(g, cluster, map, spill ? &spill_dir : nullptr);
+    s.spilled_levels += spill ? 1 : 0;
     const auto nc = static_cast<std::int64_t>(next.indptr.size()) - 1;
-    HALO_LOG_DEBUG("lp-multilevel: level " << levels.size() + 1 << ": " << g.n << " -> " << nc
-                                           << " nodes, " << next.adj.size() << " entries");
+    HALO_LOG_DEBUG("lp-multilevel: level "
+                   << levels.size() + 1 << ": " << g.n << " -> " << nc << " nodes, " << next.entries
+                   << " entries" << (spill ? " (on disk)" : "") << ", " << since(t) << " s");
     if (nc > g.n - g.n / 20) break;  // stopped shrinking (< 5 %)
     levels.push_back(std::move(next));
     coarse_of.push_back(std::move(map));
     g = view_of(levels.back(), ncon);
   }
   s.coarsen_s = since(t);
+  HALO_LOG_DEBUG("lp-multilevel: coarsening " << s.coarsen_s << " s");
   s.levels = static_cast<int>(levels.size());
   s.coarsest_nodes = g.n;
   s.coarsest_entries = g.entries();
@@ -353,6 +513,7 @@ Assignment lp_multilevel_parts(const datasets::Graph& symmetric,
   t = Clock::now();
   Assignment a = initial_parts(g, config);
   s.initial_s = since(t);
+  HALO_LOG_DEBUG("lp-multilevel: METIS on " << g.n << " nodes " << s.initial_s << " s");
 
   // 3. Projection and refinement, level by level down to the input.
   t = Clock::now();
@@ -373,6 +534,7 @@ Assignment lp_multilevel_parts(const datasets::Graph& symmetric,
     levels.pop_back();
     coarse_of.pop_back();
     refine(finer, part, p, cap, lp.refinement_rounds);
+    HALO_LOG_DEBUG("lp-multilevel: refined level " << l << ", " << since(t) << " s");
   }
   // 4. The bound made a bound, as after METIS.
   std::vector<idx_t> parts(part.begin(), part.end());

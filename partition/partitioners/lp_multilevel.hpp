@@ -22,6 +22,7 @@ struct LpMultilevelConfig {
 /// What lp_multilevel_parts did, beside the assignment.
 struct LpMultilevelStats {
   int levels = 0;                     ///< coarsening levels (0: METIS on the input itself)
+  int spilled_levels = 0;             ///< of those, the ones held on disk (memory_budget)
   std::int64_t coarsest_nodes = 0;    ///< nodes of the graph METIS partitioned
   std::int64_t coarsest_entries = 0;  ///< its adjacency entries
   double coarsen_s = 0, initial_s = 0, refine_s = 0;
@@ -45,8 +46,12 @@ struct LpMultilevelStats {
 /// `weights` as assign_parts's (one column per constraint; all-zero columns dropped, none: one
 /// per node). The objective is the edge cut (Objective::Volume is refined as the cut).
 /// Memory: the input, O(nodes) per level and the coarse graphs (each smaller than the one
-/// before). Deterministic: the same result for any thread count. halo::LogicError for an
-/// invalid config, halo::Error when METIS fails.
+/// before; 8 bytes an entry, 12 past 2^32 total edge weight). A coarse level that could exceed
+/// config.memory_budget (12 bytes for each entry of the finer level) is written to two scratch
+/// files in config.scratch_dir (the system's temporary directory when empty) and mapped, its
+/// pages dropped from the process as the passes go (datasets::MappedPageTrimmer); the files are
+/// unlinked once mapped. The result does not depend on the budget. Deterministic: the same result
+/// for any thread count. halo::LogicError for an invalid config, halo::Error when METIS fails.
 Assignment lp_multilevel_parts(const datasets::Graph& symmetric,
                                std::vector<std::vector<std::int32_t>> weights,
                                const PartitionConfig& config, const LpMultilevelConfig& lp = {},

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <halo/datasets/generators/rmat.hpp>
 #include <halo/datasets/graph_builder.hpp>
+#include <halo/kernels/error.hpp>
 #include <halo/partition/partitioners/lp_multilevel.hpp>
 #include <halo/partition/partitioners/partitioner.hpp>
 
@@ -89,6 +92,44 @@ TEST(LpMultilevel, CoarsensOverSeveralLevelsAndCutsCloseToMetis) {
       EXPECT_EQ(lp_multilevel_parts(s, columns(*ds), config(p), {.contraction_limit = 40}).part,
                 a.part);
     }
+  }
+}
+
+// Under a memory budget far smaller than the coarse graphs, every level goes to scratch files
+// (mapped, unlinked at once): the assignment is the same, bit for bit, and nothing is left in the
+// scratch directory. The 64-bit edge weights (a total past 2^32) are exercised by a weighted
+// second level only on huge graphs; both widths read through the same View.
+TEST(LpMultilevel, CoarseLevelsOnDiskUnderABudgetGiveTheSameParts) {
+  const halo::testing::TempDir scratch;
+  const Dataset ds = rmat(14);
+  const datasets::Graph s = partitioning_graph(cpu(), ds.graph);
+  ASSERT_GT(s.num_edges() * 12, std::int64_t{1} << 20);  // far past the budget below
+  for (const std::int32_t p : {2, 8}) {
+    SCOPED_TRACE(std::to_string(p) + " parts");
+    LpMultilevelStats memory, disk;
+    const Assignment a =
+        lp_multilevel_parts(s, columns(ds), config(p), {.contraction_limit = 40}, &memory);
+    PartitionConfig c = config(p);
+    c.memory_budget = 64 << 10;
+    c.scratch_dir = scratch.path().string();
+    const Assignment b = lp_multilevel_parts(s, columns(ds), c, {.contraction_limit = 40}, &disk);
+    EXPECT_EQ(memory.spilled_levels, 0);
+    EXPECT_GE(disk.levels, 2);
+    EXPECT_GE(disk.spilled_levels, 1);
+    EXPECT_EQ(disk.levels, memory.levels);
+    EXPECT_EQ(a.part, b.part);
+    EXPECT_TRUE(std::filesystem::is_empty(scratch.path()));
+  }
+  // A scratch directory that cannot be written: an error naming the file.
+  PartitionConfig c = config(4);
+  c.memory_budget = 1;
+  c.scratch_dir = (scratch.path() / "missing").string();
+  try {
+    lp_multilevel_parts(s, columns(ds), c, {.contraction_limit = 40});
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find((scratch.path() / "missing").string()), std::string::npos)
+        << e.what();
   }
 }
 

@@ -266,6 +266,25 @@ TEST_F(DatasetsCli, PreparedStoresTrainPlanAndPartition) {
   std::uintmax_t part_bytes = 0;
   for (const auto& e : fs::directory_iterator(m_dir / "p")) part_bytes += e.file_size();
   EXPECT_LT(part_bytes, fs::file_size(small / "features.bin") / 4);
+  // Under a budget far below its coarse graphs (on disk, beside --out) the partition is the same,
+  // byte for byte, and no scratch file stays.
+  for (const char* budget : {"1KiB", "1GiB"}) {
+    r = run("partition --dataset " + small.string() +
+            " --parts 4 --method lp-multilevel --memory-budget " + budget + " --out " +
+            (m_dir / "lp" / budget).string());
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  for (int k = 0; k < 4; ++k) {
+    const std::string part = "part-" + std::to_string(k) + ".bin";
+    EXPECT_EQ(read_file(m_dir / "lp" / "1KiB" / part), read_file(m_dir / "lp" / "1GiB" / part));
+  }
+  std::int64_t entries = 0;
+  for (const auto& e : fs::directory_iterator(m_dir / "lp")) entries += e.is_directory() ? 1 : 100;
+  EXPECT_EQ(entries, 2) << "the two partitions, no scratch file";
+  r = run("partition --dataset " + small.string() + " --memory-budget lots --out " +
+          (m_dir / "bad").string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--memory-budget lots"), std::string::npos) << r.err;
 
   // bfloat16 features: half the bytes.
   r =

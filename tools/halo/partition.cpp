@@ -12,6 +12,7 @@
 #include <halo/datasets/preprocess.hpp>
 #include <halo/datasets/readers/staged_directory.hpp>
 #include <halo/datasets/registry.hpp>
+#include <halo/datasets/store/csr_builder.hpp>
 #include <halo/datasets/store/store.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/partition/formats/partition_format.hpp>
@@ -34,6 +35,7 @@ struct PartitionOptions {
   double imbalance = 0.03;
   std::uint64_t seed = 0;
   int threads = 0;
+  std::string memory_budget;
   std::string out;
   std::string info;
   datasets::SnapshotConfig snapshots;
@@ -182,6 +184,23 @@ partition::PartitionConfig partition_config(const PartitionOptions& o) {
   config.objective = partition::parse_objective(o.objective);
   config.imbalance = o.imbalance;
   config.seed = o.seed;
+  config.memory_budget = datasets::default_memory_budget();
+  if (!o.memory_budget.empty()) {
+    const auto b = parse_bytes(o.memory_budget);
+    if (!b)
+      throw UsageError("--memory-budget " + o.memory_budget +
+                       ": expected a size such as 512MiB, 8GiB or 1e9");
+    config.memory_budget = static_cast<std::size_t>(*b);
+  }
+  // Coarse levels past the budget go next to the output (the disk the parts go to): into its
+  // nearest existing ancestor, as the output's parents may not exist yet.
+  std::error_code ec;
+  std::filesystem::path scratch =
+      std::filesystem::absolute(std::filesystem::path(o.out), ec).lexically_normal().parent_path();
+  while (!std::filesystem::is_directory(scratch, ec) && scratch.has_parent_path() &&
+         scratch != scratch.parent_path())
+    scratch = scratch.parent_path();
+  config.scratch_dir = scratch.string();
   return config;
 }
 
@@ -377,6 +396,10 @@ Command add_partition_command(CLI::App& app) {
   CLI::Option* features_opt = sub->get_option("--features");
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")
       ->check(integer_range(1, 4096));
+  sub->add_option("--memory-budget", o->memory_budget,
+                  "lp-multilevel: bytes of coarse graphs held in memory; a larger coarse level "
+                  "goes to a scratch file beside --out (default: a quarter of the machine's "
+                  "memory; the result does not depend on it)");
   CLI::Option* out = sub->add_option(
       "--out", o->out, "Write the partition directory here (must not exist or be empty)");
   CLI::Option* info = sub->add_option(
