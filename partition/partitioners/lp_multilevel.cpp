@@ -1,3 +1,4 @@
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,6 +55,22 @@ struct Level {
     return wide ? static_cast<const void*>(ew64.data()) : static_cast<const void*>(ew32.data());
   }
 };
+
+/// `n` copies of `value` in memory backed by transparent huge pages where the system gives them
+/// on request (THP "madvise" mode): label propagation reads these O(nodes) arrays at random, and
+/// with 4 KiB pages nearly every access of a large graph is a TLB miss as well as a cache miss.
+/// The advice comes before the first touch, so the pages are huge from the start.
+template <class T>
+std::vector<T> huge_vector(std::size_t n, T value) {
+  std::vector<T> v;
+  v.reserve(n);
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(v.data()) + kHuge - 1) / kHuge * kHuge;
+  const auto end = (reinterpret_cast<std::uintptr_t>(v.data()) + n * sizeof(T)) / kHuge * kHuge;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  v.assign(n, value);
+  return v;
+}
 
 /// A level, or the input graph (no weights: every entry weighs 1), as the passes read it.
 struct View {
@@ -203,9 +220,9 @@ std::vector<NodeId> cluster_level(const View& g, const std::vector<std::int64_t>
   };
   const std::int64_t n = g.n;
   const std::size_t ncon = g.ncon;
-  std::vector<NodeId> cluster(static_cast<std::size_t>(n));
+  std::vector<NodeId> cluster = huge_vector<NodeId>(static_cast<std::size_t>(n), 0);
   std::iota(cluster.begin(), cluster.end(), NodeId{0});
-  std::vector<std::int64_t> cw(static_cast<std::size_t>(n) * ncon);
+  std::vector<std::int64_t> cw = huge_vector<std::int64_t>(static_cast<std::size_t>(n) * ncon, 0);
   for (std::int64_t u = 0; u < n; ++u)
     for (std::size_t j = 0; j < ncon; ++j)
       cw[static_cast<std::size_t>(u) * ncon + j] = g.vwgt(u, j);
@@ -226,7 +243,7 @@ std::vector<NodeId> cluster_level(const View& g, const std::vector<std::int64_t>
   };
   // Low degrees first (KaMinPar's degree buckets, log2 of the degree; id order within one): a
   // leaf joins its neighbour's cluster before the hubs' clusters fill up.
-  std::vector<NodeId> order(static_cast<std::size_t>(n));
+  std::vector<NodeId> order = huge_vector<NodeId>(static_cast<std::size_t>(n), 0);
   {
     constexpr int kBuckets = 64;
     std::vector<std::int64_t> start(kBuckets + 1, 0);
@@ -239,7 +256,7 @@ std::vector<NodeId> cluster_level(const View& g, const std::vector<std::int64_t>
       order[static_cast<std::size_t>(start[static_cast<std::size_t>(bucket(u))]++)] =
           static_cast<NodeId>(u);
   }
-  std::vector<std::int64_t> rating(static_cast<std::size_t>(n), 0);
+  std::vector<std::int64_t> rating = huge_vector<std::int64_t>(static_cast<std::size_t>(n), 0);
   std::vector<NodeId> touched;
   for (int round = 0; round < rounds; ++round) {
     std::int64_t moved = 0;
@@ -296,8 +313,8 @@ Level contract(const View& g, const std::vector<NodeId>& cluster, std::vector<No
                const fs::path* spill_dir) {
   const std::int64_t n = g.n;
   const std::size_t ncon = g.ncon;
-  std::vector<NodeId> id(static_cast<std::size_t>(n), -1);
-  coarse_of.assign(static_cast<std::size_t>(n), 0);
+  std::vector<NodeId> id = huge_vector<NodeId>(static_cast<std::size_t>(n), -1);
+  coarse_of = huge_vector<NodeId>(static_cast<std::size_t>(n), 0);
   NodeId nc = 0;
   for (std::int64_t u = 0; u < n; ++u) {
     NodeId& c = id[static_cast<std::size_t>(cluster[static_cast<std::size_t>(u)])];
@@ -308,7 +325,7 @@ Level contract(const View& g, const std::vector<NodeId>& cluster, std::vector<No
   std::vector<std::int64_t> start(static_cast<std::size_t>(nc) + 1, 0);
   for (std::int64_t u = 0; u < n; ++u) ++start[static_cast<std::size_t>(coarse_of[u]) + 1];
   std::partial_sum(start.begin(), start.end(), start.begin());
-  std::vector<NodeId> members(static_cast<std::size_t>(n));
+  std::vector<NodeId> members = huge_vector<NodeId>(static_cast<std::size_t>(n), 0);
   {
     std::vector<std::int64_t> at(start.begin(), start.end() - 1);
     for (std::int64_t u = 0; u < n; ++u)
@@ -326,7 +343,7 @@ Level contract(const View& g, const std::vector<NodeId>& cluster, std::vector<No
   l.indptr.assign(static_cast<std::size_t>(nc) + 1, 0);
   l.vw.assign(static_cast<std::size_t>(nc) * ncon, 0);
   EntrySink sink(l, g.entries(), spill_dir);
-  std::vector<std::int64_t> pos(static_cast<std::size_t>(nc), -1);
+  std::vector<std::int64_t> pos = huge_vector<std::int64_t>(static_cast<std::size_t>(nc), -1);
   std::vector<NodeId> row_adj;
   std::vector<std::int64_t> row_ew;
   for (NodeId c = 0; c < nc; ++c) {
@@ -526,7 +543,8 @@ Assignment lp_multilevel_parts(const datasets::Graph& symmetric,
   refine(g, part, p, cap, lp.refinement_rounds);
   for (std::size_t l = levels.size(); l-- > 0;) {
     const View finer = l == 0 ? input : view_of(levels[l - 1], ncon);
-    std::vector<std::int32_t> projected(static_cast<std::size_t>(finer.n));
+    std::vector<std::int32_t> projected =
+        huge_vector<std::int32_t>(static_cast<std::size_t>(finer.n), 0);
     for (std::int64_t u = 0; u < finer.n; ++u)
       projected[static_cast<std::size_t>(u)] =
           part[static_cast<std::size_t>(coarse_of[l][static_cast<std::size_t>(u)])];
