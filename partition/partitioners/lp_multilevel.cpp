@@ -186,7 +186,8 @@ class EntrySink {
     std::vector<std::pair<const void*, std::size_t>> ranges;
     for (int i = 0; i < 2; ++i)
       if (bytes[i] > 0) ranges.emplace_back(maps[i]->data(), bytes[i]);
-    l.trimmer = std::make_unique<datasets::MappedPageTrimmer>(std::move(ranges));
+    l.trimmer = std::make_unique<datasets::MappedPageTrimmer>(std::move(ranges),
+                                                              std::chrono::milliseconds(50));
   }
 
  private:

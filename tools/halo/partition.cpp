@@ -289,7 +289,9 @@ int run_partition(const PartitionOptions& o) {
     const auto more = datasets::mapped_ranges(*in.symmetric);
     mapped.insert(mapped.end(), more.begin(), more.end());
   }
-  const datasets::MappedPageTrimmer trimmer(std::move(mapped));
+  // Every 50 ms: a fault maps up to 16 neighbouring cached pages (the kernel's fault-around), so a
+  // pass over rows at random maps far more than it reads between two trims.
+  const datasets::MappedPageTrimmer trimmer(std::move(mapped), std::chrono::milliseconds(50));
   // METIS cannot make more parts than nodes (it prints "Cannot bisect a graph with 0 vertices"
   // and returns empty parts), and an empty part is a rank with nothing to train.
   if (o.parts > data.num_nodes())
