@@ -702,11 +702,15 @@ Dataset open_store(const kernels::Resources& res, const fs::path& dir,
     ds.test_idx = load_array<NodeId>(res, dir, arrays, "test_idx", options);
     ds.num_classes = c.num_classes;
     try {
+      // A mapped graph's pages go back to the page cache while the checks touch them: a store
+      // larger than memory would otherwise be resident here whole by the end of the pass.
+      std::optional<MappedPageTrimmer> trim;
+      if (options.mapped) trim.emplace(mapped_ranges(ds.graph), std::chrono::milliseconds(50));
       validate(ds);  // symmetric is still false here: linear checks only
     } catch (const IoError& e) {
       throw IoError(path.string() + ": corrupt store: " + e.what());
     }
-    // The checks touched every page of the mapped graph: give them back to the page cache.
+    // And what the last period left.
     if (options.mapped)
       MappedPageTrimmer(mapped_ranges(ds.graph), std::chrono::milliseconds(0)).trim();
     ds.graph.symmetric = c.symmetric;
