@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A graph store partitioned by `halo partition` (mapped, features referenced): time, peak RSS,
 # quality (meta.json) and bytes on disk; `halo partition --info` reads it back. Appends one row to
-# bench/results/store.md and removes the partition afterwards unless KEEP=1.
+# bench/results/store_partition.md and removes the partition afterwards unless KEEP=1.
 #
 #   bash bench/partition/store_partition.sh BUILD_DIR STORE_DIR OUT_DIR [PARTS METHOD]
 #
@@ -14,7 +14,7 @@ out=${3:?OUT_DIR (must not exist)}
 parts=${4:-16}
 method=${5:-auto}
 halo=$build/tools/halo/halo
-results=$(dirname "$0")/../results/store.md
+results=$(dirname "$0")/../results/store_partition.md
 
 [[ -x $halo ]] || { echo "no $halo (build the release preset first)" >&2; exit 2; }
 [[ -f $store/store.json ]] || { echo "$store: not a store (no store.json)" >&2; exit 2; }
@@ -34,11 +34,9 @@ results, store, out, rss_kib, wall, parts = sys.argv[1:]
 s = json.load(open(os.path.join(store, "store.json")))
 m = json.load(open(os.path.join(out, "meta.json")))
 part_bytes = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
-head = "## Partitioning a store"
 text = open(results).read() if os.path.exists(results) else ""
-if head not in text:
-    text += f"""
-{head}
+if "| date | graph |" not in text:
+    text = """# Graph store: partitioned in bounded memory
 
 `bash bench/partition/store_partition.sh build/cpu-release STORE DIR [P METHOD]` (`halo
 partition --dataset STORE`: the store mapped, its pages dropped from the process as the passes
@@ -54,5 +52,9 @@ row = "| {} | {} | {:,} | {:,} | {} | {} | {} | {:.2f} GiB | {:,} | {:,} | {:.4f
     datetime.date.today().isoformat(), d["name"], d["num_nodes"], d["training_edges"], parts,
     m["method"], wall, int(rss_kib) / 2**20, m["metrics"]["edge_cut"], m["metrics"]["comm_volume"],
     m["metrics"]["balance"]["nodes"], part_bytes / 1e9, s["bytes_on_disk"] / 1e9)
-open(results, "w").write(text.rstrip("\n") + "\n" + row + "\n" if head in text else text + row + "\n")
+# After the table's last row (the notes below it stay below).
+lines = text.split("\n")
+last = max(i for i, l in enumerate(lines) if l.startswith("| "))
+lines.insert(last + 1, row)
+open(results, "w").write("\n".join(lines))
 PY
