@@ -281,6 +281,8 @@ int run_partition(const PartitionOptions& o) {
   const ProgressLog progress;
   if (datasets::is_hetero_directory(o.data.dataset)) return run_hetero_partition(o, res, progress);
   if (o.split) throw UsageError("--split: applies to heterogeneous datasets (typed directories)");
+  // Flags first (a bad --memory-budget is a usage error, not one found after the load).
+  const partition::PartitionConfig config = partition_config(o);
   progress("loading dataset " + o.data.dataset);
   Input in = open_input(res, o.data);
   const datasets::Dataset& data = in.data;
@@ -297,7 +299,6 @@ int run_partition(const PartitionOptions& o) {
   if (o.parts > data.num_nodes())
     throw IoError("--parts " + std::to_string(o.parts) + ": dataset '" + data.name + "' has " +
                   std::to_string(data.num_nodes()) + " nodes; every part needs at least one");
-  const partition::PartitionConfig config = partition_config(o);
   progress("dataset " + data.name + ": " + std::to_string(data.num_nodes()) + " nodes, " +
            std::to_string(data.graph.num_edges()) + " edges");
   const partition::PartitionResult r =
