@@ -403,44 +403,40 @@ Assignment assign_parts(const Graph& symmetric, std::vector<std::vector<std::int
   return metis_parts(std::move(weights), symmetric, c);
 }
 
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
 PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& ds,
                                   const PartitionConfig& config, const Progress& progress) {
-  check_config(config);
-  using Clock = std::chrono::steady_clock;
-  auto since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
-  auto say = [&](const std::string& phase) {
-    if (progress) progress(phase);
-  };
-  const auto start = Clock::now();
-  say("symmetrising the graph");
+  check_config(config);  // before the symmetrisation, which can take minutes
+  const auto start = std::chrono::steady_clock::now();
+  if (progress) progress("symmetrising the graph");
   Graph symmetric = partitioning_graph(res, ds.graph);
-  const double symmetrize_s = since(start);
+  const double symmetrize_s = seconds_since(start);
   PartitionResult r = partition_dataset(res, ds, std::move(symmetric), config, progress);
   r.timings.symmetrize_s = symmetrize_s;
-  r.timings.total_s = since(start);
+  r.timings.total_s = seconds_since(start);
   return r;
 }
 
 PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& ds, Graph s,
                                   const PartitionConfig& config, const Progress& progress) {
   check_config(config);
-  using Clock = std::chrono::steady_clock;
-  auto since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
   auto say = [&](const std::string& phase) {
     if (progress) progress(phase);
   };
-  const auto start = Clock::now();
+  const auto start = std::chrono::steady_clock::now();
   HALO_EXPECTS(s.num_rows() == ds.num_nodes() && s.num_cols == ds.num_nodes(),
                "partition: the symmetric graph does not match the dataset");
   PartitionResult r;
   r.config = config;
   r.symmetric = std::move(s);
   const Graph& symmetric = r.symmetric;
-  auto t = Clock::now();
   r.config.method = resolve_method(config.method, symmetric.num_edges(),
                                    config.balance.edges ? ds.graph.num_edges() : 0);
   say(std::string(r.config.method == Method::Random         ? "random assignment, "
@@ -448,19 +444,19 @@ PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& 
                   : r.config.method == Method::LpMultilevel ? "LP multilevel, "
                                                             : "METIS recursive bisection, ") +
       std::to_string(config.num_parts) + " parts");
-  t = Clock::now();
+  auto t = std::chrono::steady_clock::now();
   r.assignment = assign_parts(res, ds, symmetric, r.config);
-  r.timings.assign_s = since(t);
+  r.timings.assign_s = seconds_since(t);
   r.timings.metis_s = r.assignment.metis_seconds;
   say("relabelling");
-  t = Clock::now();
+  t = std::chrono::steady_clock::now();
   r.relabelling = relabel(r.assignment.part, config.num_parts);
-  r.timings.relabel_s = since(t);
+  r.timings.relabel_s = seconds_since(t);
   say("computing metrics");
-  t = Clock::now();
+  t = std::chrono::steady_clock::now();
   r.metrics = compute_metrics(ds, symmetric, r.assignment.part, config.num_parts);
-  r.timings.metrics_s = since(t);
-  r.timings.total_s = since(start);
+  r.timings.metrics_s = seconds_since(t);
+  r.timings.total_s = seconds_since(start);
   return r;
 }
 
