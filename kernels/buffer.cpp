@@ -96,13 +96,32 @@ Buffer Buffer::map_file(const std::string& path, std::size_t bytes) {
   }
   void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
   const int err = errno;
-  ::close(fd);  // the mapping keeps the file
-  if (map == MAP_FAILED) throw IoError(path + ": mmap failed: " + std::strerror(err));
+  if (map == MAP_FAILED) {
+    ::close(fd);
+    throw IoError(path + ": mmap failed: " + std::strerror(err));
+  }
   b.m_data = map;
   b.m_bytes = bytes;
-  b.m_mapped = true;
+  b.m_fd = fd;
+  b.m_path = path;
   count_host(bytes);
   return b;
+}
+
+void Buffer::read_file(std::size_t offset, void* dst, std::size_t bytes) const {
+  HALO_EXPECTS(m_fd >= 0 && offset <= m_bytes && bytes <= m_bytes - offset,
+               "Buffer::read_file: not a mapping, or past its end");
+  auto* out = static_cast<char*>(dst);
+  while (bytes > 0) {
+    const ssize_t got = ::pread(m_fd, out, bytes, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      throw IoError(m_path + ": read failed at byte " + std::to_string(offset) + ": " +
+                    (got < 0 ? std::strerror(errno) : "the file is shorter than its mapping"));
+    out += got;
+    offset += static_cast<std::size_t>(got);
+    bytes -= static_cast<std::size_t>(got);
+  }
 }
 
 Buffer::~Buffer() { release(); }
@@ -112,7 +131,8 @@ Buffer::Buffer(Buffer&& other) noexcept
       m_bytes(std::exchange(other.m_bytes, 0)),
       m_device(other.m_device),
       m_stream(other.m_stream),
-      m_mapped(std::exchange(other.m_mapped, false)) {}
+      m_fd(std::exchange(other.m_fd, -1)),
+      m_path(std::move(other.m_path)) {}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
@@ -121,17 +141,19 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     m_bytes = std::exchange(other.m_bytes, 0);
     m_device = other.m_device;
     m_stream = other.m_stream;
-    m_mapped = std::exchange(other.m_mapped, false);
+    m_fd = std::exchange(other.m_fd, -1);
+    m_path = std::move(other.m_path);
   }
   return *this;
 }
 
 void Buffer::release() noexcept {
   if (m_data == nullptr) return;
-  if (m_mapped) {
+  if (m_fd >= 0) {
     ::munmap(m_data, m_bytes);
+    ::close(m_fd);
     g_host_bytes.fetch_sub(m_bytes, std::memory_order_relaxed);
-    m_mapped = false;
+    m_fd = -1;
   } else if (m_device == Device::Cpu) {
     std::free(m_data);
     g_host_bytes.fetch_sub(m_bytes, std::memory_order_relaxed);

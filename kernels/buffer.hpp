@@ -41,7 +41,14 @@ class Buffer {
   /// halo::IoError naming the file when it cannot be opened, is shorter, or cannot be mapped.
   static Buffer map_file(const std::string& path, std::size_t bytes);
   /// Whether the memory is a file mapping (map_file).
-  bool mapped() const { return m_mapped; }
+  bool mapped() const { return m_fd >= 0; }
+  /// Copies `bytes` at byte `offset` of a mapping's file into `dst` with pread, mapping no page
+  /// into this process: the way to read a large mapping at random. A page touched through the
+  /// mapping is mapped with the whole page-cache folio around it (up to 2 MiB on kernels with
+  /// large folios), so random reads through it grow the resident set far faster than a
+  /// MappedPageTrimmer can drop it. Reads the file: a write through the mapping is not seen.
+  /// Only for mapped() buffers, within bytes(); halo::IoError naming the file on a read error.
+  void read_file(std::size_t offset, void* dst, std::size_t bytes) const;
 
   void* data() const { return m_data; }
   std::size_t bytes() const { return m_bytes; }
@@ -53,7 +60,8 @@ class Buffer {
   std::size_t m_bytes = 0;
   Device m_device = Device::Cpu;
   void* m_stream = nullptr;
-  bool m_mapped = false;
+  int m_fd = -1;       // the mapped file (map_file), kept open for read_file
+  std::string m_path;  // its name, for errors
 };
 
 /// Host memory for staging transfers to and from a device: page-locked (cudaMallocHost) when

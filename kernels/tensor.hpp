@@ -73,6 +73,8 @@ class Tensor {
   std::size_t capacity_bytes() const { return m_buffer.bytes(); }
   /// Whether the elements are a file mapping (Buffer::map_file).
   bool mapped() const { return m_buffer.mapped(); }
+  /// The memory holding the elements, from its start (Buffer::read_file reads a mapping's file).
+  const Buffer& storage() const { return m_buffer; }
   /// Gives the tensor the shape rows x cols in its existing storage (contents unspecified);
   /// the storage must hold that many elements.
   void reshape_within(std::int64_t rows, std::int64_t cols) {

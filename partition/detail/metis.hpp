@@ -16,10 +16,12 @@ std::vector<idx_t> interleave(std::vector<std::vector<std::int32_t>>& columns, s
 /// METIS (k-way, or recursive bisection for Method::MetisRecursive) of the symmetric CSR
 /// (indptr, adj) with optional edge weights `adjwgt` (one per entry, nullptr: 1) and `ncon`
 /// vertex weights per node, ubvec 1 + imbalance, the config's objective and seed, the best of
-/// `ncuts` tries (METIS_OPTION_NCUTS). No rebalance. halo::Error when METIS fails.
+/// `ncuts` tries (METIS_OPTION_NCUTS); `tpwgts` (nparts x ncon fractions, each constraint's
+/// summing to 1; nullptr: equal parts) the parts' target shares. No rebalance. halo::Error when
+/// METIS fails.
 Assignment metis_call(std::int64_t n, const std::int64_t* indptr, const NodeId* adj, idx_t* adjwgt,
                       std::vector<idx_t>& vwgt, std::size_t ncon, const PartitionConfig& c,
-                      int ncuts = 1);
+                      int ncuts = 1, real_t* tpwgts = nullptr);
 
 /// Greedy moves until every part is within floor((1 + imbalance) * total / P) on every
 /// constraint, or no single move helps (partitioner.cpp). Returns the moves.

@@ -81,6 +81,10 @@ struct View {
   const std::uint32_t* ew32 = nullptr;
   const idx_t* vw = nullptr;
   std::size_t ncon = 1;
+  // Where the columns and weights are file mappings (the input from a store, a level on disk):
+  // contract() reads their rows at random, through the files.
+  const kernels::Buffer* adj_file = nullptr;
+  const kernels::Buffer* ew_file = nullptr;
   std::int64_t w(std::int64_t e) const {
     return ew32 != nullptr ? std::int64_t{ew32[e]} : ew != nullptr ? ew[e] : 1;
   }
@@ -101,8 +105,61 @@ View view_of(const Level& l, std::size_t ncon) {
     v.ew32 = static_cast<const std::uint32_t*>(l.ew_data());
   v.vw = l.vw.data();
   v.ncon = ncon;
+  if (l.adj_map.mapped()) v.adj_file = &l.adj_map;
+  if (l.ew_map.mapped()) v.ew_file = &l.ew_map;
   return v;
 }
+
+/// Row u of `g` at random: pointers into memory, or, for columns or weights that are a file
+/// mapping, copies read from the file (a random touch of a mapping maps the whole page-cache
+/// folio around it, up to 2 MiB: contracting the 10 GB input of a scale-26 R-MAT graph that way
+/// made gigabytes resident between two trims).
+class RowReader {
+ public:
+  explicit RowReader(const View& g) : m_g(g) {}
+  /// Makes row u current: size() entries, column(i), weight(i).
+  void read(NodeId u) {
+    m_begin = m_g.indptr[u];
+    m_size = m_g.indptr[u + 1] - m_begin;
+    const auto count = static_cast<std::size_t>(m_size);
+    m_adj = m_g.adj + m_begin;
+    if (m_g.adj_file != nullptr && count > 0) {
+      m_adj_copy.resize(count);
+      m_g.adj_file->read_file(static_cast<std::size_t>(m_begin) * sizeof(NodeId), m_adj_copy.data(),
+                              count * sizeof(NodeId));
+      m_adj = m_adj_copy.data();
+    }
+    m_ew_copied = m_g.ew_file != nullptr && count > 0;
+    if (m_ew_copied) {
+      const std::size_t width = m_g.ew32 != nullptr ? sizeof(std::uint32_t) : sizeof(std::int64_t);
+      m_ew_copy.resize(count * width);
+      m_g.ew_file->read_file(static_cast<std::size_t>(m_begin) * width, m_ew_copy.data(),
+                             count * width);
+    }
+  }
+  std::int64_t size() const { return m_size; }
+  NodeId column(std::int64_t i) const { return m_adj[i]; }
+  std::int64_t weight(std::int64_t i) const {
+    if (!m_ew_copied) return m_g.w(m_begin + i);
+    const auto at = static_cast<std::size_t>(i);
+    if (m_g.ew32 != nullptr) {
+      std::uint32_t w;
+      std::memcpy(&w, m_ew_copy.data() + at * sizeof w, sizeof w);
+      return w;
+    }
+    std::int64_t w;
+    std::memcpy(&w, m_ew_copy.data() + at * sizeof w, sizeof w);
+    return w;
+  }
+
+ private:
+  const View& m_g;
+  std::int64_t m_begin = 0, m_size = 0;
+  const NodeId* m_adj = nullptr;
+  std::vector<NodeId> m_adj_copy;
+  std::vector<unsigned char> m_ew_copy;
+  bool m_ew_copied = false;
+};
 
 /// Where contract() puts a coarse level's entries, row by row: the level's vectors, or two
 /// scratch files (columns, weights) that finish() maps into the level.
@@ -347,22 +404,24 @@ Level contract(const View& g, const std::vector<NodeId>& cluster, std::vector<No
   std::vector<std::int64_t> pos = huge_vector<std::int64_t>(static_cast<std::size_t>(nc), -1);
   std::vector<NodeId> row_adj;
   std::vector<std::int64_t> row_ew;
+  RowReader row(g);
   for (NodeId c = 0; c < nc; ++c) {
     for (std::int64_t m = start[static_cast<std::size_t>(c)];
          m < start[static_cast<std::size_t>(c) + 1]; ++m) {
       const NodeId u = members[static_cast<std::size_t>(m)];
       for (std::size_t j = 0; j < ncon; ++j)
         l.vw[static_cast<std::size_t>(c) * ncon + j] += static_cast<idx_t>(g.vwgt(u, j));
-      for (std::int64_t k = g.indptr[u]; k < g.indptr[u + 1]; ++k) {
-        const NodeId d = coarse_of[static_cast<std::size_t>(g.adj[k])];
+      row.read(u);
+      for (std::int64_t i = 0; i < row.size(); ++i) {
+        const NodeId d = coarse_of[static_cast<std::size_t>(row.column(i))];
         if (d == c) continue;
         std::int64_t& p = pos[static_cast<std::size_t>(d)];
         if (p < 0) {
           p = static_cast<std::int64_t>(row_adj.size());
           row_adj.push_back(d);
-          row_ew.push_back(g.w(k));
+          row_ew.push_back(row.weight(i));
         } else {
-          row_ew[static_cast<std::size_t>(p)] += g.w(k);
+          row_ew[static_cast<std::size_t>(p)] += row.weight(i);
         }
       }
     }
@@ -377,7 +436,7 @@ Level contract(const View& g, const std::vector<NodeId>& cluster, std::vector<No
 }
 
 /// Balanced label propagation: a node moves to the adjacent part it has strictly more edge
-/// weight to than its own, when that part stays within `cap` on every constraint.
+/// weight to than its own, when that part q stays within cap[q * ncon + j] on every constraint j.
 void refine(const View& g, std::vector<std::int32_t>& part, std::int32_t num_parts,
             const std::vector<std::int64_t>& cap, int rounds) {
   const std::size_t ncon = g.ncon;
@@ -407,7 +466,8 @@ void refine(const View& g, std::vector<std::int32_t>& part, std::int32_t num_par
         bool fits = true;
         for (std::size_t j = 0; j < ncon && fits; ++j) {
           const std::int64_t w = g.vwgt(u, j);
-          fits = w == 0 || load[static_cast<std::size_t>(q) * ncon + j] + w <= cap[j];
+          const std::size_t at = static_cast<std::size_t>(q) * ncon + j;
+          fits = w == 0 || load[at] + w <= cap[at];
         }
         if (fits) {
           best = q;
@@ -428,25 +488,36 @@ void refine(const View& g, std::vector<std::int32_t>& part, std::int32_t num_par
   }
 }
 
-/// METIS k-way on a coarse level: edge weights clamped and vertex weights scaled down to METIS's
-/// 32-bit sums where needed.
-Assignment initial_parts(const View& g, const PartitionConfig& config) {
+/// METIS's 32-bit weights: vertex weights (n x ncon) scaled down where a constraint's total
+/// exceeds half of idx_t's range.
+void scale_for_metis(std::vector<idx_t>& vwgt, std::size_t ncon) {
   const std::int64_t limit = std::numeric_limits<idx_t>::max() / 2;
-  std::vector<idx_t> adjwgt(static_cast<std::size_t>(g.entries()));
-  for (std::int64_t k = 0; k < g.entries(); ++k)
-    adjwgt[static_cast<std::size_t>(k)] = static_cast<idx_t>(std::min(g.w(k), limit));
-  std::vector<idx_t> vwgt(g.vw, g.vw + static_cast<std::size_t>(g.n) * g.ncon);
-  const std::vector<std::int64_t> total = totals(g);
-  for (std::size_t j = 0; j < g.ncon; ++j) {
-    if (total[j] <= limit) continue;
-    const std::int64_t f = total[j] / limit + 1;
-    for (std::int64_t u = 0; u < g.n; ++u) {
-      idx_t& w = vwgt[static_cast<std::size_t>(u) * g.ncon + j];
+  const std::size_t n = vwgt.size() / std::max<std::size_t>(ncon, 1);
+  for (std::size_t j = 0; j < ncon; ++j) {
+    std::int64_t total = 0;
+    for (std::size_t u = 0; u < n; ++u) total += vwgt[u * ncon + j];
+    if (total <= limit) continue;
+    const std::int64_t f = total / limit + 1;
+    for (std::size_t u = 0; u < n; ++u) {
+      idx_t& w = vwgt[u * ncon + j];
       if (w > 0) w = static_cast<idx_t>((w + f - 1) / f);
     }
   }
-  // The coarsest graph is small: k-way and recursive bisection (the better initial partitioner
-  // on small graphs, as KaMinPar's), each the best of a few tries; the smaller cut wins.
+}
+
+idx_t metis_edge_weight(std::int64_t w) {
+  return static_cast<idx_t>(std::min<std::int64_t>(w, std::numeric_limits<idx_t>::max() / 2));
+}
+
+/// METIS on a graph small enough to partition directly into P parts: k-way and recursive
+/// bisection (the better initial partitioner on small graphs), each the best of a few tries; the
+/// smaller cut wins.
+Assignment initial_parts(const View& g, const PartitionConfig& config) {
+  std::vector<idx_t> adjwgt(static_cast<std::size_t>(g.entries()));
+  for (std::int64_t k = 0; k < g.entries(); ++k)
+    adjwgt[static_cast<std::size_t>(k)] = metis_edge_weight(g.w(k));
+  std::vector<idx_t> vwgt(g.vw, g.vw + static_cast<std::size_t>(g.n) * g.ncon);
+  scale_for_metis(vwgt, g.ncon);
   PartitionConfig c = config;
   c.objective = Objective::Cut;
   idx_t* weights = g.entries() > 0 ? adjwgt.data() : nullptr;
@@ -459,6 +530,73 @@ Assignment initial_parts(const View& g, const PartitionConfig& config) {
   if (rb.metis_objective < best.metis_objective) return rb;
   best.metis_seconds = rb.metis_seconds;
   return best;
+}
+
+/// The blocks of the deep scheme on one level: part[u] is the first final part of u's block,
+/// span[b] the number of final parts block b stands for (0 where no block starts). Splits every
+/// block standing for f >= 2 final parts in two, ceil(f / 2) and floor(f / 2) of them: METIS
+/// recursive bisection of the block's induced subgraph with target weights in that ratio, the
+/// best of 4 tries. One block's subgraph is in memory at a time. Returns METIS's seconds.
+double split_blocks(const View& g, std::vector<std::int32_t>& part, std::vector<std::int32_t>& span,
+                    const PartitionConfig& config) {
+  const std::size_t p = span.size(), ncon = g.ncon;
+  std::vector<std::int64_t> start(p + 1, 0);
+  for (std::int64_t u = 0; u < g.n; ++u) ++start[static_cast<std::size_t>(part[u]) + 1];
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  std::vector<NodeId> nodes(static_cast<std::size_t>(g.n));
+  {
+    std::vector<std::int64_t> at(start.begin(), start.end() - 1);
+    for (std::int64_t u = 0; u < g.n; ++u)
+      nodes[static_cast<std::size_t>(at[static_cast<std::size_t>(part[u])]++)] =
+          static_cast<NodeId>(u);
+  }
+  std::vector<NodeId> local(static_cast<std::size_t>(g.n), -1);
+  std::vector<std::int32_t> next = span;
+  PartitionConfig c = config;
+  c.num_parts = 2;
+  c.method = Method::MetisRecursive;
+  c.objective = Objective::Cut;
+  double seconds = 0;
+  for (std::size_t b = 0; b < p; ++b) {
+    const std::int32_t f = span[b];
+    if (f < 2) continue;
+    const std::int32_t f0 = (f + 1) / 2;
+    next[b] = f0;
+    next[b + static_cast<std::size_t>(f0)] = f - f0;
+    const std::int64_t first = start[b], count = start[b + 1] - first;
+    if (count < 2) continue;  // nothing to split: the second block starts empty
+    const NodeId* members = nodes.data() + first;
+    for (std::int64_t i = 0; i < count; ++i) local[static_cast<std::size_t>(members[i])] = i;
+    std::vector<std::int64_t> xadj(static_cast<std::size_t>(count) + 1, 0);
+    std::vector<NodeId> adj;
+    std::vector<idx_t> adjwgt, vwgt(static_cast<std::size_t>(count) * ncon);
+    for (std::int64_t i = 0; i < count; ++i) {
+      const NodeId u = members[i];
+      for (std::int64_t k = g.indptr[u]; k < g.indptr[u + 1]; ++k) {
+        if (static_cast<std::size_t>(part[static_cast<std::size_t>(g.adj[k])]) != b) continue;
+        adj.push_back(local[static_cast<std::size_t>(g.adj[k])]);
+        adjwgt.push_back(metis_edge_weight(g.w(k)));
+      }
+      xadj[static_cast<std::size_t>(i) + 1] = static_cast<std::int64_t>(adj.size());
+      for (std::size_t j = 0; j < ncon; ++j)
+        vwgt[static_cast<std::size_t>(i) * ncon + j] = static_cast<idx_t>(g.vwgt(u, j));
+    }
+    scale_for_metis(vwgt, ncon);
+    std::vector<real_t> tpwgts(2 * ncon);
+    for (std::size_t j = 0; j < ncon; ++j) {
+      tpwgts[j] = static_cast<real_t>(f0) / static_cast<real_t>(f);
+      tpwgts[ncon + j] = 1 - tpwgts[j];
+    }
+    const Assignment a =
+        detail::metis_call(count, xadj.data(), adj.data(), adj.empty() ? nullptr : adjwgt.data(),
+                           vwgt, ncon, c, 4, tpwgts.data());
+    seconds += a.metis_seconds;
+    for (std::int64_t i = 0; i < count; ++i)
+      if (a.part[static_cast<std::size_t>(i)] == 1)
+        part[static_cast<std::size_t>(members[i])] = static_cast<std::int32_t>(b) + f0;
+  }
+  span = std::move(next);
+  return seconds;
 }
 
 }  // namespace
@@ -484,17 +622,22 @@ Assignment lp_multilevel_parts(const datasets::Graph& symmetric,
   input.adj = symmetric.indices.data();
   input.vw = vwgt.data();
   input.ncon = ncon;
+  if (symmetric.indices.mapped()) input.adj_file = &symmetric.indices.storage();
   LpMultilevelStats s;
 
-  // 1. Coarsening.
+  // 1. Coarsening, when the input has more than contraction_limit * P nodes (else METIS
+  // partitions it directly), down to 2 * contraction_limit nodes.
   auto t = Clock::now();
   std::vector<Level> levels;
   std::vector<std::vector<NodeId>> coarse_of;
-  const std::int64_t target = lp.contraction_limit * p;
+  const std::int64_t limit = lp.contraction_limit;
+  const bool multilevel = n > limit * p;
   View g = input;
-  while (g.n > target) {
+  while (multilevel && g.n > 2 * limit) {
     const std::vector<std::int64_t> total = totals(g);
-    const std::int64_t kp = std::clamp<std::int64_t>(g.n / lp.contraction_limit, 1, p);
+    // The clusters' bound: the imbalance's share of a block when the level holds
+    // min(P, nodes / contraction_limit) blocks (at least 2).
+    const std::int64_t kp = std::clamp<std::int64_t>(g.n / limit, std::min(2, p), p);
     std::vector<std::int64_t> maxw(ncon);
     for (std::size_t j = 0; j < ncon; ++j)
       maxw[j] = std::clamp<std::int64_t>(
@@ -527,21 +670,51 @@ Assignment lp_multilevel_parts(const datasets::Graph& symmetric,
   s.coarsest_nodes = g.n;
   s.coarsest_entries = g.entries();
 
-  // 2. METIS on the coarsest graph.
-  t = Clock::now();
-  Assignment a = initial_parts(g, config);
-  s.initial_s = since(t);
-  HALO_LOG_DEBUG("lp-multilevel: METIS on " << g.n << " nodes " << s.initial_s << " s");
-
-  // 3. Projection and refinement, level by level down to the input.
+  // 2. Blocks: part[u] is the first final part of u's block, span[b] how many final parts block
+  // b stands for. Without coarsening, METIS's P parts; else one block, split in two by METIS on
+  // the coarsest graph and again on finer levels while a level keeps contraction_limit nodes
+  // per block after the split (KaMinPar's deep multilevel scheme): each split is decided
+  // on a graph coarse enough for the bisection to see whole communities, and refined on every
+  // finer level.
   t = Clock::now();
   const std::vector<std::int64_t> total = totals(input);
-  std::vector<std::int64_t> cap(ncon);
-  for (std::size_t j = 0; j < ncon; ++j)
-    cap[j] = static_cast<std::int64_t>(
-        std::floor((1.0 + config.imbalance) * static_cast<double>(total[j]) / p + 1e-9));
-  std::vector<std::int32_t> part = std::move(a.part);
-  refine(g, part, p, cap, lp.refinement_rounds);
+  std::vector<std::int32_t> span(static_cast<std::size_t>(p), 0);
+  std::vector<std::int32_t> part;
+  Assignment a;
+  if (levels.empty()) {
+    a = initial_parts(g, config);
+    part = std::move(a.part);
+    std::fill(span.begin(), span.end(), 1);
+  } else {
+    span[0] = p;
+    part.assign(static_cast<std::size_t>(g.n), 0);
+  }
+  std::int32_t blocks = levels.empty() ? p : 1;
+  auto caps = [&] {
+    std::vector<std::int64_t> cap(static_cast<std::size_t>(p) * ncon, 0);
+    for (std::size_t b = 0; b < span.size(); ++b)
+      for (std::size_t j = 0; j < ncon; ++j)
+        cap[b * ncon + j] = static_cast<std::int64_t>(std::floor(
+            (1.0 + config.imbalance) * static_cast<double>(total[j]) * span[b] / p + 1e-9));
+    return cap;
+  };
+  auto extend = [&](const View& level, bool finest) {
+    while (blocks < p && (finest || 2 * static_cast<std::int64_t>(blocks) <=
+                                        std::max<std::int64_t>(2, level.n / limit))) {
+      a.metis_seconds += split_blocks(level, part, span, config);
+      blocks = static_cast<std::int32_t>(
+          std::count_if(span.begin(), span.end(), [](std::int32_t f) { return f > 0; }));
+      refine(level, part, p, caps(), lp.refinement_rounds);
+    }
+  };
+  extend(g, levels.empty());
+  s.initial_s = since(t);
+  HALO_LOG_DEBUG("lp-multilevel: METIS on " << g.n << " nodes, " << blocks << " blocks, "
+                                            << s.initial_s << " s");
+
+  // 3. Projection, splitting and refinement, level by level down to the input.
+  t = Clock::now();
+  refine(g, part, p, caps(), lp.refinement_rounds);
   for (std::size_t l = levels.size(); l-- > 0;) {
     const View finer = l == 0 ? input : view_of(levels[l - 1], ncon);
     std::vector<std::int32_t> projected =
@@ -552,8 +725,10 @@ Assignment lp_multilevel_parts(const datasets::Graph& symmetric,
     part = std::move(projected);
     levels.pop_back();
     coarse_of.pop_back();
-    refine(finer, part, p, cap, lp.refinement_rounds);
-    HALO_LOG_DEBUG("lp-multilevel: refined level " << l << ", " << since(t) << " s");
+    extend(finer, l == 0);
+    refine(finer, part, p, caps(), lp.refinement_rounds);
+    HALO_LOG_DEBUG("lp-multilevel: refined level " << l << " (" << blocks << " blocks), "
+                                                   << since(t) << " s");
   }
   // 4. The bound made a bound, as after METIS.
   std::vector<idx_t> parts(part.begin(), part.end());

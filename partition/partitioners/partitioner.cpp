@@ -205,7 +205,7 @@ std::vector<idx_t> detail::interleave(std::vector<std::vector<std::int32_t>>& co
 
 Assignment detail::metis_call(std::int64_t n, const std::int64_t* indptr, const NodeId* adj,
                               idx_t* adjwgt, std::vector<idx_t>& vwgt, std::size_t ncon_columns,
-                              const PartitionConfig& c, int ncuts) {
+                              const PartitionConfig& c, int ncuts, real_t* tpwgts) {
   idx_t ncon = static_cast<idx_t>(ncon_columns);
   std::vector<idx_t> xadj(static_cast<std::size_t>(n) + 1);
   for (std::int64_t v = 0; v <= n; ++v)
@@ -228,7 +228,13 @@ Assignment detail::metis_call(std::int64_t n, const std::int64_t* indptr, const 
     double total = 0;
     for (std::int64_t v = 0; v < n; ++v)
       total += static_cast<double>(vwgt[static_cast<std::size_t>(v) * ubvec.size() + j]);
-    const double mean = total / c.num_parts;
+    // The smallest target part's mean weight.
+    double share = 1.0 / c.num_parts;
+    if (tpwgts != nullptr)
+      for (idx_t k = 0; k < c.num_parts; ++k)
+        share = std::min(
+            share, static_cast<double>(tpwgts[static_cast<std::size_t>(k) * ubvec.size() + j]));
+    const double mean = total * share;
     ubvec[j] = static_cast<real_t>(std::max(1.001, 1.0 + c.imbalance - 1.0 / mean));
   }
   idx_t nvtxs = static_cast<idx_t>(n);
@@ -240,10 +246,10 @@ Assignment detail::metis_call(std::int64_t n, const std::int64_t* indptr, const 
   const int status =
       c.method == Method::MetisRecursive
           ? METIS_PartGraphRecursive(&nvtxs, &ncon, xadj.data(), adjncy, vwgt.data(), nullptr,
-                                     adjwgt, &nparts, nullptr, ubvec.data(), options, &objval,
+                                     adjwgt, &nparts, tpwgts, ubvec.data(), options, &objval,
                                      part.data())
           : METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy, vwgt.data(), nullptr, adjwgt,
-                                &nparts, nullptr, ubvec.data(), options, &objval, part.data());
+                                &nparts, tpwgts, ubvec.data(), options, &objval, part.data());
   Assignment a;
   a.metis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (status != METIS_OK) {

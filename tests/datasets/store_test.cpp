@@ -137,9 +137,25 @@ TEST(Store, MappedPageTrimmerDropsTouchedPagesFromTheResidentSet) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     EXPECT_LT(resident_bytes() - before, std::int64_t{16} << 20);
   }
+  // Reading at random through the file (Buffer::read_file) gives the same values and maps no
+  // page: through the mapping, every touch maps a page-cache folio (up to 2 MiB) around it.
+  MappedPageTrimmer(mapped_ranges(g), std::chrono::milliseconds(0)).trim();
+  const std::int64_t trimmed = resident_bytes();
+  std::int64_t sum = 0;
+  NodeId row[4];
+  for (std::int64_t i = 4093; i < n - 4; i += 4099) {
+    g.indices.storage().read_file(static_cast<std::size_t>(i) * 4, row, sizeof row);
+    for (int j = 0; j < 4; ++j) ASSERT_EQ(row[j], i + j);
+    sum += row[0];
+  }
+  EXPECT_GT(sum, 0);
+  EXPECT_LT(resident_bytes() - trimmed, std::int64_t{4} << 20);
+  EXPECT_THROW(g.indices.storage().read_file(static_cast<std::size_t>(n) * 4 - 2, row, 4),
+               LogicError);
   Graph in_memory;
   in_memory.indices = kernels::Tensor<NodeId>::from_host(cpu(), std::vector<NodeId>(1024, 7));
   EXPECT_TRUE(mapped_ranges(in_memory).empty());
+  EXPECT_THROW(in_memory.indices.storage().read_file(0, row, 4), LogicError);
 }
 
 TEST(Store, RoundTripsDenseAndWeightedCopiedOrMapped) {
