@@ -1430,7 +1430,7 @@ HeteroPartitionResult partition_hetero(const kernels::Resources& res,
       w[static_cast<std::size_t>(hd.train_idx.data()[i])] = 1;
     weights.push_back(std::move(w));
   }
-  r.config.method = resolve_method(config.method, r.symmetric.num_edges(), n);
+  r.config.method = resolve_method(config.method, r.symmetric.num_edges(), n, config.memory_budget);
   if (progress)
     progress(std::string(to_string(r.config.method)) + ", " + std::to_string(config.num_parts) +
              " parts, " + std::to_string(weights.size()) + " balance constraints");

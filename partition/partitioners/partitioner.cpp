@@ -363,11 +363,16 @@ void check_metis_size(std::int64_t adjacency_entries, std::int64_t directed_edge
   if (directed_edges > limit) throw Error(limit_message("edges", directed_edges));
 }
 
-Method resolve_method(Method m, std::int64_t adjacency_entries, std::int64_t largest_weight) {
+Method resolve_method(Method m, std::int64_t adjacency_entries, std::int64_t largest_weight,
+                      std::size_t memory_budget) {
   if (m != Method::Auto) return m;
   const std::int64_t limit = metis_index_limit();
-  return adjacency_entries <= limit && largest_weight <= limit ? Method::MetisKway
-                                                               : Method::LpMultilevel;
+  const bool fits_memory =
+      memory_budget == 0 || static_cast<double>(adjacency_entries) * kMetisBytesPerEntry <=
+                                static_cast<double>(memory_budget);
+  return adjacency_entries <= limit && largest_weight <= limit && fits_memory
+             ? Method::MetisKway
+             : Method::LpMultilevel;
 }
 
 Assignment assign_parts(const kernels::Resources& res, const Dataset& ds, const Graph& symmetric,
@@ -402,7 +407,7 @@ Assignment assign_parts(const Graph& symmetric, std::vector<std::vector<std::int
     largest = std::max(largest, total);
   }
   PartitionConfig c = config;
-  c.method = resolve_method(config.method, symmetric.num_edges(), largest);
+  c.method = resolve_method(config.method, symmetric.num_edges(), largest, config.memory_budget);
   if (c.method == Method::LpMultilevel)
     return lp_multilevel_parts(symmetric, std::move(weights), c);
   check_metis_size(symmetric.num_edges(), largest);
@@ -443,8 +448,9 @@ PartitionResult partition_dataset(const kernels::Resources& res, const Dataset& 
   r.config = config;
   r.symmetric = std::move(s);
   const Graph& symmetric = r.symmetric;
-  r.config.method = resolve_method(config.method, symmetric.num_edges(),
-                                   config.balance.edges ? ds.graph.num_edges() : 0);
+  r.config.method =
+      resolve_method(config.method, symmetric.num_edges(),
+                     config.balance.edges ? ds.graph.num_edges() : 0, config.memory_budget);
   say(std::string(r.config.method == Method::Random         ? "random assignment, "
                   : r.config.method == Method::MetisKway    ? "METIS k-way, "
                   : r.config.method == Method::LpMultilevel ? "LP multilevel, "

@@ -64,10 +64,17 @@ Assignment assign_parts(const kernels::Resources& res, const Dataset& ds, const 
 Assignment assign_parts(const Graph& symmetric, std::vector<std::vector<std::int32_t>> weights,
                         const PartitionConfig& config);
 
+/// What METIS k-way needs per symmetric adjacency entry, its O(nodes) arrays included: measured
+/// 73-83 bytes on R-MAT scale 20 and 22 (the whole command's peak against lp-multilevel's,
+/// bench/results/partition.md).
+inline constexpr std::int64_t kMetisBytesPerEntry = 80;
+
 /// The method Method::Auto stands for on a graph of `adjacency_entries` symmetric entries whose
 /// largest balance-weight total is `largest_weight`: MetisKway when both are within
-/// metis_index_limit(), else LpMultilevel. Any other method is itself.
-Method resolve_method(Method m, std::int64_t adjacency_entries, std::int64_t largest_weight);
+/// metis_index_limit() and METIS's memory (kMetisBytesPerEntry an entry) is within
+/// `memory_budget` (0: no budget), else LpMultilevel. Any other method is itself.
+Method resolve_method(Method m, std::int64_t adjacency_entries, std::int64_t largest_weight,
+                      std::size_t memory_budget = 0);
 
 /// Called with a short description at the start of each long phase ("METIS k-way, 8 parts").
 using Progress = std::function<void(std::string_view phase)>;

@@ -216,11 +216,20 @@ TEST(LpMultilevel, AutoPicksMetisWhereItFitsAndLpMultilevelBeyond) {
   EXPECT_EQ(resolve_method(Method::Auto, 10, limit + 1), Method::LpMultilevel);
   EXPECT_EQ(resolve_method(Method::Random, limit + 1, 10), Method::Random);
   EXPECT_EQ(resolve_method(Method::MetisRecursive, 10, 10), Method::MetisRecursive);
+  // METIS's memory (kMetisBytesPerEntry an entry) past the budget: lp-multilevel.
+  const std::size_t budget = 1000 * kMetisBytesPerEntry;
+  EXPECT_EQ(resolve_method(Method::Auto, 1000, 10, budget), Method::MetisKway);
+  EXPECT_EQ(resolve_method(Method::Auto, 1001, 10, budget), Method::LpMultilevel);
+  EXPECT_EQ(resolve_method(Method::Auto, limit, 10, 0), Method::MetisKway);  // no budget
+  EXPECT_EQ(resolve_method(Method::MetisKway, 1001, 10, budget), Method::MetisKway);
   // The partition records the method that ran.
   PartitionConfig c;
   c.num_parts = 2;
   EXPECT_EQ(c.method, Method::Auto);
   EXPECT_EQ(partition_dataset(cpu(), cora(), c).config.method, Method::MetisKway);
+  c.memory_budget = 1 << 10;
+  EXPECT_EQ(partition_dataset(cpu(), cora(), c).config.method, Method::LpMultilevel);
+  c.memory_budget = 0;
   c.method = Method::LpMultilevel;
   const PartitionResult r = partition_dataset(cpu(), cora(), c);
   EXPECT_EQ(r.config.method, Method::LpMultilevel);
