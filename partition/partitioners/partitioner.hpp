@@ -65,8 +65,8 @@ Assignment assign_parts(const Graph& symmetric, std::vector<std::vector<std::int
                         const PartitionConfig& config);
 
 /// What METIS k-way needs per symmetric adjacency entry, its O(nodes) arrays included: measured
-/// 73-83 bytes on R-MAT scale 20 and 22 (the whole command's peak against lp-multilevel's,
-/// bench/results/partition.md).
+/// 67 and 79 bytes on R-MAT scale 20 and 22 (`halo partition --method metis` against `--method
+/// random`, peak RSS over entries; bench/results/partition.md).
 inline constexpr std::int64_t kMetisBytesPerEntry = 80;
 
 /// The method Method::Auto stands for on a graph of `adjacency_entries` symmetric entries whose

@@ -146,6 +146,8 @@ TEST(LpMultilevel, CoarseLevelsOnDiskUnderABudgetGiveTheSameParts) {
   const Dataset ds = rmat(14);
   const datasets::Graph s = partitioning_graph(cpu(), ds.graph);
   ASSERT_GT(s.num_edges() * 12, std::int64_t{1} << 20);  // far past the budget below
+  const datasets::Graph mapped = mapped_copy(s, files.path());
+  ASSERT_TRUE(mapped.indices.mapped());
   for (const std::int32_t p : {2, 8}) {
     SCOPED_TRACE(std::to_string(p) + " parts");
     LpMultilevelStats memory, disk;
@@ -162,8 +164,6 @@ TEST(LpMultilevel, CoarseLevelsOnDiskUnderABudgetGiveTheSameParts) {
     EXPECT_EQ(a.part, b.part);
     EXPECT_TRUE(std::filesystem::is_empty(scratch.path()));
     // The input itself a file mapping (a store's S): its rows are read through the file.
-    const datasets::Graph mapped = mapped_copy(s, files.path());
-    ASSERT_TRUE(mapped.indices.mapped());
     EXPECT_EQ(lp_multilevel_parts(mapped, columns(ds), c, {.contraction_limit = 40}).part, a.part);
     EXPECT_EQ(lp_multilevel_parts(mapped, columns(ds), config(p), {.contraction_limit = 40}).part,
               a.part);

@@ -291,8 +291,9 @@ int run_partition(const PartitionOptions& o) {
     const auto more = datasets::mapped_ranges(*in.symmetric);
     mapped.insert(mapped.end(), more.begin(), more.end());
   }
-  // Every 50 ms: a fault maps up to 16 neighbouring cached pages (the kernel's fault-around), so a
-  // pass over rows at random maps far more than it reads between two trims.
+  // Every 50 ms, for the passes that read the mapped arrays in order (a fault maps the whole
+  // page-cache folio around the page); rows read at random go through the files instead
+  // (Buffer::read_file), which maps nothing.
   const datasets::MappedPageTrimmer trimmer(std::move(mapped), std::chrono::milliseconds(50));
   // METIS cannot make more parts than nodes (it prints "Cannot bisect a graph with 0 vertices"
   // and returns empty parts), and an empty part is a rank with nothing to train.
