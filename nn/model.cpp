@@ -136,13 +136,18 @@ const Adjacency<T>& Model<T>::graph_of(std::span<const Adjacency<T>> graphs, std
 
 template <class T>
 const Tensor<T>& Model<T>::run(const Context& ctx, std::span<const Adjacency<T>> graphs,
-                               const Features<T>& x, std::size_t end) {
-  HALO_EXPECTS(kernels::num_cols(x) == m_config.in_features,
+                               const Features<T>& x, std::size_t begin, std::size_t end) {
+  // The first module with weights at or after `begin` reads x: the data, or a layer's output.
+  std::int64_t width = m_config.in_features;
+  for (std::size_t i = 0; i < begin; ++i)
+    if (const auto params = m_modules[i]->parameters(); !params.empty())
+      width = params.front()->value.cols();
+  HALO_EXPECTS(kernels::num_cols(x) == width,
                "model: input has " + std::to_string(kernels::num_cols(x)) +
-                   " features, the model " + std::to_string(m_config.in_features));
+                   " features, the model " + std::to_string(width));
   const Features<T>* h = &x;
   // Module 0 is the input dropout: skipped when the input already has it.
-  const std::size_t begin = ctx.training && ctx.input_dropped ? 1 : 0;
+  if (begin == 0 && ctx.training && ctx.input_dropped) begin = 1;
   for (std::size_t i = begin; i < end; ++i)
     h = &m_modules[i]->forward(ctx, graph_of(graphs, i), *h);
   return std::get<Tensor<T>>(*h);
@@ -151,19 +156,36 @@ const Tensor<T>& Model<T>::run(const Context& ctx, std::span<const Adjacency<T>>
 template <class T>
 const Tensor<T>& Model<T>::forward(const Context& ctx, std::span<const Adjacency<T>> graphs,
                                    const Features<T>& x) {
-  return run(ctx, graphs, x, m_modules.size());
+  return run(ctx, graphs, x, 0, m_modules.size());
+}
+
+template <class T>
+std::size_t Model<T>::module_end(int layer) const {
+  HALO_EXPECTS(layer >= 0 && layer <= m_config.num_layers, "model: layer " + std::to_string(layer) +
+                                                               " out of range 1.." +
+                                                               std::to_string(m_config.num_layers));
+  if (layer == 0) return 0;
+  std::size_t end = 0;
+  while (end < m_modules.size() && m_layer_of_module[end] <= layer) ++end;
+  if (layer < m_config.num_layers) ++end;  // the fused ReLU + next dropout (a ReLU here)
+  return end;
 }
 
 template <class T>
 const Tensor<T>& Model<T>::embed(const Context& ctx, Adjacency<T> graph, const Features<T>& x,
                                  int layer) {
-  HALO_EXPECTS(layer >= 1 && layer <= m_config.num_layers, "model: layer " + std::to_string(layer) +
-                                                               " out of range 1.." +
-                                                               std::to_string(m_config.num_layers));
-  std::size_t end = 0;  // one past the last module of convolution `layer`, its ReLU included
-  while (end < m_modules.size() && m_layer_of_module[end] <= layer) ++end;
-  if (layer < m_config.num_layers) ++end;  // the fused ReLU + next dropout (a ReLU here)
-  return run(ctx, std::span<const Adjacency<T>>(&graph, 1), x, end);
+  HALO_EXPECTS(layer >= 1, "model: layer " + std::to_string(layer) + " out of range 1.." +
+                               std::to_string(m_config.num_layers));
+  return run(ctx, std::span<const Adjacency<T>>(&graph, 1), x, 0, module_end(layer));
+}
+
+template <class T>
+const Tensor<T>& Model<T>::forward_layer(const Context& ctx, Adjacency<T> graph,
+                                         const Features<T>& x, int layer) {
+  HALO_EXPECTS(layer >= 1, "model: layer " + std::to_string(layer) + " out of range 1.." +
+                               std::to_string(m_config.num_layers));
+  const std::size_t end = module_end(layer);
+  return run(ctx, std::span<const Adjacency<T>>(&graph, 1), x, module_end(layer - 1), end);
 }
 
 template <class T>

@@ -42,6 +42,13 @@ class Model final : public Network<T> {
   /// until the next pass. forward() is embed(..., num_layers).
   const kernels::Tensor<T>& embed(const Context& ctx, Adjacency<T> graph, const Features<T>& x,
                                   int layer);
+  /// Convolution `layer` alone (1-based, its ReLU included below the last layer): x holds its
+  /// input (the data for layer 1, else width(layer - 1) columns), one row per source of
+  /// `graph`; the output has one row per destination. Composing the layers over the same
+  /// graph gives embed(): what layer-wise inference evaluates chunk by chunk
+  /// (runtime::LayerwiseInference).
+  const kernels::Tensor<T>& forward_layer(const Context& ctx, Adjacency<T> graph,
+                                          const Features<T>& x, int layer);
   /// Output width of convolution `layer` (1-based): hidden (GAT: heads * hidden) below the
   /// last, num_classes there.
   std::int64_t width(int layer) const;
@@ -86,9 +93,12 @@ class Model final : public Network<T> {
   /// The graph module i runs on.
   const Adjacency<T>& graph_of(std::span<const Adjacency<T>> graphs, std::size_t i) const;
   std::vector<int> m_layer_of_module;  // 1-based convolution index: names, graph per layer
-  /// Runs modules [0, end) forward.
+  /// Runs modules [begin, end) forward (begin 0: x is the model's input).
   const kernels::Tensor<T>& run(const Context& ctx, std::span<const Adjacency<T>> graphs,
-                                const Features<T>& x, std::size_t end);
+                                const Features<T>& x, std::size_t begin, std::size_t end);
+  /// One past the last module of convolution `layer` (its ReLU included below the last
+  /// layer); 0 for layer 0.
+  std::size_t module_end(int layer) const;
 };
 
 /// The model a file describes, built on res's device with the file's parameters; `info`, when

@@ -3,6 +3,7 @@
 // path's (mini-batches, feature cache), the optimizer's, and one section per task (`model`:
 // node classification, `hetero`: heterogeneous classification, `link`: link prediction).
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -90,6 +91,13 @@ struct TrainConfig {
   nn::HeteroModelConfig hetero;
   /// The link-prediction task (temporal graphs): its encoder, scorer, window, split, sampling.
   LinkPredictionConfig link;
+  /// Bytes the run may hold (0: no limit). One process's mini-batch evaluation
+  /// (runtime::LayerwiseInference) keeps its hidden representations in memory when the
+  /// features, the graph and they fit under it, else in a temporary file (spill_dir); the
+  /// results are the same either way.
+  std::size_t memory_budget = 0;
+  /// Where evaluation spills (empty: std::filesystem::temp_directory_path()).
+  std::string spill_dir;
   /// Time the phases of every step and the kernels they call (EpochStats::profile); on a
   /// device this waits for it after every phase and kernel.
   bool profile = false;

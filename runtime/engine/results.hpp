@@ -81,6 +81,12 @@ struct TrainResult {
   std::size_t sampler_envelope_bytes = 0;  // allocated once, every pipeline slot
   std::size_t sampler_peak_bytes = 0;      // the most one batch used
   double host_syncs_per_batch = 0;
+  /// The evaluation's layer-wise inference (one process): its buffers at their peak (hidden
+  /// representations in memory, or the logits when they went to a file, and one chunk's), and
+  /// the bytes one evaluation wrote to its spill file (0: in memory). Both 0 for the full-graph
+  /// pass.
+  std::size_t evaluation_bytes = 0;
+  std::int64_t evaluation_spill_bytes = 0;
   std::int64_t sampling_bytes_per_epoch = 0;
   std::int64_t feature_bytes_per_epoch = 0;
   /// cache hits / remote rows over all epochs (0 without remote rows).

@@ -58,6 +58,28 @@ TEST(MiniBatchTraining, PrefetchAndThreadsDoNotChangeTheRun) {
   }
 }
 
+// One process evaluates a mini-batch run layer by layer; a budget below the data and the
+// evaluation's hidden representations moves those to a file: the run's losses, accuracies and
+// kept epoch stay the same, bit for bit.
+TEST(MiniBatchTraining, ASpilledEvaluationGivesTheSameRun) {
+  const kernels::Resources res(kernels::Device::Cpu, 2);
+  for (const nn::ModelKind kind : {nn::ModelKind::Gcn, nn::ModelKind::Sage}) {
+    SCOPED_TRACE(nn::to_string(kind));
+    TrainConfig c = config_for(kind, 5, 4);
+    c.model.num_layers = 3;
+    const TrainResult memory = train(res, cora(), c, batches(256, {5, 5, 3}));
+    c.memory_budget = 1;
+    const TrainResult spilled = train(res, cora(), c, batches(256, {5, 5, 3}));
+    EXPECT_GT(memory.evaluation_bytes, 0u);
+    EXPECT_EQ(memory.evaluation_spill_bytes, 0);
+    EXPECT_EQ(spilled.evaluation_spill_bytes, 2 * 2708 * c.model.hidden * 4);
+    EXPECT_LT(spilled.evaluation_bytes, memory.evaluation_bytes);
+    EXPECT_EQ(losses(spilled), losses(memory));
+    EXPECT_EQ(spilled.metrics, memory.metrics);
+    EXPECT_EQ(spilled.best_epoch, memory.best_epoch);
+  }
+}
+
 // --prefetch auto: a producer thread only where the rank's threads and the producer fit in the
 // cores it may use (its CPUs, and its share of the machine's).
 TEST(MiniBatchTraining, AutoPrefetchNeedsACoreForTheProducer) {

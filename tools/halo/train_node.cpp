@@ -78,6 +78,14 @@ class NodeRun final : public TaskRun {
             r.batch_wait_s * 1e3);
       else  // one process: every row is its own, nothing is fetched
         s += format("batches waited %.3f ms for their inputs per epoch\n", r.batch_wait_s * 1e3);
+      if (r.evaluation_bytes > 0)
+        s += format("evaluation: layer-wise, %.1f MB of buffers%s\n",
+                    static_cast<double>(r.evaluation_bytes) / 1e6,
+                    r.evaluation_spill_bytes > 0
+                        ? format(", hidden layers in a temporary file (%.1f MB written)",
+                                 static_cast<double>(r.evaluation_spill_bytes) / 1e6)
+                              .c_str()
+                        : "");
     } else if (r.world_size > 1) {
       s += format(
           "exchange: %.1f KB per epoch, %.3f ms per rank, %.0f%% hidden; all-reduce %.3f ms\n",
@@ -112,6 +120,8 @@ class NodeRun final : public TaskRun {
                 {"batches_per_epoch", r.batches_per_epoch},
                 {"sampler_envelope_bytes", r.sampler_envelope_bytes},
                 {"sampler_peak_bytes", r.sampler_peak_bytes},
+                {"evaluation_bytes", r.evaluation_bytes},
+                {"evaluation_spill_bytes", r.evaluation_spill_bytes},
                 {"host_syncs_per_batch", r.host_syncs_per_batch},
                 {"sampling_bytes_per_epoch", r.sampling_bytes_per_epoch},
                 {"feature_bytes_per_epoch", r.feature_bytes_per_epoch},

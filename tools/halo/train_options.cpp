@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <halo/datasets/hetero.hpp>
+#include <halo/datasets/store/csr_builder.hpp>
 #include <halo/datasets/registry.hpp>
 #include <halo/partition/formats/partition_format.hpp>
 #include <halo/tools/halo/run_support.hpp>
@@ -123,6 +124,9 @@ runtime::TrainConfig train_config(const TrainOptions& o) {
   config.weight_decay =
       m ? pick("--weight-decay", o.weight_decay, m->weight_decay) : o.weight_decay;
   config.seed = o.seed;
+  config.memory_budget = datasets::default_memory_budget();
+  if (!o.memory_budget.empty())  // checked when parsed
+    config.memory_budget = static_cast<std::size_t>(parse_bytes(o.memory_budget).value_or(0));
   config.normalize_features = !o.no_normalize;
   config.overlap = !o.no_overlap;
   if (o.mode == "mini-batch") {
@@ -286,6 +290,17 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
                       "--task link, the snapshot partition series of --dataset (halo partition "
                       "--snapshots, docs/dynamic.md)")
           ->check(CLI::ExistingDirectory);
+  sub->add_option("--memory-budget", o.memory_budget,
+                  "Bytes the run may hold, such as 8GiB or 1e9 (default: a quarter of the "
+                  "machine's memory). Mini-batch evaluation in one process keeps its hidden "
+                  "representations in memory only when they and the data fit under it, else "
+                  "in a temporary file ($TMPDIR); the results do not depend on it")
+      ->check(
+          [](const std::string& s) -> std::string {
+            const auto b = parse_bytes(s);
+            return b && *b > 0 ? "" : "a size such as 512MiB, 8GiB or 1e9 expected, not '" + s + "'";
+          },
+          "BYTES");
   auto* no_overlap = sub->add_flag(
       "--no-overlap", o.no_overlap,
       "Full graph with --partitions: wait for the halo exchange before aggregating (for "

@@ -36,6 +36,7 @@ struct TrainOptions {
   /// dataset also `rel=N` pairs (sampler::parse_hetero_fanouts, once the relations are known).
   std::string fanouts = "25,10";
   std::string cache_policy = "degree";
+  std::string memory_budget;  // --memory-budget as given (empty: the machine's default)
   // Heterogeneous datasets (typed directories): --split, --num-bases, --featureless, and which
   // of the run's flags were given (the others take the heterogeneous task's defaults).
   int split = 0;

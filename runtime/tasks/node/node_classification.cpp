@@ -2,6 +2,7 @@
 // nn::Network), full graph or sampled batches, one process or the ranks of a partition.
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <halo/runtime/data/batches.hpp>
 #include <halo/runtime/data/feature_store.hpp>
 #include <halo/runtime/data/halo_exchange.hpp>
+#include <halo/runtime/data/layerwise_inference.hpp>
 #include <halo/runtime/detail/timing.hpp>
 #include <halo/runtime/engine/checkpoint.hpp>
 #include <halo/runtime/engine/detail/task_support.hpp>
@@ -30,6 +32,13 @@ using kernels::NodeId;
 using kernels::Tensor;
 
 namespace {
+
+/// Bytes of a feature matrix's arrays.
+std::size_t feature_bytes(const kernels::FeatureMatrix<float>& x) {
+  if (const auto* dense = std::get_if<Tensor<float>>(&x)) return dense->bytes();
+  const auto& s = std::get<kernels::CsrMatrix<std::int32_t, float>>(x);
+  return s.indptr.bytes() + s.indices.bytes() + s.values.bytes();
+}
 
 /// The task's data on res's device: node classification's labels and splits, and the global
 /// sizes of the splits.
@@ -71,9 +80,16 @@ class NodeClassification final : public Task {
       result.sampler_envelope_bytes = sampled->envelope_bytes();
       result.sampler_peak_bytes = sampled->peak_bytes();
     }
+    if (m_layerwise) {
+      result.evaluation_bytes = m_layerwise->bytes();
+      result.evaluation_spill_bytes = m_layerwise->spill_bytes_written();
+    }
   }
 
  private:
+  /// Every owned node's logits in evaluation mode: layer-wise (LayerwiseInference) or the
+  /// full-graph pass.
+  const Tensor<float>& evaluation_logits();
   /// Original ids of the owned nodes on res's device (dropout keys), empty in one process.
   kernels::Span<const NodeId> dropout_keys() const { return m_targets->dropout_keys.span(); }
 
@@ -88,6 +104,8 @@ class NodeClassification final : public Task {
   std::unique_ptr<FeatureStore> m_features;
   std::unique_ptr<BatchSource> m_batches;
   std::unique_ptr<Targets> m_targets;
+  /// Mini-batch runs of one process evaluate layer by layer (built at the first evaluation).
+  std::unique_ptr<LayerwiseInference> m_layerwise;
   nn::Adam<float> m_optimizer;
   Tensor<float> m_dlogits;
   Tensor<float> m_grad_flat;  // the gradient all-reduce's flat buffer
@@ -245,12 +263,37 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   return !stopped;
 }
 
-Metrics NodeClassification::evaluate() {
-  const Targets& t = *m_targets;
+const Tensor<float>& NodeClassification::evaluation_logits() {
+  // A mini-batch run whose buffers follow its batches evaluates layer by layer: the full-graph
+  // pass would hold every layer's buffers for every node. One part on the CPU, a built-in model.
+  auto* model = dynamic_cast<nn::Model<float>*>(&m_model);
+  if (m_config.mini_batch && m_shard.part.ids.identity() &&
+      m_res.device() == kernels::Device::Cpu && model != nullptr) {
+    if (!m_layerwise) {
+      // The representations stay in memory when the data and they fit under the budget.
+      const partition::Part& part = m_shard.part;
+      const std::size_t data = feature_bytes(m_features->owned()) + part.graph.indptr.bytes() +
+                               part.graph.indices.bytes();
+      const std::size_t reps =
+          LayerwiseInference::representation_bytes(model->config(), part.num_owned());
+      std::filesystem::path spill;
+      if (m_config.memory_budget > 0 && data + reps > m_config.memory_budget)
+        spill = m_config.spill_dir.empty() ? std::filesystem::temp_directory_path()
+                                           : std::filesystem::path(m_config.spill_dir);
+      m_layerwise = std::make_unique<LayerwiseInference>(m_res, part, m_features->owned(),
+                                                         model->shape().graph, spill);
+    }
+    return m_layerwise->run(*model);
+  }
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
   const nn::Adjacency<float> graph = m_graph->adjacency(dropout_keys());
-  const Tensor<float>& logits =
-      m_model.forward(ctx, std::span<const nn::Adjacency<float>>(&graph, 1), m_features->owned());
+  return m_model.forward(ctx, std::span<const nn::Adjacency<float>>(&graph, 1),
+                         m_features->owned());
+}
+
+Metrics NodeClassification::evaluate() {
+  const Targets& t = *m_targets;
+  const Tensor<float>& logits = evaluation_logits();
   auto correct = [&](const Tensor<NodeId>& rows) {
     return rows.numel() == 0 ? 0.0
                              : static_cast<double>(kernels::count_correct(
