@@ -14,6 +14,7 @@
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/nn/aggregate_transform.hpp>
+#include <halo/runtime/data/layerwise_inference.hpp>
 #include <halo/sampler/envelope.hpp>
 
 namespace halo::cluster {
@@ -929,10 +930,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const double loss_rows = mini ? blocks.back().dst : static_cast<double>(p.num_train);
     const StepCost step = step_cost(m, config, g, blocks, input_nnz, mini, sparse_input, loss_rows);
     std::int64_t activations = step.activation_bytes;
-    if (mini) {
+    if (mini && (ranks > 1 || cuda)) {
       // Every epoch ends with a full-graph forward pass (Trainer::evaluate), which grows the
       // layers' forward buffers (cached product, output) to the part's rows.
-      const std::vector<std::int64_t> w = layer_widths(config, g.num_features, g.num_classes);
       for (std::size_t l = 0; l + 1 < w.size(); ++l) {
         const bool sparse_in = l == 0 && g.sparse_features;
         const bool agg_first = !sparse_in && w[l] < w[l + 1];
@@ -940,6 +940,21 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         activations += kF * (n_o * agg_cols + 2 * n_o * w[l + 1]);
       }
       activations += kF * n_o * g.num_classes;
+    } else if (mini) {
+      // One process evaluates layer by layer (runtime::LayerwiseInference): the logits, the
+      // two hidden representations unless they go to a file under the budget, and one chunk
+      // (its rows' neighbours gathered, the layer's buffers over its rows).
+      const std::int64_t hidden = w.size() > 2 ? *std::max_element(w.begin() + 1, w.end() - 1) : 0;
+      const std::int64_t reps = 2 * kF * n_o * hidden;
+      const std::int64_t data = features + kI * (n_o + 1) + kF * p.num_edges;
+      const bool spilled = config.memory_budget > 0 &&
+                           static_cast<std::size_t>(data + reps) > config.memory_budget;
+      const std::int64_t chunk = std::min<std::int64_t>(
+          n_o, runtime::LayerwiseInference::kChunkEntries + runtime::LayerwiseInference::kChunkRows);
+      const std::int64_t widest = *std::max_element(w.begin(), w.end());
+      // A chunk: its sources' rows gathered, and the layer's few buffers over its rows.
+      activations += kF * n_o * g.num_classes + (spilled ? 0 : reps) + kF * chunk * widest +
+                     3 * kF * runtime::LayerwiseInference::kChunkRows * widest;
     }
     data.push_back({"activations", activations});
     // Workspace: the gathered input rows of a batch (mini-batch) or the prepared copy of a
