@@ -142,9 +142,9 @@ const Tensor<T>& Model<T>::run(const Context& ctx, std::span<const Adjacency<T>>
   for (std::size_t i = 0; i < begin; ++i)
     if (const auto params = m_modules[i]->parameters(); !params.empty())
       width = params.front()->value.cols();
-  HALO_EXPECTS(kernels::num_cols(x) == width,
-               "model: input has " + std::to_string(kernels::num_cols(x)) +
-                   " features, the model " + std::to_string(width));
+  HALO_EXPECTS(kernels::num_cols(x) == width, "model: input has " +
+                                                  std::to_string(kernels::num_cols(x)) +
+                                                  " features, the model " + std::to_string(width));
   const Features<T>* h = &x;
   // Module 0 is the input dropout: skipped when the input already has it.
   if (begin == 0 && ctx.training && ctx.input_dropped) begin = 1;

@@ -112,7 +112,8 @@ class LayerwiseInference::Spill {
 
  private:
   off_t offset(int slot, std::int64_t row, std::int64_t cols) const {
-    return static_cast<off_t>(slot * m_slot + row * cols * static_cast<std::int64_t>(sizeof(float)));
+    return static_cast<off_t>(slot * m_slot +
+                              row * cols * static_cast<std::int64_t>(sizeof(float)));
   }
   std::string m_where;
   std::int64_t m_slot = 0;
@@ -122,8 +123,8 @@ class LayerwiseInference::Spill {
 std::size_t LayerwiseInference::representation_bytes(const nn::ModelConfig& model,
                                                      std::int64_t num_nodes) {
   if (model.num_layers < 2) return 0;
-  const std::int64_t hidden = model.kind == nn::ModelKind::Gat ? model.heads * model.hidden
-                                                               : model.hidden;
+  const std::int64_t hidden =
+      model.kind == nn::ModelKind::Gat ? model.heads * model.hidden : model.hidden;
   return 2 * static_cast<std::size_t>(num_nodes) * static_cast<std::size_t>(hidden) * sizeof(float);
 }
 
@@ -224,8 +225,8 @@ const Tensor<float>& LayerwiseInference::run(nn::Model<float>& model) {
       const std::int64_t a = m_bounds[static_cast<std::size_t>(chunk)];
       const std::int64_t rows = m_bounds[static_cast<std::size_t>(chunk) + 1] - a;
       std::iota(m_seeds.begin(), m_seeds.begin() + rows, static_cast<NodeId>(a));
-      const sampler::MiniBatch& mb = m_chunks->sampler.sample(
-          m_res, {m_seeds.data(), rows}, 0, static_cast<std::uint64_t>(chunk));
+      const sampler::MiniBatch& mb = m_chunks->sampler.sample(m_res, {m_seeds.data(), rows}, 0,
+                                                              static_cast<std::uint64_t>(chunk));
       const sampler::Block& block = mb.blocks.front();
       if (l == 1) {
         sampler::gather_feature_rows(m_res, m_features, block.src_ids, m_x, m_scan, host_syncs);

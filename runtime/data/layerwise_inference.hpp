@@ -87,13 +87,13 @@ class LayerwiseInference {
   class Chunks;                        // the sampler over a chunk-sized envelope
   std::unique_ptr<Chunks> m_chunks;
   std::vector<kernels::NodeId> m_seeds;
-  kernels::FeatureMatrix<float> m_x;         // a chunk's gathered rows (layer 1: the data's kind)
-  kernels::FeatureMatrix<float> m_hx;        // a chunk's gathered rows (later layers): dense
-  kernels::Tensor<std::int64_t> m_scan;      // a sparse gather's scan sums
-  kernels::Tensor<std::int64_t> m_degrees;   // of the chunk's sources (GCN)
+  kernels::FeatureMatrix<float> m_x;        // a chunk's gathered rows (layer 1: the data's kind)
+  kernels::FeatureMatrix<float> m_hx;       // a chunk's gathered rows (later layers): dense
+  kernels::Tensor<std::int64_t> m_scan;     // a sparse gather's scan sums
+  kernels::Tensor<std::int64_t> m_degrees;  // of the chunk's sources (GCN)
   kernels::CsrMatrix<kernels::NodeId, float> m_block;  // with self-loops (GCN, GAT)
-  kernels::Tensor<float> m_h[2];             // the representations, ping-pong
-  class Spill;                               // the hidden representations on disk
+  kernels::Tensor<float> m_h[2];                       // the representations, ping-pong
+  class Spill;                                         // the hidden representations on disk
   std::unique_ptr<Spill> m_spill;
   std::size_t m_bytes = 0;
   std::int64_t m_written = 0, m_read = 0;

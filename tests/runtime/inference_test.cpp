@@ -77,8 +77,8 @@ TEST(LayerwiseInference, EqualsTheFullGraphPassAndSpillsBitForBit) {
 
       rt::Shard mine = rt::local_shard(res, halo::testing::copy_dataset(res, data));
       rt::FeatureStore features(res, mine.part, true);
-      for (const auto& [entries, rows] : {std::pair<std::int64_t, std::int64_t>{1 << 16, 1 << 14},
-                                          {7, 5}, {1, 1}}) {
+      for (const auto& [entries, rows] :
+           {std::pair<std::int64_t, std::int64_t>{1 << 16, 1 << 14}, {7, 5}, {1, 1}}) {
         SCOPED_TRACE("chunks of " + std::to_string(entries) + " entries, " + std::to_string(rows) +
                      " rows");
         rt::LayerwiseInference memory(res, mine.part, features.owned(), nn::graph_preparation(kind),

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include <halo/datasets/hetero.hpp>
-#include <halo/datasets/store/csr_builder.hpp>
 #include <halo/datasets/registry.hpp>
+#include <halo/datasets/store/csr_builder.hpp>
 #include <halo/partition/formats/partition_format.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_hetero.hpp>
@@ -298,7 +298,8 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
       ->check(
           [](const std::string& s) -> std::string {
             const auto b = parse_bytes(s);
-            return b && *b > 0 ? "" : "a size such as 512MiB, 8GiB or 1e9 expected, not '" + s + "'";
+            return b && *b > 0 ? ""
+                               : "a size such as 512MiB, 8GiB or 1e9 expected, not '" + s + "'";
           },
           "BYTES");
   auto* no_overlap = sub->add_flag(
