@@ -31,6 +31,14 @@ if ! log=$(bash "$(dirname "$0")/peers/run.sh" --quick --halo-only --out "$peers
 fi
 rm -rf "$peers_out"
 echo "bench smoke: peers/run.sh --quick --halo-only ok"
+# Memory follows the data: peak RSS within 1.5x the run's inventory (a check, not a measurement).
+if ! log=$(bash "$(dirname "$0")/memory/bound.sh" "$build" 2>&1); then
+  echo "$log"
+  echo "bench smoke: memory/bound.sh FAILED"
+  exit 1
+fi
+echo "$log" | grep "^memory bound:"
+echo "bench smoke: memory/bound.sh ok"
 # The emulated-cluster study end to end on one link profile (needs root: network namespaces).
 if [ "$(id -u)" = 0 ]; then
   cluster_out=$(mktemp -d)

@@ -883,10 +883,15 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                                   static_cast<double>(p.num_halo) / static_cast<double>(n_l))
                        : 0);
     const std::int64_t own_entries = p.num_edges - halo_entries + (sage ? 0 : n_o);
+    // (None in a mini-batch run of one process on the CPU: it evaluates layer by layer on the
+    // sampler's graph, runtime::LayerwiseInference.)
+    const bool layerwise = mini && ranks == 1 && !cuda;
     const std::int64_t adjacency =
-        kI * (n_o + 1) * (sage ? 2 : 1) + (kF + kF) * own_entries * (sage ? 2 : 1) +
-        (p.num_halo > 0 ? kI * (n_o + 1) + kI * (p.num_halo + 1) + 2 * (kF + kF) * halo_entries
-                        : 0);
+        layerwise ? 0
+                  : kI * (n_o + 1) * (sage ? 2 : 1) + (kF + kF) * own_entries * (sage ? 2 : 1) +
+                        (p.num_halo > 0
+                             ? kI * (n_o + 1) + kI * (p.num_halo + 1) + 2 * (kF + kF) * halo_entries
+                             : 0);
     data.push_back({"adjacency", adjacency});
     // Halo exchange buffers, and (mini-batch) the feature cache.
     const std::vector<std::int64_t> w = layer_widths(config, g.num_features, g.num_classes);
@@ -930,7 +935,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const double loss_rows = mini ? blocks.back().dst : static_cast<double>(p.num_train);
     const StepCost step = step_cost(m, config, g, blocks, input_nnz, mini, sparse_input, loss_rows);
     std::int64_t activations = step.activation_bytes;
-    if (mini && (ranks > 1 || cuda)) {
+    if (mini && !layerwise) {
       // Every epoch ends with a full-graph forward pass (Trainer::evaluate), which grows the
       // layers' forward buffers (cached product, output) to the part's rows.
       for (std::size_t l = 0; l + 1 < w.size(); ++l) {
@@ -940,7 +945,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         activations += kF * (n_o * agg_cols + 2 * n_o * w[l + 1]);
       }
       activations += kF * n_o * g.num_classes;
-    } else if (mini) {
+    } else if (layerwise) {
       // One process evaluates layer by layer (runtime::LayerwiseInference): the logits, the
       // two hidden representations unless they go to a file under the budget, and one chunk
       // (its rows' neighbours gathered, the layer's buffers over its rows).

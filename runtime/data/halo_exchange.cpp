@@ -435,4 +435,12 @@ void HeteroHaloExchange::scatter_add(const kernels::Resources& res, std::span<Te
   m_stats.exposed_s += now() - start;
 }
 
+std::size_t HaloExchange::bytes() const {
+  std::size_t total = m_column_ids.bytes() + m_send_rows.bytes() + m_send_buf.capacity_bytes() +
+                      m_recv_buf.capacity_bytes();
+  for (const Csr* a : {&m_own, &m_own_t, &m_halo, &m_halo_t, &m_local})
+    total += a->indptr.bytes() + a->indices.bytes() + a->values.bytes();
+  return total;
+}
+
 }  // namespace halo::runtime

@@ -93,6 +93,9 @@ class HaloExchange final : public nn::Propagation<float> {
   kernels::CsrView<kernels::NodeId, float> owned_block() const { return m_own.view(); }
 
   const ExchangeStats& stats() const { return m_stats; }
+  /// Bytes of its prepared graphs (owned and halo blocks, their transposes), id lists and
+  /// message buffers: the full-graph adjacency the plan's "adjacency" item predicts.
+  std::size_t bytes() const;
   void reset_stats() { m_stats = {}; }
 
  private:

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <halo/runtime/engine/metrics.hpp>
@@ -87,6 +88,10 @@ struct TrainResult {
   /// pass.
   std::size_t evaluation_bytes = 0;
   std::int64_t evaluation_spill_bytes = 0;
+  /// What the run's main parts hold, in bytes, by name (the task's inventory: node
+  /// classification's graph, features, model and optimizer, sampler envelope, evaluation...),
+  /// beside the measured peak: `--json`'s "memory".
+  std::vector<std::pair<std::string, std::int64_t>> memory;
   std::int64_t sampling_bytes_per_epoch = 0;
   std::int64_t feature_bytes_per_epoch = 0;
   /// cache hits / remote rows over all epochs (0 without remote rows).

@@ -82,6 +82,10 @@ nlohmann::json profile_json(const runtime::TrainResult& r, const runtime::Machin
 }
 
 /// The --json keys every task writes (its own follow, TaskRun::json).
+/// The resident set of this process once its threads exist, before the data are read: the
+/// libraries' and the runtime's own memory, beside what the run's parts hold (--json "memory").
+std::int64_t g_process_start_bytes = 0;
+
 nlohmann::json common_json(const TrainCommandOptions& o, const TaskRegistration& task,
                            const runtime::TrainResult& r, const kernels::Resources& res) {
   const bool cuda = res.device() == kernels::Device::Cuda;
@@ -99,6 +103,11 @@ nlohmann::json common_json(const TrainCommandOptions& o, const TaskRegistration&
                       {"peak_host_memory_bytes", runtime::peak_host_memory_bytes()},
                       {"allreduce_time_s", r.allreduce_time_s}};
   for (const auto& [name, value] : r.metrics) j[name] = json_number(value);
+  if (!r.memory.empty()) {
+    nlohmann::json m = {{"process_start", g_process_start_bytes}};
+    for (const auto& [name, bytes] : r.memory) m[name] = bytes;
+    j["memory"] = m;
+  }
   if (!o.partitions.empty()) j["partitions"] = o.partitions;
   if (!o.checkpoint.dir.empty())
     j.update({{"checkpoint", r.checkpoint},
@@ -129,6 +138,7 @@ int run_train(const TrainCommandOptions& o) {
   check_output(o.metrics.file, "--metrics-file");
   check_output_directory(o.checkpoint.dir, "--checkpoint-dir");
   const kernels::Resources res = make_resources(o.device, o.threads, world->size());
+  g_process_start_bytes = runtime::current_host_memory_bytes();
   // The data: a dataset in one process, or this rank's part of a partition.
   const std::unique_ptr<TaskRun> run = task->open(o, *world, res);
   run->config().checkpoint = checkpoint_config(o.checkpoint);

@@ -84,6 +84,19 @@ class NodeClassification final : public Task {
       result.evaluation_bytes = m_layerwise->bytes();
       result.evaluation_spill_bytes = m_layerwise->spill_bytes_written();
     }
+    // The inventory beside the measured peak: the data, the model with its gradients and
+    // Adam's two moments (and the all-reduce's flat copy), the sampler, the evaluation.
+    const partition::Part& part = m_shard.part;
+    std::size_t params = 0;
+    for (const auto* p : m_params) params += p->value.bytes();
+    const auto b = [](std::size_t v) { return static_cast<std::int64_t>(v); };
+    result.memory = {{"graph", b(part.graph.indptr.bytes() + part.graph.indices.bytes() +
+                                 part.graph.values.bytes() + part.degrees.bytes())},
+                     {"adjacency", m_graph ? b(m_graph->bytes()) : 0},
+                     {"features", b(feature_bytes(m_features->owned()))},
+                     {"model_optimizer", b(4 * params + m_grad_flat.bytes())},
+                     {"sampler_envelope", b(result.sampler_envelope_bytes)},
+                     {"evaluation", b(result.evaluation_bytes)}};
   }
 
  private:
@@ -104,7 +117,9 @@ class NodeClassification final : public Task {
   std::unique_ptr<FeatureStore> m_features;
   std::unique_ptr<BatchSource> m_batches;
   std::unique_ptr<Targets> m_targets;
-  /// Mini-batch runs of one process evaluate layer by layer (built at the first evaluation).
+  /// Mini-batch runs of one process on the CPU evaluate layer by layer (built at the first
+  /// evaluation); m_graph is then null.
+  bool m_layerwise_eval = false;
   std::unique_ptr<LayerwiseInference> m_layerwise;
   nn::Adam<float> m_optimizer;
   Tensor<float> m_dlogits;
@@ -140,7 +155,13 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
   // GPU ranks move halo rows and gradients device to device over NCCL when the build has it.
   m_data_comm = &device_data_comm(res, comm, m_nccl);
   const nn::GraphPreparation graph = model.shape().graph;  // what the network declares
-  m_graph = std::make_unique<HaloExchange>(res, part, graph, config.overlap, *m_data_comm);
+  // A mini-batch run of one process on the CPU evaluates layer by layer on the sampler's
+  // graph: it never builds the full graph's prepared adjacency (for SAGE, S and its transpose).
+  m_layerwise_eval = config.mini_batch && part.ids.identity() &&
+                     res.device() == kernels::Device::Cpu &&
+                     dynamic_cast<nn::Model<float>*>(&model) != nullptr;
+  if (!m_layerwise_eval)
+    m_graph = std::make_unique<HaloExchange>(res, part, graph, config.overlap, *m_data_comm);
   m_features = std::make_unique<FeatureStore>(res, part, config.normalize_features);
   // One process keys dropout by row (original = local ids); a part by its original ids.
   Tensor<NodeId> keys;
@@ -192,7 +213,7 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   // A device's mini-batches sum the rank's losses where they are computed: no step waits to
   // read its loss; the sum is read and added over the ranks once, when the epoch ends or stops.
   const bool device_sum = m_targets->loss_total.numel() > 0;
-  m_graph->reset_stats();
+  if (m_graph) m_graph->reset_stats();
   const auto start = Clock::now();
   m_batches->begin_epoch(epoch, at.step);
   double loss_sum = at.loss_sum, allreduce_s = at.allreduce_s;
@@ -253,7 +274,7 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   s.epoch_time_s = seconds_since(start);
   s.train_loss = loss_sum / static_cast<double>(loss_rows);
   if (device_sum) expect_finite(s.train_loss, epoch, batches - 1);
-  const ExchangeStats& x = m_graph->stats();
+  const ExchangeStats x = m_graph ? m_graph->stats() : ExchangeStats{};
   s.exchange_bytes = x.bytes_sent;
   s.exchange_time_s = x.exchange_s;
   s.exchange_exposed_s = x.exposed_s;
@@ -265,25 +286,25 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
 
 const Tensor<float>& NodeClassification::evaluation_logits() {
   // A mini-batch run whose buffers follow its batches evaluates layer by layer: the full-graph
-  // pass would hold every layer's buffers for every node. One part on the CPU, a built-in model.
-  auto* model = dynamic_cast<nn::Model<float>*>(&m_model);
-  if (m_config.mini_batch && m_shard.part.ids.identity() &&
-      m_res.device() == kernels::Device::Cpu && model != nullptr) {
+  // pass would hold every layer's buffers for every node. One part on the CPU, a built-in model
+  // (m_layerwise_eval).
+  if (m_layerwise_eval) {
+    auto& model = dynamic_cast<nn::Model<float>&>(m_model);
     if (!m_layerwise) {
       // The representations stay in memory when the data and they fit under the budget.
       const partition::Part& part = m_shard.part;
       const std::size_t data = feature_bytes(m_features->owned()) + part.graph.indptr.bytes() +
                                part.graph.indices.bytes();
       const std::size_t reps =
-          LayerwiseInference::representation_bytes(model->config(), part.num_owned());
+          LayerwiseInference::representation_bytes(model.config(), part.num_owned());
       std::filesystem::path spill;
       if (m_config.memory_budget > 0 && data + reps > m_config.memory_budget)
         spill = m_config.spill_dir.empty() ? std::filesystem::temp_directory_path()
                                            : std::filesystem::path(m_config.spill_dir);
       m_layerwise = std::make_unique<LayerwiseInference>(m_res, part, m_features->owned(),
-                                                         model->shape().graph, spill);
+                                                         model.shape().graph, spill);
     }
-    return m_layerwise->run(*model);
+    return m_layerwise->run(model);
   }
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
   const nn::Adjacency<float> graph = m_graph->adjacency(dropout_keys());
