@@ -578,7 +578,11 @@ TemporalGraph load_temporal_dataset(const std::string& name_or_path, TemporalLay
 
 Dataset load_dataset(const kernels::Resources& res, const std::string& name_or_path,
                      const LoadOptions& options) {
-  if (is_store(name_or_path)) return open_store(res, name_or_path);
+  if (is_store(name_or_path)) {
+    StoreOpenOptions open;
+    open.mapped = options.map_store;
+    return open_store(res, name_or_path, open);
+  }
   if (const auto events = temporal_events_file(name_or_path)) {
     const TemporalGraph g = load_temporal_dataset(name_or_path);
     Dataset ds = graph_only_dataset(res, aggregate_graph(res, g));

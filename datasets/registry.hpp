@@ -73,6 +73,9 @@ struct LoadOptions {
   std::string mirror;
   /// Open the store (cache/) when valid, and write it after a parse.
   bool use_cache = true;
+  /// A store directory named directly opens mapped (StoreOpenOptions::mapped): its arrays stay
+  /// file mappings instead of being read into memory.
+  bool map_store = false;
   /// Download behaviour; unset: `download_options_from_env()`. Checksums and sizes come from
   /// the registry, not from here.
   std::optional<DownloadOptions> download;

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <numeric>
 #include <variant>
 
@@ -33,6 +34,8 @@ FeatureStore::FeatureStore(const kernels::Resources& res, partition::Part& part,
   m_width = kernels::num_cols(f);
   if (part.ids.identity()) m_degrees = part.degrees.copy_to(res, res.device());
   if (res.device() == kernels::Device::Cpu) {
+    const auto* dense = std::get_if<Tensor<float>>(&f);
+    m_from_file = part.ids.identity() && dense != nullptr && dense->mapped();
     m_owned = std::move(f);
     return;
   }
@@ -118,6 +121,18 @@ void FeatureStore::gather(const kernels::Resources& res, Comm& comm,
   const std::int64_t n = nodes.size;
   HALO_EXPECTS(n <= m_max_rows, "feature store: more rows than the batch bound");
   out.degrees.reshape_within(n, 1);
+  if (m_from_file) {  // one part, rows read from the file (or its row cache), then dropped out
+    auto& x = std::get<Tensor<float>>(out.x);
+    x.reshape_within(n, m_width);
+    read_file_rows(res, nodes, x.data(), stats);
+    sampler::gather_values(res, m_degrees.data(), nodes, 0, out.degrees.data());
+    out.original = nodes;
+    if (dropout.p > 0) {
+      dropout.key.row_ids = nodes;
+      kernels::dropout(res, dropout.key, dropout.p, x.view(), x.view());
+    }
+    return;
+  }
   if (m_part.ids.identity()) {  // every node is owned; ids are local ids, on res's device
     dropout.key.row_ids = nodes;
     sampler::gather_feature_rows(res, m_owned, nodes, out.x, out.scan_sums, host_syncs, dropout);
@@ -281,6 +296,64 @@ void FeatureStore::end_epoch(Comm& comm, std::uint64_t epoch) {
   std::vector<std::int64_t> counts;
   counts.swap(m_access);  // counting stops
   fill_cache(comm, counts);
+}
+
+void FeatureStore::cache_file_rows(std::int64_t bytes) {
+  if (!m_from_file || m_width == 0) return;
+  const std::int64_t n = m_part.num_owned();
+  const std::int64_t rows = std::min(n, std::max<std::int64_t>(0, bytes) / (m_width * 4));
+  m_cache_slot.assign(static_cast<std::size_t>(n), -1);
+  m_cache_rows.assign(static_cast<std::size_t>(rows * m_width), 0.f);
+  if (rows == 0) return;
+  std::vector<NodeId> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), NodeId{0});
+  const std::int64_t* degree = m_part.degrees.data();
+  std::partial_sort(order.begin(), order.begin() + rows, order.end(), [&](NodeId a, NodeId b) {
+    return degree[a] != degree[b] ? degree[a] > degree[b] : a < b;
+  });
+  std::sort(order.begin(), order.begin() + rows);  // read in file order
+  const auto& file = std::get<Tensor<float>>(m_owned).storage();
+  const auto row = static_cast<std::size_t>(m_width) * sizeof(float);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const NodeId v = order[static_cast<std::size_t>(i)];
+    file.read_file(static_cast<std::size_t>(v) * row, m_cache_rows.data() + i * m_width, row);
+    m_cache_slot[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(i);
+  }
+  m_cached = rows;
+}
+
+void FeatureStore::read_file_rows(const kernels::Resources& res, kernels::Span<const NodeId> nodes,
+                                  float* out, FetchStats& stats) const {
+  HALO_EXPECTS(m_from_file, "feature store: the rows are not read from a file");
+  const auto start = std::chrono::steady_clock::now();
+  const auto& file = std::get<Tensor<float>>(m_owned).storage();
+  const auto row = static_cast<std::size_t>(m_width) * sizeof(float);
+  const bool cached = !m_cache_slot.empty();
+  std::int64_t hits = 0;
+  std::exception_ptr error;
+#pragma omp parallel for schedule(dynamic, 64) reduction(+ : hits) \
+    num_threads(res.cpu_exec().num_threads) if (nodes.size >= 256)
+  for (std::int64_t i = 0; i < nodes.size; ++i) {
+    const NodeId v = nodes[i];
+    float* dst = out + i * m_width;
+    if (const std::int32_t slot = cached ? m_cache_slot[static_cast<std::size_t>(v)] : -1;
+        slot >= 0) {
+      std::memcpy(dst, m_cache_rows.data() + static_cast<std::int64_t>(slot) * m_width, row);
+      ++hits;
+      continue;
+    }
+    try {
+      file.read_file(static_cast<std::size_t>(v) * row, dst, row);
+    } catch (...) {
+#pragma omp critical(halo_feature_file_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  stats.remote_rows += nodes.size;
+  stats.cache_hits += hits;
+  stats.bytes += (nodes.size - hits) * static_cast<std::int64_t>(row);
+  stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace halo::runtime

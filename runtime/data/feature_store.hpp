@@ -71,6 +71,22 @@ class FeatureStore {
   /// first epoch's counts.
   void end_epoch(Comm& comm, std::uint64_t epoch);
 
+  /// Whether the rows come from a file: one part whose dense features are a file mapping (a
+  /// store opened mapped, datasets::StoreOpenOptions::mapped) on the CPU. Gathers then read
+  /// each row with pread (Buffer::read_file), never through the mapping, so the rows take page
+  /// cache rather than this process's memory, except those of the row cache below; a gather's
+  /// FetchStats count the rows asked (remote_rows), those the cache served, the bytes read
+  /// from the file and the time.
+  bool from_file() const { return m_from_file; }
+  /// From a file: keeps the rows of the highest-degree nodes (ties: lower id) in memory, as
+  /// many as fit in `bytes` (read now, once). Nothing otherwise.
+  void cache_file_rows(std::int64_t bytes);
+  /// Reads rows `nodes` (local ids, host) of the features from the file, or the row cache,
+  /// into `out` (nodes.size x num_features), on res's threads. Only when from_file().
+  /// halo::IoError naming the file when a read fails.
+  void read_file_rows(const kernels::Resources& res, kernels::Span<const kernels::NodeId> nodes,
+                      float* out, FetchStats& stats) const;
+
   /// Stored entries a batch's input can hold when gathers keep sparse features (one part),
   /// else 0 (dense batches).
   std::int64_t max_input_entries() const { return m_part.ids.identity() ? m_max_entries : 0; }
@@ -90,6 +106,7 @@ class FeatureStore {
   kernels::FeatureMatrix<float> m_owned;       // on res's device
   kernels::FeatureMatrix<float> m_owned_host;  // a host copy for assembling rows (device, P > 1)
   bool m_host_copy = false;
+  bool m_from_file = false;  // see from_file(); the row cache is m_cache_slot / m_cache_rows
   kernels::Tensor<std::int64_t> m_degrees;  // the part's degrees on res's device (P = 1)
   std::int64_t m_max_rows = 0, m_max_entries = 0;
   // The cache: a row per halo node chosen, cache_slot[h] its row or -1.

@@ -129,18 +129,17 @@ std::size_t LayerwiseInference::representation_bytes(const nn::ModelConfig& mode
 }
 
 LayerwiseInference::LayerwiseInference(const kernels::Resources& res, const partition::Part& part,
-                                       const kernels::FeatureMatrix<float>& features,
-                                       nn::GraphPreparation graph,
+                                       const FeatureStore& features, nn::GraphPreparation graph,
                                        const std::filesystem::path& spill_dir,
                                        std::int64_t chunk_entries, std::int64_t chunk_rows)
-    : m_res(res), m_part(part), m_features(features), m_graph(graph) {
+    : m_res(res), m_part(part), m_store(features), m_features(features.owned()), m_graph(graph) {
   HALO_EXPECTS(part.ids.identity(), "layer-wise inference: needs the whole graph in one part");
   HALO_EXPECTS(res.device() == kernels::Device::Cpu, "layer-wise inference: runs on the CPU");
   HALO_EXPECTS(chunk_entries >= 1 && chunk_rows >= 1,
                "layer-wise inference: chunks need at least one row and one entry");
   const std::int64_t n = part.graph.num_rows();
-  HALO_EXPECTS(kernels::num_rows(features) == n,
-               "layer-wise inference: " + std::to_string(kernels::num_rows(features)) +
+  HALO_EXPECTS(kernels::num_rows(m_features) == n,
+               "layer-wise inference: " + std::to_string(kernels::num_rows(m_features)) +
                    " feature rows for " + std::to_string(n) + " nodes");
   // Chunks: consecutive rows while the entries stay within the cap (a longer row alone).
   const std::int64_t* indptr = part.graph.indptr.data();
@@ -160,8 +159,8 @@ LayerwiseInference::LayerwiseInference(const kernels::Resources& res, const part
   if (!spill_dir.empty()) m_spill = std::make_unique<Spill>(spill_dir);
   m_seeds.resize(static_cast<std::size_t>(max_rows));
   constexpr auto small = kernels::Pages::Small;
-  const std::int64_t width = kernels::num_cols(features);
-  if (const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&features)) {
+  const std::int64_t width = kernels::num_cols(m_features);
+  if (const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&m_features)) {
     const std::int64_t entries = sampler::max_entries(*sparse, m_max_src);
     m_x = kernels::CsrMatrix<std::int32_t, float>{
         Tensor<std::int64_t>(res, m_max_src + 1, 1, small),
@@ -212,6 +211,7 @@ const Tensor<float>& LayerwiseInference::run(nn::Model<float>& model) {
   }
   std::int64_t host_syncs = 0;
   m_written = m_read = 0;
+  m_fetch = {};
   if (m_spill) m_spill->set_slot_bytes(n * widest * static_cast<std::int64_t>(sizeof(float)));
   // Layer l - 1's rows: none for l = 1 (the features), else in m_h[(l - 1) % 2] or the
   // spill file's slot (l - 1) % 2.
@@ -228,7 +228,11 @@ const Tensor<float>& LayerwiseInference::run(nn::Model<float>& model) {
       const sampler::MiniBatch& mb = m_chunks->sampler.sample(m_res, {m_seeds.data(), rows}, 0,
                                                               static_cast<std::uint64_t>(chunk));
       const sampler::Block& block = mb.blocks.front();
-      if (l == 1) {
+      if (l == 1 && m_store.from_file()) {
+        auto& x = std::get<Tensor<float>>(m_x);
+        x.reshape_within(block.num_src(), x.cols());
+        m_store.read_file_rows(m_res, block.src_ids, x.data(), m_fetch);
+      } else if (l == 1) {
         sampler::gather_feature_rows(m_res, m_features, block.src_ids, m_x, m_scan, host_syncs);
       } else {
         auto& hx = std::get<Tensor<float>>(m_hx);

@@ -12,6 +12,7 @@
 #include <halo/kernels/tensor.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/partition/formats/partition_format.hpp>
+#include <halo/runtime/data/feature_store.hpp>
 
 namespace halo::sampler {
 class NeighborSampler;
@@ -38,7 +39,8 @@ namespace halo::runtime {
 /// memory.
 ///
 /// One part (every node owned), on the CPU. Keeps references to `res`, `part` and `features`
-/// (the part's prepared features, FeatureStore::owned()). Not thread-safe.
+/// (the part's feature store: its prepared rows, read from their file when it has one,
+/// FeatureStore::from_file). Not thread-safe.
 class LayerwiseInference {
  public:
   /// Rows of the training graph one chunk holds at most, unless a single row has more.
@@ -50,7 +52,7 @@ class LayerwiseInference {
   /// partition, a CUDA `res` or a feature matrix of another height than the part;
   /// halo::IoError when the spill file cannot be created in `spill_dir`.
   LayerwiseInference(const kernels::Resources& res, const partition::Part& part,
-                     const kernels::FeatureMatrix<float>& features, nn::GraphPreparation graph,
+                     const FeatureStore& features, nn::GraphPreparation graph,
                      const std::filesystem::path& spill_dir = {},
                      std::int64_t chunk_entries = kChunkEntries,
                      std::int64_t chunk_rows = kChunkRows);
@@ -76,11 +78,14 @@ class LayerwiseInference {
   /// Bytes written to and read from the spill file by the last run (0 in memory).
   std::int64_t spill_bytes_written() const { return m_written; }
   std::int64_t spill_bytes_read() const { return m_read; }
+  /// Bytes of feature rows the last run read from the features' file (FeatureStore::from_file).
+  std::int64_t feature_bytes_read() const { return m_fetch.bytes; }
 
  private:
   const kernels::Resources& m_res;
   const partition::Part& m_part;
-  const kernels::FeatureMatrix<float>& m_features;
+  const FeatureStore& m_store;
+  const kernels::FeatureMatrix<float>& m_features;  // m_store.owned()
   nn::GraphPreparation m_graph;
   std::vector<std::int64_t> m_bounds;  // chunk c: rows m_bounds[c] .. m_bounds[c + 1]
   std::int64_t m_max_src = 0;          // sources of a chunk's block at most
@@ -97,6 +102,7 @@ class LayerwiseInference {
   std::unique_ptr<Spill> m_spill;
   std::size_t m_bytes = 0;
   std::int64_t m_written = 0, m_read = 0;
+  FetchStats m_fetch;
 };
 
 }  // namespace halo::runtime

@@ -5,6 +5,7 @@
 
 #include <halo/datasets/preprocess.hpp>
 #include <halo/datasets/registry.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/download_progress.hpp>
@@ -158,6 +159,8 @@ datasets::Dataset load_dataset(const kernels::Resources& res, const DatasetOptio
   lo.download->on_progress = bar.callback();
   lo.synthetic = o.synthetic;
   lo.rmat = o.rmat;
+  lo.map_store = o.memory_budget > 0 && datasets::is_store(o.dataset) &&
+                 datasets::read_store_counts(o.dataset).bytes_on_disk > o.memory_budget;
   datasets::Dataset ds = datasets::load_dataset(res, o.dataset, lo);
   if (!o.features.empty()) {
     ds.features = datasets::structural_features(res, ds.graph,

@@ -2,6 +2,7 @@
 // The --dataset flag and the generator flags shared by the subcommands that load a dataset.
 
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -29,6 +30,9 @@ struct DatasetOptions {
   datasets::SyntheticConfig synthetic;
   datasets::RmatConfig rmat;
   datasets::SyntheticMagConfig mag;  // `synthetic-mag`: --mag-scale
+  /// Bytes the run may hold (0: no limit): a store directory whose arrays are larger opens
+  /// mapped (its dense float32 features then read row by row from the file, FeatureStore).
+  std::size_t memory_budget = 0;
   /// --columns: the field order of a temporal event list (datasets::parse_temporal_layout).
   std::string columns = "auto";
 };

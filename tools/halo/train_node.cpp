@@ -24,13 +24,19 @@ std::string format(const char* fmt, auto... args) {
   return line;
 }
 
+/// `data` under the run's memory budget (a larger store opens mapped).
+DatasetOptions with_budget(DatasetOptions data, std::size_t budget) {
+  data.memory_budget = budget;
+  return data;
+}
+
 class NodeRun final : public TaskRun {
  public:
   NodeRun(const TrainCommandOptions& o, runtime::Comm& world, const kernels::Resources& res)
       : m_o(o),
         m_res(res),
         m_config(train_config(o)),
-        m_shard(open_data(res, world, o.data, o.partitions)) {
+        m_shard(open_data(res, world, with_budget(o.data, m_config.memory_budget), o.partitions)) {
     if (m_shard.part.all_train.numel() == 0)
       throw UsageError("dataset '" + m_shard.dataset +
                        "' has no training nodes (its train split is empty): nothing to train on");

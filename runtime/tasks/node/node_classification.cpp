@@ -93,7 +93,10 @@ class NodeClassification final : public Task {
     result.memory = {{"graph", b(part.graph.indptr.bytes() + part.graph.indices.bytes() +
                                  part.graph.values.bytes() + part.degrees.bytes())},
                      {"adjacency", m_graph ? b(m_graph->bytes()) : 0},
-                     {"features", b(feature_bytes(m_features->owned()))},
+                     // Rows read from a file: only the row cache is held.
+                     {"features", m_features->from_file()
+                                      ? m_features->cached_rows() * m_features->num_features() * 4
+                                      : b(feature_bytes(m_features->owned()))},
                      {"model_optimizer", b(4 * params + m_grad_flat.bytes())},
                      {"sampler_envelope", b(result.sampler_envelope_bytes)},
                      {"evaluation", b(result.evaluation_bytes)}};
@@ -163,6 +166,9 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
   if (!m_layerwise_eval)
     m_graph = std::make_unique<HaloExchange>(res, part, graph, config.overlap, *m_data_comm);
   m_features = std::make_unique<FeatureStore>(res, part, config.normalize_features);
+  // Rows read from a store's file: the highest-degree ones kept in a quarter of the budget.
+  if (m_features->from_file())
+    m_features->cache_file_rows(static_cast<std::int64_t>(config.memory_budget / 4));
   // One process keys dropout by row (original = local ids); a part by its original ids.
   Tensor<NodeId> keys;
   if (!part.ids.identity())
@@ -301,7 +307,7 @@ const Tensor<float>& NodeClassification::evaluation_logits() {
       if (m_config.memory_budget > 0 && data + reps > m_config.memory_budget)
         spill = m_config.spill_dir.empty() ? std::filesystem::temp_directory_path()
                                            : std::filesystem::path(m_config.spill_dir);
-      m_layerwise = std::make_unique<LayerwiseInference>(m_res, part, m_features->owned(),
+      m_layerwise = std::make_unique<LayerwiseInference>(m_res, part, *m_features,
                                                          model.shape().graph, spill);
     }
     return m_layerwise->run(model);
