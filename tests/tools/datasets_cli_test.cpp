@@ -296,6 +296,37 @@ TEST_F(DatasetsCli, PreparedStoresTrainPlanAndPartition) {
   EXPECT_EQ(run("train --dataset " + (m_dir / "bf16").string() + " --epochs 1").code, 0);
 }
 
+// A store larger than --memory-budget trains from its file (features read with pread, the
+// evaluation's hidden layers in a temporary file): the same losses and accuracies as from
+// memory; a budget that is no size is a usage error.
+TEST_F(DatasetsCli, AStoreLargerThanTheBudgetTrainsFromItsFile) {
+  const fs::path store = m_dir / "rmat";
+  ASSERT_EQ(run("datasets prepare --dataset rmat --rmat-scale 11 --rmat-features 32 --out " +
+                store.string())
+                .code,
+            0);
+  const std::string args = "train --dataset " + store.string() +
+                           " --model sage --mode mini-batch --fanouts 5,5 --batch-size 64 "
+                           "--epochs 2 --threads 2 --json ";
+  Outcome r = run(args + (m_dir / "memory.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run(args + (m_dir / "file.json").string() + " --memory-budget 64KiB");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("hidden layers in a temporary file"), std::string::npos) << r.out;
+  const auto memory = nlohmann::json::parse(read_file(m_dir / "memory.json"));
+  const auto file = nlohmann::json::parse(read_file(m_dir / "file.json"));
+  for (const char* key : {"final_train_loss", "val_accuracy", "test_accuracy", "best_epoch"})
+    EXPECT_EQ(file[key], memory[key]) << key;
+  EXPECT_EQ(memory["feature_bytes_per_epoch"], 0);
+  EXPECT_GT(file["feature_bytes_per_epoch"].get<std::int64_t>(), 0);
+  EXPECT_GT(file["evaluation_spill_bytes"].get<std::int64_t>(), 0);
+  EXPECT_LT(file["memory"]["features"].get<std::int64_t>(),
+            memory["memory"]["features"].get<std::int64_t>());
+  r = run(args + (m_dir / "bad.json").string() + " --memory-budget plenty");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--memory-budget"), std::string::npos) << r.err;
+}
+
 // A bare edge list (no labels, features or splits) is enough to prepare and partition.
 TEST_F(DatasetsCli, ABareEdgeListPreparesAndPartitions) {
   const fs::path web = m_dir / "web";
