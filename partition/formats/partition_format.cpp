@@ -14,6 +14,7 @@
 #include <variant>
 
 #include <halo/datasets/readers/staged_directory.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/partition/formats/partition_format.hpp>
 
@@ -627,9 +628,29 @@ std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash) {
   return hash;
 }
 
+namespace {
+
+/// Whether `g` is already a training graph S: flagged symmetric, unweighted, every row strictly
+/// ascending and without its own id. One pass over the indices, a mapped graph's pages dropped
+/// from the process as it goes.
+bool is_training_graph(const datasets::Graph& g) {
+  if (!g.symmetric || !g.values.empty() || g.num_cols != g.num_rows()) return false;
+  const datasets::MappedPageTrimmer trim(datasets::mapped_ranges(g), std::chrono::milliseconds(50));
+  const std::int64_t* indptr = g.indptr.data();
+  const NodeId* indices = g.indices.data();
+  for (std::int64_t v = 0; v < g.num_rows(); ++v)
+    for (std::int64_t e = indptr[v]; e < indptr[v + 1]; ++e)
+      if (indices[e] == v || (e > indptr[v] && indices[e] <= indices[e - 1])) return false;
+  return true;
+}
+
+}  // namespace
+
 Part make_local_part(const kernels::Resources& res, datasets::Dataset&& ds) {
   const std::int64_t n = ds.num_nodes();
-  datasets::Graph s = partitioning_graph(res, ds.graph);
+  // A graph that is S already (a store's) is taken as it is: a mapped one stays a mapping.
+  datasets::Graph s =
+      is_training_graph(ds.graph) ? std::move(ds.graph) : partitioning_graph(res, ds.graph);
   std::int64_t max_degree = 0;
   for (std::int64_t v = 0; v < n; ++v)
     max_degree = std::max(max_degree, s.indptr.data()[v + 1] - s.indptr.data()[v]);

@@ -1,5 +1,6 @@
 // Node classification: the task of the homogeneous datasets (GCN, GraphSAGE and any
 // nn::Network), full graph or sampled batches, one process or the ranks of a partition.
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/loss.hpp>
 #include <halo/runtime/comm/nccl_comm.hpp>
 #include <halo/runtime/data/batches.hpp>
@@ -123,6 +125,9 @@ class NodeClassification final : public Task {
   /// Mini-batch runs of one process on the CPU evaluate layer by layer (built at the first
   /// evaluation); m_graph is then null.
   bool m_layerwise_eval = false;
+  /// A graph that is a file mapping (a store opened mapped): the pages the sampler touches are
+  /// dropped from the process every 50 ms (they stay in the page cache).
+  std::unique_ptr<datasets::MappedPageTrimmer> m_trim;
   std::unique_ptr<LayerwiseInference> m_layerwise;
   nn::Adam<float> m_optimizer;
   Tensor<float> m_dlogits;
@@ -165,6 +170,9 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
                      dynamic_cast<nn::Model<float>*>(&model) != nullptr;
   if (!m_layerwise_eval)
     m_graph = std::make_unique<HaloExchange>(res, part, graph, config.overlap, *m_data_comm);
+  if (auto ranges = datasets::mapped_ranges(part.graph); !ranges.empty())
+    m_trim = std::make_unique<datasets::MappedPageTrimmer>(std::move(ranges),
+                                                           std::chrono::milliseconds(50));
   m_features = std::make_unique<FeatureStore>(res, part, config.normalize_features);
   // Rows read from a store's file: the highest-degree ones kept in a quarter of the budget.
   if (m_features->from_file())
