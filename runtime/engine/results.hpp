@@ -88,6 +88,9 @@ struct TrainResult {
   /// pass.
   std::size_t evaluation_bytes = 0;
   std::int64_t evaluation_spill_bytes = 0;
+  /// Bytes one evaluation read from files: feature rows from a store's features.bin
+  /// (FeatureStore::from_file) and its hidden layers back from the spill file.
+  std::int64_t evaluation_read_bytes = 0;
   /// What the run's main parts hold, in bytes, by name (the task's inventory: node
   /// classification's graph, features, model and optimizer, sampler envelope, evaluation...),
   /// beside the measured peak: `--json`'s "memory".

@@ -128,6 +128,7 @@ class NodeRun final : public TaskRun {
                 {"sampler_peak_bytes", r.sampler_peak_bytes},
                 {"evaluation_bytes", r.evaluation_bytes},
                 {"evaluation_spill_bytes", r.evaluation_spill_bytes},
+                {"evaluation_read_bytes", r.evaluation_read_bytes},
                 {"host_syncs_per_batch", r.host_syncs_per_batch},
                 {"sampling_bytes_per_epoch", r.sampling_bytes_per_epoch},
                 {"feature_bytes_per_epoch", r.feature_bytes_per_epoch},

@@ -85,6 +85,8 @@ class NodeClassification final : public Task {
     if (m_layerwise) {
       result.evaluation_bytes = m_layerwise->bytes();
       result.evaluation_spill_bytes = m_layerwise->spill_bytes_written();
+      result.evaluation_read_bytes =
+          m_layerwise->feature_bytes_read() + m_layerwise->spill_bytes_read();
     }
     // The inventory beside the measured peak: the data, the model with its gradients and
     // Adam's two moments (and the all-reduce's flat copy), the sampler, the evaluation.
