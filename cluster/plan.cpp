@@ -952,8 +952,8 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       const std::int64_t hidden = w.size() > 2 ? *std::max_element(w.begin() + 1, w.end() - 1) : 0;
       const std::int64_t reps = 2 * kF * n_o * hidden;
       const std::int64_t data = features + kI * (n_o + 1) + kF * p.num_edges;
-      const bool spilled =
-          config.memory_budget > 0 && static_cast<std::size_t>(data + reps) > config.memory_budget;
+      const bool spilled = !runtime::LayerwiseInference::keeps_in_memory(
+          static_cast<std::size_t>(data), static_cast<std::size_t>(reps), config.memory_budget);
       const std::int64_t chunk =
           std::min<std::int64_t>(n_o, runtime::LayerwiseInference::kChunkEntries +
                                           runtime::LayerwiseInference::kChunkRows);

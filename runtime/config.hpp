@@ -93,8 +93,9 @@ struct TrainConfig {
   LinkPredictionConfig link;
   /// Bytes the run may hold (0: no limit). One process's mini-batch evaluation
   /// (runtime::LayerwiseInference) keeps its hidden representations in memory when the
-  /// features, the graph and they fit under it, else in a temporary file (spill_dir); the
-  /// results are the same either way.
+  /// features, the graph and they fit under it and they are at most half the data or 512 MiB
+  /// (LayerwiseInference::keeps_in_memory), else in a temporary file (spill_dir); the results
+  /// are the same either way. A store larger than it opens mapped (tools: --memory-budget).
   std::size_t memory_budget = 0;
   /// Where evaluation spills (empty: std::filesystem::temp_directory_path()).
   std::string spill_dir;

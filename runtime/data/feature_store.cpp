@@ -329,24 +329,58 @@ void FeatureStore::read_file_rows(const kernels::Resources& res, kernels::Span<c
   const auto& file = std::get<Tensor<float>>(m_owned).storage();
   const auto row = static_cast<std::size_t>(m_width) * sizeof(float);
   const bool cached = !m_cache_slot.empty();
+  // Cached rows copied; the others read in ascending id, runs of consecutive ids (a batch's
+  // hubs are often neighbours in the file) with one pread each. Per thread, grown once.
+  thread_local std::vector<std::pair<NodeId, std::int64_t>> want;  // (id, position in out)
+  thread_local std::vector<std::int64_t> runs;                     // starts in `want`
+  want.clear();
   std::int64_t hits = 0;
-  std::exception_ptr error;
-#pragma omp parallel for schedule(dynamic, 64) reduction(+ : hits) \
-    num_threads(res.cpu_exec().num_threads) if (nodes.size >= 256)
   for (std::int64_t i = 0; i < nodes.size; ++i) {
     const NodeId v = nodes[i];
-    float* dst = out + i * m_width;
     if (const std::int32_t slot = cached ? m_cache_slot[static_cast<std::size_t>(v)] : -1;
         slot >= 0) {
-      std::memcpy(dst, m_cache_rows.data() + static_cast<std::int64_t>(slot) * m_width, row);
+      std::memcpy(out + i * m_width,
+                  m_cache_rows.data() + static_cast<std::int64_t>(slot) * m_width, row);
       ++hits;
-      continue;
+    } else {
+      want.emplace_back(v, i);
     }
-    try {
-      file.read_file(static_cast<std::size_t>(v) * row, dst, row);
-    } catch (...) {
+  }
+  std::sort(want.begin(), want.end());
+  // A run: consecutive ids, at most kRunBytes.
+  constexpr std::size_t kRunBytes = std::size_t{64} << 10;
+  const auto max_rows = static_cast<std::int64_t>(std::max<std::size_t>(1, kRunBytes / row));
+  runs.clear();
+  for (std::size_t k = 0; k < want.size(); ++k)
+    if (k == 0 || want[k].first != want[k - 1].first + 1 ||
+        static_cast<std::int64_t>(k) - runs.back() >= max_rows)
+      runs.push_back(static_cast<std::int64_t>(k));
+  runs.push_back(static_cast<std::int64_t>(want.size()));
+  const auto num_runs = static_cast<std::int64_t>(runs.size()) - 1;
+  const std::vector<std::pair<NodeId, std::int64_t>>& w = want;
+  const std::vector<std::int64_t>& r = runs;
+  std::exception_ptr error;
+#pragma omp parallel num_threads(res.cpu_exec().num_threads) if (num_runs >= 64)
+  {
+    thread_local std::vector<char> buffer;  // one run's rows, per thread, grown once
+#pragma omp for schedule(dynamic, 16)
+    for (std::int64_t k = 0; k < num_runs; ++k) {
+      const auto a = static_cast<std::size_t>(r[static_cast<std::size_t>(k)]);
+      const auto b = static_cast<std::size_t>(r[static_cast<std::size_t>(k) + 1]);
+      try {
+        if (b - a == 1) {
+          file.read_file(static_cast<std::size_t>(w[a].first) * row, out + w[a].second * m_width,
+                         row);
+          continue;
+        }
+        buffer.resize((b - a) * row);
+        file.read_file(static_cast<std::size_t>(w[a].first) * row, buffer.data(), (b - a) * row);
+        for (std::size_t q = a; q < b; ++q)
+          std::memcpy(out + w[q].second * m_width, buffer.data() + (q - a) * row, row);
+      } catch (...) {
 #pragma omp critical(halo_feature_file_error)
-      if (!error) error = std::current_exception();
+        if (!error) error = std::current_exception();
+      }
     }
   }
   if (error) std::rethrow_exception(error);

@@ -2,6 +2,8 @@
 // Layer-wise inference: a trained network's full-graph outputs computed one convolution at a
 // time, over chunks of destination rows, so that no layer's intermediate buffers span the graph.
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -60,6 +62,14 @@ class LayerwiseInference {
   /// Bytes of the two hidden representations of `model`'s pass over `num_nodes` nodes in
   /// memory: what `spill_dir` saves.
   static std::size_t representation_bytes(const nn::ModelConfig& model, std::int64_t num_nodes);
+  /// Whether a run whose data (features and graph) take `data` bytes keeps representations of
+  /// `reps` bytes in memory under `budget` (0: no limit, always): when both fit under it and
+  /// the representations are at most half the data or 512 MiB, so that the evaluation's
+  /// memory follows the data's. Otherwise they go to a file.
+  static bool keeps_in_memory(std::size_t data, std::size_t reps, std::size_t budget) {
+    return budget == 0 ||
+           (data + reps <= budget && reps <= std::max(data / 2, std::size_t{512} << 20));
+  }
   ~LayerwiseInference();
   LayerwiseInference(const LayerwiseInference&) = delete;
   LayerwiseInference& operator=(const LayerwiseInference&) = delete;

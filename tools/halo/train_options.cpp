@@ -292,9 +292,12 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
           ->check(CLI::ExistingDirectory);
   sub->add_option("--memory-budget", o.memory_budget,
                   "Bytes the run may hold, such as 8GiB or 1e9 (default: a quarter of the "
-                  "machine's memory). Mini-batch evaluation in one process keeps its hidden "
-                  "representations in memory only when they and the data fit under it, else "
-                  "in a temporary file ($TMPDIR); the results do not depend on it")
+                  "machine's memory). A store directory larger than it is read from its files "
+                  "(mini-batch, one process: feature rows with pread, the hottest cached in a "
+                  "quarter of it); one process's mini-batch evaluation keeps its hidden "
+                  "representations in memory only when they and the data fit under it and "
+                  "they are at most half the data or 512 MiB, else in a temporary file "
+                  "($TMPDIR). The results do not depend on it")
       ->check(
           [](const std::string& s) -> std::string {
             const auto b = parse_bytes(s);

@@ -307,14 +307,15 @@ const Tensor<float>& NodeClassification::evaluation_logits() {
   if (m_layerwise_eval) {
     auto& model = dynamic_cast<nn::Model<float>&>(m_model);
     if (!m_layerwise) {
-      // The representations stay in memory when the data and they fit under the budget.
+      // The representations stay in memory when the data and they fit under the budget and
+      // they are not more than half the data (LayerwiseInference::keeps_in_memory).
       const partition::Part& part = m_shard.part;
       const std::size_t data = feature_bytes(m_features->owned()) + part.graph.indptr.bytes() +
                                part.graph.indices.bytes();
       const std::size_t reps =
           LayerwiseInference::representation_bytes(model.config(), part.num_owned());
       std::filesystem::path spill;
-      if (m_config.memory_budget > 0 && data + reps > m_config.memory_budget)
+      if (!LayerwiseInference::keeps_in_memory(data, reps, m_config.memory_budget))
         spill = m_config.spill_dir.empty() ? std::filesystem::temp_directory_path()
                                            : std::filesystem::path(m_config.spill_dir);
       m_layerwise = std::make_unique<LayerwiseInference>(m_res, part, *m_features,
