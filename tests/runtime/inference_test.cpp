@@ -81,8 +81,8 @@ TEST(LayerwiseInference, EqualsTheFullGraphPassAndSpillsBitForBit) {
            {std::pair<std::int64_t, std::int64_t>{1 << 16, 1 << 14}, {7, 5}, {1, 1}}) {
         SCOPED_TRACE("chunks of " + std::to_string(entries) + " entries, " + std::to_string(rows) +
                      " rows");
-        rt::LayerwiseInference memory(res, mine.part, features, nn::graph_preparation(kind),
-                                      {}, entries, rows);
+        rt::LayerwiseInference memory(res, mine.part, features, nn::graph_preparation(kind), {},
+                                      entries, rows);
         const std::vector<float> got = memory.run(model).to_vector(res);
         ASSERT_EQ(got.size(), expected.size());
         for (std::size_t i = 0; i < got.size(); ++i)
@@ -92,8 +92,8 @@ TEST(LayerwiseInference, EqualsTheFullGraphPassAndSpillsBitForBit) {
           EXPECT_EQ(memory.num_chunks(), mine.part.num_owned());
         }
 
-        rt::LayerwiseInference spilled(res, mine.part, features,
-                                       nn::graph_preparation(kind), dir.path(), entries, rows);
+        rt::LayerwiseInference spilled(res, mine.part, features, nn::graph_preparation(kind),
+                                       dir.path(), entries, rows);
         EXPECT_EQ(spilled.run(model).to_vector(res), got);
         // Layers 1 and 2 written (one row each per node), read back by layers 2 and 3.
         const std::int64_t rep = mine.part.num_owned() * model.width(1) * 4;
@@ -113,8 +113,7 @@ TEST(LayerwiseInference, RefusesWhatItCannotRun) {
   rt::FeatureStore features(res, shard.part, true);
   const std::filesystem::path missing = "/nonexistent-halo-spill-dir";
   try {
-    rt::LayerwiseInference l(res, shard.part, features, nn::GraphPreparation::Symmetric,
-                             missing);
+    rt::LayerwiseInference l(res, shard.part, features, nn::GraphPreparation::Symmetric, missing);
     FAIL() << "a spill directory that does not exist was accepted";
   } catch (const halo::IoError& e) {
     EXPECT_NE(std::string(e.what()).find(missing.string()), std::string::npos) << e.what();
