@@ -45,7 +45,7 @@ namespace halo::runtime {
 /// FeatureStore::from_file). Not thread-safe.
 class LayerwiseInference {
  public:
-  /// Rows of the training graph one chunk holds at most, unless a single row has more.
+  /// Entries of the training graph one chunk holds at most, unless a single row has more.
   static constexpr std::int64_t kChunkEntries = std::int64_t{1} << 16;
   /// Destination rows of one chunk at most.
   static constexpr std::int64_t kChunkRows = std::int64_t{1} << 14;
