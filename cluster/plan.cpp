@@ -196,6 +196,24 @@ struct DegreeRows {
   }
 };
 
+/// The share of the distinct rows `draws` neighbour draws reach (a row of degree d with
+/// probability 1 - exp(-draws d / entries)) that are among the `cached` rows of highest degree.
+double cached_share(const DegreeRows& r, double draws, double cached) {
+  std::vector<std::size_t> order(r.rows.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return r.degree[a] > r.degree[b]; });
+  double hit = 0, all = 0, left = cached;
+  for (const std::size_t b : order) {
+    const double p = r.entries > 0 ? -std::expm1(-draws * r.degree[b] / r.entries) : 0;
+    const double take = std::min(r.rows[b], std::max(0.0, left));
+    hit += take * p;
+    all += r.rows[b] * p;
+    left -= take;
+  }
+  return all > 0 ? hit / all : 0;
+}
+
 DegreeRows degree_rows(const GraphCounts& g) {
   DegreeRows r;
   r.entries = static_cast<double>(g.training_edges);
@@ -870,7 +888,18 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     host.push_back({"part", part_bytes});
     const std::int64_t nnz_o = g.sparse_features ? p.feature_nnz : 0;
     const std::int64_t features = feature_bytes(g, n_o, nnz_o);
-    host.push_back({"features", features});
+    // A store larger than the budget (one process, mini-batch, CPU, dense rows) is read from
+    // its file (runtime::FeatureStore::from_file): only the row cache of the highest-degree
+    // nodes, a quarter of the budget, is held.
+    const bool from_file = mini && ranks == 1 && !cuda && !in.from_partition &&
+                           !g.sparse_features && config.memory_budget > 0 && g.disk_bytes > 0 &&
+                           static_cast<std::size_t>(g.disk_bytes) > config.memory_budget;
+    const double row_bytes = kF * static_cast<double>(g.num_features);
+    const double cached_rows =
+        from_file ? std::min(static_cast<double>(n_o),
+                             std::floor(static_cast<double>(config.memory_budget / 4) / row_bytes))
+                  : 0;
+    host.push_back({"features", from_file ? as_bytes(cached_rows * row_bytes) : features});
     if (cuda) gpu.push_back({"features", features});
     // The propagation matrix the layers read (GCN: normalised, with self-loops; SAGE: S's
     // rows), local columns.
@@ -935,6 +964,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const double loss_rows = mini ? blocks.back().dst : static_cast<double>(p.num_train);
     const StepCost step = step_cost(m, config, g, blocks, input_nnz, mini, sparse_input, loss_rows);
     std::int64_t activations = step.activation_bytes;
+    bool evaluation_spilled = false;
     if (mini && !layerwise) {
       // Every epoch ends with a full-graph forward pass (Trainer::evaluate), which grows the
       // layers' forward buffers (cached product, output) to the part's rows.
@@ -954,6 +984,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       const std::int64_t data = features + kI * (n_o + 1) + kF * p.num_edges;
       const bool spilled = !runtime::LayerwiseInference::keeps_in_memory(
           static_cast<std::size_t>(data), static_cast<std::size_t>(reps), config.memory_budget);
+      evaluation_spilled = spilled;
       const std::int64_t chunk =
           std::min<std::int64_t>(n_o, runtime::LayerwiseInference::kChunkEntries +
                                           runtime::LayerwiseInference::kChunkRows);
@@ -986,7 +1017,35 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       rp.dataset_bytes = kI * (g.num_nodes + 1) + kF * g.input_edges * (g.weighted ? 2 : 1) +
                          feature_bytes(g, g.num_nodes, g.feature_nnz) + kF * g.num_nodes +
                          kF * (g.num_train + g.num_val + g.num_test);
-      rp.scratch_bytes = kI * (g.num_nodes + 1) + 2 * kF * (g.input_edges + g.training_edges);
+      // A graph that is S already (a store of S: as many entries) is taken as it is.
+      rp.scratch_bytes = g.input_edges == g.training_edges
+                             ? 0
+                             : kI * (g.num_nodes + 1) + 2 * kF * (g.input_edges + g.training_edges);
+      // Read from the files, the graph and the features are mappings: their pages are the page
+      // cache's, not the process's.
+      if (from_file)
+        rp.dataset_bytes -= kI * (g.num_nodes + 1) + kF * g.input_edges * (g.weighted ? 2 : 1) +
+                            feature_bytes(g, g.num_nodes, g.feature_nnz);
+    }
+    if (from_file) {
+      // Rows read from the file: a batch's input rows not in the cache, and an evaluation's
+      // first-layer rows (its chunks' sources) and, spilled, its hidden layers read back.
+      const DegreeRows rows = degree_rows(g);
+      const Block& input = batch_blocks.front();
+      const double batch_miss = 1 - cached_share(rows, sampled_edges, cached_rows);
+      rp.disk_read_bytes_per_epoch = as_bytes(static_cast<double>(plan.batches_per_epoch) *
+                                              input.src * row_bytes * batch_miss);
+      const double chunk = static_cast<double>(runtime::LayerwiseInference::kChunkEntries);
+      const double entries = static_cast<double>(p.num_edges);
+      const double chunks = std::max(1.0, std::ceil(entries / chunk));
+      const double sources =
+          chunks * (static_cast<double>(n_o) / chunks + rows.distinct(std::min(entries, chunk)));
+      const double eval_miss = 1 - cached_share(rows, std::min(entries, chunk), cached_rows);
+      rp.evaluation_read_bytes = as_bytes(sources * row_bytes * eval_miss);
+      const std::int64_t hidden = w.size() > 2 ? *std::max_element(w.begin() + 1, w.end() - 1) : 0;
+      if (evaluation_spilled)
+        rp.evaluation_read_bytes += as_bytes(sources * kF * static_cast<double>(hidden) *
+                                             static_cast<double>(w.size() - 2));
     }
     std::int64_t steady = 0;
     for (const MemoryItem& i : host) steady += i.bytes;

@@ -327,6 +327,10 @@ struct RankPlan {
   /// Bytes of the data this rank reads from disk, and temporary bytes while loading.
   std::int64_t dataset_bytes = 0;
   std::int64_t scratch_bytes = 0;
+  /// A store read from its files (larger than the budget): feature rows read per epoch by the
+  /// batches, and by one evaluation (its first layer's rows and, spilled, its hidden layers).
+  std::int64_t disk_read_bytes_per_epoch = 0;
+  std::int64_t evaluation_read_bytes = 0;
   /// Communication this rank sends per epoch.
   std::int64_t halo_exchange_bytes = 0;
   std::int64_t feature_fetch_bytes = 0;

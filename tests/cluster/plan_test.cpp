@@ -85,6 +85,45 @@ TEST(Plan, SamplerEnvelopeIsTheSamplersOwn) {
   }
 }
 
+// A store larger than the budget is read from its file (one process, mini-batch): the plan
+// holds only the row cache (a quarter of the budget), predicts the rows read per epoch and per
+// evaluation, and no longer counts the mapped arrays while loading; a larger cache reads less.
+TEST(Plan, AStoreLargerThanTheBudgetIsReadFromItsFile) {
+  PlanInput in;
+  in.graph = big_graph();
+  in.graph.disk_bytes =
+      in.graph.num_nodes * in.graph.num_features * 4 + in.graph.training_edges * 4;
+  in.parts = estimate_parts(in.graph, 1);
+  TrainConfig c = config_for(nn::ModelKind::Sage, 0, 1);
+  c.mini_batch = batches(1024, {10, 5}, 0);
+  const auto item = [](const RankPlan& r, const std::string& name) {
+    for (const MemoryItem& i : r.host)
+      if (i.name == name) return i.bytes;
+    return std::int64_t{-1};
+  };
+  c.memory_budget = static_cast<std::size_t>(in.graph.disk_bytes) * 2;  // fits: in memory
+  const RankPlan memory = make_plan(in, c, CostModel{}, "cpu", 1).per_rank.front();
+  EXPECT_EQ(item(memory, "features"), in.graph.num_nodes * in.graph.num_features * 4);
+  EXPECT_EQ(memory.disk_read_bytes_per_epoch, 0);
+  EXPECT_EQ(memory.evaluation_read_bytes, 0);
+  std::int64_t previous = -1;
+  for (const std::size_t divisor : {8, 4}) {
+    c.memory_budget = static_cast<std::size_t>(in.graph.disk_bytes) / divisor;
+    const RankPlan file = make_plan(in, c, CostModel{}, "cpu", 1).per_rank.front();
+    const std::int64_t row = in.graph.num_features * 4;
+    EXPECT_EQ(item(file, "features"),
+              static_cast<std::int64_t>(c.memory_budget / 4 / static_cast<std::size_t>(row)) * row);
+    EXPECT_GT(file.disk_read_bytes_per_epoch, 0);
+    EXPECT_GT(file.evaluation_read_bytes, 0);
+    EXPECT_LT(file.peak_host_bytes, memory.peak_host_bytes);
+    EXPECT_LT(file.dataset_bytes, memory.dataset_bytes);
+    if (previous >= 0) {
+      EXPECT_LT(file.disk_read_bytes_per_epoch, previous);  // the larger cache
+    }
+    previous = file.disk_read_bytes_per_epoch;
+  }
+}
+
 TEST(Plan, EstimatedPartsCoverTheGraph) {
   const GraphCounts g = big_graph();
   for (int p : {1, 2, 3, 8}) {

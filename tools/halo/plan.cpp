@@ -162,6 +162,8 @@ json plan_json(const cluster::Plan& p, const PlanOptions& o) {
                      {"gpu_bytes", items_json(r.gpu)},
                      {"dataset_bytes", r.dataset_bytes},
                      {"scratch_bytes", r.scratch_bytes},
+                     {"disk_read_bytes_per_epoch", r.disk_read_bytes_per_epoch},
+                     {"evaluation_read_bytes", r.evaluation_read_bytes},
                      {"working_set_bytes", r.working_set_bytes},
                      {"step_scale", r.step_scale},
                      {"comm_bytes_per_epoch",
