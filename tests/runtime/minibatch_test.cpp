@@ -114,6 +114,28 @@ TEST(MiniBatchTraining, FeaturesReadFromTheStoreFileGiveTheSameRun) {
   }
 }
 
+// A store's feature file cut short while the run holds it open: the first batch that reads
+// past the end stops the run with an IoError naming the file (no crash, no hang).
+TEST(MiniBatchTraining, AFeatureFileCutShortStopsTheRunNamingIt) {
+  const kernels::Resources res(kernels::Device::Cpu, 2);
+  const halo::testing::TempDir dir;
+  const std::filesystem::path store = dir.path() / "store";
+  datasets::write_store(host(), small_synthetic(9, 3000), store, "");
+  datasets::StoreOpenOptions o;
+  o.mapped = true;
+  Shard shard = local_shard(res, datasets::open_store(host(), store, o));
+  std::filesystem::resize_file(store / "features.bin", 1000);  // rows past byte 1000 are gone
+  TrainConfig c = config_for(nn::ModelKind::Sage, 3, 2);
+  c.mini_batch = batches(128, {5, 5}, 1);
+  c.memory_budget = 1;  // no row cached: every row is read from the file
+  try {
+    runtime::train(res, shard, c);
+    FAIL() << "a run over a truncated feature file went through";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("features.bin"), std::string::npos) << e.what();
+  }
+}
+
 // --prefetch auto: a producer thread only where the rank's threads and the producer fit in the
 // cores it may use (its CPUs, and its share of the machine's).
 TEST(MiniBatchTraining, AutoPrefetchNeedsACoreForTheProducer) {
