@@ -925,6 +925,8 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // Halo exchange buffers, and (mini-batch) the feature cache.
     const std::vector<std::int64_t> w = layer_widths(config, g.num_features, g.num_classes);
     const std::int64_t widest = *std::max_element(w.begin() + 1, w.end());
+    // The widest hidden layer (0 with one layer): the layer-wise evaluation's representations.
+    const std::int64_t hidden = w.size() > 2 ? *std::max_element(w.begin() + 1, w.end() - 1) : 0;
     std::int64_t halo_bytes = 0;
     // (Mini-batch: the end-of-epoch evaluation's full-graph pass exchanges through them too.)
     if (ranks > 1) halo_bytes = kF * (p.num_send + p.num_halo) * widest + kF * p.num_send;
@@ -979,7 +981,6 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       // One process evaluates layer by layer (runtime::LayerwiseInference): the logits, the
       // two hidden representations unless they go to a file under the budget, and one chunk
       // (its rows' neighbours gathered, the layer's buffers over its rows).
-      const std::int64_t hidden = w.size() > 2 ? *std::max_element(w.begin() + 1, w.end() - 1) : 0;
       const std::int64_t reps = 2 * kF * n_o * hidden;
       const std::int64_t data = features + kI * (n_o + 1) + kF * p.num_edges;
       const bool spilled = !runtime::LayerwiseInference::keeps_in_memory(
@@ -988,10 +989,11 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       const std::int64_t chunk =
           std::min<std::int64_t>(n_o, runtime::LayerwiseInference::kChunkEntries +
                                           runtime::LayerwiseInference::kChunkRows);
-      const std::int64_t widest = *std::max_element(w.begin(), w.end());
-      // A chunk: its sources' rows gathered, and the layer's few buffers over its rows.
-      activations += kF * n_o * g.num_classes + (spilled ? 0 : reps) + kF * chunk * widest +
-                     3 * kF * runtime::LayerwiseInference::kChunkRows * widest;
+      // A chunk: its sources' rows gathered, and the layer's few buffers over its rows (as
+      // wide as the widest layer, the input's included).
+      const std::int64_t any = *std::max_element(w.begin(), w.end());
+      activations += kF * n_o * g.num_classes + (spilled ? 0 : reps) + kF * chunk * any +
+                     3 * kF * runtime::LayerwiseInference::kChunkRows * any;
     }
     data.push_back({"activations", activations});
     // Workspace: the gathered input rows of a batch (mini-batch) or the prepared copy of a
@@ -1042,7 +1044,6 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
           chunks * (static_cast<double>(n_o) / chunks + rows.distinct(std::min(entries, chunk)));
       const double eval_miss = 1 - cached_share(rows, std::min(entries, chunk), cached_rows);
       rp.evaluation_read_bytes = as_bytes(sources * row_bytes * eval_miss);
-      const std::int64_t hidden = w.size() > 2 ? *std::max_element(w.begin() + 1, w.end() - 1) : 0;
       if (evaluation_spilled)
         rp.evaluation_read_bytes += as_bytes(sources * kF * static_cast<double>(hidden) *
                                              static_cast<double>(w.size() - 2));

@@ -298,7 +298,7 @@ void FeatureStore::end_epoch(Comm& comm, std::uint64_t epoch) {
   fill_cache(comm, counts);
 }
 
-void FeatureStore::cache_file_rows(std::int64_t bytes) {
+void FeatureStore::cache_file_rows(const kernels::Resources& res, std::int64_t bytes) {
   if (!m_from_file || m_width == 0) return;
   const std::int64_t n = m_part.num_owned();
   const std::int64_t rows = std::min(n, std::max<std::int64_t>(0, bytes) / (m_width * 4));
@@ -311,14 +311,12 @@ void FeatureStore::cache_file_rows(std::int64_t bytes) {
   std::partial_sort(order.begin(), order.begin() + rows, order.end(), [&](NodeId a, NodeId b) {
     return degree[a] != degree[b] ? degree[a] > degree[b] : a < b;
   });
-  std::sort(order.begin(), order.begin() + rows);  // read in file order
-  const auto& file = std::get<Tensor<float>>(m_owned).storage();
-  const auto row = static_cast<std::size_t>(m_width) * sizeof(float);
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const NodeId v = order[static_cast<std::size_t>(i)];
-    file.read_file(static_cast<std::size_t>(v) * row, m_cache_rows.data() + i * m_width, row);
-    m_cache_slot[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(i);
-  }
+  std::sort(order.begin(), order.begin() + rows);  // slots in file order
+  FetchStats ignored;  // every slot is still empty: all rows come from the file
+  read_file_rows(res, {order.data(), rows}, m_cache_rows.data(), ignored);
+  for (std::int64_t i = 0; i < rows; ++i)
+    m_cache_slot[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] =
+        static_cast<std::int32_t>(i);
   m_cached = rows;
 }
 

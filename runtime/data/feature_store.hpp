@@ -79,8 +79,8 @@ class FeatureStore {
   /// from the file and the time.
   bool from_file() const { return m_from_file; }
   /// From a file: keeps the rows of the highest-degree nodes (ties: lower id) in memory, as
-  /// many as fit in `bytes` (read now, once). Nothing otherwise.
-  void cache_file_rows(std::int64_t bytes);
+  /// many as fit in `bytes` (read now, once, as read_file_rows reads). Nothing otherwise.
+  void cache_file_rows(const kernels::Resources& res, std::int64_t bytes);
   /// Reads rows `nodes` (local ids, host) of the features from the file, or the row cache,
   /// into `out` (nodes.size x num_features), on res's threads. Only when from_file().
   /// halo::IoError naming the file when a read fails.

@@ -178,7 +178,7 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
   m_features = std::make_unique<FeatureStore>(res, part, config.normalize_features);
   // Rows read from a store's file: the highest-degree ones kept in a quarter of the budget.
   if (m_features->from_file())
-    m_features->cache_file_rows(static_cast<std::int64_t>(config.memory_budget / 4));
+    m_features->cache_file_rows(res, static_cast<std::int64_t>(config.memory_budget / 4));
   // One process keys dropout by row (original = local ids); a part by its original ids.
   Tensor<NodeId> keys;
   if (!part.ids.identity())
