@@ -830,6 +830,11 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
   sampler::SamplerEnvelope envelope;
   std::vector<Block> batch_blocks;  // a rank's
   double sampled_edges = 0;         // a rank's, a batch
+  // --eval-fanouts: the evaluation's batches (training, validation and test nodes) and blocks.
+  const bool sampled_eval = mini && !config.mini_batch->eval_fanouts.empty();
+  std::int64_t eval_batches = 0;
+  std::vector<Block> eval_blocks;
+  double eval_edges = 0;
   if (mini) {
     const MiniBatchConfig& mb = *config.mini_batch;
     const std::int64_t all_batches =
@@ -846,25 +851,47 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // neighbour is a row with probability proportional to its degree.
     const double n = static_cast<double>(g.num_nodes);
     const DegreeRows rows = degree_rows(g);
-    const double seeds = std::min(static_cast<double>(mb.batch_size),
-                                  static_cast<double>(g.num_train) / all_batches) /
-                         ranks;
-    batch_blocks.resize(mb.fanouts.size());
-    double dst = seeds, drawn_share = 0;  // of the destinations: the share drawn as neighbours
-    for (std::size_t h = 0; h < mb.fanouts.size(); ++h) {
-      const std::size_t l = mb.fanouts.size() - 1 - h;
-      const int k = mb.fanouts[l];
-      const double per =
-          (1 - drawn_share) * rows.draws(k, false) + drawn_share * rows.draws(k, true);
-      Block b;
-      b.dst = dst;
-      b.edges = dst * per;
-      const double fresh = rows.distinct(b.edges) * (1 - dst / std::max(1.0, n));
-      b.src = std::min(n, dst + fresh);
-      batch_blocks[l] = b;
-      sampled_edges += b.edges;
-      drawn_share = b.src > 0 ? (drawn_share * dst + (b.src - dst)) / b.src : 0;
-      dst = b.src;
+    // The blocks of a batch of `seeds` seeds (a rank's) under `fanouts`, and its sampled edges.
+    const auto expected_blocks = [&](const std::vector<int>& fanouts, double seeds,
+                                     std::vector<Block>& blocks, double& edges) {
+      blocks.resize(fanouts.size());
+      double dst = seeds, drawn_share = 0;  // of the destinations: the share drawn as neighbours
+      for (std::size_t h = 0; h < fanouts.size(); ++h) {
+        const std::size_t l = fanouts.size() - 1 - h;
+        const int k = fanouts[l];
+        const double per =
+            (1 - drawn_share) * rows.draws(k, false) + drawn_share * rows.draws(k, true);
+        Block b;
+        b.dst = dst;
+        b.edges = dst * per;
+        const double fresh = rows.distinct(b.edges) * (1 - dst / std::max(1.0, n));
+        b.src = std::min(n, dst + fresh);
+        blocks[l] = b;
+        edges += b.edges;
+        drawn_share = b.src > 0 ? (drawn_share * dst + (b.src - dst)) / b.src : 0;
+        dst = b.src;
+      }
+    };
+    expected_blocks(mb.fanouts,
+                    std::min(static_cast<double>(mb.batch_size),
+                             static_cast<double>(g.num_train) / all_batches) /
+                        ranks,
+                    batch_blocks, sampled_edges);
+    if (sampled_eval) {
+      // Its own sampler and slots (SampledBatches over the scored nodes), full batches.
+      const std::int64_t scored = g.num_train + g.num_val + g.num_test;
+      eval_batches = std::max<std::int64_t>(1, (scored + mb.batch_size - 1) / mb.batch_size);
+      plan.sampler_envelope_bytes +=
+          static_cast<std::int64_t>(
+              sampler::plan_envelope({g.num_nodes, g.training_edges, g.max_degree}, mb.batch_size,
+                                     mb.eval_fanouts, mb.replace)
+                  .bytes()) *
+          slots;
+      expected_blocks(mb.eval_fanouts,
+                      std::min(static_cast<double>(mb.batch_size),
+                               static_cast<double>(scored) / static_cast<double>(eval_batches)) /
+                          ranks,
+                      eval_blocks, eval_edges);
     }
   }
 
@@ -914,13 +941,15 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const std::int64_t own_entries = p.num_edges - halo_entries + (sage ? 0 : n_o);
     // (None in a mini-batch run of one process on the CPU: it evaluates layer by layer on the
     // sampler's graph, runtime::LayerwiseInference.)
-    const bool layerwise = mini && ranks == 1 && !cuda;
+    // (Nor with --eval-fanouts: the evaluation samples its blocks too.)
+    const bool layerwise = mini && ranks == 1 && !cuda && !sampled_eval;
     const std::int64_t adjacency =
-        layerwise ? 0
-                  : kI * (n_o + 1) * (sage ? 2 : 1) + (kF + kF) * own_entries * (sage ? 2 : 1) +
-                        (p.num_halo > 0
-                             ? kI * (n_o + 1) + kI * (p.num_halo + 1) + 2 * (kF + kF) * halo_entries
-                             : 0);
+        layerwise || sampled_eval
+            ? 0
+            : kI * (n_o + 1) * (sage ? 2 : 1) + (kF + kF) * own_entries * (sage ? 2 : 1) +
+                  (p.num_halo > 0
+                       ? kI * (n_o + 1) + kI * (p.num_halo + 1) + 2 * (kF + kF) * halo_entries
+                       : 0);
     data.push_back({"adjacency", adjacency});
     // Halo exchange buffers, and (mini-batch) the feature cache.
     const std::vector<std::int64_t> w = layer_widths(config, g.num_features, g.num_classes);
@@ -929,7 +958,8 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const std::int64_t hidden = w.size() > 2 ? *std::max_element(w.begin() + 1, w.end() - 1) : 0;
     std::int64_t halo_bytes = 0;
     // (Mini-batch: the end-of-epoch evaluation's full-graph pass exchanges through them too.)
-    if (ranks > 1) halo_bytes = kF * (p.num_send + p.num_halo) * widest + kF * p.num_send;
+    if (ranks > 1 && !sampled_eval)
+      halo_bytes = kF * (p.num_send + p.num_halo) * widest + kF * p.num_send;
     data.push_back({"halo", halo_bytes});
     std::int64_t cache_bytes = 0;
     if (mini && ranks > 1) {
@@ -967,7 +997,12 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const StepCost step = step_cost(m, config, g, blocks, input_nnz, mini, sparse_input, loss_rows);
     std::int64_t activations = step.activation_bytes;
     bool evaluation_spilled = false;
-    if (mini && !layerwise) {
+    if (sampled_eval) {
+      // The model's buffers are reserved for the larger of the two envelopes' blocks.
+      activations = std::max(activations, step_cost(m, config, g, eval_blocks, input_nnz, mini,
+                                                    sparse_input, eval_blocks.back().dst)
+                                              .activation_bytes);
+    } else if (mini && !layerwise) {
       // Every epoch ends with a full-graph forward pass (Trainer::evaluate), which grows the
       // layers' forward buffers (cached product, output) to the part's rows.
       for (std::size_t l = 0; l + 1 < w.size(); ++l) {
@@ -1002,12 +1037,15 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // gathered into one dense block (FeatureStore::make_inputs), with the rows' ids.
     // One such block per batch slot (the producer's prefetched batches each have theirs).
     std::int64_t workspace = 0;
-    if (mini)
-      workspace = (1 + prefetch) *
-                  (g.sparse_features && ranks == 1
-                       ? as_bytes(kI * blocks.front().src + 8.0 * input_nnz)
-                       : as_bytes(blocks.front().src * (static_cast<double>(g.num_features) * kF +
-                                                        (ranks > 1 ? 2 * kI : 0))));
+    const auto input_block = [&](const Block& input) {
+      return (1 + prefetch) *
+             (g.sparse_features && ranks == 1
+                  ? as_bytes(kI * input.src + 8.0 * input_nnz)
+                  : as_bytes(input.src * (static_cast<double>(g.num_features) * kF +
+                                          (ranks > 1 ? 2 * kI : 0))));
+    };
+    if (mini) workspace = input_block(blocks.front());
+    if (sampled_eval) workspace += input_block(eval_blocks.front());
     data.push_back({"workspace", workspace});
 
     // Loading: the dataset's arrays (one process) or the part file (a rank), plus the graph S
@@ -1037,16 +1075,23 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       const double batch_miss = 1 - cached_share(rows, sampled_edges, cached_rows);
       rp.disk_read_bytes_per_epoch = as_bytes(static_cast<double>(plan.batches_per_epoch) *
                                               input.src * row_bytes * batch_miss);
-      const double chunk = static_cast<double>(runtime::LayerwiseInference::kChunkEntries);
-      const double entries = static_cast<double>(p.num_edges);
-      const double chunks = std::max(1.0, std::ceil(entries / chunk));
-      const double sources =
-          chunks * (static_cast<double>(n_o) / chunks + rows.distinct(std::min(entries, chunk)));
-      const double eval_miss = 1 - cached_share(rows, std::min(entries, chunk), cached_rows);
-      rp.evaluation_read_bytes = as_bytes(sources * row_bytes * eval_miss);
-      if (evaluation_spilled)
-        rp.evaluation_read_bytes += as_bytes(sources * kF * static_cast<double>(hidden) *
-                                             static_cast<double>(w.size() - 2));
+      if (sampled_eval) {
+        // The evaluation's batches: their input rows not in the cache.
+        const double eval_miss = 1 - cached_share(rows, eval_edges, cached_rows);
+        rp.evaluation_read_bytes = as_bytes(static_cast<double>(eval_batches) *
+                                            eval_blocks.front().src * row_bytes * eval_miss);
+      } else {
+        const double chunk = static_cast<double>(runtime::LayerwiseInference::kChunkEntries);
+        const double entries = static_cast<double>(p.num_edges);
+        const double chunks = std::max(1.0, std::ceil(entries / chunk));
+        const double sources =
+            chunks * (static_cast<double>(n_o) / chunks + rows.distinct(std::min(entries, chunk)));
+        const double eval_miss = 1 - cached_share(rows, std::min(entries, chunk), cached_rows);
+        rp.evaluation_read_bytes = as_bytes(sources * row_bytes * eval_miss);
+        if (evaluation_spilled)
+          rp.evaluation_read_bytes += as_bytes(sources * kF * static_cast<double>(hidden) *
+                                               static_cast<double>(w.size() - 2));
+      }
     }
     std::int64_t steady = 0;
     for (const MemoryItem& i : host) steady += i.bytes;

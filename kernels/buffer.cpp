@@ -94,7 +94,9 @@ Buffer Buffer::map_file(const std::string& path, std::size_t bytes) {
     throw IoError(path + ": the file has " + std::to_string(st.st_size) + " bytes, " +
                   std::to_string(bytes) + " expected");
   }
-  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  // MAP_NORESERVE: no commit charge for the copy-on-write pages nothing writes (the kernel's
+  // heuristic overcommit refuses a private writable mapping larger than memory otherwise).
+  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
   const int err = errno;
   if (map == MAP_FAILED) {
     ::close(fd);

@@ -36,9 +36,10 @@ class Buffer {
   /// The first `bytes` of file `path` as host memory, mapped copy-on-write (MAP_PRIVATE, readable
   /// and writable; a write stays in this process): a page is read from the file when first
   /// touched, and the kernel may drop an untouched or unwritten page again under memory
-  /// pressure. The file must hold at least `bytes` bytes and must not shrink while mapped (a
-  /// replaced file is fine: the mapping keeps the old one). Counted as host buffer bytes.
-  /// halo::IoError naming the file when it cannot be opened, is shorter, or cannot be mapped.
+  /// pressure. No swap is reserved (MAP_NORESERVE: a file larger than memory maps). The file must
+  /// hold at least `bytes` bytes and must not shrink while mapped (a replaced file is fine: the
+  /// mapping keeps the old one). Counted as host buffer bytes. halo::IoError naming the file when
+  /// it cannot be opened, is shorter, or cannot be mapped.
   static Buffer map_file(const std::string& path, std::size_t bytes);
   /// Whether the memory is a file mapping (map_file).
   bool mapped() const { return m_fd >= 0; }

@@ -46,6 +46,8 @@ void check_config(const TrainConfig& c, int ranks) {
   HALO_EXPECTS(mb.batch_size >= 1, "train: the batch size must be >= 1");
   // (Each task checks the fan-outs against its model's layers.)
   for (const int k : mb.fanouts) HALO_EXPECTS(k >= -1, "train: fan-outs must be -1 or >= 0");
+  for (const int k : mb.eval_fanouts)
+    HALO_EXPECTS(k >= -1, "train: evaluation fan-outs must be -1 or >= 0");
   HALO_EXPECTS(mb.max_batches >= 0, "train: max_batches must be >= 0 (0: every batch)");
   HALO_EXPECTS(mb.prefetch == kAutoPrefetch || (mb.prefetch >= 0 && mb.prefetch <= 16),
                "train: prefetch must be in [0, 16] or auto");
@@ -87,6 +89,12 @@ CheckpointIdentity config_identity(const TrainConfig& c, const std::string& data
                {"cache_policy", to_string(mb.cache_policy)}});
     // Only when set: checkpoints of runs over every batch keep their identity.
     if (mb.max_batches > 0) id.emplace_back("max_batches", std::to_string(mb.max_batches));
+    if (!mb.eval_fanouts.empty()) {
+      std::string eval;
+      for (const int f : mb.eval_fanouts)
+        eval.append(eval.empty() ? "" : ",").append(std::to_string(f));
+      id.emplace_back("eval_fanouts", eval);
+    }
   }
   return id;
 }

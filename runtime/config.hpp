@@ -61,6 +61,13 @@ struct MiniBatchConfig {
   /// Train at most this many batches an epoch (0: all), a timed sample of an epoch too long to
   /// run whole: the epoch's first batches of its order; its loss averages them.
   std::int64_t max_batches = 0;
+  /// Node classification's evaluation on sampled neighbourhoods: one fan-out per layer, input
+  /// layer first, drawn the same at every evaluation (keyed by the run's seed); the training,
+  /// validation and test nodes are scored in batches of batch_size. Empty (the default): the
+  /// exact evaluation over every neighbour (layer by layer in one process on the CPU, else the
+  /// full-graph pass). For graphs whose hidden representations do not fit on disk (DGL's and
+  /// PyG's ogbn-papers100M examples evaluate the same way).
+  std::vector<int> eval_fanouts = {};
 };
 
 /// Batches an epoch of `seeds` training nodes takes under `mb`: ceil(seeds / batch_size),

@@ -124,6 +124,43 @@ TEST(Plan, AStoreLargerThanTheBudgetIsReadFromItsFile) {
   }
 }
 
+// --eval-fanouts: no full-graph pass and no layer-wise representations or logits of every
+// node (one process) and no halo buffers (2 ranks); a second sampler envelope; the rows read
+// per evaluation are its batches' (training, validation and test nodes) that miss the cache.
+TEST(Plan, ASampledEvaluationHoldsNoFullGraphBuffers) {
+  PlanInput in;
+  in.graph = big_graph();
+  in.graph.disk_bytes =
+      in.graph.num_nodes * in.graph.num_features * 4 + in.graph.training_edges * 4;
+  const auto item = [](const RankPlan& r, const std::string& name) {
+    for (const MemoryItem& i : r.host)
+      if (i.name == name) return i.bytes;
+    return std::int64_t{-1};
+  };
+  for (const int ranks : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << ranks << " ranks");
+    in.parts = estimate_parts(in.graph, ranks);
+    TrainConfig c = config_for(nn::ModelKind::Sage, 0, 1);
+    c.mini_batch = batches(1024, {10, 5}, 0);
+    c.memory_budget = static_cast<std::size_t>(in.graph.disk_bytes) / 8;
+    const Plan exact = make_plan(in, c, CostModel{}, "cpu", 1);
+    c.mini_batch->eval_fanouts = {10, 5};
+    const Plan sampled = make_plan(in, c, CostModel{}, "cpu", 1);
+    const RankPlan &e = exact.per_rank.front(), &s = sampled.per_rank.front();
+    EXPECT_LT(item(s, "activations"), item(e, "activations"));
+    EXPECT_EQ(item(s, "adjacency"), 0);
+    EXPECT_EQ(item(s, "halo"), 0);
+    EXPECT_EQ(sampled.sampler_envelope_bytes, 2 * exact.sampler_envelope_bytes);
+    EXPECT_LT(s.peak_host_bytes, e.peak_host_bytes);
+    EXPECT_EQ(s.disk_read_bytes_per_epoch, e.disk_read_bytes_per_epoch);
+    if (ranks == 1) {
+      // 170,000 scored nodes against 100,000 training nodes: 1.7 epochs' rows.
+      EXPECT_GT(s.evaluation_read_bytes, 3 * s.disk_read_bytes_per_epoch / 2);
+      EXPECT_LT(s.evaluation_read_bytes, 2 * s.disk_read_bytes_per_epoch);
+    }
+  }
+}
+
 TEST(Plan, EstimatedPartsCoverTheGraph) {
   const GraphCounts g = big_graph();
   for (int p : {1, 2, 3, 8}) {

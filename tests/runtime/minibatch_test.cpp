@@ -81,6 +81,40 @@ TEST(MiniBatchTraining, ASpilledEvaluationGivesTheSameRun) {
   }
 }
 
+// --eval-fanouts: the training, validation and test nodes scored in sampled batches. Over every
+// neighbour (-1) the scores are the exact evaluation's (the same accuracies; the validation loss
+// summed on the host instead of by the kernel, within rounding); fewer neighbours change the
+// scores but never the training (the same losses), and the draw is the same at every
+// evaluation (a second run gives the same scores).
+TEST(MiniBatchTraining, ASampledEvaluationOverEveryNeighbourIsTheExactOne) {
+  const kernels::Resources res(kernels::Device::Cpu, 2);
+  for (const nn::ModelKind kind : {nn::ModelKind::Gcn, nn::ModelKind::Sage}) {
+    SCOPED_TRACE(nn::to_string(kind));
+    const TrainConfig c = config_for(kind, 5, 4);
+    const MiniBatchConfig mb = batches(256, {5, 3});
+    const TrainResult exact = train(res, cora(), c, mb);
+    MiniBatchConfig all = mb;
+    all.eval_fanouts = {-1, -1};
+    const TrainResult sampled = train(res, cora(), c, all);
+    EXPECT_EQ(losses(sampled), losses(exact));
+    ASSERT_EQ(sampled.history.size(), exact.history.size());
+    for (std::size_t e = 0; e < exact.history.size(); ++e)
+      for (const auto& [name, value] : exact.history[e].metrics) {
+        SCOPED_TRACE(name);
+        EXPECT_NEAR(sampled.history[e].metrics.at(name), value, 1e-6 * std::abs(value));
+      }
+    EXPECT_EQ(sampled.best_epoch, exact.best_epoch);
+    EXPECT_EQ(sampled.evaluation_spill_bytes, 0);
+    EXPECT_GT(sampled.evaluation_bytes, 0u);  // the evaluation batches' envelope
+    MiniBatchConfig few = mb;
+    few.eval_fanouts = {2, 2};
+    const TrainResult a = train(res, cora(), c, few), b = train(res, cora(), c, few);
+    EXPECT_EQ(losses(a), losses(exact));
+    EXPECT_NE(a.history.back().metrics.at("val_loss"), exact.history.back().metrics.at("val_loss"));
+    EXPECT_EQ(a.metrics, b.metrics);
+  }
+}
+
 // Features read from a store's file (the store opened mapped): every batch's rows and the
 // evaluation's come through pread and the row cache, and the run equals the one from memory
 // bit for bit, with the budget a quarter of the data (the hidden representations spilled too).
@@ -98,19 +132,25 @@ TEST(MiniBatchTraining, FeaturesReadFromTheStoreFileGiveTheSameRun) {
                            probe.graph.indices.bytes() + probe.graph.indptr.bytes();
   for (const nn::ModelKind kind : {nn::ModelKind::Gcn, nn::ModelKind::Sage}) {
     SCOPED_TRACE(nn::to_string(kind));
-    TrainConfig c = config_for(kind, 3, 3);
-    c.mini_batch = batches(128, {5, 5}, 1);
-    const TrainResult memory = train_local(res, open(false), c).result;
-    c.memory_budget = data / 4;
-    Shard shard = local_shard(res, open(true));
-    const TrainResult file = runtime::train(res, shard, c).result;
-    EXPECT_EQ(losses(file), losses(memory));
-    EXPECT_EQ(file.metrics, memory.metrics);
-    EXPECT_EQ(memory.feature_bytes_per_epoch, 0);
-    EXPECT_GT(file.feature_bytes_per_epoch, 0);
-    EXPECT_GT(file.cache_hit_rate, 0.0);  // a sixteenth of the data's rows, by degree
-    EXPECT_LT(file.cache_hit_rate, 1.0);
-    EXPECT_GT(file.evaluation_spill_bytes, 0);
+    // The exact (layer-wise) evaluation, and one on sampled neighbourhoods.
+    for (const std::vector<int>& eval : {std::vector<int>{}, std::vector<int>{4, 4}}) {
+      SCOPED_TRACE(eval.empty() ? "exact evaluation" : "sampled evaluation");
+      TrainConfig c = config_for(kind, 3, 3);
+      c.mini_batch = batches(128, {5, 5}, 1);
+      c.mini_batch->eval_fanouts = eval;
+      const TrainResult memory = train_local(res, open(false), c).result;
+      c.memory_budget = data / 4;
+      Shard shard = local_shard(res, open(true));
+      const TrainResult file = runtime::train(res, shard, c).result;
+      EXPECT_EQ(losses(file), losses(memory));
+      EXPECT_EQ(file.metrics, memory.metrics);
+      EXPECT_EQ(memory.feature_bytes_per_epoch, 0);
+      EXPECT_GT(file.feature_bytes_per_epoch, 0);
+      EXPECT_GT(file.cache_hit_rate, 0.0);  // a sixteenth of the data's rows, by degree
+      EXPECT_LT(file.cache_hit_rate, 1.0);
+      EXPECT_EQ(file.evaluation_spill_bytes > 0, eval.empty());
+      EXPECT_GT(file.evaluation_read_bytes, 0);
+    }
   }
 }
 

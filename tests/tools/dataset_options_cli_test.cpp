@@ -160,11 +160,35 @@ TEST_F(DatasetOptionsCli, FeaturesFlagReplacesTheDatasetsOwn) {
 TEST_F(DatasetOptionsCli, TrainUsageErrorsExitTwo) {
   for (const std::string& args : std::vector<std::string>{
            "--features ones", "--synthetic-degree nan", "--synthetic-homophily nan",
-           "--synthetic-seed -1", "--rmat-degree nan", "--rmat-seed x"}) {
+           "--synthetic-seed -1", "--rmat-degree nan", "--rmat-seed x", "--rmat-classes 1",
+           "--rmat-split 0.5,0.6,0", "--rmat-split 0.1,0.2", "--rmat-split 0.1,x,0.2",
+           "--rmat-split 0.1,0.2,0.3,0.4", "--rmat-split -0.1,0.2,0.3",
+           "--mode mini-batch --fanouts 5,5 --eval-fanouts 5",
+           "--mode mini-batch --fanouts 5,5 --eval-fanouts 5,a", "--eval-fanouts 5,5",
+           "--task link --mode mini-batch --fanouts 5,5 --eval-fanouts 5,5"}) {
     const Outcome r = run("train --epochs 1 " + args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
-    EXPECT_NE(r.err.find(args.substr(0, args.find(' '))), std::string::npos) << r.err;
+    // The line names the flag at fault (the last one given).
+    EXPECT_NE(r.err.find(args.substr(args.rfind("--"),
+                                     args.find(' ', args.rfind("--")) - args.rfind("--"))),
+              std::string::npos)
+        << r.err;
   }
+}
+
+// --rmat-split and --rmat-classes shape the generated dataset: a papers100M-like split.
+TEST_F(DatasetOptionsCli, RmatSplitAndClassesShapeTheDataset) {
+  const Outcome r =
+      run("datasets prepare --dataset rmat --rmat-scale 12 --rmat-classes 172 --rmat-split "
+          "0.011,0.0011,0.0019 --out " +
+          (m_dir / "store").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(m_dir / "store" / "store.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["num_classes"], 172);
+  EXPECT_EQ(j["num_train"], 45);  // floor(0.011 * 4096)
+  EXPECT_EQ(j["num_val"], 4);
+  EXPECT_EQ(j["num_test"], 7);
 }
 
 TEST_F(DatasetOptionsCli, HelpListsTheDatasetFlags) {

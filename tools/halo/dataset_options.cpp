@@ -1,5 +1,7 @@
 // --dataset and the generator flags: one definition for every subcommand that loads a dataset.
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 
@@ -60,6 +62,36 @@ CLI::Validator seed_value() {
       "UINT", "Seed");
 }
 
+namespace {
+
+/// "a,b,c": three finite fractions in [0, 1] summing to at most 1 (CLI::ValidationError naming
+/// the flag otherwise).
+std::array<double, 3> parse_split_fractions(const std::string& value) {
+  std::array<double, 3> f{};
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::size_t end = i < 2 ? value.find(',', begin) : value.size();
+    const std::string field =
+        end == std::string::npos ? std::string() : value.substr(begin, end - begin);
+    char* stop = nullptr;
+    const double x = field.empty() ? -1.0 : std::strtod(field.c_str(), &stop);
+    if (field.empty() || stop != field.c_str() + field.size() || !std::isfinite(x) || x < 0 ||
+        x > 1 || (i == 2 && value.find(',', begin) != std::string::npos))
+      throw CLI::ValidationError("--rmat-split",
+                                 "expected three fractions in [0, 1] as "
+                                 "TRAIN,VAL,TEST, got '" +
+                                     value + "'");
+    f[i] = x;
+    begin = end + 1;
+  }
+  if (f[0] + f[1] + f[2] > 1.0 + 1e-9)
+    throw CLI::ValidationError("--rmat-split",
+                               "the fractions of '" + value + "' sum to more than 1");
+  return f;
+}
+
+}  // namespace
+
 void add_dataset_options(CLI::App* sub, DatasetOptions& o) {
   sub->add_option("--dataset", o.dataset,
                   "'synthetic' or 'rmat' (built in), a registered dataset such as 'cora' or "
@@ -113,6 +145,20 @@ void add_dataset_options(CLI::App* sub, DatasetOptions& o) {
   sub->add_option("--rmat-features", r.num_features, "R-MAT dataset: feature width")
       ->check(integer_range(std::int64_t{1}, std::int64_t{1} << 16))
       ->capture_default_str();
+  sub->add_option("--rmat-classes", r.num_classes, "R-MAT dataset: label classes")
+      ->check(integer_range(2, 1000))
+      ->capture_default_str();
+  sub->add_option_function<std::string>(
+         "--rmat-split",
+         [&r](const std::string& value) {
+           const auto f = parse_split_fractions(value);
+           r.train_fraction = f[0];
+           r.val_fraction = f[1];
+           r.test_fraction = f[2];
+         },
+         "R-MAT dataset: TRAIN,VAL,TEST fractions of the nodes in each split (disjoint random "
+         "subsets; ogbn-papers100M's shape is 0.011,0.0011,0.0019). Default: 0.1,0.2,0.4")
+      ->type_name("F,F,F");
   sub->add_option("--rmat-seed", r.seed,
                   "R-MAT dataset: seed of the generator (the dataset does not depend on --seed)")
       ->check(seed_value())

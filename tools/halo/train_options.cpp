@@ -245,6 +245,11 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
                       "relation, each (DGL's count), or layers split by ':' of rel=N pairs "
                       "and *=N for the others, e.g. writes=5,*=10:5")
           ->capture_default_str(),
+      sub->add_option("--eval-fanouts", o.eval_fanouts,
+                      "Mini-batch node classification: evaluate on sampled neighbourhoods, one "
+                      "fan-out per layer as --fanouts, the same draw at every evaluation "
+                      "(default: every neighbour, exact). For graphs whose hidden layers do not "
+                      "fit on disk, as DGL's and PyG's ogbn-papers100M examples do"),
       sub->add_option("--prefetch", mb.prefetch,
                       "Mini-batch: batches prepared ahead by a producer thread (0 = none; "
                       "auto = 1 where every rank's producer has a core of its own, else 0)")
@@ -333,21 +338,29 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
         (sub->get_option("--fanouts")->count() > 0 || sub->get_option("--batch-size")->count() > 0))
       o.mode = "mini-batch";
     const bool mini = o.mode == "mini-batch";
-    if (!hetero) {
-      o.mb.fanouts.clear();
+    // "15,10,5": one fan-out per layer (integers >= -1).
+    const auto parse_fanouts = [](const char* flag, const std::string& text) {
+      std::vector<int> out;
       for (std::size_t start = 0;;) {
-        const std::size_t comma = o.fanouts.find(',', start);
-        const std::string token = o.fanouts.substr(start, comma - start);
+        const std::size_t comma = text.find(',', start);
+        const std::string token = text.substr(start, comma - start);
         char* end = nullptr;
         const long v = std::strtol(token.c_str(), &end, 10);
         if (token.empty() || end != token.c_str() + token.size() || v < -1 || v > (1 << 20))
-          throw CLI::ValidationError("--fanouts", "'" + token +
-                                                      "' is not a fan-out (integers >= -1 "
-                                                      "separated by commas)");
-        o.mb.fanouts.push_back(static_cast<int>(v));
-        if (comma == std::string::npos) break;
+          throw CLI::ValidationError(flag, "'" + token +
+                                               "' is not a fan-out (integers >= -1 "
+                                               "separated by commas)");
+        out.push_back(static_cast<int>(v));
+        if (comma == std::string::npos) return out;
         start = comma + 1;
       }
+    };
+    if (!hetero) o.mb.fanouts = parse_fanouts("--fanouts", o.fanouts);
+    if (sub->get_option("--eval-fanouts")->count() > 0) {
+      if (hetero || o.task != "node")
+        throw CLI::ValidationError("--eval-fanouts",
+                                   "applies to node classification of a homogeneous dataset");
+      o.mb.eval_fanouts = parse_fanouts("--eval-fanouts", o.eval_fanouts);
     }
     for (CLI::Option* opt : mini_batch_only)
       if (!mini && opt->count() > 0)
@@ -365,6 +378,11 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
       throw CLI::ValidationError("--fanouts", "one fan-out per layer expected (" +
                                                   std::to_string(o.layers) + " layers, " +
                                                   std::to_string(o.mb.fanouts.size()) + " given)");
+    if (mini && !o.mb.eval_fanouts.empty() &&
+        static_cast<int>(o.mb.eval_fanouts.size()) != o.layers)
+      throw CLI::ValidationError(
+          "--eval-fanouts", "one fan-out per layer expected (" + std::to_string(o.layers) +
+                                " layers, " + std::to_string(o.mb.eval_fanouts.size()) + " given)");
   };
 }
 

@@ -35,6 +35,8 @@ struct TrainOptions {
   /// --fanouts as given: numbers per layer (parsed into mb.fanouts), or for a heterogeneous
   /// dataset also `rel=N` pairs (sampler::parse_hetero_fanouts, once the relations are known).
   std::string fanouts = "25,10";
+  /// --eval-fanouts as given (parsed into mb.eval_fanouts); empty: the exact evaluation.
+  std::string eval_fanouts;
   std::string cache_policy = "degree";
   std::string memory_budget;  // --memory-budget as given (empty: the machine's default)
   // Heterogeneous datasets (typed directories): --split, --num-bases, --featureless, and which

@@ -1,8 +1,10 @@
 // Node classification: the task of the homogeneous datasets (GCN, GraphSAGE and any
 // nn::Network), full graph or sampled batches, one process or the ranks of a partition.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -82,6 +84,10 @@ class NodeClassification final : public Task {
       result.sampler_envelope_bytes = sampled->envelope_bytes();
       result.sampler_peak_bytes = sampled->peak_bytes();
     }
+    if (m_eval_batches) {
+      result.evaluation_bytes = m_eval_batches->envelope_bytes();
+      result.evaluation_read_bytes = m_eval_read_bytes;
+    }
     if (m_layerwise) {
       result.evaluation_bytes = m_layerwise->bytes();
       result.evaluation_spill_bytes = m_layerwise->spill_bytes_written();
@@ -110,6 +116,9 @@ class NodeClassification final : public Task {
   /// Every owned node's logits in evaluation mode: layer-wise (LayerwiseInference) or the
   /// full-graph pass.
   const Tensor<float>& evaluation_logits();
+  /// The split sums of evaluate() (correct train, val, test; the validation loss's sum; val
+  /// and test rows) over sampled neighbourhoods (MiniBatchConfig::eval_fanouts).
+  std::vector<double> evaluate_sampled();
   /// Original ids of the owned nodes on res's device (dropout keys), empty in one process.
   kernels::Span<const NodeId> dropout_keys() const { return m_targets->dropout_keys.span(); }
 
@@ -131,6 +140,12 @@ class NodeClassification final : public Task {
   /// dropped from the process every 50 ms (they stay in the page cache).
   std::unique_ptr<datasets::MappedPageTrimmer> m_trim;
   std::unique_ptr<LayerwiseInference> m_layerwise;
+  /// --eval-fanouts: the training, validation and test nodes in sampled batches, and the split
+  /// of every owned node (0 none, 1 train, 2 val, 3 test); the bytes their rows read from a
+  /// file, summed over the evaluations.
+  std::unique_ptr<SampledBatches> m_eval_batches;
+  std::vector<std::int8_t> m_split_of;
+  std::int64_t m_eval_read_bytes = 0;
   nn::Adam<float> m_optimizer;
   Tensor<float> m_dlogits;
   Tensor<float> m_grad_flat;  // the gradient all-reduce's flat buffer
@@ -167,10 +182,16 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
   const nn::GraphPreparation graph = model.shape().graph;  // what the network declares
   // A mini-batch run of one process on the CPU evaluates layer by layer on the sampler's
   // graph: it never builds the full graph's prepared adjacency (for SAGE, S and its transpose).
-  m_layerwise_eval = config.mini_batch && part.ids.identity() &&
+  // An evaluation on sampled neighbourhoods needs neither.
+  const bool sampled_eval = config.mini_batch && !config.mini_batch->eval_fanouts.empty();
+  HALO_EXPECTS(
+      !sampled_eval || std::ssize(config.mini_batch->eval_fanouts) == layers,
+      "train: one evaluation fan-out per layer expected (" + std::to_string(layers) + " layers, " +
+          std::to_string(sampled_eval ? config.mini_batch->eval_fanouts.size() : 0) + " given)");
+  m_layerwise_eval = config.mini_batch && !sampled_eval && part.ids.identity() &&
                      res.device() == kernels::Device::Cpu &&
                      dynamic_cast<nn::Model<float>*>(&model) != nullptr;
-  if (!m_layerwise_eval)
+  if (!m_layerwise_eval && !sampled_eval)
     m_graph = std::make_unique<HaloExchange>(res, part, graph, config.overlap, *m_data_comm);
   if (auto ranges = datasets::mapped_ranges(part.graph); !ranges.empty())
     m_trim = std::make_unique<datasets::MappedPageTrimmer>(std::move(ranges),
@@ -198,7 +219,37 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
                                                  graph, config.seed, model.input_dropout());
     if (res.device() != kernels::Device::Cpu) m_targets->loss_total = Tensor<float>(res, 1);
     // Every buffer of a step sized for the envelope: no batch allocates.
-    const auto bounds = static_cast<const SampledBatches&>(*m_batches).layer_bounds();
+    auto bounds = static_cast<const SampledBatches&>(*m_batches).layer_bounds();
+    if (sampled_eval) {
+      // The training, validation and test nodes of every rank, in ascending partition id.
+      std::vector<NodeId> mine;
+      m_split_of.assign(static_cast<std::size_t>(part.num_owned()), 0);
+      std::int8_t code = 1;
+      for (const Tensor<NodeId>* idx : {&part.train_idx, &part.val_idx, &part.test_idx}) {
+        const std::vector<NodeId> rows = idx->to_vector(res);
+        for (const NodeId r : rows) {
+          m_split_of[static_cast<std::size_t>(r)] = code;
+          mine.push_back(part.ids.first_owned() + r);
+        }
+        ++code;
+      }
+      std::vector<std::size_t> counts;
+      const std::vector<std::byte> all =
+          comm.allgatherv(mine.data(), mine.size() * sizeof(NodeId), counts);
+      std::vector<NodeId> seeds(all.size() / sizeof(NodeId));
+      std::memcpy(seeds.data(), all.data(), all.size());
+      std::sort(seeds.begin(), seeds.end());
+      MiniBatchConfig eval = *config.mini_batch;
+      eval.fanouts = eval.eval_fanouts;
+      eval.max_batches = 0;
+      m_eval_batches = std::make_unique<SampledBatches>(
+          res, part, comm, *m_features, m_targets->labels.span(), eval, graph, config.seed,
+          /*input_dropout=*/0.f, std::move(seeds));
+      const auto eval_bounds = m_eval_batches->layer_bounds();
+      for (std::size_t l = 0; l < bounds.size(); ++l)
+        bounds[l] = {std::max(bounds[l].first, eval_bounds[l].first),
+                     std::max(bounds[l].second, eval_bounds[l].second)};
+    }
     model.reserve(res, bounds, m_features->max_input_entries());
     kernels::reserve(res, m_dlogits, bounds.back().second * m_config.model.num_classes);
   } else {
@@ -329,24 +380,64 @@ const Tensor<float>& NodeClassification::evaluation_logits() {
                          m_features->owned());
 }
 
+std::vector<double> NodeClassification::evaluate_sampled() {
+  SampledBatches& batches = *m_eval_batches;
+  const partition::Part& part = m_shard.part;
+  const std::int32_t* labels = part.labels.data();  // host
+  const std::int64_t cols = m_config.model.num_classes;
+  const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
+  std::vector<double> v(6, 0.0);
+  // The same draw at every evaluation (epoch 0 of the seeds' order).
+  batches.begin_epoch(0, 0);
+  for (std::int64_t b = 0; b < batches.batches_per_epoch(); ++b) {
+    const Batch& batch = batches.next();
+    const kernels::Span<const NodeId> mine = batches.seeds_of(b);
+    const std::vector<float> logits = m_model.forward(ctx, batch.graphs, *batch.x).to_vector(m_res);
+    for (std::int64_t i = 0; i < mine.size; ++i) {
+      const auto local = static_cast<std::size_t>(mine.data[i] - part.ids.first_owned());
+      const float* row = logits.data() + i * cols;
+      const std::int32_t label = labels[local];
+      // The first of equal maxima, as kernels::count_correct.
+      const std::int64_t best = std::max_element(row, row + cols) - row;
+      const int split = m_split_of[local];
+      v[static_cast<std::size_t>(split - 1)] += best == label ? 1.0 : 0.0;
+      if (split == 2) {  // the validation loss: log-sum-exp minus the label's logit
+        double sum = 0;
+        for (std::int64_t c = 0; c < cols; ++c) sum += std::exp(double{row[c]} - row[best]);
+        v[3] += double{row[best]} + std::log(sum) - row[label];
+        v[4] += 1;
+      }
+      if (split == 3) v[5] += 1;
+    }
+  }
+  EpochStats read;
+  batches.end_epoch(read);
+  m_eval_read_bytes = read.feature_bytes;
+  return v;
+}
+
 Metrics NodeClassification::evaluate() {
   const Targets& t = *m_targets;
-  const Tensor<float>& logits = evaluation_logits();
-  auto correct = [&](const Tensor<NodeId>& rows) {
-    return rows.numel() == 0 ? 0.0
-                             : static_cast<double>(kernels::count_correct(
-                                   m_res, logits.view(), t.labels.span(), rows.span()));
-  };
   // Sums over the ranks: correct counts, the validation loss's sum and the split sizes.
-  std::vector<double> v = {correct(t.train_idx),
-                           correct(t.val_idx),
-                           correct(t.test_idx),
-                           t.val_idx.numel() == 0
-                               ? 0.0
-                               : static_cast<double>(kernels::log_softmax_nll(
-                                     m_res, logits.view(), t.labels.span(), t.val_idx.span(), 1)),
-                           static_cast<double>(t.val_idx.numel()),
-                           static_cast<double>(t.test_idx.numel())};
+  std::vector<double> v;
+  if (m_eval_batches) {
+    v = evaluate_sampled();
+  } else {
+    const Tensor<float>& logits = evaluation_logits();
+    auto correct = [&](const Tensor<NodeId>& rows) {
+      return rows.numel() == 0 ? 0.0
+                               : static_cast<double>(kernels::count_correct(
+                                     m_res, logits.view(), t.labels.span(), rows.span()));
+    };
+    v = {correct(t.train_idx),
+         correct(t.val_idx),
+         correct(t.test_idx),
+         t.val_idx.numel() == 0 ? 0.0
+                                : static_cast<double>(kernels::log_softmax_nll(
+                                      m_res, logits.view(), t.labels.span(), t.val_idx.span(), 1)),
+         static_cast<double>(t.val_idx.numel()),
+         static_cast<double>(t.test_idx.numel())};
+  }
   m_shard.comm->allreduce(kernels::Span<double>(v.data(), 6), ReduceOp::Sum);
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   const double nan = std::numeric_limits<double>::quiet_NaN();
