@@ -1,11 +1,14 @@
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +21,78 @@
 #include <halo/kernels/error.hpp>
 
 namespace halo::kernels {
+
+namespace {
+
+/// The file mappings alive (map_file), for the SIGBUS handler: a slot is free when begin is 0.
+/// Filled and cleared under a mutex; read by the handler without one (atomics, fixed storage).
+struct MappedRange {
+  std::atomic<std::uintptr_t> begin{0}, end{0};
+  char path[512] = {};
+};
+constexpr int kMaxRanges = 256;
+MappedRange g_ranges[kMaxRanges];
+std::atomic<int> g_handler_installed{0};
+
+void write_all(const char* text, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(STDERR_FILENO, text, n);
+    if (w <= 0) return;
+    text += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void on_sigbus(int sig, siginfo_t* info, void*) {
+  const auto at = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  for (const MappedRange& r : g_ranges) {
+    const std::uintptr_t b = r.begin.load(std::memory_order_acquire);
+    if (b == 0 || at < b || at >= r.end.load(std::memory_order_acquire)) continue;
+    constexpr char head[] = "halo: error: ";
+    constexpr char tail[] =
+        ": the file shrank while this run read it (truncated under the run?); stopping\n";
+    write_all(head, sizeof head - 1);
+    write_all(r.path, std::strlen(r.path));
+    write_all(tail, sizeof tail - 1);
+    ::_exit(1);
+  }
+  // Not a mapped file's page: the default action (a core dump, as without the handler).
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void add_range(const void* data, std::size_t bytes, const std::string& path) {
+  for (MappedRange& r : g_ranges) {
+    std::uintptr_t expected = 0;
+    // Claim the slot with a placeholder (1), then fill it and publish the real begin.
+    if (!r.begin.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+    const std::size_t n = std::min(path.size(), sizeof r.path - 1);
+    std::memcpy(r.path, path.data(), n);
+    r.path[n] = '\0';
+    r.end.store(reinterpret_cast<std::uintptr_t>(data) + bytes, std::memory_order_release);
+    r.begin.store(reinterpret_cast<std::uintptr_t>(data), std::memory_order_release);
+    return;
+  }
+  // More mappings than slots: this one is not named on SIGBUS (the default action applies).
+}
+
+void remove_range(const void* data) {
+  for (MappedRange& r : g_ranges) {
+    std::uintptr_t expected = reinterpret_cast<std::uintptr_t>(data);
+    if (r.begin.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) return;
+  }
+}
+
+}  // namespace
+
+void install_mapping_fault_handler() {
+  if (g_handler_installed.exchange(1) != 0) return;
+  struct sigaction sa {};
+  sa.sa_sigaction = on_sigbus;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGBUS, &sa, nullptr);
+}
 
 std::string out_of_host_memory(std::size_t bytes) {
   // std::bad_alloc names neither the size nor the memory.
@@ -106,6 +181,7 @@ Buffer Buffer::map_file(const std::string& path, std::size_t bytes) {
   b.m_bytes = bytes;
   b.m_fd = fd;
   b.m_path = path;
+  add_range(map, bytes, path);
   count_host(bytes);
   return b;
 }
@@ -152,6 +228,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 void Buffer::release() noexcept {
   if (m_data == nullptr) return;
   if (m_fd >= 0) {
+    remove_range(m_data);
     ::munmap(m_data, m_bytes);
     ::close(m_fd);
     g_host_bytes.fetch_sub(m_bytes, std::memory_order_relaxed);

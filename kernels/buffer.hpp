@@ -13,6 +13,12 @@ namespace halo::kernels {
 /// address-space limit when one is set (ulimit -v, a container's), and what would help.
 std::string out_of_host_memory(std::size_t bytes);
 
+/// Makes a SIGBUS on the page of a file mapping (Buffer::map_file) whose file was cut short
+/// under the process print one line naming the file ("halo: error: FILE: the file shrank ...")
+/// and exit with status 1, instead of a crash; a SIGBUS elsewhere keeps its default action.
+/// Call once at start-up (the halo tool does); idempotent.
+void install_mapping_fault_handler();
+
 /// The pages of a large CPU buffer. Auto: a buffer of 2 MiB or more gets transparent huge pages
 /// over its whole 2 MiB pages (the buffer is used whole: a feature matrix, a full-graph
 /// activation). Small: 4 KiB pages only, for a capacity that is filled partly (a mini-batch

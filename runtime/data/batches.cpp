@@ -235,9 +235,8 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
     }
   }
   m_batch_size = std::min(config.batch_size, num_train);
-  // Given seeds (inference) are every batch; training nodes as many as the config allows.
-  m_batches = m_fixed.empty() ? epoch_batches(config, num_train)
-                              : (num_train + m_batch_size - 1) / m_batch_size;
+  // As many batches as the config allows (given seeds too: an evaluation's sample).
+  m_batches = epoch_batches(config, num_train);
   const sampler::SamplerConfig sc{config.fanouts, config.replace, seed};
   const kernels::Resources& sampling = on_device && one_part ? res : m_producer_res;
   if (!one_part)

@@ -86,7 +86,8 @@ class FullGraphBatches final : public BatchSource {
 ///
 /// With `seeds` (partition ids of the whole graph, the same list on every rank, no repeats) the
 /// batches cut that list in its order, every epoch the same (inference on sampled
-/// neighbourhoods, runtime::Inference); the training nodes are then not used.
+/// neighbourhoods, runtime::Inference; node classification's --eval-fanouts), the first
+/// config.max_batches when > 0; the training nodes are then not used.
 class SampledBatches final : public BatchSource {
  public:
   SampledBatches(const kernels::Resources& res, const partition::Part& part, Comm& comm,

@@ -358,10 +358,15 @@ void FeatureStore::read_file_rows(const kernels::Resources& res, kernels::Span<c
   const std::vector<std::pair<NodeId, std::int64_t>>& w = want;
   const std::vector<std::int64_t>& r = runs;
   std::exception_ptr error;
-#pragma omp parallel num_threads(res.cpu_exec().num_threads) if (num_runs >= 64)
+  // Reads in flight: a disk serves random reads far faster at a queue depth of 16 than of 1
+  // (this machine's, fio 4 KiB: 26K IOPS at depth 1, 90K at 16), so the runs are read by
+  // kReadDepth threads whatever res's compute threads are; they wait on the disk, not compute.
+  constexpr int kReadDepth = 16;
+#pragma omp parallel num_threads(std::max(kReadDepth, res.cpu_exec().num_threads)) if (num_runs >= \
+                                                                                       64)
   {
     thread_local std::vector<char> buffer;  // one run's rows, per thread, grown once
-#pragma omp for schedule(dynamic, 16)
+#pragma omp for schedule(dynamic, 4)
     for (std::int64_t k = 0; k < num_runs; ++k) {
       const auto a = static_cast<std::size_t>(r[static_cast<std::size_t>(k)]);
       const auto b = static_cast<std::size_t>(r[static_cast<std::size_t>(k) + 1]);

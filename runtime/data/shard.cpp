@@ -1,11 +1,14 @@
 // Shards: the data a rank trains on (one process: the whole dataset as a one-part partition;
 // several ranks: each its part of a partition), homogeneous or heterogeneous.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <halo/datasets/preprocess.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/data/shard.hpp>
@@ -41,7 +44,18 @@ Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds) {
   // The dataset's identity for checkpoints: its name, structure, labels, splits and width.
   const partition::Part& p = s.part;
   std::uint64_t h = partition::fnv1a64(&s.num_features, sizeof s.num_features);
-  const auto mix = [&h](const auto& t) { h = partition::fnv1a64(t.data(), t.bytes(), h); };
+  // 64 MiB at a time, a mapped graph's pages dropped after each (a store's graph larger than
+  // memory must not become resident to be hashed); the same hash as one pass.
+  const datasets::MappedPageTrimmer trim(datasets::mapped_ranges(p.graph),
+                                         std::chrono::milliseconds(0));
+  const auto mix = [&](const auto& t) {
+    constexpr std::size_t kBlock = std::size_t{64} << 20;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(t.data());
+    for (std::size_t at = 0; at < t.bytes(); at += kBlock) {
+      h = partition::fnv1a64(bytes + at, std::min(kBlock, t.bytes() - at), h);
+      if (t.mapped()) trim.trim();
+    }
+  };
   mix(p.graph.indptr), mix(p.graph.indices), mix(p.labels);
   mix(p.train_idx), mix(p.val_idx), mix(p.test_idx);
   char hex[24];

@@ -158,6 +158,30 @@ TEST(Store, MappedPageTrimmerDropsTouchedPagesFromTheResidentSet) {
   EXPECT_THROW(in_memory.indices.storage().read_file(0, row, 4), LogicError);
 }
 
+// A mapped file cut short under the process (another program truncating a store in use): the
+// read of a page past the new end stops the process with one line naming the file and status 1
+// (install_mapping_fault_handler), not a crash; the pages before the end still read.
+TEST(StoreDeathTest, AMappedFileCutShortStopsTheProcessNamingIt) {
+  TempDir tmp;
+  const fs::path file = tmp.path() / "graph.indices.bin";
+  const std::size_t bytes = std::size_t{1} << 20;
+  {
+    const std::vector<char> zeros(bytes, 7);
+    std::ofstream(file, std::ios::binary).write(zeros.data(), static_cast<std::streamsize>(bytes));
+  }
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  EXPECT_EXIT(
+      {
+        kernels::install_mapping_fault_handler();
+        const kernels::Buffer b = kernels::Buffer::map_file(file.string(), bytes);
+        fs::resize_file(file, 4096);
+        const volatile char* p = static_cast<const char*>(b.data());
+        if (p[100] != 7) std::exit(3);         // before the new end: still the data
+        std::exit(p[bytes / 2] == 7 ? 4 : 5);  // past it: SIGBUS
+      },
+      ::testing::ExitedWithCode(1), "halo: error: .*graph.indices.bin: the file shrank");
+}
+
 TEST(Store, RoundTripsDenseAndWeightedCopiedOrMapped) {
   TempDir tmp;
   Dataset ds = tiny_dataset();

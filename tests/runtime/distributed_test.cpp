@@ -303,6 +303,31 @@ INSTANTIATE_TEST_SUITE_P(
              graph_name(info.param.directed) + (info.param.mini_batch ? "_minibatch" : "_full");
     });
 
+// --eval-fanouts across ranks: the scored nodes cut into the same batches, their neighbourhoods
+// drawn by original id as in one process, every rank scoring the seeds it owns; no full-graph
+// pass. The scores equal one process's (within float sums), on Cora and a directed Cora.
+TEST(DistributedMiniBatch, ASampledEvaluationEqualsOneProcess) {
+  for (const bool directed : {false, true}) {
+    SCOPED_TRACE(graph_name(directed));
+    TrainConfig config = test::config_for(nn::ModelKind::Sage, 3, 3);
+    config.mini_batch = test::batches(32, {10, 5}, 1);
+    config.mini_batch->eval_fanouts = {5, 3};
+    const TrainResult single = test::train_local(res(), graph(directed), config).result;
+    const SharedPartition shared(comm(), graph(directed), partition::Method::MetisKway,
+                                 "sampled-eval" + graph_name(directed));
+    const TrainResult run = train_partition(res(), shared, config).result;
+    ASSERT_EQ(run.history.size(), single.history.size());
+    for (std::size_t e = 0; e < single.history.size(); ++e)
+      for (const auto& [name, value] : single.history[e].metrics) {
+        SCOPED_TRACE(name);
+        EXPECT_NEAR(run.history[e].metrics.at(name), value,
+                    name == "val_loss" ? 1e-4 * std::abs(value) : 0.005);
+      }
+    EXPECT_EQ(run.evaluation_spill_bytes, 0);
+    EXPECT_GT(run.evaluation_bytes, 0u);
+  }
+}
+
 // Bytes per epoch from the partition's communication volume V (halo rows over all ranks): GCN
 // 1433 -> 16 -> 7 on Cora. Layer 1 (sparse input) transforms first and exchanges 16-wide rows
 // forward and, for its weight gradient, 16-wide gradient rows backward; layer 2 (16 -> 7)

@@ -310,7 +310,7 @@ TEST_F(DatasetsCli, AStoreLargerThanTheBudgetTrainsFromItsFile) {
                            "--epochs 2 --threads 2 --json ";
   Outcome r = run(args + (m_dir / "memory.json").string());
   ASSERT_EQ(r.code, 0) << r.err;
-  r = run(args + (m_dir / "file.json").string() + " --memory-budget 64KiB");
+  r = run(args + (m_dir / "file.json").string() + " --memory-budget 128KiB");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("hidden layers in a temporary file"), std::string::npos) << r.out;
   const auto memory = nlohmann::json::parse(read_file(m_dir / "memory.json"));
@@ -325,6 +325,18 @@ TEST_F(DatasetsCli, AStoreLargerThanTheBudgetTrainsFromItsFile) {
   r = run(args + (m_dir / "bad.json").string() + " --memory-budget plenty");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("--memory-budget"), std::string::npos) << r.err;
+  // Below the sampler's envelope (about 100 KiB here): one usage line with the least that
+  // works, before any training; that least then runs.
+  r = run(args + (m_dir / "small.json").string() + " --memory-budget 16KiB");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  const std::size_t at = r.err.find("at least ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--memory-budget 16384 bytes"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(m_dir / "small.json"));
+  const std::string least = r.err.substr(at + 9, r.err.find(' ', at + 9) - at - 9);
+  r = run(args + (m_dir / "least.json").string() + " --memory-budget " + least);
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 // A bare edge list (no labels, features or splits) is enough to prepare and partition.

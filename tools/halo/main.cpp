@@ -131,6 +131,8 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) then makes a write fail with EFBIG, reported and cleaned up
   // like a full disk, instead of killing the process with its temporary files left behind.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A mapped store file cut short under the run: one line naming it, exit 1 (not a crash).
+  halo::kernels::install_mapping_fault_handler();
   apply_runtime_defaults(argv);
   CLI::App app{"Halo: train graph neural networks on large graphs."};
   app.set_version_flag("--version", "halo " HALO_VERSION);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <halo/runtime/runtime.hpp>
+#include <halo/sampler/envelope.hpp>
 #include <halo/tools/halo/metrics_options.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/train_task.hpp>
@@ -40,6 +41,31 @@ class NodeRun final : public TaskRun {
     if (m_shard.part.all_train.numel() == 0)
       throw UsageError("dataset '" + m_shard.dataset +
                        "' has no training nodes (its train split is empty): nothing to train on");
+    if (m_config.mini_batch) fit_envelope(*m_config.mini_batch);
+  }
+  /// The sampler's envelope (and the evaluation's, --eval-fanouts), one per batch slot, within
+  /// --memory-budget: prefetch auto prepares nothing ahead where a second slot does not fit; a
+  /// budget below one slot, or an explicit --prefetch whose slots do not fit, is a usage error
+  /// that says the least budget that works.
+  void fit_envelope(runtime::MiniBatchConfig& mb) const {
+    const partition::Part& part = m_shard.part;
+    const sampler::DegreeStats stats{part.book().num_nodes(), part.training_edges, part.max_degree};
+    std::size_t slot = sampler::plan_envelope(stats, mb.batch_size, mb.fanouts, mb.replace).bytes();
+    if (!mb.eval_fanouts.empty())
+      slot += sampler::plan_envelope(stats, mb.batch_size, mb.eval_fanouts, mb.replace).bytes();
+    const std::size_t budget = m_config.memory_budget;
+    if (budget == 0) return;
+    const std::size_t slots =
+        1 + static_cast<std::size_t>(mb.prefetch == runtime::kAutoPrefetch ? 0 : mb.prefetch);
+    if (mb.prefetch == runtime::kAutoPrefetch && budget < 2 * slot) mb.prefetch = 0;
+    if (budget < slots * slot)
+      throw UsageError(
+          format("--memory-budget %zu bytes is below the sampler's envelope of this "
+                 "run: at least %zu bytes (%.1f MiB) for batch size %lld with %zu "
+                 "batch slot%s (--prefetch %d)",
+                 budget, slots * slot, static_cast<double>(slots * slot) / 1048576.0,
+                 static_cast<long long>(mb.batch_size), slots, slots > 1 ? "s" : "",
+                 static_cast<int>(slots) - 1));
   }
   runtime::Comm& comm() override { return *m_shard.comm; }
   runtime::TrainConfig& config() override { return m_config; }
@@ -82,9 +108,19 @@ class NodeRun final : public TaskRun {
             "remote rows: %.1f KB fetched per epoch, cache hit rate %.0f%%, %.3f ms not hidden\n",
             static_cast<double>(r.feature_bytes_per_epoch) / 1e3, r.cache_hit_rate * 100,
             r.batch_wait_s * 1e3);
+      else if (r.feature_bytes_per_epoch > 0)  // one process, rows read from the store's file
+        s += format(
+            "rows read from the store's file: %.1f MB per epoch, %.1f%% from the row "
+            "cache, %.3f s reading, batches waited %.3f s per epoch\n",
+            static_cast<double>(r.feature_bytes_per_epoch) / 1e6, r.cache_hit_rate * 100,
+            r.fetch_time_s, r.batch_wait_s);
       else  // one process: every row is its own, nothing is fetched
         s += format("batches waited %.3f ms for their inputs per epoch\n", r.batch_wait_s * 1e3);
-      if (r.evaluation_bytes > 0)
+      if (!m_config.mini_batch->eval_fanouts.empty())
+        s += format("evaluation: sampled, %.1f MB of sampler envelope, %.1f MB read\n",
+                    static_cast<double>(r.evaluation_bytes) / 1e6,
+                    static_cast<double>(r.evaluation_read_bytes) / 1e6);
+      else if (r.evaluation_bytes > 0)
         s += format("evaluation: layer-wise, %.1f MB of buffers%s\n",
                     static_cast<double>(r.evaluation_bytes) / 1e6,
                     r.evaluation_spill_bytes > 0

@@ -116,8 +116,8 @@ class NodeClassification final : public Task {
   /// Every owned node's logits in evaluation mode: layer-wise (LayerwiseInference) or the
   /// full-graph pass.
   const Tensor<float>& evaluation_logits();
-  /// The split sums of evaluate() (correct train, val, test; the validation loss's sum; val
-  /// and test rows) over sampled neighbourhoods (MiniBatchConfig::eval_fanouts).
+  /// The split sums of evaluate() (correct train, val, test; the validation loss's sum; train,
+  /// val and test rows scored) over sampled neighbourhoods (MiniBatchConfig::eval_fanouts).
   std::vector<double> evaluate_sampled();
   /// Original ids of the owned nodes on res's device (dropout keys), empty in one process.
   kernels::Span<const NodeId> dropout_keys() const { return m_targets->dropout_keys.span(); }
@@ -221,27 +221,33 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
     // Every buffer of a step sized for the envelope: no batch allocates.
     auto bounds = static_cast<const SampledBatches&>(*m_batches).layer_bounds();
     if (sampled_eval) {
-      // The training, validation and test nodes of every rank, in ascending partition id.
-      std::vector<NodeId> mine;
+      // The training, validation and test nodes of every rank in ascending original id (as
+      // partition ids): the same batches whatever the ranks, so the same draws as one process.
+      std::vector<NodeId> mine;  // (original id, partition id) pairs
       m_split_of.assign(static_cast<std::size_t>(part.num_owned()), 0);
+      const NodeId* original = part.ids.original_ids().data;
       std::int8_t code = 1;
       for (const Tensor<NodeId>* idx : {&part.train_idx, &part.val_idx, &part.test_idx}) {
         const std::vector<NodeId> rows = idx->to_vector(res);
         for (const NodeId r : rows) {
           m_split_of[static_cast<std::size_t>(r)] = code;
-          mine.push_back(part.ids.first_owned() + r);
+          mine.insert(mine.end(), {original[r], part.ids.first_owned() + r});
         }
         ++code;
       }
       std::vector<std::size_t> counts;
       const std::vector<std::byte> all =
           comm.allgatherv(mine.data(), mine.size() * sizeof(NodeId), counts);
-      std::vector<NodeId> seeds(all.size() / sizeof(NodeId));
-      std::memcpy(seeds.data(), all.data(), all.size());
-      std::sort(seeds.begin(), seeds.end());
+      std::vector<NodeId> flat(all.size() / sizeof(NodeId));
+      std::memcpy(flat.data(), all.data(), all.size());
+      std::vector<std::pair<NodeId, NodeId>> pairs(flat.size() / 2);
+      for (std::size_t i = 0; i < pairs.size(); ++i) pairs[i] = {flat[2 * i], flat[2 * i + 1]};
+      std::sort(pairs.begin(), pairs.end());
+      std::vector<NodeId> seeds(pairs.size());
+      for (std::size_t i = 0; i < pairs.size(); ++i) seeds[i] = pairs[i].second;
+      // (With max_batches, the evaluation too scores a sample: its first batches.)
       MiniBatchConfig eval = *config.mini_batch;
       eval.fanouts = eval.eval_fanouts;
-      eval.max_batches = 0;
       m_eval_batches = std::make_unique<SampledBatches>(
           res, part, comm, *m_features, m_targets->labels.span(), eval, graph, config.seed,
           /*input_dropout=*/0.f, std::move(seeds));
@@ -386,7 +392,7 @@ std::vector<double> NodeClassification::evaluate_sampled() {
   const std::int32_t* labels = part.labels.data();  // host
   const std::int64_t cols = m_config.model.num_classes;
   const nn::Context ctx{&m_res, /*training=*/false, m_config.seed, 0, 0};
-  std::vector<double> v(6, 0.0);
+  std::vector<double> v(7, 0.0);
   // The same draw at every evaluation (epoch 0 of the seeds' order).
   batches.begin_epoch(0, 0);
   for (std::int64_t b = 0; b < batches.batches_per_epoch(); ++b) {
@@ -401,13 +407,12 @@ std::vector<double> NodeClassification::evaluate_sampled() {
       const std::int64_t best = std::max_element(row, row + cols) - row;
       const int split = m_split_of[local];
       v[static_cast<std::size_t>(split - 1)] += best == label ? 1.0 : 0.0;
+      v[static_cast<std::size_t>(split + 3)] += 1;
       if (split == 2) {  // the validation loss: log-sum-exp minus the label's logit
         double sum = 0;
         for (std::int64_t c = 0; c < cols; ++c) sum += std::exp(double{row[c]} - row[best]);
         v[3] += double{row[best]} + std::log(sum) - row[label];
-        v[4] += 1;
       }
-      if (split == 3) v[5] += 1;
     }
   }
   EpochStats read;
@@ -435,16 +440,17 @@ Metrics NodeClassification::evaluate() {
          t.val_idx.numel() == 0 ? 0.0
                                 : static_cast<double>(kernels::log_softmax_nll(
                                       m_res, logits.view(), t.labels.span(), t.val_idx.span(), 1)),
+         static_cast<double>(t.train_idx.numel()),
          static_cast<double>(t.val_idx.numel()),
          static_cast<double>(t.test_idx.numel())};
   }
-  m_shard.comm->allreduce(kernels::Span<double>(v.data(), 6), ReduceOp::Sum);
+  m_shard.comm->allreduce(kernels::Span<double>(v.data(), 7), ReduceOp::Sum);
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  return {{"train_accuracy", ratio(v[0], static_cast<double>(t.num_train))},
-          {"val_loss", v[4] > 0 ? v[3] / v[4] : nan},
-          {"val_accuracy", v[4] > 0 ? v[1] / v[4] : nan},
-          {"test_accuracy", ratio(v[2], v[5])}};
+  return {{"train_accuracy", ratio(v[0], v[4])},
+          {"val_loss", v[5] > 0 ? v[3] / v[5] : nan},
+          {"val_accuracy", v[5] > 0 ? v[1] / v[5] : nan},
+          {"test_accuracy", ratio(v[2], v[6])}};
 }
 
 /// `config` with the model fields the network decides (a custom network has no ModelConfig;
