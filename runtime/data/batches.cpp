@@ -148,6 +148,7 @@ struct SampledBatches::Slot {
   FetchStats fetch;
   std::int64_t host_syncs = 0;
   double sample_s = 0, gather_s = 0, copy_s = 0;  // the epoch's preparation phases (profile)
+  std::int64_t sampled_edges = 0;                 // the blocks' entries this epoch
 };
 
 /// The producer thread of an epoch and its two channels (free slots, prepared slots).
@@ -325,6 +326,7 @@ void SampledBatches::begin_epoch(std::uint64_t epoch, std::int64_t first_batch) 
     s->fetch = {};
     s->host_syncs = 0;
     s->sample_s = s->gather_s = s->copy_s = 0;
+    s->sampled_edges = 0;
   }
   if (m_source) m_source->reset_bytes();
   // Every rank orders the whole graph's training nodes the same way, by a key of their
@@ -400,6 +402,7 @@ void SampledBatches::prepare(Slot& slot, std::int64_t b) {
   slot.graphs.clear();  // capacity kept: one entry per layer
   for (std::size_t l = 0; l < mb.blocks.size(); ++l) {
     sampler::Block block = mb.blocks[l];
+    slot.sampled_edges += block.csr.num_entries;
     if (m_sample_on_host) {  // the host sampler's block, copied to the device
       const std::int64_t edges = block.csr.num_entries;
       slot.indptr[l].reshape_within(block.num_dst() + 1, 1);
@@ -467,6 +470,11 @@ void SampledBatches::end_epoch(EpochStats& s) {
     s.profile.gather_s += slot->gather_s;
     s.profile.copy_s += slot->copy_s;
   }
+  // The edges sampled this epoch over all ranks (the graph's one relation).
+  std::int64_t edges = 0;
+  for (const auto& slot : m_slots) edges += slot->sampled_edges;
+  if (m_comm.size() > 1) m_comm.allreduce(kernels::Span<std::int64_t>(&edges, 1), ReduceOp::Sum);
+  s.sampled_edges = {edges};
   s.batch_wait_s += m_stats.batch_wait_s;
   if (m_source) s.sampling_bytes += m_source->bytes_sent();
   m_features.end_epoch(m_comm, m_epoch);

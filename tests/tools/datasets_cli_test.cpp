@@ -319,6 +319,11 @@ TEST_F(DatasetsCli, AStoreLargerThanTheBudgetTrainsFromItsFile) {
     EXPECT_EQ(file[key], memory[key]) << key;
   EXPECT_EQ(memory["feature_bytes_per_epoch"], 0);
   EXPECT_GT(file["feature_bytes_per_epoch"].get<std::int64_t>(), 0);
+  // The same blocks either way: at most batch x (5 + 5 x 5) entries per batch of 64 seeds.
+  EXPECT_EQ(file["sampled_edges_per_epoch"], memory["sampled_edges_per_epoch"]);
+  EXPECT_GT(file["sampled_edges_per_epoch"].get<std::int64_t>(), 0);
+  EXPECT_LE(file["sampled_edges_per_epoch"].get<std::int64_t>(),
+            file["batches_per_epoch"].get<std::int64_t>() * 64 * 30);
   EXPECT_GT(file["evaluation_spill_bytes"].get<std::int64_t>(), 0);
   EXPECT_LT(file["memory"]["features"].get<std::int64_t>(),
             memory["memory"]["features"].get<std::int64_t>());

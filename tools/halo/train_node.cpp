@@ -153,24 +153,29 @@ class NodeRun final : public TaskRun {
                         {"weight_decay", m_config.weight_decay}};
     if (m_o.mode == "mini-batch") {
       const runtime::MiniBatchConfig& mb = m_o.mb;
-      j.update({{"batch_size", mb.batch_size},
-                {"fanouts", mb.fanouts},
-                {"replace", mb.replace},
-                {"prefetch", r.prefetch},
-                {"cache_mb", mb.cache_mb},
-                {"cache_policy", m_o.cache_policy},
-                {"batches_per_epoch", r.batches_per_epoch},
-                {"sampler_envelope_bytes", r.sampler_envelope_bytes},
-                {"sampler_peak_bytes", r.sampler_peak_bytes},
-                {"evaluation_bytes", r.evaluation_bytes},
-                {"evaluation_spill_bytes", r.evaluation_spill_bytes},
-                {"evaluation_read_bytes", r.evaluation_read_bytes},
-                {"host_syncs_per_batch", r.host_syncs_per_batch},
-                {"sampling_bytes_per_epoch", r.sampling_bytes_per_epoch},
-                {"feature_bytes_per_epoch", r.feature_bytes_per_epoch},
-                {"cache_hit_rate", r.cache_hit_rate},
-                {"fetch_time_s", r.fetch_time_s},
-                {"batch_wait_s", r.batch_wait_s}});
+      j.update(
+          {{"batch_size", mb.batch_size},
+           {"fanouts", mb.fanouts},
+           {"replace", mb.replace},
+           {"prefetch", r.prefetch},
+           {"cache_mb", mb.cache_mb},
+           {"cache_policy", m_o.cache_policy},
+           {"batches_per_epoch", r.batches_per_epoch},
+           {"sampler_envelope_bytes", r.sampler_envelope_bytes},
+           {"sampler_peak_bytes", r.sampler_peak_bytes},
+           {"evaluation_bytes", r.evaluation_bytes},
+           {"evaluation_spill_bytes", r.evaluation_spill_bytes},
+           {"evaluation_read_bytes", r.evaluation_read_bytes},
+           // The last epoch's sampled block entries, over all ranks (mini-batch).
+           {"sampled_edges_per_epoch", r.history.empty() || r.history.back().sampled_edges.empty()
+                                           ? std::int64_t{0}
+                                           : r.history.back().sampled_edges.front()},
+           {"host_syncs_per_batch", r.host_syncs_per_batch},
+           {"sampling_bytes_per_epoch", r.sampling_bytes_per_epoch},
+           {"feature_bytes_per_epoch", r.feature_bytes_per_epoch},
+           {"cache_hit_rate", r.cache_hit_rate},
+           {"fetch_time_s", r.fetch_time_s},
+           {"batch_wait_s", r.batch_wait_s}});
     } else {
       j.update({{"overlap", !m_o.no_overlap},
                 {"exchange_bytes_per_epoch", r.exchange_bytes_per_epoch},
