@@ -186,6 +186,12 @@ Buffer Buffer::map_file(const std::string& path, std::size_t bytes) {
   return b;
 }
 
+void Buffer::advise_random() const {
+  if (m_fd < 0) return;
+  ::posix_fadvise(m_fd, 0, 0, POSIX_FADV_RANDOM);
+  ::madvise(m_data, m_bytes, MADV_RANDOM);
+}
+
 void Buffer::read_file(std::size_t offset, void* dst, std::size_t bytes) const {
   HALO_EXPECTS(m_fd >= 0 && offset <= m_bytes && bytes <= m_bytes - offset,
                "Buffer::read_file: not a mapping, or past its end");

@@ -49,6 +49,10 @@ class Buffer {
   static Buffer map_file(const std::string& path, std::size_t bytes);
   /// Whether the memory is a file mapping (map_file).
   bool mapped() const { return m_fd >= 0; }
+  /// A mapping read at random (rows of a store's features or graph): no read-ahead, neither for
+  /// read_file (POSIX_FADV_RANDOM on the file) nor for page faults (MADV_RANDOM), so the disk
+  /// reads the pages asked for, not 128 KiB windows around each. No-op when not mapped.
+  void advise_random() const;
   /// Copies `bytes` at byte `offset` of a mapping's file into `dst` with pread, mapping no page
   /// into this process: the way to read a large mapping at random. A page touched through the
   /// mapping is mapped with the whole page-cache folio around it (up to 2 MiB on kernels with

@@ -36,6 +36,9 @@ FeatureStore::FeatureStore(const kernels::Resources& res, partition::Part& part,
   if (res.device() == kernels::Device::Cpu) {
     const auto* dense = std::get_if<Tensor<float>>(&f);
     m_from_file = part.ids.identity() && dense != nullptr && dense->mapped();
+    // Rows are read at random: no read-ahead (it multiplied the disk's bytes about tenfold on
+    // R-MAT 26, bench/results/out_of_core.md).
+    if (m_from_file) dense->storage().advise_random();
     m_owned = std::move(f);
     return;
   }
