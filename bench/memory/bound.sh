@@ -13,7 +13,7 @@ halo="$build/tools/halo/halo"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
-for budget in 8GiB 1MiB; do
+for budget in 8GiB 16MiB; do  # 16 MiB: above the sampler's two slots, far below the data
   "$halo" train --dataset synthetic --synthetic-nodes "$nodes" --synthetic-features 128 \
     --model sage --layers 3 --hidden 64 --fanouts 10,5,5 --batch-size 512 --mode mini-batch \
     --epochs 1 --max-batches 20 --threads 2 --memory-budget "$budget" \
