@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <string>
 
 #include <halo/kernels/error.hpp>
@@ -52,6 +53,64 @@ SamplerEnvelope plan_envelope(const DegreeStats& stats, std::int64_t batch_size,
   for (const LayerEnvelope& l : e.layers) max_src = std::max(max_src, l.num_src);
   e.table_slots = detail::table_slots_for(max_src);
   detail::size_scratch(e);
+  return e;
+}
+
+SamplerEnvelope provision_envelope(const SamplerEnvelope& largest, const SamplerEnvelope& bound,
+                                   double margin) {
+  HALO_EXPECTS(largest.layers.size() == bound.layers.size(),
+               "provision_envelope: the envelopes have different layers");
+  HALO_EXPECTS(margin >= 0, "provision_envelope: negative margin");
+  const auto widen = [margin](std::int64_t measured, std::int64_t limit) {
+    const auto wide =
+        static_cast<std::int64_t>(std::ceil(static_cast<double>(measured) * (1 + margin)));
+    return std::min(limit, std::max(measured, wide));
+  };
+  SamplerEnvelope e;
+  e.batch_size = bound.batch_size;
+  e.layers.resize(bound.layers.size());
+  std::int64_t keys = 0;
+  for (std::size_t l = 0; l < bound.layers.size(); ++l) {
+    const LayerEnvelope& m = largest.layers[l];
+    const LayerEnvelope& b = bound.layers[l];
+    e.layers[l] = {widen(m.num_dst, b.num_dst), widen(m.num_edges, b.num_edges),
+                   widen(m.num_src, b.num_src)};
+    keys = std::max(keys, e.layers[l].num_dst + e.layers[l].num_edges);
+  }
+  e.table_slots =
+      std::min(bound.table_slots, std::max(largest.table_slots, detail::table_slots_for(keys)));
+  detail::size_scratch(e);
+  return e;
+}
+
+SamplerEnvelope max_envelope(const SamplerEnvelope& a, const SamplerEnvelope& b) {
+  if (a.layers.empty()) return b;
+  if (b.layers.empty()) return a;
+  HALO_EXPECTS(a.layers.size() == b.layers.size(),
+               "max_envelope: the envelopes have different layers");
+  std::vector<std::int64_t> x = envelope_words(a);
+  const std::vector<std::int64_t> y = envelope_words(b);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::max(x[i], y[i]);
+  return envelope_from_words(x);
+}
+
+std::vector<std::int64_t> envelope_words(const SamplerEnvelope& e) {
+  std::vector<std::int64_t> w{e.batch_size};
+  for (const LayerEnvelope& l : e.layers) w.insert(w.end(), {l.num_dst, l.num_edges, l.num_src});
+  w.insert(w.end(), {e.table_slots, e.scratch, e.scan_blocks});
+  return w;
+}
+
+SamplerEnvelope envelope_from_words(const std::vector<std::int64_t>& w) {
+  HALO_EXPECTS(w.size() >= 4 && (w.size() - 4) % 3 == 0, "envelope_from_words: not an envelope");
+  SamplerEnvelope e;
+  e.batch_size = w[0];
+  const std::size_t layers = (w.size() - 4) / 3;
+  for (std::size_t l = 0; l < layers; ++l)
+    e.layers.push_back({w[1 + 3 * l], w[2 + 3 * l], w[3 + 3 * l]});
+  e.table_slots = w[w.size() - 3];
+  e.scratch = w[w.size() - 2];
+  e.scan_blocks = w[w.size() - 1];
   return e;
 }
 

@@ -26,6 +26,23 @@ DegreeStats degree_stats(kernels::CsrView<kernels::NodeId, float> graph);
 SamplerEnvelope plan_envelope(const DegreeStats& stats, std::int64_t batch_size,
                               const std::vector<int>& fanouts, bool replace);
 
+/// The capacity to allocate for batches like those measured in `largest` (the field-wise
+/// maxima of their sizes, NeighborSampler::largest, several samplers' combined by
+/// max_envelope): every layer size times (1 + margin), rounded up, at most `bound`'s; the
+/// table for the layers' destinations + edges at load < 1/2 (at least the largest measured,
+/// at most the bound's); scratch and scan from the layers. halo::LogicError when the two
+/// envelopes have different layers or margin < 0.
+SamplerEnvelope provision_envelope(const SamplerEnvelope& largest, const SamplerEnvelope& bound,
+                                   double margin);
+
+/// The field-wise maximum of two envelopes of the same layers (an empty one is no envelope).
+SamplerEnvelope max_envelope(const SamplerEnvelope& a, const SamplerEnvelope& b);
+
+/// The fields as a flat list (batch_size, per layer num_dst, num_edges, num_src, then
+/// table_slots, scratch, scan_blocks), for reductions across ranks, and back.
+std::vector<std::int64_t> envelope_words(const SamplerEnvelope& e);
+SamplerEnvelope envelope_from_words(const std::vector<std::int64_t>& words);
+
 namespace detail {
 /// Entries per block of the sampler's CPU scans (kernels::inclusive_scan): large enough that the
 /// serial pass over block sums is negligible, small enough that 1M entries give every thread

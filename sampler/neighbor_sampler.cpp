@@ -90,7 +90,8 @@ std::uint64_t hop_key(std::uint64_t seed, std::uint64_t epoch, std::uint64_t bat
 }
 
 NeighborSampler::NeighborSampler(const kernels::Resources& res, const datasets::Graph& graph,
-                                 std::int64_t batch_size, SamplerConfig config)
+                                 std::int64_t batch_size, SamplerConfig config,
+                                 const SamplerEnvelope* capacity)
     : m_device(res.device()), m_config(std::move(config)) {
 #if !HALO_WITH_CUDA
   HALO_EXPECTS(
@@ -101,7 +102,7 @@ NeighborSampler::NeighborSampler(const kernels::Resources& res, const datasets::
   m_graph = graph.view();
   m_local = std::make_unique<LocalNeighbors>(m_graph);
   m_source = m_local.get();
-  allocate(res, m_local->stats(), batch_size);
+  allocate(res, m_local->stats(), batch_size, capacity);
   if (m_device == kernels::Device::Cpu) return;
   m_pipeline->graph = graph.copy_to(res, m_device);
   m_graph = m_pipeline->graph.view();
@@ -109,26 +110,35 @@ NeighborSampler::NeighborSampler(const kernels::Resources& res, const datasets::
 }
 
 NeighborSampler::NeighborSampler(const kernels::Resources& res, NeighborSource& source,
-                                 std::int64_t batch_size, SamplerConfig config)
+                                 std::int64_t batch_size, SamplerConfig config,
+                                 const SamplerEnvelope* capacity)
     : m_device(res.device()), m_source(&source), m_config(std::move(config)) {
   HALO_EXPECTS(m_device == kernels::Device::Cpu,
                "NeighborSampler: a sampler over a NeighborSource runs on the CPU");
-  allocate(res, source.stats(), batch_size);
+  allocate(res, source.stats(), batch_size, capacity);
 }
 
 void NeighborSampler::allocate(const kernels::Resources& res, const DegreeStats& stats,
-                               std::int64_t batch_size) {
+                               std::int64_t batch_size, const SamplerEnvelope* capacity) {
   HALO_EXPECTS(stats.num_nodes <= std::numeric_limits<NodeId>::max(),
                "NeighborSampler: too many nodes");
   HALO_EXPECTS(stats.max_degree <= std::numeric_limits<NodeId>::max(),
                "NeighborSampler: a row has 2^31 or more entries");
   m_num_nodes = stats.num_nodes;
-  m_envelope = plan_envelope(stats, batch_size, m_config.fanouts, m_config.replace);
-  for (const LayerEnvelope& l : m_envelope.layers) {
+  m_bound = plan_envelope(stats, batch_size, m_config.fanouts, m_config.replace);
+  for (const LayerEnvelope& l : m_bound.layers) {
     // Positions (destinations + edges) are stored as NodeId (see detail::FirstOccurrenceBody).
     HALO_EXPECTS(l.num_dst + l.num_edges <= std::numeric_limits<NodeId>::max(),
                  "NeighborSampler: a layer may sample 2^31 or more edges; use smaller batches");
   }
+  // A capacity within the bound (the CPU pipeline grows past it; the device's launches cover
+  // the envelope, so a device keeps the bound).
+  m_envelope = capacity && m_device == kernels::Device::Cpu
+                   ? provision_envelope(max_envelope(*capacity, {}), m_bound, 0)
+                   : m_bound;
+  m_largest = m_bound;
+  for (LayerEnvelope& l : m_largest.layers) l = {};
+  m_largest.batch_size = m_largest.table_slots = m_largest.scratch = m_largest.scan_blocks = 0;
   const kernels::Device dev = m_device;
   if (dev == kernels::Device::Cuda) {
     m_pipeline = std::make_unique<DevicePipeline>();
@@ -186,6 +196,8 @@ void NeighborSampler::init_pipeline(const kernels::Resources& res) {
 void detail::use_device_pipeline_on_host(const kernels::Resources& res, NeighborSampler& s) {
   HALO_EXPECTS(s.m_device == kernels::Device::Cpu && !s.m_pipeline && s.m_local,
                "use_device_pipeline_on_host: needs a CPU sampler over a graph");
+  HALO_EXPECTS(envelope_words(s.m_envelope) == envelope_words(s.m_bound),
+               "use_device_pipeline_on_host: the device pipeline needs the bound's buffers");
   s.m_pipeline = std::make_unique<NeighborSampler::DevicePipeline>();
   // The host scan's block sums must cover the bounds, which they do: scan_blocks is sized
   // from the largest layer bound.
@@ -231,19 +243,55 @@ const MiniBatch& NeighborSampler::sample(const kernels::Resources& res, Span<con
 
   m_used.batch_size = seeds.size;
   detail::size_scratch(m_used);  // m_used.table_slots: set by the hops
-  m_peak = std::max(m_peak, m_used.bytes());
+  record_used();
   HALO_ASSERT(m_peak <= envelope_bytes(), 1);
   return m_batch;
 }
 
+void NeighborSampler::record_used() {
+  m_peak = std::max(m_peak, m_used.bytes());
+  // The largest of every field, in place (max_envelope allocates).
+  for (std::size_t l = 0; l < m_used.layers.size(); ++l) {
+    LayerEnvelope& x = m_largest.layers[l];
+    const LayerEnvelope& y = m_used.layers[l];
+    x = {std::max(x.num_dst, y.num_dst), std::max(x.num_edges, y.num_edges),
+         std::max(x.num_src, y.num_src)};
+  }
+  m_largest.batch_size = std::max(m_largest.batch_size, m_used.batch_size);
+  m_largest.table_slots = std::max(m_largest.table_slots, m_used.table_slots);
+  m_largest.scratch = std::max(m_largest.scratch, m_used.scratch);
+  m_largest.scan_blocks = std::max(m_largest.scan_blocks, m_used.scan_blocks);
+}
+
+template <class T>
+std::int64_t NeighborSampler::grow(const kernels::Resources& res, kernels::Tensor<T>& t,
+                                   std::int64_t need, std::int64_t bound, std::int64_t keep) {
+  if (need <= t.numel()) return t.numel();
+  HALO_ASSERT(need <= bound, 1);
+  const std::int64_t size = std::min(bound, need + need / 4);
+  kernels::Tensor<T> bigger(res, m_device, size, 1, kernels::Pages::Small);
+  if (keep > 0) std::memcpy(bigger.data(), t.data(), static_cast<std::size_t>(keep) * sizeof(T));
+  t = std::move(bigger);
+  ++m_growths;
+  return size;
+}
+
 void NeighborSampler::sample_hop(const kernels::Resources& res, Span<const NodeId> dst,
                                  std::uint64_t hop_key, std::size_t l, bool check_distinct) {
-  const LayerEnvelope& bound = m_envelope.layers[l];
+  const LayerEnvelope& bound = m_bound.layers[l];
   LayerBuffers& buf = m_layers[l];
   const int fanout = m_config.fanouts[l];
   const bool replace = m_config.replace;
   const std::int64_t num_dst = dst.size;
-  HALO_ASSERT(num_dst <= bound.num_dst, 1);
+  LayerEnvelope& have = m_envelope.layers[l];
+  // A capacity below the bound grows here, before anything writes the buffer (dst is another
+  // layer's buffer, or the seeds).
+  const auto grow_scan = [&](std::int64_t n) {
+    m_envelope.scan_blocks =
+        grow(res, m_scan, kernels::scan_blocks(n, detail::kScanBlock), m_bound.scan_blocks);
+  };
+  have.num_dst = grow(res, buf.indptr, num_dst + 1, bound.num_dst + 1) - 1;
+  grow_scan(num_dst);
 
   // count -> scan -> fill
   std::int64_t* indptr = buf.indptr.data();
@@ -252,12 +300,21 @@ void NeighborSampler::sample_hop(const kernels::Resources& res, Span<const NodeI
   kernels::inclusive_scan(res, indptr + 1, num_dst, m_scan.data(), detail::kScanBlock);
   const std::int64_t num_edges = indptr[num_dst];
   HALO_ASSERT(num_edges <= bound.num_edges, 1);  // before anything writes the edges
+  have.num_edges = grow(res, buf.indices, num_edges, bound.num_edges);
+  grow_scan(num_edges);
+  m_envelope.scratch = grow(res, m_scratch, num_edges + 1, m_bound.scratch);
   NodeId* sampled = buf.indices.data();
   m_source->fill(res, dst, fanout, replace, hop_key, indptr, sampled);
 
   // unique + relabel: first positions in the table, first occurrences scanned into local ids
   const std::int64_t slots = detail::table_slots_for(std::min(m_num_nodes, num_dst + num_edges));
-  HALO_ASSERT(slots <= m_table.numel(), 1);
+  if (slots > m_table.numel()) {  // a larger table, empty (the capacity's was left empty)
+    HALO_ASSERT(slots <= m_bound.table_slots, 1);
+    m_table = kernels::Tensor<std::uint64_t>(res, m_device, slots);
+    std::fill_n(m_table.data(), m_table.numel(), detail::HashTable::kEmpty);
+    m_envelope.table_slots = slots;
+    ++m_growths;
+  }
   m_used.table_slots = std::max(m_used.table_slots, slots);
   const detail::HashTable table{m_table.data(), static_cast<std::uint64_t>(slots - 1)};
   run(res, num_dst + num_edges,
@@ -276,6 +333,9 @@ void NeighborSampler::sample_hop(const kernels::Resources& res, Span<const NodeI
   kernels::inclusive_scan(res, prefix + 1, num_edges, m_scan.data(), detail::kScanBlock);
   const std::int64_t num_src = num_dst + prefix[num_edges];
   HALO_ASSERT(num_src <= bound.num_src, 1);
+  have.num_src = grow(res, buf.src_ids, num_src, bound.num_src);
+  m_envelope.scratch = grow(res, m_scratch, num_src, m_bound.scratch, num_edges + 1);
+  prefix = m_scratch.data();
   NodeId* src_ids = buf.src_ids.data();
   run(res, num_dst + num_edges, detail::RelabelBody{dst, sampled, prefix, src_ids});
   run(res, num_src, detail::FindSlotBody{table, src_ids, m_scratch.data()});
@@ -376,7 +436,7 @@ void NeighborSampler::sample_device(const kernels::Resources& res, Span<const No
   m_used.table_slots = m_envelope.table_slots;
   detail::size_scratch(m_used);
   m_used.scan_blocks = m_envelope.scan_blocks;
-  m_peak = std::max(m_peak, m_used.bytes());
+  record_used();
   HALO_ASSERT(m_peak <= envelope_bytes(), 1);
 }
 

@@ -64,20 +64,25 @@ class NeighborSampler {
  public:
   /// Plans the envelope for batches of up to `batch_size` seeds from `graph` (a host CSR; row
   /// v lists the nodes messages to v come from). A CPU sampler borrows `graph`, which must
-  /// outlive it. With a CUDA `res` the sampler copies the graph to the device once and owns
-  /// that copy (`graph` is only read here), and allocates every buffer on the device,
-  /// stream-ordered on res's stream; synchronous. halo::LogicError when the graph is not on the
-  /// host, not square or not well formed, a row has 2^31 or more entries, the config is invalid
-  /// (see plan_envelope), or a layer's bound of destinations + edges reaches 2^31.
+  /// outlive it. With `capacity` (a measured envelope, see provision_envelope) a CPU sampler
+  /// allocates that, each size within the bound, and grows a buffer, between the phases of a
+  /// hop and before anything writes it, when a batch needs more (see growths()); without it,
+  /// or on CUDA, the buffers hold the bound and never grow. With a CUDA `res` the sampler copies
+  /// the graph to the device once and owns that copy (`graph` is only read here), and allocates
+  /// every buffer on the device, stream-ordered on res's stream; synchronous. halo::LogicError when
+  /// the graph is not on the host, not square or not well formed, a row has 2^31 or more entries,
+  /// the config is invalid (see plan_envelope), or a layer's bound of destinations + edges reaches
+  /// 2^31.
   NeighborSampler(const kernels::Resources& res, const datasets::Graph& graph,
-                  std::int64_t batch_size, SamplerConfig config);
+                  std::int64_t batch_size, SamplerConfig config,
+                  const SamplerEnvelope* capacity = nullptr);
   /// A CPU sampler whose hops read `source` (which must outlive it): the same count -> scan ->
   /// fill -> relabel pipeline and envelope (planned from source.stats()), the rows coming from
   /// wherever the source keeps them (another rank's, for runtime::RemoteNeighbors). When the
   /// source is collective, so is sample(). halo::LogicError on a CUDA `res` (the device
   /// pipeline reads a local graph) and as for the graph constructor.
   NeighborSampler(const kernels::Resources& res, NeighborSource& source, std::int64_t batch_size,
-                  SamplerConfig config);
+                  SamplerConfig config, const SamplerEnvelope* capacity = nullptr);
   ~NeighborSampler();
   NeighborSampler(NeighborSampler&&) noexcept;
   NeighborSampler& operator=(NeighborSampler&&) noexcept;
@@ -109,9 +114,18 @@ class NeighborSampler {
   /// The device the sampler runs on and keeps its buffers on.
   kernels::Device device() const { return m_device; }
 
+  /// The sizes of the buffers now: the capacity given to the constructor (clipped to the
+  /// bound), or the bound, and larger after a growth.
   const SamplerEnvelope& envelope() const { return m_envelope; }
-  /// Bytes the constructor allocated for the buffers (envelope().bytes()); a CUDA sampler also
-  /// holds the graph's device copy, a few size words and pinned staging, not counted here.
+  /// The bound of plan_envelope: no batch exceeds it.
+  const SamplerEnvelope& bound() const { return m_bound; }
+  /// The largest size of every buffer over the batches so far (each field its own maximum;
+  /// the table: the slots the CPU hops probed), all zero before the first batch.
+  const SamplerEnvelope& largest() const { return m_largest; }
+  /// Buffers grown because a batch exceeded the capacity (0 with the bound).
+  std::int64_t growths() const { return m_growths; }
+  /// Bytes of the buffers (envelope().bytes()); a CUDA sampler also holds the graph's device
+  /// copy, a few size words and pinned staging, not counted here.
   std::size_t envelope_bytes() const { return m_envelope.bytes(); }
   /// The most bytes any batch so far has used, measured as SamplerEnvelope::bytes() of that
   /// batch's actual sizes; 0 before the first batch. Never above envelope_bytes().
@@ -144,8 +158,18 @@ class NeighborSampler {
   void sample_hop_device(const kernels::Resources& res, const kernels::NodeId* dst,
                          std::uint64_t hop_key, std::size_t l);
 
-  /// Plans the envelope from `stats` and allocates every buffer (both constructors).
-  void allocate(const kernels::Resources& res, const DegreeStats& stats, std::int64_t batch_size);
+  /// Plans the envelope from `stats` and allocates every buffer (both constructors): the bound,
+  /// or `capacity` within it on the CPU.
+  void allocate(const kernels::Resources& res, const DegreeStats& stats, std::int64_t batch_size,
+                const SamplerEnvelope* capacity);
+  /// Adds this batch's sizes (m_used) to the peak and the largest.
+  void record_used();
+  /// Makes `t` (a buffer of the CPU pipeline) hold `need` elements, at most `bound`: when it
+  /// holds fewer, a buffer of need + need / 4 (within the bound) replaces it, with its first
+  /// `keep` elements copied. Returns its new size.
+  template <class T>
+  std::int64_t grow(const kernels::Resources& res, kernels::Tensor<T>& t, std::int64_t need,
+                    std::int64_t bound, std::int64_t keep = 0);
 
   kernels::Device m_device = kernels::Device::Cpu;
   /// The host graph of the graph constructor (the sampler's device copy on CUDA); empty with a
@@ -156,8 +180,11 @@ class NeighborSampler {
   std::unique_ptr<LocalNeighbors> m_local;
   NeighborSource* m_source = nullptr;
   SamplerConfig m_config;
-  SamplerEnvelope m_envelope;
-  SamplerEnvelope m_used;  // this batch's sizes; preallocated like everything else
+  SamplerEnvelope m_envelope;  // the buffers' sizes
+  SamplerEnvelope m_bound;     // plan_envelope's
+  SamplerEnvelope m_used;      // this batch's sizes; preallocated like everything else
+  SamplerEnvelope m_largest;   // the largest of every field over the batches
+  std::int64_t m_growths = 0;
   kernels::Tensor<kernels::NodeId> m_seeds;
   std::vector<LayerBuffers> m_layers;
   kernels::Tensor<std::uint64_t> m_table;

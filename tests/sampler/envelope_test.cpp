@@ -119,6 +119,87 @@ TEST(SamplerEnvelope, NothingIsAllocatedAfterTheFirstBatch) {
   }
 }
 
+TEST(SamplerEnvelope, ProvisionWidensTheMeasuredSizesWithinTheBound) {
+  const DegreeStats stats{100, 400, 20};
+  const SamplerEnvelope bound = plan_envelope(stats, 10, {5, 3}, false);  // layers as above
+  SamplerEnvelope largest = bound;
+  largest.layers[1] = {10, 24, 30};
+  largest.layers[0] = {30, 120, 90};
+  largest.table_slots = 128;
+  const SamplerEnvelope e = provision_envelope(largest, bound, 0.25);
+  EXPECT_EQ(sizes(e.layers[1]), (Sizes{10, 30, 38}));    // 12.5 -> 13 capped by 10; 30; 37.5
+  EXPECT_EQ(sizes(e.layers[0]), (Sizes{38, 150, 100}));  // 37.5; 150; 112.5 capped by 100
+  EXPECT_EQ(e.table_slots, 256);                         // 188 keys, capped by the bound's 256
+  EXPECT_EQ(e.scratch, 151);
+  EXPECT_LT(e.bytes(), bound.bytes());
+  // Margin 0 clips to the bound and keeps what was measured.
+  EXPECT_EQ(envelope_words(provision_envelope(bound, bound, 0)), envelope_words(bound));
+  EXPECT_EQ(envelope_words(envelope_from_words(envelope_words(e))), envelope_words(e));
+  EXPECT_EQ(sizes(max_envelope(e, largest).layers[0]), (Sizes{38, 150, 100}));
+  EXPECT_THROW(provision_envelope(largest, bound, -1), LogicError);
+  EXPECT_THROW(provision_envelope(largest, plan_envelope(stats, 10, {5}, false), 0), LogicError);
+}
+
+/// Sizes of every block of a batch.
+std::vector<Sizes> block_sizes(const MiniBatch& mb) {
+  std::vector<Sizes> v;
+  for (const Block& b : mb.blocks) v.push_back({b.num_dst(), b.csr.num_edges(), b.num_src()});
+  return v;
+}
+
+TEST(SamplerEnvelope, AMeasuredCapacityGrowsOnceAndGivesTheSameBlocks) {
+  const Graph g = rmat_graph(11, 3);
+  for (bool replace : {false, true}) {
+    const SamplerConfig c{{10, 5, 3}, replace, 1};
+    NeighborSampler bounded(cpu(), g, 64, c);
+    // Measure four batches, then provision them with no margin: later batches exceed it.
+    std::vector<std::vector<NodeId>> seeds;
+    for (std::uint64_t b = 0; b < 30; ++b) seeds.push_back(seeds_of(64, g.num_rows(), b));
+    NeighborSampler probe(cpu(), g, 64, c);
+    for (std::uint64_t b = 0; b < 4; ++b) probe.sample(cpu(), span(seeds[b]), 0, b);
+    const SamplerEnvelope measured = provision_envelope(probe.largest(), probe.bound(), 0);
+    for (std::size_t l = 0; l < measured.layers.size(); ++l)
+      EXPECT_LT(measured.layers[l].num_edges, bounded.envelope().layers[l].num_edges);
+    NeighborSampler tight(cpu(), g, 64, c, &measured);
+    EXPECT_EQ(envelope_words(tight.envelope()), envelope_words(measured));
+    EXPECT_EQ(envelope_words(tight.bound()), envelope_words(bounded.envelope()));
+    EXPECT_LT(tight.envelope_bytes(), bounded.envelope_bytes() / 2);
+    for (std::uint64_t b = 0; b < seeds.size(); ++b) {
+      const MiniBatch& want = bounded.sample(cpu(), span(seeds[b]), 0, b);
+      const MiniBatch& got = tight.sample(cpu(), span(seeds[b]), 0, b);
+      ASSERT_EQ(block_sizes(got), block_sizes(want)) << "batch " << b;
+      for (std::size_t l = 0; l < got.blocks.size(); ++l) {
+        const Block &x = got.blocks[l], &y = want.blocks[l];
+        ASSERT_TRUE(std::equal(x.csr.indptr, x.csr.indptr + x.num_dst() + 1, y.csr.indptr));
+        ASSERT_TRUE(std::equal(x.csr.indices, x.csr.indices + x.csr.num_edges(), y.csr.indices));
+        ASSERT_TRUE(std::equal(x.src_ids.data, x.src_ids.data + x.num_src(), y.src_ids.data));
+      }
+      ASSERT_LE(tight.peak_bytes(), tight.envelope_bytes());
+    }
+    // Grown, within the bound, and a quarter past what the batches needed: the first four
+    // batches fit (no growth then), the next ones grew a few buffers once.
+    EXPECT_GT(tight.growths(), 0);
+    EXPECT_LE(tight.envelope_bytes(), bounded.envelope_bytes());
+    EXPECT_EQ(envelope_words(tight.largest()), envelope_words(bounded.largest()));
+    const std::int64_t grown = tight.growths();
+    const std::int64_t before = allocation_count();
+    for (std::uint64_t b = 0; b < seeds.size(); ++b) tight.sample(cpu(), span(seeds[b]), 0, b);
+    EXPECT_EQ(tight.growths(), grown);  // the same batches again: nothing grows
+    EXPECT_EQ(allocation_count(), before);
+  }
+}
+
+TEST(SamplerEnvelope, TheDevicePipelineKeepsTheBound) {
+  const Graph g = rmat_graph(8, 3);
+  const SamplerConfig c{{4, 2}, false, 1};
+  NeighborSampler probe(cpu(), g, 16, c);
+  const std::vector<NodeId> seeds = seeds_of(16, g.num_rows(), 0);
+  probe.sample(cpu(), span(seeds), 0, 0);
+  const SamplerEnvelope measured = provision_envelope(probe.largest(), probe.bound(), 0);
+  NeighborSampler tight(cpu(), g, 16, c, &measured);
+  EXPECT_THROW(detail::use_device_pipeline_on_host(cpu(), tight), LogicError);
+}
+
 TEST(SamplerEnvelope, TheCounterSeesBufferAllocations) {
   const std::int64_t before = allocation_count();
   const kernels::Tensor<float> t(cpu(), Device::Cpu, 1000);
