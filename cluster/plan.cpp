@@ -825,9 +825,10 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                                                                       : config.mini_batch->prefetch;
   plan.prefetch = prefetch;
 
-  // Mini-batch: batches and the sampler's envelope (the sampler's own bound, from the whole
-  // graph's degree statistics, as the Trainer plans it) and expected block sizes.
-  sampler::SamplerEnvelope envelope;
+  // Mini-batch: batches, expected block sizes and the sampler's envelope (what the run
+  // measures: the largest blocks of its first batches with MiniBatchConfig::envelope_margin,
+  // within the sampler's bound from the whole graph's degree statistics; here the expected
+  // blocks with that margin on a device's CPU-sampled runs, the bound on a device).
   std::vector<Block> batch_blocks;  // a rank's
   double sampled_edges = 0;         // a rank's, a batch
   // --eval-fanouts: the evaluation's batches (training, validation and test nodes) and blocks.
@@ -840,10 +841,29 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     const std::int64_t all_batches =
         std::max<std::int64_t>(1, (g.num_train + mb.batch_size - 1) / mb.batch_size);
     plan.batches_per_epoch = std::max<std::int64_t>(1, runtime::epoch_batches(mb, g.num_train));
-    envelope = sampler::plan_envelope({g.num_nodes, g.training_edges, g.max_degree}, mb.batch_size,
-                                      mb.fanouts, mb.replace);
     const std::int64_t slots = 1 + prefetch;
-    plan.sampler_envelope_bytes = static_cast<std::int64_t>(envelope.bytes()) * slots;
+    // The envelope of blocks `blocks` under `fanouts`: measured on the host (the bound's on a
+    // device sampling one part).
+    const bool measured = !(cuda && ranks == 1);
+    // (SampledBatches' batches hold at most its seeds.)
+    const auto envelope_bytes = [&](const std::vector<int>& fanouts,
+                                    const std::vector<Block>& blocks, std::int64_t seeds) {
+      const sampler::SamplerEnvelope bound = sampler::plan_envelope(
+          {g.num_nodes, g.training_edges, g.max_degree},
+          std::max<std::int64_t>(1, std::min(mb.batch_size, seeds)), fanouts, mb.replace);
+      if (!measured) return static_cast<std::int64_t>(bound.bytes()) * slots;
+      sampler::SamplerEnvelope expected = bound;
+      std::int64_t keys = 0;
+      for (std::size_t l = 0; l < blocks.size(); ++l) {
+        const auto up = [](double x) { return static_cast<std::int64_t>(std::ceil(x)); };
+        expected.layers[l] = {up(blocks[l].dst), up(blocks[l].edges), up(blocks[l].src)};
+        keys = std::max(keys, expected.layers[l].num_dst + expected.layers[l].num_edges);
+      }
+      expected.table_slots = sampler::detail::table_slots_for(std::min(keys, g.num_nodes));
+      return static_cast<std::int64_t>(
+                 sampler::provision_envelope(expected, bound, mb.envelope_margin).bytes()) *
+             slots;
+    };
     // Expected sizes of a rank's blocks (every rank samples its 1/P of a batch's seeds): a
     // destination draws min(fanout, its degree) neighbours; the sources of a block are the
     // distinct ids among its destinations and draws (fewer seeds draw fewer repeats: a rank's
@@ -877,21 +897,17 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                              static_cast<double>(g.num_train) / all_batches) /
                         ranks,
                     batch_blocks, sampled_edges);
+    plan.sampler_envelope_bytes = envelope_bytes(mb.fanouts, batch_blocks, g.num_train);
     if (sampled_eval) {
       // Its own sampler and slots (SampledBatches over the scored nodes), full batches.
       const std::int64_t scored = g.num_train + g.num_val + g.num_test;
       eval_batches = std::max<std::int64_t>(1, (scored + mb.batch_size - 1) / mb.batch_size);
-      plan.sampler_envelope_bytes +=
-          static_cast<std::int64_t>(
-              sampler::plan_envelope({g.num_nodes, g.training_edges, g.max_degree}, mb.batch_size,
-                                     mb.eval_fanouts, mb.replace)
-                  .bytes()) *
-          slots;
       expected_blocks(mb.eval_fanouts,
                       std::min(static_cast<double>(mb.batch_size),
                                static_cast<double>(scored) / static_cast<double>(eval_batches)) /
                           ranks,
                       eval_blocks, eval_edges);
+      plan.sampler_envelope_bytes += envelope_bytes(mb.eval_fanouts, eval_blocks, scored);
     }
   }
 

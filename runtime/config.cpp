@@ -49,6 +49,8 @@ void check_config(const TrainConfig& c, int ranks) {
   for (const int k : mb.eval_fanouts)
     HALO_EXPECTS(k >= -1, "train: evaluation fan-outs must be -1 or >= 0");
   HALO_EXPECTS(mb.max_batches >= 0, "train: max_batches must be >= 0 (0: every batch)");
+  HALO_EXPECTS(std::isfinite(mb.envelope_margin) && mb.envelope_margin >= 0,
+               "train: the envelope margin must be a finite number >= 0");
   HALO_EXPECTS(mb.prefetch == kAutoPrefetch || (mb.prefetch >= 0 && mb.prefetch <= 16),
                "train: prefetch must be in [0, 16] or auto");
   HALO_EXPECTS(std::isfinite(mb.cache_mb) && mb.cache_mb >= 0,

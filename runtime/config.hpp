@@ -68,7 +68,15 @@ struct MiniBatchConfig {
   /// full-graph pass). For graphs whose hidden representations do not fit on disk (DGL's and
   /// PyG's ogbn-papers100M examples evaluate the same way).
   std::vector<int> eval_fanouts = {};
+  /// The sampler envelope's margin (homogeneous batches on the host): the largest blocks of
+  /// the first kProbeBatches batches of epoch 0, sampled before the run, times
+  /// 1 + envelope_margin, within the sampler's bound; a batch that needs more grows its slot's
+  /// buffers, once, a quarter past its need. A large margin gives the bound.
+  double envelope_margin = 0.25;
 };
+
+/// Batches sampled before the run to measure the envelope (MiniBatchConfig::envelope_margin).
+inline constexpr std::int64_t kProbeBatches = 16;
 
 /// Batches an epoch of `seeds` training nodes takes under `mb`: ceil(seeds / batch_size),
 /// at most mb.max_batches when that is set (the sampled batch sources, the heterogeneous task

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -23,6 +24,7 @@
 #include <halo/runtime/data/remote_neighbors.hpp>
 #include <halo/runtime/detail/timing.hpp>
 #include <halo/sampler/batch.hpp>
+#include <halo/sampler/envelope.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 
 namespace halo::runtime {
@@ -149,6 +151,7 @@ struct SampledBatches::Slot {
   std::int64_t host_syncs = 0;
   double sample_s = 0, gather_s = 0, copy_s = 0;  // the epoch's preparation phases (profile)
   std::int64_t sampled_edges = 0;                 // the blocks' entries this epoch
+  std::int64_t growths = 0;                       // the sampler's, when the buffers were sized
 };
 
 /// The producer thread of an epoch and its two channels (free slots, prepared slots).
@@ -238,15 +241,24 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
   m_batch_size = std::min(config.batch_size, num_train);
   // As many batches as the config allows (given seeds too: an evaluation's sample).
   m_batches = epoch_batches(config, num_train);
+  m_keys.resize(static_cast<std::size_t>(num_train));
+  m_order.resize(static_cast<std::size_t>(num_train));
+  m_mine.reserve(static_cast<std::size_t>(num_train));
+  m_mine_at.reserve(static_cast<std::size_t>(m_batches) + 1);
   const sampler::SamplerConfig sc{config.fanouts, config.replace, seed};
   const kernels::Resources& sampling = on_device && one_part ? res : m_producer_res;
   if (!one_part)
     m_source = std::make_unique<RemoteNeighbors>(part, m_producer_comm ? *m_producer_comm : comm);
   const kernels::Resources& batch_res = on_device ? res : m_producer_res;
+  // A device sampler keeps the bound (its launches cover the envelope); a host one holds what
+  // the run measures and grows if a batch ever needs more.
+  std::optional<sampler::SamplerEnvelope> capacity;
+  if (!(on_device && one_part)) capacity = measure_envelope(sampling, sc);
+  const sampler::SamplerEnvelope* cap = capacity ? &*capacity : nullptr;
   for (int i = 0; i <= m_prefetch; ++i) {
     auto slot = std::make_unique<Slot>(
-        Slot{one_part ? sampler::NeighborSampler(sampling, part.graph, m_batch_size, sc)
-                      : sampler::NeighborSampler(sampling, *m_source, m_batch_size, sc),
+        Slot{one_part ? sampler::NeighborSampler(sampling, part.graph, m_batch_size, sc, cap)
+                      : sampler::NeighborSampler(sampling, *m_source, m_batch_size, sc, cap),
              {},
              Tensor<std::int32_t>(batch_res, m_batch_size),
              {},
@@ -257,50 +269,92 @@ SampledBatches::SampledBatches(const kernels::Resources& res, const partition::P
              {},
              {},
              0});
-    if (i == 0) {
-      const sampler::SamplerEnvelope& e = slot->sampler.envelope();
-      if (m_source) m_source->reserve(e, config.fanouts, config.replace);
-      features.enable_batches(comm, e.layers.front().num_src,
-                              static_cast<std::int64_t>(config.cache_mb * 1024 * 1024),
-                              config.cache_policy);
-    }
-    slot->inputs = features.make_inputs(batch_res);
     if (m_sample_on_host)
       slot->label_stage = kernels::PinnedBuffer(res, static_cast<std::size_t>(m_batch_size) * 4);
-    for (const sampler::LayerEnvelope& l : slot->sampler.envelope().layers) {
-      if (m_sample_on_host) {
-        slot->indptr.emplace_back(res, l.num_dst + 1);
-        slot->indices.emplace_back(res, l.num_edges);
-      }
-      if (graph == nn::GraphPreparation::Symmetric || graph == nn::GraphPreparation::SelfLoops) {
-        const std::int64_t entries = l.num_edges + l.num_dst;
-        // SelfLoops: the structure only (the layer weighs the edges itself).
-        const std::int64_t values = graph == nn::GraphPreparation::Symmetric ? entries : 0;
-        slot->gcn.push_back({Tensor<std::int64_t>(batch_res, l.num_dst + 1),
-                             Tensor<NodeId>(batch_res, entries), Tensor<float>(batch_res, values),
-                             0, false});
-      }
-    }
+    size_slot(*slot);
     slot->graphs.reserve(config.fanouts.size());
     m_slots.push_back(std::move(slot));
   }
   std::vector<NodeId> iota(static_cast<std::size_t>(m_batch_size));
   std::iota(iota.begin(), iota.end(), NodeId{0});
   m_iota = Tensor<NodeId>::from_host(batch_res, iota);
-  m_keys.resize(static_cast<std::size_t>(num_train));
-  m_order.resize(static_cast<std::size_t>(num_train));
-  m_mine.reserve(static_cast<std::size_t>(num_train));
-  m_mine_at.reserve(static_cast<std::size_t>(m_batches) + 1);
   if (on_device && one_part) m_mine_d = Tensor<NodeId>(res, num_train);
 }
 
 SampledBatches::~SampledBatches() = default;
 
+sampler::SamplerEnvelope SampledBatches::measure_envelope(const kernels::Resources& sampling,
+                                                          const sampler::SamplerConfig& sc) {
+  // The probe holds the bound, of which the batches touch what they use (small pages).
+  sampler::NeighborSampler probe =
+      m_source ? sampler::NeighborSampler(sampling, *m_source, m_batch_size, sc)
+               : sampler::NeighborSampler(sampling, m_part.graph, m_batch_size, sc);
+  if (m_source) {  // buffers for the seeds' hop; they grow as the probe's hops need
+    sampler::SamplerEnvelope small = probe.bound();
+    for (sampler::LayerEnvelope& l : small.layers) l = {m_batch_size, 0, m_batch_size};
+    m_source->reserve(small, sc.fanouts, sc.replace);
+  }
+  order(0);
+  m_probe_batches = std::min(m_batches, kProbeBatches);
+  for (std::int64_t b = 0; b < m_probe_batches; ++b) {
+    const std::int64_t at = m_mine_at[static_cast<std::size_t>(b)];
+    probe.sample(sampling, {m_mine.data() + at, m_mine_at[static_cast<std::size_t>(b) + 1] - at}, 0,
+                 static_cast<std::uint64_t>(b));
+  }
+  std::vector<std::int64_t> words = sampler::envelope_words(probe.largest());
+  if (m_comm.size() > 1)
+    m_comm.allreduce(
+        kernels::Span<std::int64_t>(words.data(), static_cast<std::int64_t>(words.size())),
+        ReduceOp::Max);
+  return sampler::provision_envelope(sampler::envelope_from_words(words), probe.bound(),
+                                     m_config.envelope_margin);
+}
+
+void SampledBatches::size_slot(Slot& slot) {
+  const kernels::Resources& batch_res =
+      m_res.device() != kernels::Device::Cpu ? m_res : m_producer_res;
+  const sampler::SamplerEnvelope& e = slot.sampler.envelope();
+  slot.growths = slot.sampler.growths();
+  if (m_slots.empty() && slot.growths == 0) {  // the first slot: the source and the gathers
+    if (m_source) m_source->reserve(e, m_config.fanouts, m_config.replace);
+    m_features.enable_batches(m_comm, e.layers.front().num_src,
+                              static_cast<std::int64_t>(m_config.cache_mb * 1024 * 1024),
+                              m_config.cache_policy);
+  } else {
+    m_features.grow_batches(e.layers.front().num_src);
+  }
+  slot.inputs = m_features.make_inputs(batch_res);
+  slot.indptr.clear();
+  slot.indices.clear();
+  slot.gcn.clear();
+  for (const sampler::LayerEnvelope& l : e.layers) {
+    if (m_sample_on_host) {
+      slot.indptr.emplace_back(m_res, l.num_dst + 1);
+      slot.indices.emplace_back(m_res, l.num_edges);
+    }
+    if (m_graph == nn::GraphPreparation::Symmetric || m_graph == nn::GraphPreparation::SelfLoops) {
+      const std::int64_t entries = l.num_edges + l.num_dst;
+      // SelfLoops: the structure only (the layer weighs the edges itself).
+      const std::int64_t values = m_graph == nn::GraphPreparation::Symmetric ? entries : 0;
+      slot.gcn.push_back({Tensor<std::int64_t>(batch_res, l.num_dst + 1),
+                          Tensor<NodeId>(batch_res, entries), Tensor<float>(batch_res, values), 0,
+                          false});
+    }
+  }
+  const std::lock_guard<std::mutex> lock(m_bounds_mutex);
+  m_bounds.resize(e.layers.size());
+  for (std::size_t l = 0; l < e.layers.size(); ++l)
+    m_bounds[l] = {std::max(m_bounds[l].first, e.layers[l].num_src),
+                   std::max(m_bounds[l].second, e.layers[l].num_dst)};
+}
+
 std::vector<std::pair<std::int64_t, std::int64_t>> SampledBatches::layer_bounds() const {
-  std::vector<std::pair<std::int64_t, std::int64_t>> b;
-  for (const sampler::LayerEnvelope& l : m_slots.front()->sampler.envelope().layers)
-    b.emplace_back(l.num_src, l.num_dst);
-  return b;
+  const std::lock_guard<std::mutex> lock(m_bounds_mutex);
+  return m_bounds;
+}
+
+std::size_t SampledBatches::bound_bytes() const {
+  return m_slots.front()->sampler.bound().bytes() * m_slots.size();
 }
 
 std::size_t SampledBatches::envelope_bytes() const {
@@ -329,6 +383,14 @@ void SampledBatches::begin_epoch(std::uint64_t epoch, std::int64_t first_batch) 
     s->sampled_edges = 0;
   }
   if (m_source) m_source->reset_bytes();
+  order(epoch);
+  if (m_mine_d.numel() > 0)  // one upload of the epoch's seeds
+    kernels::copy_bytes(m_res, m_mine_d.data(), m_res.device(), m_mine.data(), kernels::Device::Cpu,
+                        m_mine.size() * sizeof(NodeId));
+  if (m_prefetch > 0) m_pipeline = std::make_unique<Pipeline>(*this, m_first, m_batches);
+}
+
+void SampledBatches::order(std::uint64_t epoch) {
   // Every rank orders the whole graph's training nodes the same way, by a key of their
   // original ids, and keeps its own.
   const std::uint64_t key = kernels::rng::key(
@@ -354,10 +416,6 @@ void SampledBatches::begin_epoch(std::uint64_t epoch, std::int64_t first_batch) 
     }
     m_mine_at.push_back(static_cast<std::int64_t>(m_mine.size()));
   }
-  if (m_mine_d.numel() > 0)  // one upload of the epoch's seeds
-    kernels::copy_bytes(m_res, m_mine_d.data(), m_res.device(), m_mine.data(), kernels::Device::Cpu,
-                        m_mine.size() * sizeof(NodeId));
-  if (m_prefetch > 0) m_pipeline = std::make_unique<Pipeline>(*this, m_first, m_batches);
 }
 
 void SampledBatches::prepare(Slot& slot, std::int64_t b) {
@@ -380,6 +438,10 @@ void SampledBatches::prepare(Slot& slot, std::int64_t b) {
       slot.sampler.sample(sampling, seeds, m_epoch, static_cast<std::uint64_t>(b),
                           device_seeds ? m_res.device() : kernels::Device::Cpu);
   slot.host_syncs += slot.sampler.host_syncs_last_batch();
+  if (slot.sampler.growths() != slot.growths) {  // past the measured envelope: once, rarely
+    size_slot(slot);
+    ++m_growths;
+  }
   lap(slot.sample_s);
   const std::uint64_t dropout_key = m_epoch << 32 | static_cast<std::uint64_t>(b);
   const sampler::GatherDropout dropout{{m_seed, dropout_key, nn::kInputDropoutLayer, 0, {}},

@@ -2,8 +2,10 @@
 // Batch sources: what each training step of an epoch computes on. The full graph (one batch an
 // epoch) or sampled blocks, prepared ahead by a producer thread.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <utility>
 #include <vector>
@@ -15,6 +17,7 @@
 #include <halo/runtime/comm/comm.hpp>
 #include <halo/runtime/config.hpp>
 #include <halo/runtime/engine/results.hpp>
+#include <halo/sampler/sampler_types.hpp>
 
 namespace halo::runtime {
 
@@ -105,12 +108,21 @@ class SampledBatches final : public BatchSource {
   const Batch& next() override;
   void end_epoch(EpochStats& s) override;
 
-  /// (sources, destinations) bounds of every layer's block, input layer first: what the model
-  /// reserves its buffers for (nn::Model::reserve).
+  /// (sources, destinations) of every layer's block, input layer first, as the slots' buffers
+  /// hold them now: what the model reserves its buffers for (nn::Model::reserve). Larger after
+  /// a growth (growths()). Thread-safe.
   std::vector<std::pair<std::int64_t, std::int64_t>> layer_bounds() const;
-  /// Bytes every sampler allocated up front, summed; the most one batch used.
+  /// Times a slot's buffers grew because a batch exceeded the measured envelope (the caller
+  /// reserves again for layer_bounds()). Thread-safe.
+  std::int64_t growths() const { return m_growths.load(); }
+  /// Batches sampled before the first to measure the envelope (0: the bound, a device's).
+  std::int64_t probe_batches() const { return m_probe_batches; }
+  /// Bytes every sampler's buffers hold, summed (after growths); the most one batch used.
   std::size_t envelope_bytes() const;
   std::size_t peak_bytes() const;
+  /// Bytes of the sampler's bound (plan_envelope) for as many slots: what an unmeasured
+  /// envelope would hold.
+  std::size_t bound_bytes() const;
   /// Batches the producer thread prepares ahead, as applied (0: none, on the training thread).
   int prefetch() const { return m_prefetch; }
 
@@ -118,6 +130,16 @@ class SampledBatches final : public BatchSource {
   struct Slot;
   class Pipeline;
   void prepare(Slot& slot, std::int64_t batch);
+  /// This rank's seeds of every batch of `epoch` (m_mine, m_mine_at), on the host.
+  void order(std::uint64_t epoch);
+  /// The envelope the run measures (CPU sampling): the largest blocks of the first
+  /// kProbeBatches batches of epoch 0, the field-wise maximum over the ranks, widened by
+  /// config.envelope_margin within the bound. Collective with several ranks.
+  sampler::SamplerEnvelope measure_envelope(const kernels::Resources& sampling,
+                                            const sampler::SamplerConfig& sc);
+  /// Sizes the slot's buffers that follow its sampler's envelope (gathered rows, GCN blocks,
+  /// device copies), and m_bounds.
+  void size_slot(Slot& slot);
 
   const kernels::Resources& m_res;
   int m_prefetch = 0;                       // MiniBatchConfig::prefetch as applied
@@ -150,6 +172,10 @@ class SampledBatches final : public BatchSource {
   kernels::Tensor<kernels::NodeId> m_mine_d;  // the same on a device (one part)
   kernels::Tensor<kernels::NodeId> m_iota;    // 0 .. batch size - 1: the loss rows
   EpochStats m_stats;                         // the epoch's preparation counters
+  std::int64_t m_probe_batches = 0;
+  std::atomic<std::int64_t> m_growths{0};
+  mutable std::mutex m_bounds_mutex;  // m_bounds: the producer grows, the trainer reads
+  std::vector<std::pair<std::int64_t, std::int64_t>> m_bounds;
 };
 
 }  // namespace halo::runtime

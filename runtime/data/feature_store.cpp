@@ -51,9 +51,8 @@ FeatureStore::FeatureStore(const kernels::Resources& res, partition::Part& part,
 
 void FeatureStore::enable_batches(Comm& comm, std::int64_t max_rows, std::int64_t cache_bytes,
                                   CachePolicy policy) {
-  m_max_rows = max_rows;
-  if (const auto* sparse = std::get_if<SparseFeatures>(m_host_copy ? &m_owned_host : &m_owned))
-    m_max_entries = sampler::max_entries(*sparse, max_rows);
+  grow_batches(max_rows);
+  max_rows = m_max_rows;
   if (m_part.ids.identity()) {
     HALO_EXPECTS(cache_bytes == 0, "feature store: one part has no remote rows to cache");
     return;
@@ -80,6 +79,13 @@ void FeatureStore::enable_batches(Comm& comm, std::int64_t max_rows, std::int64_
   } else {
     m_access.assign(static_cast<std::size_t>(m_part.num_halo()), 0);
   }
+}
+
+void FeatureStore::grow_batches(std::int64_t max_rows) {
+  if (max_rows <= m_max_rows && m_max_rows > 0) return;
+  m_max_rows = std::max(m_max_rows, max_rows);
+  if (const auto* sparse = std::get_if<SparseFeatures>(m_host_copy ? &m_owned_host : &m_owned))
+    m_max_entries = sampler::max_entries(*sparse, m_max_rows);
 }
 
 BatchInputs FeatureStore::make_inputs(const kernels::Resources& res) const {

@@ -54,10 +54,13 @@ class FeatureStore {
   const kernels::FeatureMatrix<float>& owned() const { return m_owned; }
   std::int64_t num_features() const { return kernels::num_cols(m_owned); }
 
-  /// Prepares batch gathers of at most `max_rows` rows (collective when the cache is filled by
-  /// degree). `cache_bytes` > 0 needs several ranks.
+  /// Prepares batch gathers of at most `max_rows` rows, or the bound already set when larger
+  /// (collective when the cache is filled by degree). `cache_bytes` > 0 needs several ranks.
   void enable_batches(Comm& comm, std::int64_t max_rows, std::int64_t cache_bytes,
                       CachePolicy policy);
+  /// Raises the batch bound to `max_rows` (a sampler's envelope grew; make_inputs again): the
+  /// exchange buffers grow as gathers need. Never lowers it.
+  void grow_batches(std::int64_t max_rows);
   /// Buffers for one batch in flight (one per pipeline slot), on res's device.
   BatchInputs make_inputs(const kernels::Resources& res) const;
   /// Gathers `nodes` (partition ids; on res's device with one part, on the host otherwise)

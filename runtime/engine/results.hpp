@@ -79,8 +79,13 @@ struct TrainResult {
   /// Mini-batch runs.
   std::int64_t batches_per_epoch = 0;
   int prefetch = 0;  // batches prepared ahead, as applied (--prefetch auto resolved; 0 on a device)
-  std::size_t sampler_envelope_bytes = 0;  // allocated once, every pipeline slot
-  std::size_t sampler_peak_bytes = 0;      // the most one batch used
+  /// The sampler's buffers, every pipeline slot: the envelope measured by the first batches
+  /// (kProbeBatches, with MiniBatchConfig::envelope_margin), after any growth; the most one
+  /// batch used; the bound the envelope would be unmeasured; growths past the measured one.
+  std::size_t sampler_envelope_bytes = 0;
+  std::size_t sampler_peak_bytes = 0;
+  std::size_t sampler_bound_bytes = 0;
+  std::int64_t sampler_growths = 0;
   double host_syncs_per_batch = 0;
   /// The evaluation's layer-wise inference (one process): its buffers at their peak (hidden
   /// representations in memory, or the logits when they went to a file, and one chunk's), and

@@ -59,6 +59,45 @@ TEST(MiniBatchTraining, PrefetchAndThreadsDoNotChangeTheRun) {
   }
 }
 
+// The sampler's envelope is measured: the largest blocks of the first batches with a margin,
+// below the sampler's bound; with no margin later batches (other epochs' draws, the sampled
+// evaluation's later batches) exceed it and grow the slots' buffers. Every margin gives the
+// run of the bound (a margin past it), bit for bit, for SAGE and GCN (whose blocks get
+// self-loops in buffers of their own), with and without the producer thread.
+TEST(MiniBatchTraining, AMeasuredEnvelopeGivesTheRunOfTheBound) {
+  const kernels::Resources res(kernels::Device::Cpu, 1);
+  for (const auto& [kind, prefetch] :
+       {std::pair{nn::ModelKind::Sage, 1}, std::pair{nn::ModelKind::Gcn, 0}}) {
+    SCOPED_TRACE(nn::to_string(kind) + " prefetch " + std::to_string(prefetch));
+    MiniBatchConfig mb = batches(40, {5, 3}, prefetch);
+    mb.eval_fanouts = {4, 4};
+    std::vector<double> reference;
+    for (const double margin : {1e9, 0.25, 0.0}) {
+      SCOPED_TRACE(::testing::Message() << "margin " << margin);
+      mb.envelope_margin = margin;
+      const TrainResult r = train(res, cora(), config_for(kind, 4, 5), mb);
+      std::vector<double> run;
+      for (const EpochStats& s : r.history)
+        run.insert(run.end(), {s.train_loss, s.metrics.at("val_loss"), s.metrics.at("val_accuracy"),
+                               s.metrics.at("test_accuracy")});
+      if (reference.empty()) {
+        reference = run;
+        EXPECT_EQ(r.sampler_envelope_bytes, r.sampler_bound_bytes);
+      } else {
+        EXPECT_LT(r.sampler_envelope_bytes, r.sampler_bound_bytes);
+      }
+      EXPECT_EQ(run, reference);
+      EXPECT_GT(r.sampler_peak_bytes, 0u);
+      EXPECT_LE(r.sampler_peak_bytes * static_cast<std::size_t>(prefetch + 1),
+                r.sampler_envelope_bytes);
+      if (margin == 0)
+        EXPECT_GT(r.sampler_growths, 0);
+      else
+        EXPECT_EQ(r.sampler_growths, 0);
+    }
+  }
+}
+
 // One process evaluates a mini-batch run layer by layer; a budget below the data and the
 // evaluation's hidden representations moves those to a file: the run's losses, accuracies and
 // kept epoch stay the same, bit for bit.

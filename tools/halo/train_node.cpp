@@ -100,9 +100,14 @@ class NodeRun final : public TaskRun {
         r.best_epoch, r.metrics.at("val_accuracy"), r.metrics.at("test_accuracy"),
         r.epoch_time_median_s * 1e3, r.train_time_s);
     if (m_o.mode == "mini-batch") {
-      s += format("sampler: envelope %.1f MB allocated once, peak batch %.1f MB; ",
-                  static_cast<double>(r.sampler_envelope_bytes) / 1e6,
-                  static_cast<double>(r.sampler_peak_bytes) / 1e6);
+      s += format(
+          "sampler: envelope %.1f MB measured (bound %.1f MB), peak batch %.1f MB%s; ",
+          static_cast<double>(r.sampler_envelope_bytes) / 1e6,
+          static_cast<double>(r.sampler_bound_bytes) / 1e6,
+          static_cast<double>(r.sampler_peak_bytes) / 1e6,
+          r.sampler_growths > 0
+              ? format(", grown %lld times", static_cast<long long>(r.sampler_growths)).c_str()
+              : "");
       if (r.world_size > 1)
         s += format(
             "remote rows: %.1f KB fetched per epoch, cache hit rate %.0f%%, %.3f ms not hidden\n",
@@ -163,6 +168,9 @@ class NodeRun final : public TaskRun {
            {"batches_per_epoch", r.batches_per_epoch},
            {"sampler_envelope_bytes", r.sampler_envelope_bytes},
            {"sampler_peak_bytes", r.sampler_peak_bytes},
+           {"sampler_bound_bytes", r.sampler_bound_bytes},
+           {"sampler_growths", r.sampler_growths},
+           {"eval_fanouts", mb.eval_fanouts},
            {"evaluation_bytes", r.evaluation_bytes},
            {"evaluation_spill_bytes", r.evaluation_spill_bytes},
            {"evaluation_read_bytes", r.evaluation_read_bytes},

@@ -83,6 +83,8 @@ class NodeClassification final : public Task {
       result.prefetch = sampled->prefetch();
       result.sampler_envelope_bytes = sampled->envelope_bytes();
       result.sampler_peak_bytes = sampled->peak_bytes();
+      result.sampler_bound_bytes = sampled->bound_bytes();
+      result.sampler_growths = sampled->growths();
     }
     if (m_eval_batches) {
       result.evaluation_bytes = m_eval_batches->envelope_bytes();
@@ -119,6 +121,16 @@ class NodeClassification final : public Task {
   /// The split sums of evaluate() (correct train, val, test; the validation loss's sum; train,
   /// val and test rows scored) over sampled neighbourhoods (MiniBatchConfig::eval_fanouts).
   std::vector<double> evaluate_sampled();
+  /// Sizes the model's buffers (and the loss gradient's) for the largest blocks the batch
+  /// sources hold (training and, with --eval-fanouts, evaluation), and notes their growths:
+  /// called again when a batch grew a source's buffers (past the measured envelope).
+  void reserve_model();
+  /// Whether a batch source grew since reserve_model.
+  bool sources_grew() const { return sampled_growths() != m_reserved_growths; }
+  std::int64_t sampled_growths() const {
+    const auto* sampled = dynamic_cast<const SampledBatches*>(m_batches.get());
+    return (sampled ? sampled->growths() : 0) + (m_eval_batches ? m_eval_batches->growths() : 0);
+  }
   /// Original ids of the owned nodes on res's device (dropout keys), empty in one process.
   kernels::Span<const NodeId> dropout_keys() const { return m_targets->dropout_keys.span(); }
 
@@ -151,6 +163,7 @@ class NodeClassification final : public Task {
   Tensor<float> m_grad_flat;  // the gradient all-reduce's flat buffer
   std::vector<float> m_grad_host;
   double m_preprocess_s = 0;
+  std::int64_t m_reserved_growths = 0;  // sampled_growths() at the last reserve_model
 };
 
 NodeClassification::NodeClassification(const kernels::Resources& res, Shard& shard,
@@ -218,8 +231,7 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
                                                  m_targets->labels.span(), *config.mini_batch,
                                                  graph, config.seed, model.input_dropout());
     if (res.device() != kernels::Device::Cpu) m_targets->loss_total = Tensor<float>(res, 1);
-    // Every buffer of a step sized for the envelope: no batch allocates.
-    auto bounds = static_cast<const SampledBatches&>(*m_batches).layer_bounds();
+    // Every buffer of a step sized for the envelope (reserve_model): no batch allocates.
     if (sampled_eval) {
       // The training, validation and test nodes of every rank in ascending original id (as
       // partition ids): the same batches whatever the ranks, so the same draws as one process.
@@ -251,19 +263,27 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
       m_eval_batches = std::make_unique<SampledBatches>(
           res, part, comm, *m_features, m_targets->labels.span(), eval, graph, config.seed,
           /*input_dropout=*/0.f, std::move(seeds));
-      const auto eval_bounds = m_eval_batches->layer_bounds();
-      for (std::size_t l = 0; l < bounds.size(); ++l)
-        bounds[l] = {std::max(bounds[l].first, eval_bounds[l].first),
-                     std::max(bounds[l].second, eval_bounds[l].second)};
     }
-    model.reserve(res, bounds, m_features->max_input_entries());
-    kernels::reserve(res, m_dlogits, bounds.back().second * m_config.model.num_classes);
+    reserve_model();
   } else {
     m_batches = std::make_unique<FullGraphBatches>(
         m_graph->adjacency(dropout_keys()), m_features->owned(), m_targets->labels.span(),
         m_targets->train_idx.span(), m_targets->num_train);
   }
   m_preprocess_s = seconds_since(start);
+}
+
+void NodeClassification::reserve_model() {
+  auto bounds = static_cast<const SampledBatches&>(*m_batches).layer_bounds();
+  if (m_eval_batches) {
+    const auto eval_bounds = m_eval_batches->layer_bounds();
+    for (std::size_t l = 0; l < bounds.size(); ++l)
+      bounds[l] = {std::max(bounds[l].first, eval_bounds[l].first),
+                   std::max(bounds[l].second, eval_bounds[l].second)};
+  }
+  m_model.reserve(m_res, bounds, m_features->max_input_entries());
+  kernels::reserve(m_res, m_dlogits, bounds.back().second * m_config.model.num_classes);
+  m_reserved_growths = sampled_growths();
 }
 
 CheckpointIdentity NodeClassification::identity() const {
@@ -303,6 +323,7 @@ bool NodeClassification::train_epoch(std::uint64_t epoch, EpochStats& s,
   for (std::int64_t b = at.step; b < batches && !stopped; ++b) {
     clock.mark();
     const Batch& batch = m_batches->next();
+    if (sources_grew()) reserve_model();
     lap(&EpochProfile::wait_s);
     const nn::Context ctx{&m_res, /*training=*/true,  m_config.seed, batch.dropout_key,
                           0,      batch.input_dropped};
@@ -397,6 +418,7 @@ std::vector<double> NodeClassification::evaluate_sampled() {
   batches.begin_epoch(0, 0);
   for (std::int64_t b = 0; b < batches.batches_per_epoch(); ++b) {
     const Batch& batch = batches.next();
+    if (sources_grew()) reserve_model();
     const kernels::Span<const NodeId> mine = batches.seeds_of(b);
     const std::vector<float> logits = m_model.forward(ctx, batch.graphs, *batch.x).to_vector(m_res);
     for (std::int64_t i = 0; i < mine.size; ++i) {
