@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -29,6 +31,10 @@ namespace {
 struct MappedRange {
   std::atomic<std::uintptr_t> begin{0}, end{0};
   char path[512] = {};
+  // The mapped file as opened (check_mapped_files): its identity and the bytes mapped.
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::uint64_t bytes = 0;
 };
 constexpr int kMaxRanges = 256;
 MappedRange g_ranges[kMaxRanges];
@@ -61,7 +67,13 @@ void on_sigbus(int sig, siginfo_t* info, void*) {
   ::raise(sig);
 }
 
-void add_range(const void* data, std::size_t bytes, const std::string& path) {
+/// Serialises add_range, remove_range and check_mapped_files (the SIGBUS handler reads the
+/// slots without it).
+std::mutex g_ranges_mutex;
+
+void add_range(const void* data, std::size_t bytes, const std::string& path,
+               const struct stat& st) {
+  const std::lock_guard<std::mutex> lock(g_ranges_mutex);
   for (MappedRange& r : g_ranges) {
     std::uintptr_t expected = 0;
     // Claim the slot with a placeholder (1), then fill it and publish the real begin.
@@ -69,6 +81,9 @@ void add_range(const void* data, std::size_t bytes, const std::string& path) {
     const std::size_t n = std::min(path.size(), sizeof r.path - 1);
     std::memcpy(r.path, path.data(), n);
     r.path[n] = '\0';
+    r.dev = st.st_dev;
+    r.ino = st.st_ino;
+    r.bytes = bytes;
     r.end.store(reinterpret_cast<std::uintptr_t>(data) + bytes, std::memory_order_release);
     r.begin.store(reinterpret_cast<std::uintptr_t>(data), std::memory_order_release);
     return;
@@ -77,6 +92,7 @@ void add_range(const void* data, std::size_t bytes, const std::string& path) {
 }
 
 void remove_range(const void* data) {
+  const std::lock_guard<std::mutex> lock(g_ranges_mutex);
   for (MappedRange& r : g_ranges) {
     std::uintptr_t expected = reinterpret_cast<std::uintptr_t>(data);
     if (r.begin.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) return;
@@ -92,6 +108,32 @@ void install_mapping_fault_handler() {
   sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGBUS, &sa, nullptr);
+}
+
+void check_mapped_files() {
+  static std::atomic<std::int64_t> last_ms{-1000000};
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+  std::int64_t last = last_ms.load();
+  if (now - last < 200 || !last_ms.compare_exchange_strong(last, now)) return;
+  const std::lock_guard<std::mutex> lock(g_ranges_mutex);
+  for (const MappedRange& r : g_ranges) {
+    if (r.begin.load(std::memory_order_acquire) <= 1) continue;
+    const std::string path = r.path;
+    struct stat st {};
+    if (::stat(r.path, &st) != 0)
+      throw IoError(path + ": the file was removed or renamed during the run (" +
+                    std::strerror(errno) + "); stopping");
+    if (st.st_dev != r.dev || st.st_ino != r.ino)
+      throw IoError(path +
+                    ": the file was replaced during the run (its name now gives another file); "
+                    "stopping");
+    if (static_cast<std::uint64_t>(st.st_size) < r.bytes)
+      throw IoError(path + ": the file shrank while this run read it (" +
+                    std::to_string(st.st_size) + " bytes, " + std::to_string(r.bytes) +
+                    " mapped; truncated under the run?); stopping");
+  }
 }
 
 std::string out_of_host_memory(std::size_t bytes) {
@@ -181,7 +223,7 @@ Buffer Buffer::map_file(const std::string& path, std::size_t bytes) {
   b.m_bytes = bytes;
   b.m_fd = fd;
   b.m_path = path;
-  add_range(map, bytes, path);
+  add_range(map, bytes, path, st);
   count_host(bytes);
   return b;
 }

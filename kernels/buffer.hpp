@@ -19,6 +19,14 @@ std::string out_of_host_memory(std::size_t bytes);
 /// Call once at start-up (the halo tool does); idempotent.
 void install_mapping_fault_handler();
 
+/// Checks every file mapping alive (Buffer::map_file) against its file's name: halo::IoError
+/// naming the first whose name is gone, now gives another file (replaced: a new inode) or a
+/// file shorter than the mapping (truncated), "...; stopping". A mapping keeps reading the file
+/// it opened, so a run would otherwise go on with data that are no longer the store's. At most
+/// one check every 200 ms (a call in between returns at once): cheap to call every step (the
+/// Trainer does).
+void check_mapped_files();
+
 /// The pages of a large CPU buffer. Auto: a buffer of 2 MiB or more gets transparent huge pages
 /// over its whole 2 MiB pages (the buffer is used whole: a feature matrix, a full-graph
 /// activation). Small: 4 KiB pages only, for a capacity that is filled partly (a mini-batch
@@ -43,8 +51,8 @@ class Buffer {
   /// and writable; a write stays in this process): a page is read from the file when first
   /// touched, and the kernel may drop an untouched or unwritten page again under memory
   /// pressure. No swap is reserved (MAP_NORESERVE: a file larger than memory maps). The file must
-  /// hold at least `bytes` bytes and must not shrink while mapped (a replaced file is fine: the
-  /// mapping keeps the old one). Counted as host buffer bytes. halo::IoError naming the file when
+  /// hold at least `bytes` bytes and must not shrink while mapped (install_mapping_fault_handler);
+  /// a replaced file is read no more (the mapping keeps the old one), check_mapped_files says so. Counted as host buffer bytes. halo::IoError naming the file when
   /// it cannot be opened, is shorter, or cannot be mapped.
   static Buffer map_file(const std::string& path, std::size_t bytes);
   /// Whether the memory is a file mapping (map_file).

@@ -23,6 +23,14 @@
 #   arxiv-sage-15-10-5  the same with fan-outs 15,10,5 (three layers)
 #   rmat-sample     neighbour sampling alone, R-MAT 2^20 nodes, fan-outs 15,10,5, batch 1024
 #   arxiv-spmm      SpMM A_hat X with 256 columns on the arxiv shape
+#   rmat-sage-15-10-5       GraphSAGE mini-batch (3 layers, hidden 256, batch 1024, fan-outs
+#                           15,10,5) on R-MAT 2^20 nodes, degree 16, 128 features, in memory
+#   rmat-sage-15-10-5-disk  the same; Halo trains from the graph's store under a 512 MiB
+#                           budget: feature rows read from features.bin with a 128 MiB row
+#                           cache (a quarter of the 512 MiB of features), the page cache
+#                           dropped first (as root); the peers train in memory (issue 43)
+# HALO_PEERS_WORKLOADS picks workloads, HALO_PEERS_SYSTEMS systems (default "halo pyg dgl";
+# without pyg the PyG sampling extensions are not compiled).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -33,7 +41,7 @@ while [ $# -gt 0 ]; do
     --halo-only) halo_only=1 ;;
     --reps) reps=${2:?--reps needs a value}; shift ;;
     --out) out=${2:?--out needs a value}; shift ;;
-    -h|--help) sed -n 2,27p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,35p "$0"; exit 0 ;;
     -*) echo "bench/peers/run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) build=$1 ;;
   esac
@@ -62,7 +70,8 @@ if [ $halo_only = 0 ]; then
     /usr/bin/python3 -m venv "$venv"
     "$venv/bin/pip" install -q --no-deps -r "$here/requirements.txt"
   fi
-  if ! "$py" -c "import torch_sparse, torch_scatter" 2>/dev/null; then
+  if [[ " ${HALO_PEERS_SYSTEMS:-pyg} " == *" pyg "* ]] &&
+     ! "$py" -c "import torch_sparse, torch_scatter" 2>/dev/null; then
     echo "== peers: compiling PyG's sampling extensions (bench/peers/requirements-sampling.txt)"
     "$venv/bin/pip" install -q --no-deps "$(grep '^wheel==' "$here/requirements-sampling.txt")"
     MAX_JOBS=$(getconf _NPROCESSORS_ONLN) "$venv/bin/pip" install -q --no-deps \
@@ -76,18 +85,31 @@ fi
 if [ $quick = 1 ]; then
   arxiv="--dataset synthetic --synthetic-nodes 4000 --synthetic-classes 40 --synthetic-features 128 --synthetic-degree 13.7"
   rmat="--dataset rmat --rmat-scale 12 --rmat-degree 8 --rmat-features 1 --rmat-seed 1"
+  rmat128="--dataset rmat --rmat-scale 12 --rmat-degree 16 --rmat-features 128 --rmat-seed 1"
+  disk_budget=2MiB  # under the 2.3 MiB store, over the sampler's bound (1.1 MB)
   gcn_epochs=5 arxiv_epochs=2 sage_epochs=1
 else
   arxiv="--dataset synthetic --synthetic-nodes 169343 --synthetic-classes 40 --synthetic-features 128 --synthetic-degree 13.7"
   rmat="--dataset rmat --rmat-scale 20 --rmat-degree 8 --rmat-features 1 --rmat-seed 1"
+  rmat128="--dataset rmat --rmat-scale 20 --rmat-degree 16 --rmat-features 128 --rmat-seed 1"
+  disk_budget=512MiB  # a quarter of it caches rows: 128 MiB, 25 % of the features
   gcn_epochs=200 arxiv_epochs=10 sage_epochs=3
 fi
 cora="--dataset $shared/planetoid/cora"
 suffix=$([ $quick = 1 ] && echo -quick || echo "")
-for g in cora arxiv rmat; do
+read -r -a workloads <<< "${HALO_PEERS_WORKLOADS:-cora-gcn arxiv-gcn arxiv-sage-10-5 arxiv-sage-15-10-5 rmat-sample arxiv-spmm rmat-sage-15-10-5 rmat-sage-15-10-5-disk}"
+for g in cora arxiv rmat rmat128; do
+  # rmat128 (1M nodes, 512 MiB of features) only for the workloads that train on it.
+  if [ $g = rmat128 ] && [[ " ${workloads[*]} " != *" rmat-sage"* ]]; then continue; fi
   f=$work/$g$suffix.npz
   "$halo" datasets export ${!g} --out "$f" >/dev/null
 done
+# The disk workload's store (the same graph as rmat128's export).
+store=$work/rmat128$suffix-store
+if [[ " ${workloads[*]} " == *" rmat-sage-15-10-5-disk "* ]]; then
+  rm -rf "$store"
+  "$halo" datasets prepare $rmat128 --out "$store" >/dev/null
+fi
 
 # One workload: its Halo command and its peers' arguments.
 declare -A halo_cmd peer_args graph
@@ -109,8 +131,14 @@ graph[rmat-sample]=rmat
 halo_cmd[arxiv-spmm]="ops spmm --cols 256 --reps 5"
 peer_args[arxiv-spmm]="--workload spmm --cols 256 --reps 5"
 graph[arxiv-spmm]=arxiv
-read -r -a workloads <<< "${HALO_PEERS_WORKLOADS:-cora-gcn arxiv-gcn arxiv-sage-10-5 arxiv-sage-15-10-5 rmat-sample arxiv-spmm}"
-systems=(halo pyg dgl)
+sage3="--model sage --layers 3 --hidden 256 --mode mini-batch --batch-size 1024 --fanouts 15,10,5 --epochs $sage_epochs"
+halo_cmd[rmat-sage-15-10-5]="train $rmat128 $sage3"
+peer_args[rmat-sage-15-10-5]="--workload sage --hidden 256 --batch 1024 --fanouts 15,10,5 --epochs $sage_epochs"
+graph[rmat-sage-15-10-5]=rmat128
+halo_cmd[rmat-sage-15-10-5-disk]="train --dataset $store $sage3 --memory-budget $disk_budget"
+peer_args[rmat-sage-15-10-5-disk]=${peer_args[rmat-sage-15-10-5]}
+graph[rmat-sage-15-10-5-disk]=rmat128
+read -r -a systems <<< "${HALO_PEERS_SYSTEMS:-halo pyg dgl}"
 [ $halo_only = 1 ] && systems=(halo)
 
 records=$out/peers.jsonl
@@ -122,6 +150,10 @@ run_one() {
   if [ "$sys" = halo ]; then
     read -r -a c <<< "${halo_cmd[$w]}"
     if [ "${c[0]}" = train ]; then
+      # From disk: the page cache dropped first where this user may (root), so rows are read.
+      if [[ $w == *-disk ]] && [ -w /proc/sys/vm/drop_caches ]; then
+        sync && echo 3 > /proc/sys/vm/drop_caches
+      fi
       "$halo" "${c[@]}" --seed "$rep" --threads "$threads" --json "$work/halo.json" >"$log" 2>&1 ||
         { cat "$log" >&2; echo "peers: halo failed on $w" >&2; return 1; }
       line=$(cat "$work/halo.json")

@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include <halo/kernels/buffer.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/runtime/detail/timing.hpp>
@@ -187,10 +188,16 @@ bool Trainer::stop_agreed() {
 }
 
 bool Trainer::train_epoch(std::uint64_t epoch, EpochStats& s, const StepCallback& on_step) {
+  kernels::check_mapped_files();
   // A stopped epoch continues at its next step with its running sums.
   Partial at = m_partial.epoch == epoch ? m_partial : Partial{epoch};
   m_partial = {};
-  if (m_task->train_epoch(epoch, s, on_step, at, [this] { return stop_agreed(); })) return true;
+  // Every step: a store file replaced or cut short under the run stops it (one line, exit 1).
+  const auto should_stop = [this] {
+    kernels::check_mapped_files();
+    return stop_agreed();
+  };
+  if (m_task->train_epoch(epoch, s, on_step, at, should_stop)) return true;
   m_partial = at;
   return false;
 }

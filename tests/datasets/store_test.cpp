@@ -182,6 +182,47 @@ TEST(StoreDeathTest, AMappedFileCutShortStopsTheProcessNamingIt) {
       ::testing::ExitedWithCode(1), "halo: error: .*graph.indices.bin: the file shrank");
 }
 
+// The check of the mappings (every training step calls it): nothing while the files are the
+// mapped ones, then an IoError naming a file that is cut short, replaced or removed.
+TEST(Store, TheMappingCheckNamesAFileShrunkReplacedOrRemoved) {
+  TempDir tmp;
+  const auto write = [](const fs::path& file, std::size_t bytes) {
+    const std::vector<char> data(bytes, 7);
+    std::ofstream(file, std::ios::binary).write(data.data(), static_cast<std::streamsize>(bytes));
+  };
+  const auto expect_error = [](const std::string& text) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));  // past the checks' period
+    try {
+      kernels::check_mapped_files();
+      ADD_FAILURE() << "no error, expected " << text;
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  const fs::path file = tmp.path() / "features.bin";
+  for (const std::string change : {"shrunk", "replaced", "removed"}) {
+    SCOPED_TRACE(change);
+    write(file, 8192);
+    const kernels::Buffer b = kernels::Buffer::map_file(file.string(), 8192);
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    EXPECT_NO_THROW(kernels::check_mapped_files());
+    if (change == "shrunk") {
+      fs::resize_file(file, 4096);
+      expect_error("features.bin: the file shrank while this run read it (4096 bytes, 8192");
+    } else if (change == "replaced") {
+      write(tmp.path() / "new", 8192);
+      fs::rename(tmp.path() / "new", file);
+      expect_error("features.bin: the file was replaced during the run");
+    } else {
+      fs::remove(file);
+      expect_error("features.bin: the file was removed or renamed during the run");
+    }
+  }
+  // Unmapped, the file is no longer checked.
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  EXPECT_NO_THROW(kernels::check_mapped_files());
+}
+
 TEST(Store, RoundTripsDenseAndWeightedCopiedOrMapped) {
   TempDir tmp;
   Dataset ds = tiny_dataset();

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <halo/datasets/generators/synthetic.hpp>
@@ -195,6 +197,39 @@ TEST(MiniBatchTraining, FeaturesReadFromTheStoreFileGiveTheSameRun) {
 
 // A store's feature file cut short while the run holds it open: the first batch that reads
 // past the end stops the run with an IoError naming the file (no crash, no hang).
+// A store file replaced under the run (a new file renamed over its name: the mapping would go
+// on reading the old one) stops it with an error naming the file: features or graph, mini-batch
+// or full graph.
+TEST(MiniBatchTraining, AStoreFileReplacedUnderTheRunStopsItNamingIt) {
+  const kernels::Resources res(kernels::Device::Cpu, 1);
+  for (const bool mini : {true, false}) {
+    for (const std::string file : {"features.bin", "graph.indices.bin"}) {
+      SCOPED_TRACE(file + (mini ? " mini-batch" : " full graph"));
+      const halo::testing::TempDir dir;
+      const std::filesystem::path store = dir.path() / "store";
+      datasets::write_store(host(), small_synthetic(9, 1000), store, "");
+      ASSERT_TRUE(std::filesystem::exists(store / file));
+      datasets::StoreOpenOptions o;
+      o.mapped = true;
+      Shard shard = local_shard(res, datasets::open_store(host(), store, o));
+      const std::filesystem::path replacement = store / (file + ".new");
+      std::filesystem::copy_file(store / file, replacement);
+      std::filesystem::rename(replacement, store / file);  // the same bytes, another file
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));  // past the checks' period
+      TrainConfig c = config_for(nn::ModelKind::Sage, 3, 2);
+      if (mini) c.mini_batch = batches(128, {5, 5}, 0);
+      try {
+        runtime::train(res, shard, c);
+        FAIL() << "a run over a replaced store file went through";
+      } catch (const IoError& e) {
+        EXPECT_NE(std::string(e.what()).find(file + ": the file was replaced during the run"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
+}
+
 TEST(MiniBatchTraining, AFeatureFileCutShortStopsTheRunNamingIt) {
   const kernels::Resources res(kernels::Device::Cpu, 2);
   const halo::testing::TempDir dir;

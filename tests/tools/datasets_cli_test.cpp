@@ -342,6 +342,20 @@ TEST_F(DatasetsCli, AStoreLargerThanTheBudgetTrainsFromItsFile) {
   const std::string least = r.err.substr(at + 9, r.err.find(' ', at + 9) - at - 9);
   r = run(args + (m_dir / "least.json").string() + " --memory-budget " + least);
   EXPECT_EQ(r.code, 0) << r.err;
+  // The full graph over a store past the budget holds all of it at once: one usage line
+  // naming what it needs, before any training; that much then trains.
+  const std::string full = "train --dataset " + store.string() + " --epochs 1 --json ";
+  r = run(full + (m_dir / "full.json").string() + " --memory-budget 128KiB");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("--mode full-graph on the store"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(m_dir / "full.json"));
+  const std::size_t needs = r.err.find("needs about ");
+  ASSERT_NE(needs, std::string::npos) << r.err;
+  const std::string need = r.err.substr(needs + 12, r.err.find(' ', needs + 12) - needs - 12);
+  EXPECT_GT(std::stoll(need), 131072) << r.err;
+  r = run(full + (m_dir / "full.json").string() + " --memory-budget " + need);
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 // A bare edge list (no labels, features or splits) is enough to prepare and partition.

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <halo/cluster/plan.hpp>
 #include <halo/runtime/runtime.hpp>
 #include <halo/sampler/envelope.hpp>
 #include <halo/tools/halo/metrics_options.hpp>
@@ -41,7 +42,31 @@ class NodeRun final : public TaskRun {
     if (m_shard.part.all_train.numel() == 0)
       throw UsageError("dataset '" + m_shard.dataset +
                        "' has no training nodes (its train split is empty): nothing to train on");
-    if (m_config.mini_batch) fit_envelope(*m_config.mini_batch);
+    if (m_config.mini_batch)
+      fit_envelope(*m_config.mini_batch);
+    else
+      fit_full_graph();
+  }
+  /// Full graph on a store opened mapped (larger than --memory-budget): the pass holds the
+  /// whole graph, every node's features and every layer's activations at once, which no
+  /// budget below them keeps. Refused with one usage line naming what it needs (halo plan's
+  /// peak for this run) where that exceeds the budget; mini-batch training reads the store
+  /// from disk instead.
+  void fit_full_graph() const {
+    const std::size_t budget = m_config.memory_budget;
+    if (budget == 0 || !m_shard.part.graph.indices.mapped()) return;
+    const cluster::Plan plan =
+        cluster::make_plan(cluster::shard_plan_input(m_shard), m_config, cluster::CostModel{},
+                           device_name(m_res) == "cpu" ? "cpu" : "cuda",
+                           m_res.cpu_exec().num_threads);
+    const auto need = static_cast<std::size_t>(plan.peak_host_bytes_per_rank);
+    if (need <= budget) return;
+    throw UsageError(format(
+        "--mode full-graph on the store '%s' needs about %zu bytes (%.1f MiB) in memory, "
+        "its graph, features and every node's activations at once (halo plan's peak), more "
+        "than --memory-budget %zu bytes; train with --mode mini-batch, which reads the store "
+        "from disk, or give a larger --memory-budget",
+        m_o.data.dataset.c_str(), need, static_cast<double>(need) / 1048576.0, budget));
   }
   /// The sampler's envelope (and the evaluation's, --eval-fanouts), one per batch slot, within
   /// --memory-budget: prefetch auto prepares nothing ahead where a second slot does not fit; a
