@@ -52,8 +52,9 @@ class Buffer {
   /// touched, and the kernel may drop an untouched or unwritten page again under memory
   /// pressure. No swap is reserved (MAP_NORESERVE: a file larger than memory maps). The file must
   /// hold at least `bytes` bytes and must not shrink while mapped (install_mapping_fault_handler);
-  /// a replaced file is read no more (the mapping keeps the old one), check_mapped_files says so. Counted as host buffer bytes. halo::IoError naming the file when
-  /// it cannot be opened, is shorter, or cannot be mapped.
+  /// a replaced file is read no more (the mapping keeps the old one), check_mapped_files says so.
+  /// Counted as host buffer bytes. halo::IoError naming the file when it cannot be opened, is
+  /// shorter, or cannot be mapped.
   static Buffer map_file(const std::string& path, std::size_t bytes);
   /// Whether the memory is a file mapping (map_file).
   bool mapped() const { return m_fd >= 0; }

@@ -214,7 +214,7 @@ TEST(MiniBatchTraining, AStoreFileReplacedUnderTheRunStopsItNamingIt) {
       Shard shard = local_shard(res, datasets::open_store(host(), store, o));
       const std::filesystem::path replacement = store / (file + ".new");
       std::filesystem::copy_file(store / file, replacement);
-      std::filesystem::rename(replacement, store / file);  // the same bytes, another file
+      std::filesystem::rename(replacement, store / file);           // the same bytes, another file
       std::this_thread::sleep_for(std::chrono::milliseconds(250));  // past the checks' period
       TrainConfig c = config_for(nn::ModelKind::Sage, 3, 2);
       if (mini) c.mini_batch = batches(128, {5, 5}, 0);
