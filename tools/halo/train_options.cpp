@@ -299,7 +299,8 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
                   "Bytes the run may hold, such as 8GiB or 1e9 (default: a quarter of the "
                   "machine's memory). A store directory larger than it is read from its files "
                   "(mini-batch, one process: feature rows with pread, the hottest cached in a "
-                  "quarter of it); one process's mini-batch evaluation keeps its hidden "
+                  "quarter of it; full graph there is refused with the memory it needs); one "
+                  "process's mini-batch evaluation keeps its hidden "
                   "representations in memory only when they and the data fit under it and "
                   "they are at most half the data or 512 MiB, else in a temporary file "
                   "($TMPDIR). The results do not depend on it")
