@@ -158,6 +158,7 @@ class NodeClassification final : public Task {
   std::unique_ptr<SampledBatches> m_eval_batches;
   std::vector<std::int8_t> m_split_of;
   std::int64_t m_eval_read_bytes = 0;
+  std::vector<float> m_eval_logits;  // a device's batch logits on the host (evaluate_sampled)
   nn::Adam<float> m_optimizer;
   Tensor<float> m_dlogits;
   Tensor<float> m_grad_flat;  // the gradient all-reduce's flat buffer
@@ -420,10 +421,20 @@ std::vector<double> NodeClassification::evaluate_sampled() {
     const Batch& batch = batches.next();
     if (sources_grew()) reserve_model();
     const kernels::Span<const NodeId> mine = batches.seeds_of(b);
-    const std::vector<float> logits = m_model.forward(ctx, batch.graphs, *batch.x).to_vector(m_res);
+    const Tensor<float>& out = m_model.forward(ctx, batch.graphs, *batch.x);
+    // Read in place on the CPU; a device's logits go through one host buffer (grown to the
+    // largest batch, not allocated per batch).
+    const float* logits = out.data();
+    if (out.device() != kernels::Device::Cpu) {
+      if (m_eval_logits.size() < static_cast<std::size_t>(out.numel()))
+        m_eval_logits.resize(static_cast<std::size_t>(out.numel()));
+      kernels::copy_bytes(m_res, m_eval_logits.data(), kernels::Device::Cpu, out.data(),
+                          out.device(), out.bytes());
+      logits = m_eval_logits.data();
+    }
     for (std::int64_t i = 0; i < mine.size; ++i) {
       const auto local = static_cast<std::size_t>(mine.data[i] - part.ids.first_owned());
-      const float* row = logits.data() + i * cols;
+      const float* row = logits + i * cols;
       const std::int32_t label = labels[local];
       // The first of equal maxima, as kernels::count_correct.
       const std::int64_t best = std::max_element(row, row + cols) - row;
