@@ -854,8 +854,8 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       if (!measured) return static_cast<std::int64_t>(bound.bytes()) * slots;
       sampler::SamplerEnvelope expected = bound;
       std::int64_t keys = 0;
+      const auto up = [](double x) { return static_cast<std::int64_t>(std::ceil(x)); };
       for (std::size_t l = 0; l < blocks.size(); ++l) {
-        const auto up = [](double x) { return static_cast<std::int64_t>(std::ceil(x)); };
         expected.layers[l] = {up(blocks[l].dst), up(blocks[l].edges), up(blocks[l].src)};
         keys = std::max(keys, expected.layers[l].num_dst + expected.layers[l].num_edges);
       }

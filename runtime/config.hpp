@@ -71,7 +71,7 @@ struct MiniBatchConfig {
   /// The sampler envelope's margin (homogeneous batches on the host): the largest blocks of
   /// the first kProbeBatches batches of epoch 0, sampled before the run, times
   /// 1 + envelope_margin, within the sampler's bound; a batch that needs more grows its slot's
-  /// buffers, once, a quarter past its need. A large margin gives the bound.
+  /// buffers a quarter past its need (not per batch). A large margin gives the bound.
   double envelope_margin = 0.25;
 };
 

@@ -83,15 +83,19 @@ SamplerEnvelope provision_envelope(const SamplerEnvelope& largest, const Sampler
   return e;
 }
 
-SamplerEnvelope max_envelope(const SamplerEnvelope& a, const SamplerEnvelope& b) {
-  if (a.layers.empty()) return b;
-  if (b.layers.empty()) return a;
-  HALO_EXPECTS(a.layers.size() == b.layers.size(),
-               "max_envelope: the envelopes have different layers");
-  std::vector<std::int64_t> x = envelope_words(a);
-  const std::vector<std::int64_t> y = envelope_words(b);
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::max(x[i], y[i]);
-  return envelope_from_words(x);
+void raise_envelope(SamplerEnvelope& into, const SamplerEnvelope& e) {
+  HALO_EXPECTS(into.layers.size() == e.layers.size(),
+               "raise_envelope: the envelopes have different layers");
+  for (std::size_t l = 0; l < e.layers.size(); ++l) {
+    LayerEnvelope& x = into.layers[l];
+    const LayerEnvelope& y = e.layers[l];
+    x = {std::max(x.num_dst, y.num_dst), std::max(x.num_edges, y.num_edges),
+         std::max(x.num_src, y.num_src)};
+  }
+  into.batch_size = std::max(into.batch_size, e.batch_size);
+  into.table_slots = std::max(into.table_slots, e.table_slots);
+  into.scratch = std::max(into.scratch, e.scratch);
+  into.scan_blocks = std::max(into.scan_blocks, e.scan_blocks);
 }
 
 std::vector<std::int64_t> envelope_words(const SamplerEnvelope& e) {

@@ -27,16 +27,16 @@ SamplerEnvelope plan_envelope(const DegreeStats& stats, std::int64_t batch_size,
                               const std::vector<int>& fanouts, bool replace);
 
 /// The capacity to allocate for batches like those measured in `largest` (the field-wise
-/// maxima of their sizes, NeighborSampler::largest, several samplers' combined by
-/// max_envelope): every layer size times (1 + margin), rounded up, at most `bound`'s; the
-/// table for the layers' destinations + edges at load < 1/2 (at least the largest measured,
-/// at most the bound's); scratch and scan from the layers. halo::LogicError when the two
-/// envelopes have different layers or margin < 0.
+/// maxima of their sizes, NeighborSampler::largest): every layer size times (1 + margin), rounded
+/// up, at most `bound`'s; the table for the layers' destinations + edges at load < 1/2 (at least
+/// the largest measured, at most the bound's); scratch and scan from the layers. halo::LogicError
+/// when the two envelopes have different layers or margin < 0.
 SamplerEnvelope provision_envelope(const SamplerEnvelope& largest, const SamplerEnvelope& bound,
                                    double margin);
 
-/// The field-wise maximum of two envelopes of the same layers (an empty one is no envelope).
-SamplerEnvelope max_envelope(const SamplerEnvelope& a, const SamplerEnvelope& b);
+/// Raises every field of `into` to at least `e`'s (the same layers), in place: nothing is
+/// allocated (NeighborSampler keeps its largest sizes so, batch after batch).
+void raise_envelope(SamplerEnvelope& into, const SamplerEnvelope& e);
 
 /// The fields as a flat list (batch_size, per layer num_dst, num_edges, num_src, then
 /// table_slots, scratch, scan_blocks), for reductions across ranks, and back.

@@ -134,11 +134,10 @@ void NeighborSampler::allocate(const kernels::Resources& res, const DegreeStats&
   // A capacity within the bound (the CPU pipeline grows past it; the device's launches cover
   // the envelope, so a device keeps the bound).
   m_envelope = capacity && m_device == kernels::Device::Cpu
-                   ? provision_envelope(max_envelope(*capacity, {}), m_bound, 0)
+                   ? provision_envelope(*capacity, m_bound, 0)
                    : m_bound;
-  m_largest = m_bound;
-  for (LayerEnvelope& l : m_largest.layers) l = {};
-  m_largest.batch_size = m_largest.table_slots = m_largest.scratch = m_largest.scan_blocks = 0;
+  m_largest = {};
+  m_largest.layers.resize(m_bound.layers.size());
   const kernels::Device dev = m_device;
   if (dev == kernels::Device::Cuda) {
     m_pipeline = std::make_unique<DevicePipeline>();
@@ -250,17 +249,7 @@ const MiniBatch& NeighborSampler::sample(const kernels::Resources& res, Span<con
 
 void NeighborSampler::record_used() {
   m_peak = std::max(m_peak, m_used.bytes());
-  // The largest of every field, in place (max_envelope allocates).
-  for (std::size_t l = 0; l < m_used.layers.size(); ++l) {
-    LayerEnvelope& x = m_largest.layers[l];
-    const LayerEnvelope& y = m_used.layers[l];
-    x = {std::max(x.num_dst, y.num_dst), std::max(x.num_edges, y.num_edges),
-         std::max(x.num_src, y.num_src)};
-  }
-  m_largest.batch_size = std::max(m_largest.batch_size, m_used.batch_size);
-  m_largest.table_slots = std::max(m_largest.table_slots, m_used.table_slots);
-  m_largest.scratch = std::max(m_largest.scratch, m_used.scratch);
-  m_largest.scan_blocks = std::max(m_largest.scan_blocks, m_used.scan_blocks);
+  raise_envelope(m_largest, m_used);
 }
 
 template <class T>

@@ -285,7 +285,8 @@ SampledBatches::~SampledBatches() = default;
 
 sampler::SamplerEnvelope SampledBatches::measure_envelope(const kernels::Resources& sampling,
                                                           const sampler::SamplerConfig& sc) {
-  // The probe holds the bound, of which the batches touch what they use (small pages).
+  // The probe holds the bound (freed on return): its batches' pages and its filled hash table
+  // are resident meanwhile.
   sampler::NeighborSampler probe =
       m_source ? sampler::NeighborSampler(sampling, *m_source, m_batch_size, sc)
                : sampler::NeighborSampler(sampling, m_part.graph, m_batch_size, sc);
@@ -295,8 +296,7 @@ sampler::SamplerEnvelope SampledBatches::measure_envelope(const kernels::Resourc
     m_source->reserve(small, sc.fanouts, sc.replace);
   }
   order(0);
-  m_probe_batches = std::min(m_batches, kProbeBatches);
-  for (std::int64_t b = 0; b < m_probe_batches; ++b) {
+  for (std::int64_t b = 0; b < std::min(m_batches, kProbeBatches); ++b) {
     const std::int64_t at = m_mine_at[static_cast<std::size_t>(b)];
     probe.sample(sampling, {m_mine.data() + at, m_mine_at[static_cast<std::size_t>(b) + 1] - at}, 0,
                  static_cast<std::uint64_t>(b));

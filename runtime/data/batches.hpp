@@ -115,8 +115,6 @@ class SampledBatches final : public BatchSource {
   /// Times a slot's buffers grew because a batch exceeded the measured envelope (the caller
   /// reserves again for layer_bounds()). Thread-safe.
   std::int64_t growths() const { return m_growths.load(); }
-  /// Batches sampled before the first to measure the envelope (0: the bound, a device's).
-  std::int64_t probe_batches() const { return m_probe_batches; }
   /// Bytes every sampler's buffers hold, summed (after growths); the most one batch used.
   std::size_t envelope_bytes() const;
   std::size_t peak_bytes() const;
@@ -172,7 +170,6 @@ class SampledBatches final : public BatchSource {
   kernels::Tensor<kernels::NodeId> m_mine_d;  // the same on a device (one part)
   kernels::Tensor<kernels::NodeId> m_iota;    // 0 .. batch size - 1: the loss rows
   EpochStats m_stats;                         // the epoch's preparation counters
-  std::int64_t m_probe_batches = 0;
   std::atomic<std::int64_t> m_growths{0};
   mutable std::mutex m_bounds_mutex;  // m_bounds: the producer grows, the trainer reads
   std::vector<std::pair<std::int64_t, std::int64_t>> m_bounds;

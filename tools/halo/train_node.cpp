@@ -57,7 +57,7 @@ class NodeRun final : public TaskRun {
     if (budget == 0 || !m_shard.part.graph.indices.mapped()) return;
     const cluster::Plan plan = cluster::make_plan(
         cluster::shard_plan_input(m_shard), m_config, cluster::CostModel{},
-        device_name(m_res) == "cpu" ? "cpu" : "cuda", m_res.cpu_exec().num_threads);
+        m_res.device() == kernels::Device::Cuda ? "cuda" : "cpu", m_res.cpu_exec().num_threads);
     const auto need = static_cast<std::size_t>(plan.peak_host_bytes_per_rank);
     if (need <= budget) return;
     throw UsageError(format(
