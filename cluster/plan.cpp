@@ -931,13 +931,18 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     host.push_back({"part", part_bytes});
     const std::int64_t nnz_o = g.sparse_features ? p.feature_nnz : 0;
     const std::int64_t features = feature_bytes(g, n_o, nnz_o);
-    // A store larger than the budget (one process, mini-batch, CPU, dense rows) is read from
-    // its file (runtime::FeatureStore::from_file): only the row cache of the highest-degree
+    // A store larger than the budget (one process, mini-batch, CPU, dense rows), or a part of
+    // a store's partition whose file and owned rows are (each rank), is read from the store's
+    // file (runtime::FeatureStore::from_file): only the row cache of the highest-degree owned
     // nodes, a quarter of the budget, is held.
-    const bool from_file = mini && ranks == 1 && !cuda && !in.from_partition &&
-                           !g.sparse_features && config.memory_budget > 0 && g.disk_bytes > 0 &&
-                           static_cast<std::size_t>(g.disk_bytes) > config.memory_budget;
     const double row_bytes = kF * static_cast<double>(g.num_features);
+    const bool from_file =
+        mini && !cuda && !g.sparse_features && config.memory_budget > 0 &&
+        (in.from_partition ? g.store_features && static_cast<double>(p.file_bytes) +
+                                                         static_cast<double>(n_o) * row_bytes >
+                                                     static_cast<double>(config.memory_budget)
+                           : ranks == 1 && g.disk_bytes > 0 &&
+                                 static_cast<std::size_t>(g.disk_bytes) > config.memory_budget);
     const double cached_rows =
         from_file ? std::min(static_cast<double>(n_o),
                              std::floor(static_cast<double>(config.memory_budget / 4) / row_bytes))
@@ -1086,14 +1091,18 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     if (from_file) {
       // Rows read from the file: a batch's input rows not in the cache, and an evaluation's
       // first-layer rows (its chunks' sources) and, spilled, its hidden layers read back.
+      // Several ranks: each input row of a batch is read from a file, its own or its owner's
+      // (which serves it), unless a row cache holds it: the ranks' caches together hold about
+      // `ranks` times as many of the highest-degree rows (the remote-row cache is not counted).
       const DegreeRows rows = degree_rows(g);
       const Block& input = batch_blocks.front();
-      const double batch_miss = 1 - cached_share(rows, sampled_edges, cached_rows);
+      const double cached_all = cached_rows * static_cast<double>(ranks);
+      const double batch_miss = 1 - cached_share(rows, sampled_edges, cached_all);
       rp.disk_read_bytes_per_epoch = as_bytes(static_cast<double>(plan.batches_per_epoch) *
                                               input.src * row_bytes * batch_miss);
       if (sampled_eval) {
         // The evaluation's batches: their input rows not in the cache.
-        const double eval_miss = 1 - cached_share(rows, eval_edges, cached_rows);
+        const double eval_miss = 1 - cached_share(rows, eval_edges, cached_all);
         rp.evaluation_read_bytes = as_bytes(static_cast<double>(eval_batches) *
                                             eval_blocks.front().src * row_bytes * eval_miss);
       } else {

@@ -266,6 +266,9 @@ struct GraphCounts {
   /// Bytes on disk of what the run reads: the store's arrays, or the partition's part files (0:
   /// not known).
   std::int64_t disk_bytes = 0;
+  /// A partition whose parts reference a store's float32 features (partition::PartitionMeta::
+  /// feature_store): a rank whose part is larger than the budget reads its rows from the file.
+  bool store_features = false;
 };
 
 /// One rank's part (partition::PartInfo plus its exchange list).

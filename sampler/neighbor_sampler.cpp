@@ -100,7 +100,12 @@ NeighborSampler::NeighborSampler(const kernels::Resources& res, const datasets::
 #endif
   check_graph(graph);
   m_graph = graph.view();
-  m_local = std::make_unique<LocalNeighbors>(m_graph);
+  // A graph whose column ids are a file mapping (a store larger than memory) is read with pread
+  // on the CPU: the rows take page cache, not this process's memory.
+  if (m_device == kernels::Device::Cpu && graph.indices.mapped())
+    m_local = std::make_unique<FileNeighbors>(graph);
+  else
+    m_local = std::make_unique<LocalNeighbors>(m_graph);
   m_source = m_local.get();
   allocate(res, m_local->stats(), batch_size, capacity);
   if (m_device == kernels::Device::Cpu) return;

@@ -72,7 +72,8 @@ class NeighborSampler {
   /// every buffer on the device, stream-ordered on res's stream; synchronous. halo::LogicError when
   /// the graph is not on the host, not square or not well formed, a row has 2^31 or more entries,
   /// the config is invalid (see plan_envelope), or a layer's bound of destinations + edges reaches
-  /// 2^31.
+  /// 2^31. On the CPU, a graph whose column ids are a file mapping (a store opened mapped) is
+  /// read with pread (FileNeighbors): the same blocks, its rows in page cache, not in the process.
   NeighborSampler(const kernels::Resources& res, const datasets::Graph& graph,
                   std::int64_t batch_size, SamplerConfig config,
                   const SamplerEnvelope* capacity = nullptr);
@@ -176,8 +177,9 @@ class NeighborSampler {
   /// NeighborSource.
   kernels::CsrView<kernels::NodeId, float> m_graph;
   std::int64_t m_num_nodes = 0;
-  /// Where the CPU pipeline's hops read rows: m_local (the graph constructor) or the caller's.
-  std::unique_ptr<LocalNeighbors> m_local;
+  /// Where the CPU pipeline's hops read rows: m_local (the graph constructor: LocalNeighbors,
+  /// or FileNeighbors for a graph whose column ids are a file mapping) or the caller's.
+  std::unique_ptr<NeighborSource> m_local;
   NeighborSource* m_source = nullptr;
   SamplerConfig m_config;
   SamplerEnvelope m_envelope;  // the buffers' sizes

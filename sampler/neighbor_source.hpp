@@ -56,4 +56,30 @@ class LocalNeighbors final : public NeighborSource {
   DegreeStats m_stats;
 };
 
+/// The rows of a host CSR whose column ids are a file mapping (a store opened mapped,
+/// Tensor::mapped): degrees from indptr, neighbours read from the file with pread
+/// (Buffer::read_file), never through the mapping, so a row read takes page cache rather than
+/// this process's memory (a page touched through a mapping maps the whole page-cache folio
+/// around it). The draws are LocalNeighbors's, position for position: a row of at most
+/// kWholeRowBytes is read whole, a longer one at its drawn positions only. kReadDepth
+/// destinations are read at once (a disk serves random reads faster at depth). Borrows
+/// `graph`. Thread-safe (read-only); halo::IoError naming the file when a read fails.
+class FileNeighbors final : public NeighborSource {
+ public:
+  static constexpr std::int64_t kWholeRowBytes = 64 << 10;
+  static constexpr int kReadDepth = 16;
+  explicit FileNeighbors(const datasets::Graph& graph);
+  DegreeStats stats() const override { return m_stats; }
+  void count(const kernels::Resources& res, kernels::Span<const kernels::NodeId> dst, int fanout,
+             bool replace, std::int64_t* counts) override;
+  void fill(const kernels::Resources& res, kernels::Span<const kernels::NodeId> dst, int fanout,
+            bool replace, std::uint64_t hop_key, const std::int64_t* offsets,
+            kernels::NodeId* out) override;
+
+ private:
+  kernels::CsrView<kernels::NodeId, float> m_graph;  // indices: not read through the mapping
+  const kernels::Buffer& m_indices;
+  DegreeStats m_stats;
+};
+
 }  // namespace halo::sampler

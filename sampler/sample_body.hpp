@@ -48,6 +48,33 @@ struct CountBody {
   }
 };
 
+/// The positions in its row (in [0, d)) of the k neighbours a destination of degree d draws,
+/// its draws keyed by `key`, into o[0 .. k): with replacement k uniform positions; without, all
+/// d in order when k == d, else a uniform k-subset. Positions fit NodeId: the sampler rejects
+/// degrees >= 2^31.
+HALO_HD inline void draw_positions(std::uint64_t key, std::int64_t d, std::int64_t k,
+                                   bool with_replacement, NodeId* o) {
+  if (with_replacement) {
+    for (std::int64_t j = 0; j < k; ++j) o[j] = static_cast<NodeId>(below_keyed(key, j, d));
+  } else if (k == d) {
+    for (std::int64_t j = 0; j < k; ++j) o[j] = static_cast<NodeId>(j);
+  } else {
+    // Floyd's algorithm (Bentley & Floyd 1987): for r = d-k .. d-1 draw t in [0, r] and take
+    // t, or r if t is taken already. Every k-subset of positions is equally likely, with k
+    // draws; the membership test scans them, O(k^2) compares, cheap for GNN fan-outs.
+    for (std::int64_t j = 0; j < k; ++j) {
+      const std::int64_t r = d - k + j;
+      auto t = static_cast<NodeId>(below_keyed(key, j, r + 1));
+      for (std::int64_t q = 0; q < j; ++q)
+        if (o[q] == t) {
+          t = static_cast<NodeId>(r);
+          break;
+        }
+      o[j] = t;
+    }
+  }
+}
+
 /// Writes the global ids of the neighbours destination dst[i] draws to out[offsets[i] ..
 /// offsets[i + 1]). Every draw of node v is keyed by (hop_key, v) only, so a node samples the
 /// same neighbours wherever it sits in the batch and whichever thread runs it. When the rows
@@ -79,28 +106,9 @@ struct FillBody {
     const std::int64_t k = offsets[i + 1] - offsets[i];
     NodeId* o = out + offsets[i];
     const NodeId id = row_keys != nullptr ? row_keys[v] : v;
-    const std::uint64_t key = kernels::rng::key(hop_key, static_cast<std::uint64_t>(id));
-    if (fanout >= 0 && replace) {
-      for (std::int64_t j = 0; j < k; ++j) o[j] = row[below_keyed(key, j, d)];
-    } else if (k == d) {
-      for (std::int64_t j = 0; j < k; ++j) o[j] = row[j];
-    } else {
-      // Floyd's algorithm (Bentley & Floyd 1987): for r = d-k .. d-1 draw t in [0, r] and take
-      // t, or r if t is taken already. Every k-subset of positions is equally likely, with k
-      // draws. Positions go to o[] first (they fit NodeId: the sampler rejects degrees >=
-      // 2^31); the membership test scans them, O(k^2) compares, cheap for GNN fan-outs.
-      for (std::int64_t j = 0; j < k; ++j) {
-        const std::int64_t r = d - k + j;
-        NodeId t = static_cast<NodeId>(below_keyed(key, j, r + 1));
-        for (std::int64_t q = 0; q < j; ++q)
-          if (o[q] == t) {
-            t = static_cast<NodeId>(r);
-            break;
-          }
-        o[j] = t;
-      }
-      for (std::int64_t j = 0; j < k; ++j) o[j] = row[o[j]];
-    }
+    draw_positions(kernels::rng::key(hop_key, static_cast<std::uint64_t>(id)), d, k,
+                   fanout >= 0 && replace, o);
+    for (std::int64_t j = 0; j < k; ++j) o[j] = row[o[j]];
   }
 };
 

@@ -943,7 +943,7 @@ datasets::StoredFeatures checked_feature_store(const fs::path& dir, const Partit
 }
 
 Part read_part(const kernels::Resources& res, const fs::path& dir, std::int32_t k,
-               const PartitionMeta* meta) {
+               const PartitionMeta* meta, const PartReadOptions& options) {
   PartitionMeta read;
   if (meta == nullptr) {
     read = read_partition_meta(dir);
@@ -995,7 +995,14 @@ Part read_part(const kernels::Resources& res, const fs::path& dir, std::int32_t 
   check_offsets(part.recv_offsets, p, halo, pdir, "recv_offsets");
   if (m.feature_store) {
     const datasets::StoredFeatures f = checked_feature_store(dir, m);
-    part.features = datasets::gather_stored_features(res, f, part.ids.original_ids().data, owned);
+    if (options.map_store_features && f.dtype == datasets::FeatureDtype::F32) {
+      const auto bytes = static_cast<std::size_t>(f.rows * f.cols) * sizeof(float);
+      part.features = kernels::Tensor<float>(
+          kernels::Buffer::map_file((f.store / "features.bin").string(), bytes), f.rows, f.cols);
+      part.features_by_original = true;
+    } else {
+      part.features = datasets::gather_stored_features(res, f, part.ids.original_ids().data, owned);
+    }
   } else if (m.sparse_features) {
     kernels::CsrMatrix<std::int32_t, float> x;
     x.indptr = take<std::int64_t>(arrays, pdir, "features_indptr");

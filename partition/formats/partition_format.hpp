@@ -151,8 +151,13 @@ struct Part {
   std::vector<std::int64_t> send_offsets;
   kernels::Tensor<NodeId> send_rows;
   std::vector<std::int64_t> recv_offsets;
-  /// num_owned x num_features, dense or sparse like the input.
+  /// num_owned x num_features, dense or sparse like the input; or, when features_by_original,
+  /// every node's row of a referenced store (read_part with PartReadOptions::map_store_features).
   kernels::FeatureMatrix<float> features;
+  /// `features` is a mapping of the whole store's features.bin (num_nodes x num_features
+  /// float32), the row of a node its original id: the owned rows are read from the file, not
+  /// copied into memory (runtime::FeatureStore reads them with pread).
+  bool features_by_original = false;
   kernels::Tensor<std::int32_t> labels;
   /// Local ids (ascending) of the owned nodes in each split.
   kernels::Tensor<NodeId> train_idx;
@@ -204,8 +209,16 @@ PartitionMeta read_partition_meta(const std::filesystem::path& dir);
 /// every array's FNV-1a checksum must match meta.json, the padding must be zero and the arrays
 /// well formed (halo::IoError naming the file and the array otherwise). The tensors are on the
 /// host. `meta`, when given, must be read_partition_meta(dir) (saves reading it again).
+/// How read_part brings a part's feature rows into memory.
+struct PartReadOptions {
+  /// A partition referencing a float32 store: map the store's features.bin instead of copying
+  /// the part's owned rows (Part::features_by_original); no effect otherwise (rows of another
+  /// dtype are converted into memory, a part holding its rows reads them).
+  bool map_store_features = false;
+};
+
 Part read_part(const kernels::Resources& res, const std::filesystem::path& dir, std::int32_t k,
-               const PartitionMeta* meta = nullptr);
+               const PartitionMeta* meta = nullptr, const PartReadOptions& options = {});
 
 /// Checks the size, header, padding and array checksums of every part file (halo::IoError on
 /// the first mismatch), and that a referenced feature store's header still matches meta.json.

@@ -527,6 +527,10 @@ void SampledBatches::end_epoch(EpochStats& s) {
     s.cache_hits += slot->fetch.cache_hits;
     s.feature_bytes += slot->fetch.bytes;
     s.fetch_time_s += slot->fetch.seconds;
+    s.disk_rows += slot->fetch.file_rows;
+    s.disk_hits += slot->fetch.file_hits;
+    s.disk_bytes += slot->fetch.file_bytes;
+    s.disk_read_s += slot->fetch.file_seconds;
     s.host_syncs += slot->host_syncs;
     s.profile.sample_s += slot->sample_s;
     s.profile.gather_s += slot->gather_s;

@@ -35,13 +35,16 @@ FeatureStore::FeatureStore(const kernels::Resources& res, partition::Part& part,
   if (part.ids.identity()) m_degrees = part.degrees.copy_to(res, res.device());
   if (res.device() == kernels::Device::Cpu) {
     const auto* dense = std::get_if<Tensor<float>>(&f);
-    m_from_file = part.ids.identity() && dense != nullptr && dense->mapped();
+    m_by_original = part.features_by_original;
+    m_from_file = (part.ids.identity() || m_by_original) && dense != nullptr && dense->mapped();
     // Rows are read at random: no read-ahead (it multiplied the disk's bytes about tenfold on
     // R-MAT 26, bench/results/out_of_core.md).
     if (m_from_file) dense->storage().advise_random();
     m_owned = std::move(f);
     return;
   }
+  HALO_EXPECTS(!part.features_by_original,
+               "feature store: rows read from a store's file are for the CPU");
   m_owned = std::visit(
       [&](const auto& x) -> kernels::FeatureMatrix<float> { return x.copy_to(res, res.device()); },
       f);
@@ -64,6 +67,10 @@ void FeatureStore::enable_batches(Comm& comm, std::int64_t max_rows, std::int64_
   const std::int64_t words = kRowHeader + m_width;
   m_want.reserve(static_cast<std::size_t>(max_rows));
   m_want_pos.reserve(static_cast<std::size_t>(max_rows));
+  if (m_from_file) {  // a batch's owned rows, or the rows a rank serves, read at once
+    m_read_local.reserve(static_cast<std::size_t>(std::max(max_rows, served)));
+    m_read_pos.reserve(static_cast<std::size_t>(std::max(max_rows, served)));
+  }
   m_served.reserve(static_cast<std::size_t>(served));
   m_reply_out.reserve(static_cast<std::size_t>(served * words));
   m_reply_in.reserve(static_cast<std::size_t>(max_rows * words));
@@ -113,6 +120,7 @@ BatchInputs FeatureStore::make_inputs(const kernels::Resources& res) const {
 }
 
 void FeatureStore::copy_owned_row(std::int64_t local, float* out) const {
+  HALO_EXPECTS(!m_by_original, "feature store: the owned rows are in the store's file");
   const kernels::FeatureMatrix<float>& x = m_host_copy ? m_owned_host : m_owned;
   if (const auto* dense = std::get_if<Tensor<float>>(&x)) {
     std::memcpy(out, dense->data() + local * m_width, static_cast<std::size_t>(m_width) * 4);
@@ -130,10 +138,11 @@ void FeatureStore::gather(const kernels::Resources& res, Comm& comm,
   const std::int64_t n = nodes.size;
   HALO_EXPECTS(n <= m_max_rows, "feature store: more rows than the batch bound");
   out.degrees.reshape_within(n, 1);
-  if (m_from_file) {  // one part, rows read from the file (or its row cache), then dropped out
+  if (m_from_file && m_part.ids.identity()) {  // one part, rows read from the file (or its
+                                               // row cache), then dropped out
     auto& x = std::get<Tensor<float>>(out.x);
     x.reshape_within(n, m_width);
-    read_file_rows(res, nodes, x.data(), stats);
+    read_file_rows(nodes, x.data(), stats);
     sampler::gather_values(res, m_degrees.data(), nodes, 0, out.degrees.data());
     out.original = nodes;
     if (dropout.p > 0) {
@@ -167,12 +176,20 @@ void FeatureStore::gather(const kernels::Resources& res, Comm& comm,
   const std::int64_t owned = ids.num_owned();
   const auto p = static_cast<std::size_t>(comm.size());
   std::fill(m_count_out.begin(), m_count_out.end(), 0);
-  // Owned and cached rows now; remote ones counted per owner, then placed grouped by owner.
+  m_read_local.clear();
+  m_read_pos.clear();
+  // Owned and cached rows now (owned rows of a file listed, then read at once); remote ones
+  // counted per owner, then placed grouped by owner.
   for (std::int64_t i = 0; i < n; ++i) {
     const NodeId v = nodes[i];
     if (ids.owns(v)) {
       const std::int64_t local = v - ids.first_owned();
-      copy_owned_row(local, rows + i * m_width);
+      if (m_from_file) {
+        m_read_local.push_back(static_cast<NodeId>(local));
+        m_read_pos.push_back(i);
+      } else {
+        copy_owned_row(local, rows + i * m_width);
+      }
       original[i] = ids.to_original(local);
       degrees[i] = m_part.degrees.data()[local];
       continue;
@@ -206,6 +223,9 @@ void FeatureStore::gather(const kernels::Resources& res, Comm& comm,
     m_want[at] = v;
     m_want_pos[at] = i;
   }
+  if (m_from_file)
+    read_rows(m_read_local.data(), m_read_pos.data(), std::ssize(m_read_local), rows, m_width,
+              stats);
   fetch(comm, static_cast<std::int64_t>(want), rows, original, degrees, stats);
   out.original = out.original_ids.span();
   if (staged) {
@@ -242,6 +262,7 @@ void FeatureStore::fetch(Comm& comm, std::int64_t count, float* rows, NodeId* or
   // Serve: original id, degree and the features of every row asked for.
   m_reply_out.resize(static_cast<std::size_t>(served * words));
   const partition::IdMap& ids = m_part.ids;
+  if (m_from_file) m_read_local.clear();
   for (std::int64_t k = 0; k < served; ++k) {
     const NodeId v = m_served[static_cast<std::size_t>(k)];
     HALO_EXPECTS(ids.owns(v), "feature store: asked for a row this rank does not own");
@@ -249,8 +270,15 @@ void FeatureStore::fetch(Comm& comm, std::int64_t count, float* rows, NodeId* or
     std::int32_t* w = m_reply_out.data() + k * words;
     w[0] = ids.to_original(local);
     w[1] = static_cast<std::int32_t>(m_part.degrees.data()[local]);
-    copy_owned_row(local, reinterpret_cast<float*>(w + kRowHeader));
+    if (m_from_file)
+      m_read_local.push_back(static_cast<NodeId>(local));
+    else
+      copy_owned_row(local, reinterpret_cast<float*>(w + kRowHeader));
   }
+  // Rows of a file read at once, into the reply's rows (a row every `words` words).
+  if (m_from_file)
+    read_rows(m_read_local.data(), nullptr, served,
+              reinterpret_cast<float*>(m_reply_out.data() + kRowHeader), words, stats);
   for (std::size_t j = 0; j < p; ++j) {
     m_bytes_out[j] = static_cast<std::size_t>(m_count_in[j] * words) * 4;
     m_bytes_in[j] = static_cast<std::size_t>(m_count_out[j] * words) * 4;
@@ -307,12 +335,13 @@ void FeatureStore::end_epoch(Comm& comm, std::uint64_t epoch) {
   fill_cache(comm, counts);
 }
 
-void FeatureStore::cache_file_rows(const kernels::Resources& res, std::int64_t bytes) {
+void FeatureStore::cache_file_rows(std::int64_t bytes) {
   if (!m_from_file || m_width == 0) return;
   const std::int64_t n = m_part.num_owned();
   const std::int64_t rows = std::min(n, std::max<std::int64_t>(0, bytes) / (m_width * 4));
-  m_cache_slot.assign(static_cast<std::size_t>(n), -1);
-  m_cache_rows.assign(static_cast<std::size_t>(rows * m_width), 0.f);
+  m_file_slot.assign(static_cast<std::size_t>(n), -1);
+  m_file_rows.assign(static_cast<std::size_t>(rows * m_width), 0.f);
+  m_file_cached = 0;
   if (rows == 0) return;
   std::vector<NodeId> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), NodeId{0});
@@ -320,37 +349,45 @@ void FeatureStore::cache_file_rows(const kernels::Resources& res, std::int64_t b
   std::partial_sort(order.begin(), order.begin() + rows, order.end(), [&](NodeId a, NodeId b) {
     return degree[a] != degree[b] ? degree[a] > degree[b] : a < b;
   });
-  std::sort(order.begin(), order.begin() + rows);  // slots in file order
+  std::sort(order.begin(), order.begin() + rows);  // slots in local order (file order)
   FetchStats ignored;  // every slot is still empty: all rows come from the file
-  read_file_rows(res, {order.data(), rows}, m_cache_rows.data(), ignored);
+  read_file_rows({order.data(), rows}, m_file_rows.data(), ignored);
   for (std::int64_t i = 0; i < rows; ++i)
-    m_cache_slot[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] =
+    m_file_slot[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] =
         static_cast<std::int32_t>(i);
-  m_cached = rows;
+  m_file_cached = rows;
 }
 
-void FeatureStore::read_file_rows(const kernels::Resources& res, kernels::Span<const NodeId> nodes,
-                                  float* out, FetchStats& stats) const {
+void FeatureStore::read_file_rows(kernels::Span<const NodeId> nodes, float* out,
+                                  FetchStats& stats) const {
+  read_rows(nodes.data, nullptr, nodes.size, out, m_width, stats);
+}
+
+void FeatureStore::read_rows(const NodeId* locals, const std::int64_t* positions,
+                             std::int64_t count, float* out, std::int64_t stride,
+                             FetchStats& stats) const {
   HALO_EXPECTS(m_from_file, "feature store: the rows are not read from a file");
   const auto start = std::chrono::steady_clock::now();
   const auto& file = std::get<Tensor<float>>(m_owned).storage();
   const auto row = static_cast<std::size_t>(m_width) * sizeof(float);
-  const bool cached = !m_cache_slot.empty();
-  // Cached rows copied; the others read in ascending id, runs of consecutive ids (a batch's
-  // hubs are often neighbours in the file) with one pread each. Per thread, grown once.
-  thread_local std::vector<std::pair<NodeId, std::int64_t>> want;  // (id, position in out)
+  const bool cached = !m_file_slot.empty();
+  const NodeId* original = m_part.ids.original_ids().data;
+  // Cached rows copied; the others read in ascending file row, runs of consecutive rows (a
+  // batch's hubs are often neighbours in the file) with one pread each. Per thread, grown once.
+  thread_local std::vector<std::pair<NodeId, std::int64_t>> want;  // (file row, position)
   thread_local std::vector<std::int64_t> runs;                     // starts in `want`
   want.clear();
   std::int64_t hits = 0;
-  for (std::int64_t i = 0; i < nodes.size; ++i) {
-    const NodeId v = nodes[i];
-    if (const std::int32_t slot = cached ? m_cache_slot[static_cast<std::size_t>(v)] : -1;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const NodeId v = locals[i];
+    const std::int64_t at = positions != nullptr ? positions[i] : i;
+    if (const std::int32_t slot = cached ? m_file_slot[static_cast<std::size_t>(v)] : -1;
         slot >= 0) {
-      std::memcpy(out + i * m_width,
-                  m_cache_rows.data() + static_cast<std::int64_t>(slot) * m_width, row);
+      std::memcpy(out + at * stride, m_file_rows.data() + static_cast<std::int64_t>(slot) * m_width,
+                  row);
       ++hits;
     } else {
-      want.emplace_back(v, i);
+      want.emplace_back(m_by_original ? original[v] : v, at);
     }
   }
   std::sort(want.begin(), want.end());
@@ -369,10 +406,9 @@ void FeatureStore::read_file_rows(const kernels::Resources& res, kernels::Span<c
   std::exception_ptr error;
   // Reads in flight: a disk serves random reads far faster at a queue depth of 16 than of 1
   // (this machine's, fio 4 KiB: 26K IOPS at depth 1, 90K at 16), so the runs are read by
-  // kReadDepth threads whatever res's compute threads are; they wait on the disk, not compute.
+  // kReadDepth threads whatever the compute threads are; they wait on the disk, not compute.
   constexpr int kReadDepth = 16;
-#pragma omp parallel num_threads(std::max(kReadDepth, res.cpu_exec().num_threads)) if (num_runs >= \
-                                                                                       64)
+#pragma omp parallel num_threads(kReadDepth) if (num_runs >= 64)
   {
     thread_local std::vector<char> buffer;  // one run's rows, per thread, grown once
 #pragma omp for schedule(dynamic, 4)
@@ -381,14 +417,14 @@ void FeatureStore::read_file_rows(const kernels::Resources& res, kernels::Span<c
       const auto b = static_cast<std::size_t>(r[static_cast<std::size_t>(k) + 1]);
       try {
         if (b - a == 1) {
-          file.read_file(static_cast<std::size_t>(w[a].first) * row, out + w[a].second * m_width,
+          file.read_file(static_cast<std::size_t>(w[a].first) * row, out + w[a].second * stride,
                          row);
           continue;
         }
         buffer.resize((b - a) * row);
         file.read_file(static_cast<std::size_t>(w[a].first) * row, buffer.data(), (b - a) * row);
         for (std::size_t q = a; q < b; ++q)
-          std::memcpy(out + w[q].second * m_width, buffer.data() + (q - a) * row, row);
+          std::memcpy(out + w[q].second * stride, buffer.data() + (q - a) * row, row);
       } catch (...) {
 #pragma omp critical(halo_feature_file_error)
         if (!error) error = std::current_exception();
@@ -396,10 +432,11 @@ void FeatureStore::read_file_rows(const kernels::Resources& res, kernels::Span<c
     }
   }
   if (error) std::rethrow_exception(error);
-  stats.remote_rows += nodes.size;
-  stats.cache_hits += hits;
-  stats.bytes += (nodes.size - hits) * static_cast<std::int64_t>(row);
-  stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats.file_rows += count;
+  stats.file_hits += hits;
+  stats.file_bytes += (count - hits) * static_cast<std::int64_t>(row);
+  stats.file_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace halo::runtime

@@ -34,6 +34,13 @@ struct FetchStats {
   std::int64_t cache_hits = 0;   // of those, served by the cache
   std::int64_t bytes = 0;        // bytes of rows received
   double seconds = 0;            // in the exchange of ids and rows
+  // Rows read from a store's file (FeatureStore::from_file) by this rank, for its own batches
+  // and for the rows it served to other ranks: rows asked, of those served by the row cache,
+  // bytes read from the file and seconds reading.
+  std::int64_t file_rows = 0;
+  std::int64_t file_hits = 0;
+  std::int64_t file_bytes = 0;
+  double file_seconds = 0;
 };
 
 /// Contract: owned() is the part's feature matrix as the first layer reads it (prepared:
@@ -74,27 +81,29 @@ class FeatureStore {
   /// first epoch's counts.
   void end_epoch(Comm& comm, std::uint64_t epoch);
 
-  /// Whether the rows come from a file: one part whose dense features are a file mapping (a
-  /// store opened mapped, datasets::StoreOpenOptions::mapped) on the CPU. Gathers then read
-  /// each row with pread (Buffer::read_file), never through the mapping, so the rows take page
-  /// cache rather than this process's memory, except those of the row cache below; a gather's
-  /// FetchStats count the rows asked (remote_rows), those the cache served, the bytes read
-  /// from the file and the time.
+  /// Whether the owned rows come from a file, on the CPU: one part whose dense features are a
+  /// file mapping (a store opened mapped, datasets::StoreOpenOptions::mapped), or a part of
+  /// several whose features are its store's file (Part::features_by_original: an owned node's
+  /// row is its original id's). Gathers then read each row with pread (Buffer::read_file),
+  /// never through the mapping, so the rows take page cache (shared by the ranks of one host)
+  /// rather than this process's memory, except those of the row cache below. A gather's
+  /// FetchStats count the file's rows asked, those the cache served, the bytes read and the
+  /// time (file_*), remote rows as before: an owner reads the rows it serves from its file.
   bool from_file() const { return m_from_file; }
-  /// From a file: keeps the rows of the highest-degree nodes (ties: lower id) in memory, as
-  /// many as fit in `bytes` (read now, once, as read_file_rows reads). Nothing otherwise.
-  void cache_file_rows(const kernels::Resources& res, std::int64_t bytes);
-  /// Reads rows `nodes` (local ids, host) of the features from the file, or the row cache,
-  /// into `out` (nodes.size x num_features), on res's threads. Only when from_file().
-  /// halo::IoError naming the file when a read fails.
-  void read_file_rows(const kernels::Resources& res, kernels::Span<const kernels::NodeId> nodes,
-                      float* out, FetchStats& stats) const;
+  /// From a file: keeps the rows of the highest-degree owned nodes (ties: lower id) in memory,
+  /// as many as fit in `bytes` (read now, once, as read_file_rows reads). Nothing otherwise.
+  void cache_file_rows(std::int64_t bytes);
+  /// Reads rows `nodes` (owned local ids, host) of the features from the file, or the row
+  /// cache, into `out` (nodes.size x num_features), with kReadDepth reads in flight. Only when
+  /// from_file(). halo::IoError naming the file when a read fails.
+  void read_file_rows(kernels::Span<const kernels::NodeId> nodes, float* out,
+                      FetchStats& stats) const;
 
   /// Stored entries a batch's input can hold when gathers keep sparse features (one part),
   /// else 0 (dense batches).
   std::int64_t max_input_entries() const { return m_part.ids.identity() ? m_max_entries : 0; }
-  /// Rows the cache holds.
-  std::int64_t cached_rows() const { return m_cached; }
+  /// Rows the caches hold (remote rows, and owned rows read from a file).
+  std::int64_t cached_rows() const { return m_cached + m_file_cached; }
 
  private:
   /// Fetches the rows of `nodes` (remote partition ids, host) from their owners into `rows`
@@ -103,13 +112,21 @@ class FeatureStore {
              std::int64_t* degrees, FetchStats& stats);
   void fill_cache(Comm& comm, const std::vector<std::int64_t>& score);
   void copy_owned_row(std::int64_t local, float* out) const;
+  /// read_file_rows's body: row locals[i] to out + (positions ? positions[i] : i) * stride.
+  void read_rows(const kernels::NodeId* locals, const std::int64_t* positions, std::int64_t count,
+                 float* out, std::int64_t stride, FetchStats& stats) const;
 
   const partition::Part& m_part;
   std::int64_t m_width = 0;
   kernels::FeatureMatrix<float> m_owned;       // on res's device
   kernels::FeatureMatrix<float> m_owned_host;  // a host copy for assembling rows (device, P > 1)
   bool m_host_copy = false;
-  bool m_from_file = false;  // see from_file(); the row cache is m_cache_slot / m_cache_rows
+  bool m_from_file = false;    // see from_file()
+  bool m_by_original = false;  // the file's row of owned local v is its original id
+  // The row cache of a file: file_slot[v] the row of owned local v or -1.
+  std::vector<std::int32_t> m_file_slot;
+  std::vector<float> m_file_rows;
+  std::int64_t m_file_cached = 0;
   kernels::Tensor<std::int64_t> m_degrees;  // the part's degrees on res's device (P = 1)
   std::int64_t m_max_rows = 0, m_max_entries = 0;
   // The cache: a row per halo node chosen, cache_slot[h] its row or -1.
@@ -120,6 +137,8 @@ class FeatureStore {
   std::vector<std::int64_t> m_access;  // accesses per halo node in the first epoch
   // Exchange buffers, sized once (see enable_batches).
   std::vector<kernels::NodeId> m_want, m_served;
+  std::vector<kernels::NodeId> m_read_local;  // owned rows read from the file, and where to
+  std::vector<std::int64_t> m_read_pos;
   std::vector<std::int64_t> m_want_pos, m_count_out, m_count_in, m_cursor;
   std::vector<std::size_t> m_bytes_out, m_bytes_in;
   std::vector<std::int32_t> m_reply_out, m_reply_in;

@@ -231,7 +231,7 @@ const Tensor<float>& LayerwiseInference::run(nn::Model<float>& model) {
       if (l == 1 && m_store.from_file()) {
         auto& x = std::get<Tensor<float>>(m_x);
         x.reshape_within(block.num_src(), x.cols());
-        m_store.read_file_rows(m_res, block.src_ids, x.data(), m_fetch);
+        m_store.read_file_rows(block.src_ids, x.data(), m_fetch);
       } else if (l == 1) {
         sampler::gather_feature_rows(m_res, m_features, block.src_ids, m_x, m_scan, host_syncs);
       } else {

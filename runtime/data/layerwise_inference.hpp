@@ -89,7 +89,7 @@ class LayerwiseInference {
   std::int64_t spill_bytes_written() const { return m_written; }
   std::int64_t spill_bytes_read() const { return m_read; }
   /// Bytes of feature rows the last run read from the features' file (FeatureStore::from_file).
-  std::int64_t feature_bytes_read() const { return m_fetch.bytes; }
+  std::int64_t feature_bytes_read() const { return m_fetch.file_bytes; }
 
  private:
   const kernels::Resources& m_res;

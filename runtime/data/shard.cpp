@@ -85,7 +85,8 @@ void check_partition_ranks(const partition::PartitionMeta& meta, Comm& comm,
 }
 }  // namespace
 
-Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir) {
+Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir,
+                 const partition::PartReadOptions& options) {
   const partition::PartitionMeta meta = partition::read_partition_meta(dir);
   if (meta.hetero)
     throw IoError((dir / "meta.json").string() +
@@ -93,7 +94,7 @@ Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesyste
   check_partition_ranks(meta, comm, dir);
   Shard s;
   s.dataset = meta.dataset;
-  s.part = partition::read_part(host_resources(res), dir, comm.rank(), &meta);
+  s.part = partition::read_part(host_resources(res), dir, comm.rank(), &meta, options);
   s.num_features = meta.num_features;
   s.num_edges = meta.num_edges;
   s.comm = &comm;

@@ -39,7 +39,9 @@ Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds);
 /// Part comm.rank() of the partition in `dir`, checked against the other ranks: one all-reduce
 /// that fails on every rank unless all opened the same meta.json (its checksum). Collective.
 /// halo::IoError when the partition has not comm.size() parts or a part is missing or damaged.
-Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir);
+/// `options`: how the part's feature rows are read (partition::read_part).
+Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir,
+                 const partition::PartReadOptions& options = {});
 
 /// One rank's part of a heterogeneous graph: `graph` holds the part's local rows
 /// (partition::HeteroPart) and `layout` its owned counts and exchange lists. One process is the

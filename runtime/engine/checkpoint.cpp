@@ -77,7 +77,8 @@ void for_each_field(S& s, F&& f) {
   f(s.epoch), f(s.epochs), f(s.train_loss), f(s.epoch_time_s), f(s.exchange_bytes),
       f(s.exchange_time_s), f(s.exchange_exposed_s), f(s.exchange_window_s), f(s.allreduce_time_s),
       f(s.sampling_bytes), f(s.feature_bytes), f(s.remote_rows), f(s.cache_hits), f(s.fetch_time_s),
-      f(s.batch_wait_s), f(s.host_syncs);
+      f(s.batch_wait_s), f(s.host_syncs), f(s.disk_rows), f(s.disk_hits), f(s.disk_bytes),
+      f(s.disk_read_s);
 }
 
 /// Named values as a count, then (name length, name, value) each.

@@ -23,7 +23,7 @@ namespace halo::runtime {
 
 /// The version of the shard files and manifest this Halo writes and the only one it resumes
 /// (3: the tasks' named scores and stage times in the result and the history).
-inline constexpr std::uint32_t kCheckpointVersion = 3;
+inline constexpr std::uint32_t kCheckpointVersion = 4;
 
 /// The progress of a run, on the host: what one rank's shard holds. The ranks' shards hold the
 /// same values (the parameters are replicated); each rank restores its own.

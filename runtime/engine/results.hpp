@@ -43,7 +43,13 @@ struct EpochStats {
   std::int64_t cache_hits = 0;      // of those, served by the cache
   double fetch_time_s = 0;          // spent fetching remote rows (per rank, mean)
   double batch_wait_s = 0;          // the training thread waiting for prepared batches
-  std::int64_t host_syncs = 0;      // device runs: times the host waited for the device
+  // Feature rows read from a store's file (FeatureStore::from_file), over all ranks: rows
+  // asked of it, of those served by the row cache, bytes read, and seconds reading (mean).
+  std::int64_t disk_rows = 0;
+  std::int64_t disk_hits = 0;
+  std::int64_t disk_bytes = 0;
+  double disk_read_s = 0;
+  std::int64_t host_syncs = 0;  // device runs: times the host waited for the device
   /// TrainConfig::profile: where the epoch's time went, on this rank.
   EpochProfile profile;
 };
@@ -106,6 +112,11 @@ struct TrainResult {
   double cache_hit_rate = 0;
   double fetch_time_s = 0;  // median per epoch
   double batch_wait_s = 0;  // median per epoch: fetch and sampling time not hidden
+  /// Feature rows read from a store's file: bytes (median per epoch, all ranks), the row
+  /// cache's hits / rows asked over all epochs, seconds reading (median per epoch, per rank).
+  std::int64_t disk_bytes_per_epoch = 0;
+  double disk_cache_hit_rate = 0;
+  double disk_read_s = 0;
   /// The median per epoch of each of the task's stage times (EpochStats::stage_times).
   Metrics stage_times;
   /// TrainConfig::profile: the median of every field of EpochStats::profile.

@@ -110,7 +110,11 @@ void reduce_epoch_counters(Comm& comm, EpochStats& s) {
                            static_cast<double>(s.cache_hits),
                            s.fetch_time_s,
                            s.batch_wait_s,
-                           s.exchange_window_s};
+                           s.exchange_window_s,
+                           static_cast<double>(s.disk_rows),
+                           static_cast<double>(s.disk_hits),
+                           static_cast<double>(s.disk_bytes),
+                           s.disk_read_s};
   comm.allreduce(kernels::Span<double>(v.data(), static_cast<std::int64_t>(v.size())),
                  ReduceOp::Sum);
   const double p = comm.size();
@@ -125,6 +129,10 @@ void reduce_epoch_counters(Comm& comm, EpochStats& s) {
   s.fetch_time_s = v[8] / p;
   s.batch_wait_s = v[9] / p;
   s.exchange_window_s = v[10] / p;
+  s.disk_rows = static_cast<std::int64_t>(v[11]);
+  s.disk_hits = static_cast<std::int64_t>(v[12]);
+  s.disk_bytes = static_cast<std::int64_t>(v[13]);
+  s.disk_read_s = v[14] / p;
 }
 
 void expect_finite(double loss, std::uint64_t epoch, std::int64_t batch) {
@@ -362,10 +370,10 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   result.preemption_checks = m_stop_checks;
   result.preemption_check_s = m_stop_check_s;
   // The medians and totals over the epochs completed (those before a resume included).
-  std::vector<double> times, exchange, exposed, window, allreduce, compute, fetch, wait;
-  std::vector<std::int64_t> bytes, sampling, features;
+  std::vector<double> times, exchange, exposed, window, allreduce, compute, fetch, wait, reading;
+  std::vector<std::int64_t> bytes, sampling, features, disk;
   double exchange_total = 0, exposed_total = 0;
-  std::int64_t remote = 0, hits = 0, syncs = 0;
+  std::int64_t remote = 0, hits = 0, syncs = 0, disk_rows = 0, disk_hits = 0;
   std::vector<std::string> stages;  // the names of the task's stage times, first seen first
   for (const EpochStats& s : result.history) {
     times.push_back(s.epoch_time_s);
@@ -379,6 +387,10 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
     bytes.push_back(s.exchange_bytes);
     sampling.push_back(s.sampling_bytes);
     features.push_back(s.feature_bytes);
+    disk.push_back(s.disk_bytes);
+    reading.push_back(s.disk_read_s);
+    disk_rows += s.disk_rows;
+    disk_hits += s.disk_hits;
     exchange_total += s.exchange_time_s;
     exposed_total += s.exchange_exposed_s;
     remote += s.remote_rows;
@@ -395,6 +407,7 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   result.compute_time_s = median(compute);
   result.fetch_time_s = median(fetch);
   result.batch_wait_s = median(wait);
+  result.disk_read_s = median(reading);
   for (const std::string& name : stages) {
     std::vector<double> v;
     for (const EpochStats& s : result.history)
@@ -413,6 +426,9 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
   result.exchange_bytes_per_epoch = median_int(bytes);
   result.sampling_bytes_per_epoch = median_int(sampling);
   result.feature_bytes_per_epoch = median_int(features);
+  result.disk_bytes_per_epoch = median_int(disk);
+  result.disk_cache_hit_rate =
+      disk_rows > 0 ? static_cast<double>(disk_hits) / static_cast<double>(disk_rows) : 0;
   result.exchange_hidden_fraction =
       exchange_total > 0 ? std::max(0.0, 1.0 - exposed_total / exchange_total) : 0.0;
   result.cache_hit_rate = remote > 0 ? static_cast<double>(hits) / static_cast<double>(remote) : 0;

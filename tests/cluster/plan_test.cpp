@@ -139,6 +139,43 @@ TEST(Plan, AStoreLargerThanTheBudgetIsReadFromItsFile) {
   }
 }
 
+// A partition of a store: each rank whose part file and owned rows are larger than the budget
+// reads its rows from the store's file (mini-batch, sampled evaluation): it holds a quarter of
+// the budget of rows and reads the rest; a budget above the part holds its rows.
+TEST(Plan, APartOfAStoreLargerThanTheBudgetIsReadFromTheStore) {
+  PlanInput in;
+  in.graph = big_graph();
+  in.graph.store_features = true;
+  in.parts = estimate_parts(in.graph, 2);
+  in.from_partition = true;
+  for (PartCounts& p : in.parts) p.file_bytes = p.num_edges * 4 + p.num_owned * 32;
+  TrainConfig c = config_for(nn::ModelKind::Sage, 0, 1);
+  c.mini_batch = batches(1024, {10, 5}, 0);
+  c.mini_batch->eval_fanouts = {10, 5};
+  const auto item = [](const RankPlan& r, const std::string& name) {
+    for (const MemoryItem& i : r.host)
+      if (i.name == name) return i.bytes;
+    return std::int64_t{-1};
+  };
+  const std::int64_t row = in.graph.num_features * 4;
+  const PartCounts& p0 = in.parts.front();
+  const std::int64_t part = p0.file_bytes + p0.num_owned * row;
+  c.memory_budget = static_cast<std::size_t>(part) * 2;
+  const RankPlan memory = make_plan(in, c, CostModel{}, "cpu", 1).per_rank.front();
+  EXPECT_EQ(item(memory, "features"), p0.num_owned * row);
+  EXPECT_EQ(memory.disk_read_bytes_per_epoch, 0);
+  c.memory_budget = static_cast<std::size_t>(part) / 4;
+  const RankPlan file = make_plan(in, c, CostModel{}, "cpu", 1).per_rank.front();
+  EXPECT_EQ(item(file, "features"),
+            static_cast<std::int64_t>(c.memory_budget / 4 / static_cast<std::size_t>(row)) * row);
+  EXPECT_GT(file.disk_read_bytes_per_epoch, 0);
+  EXPECT_GT(file.evaluation_read_bytes, 0);
+  EXPECT_LT(file.peak_host_bytes, memory.peak_host_bytes);
+  // Parts that hold their rows (no store) are never read from a file.
+  in.graph.store_features = false;
+  EXPECT_EQ(make_plan(in, c, CostModel{}, "cpu", 1).per_rank.front().disk_read_bytes_per_epoch, 0);
+}
+
 // --eval-fanouts: no full-graph pass and no layer-wise representations or logits of every
 // node (one process) and no halo buffers (2 ranks); a second sampler envelope; the rows read
 // per evaluation are its batches' (training, validation and test nodes) that miss the cache.

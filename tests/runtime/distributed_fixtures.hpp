@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <halo/datasets/hetero.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/partition/formats/partition_format.hpp>
 #include <halo/partition/partitioners/partitioner.hpp>
@@ -23,15 +24,18 @@ namespace halo::runtime::test {
 
 /// Every rank partitions `ds` into comm.size() parts (METIS is deterministic for a seed, so
 /// every rank holds the same relabelling); rank 0 writes it under a fresh directory
-/// HALO_TEST_BINARY_DIR/part-<name>-<P> that all ranks read. The directory is removed when the
-/// object dies (collective).
+/// HALO_TEST_BINARY_DIR/part-<name>-<P> that all ranks read. `store`: rank 0 first writes `ds`
+/// as a store (float32 features) to that name + "-store", and the parts reference its features
+/// instead of holding them (as `halo partition --dataset STORE` writes). The directories are
+/// removed when the object dies (collective).
 class SharedPartition {
  public:
   SharedPartition(Comm& comm, const datasets::Dataset& ds, partition::Method method,
-                  const std::string& name)
+                  const std::string& name, bool store = false)
       : m_comm(comm),
         m_dir(std::filesystem::path(HALO_TEST_BINARY_DIR) /
-              ("part-" + name + "-" + std::to_string(comm.size()))) {
+              ("part-" + name + "-" + std::to_string(comm.size()))),
+        m_store(store ? m_dir.string() + "-store" : std::string()) {
     partition::PartitionConfig c;
     c.num_parts = comm.size();
     c.method = method;
@@ -39,7 +43,14 @@ class SharedPartition {
     m_result = partition::partition_dataset(host(), ds, c);
     if (comm.rank() == 0) {
       std::filesystem::remove_all(m_dir);
-      partition::write_partitions(host(), ds, m_result, m_dir);
+      if (store) {
+        std::filesystem::remove_all(m_store);
+        datasets::write_store(host(), ds, m_store, "");
+        const datasets::StoredFeatures f = datasets::stored_features(m_store);
+        partition::write_partitions(host(), ds, m_result, m_dir, {}, &f);
+      } else {
+        partition::write_partitions(host(), ds, m_result, m_dir);
+      }
     }
     comm.barrier();
     m_meta = partition::read_partition_meta(m_dir);
@@ -48,7 +59,10 @@ class SharedPartition {
   SharedPartition& operator=(const SharedPartition&) = delete;
   ~SharedPartition() {
     m_comm.barrier();
-    if (m_comm.rank() == 0) std::filesystem::remove_all(m_dir);
+    if (m_comm.rank() == 0) {
+      std::filesystem::remove_all(m_dir);
+      if (!m_store.empty()) std::filesystem::remove_all(m_store);
+    }
   }
   const std::filesystem::path& dir() const { return m_dir; }
   const partition::PartitionMeta& meta() const { return m_meta; }
@@ -60,6 +74,7 @@ class SharedPartition {
  private:
   Comm& m_comm;
   std::filesystem::path m_dir;
+  std::filesystem::path m_store;  // empty: the parts hold their rows
   partition::PartitionResult m_result;
   partition::PartitionMeta m_meta;
 };

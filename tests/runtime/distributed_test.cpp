@@ -421,6 +421,54 @@ TEST(DistributedMiniBatch, TheCacheCutsTrafficAndKeepsTheLosses) {
   }
 }
 
+// A partition of a store whose rows stay in the store's file (each rank reads its owned rows
+// with pread, a quarter of the budget caching the highest-degree ones, and serves the rows other
+// ranks ask for from the file) trains as the parts read into memory do: the same losses and
+// scores bit for bit, with and without a cache of remote rows, on a directed and an undirected
+// graph whose rows are 4x and more the budget. The rows come from the file (bytes read, some
+// served by the row cache).
+TEST(DistributedMiniBatch, RowsReadFromTheStoreGiveTheRunOfRowsInMemory) {
+  for (const bool directed : {false, true}) {
+    SCOPED_TRACE(graph_name(directed));
+    const datasets::Dataset undirected = test::small_synthetic(5, 900);
+    const datasets::Dataset ds = directed ? halo::testing::directed_copy(test::host(), undirected)
+                                          : undirected.clone(test::host());
+    const SharedPartition shared(comm(), ds, partition::Method::MetisKway,
+                                 "store-rows" + graph_name(directed), true);
+    for (const double cache_mb : {0.0, 0.01}) {
+      SCOPED_TRACE("cache_mb " + std::to_string(cache_mb));
+      TrainConfig config = test::config_for(nn::ModelKind::Sage, 4, 2);
+      config.mini_batch = test::batches(40, {6, 4}, 1);
+      config.mini_batch->eval_fanouts = {5, 5};
+      config.mini_batch->cache_mb = comm().size() > 1 ? cache_mb : 0;
+      const std::int64_t rows = ds.num_nodes() * ds.num_features() * 4;
+      config.memory_budget = static_cast<std::size_t>(rows / 4 / comm().size());
+      Shard in_memory = open_shard(res(), comm(), shared.dir());
+      ASSERT_FALSE(in_memory.part.features_by_original);
+      const TrainResult want = train(res(), in_memory, config).result;
+      partition::PartReadOptions read;
+      read.map_store_features = true;
+      Shard from_file = open_shard(res(), comm(), shared.dir(), read);
+      ASSERT_TRUE(from_file.part.features_by_original);
+      const TrainResult got = train(res(), from_file, config).result;
+      ASSERT_EQ(got.history.size(), want.history.size());
+      for (std::size_t e = 0; e < want.history.size(); ++e) {
+        EXPECT_EQ(got.history[e].train_loss, want.history[e].train_loss) << "epoch " << e + 1;
+        for (const auto& [name, value] : want.history[e].metrics)
+          EXPECT_EQ(got.history[e].metrics.at(name), value) << name << ", epoch " << e + 1;
+        EXPECT_EQ(want.history[e].disk_bytes, 0);
+        EXPECT_GT(got.history[e].disk_bytes, 0);
+        EXPECT_GT(got.history[e].disk_hits, 0);  // the highest-degree rows, cached
+        EXPECT_LT(got.history[e].disk_hits, got.history[e].disk_rows);
+        EXPECT_EQ(got.history[e].feature_bytes, want.history[e].feature_bytes);
+      }
+      EXPECT_GT(got.disk_bytes_per_epoch, 0);
+      EXPECT_GT(got.disk_cache_hit_rate, 0.0);
+      EXPECT_GT(got.evaluation_read_bytes, want.evaluation_read_bytes);
+    }
+  }
+}
+
 // Nothing is allocated per batch after the first: the allocations counted (operator new and
 // the C allocators of statically linked code) do not change between the end of a batch's step
 // and the end of the epoch's last step, on every rank, for each epoch, with and without the

@@ -185,10 +185,11 @@ TEST(MiniBatchTraining, FeaturesReadFromTheStoreFileGiveTheSameRun) {
       const TrainResult file = runtime::train(res, shard, c).result;
       EXPECT_EQ(losses(file), losses(memory));
       EXPECT_EQ(file.metrics, memory.metrics);
-      EXPECT_EQ(memory.feature_bytes_per_epoch, 0);
-      EXPECT_GT(file.feature_bytes_per_epoch, 0);
-      EXPECT_GT(file.cache_hit_rate, 0.0);  // a sixteenth of the data's rows, by degree
-      EXPECT_LT(file.cache_hit_rate, 1.0);
+      EXPECT_EQ(memory.disk_bytes_per_epoch, 0);
+      EXPECT_GT(file.disk_bytes_per_epoch, 0);
+      EXPECT_EQ(file.feature_bytes_per_epoch, 0);  // nothing from other ranks
+      EXPECT_GT(file.disk_cache_hit_rate, 0.0);    // a sixteenth of the data's rows, by degree
+      EXPECT_LT(file.disk_cache_hit_rate, 1.0);
       EXPECT_EQ(file.evaluation_spill_bytes > 0, eval.empty());
       EXPECT_GT(file.evaluation_read_bytes, 0);
     }

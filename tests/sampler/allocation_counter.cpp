@@ -48,5 +48,12 @@ void* operator new(std::size_t bytes) {
   if (void* p = __real_malloc(bytes == 0 ? 1 : bytes)) return p;
   throw std::bad_alloc();
 }
+// The nothrow form too (std::stable_sort's temporary buffer): its memory reaches the plain
+// delete above, so it must come from the same malloc.
+void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
+  ++g_allocations;
+  return __real_malloc(bytes == 0 ? 1 : bytes);
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }

@@ -1,14 +1,18 @@
 // Tests of NeighborSampler: block structure, counts, relabelling, determinism, input errors.
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <utility>
 #include <vector>
 
+#include <halo/kernels/buffer.hpp>
 #include <halo/kernels/error.hpp>
 #include <halo/sampler/neighbor_sampler.hpp>
 
 #include "sampler/sampler_test_util.hpp"
+#include "support/testing.hpp"
 
 namespace halo::sampler::test {
 namespace {
@@ -118,6 +122,52 @@ TEST(NeighborSampler, SameKeysGiveTheSameBlocksForAnyThreadCount) {
     // Other batches in between change nothing.
     b.sample(two, span(seeds), 0, 0);
     EXPECT_EQ(copy_blocks(b.sample(two, span(seeds), 3, 4)), expected);
+  }
+}
+
+// A graph whose column ids are a file mapping (a store larger than memory) is read with pread
+// (FileNeighbors): the blocks equal those of the graph in memory, with and without replacement,
+// for rows read whole and for a hub whose row (20,000 entries, past kWholeRowBytes) is read at
+// its drawn positions. A file cut short under the sampler is an IoError naming it.
+TEST(NeighborSampler, AGraphInAFileGivesTheBlocksOfTheGraphInMemory) {
+  const halo::testing::TempDir tmp;
+  const Graph star = star_graph(20001);
+  ASSERT_GT(star.indptr.data()[1] * static_cast<std::int64_t>(sizeof(NodeId)),
+            FileNeighbors::kWholeRowBytes);
+  int which = 0;
+  for (const Graph* g : {&rmat(), &star}) {
+    const std::filesystem::path file = tmp.path() / ("indices-" + std::to_string(which++));
+    std::ofstream(file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(g->indices.data()),
+               static_cast<std::streamsize>(g->indices.bytes()));
+    Graph mapped;
+    mapped.indptr = g->indptr.clone(cpu());
+    mapped.indices = kernels::Tensor<NodeId>(
+        kernels::Buffer::map_file(file.string(), g->indices.bytes()), g->num_edges());
+    mapped.num_cols = g->num_cols;
+    for (const bool replace : {false, true}) {
+      SCOPED_TRACE(std::to_string(which) + (replace ? " with replacement" : " without"));
+      const SamplerConfig c = config({7, 5, 3}, replace);
+      const std::int64_t n = g->num_rows(), batch = std::min<std::int64_t>(200, n);
+      std::vector<NodeId> seeds = seeds_of(batch, n, 3);
+      if (g == &star) seeds[0] = 0;  // the hub
+      NeighborSampler memory(cpu(), *g, batch, c), file_backed(cpu(), mapped, batch, c);
+      for (std::uint64_t b = 0; b < 3; ++b)
+        EXPECT_EQ(copy_blocks(file_backed.sample(cpu(), span(seeds), 1, b)),
+                  copy_blocks(memory.sample(cpu(), span(seeds), 1, b)))
+            << "batch " << b;
+    }
+    if (g == &star) {
+      NeighborSampler file_backed(cpu(), mapped, 10, config({5}));
+      std::filesystem::resize_file(file, 16);
+      const std::vector<NodeId> hub = {0};
+      try {
+        file_backed.sample(cpu(), span(hub), 0, 0);
+        ADD_FAILURE() << "a short file read without an error";
+      } catch (const IoError& e) {
+        EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+      }
+    }
   }
 }
 

@@ -317,8 +317,10 @@ TEST_F(DatasetsCli, AStoreLargerThanTheBudgetTrainsFromItsFile) {
   const auto file = nlohmann::json::parse(read_file(m_dir / "file.json"));
   for (const char* key : {"final_train_loss", "val_accuracy", "test_accuracy", "best_epoch"})
     EXPECT_EQ(file[key], memory[key]) << key;
-  EXPECT_EQ(memory["feature_bytes_per_epoch"], 0);
-  EXPECT_GT(file["feature_bytes_per_epoch"].get<std::int64_t>(), 0);
+  EXPECT_EQ(memory["disk_bytes_per_epoch"], 0);
+  EXPECT_GT(file["disk_bytes_per_epoch"].get<std::int64_t>(), 0);
+  EXPECT_GT(file["disk_cache_hit_rate"].get<double>(), 0.0);
+  EXPECT_GT(file["disk_read_s"].get<double>(), 0.0);
   // The same blocks either way: at most batch x (5 + 5 x 5) entries per batch of 64 seeds.
   EXPECT_EQ(file["sampled_edges_per_epoch"], memory["sampled_edges_per_epoch"]);
   EXPECT_GT(file["sampled_edges_per_epoch"].get<std::int64_t>(), 0);

@@ -355,6 +355,45 @@ TEST_F(DistributedTrainCli, MiniBatchReportsItsTraffic) {
   EXPECT_FALSE(j.contains("exchange_hidden_fraction")) << "a full-graph key";
 }
 
+// A partition of a store larger than each rank's --memory-budget (the rows 4x and more of it):
+// every rank reads its rows from the store's features.bin and serves those others ask for from
+// it; the results equal the run with the rows in memory, digit for digit. A full-graph pass
+// over it is one usage line.
+TEST_F(DistributedTrainCli, RanksReadTheirRowsFromTheStore) {
+  const fs::path store = m_dir / "rmat", sparts = m_dir / "sparts";
+  ASSERT_EQ(halo(" datasets prepare --dataset rmat --rmat-scale 11 --rmat-features 256 --out " +
+                 store.string())
+                .code,
+            0);
+  Outcome r =
+      halo(" partition --dataset " + store.string() + " --parts 2 --out " + sparts.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string args = " train --partitions " + sparts.string() +
+                           " --model sage --mode mini-batch --fanouts 5,5 --eval-fanouts 5,5"
+                           " --batch-size 64 --epochs 2 --cache-mb 0.05 --json ";
+  r = mpiexec(2, args + (m_dir / "memory.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  // 2048 x 256 float32 rows: 2 MiB, 1 MiB a part (and its graph file): 4x the budget.
+  r = mpiexec(2, args + (m_dir / "file.json").string() + " --memory-budget 256KiB");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("rows read from the store's file"), std::string::npos) << r.out;
+  const auto memory = nlohmann::json::parse(halo::testing::read_file(m_dir / "memory.json"));
+  const auto file = nlohmann::json::parse(halo::testing::read_file(m_dir / "file.json"));
+  for (const char* key : {"final_train_loss", "val_accuracy", "test_accuracy", "best_epoch",
+                          "sampled_edges_per_epoch", "feature_bytes_per_epoch"})
+    EXPECT_EQ(file[key], memory[key]) << key;
+  EXPECT_EQ(memory["disk_bytes_per_epoch"], 0);
+  EXPECT_GT(file["disk_bytes_per_epoch"].get<std::int64_t>(), 0);
+  EXPECT_GT(file["disk_cache_hit_rate"].get<double>(), 0.0);
+  EXPECT_LT(file["memory"]["features"].get<std::int64_t>(),
+            memory["memory"]["features"].get<std::int64_t>());
+  r = mpiexec(2, " train --partitions " + sparts.string() +
+                     " --epochs 1 --memory-budget 256KiB --json " + (m_dir / "full.json").string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("needs them in memory"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(m_dir / "full.json"));
+}
+
 TEST_F(DistributedTrainCli, NoOverlapNeedsPartitions) {
   EXPECT_EQ(halo(" train --no-overlap --epochs 1").code, 2);
   EXPECT_EQ(halo(" train --partitions " + parts().string() + " --dataset cora").code, 2);

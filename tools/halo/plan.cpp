@@ -72,6 +72,7 @@ cluster::PlanInput partition_input(const std::string& dir) {
   g.sparse_features = meta.sparse_features;
   g.num_classes = meta.num_classes;
   g.num_train = meta.num_train;
+  g.store_features = meta.feature_store && meta.feature_store->dtype == datasets::FeatureDtype::F32;
   for (const partition::PartInfo& p : meta.parts) {
     cluster::PartCounts c;
     c.num_owned = p.num_owned;

@@ -75,9 +75,24 @@ kernels::Resources make_resources(const std::string& device, int threads, int ra
 
 runtime::Shard open_data(const kernels::Resources& res, runtime::Comm& world,
                          const DatasetOptions& data, const std::string& partitions) {
-  return partitions.empty()
-             ? runtime::local_shard(res, load_dataset(runtime::host_resources(res), data))
-             : runtime::open_shard(res, world, partitions);
+  if (partitions.empty())
+    return runtime::local_shard(res, load_dataset(runtime::host_resources(res), data));
+  // A partition referencing a store: the rank's rows stay in the store's file when its part
+  // (graph file and owned rows) is larger than --memory-budget, as one process maps a store
+  // larger than it (load_dataset).
+  partition::PartReadOptions read;
+  if (data.memory_budget > 0 && res.device() == kernels::Device::Cpu) {
+    const partition::PartitionMeta meta = partition::read_partition_meta(partitions);
+    const auto k = static_cast<std::size_t>(world.rank());
+    if (meta.feature_store && !meta.hetero && k < meta.parts.size()) {
+      const partition::PartInfo& part = meta.parts[k];
+      const auto rows = static_cast<std::size_t>(part.num_owned * meta.num_features) *
+                        (meta.feature_store->dtype == datasets::FeatureDtype::F32 ? 4 : 2);
+      read.map_store_features =
+          static_cast<std::size_t>(part.file_bytes) + rows > data.memory_budget;
+    }
+  }
+  return runtime::open_shard(res, world, partitions, read);
 }
 
 /// "16GiB", "512MiB", "2G", "1e9": bytes. Units are binary (KiB, MiB, GiB, TiB, and K, M, G, T

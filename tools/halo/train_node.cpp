@@ -42,6 +42,16 @@ class NodeRun final : public TaskRun {
     if (m_shard.part.all_train.numel() == 0)
       throw UsageError("dataset '" + m_shard.dataset +
                        "' has no training nodes (its train split is empty): nothing to train on");
+    if (m_shard.part.features_by_original &&
+        (!m_config.mini_batch || m_config.mini_batch->eval_fanouts.empty()))
+      throw UsageError(format(
+          "--partitions %s: this rank's part (its graph and %lld owned feature rows) is larger "
+          "than --memory-budget %zu bytes, so its rows are read from the store's file; a "
+          "full-graph pass (%s) needs them in memory: train with --mode mini-batch and "
+          "--eval-fanouts, or give a larger --memory-budget",
+          m_o.partitions.c_str(), static_cast<long long>(m_shard.part.num_owned()),
+          m_config.memory_budget,
+          m_config.mini_batch ? "the evaluation without --eval-fanouts" : "--mode full-graph"));
     if (m_config.mini_batch)
       fit_envelope(*m_config.mini_batch);
     else
@@ -137,14 +147,15 @@ class NodeRun final : public TaskRun {
             "remote rows: %.1f KB fetched per epoch, cache hit rate %.0f%%, %.3f ms not hidden\n",
             static_cast<double>(r.feature_bytes_per_epoch) / 1e3, r.cache_hit_rate * 100,
             r.batch_wait_s * 1e3);
-      else if (r.feature_bytes_per_epoch > 0)  // one process, rows read from the store's file
-        s += format(
-            "rows read from the store's file: %.1f MB per epoch, %.1f%% from the row "
-            "cache, %.3f s reading, batches waited %.3f s per epoch\n",
-            static_cast<double>(r.feature_bytes_per_epoch) / 1e6, r.cache_hit_rate * 100,
-            r.fetch_time_s, r.batch_wait_s);
-      else  // one process: every row is its own, nothing is fetched
+      else if (r.disk_bytes_per_epoch == 0)  // one process: every row in memory
         s += format("batches waited %.3f ms for their inputs per epoch\n", r.batch_wait_s * 1e3);
+      if (r.disk_bytes_per_epoch > 0)  // rows read from the store's file
+        s += format(
+            "rows read from the store's file: %.1f MB per epoch%s, %.1f%% from the row "
+            "cache, %.3f s reading, batches waited %.3f s per epoch\n",
+            static_cast<double>(r.disk_bytes_per_epoch) / 1e6,
+            r.world_size > 1 ? " (all ranks)" : "", r.disk_cache_hit_rate * 100, r.disk_read_s,
+            r.batch_wait_s);
       if (!m_config.mini_batch->eval_fanouts.empty())
         s += format("evaluation: sampled, %.1f MB of sampler envelope, %.1f MB read\n",
                     static_cast<double>(r.evaluation_bytes) / 1e6,
@@ -207,6 +218,9 @@ class NodeRun final : public TaskRun {
            {"feature_bytes_per_epoch", r.feature_bytes_per_epoch},
            {"cache_hit_rate", r.cache_hit_rate},
            {"fetch_time_s", r.fetch_time_s},
+           {"disk_bytes_per_epoch", r.disk_bytes_per_epoch},
+           {"disk_cache_hit_rate", r.disk_cache_hit_rate},
+           {"disk_read_s", r.disk_read_s},
            {"batch_wait_s", r.batch_wait_s}});
     } else {
       j.update({{"overlap", !m_o.no_overlap},

@@ -202,6 +202,9 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
       !sampled_eval || std::ssize(config.mini_batch->eval_fanouts) == layers,
       "train: one evaluation fan-out per layer expected (" + std::to_string(layers) + " layers, " +
           std::to_string(sampled_eval ? config.mini_batch->eval_fanouts.size() : 0) + " given)");
+  HALO_EXPECTS(!part.features_by_original || sampled_eval,
+               "train: a part whose feature rows stay in the store's file trains mini-batch "
+               "with a sampled evaluation (eval_fanouts): a full-graph pass reads every row");
   m_layerwise_eval = config.mini_batch && !sampled_eval && part.ids.identity() &&
                      res.device() == kernels::Device::Cpu &&
                      dynamic_cast<nn::Model<float>*>(&model) != nullptr;
@@ -213,7 +216,7 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
   m_features = std::make_unique<FeatureStore>(res, part, config.normalize_features);
   // Rows read from a store's file: the highest-degree ones kept in a quarter of the budget.
   if (m_features->from_file())
-    m_features->cache_file_rows(res, static_cast<std::int64_t>(config.memory_budget / 4));
+    m_features->cache_file_rows(static_cast<std::int64_t>(config.memory_budget / 4));
   // One process keys dropout by row (original = local ids); a part by its original ids.
   Tensor<NodeId> keys;
   if (!part.ids.identity())
@@ -450,7 +453,7 @@ std::vector<double> NodeClassification::evaluate_sampled() {
   }
   EpochStats read;
   batches.end_epoch(read);
-  m_eval_read_bytes = read.feature_bytes;
+  m_eval_read_bytes = read.feature_bytes + read.disk_bytes;
   return v;
 }
 
