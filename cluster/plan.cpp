@@ -175,17 +175,6 @@ double remote_input_rows(const std::vector<Block>& blocks, double cut, double ba
 struct DegreeRows {
   std::vector<double> rows, degree;
   double entries = 0;
-  /// Expected draws of a row with fan-out k (< 0: all its neighbours): a row at random, or
-  /// (`drawn`) one reached as a neighbour (proportional to its degree).
-  double draws(int k, bool drawn) const {
-    double sum = 0, weight = 0;
-    for (std::size_t b = 0; b < rows.size(); ++b) {
-      const double w = drawn ? rows[b] * degree[b] : rows[b];
-      sum += w * (k < 0 ? degree[b] : std::min(static_cast<double>(k), degree[b]));
-      weight += w;
-    }
-    return weight > 0 ? sum / weight : 0;
-  }
   /// Expected distinct rows among `draws` neighbour draws (each row hit with probability
   /// degree / entries).
   double distinct(double draws) const {
@@ -197,15 +186,20 @@ struct DegreeRows {
 };
 
 /// The share of the distinct rows `draws` neighbour draws reach (a row of degree d with
-/// probability 1 - exp(-draws d / entries)) that are among the `cached` rows of highest degree.
-double cached_share(const DegreeRows& r, double draws, double cached) {
+/// probability 1 - exp(-draws d / entries)) that are among the `cached` rows of highest degree;
+/// or, with `in` (per degree bucket, the probability that a row is among a block's rows), the
+/// share of that block's rows.
+double cached_share(const DegreeRows& r, double draws, double cached,
+                    const std::vector<double>* in = nullptr) {
   std::vector<std::size_t> order(r.rows.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::sort(order.begin(), order.end(),
             [&](std::size_t a, std::size_t b) { return r.degree[a] > r.degree[b]; });
   double hit = 0, all = 0, left = cached;
   for (const std::size_t b : order) {
-    const double p = r.entries > 0 ? -std::expm1(-draws * r.degree[b] / r.entries) : 0;
+    const double p = in != nullptr   ? (*in)[b]
+                     : r.entries > 0 ? -std::expm1(-draws * r.degree[b] / r.entries)
+                                     : 0;
     const double take = std::min(r.rows[b], std::max(0.0, left));
     hit += take * p;
     all += r.rows[b] * p;
@@ -831,6 +825,8 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
   // blocks with that margin on a device's CPU-sampled runs, the bound on a device).
   std::vector<Block> batch_blocks;  // a rank's
   double sampled_edges = 0;         // a rank's, a batch
+  // Per degree bucket (DegreeRows), the probability that a row is among a batch's input rows.
+  std::vector<double> batch_input, eval_input;
   // --eval-fanouts: the evaluation's batches (training, validation and test nodes) and blocks.
   const bool sampled_eval = mini && !config.mini_batch->eval_fanouts.empty();
   std::int64_t eval_batches = 0;
@@ -864,31 +860,42 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                  sampler::provision_envelope(expected, bound, mb.envelope_margin).bytes()) *
              slots;
     };
-    // Expected sizes of a rank's blocks (every rank samples its 1/P of a batch's seeds): a
-    // destination draws min(fanout, its degree) neighbours; the sources of a block are the
-    // distinct ids among its destinations and draws (fewer seeds draw fewer repeats: a rank's
-    // sources are more than 1/P of the whole batch's). The seeds are rows at random; a drawn
-    // neighbour is a row with probability proportional to its degree.
+    // Expected sizes of a rank's blocks (every rank samples its 1/P of a batch's seeds), per
+    // degree bucket: the probability that a row of the bucket is among a block's
+    // destinations. The seeds are rows at random; a destination draws min(fanout, its degree)
+    // neighbours; a row is drawn with probability 1 - exp(-draws x its degree / entries) (a
+    // neighbour is a row in proportion to its degree), and the block's sources are its
+    // destinations and every row drawn (fewer seeds draw fewer repeats: a rank's sources are
+    // more than 1/P of the whole batch's). Hubs drawn in one hop are destinations of the next:
+    // tracking them per bucket keeps a row drawn twice from counting twice.
     const double n = static_cast<double>(g.num_nodes);
     const DegreeRows rows = degree_rows(g);
-    // The blocks of a batch of `seeds` seeds (a rank's) under `fanouts`, and its sampled edges.
+    // The blocks of a batch of `seeds` seeds (a rank's) under `fanouts`, its sampled edges and
+    // its input rows' bucket probabilities.
     const auto expected_blocks = [&](const std::vector<int>& fanouts, double seeds,
-                                     std::vector<Block>& blocks, double& edges) {
+                                     std::vector<Block>& blocks, double& edges,
+                                     std::vector<double>& in) {
       blocks.resize(fanouts.size());
-      double dst = seeds, drawn_share = 0;  // of the destinations: the share drawn as neighbours
+      in.assign(rows.rows.size(), n > 0 ? std::min(1.0, seeds / n) : 0);
+      double dst = seeds;
       for (std::size_t h = 0; h < fanouts.size(); ++h) {
         const std::size_t l = fanouts.size() - 1 - h;
         const int k = fanouts[l];
-        const double per =
-            (1 - drawn_share) * rows.draws(k, false) + drawn_share * rows.draws(k, true);
         Block b;
         b.dst = dst;
-        b.edges = dst * per;
-        const double fresh = rows.distinct(b.edges) * (1 - dst / std::max(1.0, n));
-        b.src = std::min(n, dst + fresh);
+        for (std::size_t q = 0; q < in.size(); ++q)
+          b.edges += rows.rows[q] * in[q] *
+                     (k < 0 ? rows.degree[q] : std::min(static_cast<double>(k), rows.degree[q]));
+        double src = 0;
+        for (std::size_t q = 0; q < in.size(); ++q) {
+          const double drawn =
+              rows.entries > 0 ? -std::expm1(-b.edges * rows.degree[q] / rows.entries) : 0;
+          in[q] = 1 - (1 - in[q]) * (1 - drawn);
+          src += rows.rows[q] * in[q];
+        }
+        b.src = std::min(n, std::max(dst, src));
         blocks[l] = b;
         edges += b.edges;
-        drawn_share = b.src > 0 ? (drawn_share * dst + (b.src - dst)) / b.src : 0;
         dst = b.src;
       }
     };
@@ -896,7 +903,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                     std::min(static_cast<double>(mb.batch_size),
                              static_cast<double>(g.num_train) / all_batches) /
                         ranks,
-                    batch_blocks, sampled_edges);
+                    batch_blocks, sampled_edges, batch_input);
     plan.sampler_envelope_bytes = envelope_bytes(mb.fanouts, batch_blocks, g.num_train);
     if (sampled_eval) {
       // Its own sampler and slots (SampledBatches over the scored nodes), full batches.
@@ -906,7 +913,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                       std::min(static_cast<double>(mb.batch_size),
                                static_cast<double>(scored) / static_cast<double>(eval_batches)) /
                           ranks,
-                      eval_blocks, eval_edges);
+                      eval_blocks, eval_edges, eval_input);
       plan.sampler_envelope_bytes += envelope_bytes(mb.eval_fanouts, eval_blocks, scored);
     }
   }
@@ -1097,12 +1104,12 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       const DegreeRows rows = degree_rows(g);
       const Block& input = batch_blocks.front();
       const double cached_all = cached_rows * static_cast<double>(ranks);
-      const double batch_miss = 1 - cached_share(rows, sampled_edges, cached_all);
+      const double batch_miss = 1 - cached_share(rows, 0, cached_all, &batch_input);
       rp.disk_read_bytes_per_epoch = as_bytes(static_cast<double>(plan.batches_per_epoch) *
                                               input.src * row_bytes * batch_miss);
       if (sampled_eval) {
         // The evaluation's batches: their input rows not in the cache.
-        const double eval_miss = 1 - cached_share(rows, eval_edges, cached_all);
+        const double eval_miss = 1 - cached_share(rows, 0, cached_all, &eval_input);
         rp.evaluation_read_bytes = as_bytes(static_cast<double>(eval_batches) *
                                             eval_blocks.front().src * row_bytes * eval_miss);
       } else {

@@ -10,12 +10,13 @@
 //     epochs) and that resumes from the checkpoint every rank wrote its share of ends as the
 //     uninterrupted P-rank run, bit for bit (losses, scores, kept epoch, parameters).
 // Subjects: node classification with GCN, GraphSAGE and GAT (mini-batches on a METIS partition
-// of Cora and of a directed Cora), heterogeneous classification with R-GCN and HGT (typed
-// mini-batches on a partition of the 4-type fixture, its user -> user relation one-way or
-// symmetric; learnable embeddings of its featureless types, each rank owning its nodes' rows),
-// link prediction with EvolveGCN-O (each rank its rows of every snapshot, with migrations and a
-// step where one rank owns nothing; directed and reciprocal events). The
-// one-process properties and the exceptions of both suites: tests/runtime/conformance_test.cpp.
+// of Cora and of a directed Cora; GraphSAGE also with the rows read from a store's file, in one
+// process and on every rank, evaluating sampled batches), heterogeneous classification with R-GCN
+// and HGT (typed mini-batches on a partition of the 4-type fixture, its user -> user relation
+// one-way or symmetric; learnable embeddings of its featureless types, each rank owning its nodes'
+// rows), link prediction with EvolveGCN-O (each rank its rows of every snapshot, with migrations
+// and a step where one rank owns nothing; directed and reciprocal events). The one-process
+// properties and the exceptions of both suites: tests/runtime/conformance_test.cpp.
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include <halo/datasets/hetero.hpp>
+#include <halo/datasets/store/store.hpp>
 #include <halo/datasets/temporal.hpp>
 #include <halo/nn/model.hpp>
 #include <halo/runtime/comm/comm.hpp>
@@ -61,27 +63,51 @@ class Subject {
 
 // ---- node classification ----------------------------------------------------------------------
 
+/// `from_store`: Cora's features dense, in a store (written by rank 0) that one process opens
+/// mapped and the parts reference; every rank reads its rows from the store's file (a small
+/// budget caches a few), the evaluation sampled.
 class NodeSubject final : public Subject {
  public:
-  NodeSubject(nn::ModelKind kind, bool directed)
+  NodeSubject(nn::ModelKind kind, bool directed, bool from_store = false)
       : m_kind(kind),
-        m_data(directed ? directed_cora() : cora()),
-        m_partition(comm(), m_data, partition::Method::MetisKway,
-                    "conf-" + nn::to_string(kind) + (directed ? "-d" : "-u")) {}
+        m_from_store(from_store),
+        m_dense(from_store ? with_dense_features(directed ? directed_cora() : cora())
+                           : datasets::Dataset()),
+        m_data(from_store ? m_dense
+               : directed ? directed_cora()
+                          : cora()),
+        m_partition(
+            comm(), m_data, partition::Method::MetisKway,
+            "conf-" + nn::to_string(kind) + (directed ? "-d" : "-u") + (from_store ? "-store" : ""),
+            from_store) {}
   TrainConfig config() const override {
     TrainConfig c;
     c.model.kind = m_kind;
     c.model.hidden = 8;
     c.model.heads = 2;
     c.mini_batch = batches(32, {5, 5});  // Cora's 140 training nodes: 5 steps an epoch
+    if (m_from_store) {
+      c.mini_batch->eval_fanouts = {5, 5};
+      c.memory_budget = std::size_t{1} << 20;  // a quarter of it caches 45 of 2708 rows
+    }
     return c;
   }
   std::unique_ptr<Task> one(const TrainConfig& config) override {
+    if (m_from_store) {
+      datasets::StoreOpenOptions open;
+      open.mapped = true;
+      Shard& shard =
+          keep(local_shard(host(), datasets::open_store(host(), m_partition.store(), open)));
+      return node_classification(host(), shard, config, model(shard, config));
+    }
     Shard& shard = keep(local_shard(host(), halo::testing::copy_dataset(host(), m_data)));
     return node_classification(host(), shard, config, model(shard, config));
   }
   std::unique_ptr<Task> part(const TrainConfig& config) override {
-    Shard& shard = keep(open_shard(host(), comm(), m_partition.dir()));
+    partition::PartReadOptions read;
+    read.map_store_features = m_from_store;
+    Shard& shard = keep(open_shard(host(), comm(), m_partition.dir(), read));
+    EXPECT_EQ(shard.part.features_by_original, m_from_store);
     return node_classification(host(), shard, config, model(shard, config));
   }
   double tolerance() const override { return 0.005; }  // the node Equivalence suite's
@@ -93,6 +119,8 @@ class NodeSubject final : public Subject {
         make_model(host(), shard.num_features, shard.part.num_classes, config)));
   }
   nn::ModelKind m_kind;
+  bool m_from_store;
+  datasets::Dataset m_dense;  // from_store: the features dense
   const datasets::Dataset& m_data;
   SharedPartition m_partition;
   std::vector<std::unique_ptr<Shard>> m_shards;
@@ -333,6 +361,8 @@ INSTANTIATE_TEST_SUITE_P(
              [](bool d) { return std::make_unique<NodeSubject>(nn::ModelKind::Sage, d); }},
         Case{"NodeGat",
              [](bool d) { return std::make_unique<NodeSubject>(nn::ModelKind::Gat, d); }},
+        Case{"NodeSageFromStore",
+             [](bool d) { return std::make_unique<NodeSubject>(nn::ModelKind::Sage, d, true); }},
         Case{"HeteroRgcn",
              [](bool d) { return std::make_unique<HeteroSubject>(nn::HeteroLayerKind::Rgcn, !d); }},
         Case{"HeteroHgt",

@@ -2,12 +2,14 @@
 // Data the MPI test executables share: a partition of a homogeneous dataset that every rank
 // reads (SharedPartition), a partitioned heterogeneous graph (write_hetero_partition), and
 // temporal events for link prediction (link_events), each on directed and undirected variants.
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <halo/datasets/hetero.hpp>
@@ -65,6 +67,8 @@ class SharedPartition {
     }
   }
   const std::filesystem::path& dir() const { return m_dir; }
+  /// The store the parts reference (empty without one).
+  const std::filesystem::path& store() const { return m_store; }
   const partition::PartitionMeta& meta() const { return m_meta; }
   /// Original id of partition id v.
   kernels::NodeId original(kernels::NodeId v) const {
@@ -78,6 +82,21 @@ class SharedPartition {
   partition::PartitionResult m_result;
   partition::PartitionMeta m_meta;
 };
+
+/// `ds` with its features as a dense matrix (a store's features are dense).
+inline datasets::Dataset with_dense_features(const datasets::Dataset& ds) {
+  datasets::Dataset d = ds.clone(host());
+  if (const auto* x = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&ds.features)) {
+    kernels::Tensor<float> dense(host(), x->num_rows(), x->num_cols);
+    std::fill_n(dense.data(), dense.numel(), 0.f);
+    for (std::int64_t r = 0; r < x->num_rows(); ++r)
+      for (std::int64_t e = x->indptr.data()[r]; e < x->indptr.data()[r + 1]; ++e)
+        dense.data()[r * x->num_cols + x->indices.data()[e]] =
+            x->values.empty() ? 1.f : x->values.data()[e];
+    d.features = std::move(dense);
+  }
+  return d;
+}
 
 /// The 4-type fixture (tests/support/hetero_fixture.hpp, its user -> user relation one-way) in
 /// `dir`; `undirected` adds the reverse of every 'follows' edge, so that relation is symmetric.
