@@ -930,14 +930,6 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     auto& gpu = rp.gpu;
     auto& data = cuda ? gpu : host;  // where the training data live
     host.push_back({"process", m.process_base_bytes + (ranks > 1 ? m.mpi_rank_extra_bytes : 0)});
-    // The part: S's owned rows, degrees and ids of the local nodes, labels, splits, and the
-    // list of every training node (repeated on every part).
-    const std::int64_t part_bytes =
-        kI * (n_o + 1) + kF * p.num_edges + kI * n_l + (in.from_partition ? kF * n_l : 0) +
-        kF * n_o + kF * (p.num_train + (g.num_val + g.num_test) / ranks) + 2 * kF * g.num_train;
-    host.push_back({"part", part_bytes});
-    const std::int64_t nnz_o = g.sparse_features ? p.feature_nnz : 0;
-    const std::int64_t features = feature_bytes(g, n_o, nnz_o);
     // A store larger than the budget (one process, mini-batch, CPU, dense rows), or a part of
     // a store's partition whose file and owned rows are (each rank), is read from the store's
     // file (runtime::FeatureStore::from_file): only the row cache of the highest-degree owned
@@ -950,6 +942,18 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                                                      static_cast<double>(config.memory_budget)
                            : ranks == 1 && g.disk_bytes > 0 &&
                                  static_cast<std::size_t>(g.disk_bytes) > config.memory_budget);
+    // The part: S's owned rows, degrees and ids of the local nodes, labels, splits, and the
+    // list of every training node (repeated on every part). A store read from its file in one
+    // process keeps S's column ids in the file: the sampler reads its rows with pread
+    // (sampler::FileNeighbors), so they take page cache, not the process's memory.
+    const bool graph_in_file = from_file && !in.from_partition;
+    const std::int64_t part_bytes =
+        kI * (n_o + 1) + (graph_in_file ? 0 : kF * p.num_edges) + kI * n_l +
+        (in.from_partition ? kF * n_l : 0) + kF * n_o +
+        kF * (p.num_train + (g.num_val + g.num_test) / ranks) + 2 * kF * g.num_train;
+    host.push_back({"part", part_bytes});
+    const std::int64_t nnz_o = g.sparse_features ? p.feature_nnz : 0;
+    const std::int64_t features = feature_bytes(g, n_o, nnz_o);
     const double cached_rows =
         from_file ? std::min(static_cast<double>(n_o),
                              std::floor(static_cast<double>(config.memory_budget / 4) / row_bytes))

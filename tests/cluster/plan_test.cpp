@@ -101,8 +101,9 @@ TEST(Plan, SamplerEnvelopeIsWhatTheRunMeasures) {
 }
 
 // A store larger than the budget is read from its file (one process, mini-batch): the plan
-// holds only the row cache (a quarter of the budget), predicts the rows read per epoch and per
-// evaluation, and no longer counts the mapped arrays while loading; a larger cache reads less.
+// holds only the row cache (a quarter of the budget) and not S's column ids, predicts the rows
+// read per epoch and per evaluation, and no longer counts the mapped arrays while loading; a
+// larger cache reads less.
 TEST(Plan, AStoreLargerThanTheBudgetIsReadFromItsFile) {
   PlanInput in;
   in.graph = big_graph();
@@ -132,6 +133,8 @@ TEST(Plan, AStoreLargerThanTheBudgetIsReadFromItsFile) {
     EXPECT_GT(file.evaluation_read_bytes, 0);
     EXPECT_LT(file.peak_host_bytes, memory.peak_host_bytes);
     EXPECT_LT(file.dataset_bytes, memory.dataset_bytes);
+    // S's column ids stay in the file (the sampler reads them with pread).
+    EXPECT_EQ(item(memory, "part") - item(file, "part"), in.graph.training_edges * 4);
     if (previous >= 0) {
       EXPECT_LT(file.disk_read_bytes_per_epoch, previous);  // the larger cache
     }
