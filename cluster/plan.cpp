@@ -947,10 +947,10 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // process keeps S's column ids in the file: the sampler reads its rows with pread
     // (sampler::FileNeighbors), so they take page cache, not the process's memory.
     const bool graph_in_file = from_file && !in.from_partition;
-    const std::int64_t part_bytes =
-        kI * (n_o + 1) + (graph_in_file ? 0 : kF * p.num_edges) + kI * n_l +
-        (in.from_partition ? kF * n_l : 0) + kF * n_o +
-        kF * (p.num_train + (g.num_val + g.num_test) / ranks) + 2 * kF * g.num_train;
+    const std::int64_t part_bytes = kI * (n_o + 1) + (graph_in_file ? 0 : kF * p.num_edges) +
+                                    kI * n_l + (in.from_partition ? kF * n_l : 0) + kF * n_o +
+                                    kF * (p.num_train + (g.num_val + g.num_test) / ranks) +
+                                    2 * kF * g.num_train;
     host.push_back({"part", part_bytes});
     const std::int64_t nnz_o = g.sparse_features ? p.feature_nnz : 0;
     const std::int64_t features = feature_bytes(g, n_o, nnz_o);

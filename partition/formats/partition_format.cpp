@@ -570,8 +570,8 @@ void check_csr(const kernels::Tensor<std::int64_t>& indptr, const kernels::Tenso
   for (std::int64_t e = 0; e < indices.numel(); ++e)
     if (indices.data()[e] < 0 || indices.data()[e] >= num_cols)
       expect_data(false, file, array,
-                  "column " + std::to_string(indices.data()[e]) + " of entry " +
-                      std::to_string(e) + " is outside [0, " + std::to_string(num_cols) + ")");
+                  "column " + std::to_string(indices.data()[e]) + " of entry " + std::to_string(e) +
+                      " is outside [0, " + std::to_string(num_cols) + ")");
 }
 
 /// Checks P + 1 offsets running from 0 to `total`, non-decreasing.
