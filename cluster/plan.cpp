@@ -731,6 +731,13 @@ std::vector<PartCounts> estimate_parts(const GraphCounts& g, int parts) {
   return out;
 }
 
+bool reads_rows_from_store(const GraphCounts& g, const runtime::TrainConfig& config,
+                           const std::string& device) {
+  return config.mini_batch.has_value() && device != "cuda" && !g.sparse_features &&
+         config.memory_budget > 0 && g.disk_bytes > 0 &&
+         static_cast<std::size_t>(g.disk_bytes) > config.memory_budget;
+}
+
 PlanInput shard_plan_input(const Shard& shard) {
   const partition::Part& part = shard.part;
   const int ranks = shard.comm != nullptr ? shard.comm->size() : 1;
@@ -823,6 +830,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
   // measures: the largest blocks of its first batches with MiniBatchConfig::envelope_margin,
   // within the sampler's bound from the whole graph's degree statistics; here the expected
   // blocks with that margin on a device's CPU-sampled runs, the bound on a device).
+  const BatchProbe none_probe;      // (a partition's ranks: no probe)
   std::vector<Block> batch_blocks;  // a rank's
   double sampled_edges = 0;         // a rank's, a batch
   // Per degree bucket (DegreeRows), the probability that a row is among a batch's input rows.
@@ -842,12 +850,18 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // device sampling one part).
     const bool measured = !(cuda && ranks == 1);
     // (SampledBatches' batches hold at most its seeds.)
+    // (A probe's largest blocks are what the run measures: provisioned as the run does.)
     const auto envelope_bytes = [&](const std::vector<int>& fanouts,
-                                    const std::vector<Block>& blocks, std::int64_t seeds) {
+                                    const std::vector<Block>& blocks, std::int64_t seeds,
+                                    const BatchProbe& probe) {
       const sampler::SamplerEnvelope bound = sampler::plan_envelope(
           {g.num_nodes, g.training_edges, g.max_degree},
           std::max<std::int64_t>(1, std::min(mb.batch_size, seeds)), fanouts, mb.replace);
       if (!measured) return static_cast<std::int64_t>(bound.bytes()) * slots;
+      if (probe.batches > 0)
+        return static_cast<std::int64_t>(
+                   sampler::provision_envelope(probe.largest, bound, mb.envelope_margin).bytes()) *
+               slots;
       sampler::SamplerEnvelope expected = bound;
       std::int64_t keys = 0;
       const auto up = [](double x) { return static_cast<std::int64_t>(std::ceil(x)); };
@@ -899,22 +913,39 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         dst = b.src;
       }
     };
+    // A probe's batches (one process) replace the modelled blocks by their means.
+    const auto probed_blocks = [&](const BatchProbe& probe, std::vector<Block>& blocks,
+                                   double& edges) {
+      if (probe.batches == 0 || ranks != 1 || in.from_partition) return;
+      plan.probed_batches += probe.batches;
+      edges = 0;
+      for (std::size_t l = 0; l < blocks.size() && l < probe.mean.size(); ++l) {
+        blocks[l] = {probe.mean[l].dst, probe.mean[l].src, probe.mean[l].edges};
+        edges += probe.mean[l].edges;
+      }
+    };
     expected_blocks(mb.fanouts,
                     std::min(static_cast<double>(mb.batch_size),
                              static_cast<double>(g.num_train) / all_batches) /
                         ranks,
                     batch_blocks, sampled_edges, batch_input);
-    plan.sampler_envelope_bytes = envelope_bytes(mb.fanouts, batch_blocks, g.num_train);
+    probed_blocks(in.probe.train, batch_blocks, sampled_edges);
+    plan.sampler_envelope_bytes = envelope_bytes(mb.fanouts, batch_blocks, g.num_train,
+                                                 ranks == 1 ? in.probe.train : none_probe);
     if (sampled_eval) {
-      // Its own sampler and slots (SampledBatches over the scored nodes), full batches.
+      // Its own sampler and slots (SampledBatches over the scored nodes), at most max_batches.
       const std::int64_t scored = g.num_train + g.num_val + g.num_test;
-      eval_batches = std::max<std::int64_t>(1, (scored + mb.batch_size - 1) / mb.batch_size);
+      const std::int64_t all_eval =
+          std::max<std::int64_t>(1, (scored + mb.batch_size - 1) / mb.batch_size);
+      eval_batches = std::max<std::int64_t>(1, runtime::epoch_batches(mb, scored));
       expected_blocks(mb.eval_fanouts,
                       std::min(static_cast<double>(mb.batch_size),
-                               static_cast<double>(scored) / static_cast<double>(eval_batches)) /
+                               static_cast<double>(scored) / static_cast<double>(all_eval)) /
                           ranks,
                       eval_blocks, eval_edges, eval_input);
-      plan.sampler_envelope_bytes += envelope_bytes(mb.eval_fanouts, eval_blocks, scored);
+      probed_blocks(in.probe.eval, eval_blocks, eval_edges);
+      plan.sampler_envelope_bytes += envelope_bytes(mb.eval_fanouts, eval_blocks, scored,
+                                                    ranks == 1 ? in.probe.eval : none_probe);
     }
   }
 
@@ -940,8 +971,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         (in.from_partition ? g.store_features && static_cast<double>(p.file_bytes) +
                                                          static_cast<double>(n_o) * row_bytes >
                                                      static_cast<double>(config.memory_budget)
-                           : ranks == 1 && g.disk_bytes > 0 &&
-                                 static_cast<std::size_t>(g.disk_bytes) > config.memory_budget);
+                           : ranks == 1 && reads_rows_from_store(g, config, device));
     // The part: S's owned rows, degrees and ids of the local nodes, labels, splits, and the
     // list of every training node (repeated on every part). A store read from its file in one
     // process keeps S's column ids in the file: the sampler reads its rows with pread
@@ -1108,14 +1138,23 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       const DegreeRows rows = degree_rows(g);
       const Block& input = batch_blocks.front();
       const double cached_all = cached_rows * static_cast<double>(ranks);
-      const double batch_miss = 1 - cached_share(rows, 0, cached_all, &batch_input);
-      rp.disk_read_bytes_per_epoch = as_bytes(static_cast<double>(plan.batches_per_epoch) *
-                                              input.src * row_bytes * batch_miss);
+      // (A probe counted each batch's rows outside the cache itself.)
+      const BatchProbe& train_probe = in.from_partition ? none_probe : in.probe.train;
+      const double batch_uncached =
+          train_probe.batches > 0
+              ? train_probe.uncached_rows
+              : input.src * (1 - cached_share(rows, 0, cached_all, &batch_input));
+      rp.disk_read_bytes_per_epoch =
+          as_bytes(static_cast<double>(plan.batches_per_epoch) * batch_uncached * row_bytes);
       if (sampled_eval) {
         // The evaluation's batches: their input rows not in the cache.
-        const double eval_miss = 1 - cached_share(rows, 0, cached_all, &eval_input);
-        rp.evaluation_read_bytes = as_bytes(static_cast<double>(eval_batches) *
-                                            eval_blocks.front().src * row_bytes * eval_miss);
+        const BatchProbe& eval_probe = in.from_partition ? none_probe : in.probe.eval;
+        const double eval_uncached =
+            eval_probe.batches > 0
+                ? eval_probe.uncached_rows
+                : eval_blocks.front().src * (1 - cached_share(rows, 0, cached_all, &eval_input));
+        rp.evaluation_read_bytes =
+            as_bytes(static_cast<double>(eval_batches) * eval_uncached * row_bytes);
       } else {
         const double chunk = static_cast<double>(runtime::LayerwiseInference::kChunkEntries);
         const double entries = static_cast<double>(p.num_edges);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <halo/cluster/batch_probe.hpp>
 #include <halo/datasets/store/store.hpp>
 #include <halo/runtime/runtime.hpp>
 
@@ -297,7 +298,17 @@ struct PlanInput {
   bool parts_estimated = false;
   /// A rank loads its part from a partition directory (else: the dataset, one process).
   bool from_partition = false;
+  /// One process on a dataset's store: batches sampled before planning (probe_store_batches).
+  /// Their means replace the modelled blocks, their largest the modelled envelope, their rows
+  /// outside the row cache the modelled rows read from the store. None: modelled.
+  StoreProbe probe;
 };
+
+/// Whether one process of `config` on the dataset `g` (a store) reads its feature rows from the
+/// store's file rather than memory, as the run decides it: mini-batch on the CPU, dense rows,
+/// and the store's arrays larger than config.memory_budget.
+bool reads_rows_from_store(const GraphCounts& g, const runtime::TrainConfig& config,
+                           const std::string& device);
 
 /// The counts of the run `shard` is one rank of, from the shard itself (before training: the
 /// Trainer takes its features): the whole graph's sizes, this rank's part, and every other
@@ -379,6 +390,8 @@ struct Plan {
   std::int64_t checkpoint_bytes = 0;
   double checkpoint_seconds = 0;
   bool parts_estimated = false;
+  /// Batches PlanInput::probe sampled whose measures the plan took (training and evaluation).
+  std::int64_t probed_batches = 0;
   bool calibrated = false;
   bool link_calibrated = false;
 };

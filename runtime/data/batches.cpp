@@ -390,21 +390,31 @@ void SampledBatches::begin_epoch(std::uint64_t epoch, std::int64_t first_batch) 
   if (m_prefetch > 0) m_pipeline = std::make_unique<Pipeline>(*this, m_first, m_batches);
 }
 
+void epoch_order(std::uint64_t seed, std::uint64_t epoch, std::span<const NodeId> original,
+                 std::vector<std::uint64_t>& keys, std::vector<std::int64_t>& order) {
+  const std::uint64_t key =
+      kernels::rng::key(seed, kernels::rng::stream_id(kernels::rng::kStreamShuffle, epoch, 0x5eed));
+  keys.resize(original.size());
+  order.resize(original.size());
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    keys[i] = kernels::rng::draw_keyed(key, static_cast<std::uint64_t>(original[i]));
+  std::sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
+    return keys[ua] != keys[ub] ? keys[ua] < keys[ub] : original[ua] < original[ub];
+  });
+}
+
 void SampledBatches::order(std::uint64_t epoch) {
   // Every rank orders the whole graph's training nodes the same way, by a key of their
   // original ids, and keeps its own.
-  const std::uint64_t key = kernels::rng::key(
-      m_seed, kernels::rng::stream_id(kernels::rng::kStreamShuffle, epoch, 0x5eed));
-  const NodeId* original = m_part.all_train_original.data();
   const NodeId* train = m_fixed.empty() ? m_part.all_train.data() : m_fixed.data();
-  std::iota(m_order.begin(), m_order.end(), std::int64_t{0});
   if (m_fixed.empty()) {  // given seeds keep their order
-    for (std::size_t i = 0; i < m_keys.size(); ++i)
-      m_keys[i] = kernels::rng::draw_keyed(key, static_cast<std::uint64_t>(original[i]));
-    std::sort(m_order.begin(), m_order.end(), [&](std::int64_t a, std::int64_t b) {
-      const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
-      return m_keys[ua] != m_keys[ub] ? m_keys[ua] < m_keys[ub] : original[ua] < original[ub];
-    });
+    epoch_order(m_seed, epoch,
+                {m_part.all_train_original.data(), static_cast<std::size_t>(m_order.size())},
+                m_keys, m_order);
+  } else {
+    std::iota(m_order.begin(), m_order.end(), std::int64_t{0});
   }
   m_mine.clear();
   m_mine_at.assign(1, 0);

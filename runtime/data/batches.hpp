@@ -24,6 +24,14 @@ namespace halo::runtime {
 class FeatureStore;
 class RemoteNeighbors;
 
+/// The order in which epoch `epoch` of a run seeded `seed` takes the training nodes whose
+/// original ids are `original`: `order` (resized to original.size()) lists positions into it,
+/// ascending by a keyed draw of each original id (ties by id). Every rank orders the whole
+/// graph's training nodes so (SampledBatches), and `halo plan`'s batch probe samples the same
+/// first batches. `keys` is scratch, reused between calls.
+void epoch_order(std::uint64_t seed, std::uint64_t epoch, std::span<const kernels::NodeId> original,
+                 std::vector<std::uint64_t>& keys, std::vector<std::int64_t>& order);
+
 /// One training step's inputs, on the device of the run.
 struct Batch {
   /// One graph (every layer), or one block per layer, input layer first.

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <numeric>
 #include <variant>
 
@@ -23,6 +24,44 @@ namespace {
 /// Words of a fetched row: its original id, its degree, then its features (4 bytes each).
 constexpr std::int64_t kRowHeader = 2;
 }  // namespace
+
+std::vector<NodeId> hottest_rows(std::int64_t n, std::int64_t rows,
+                                 const std::function<std::int64_t(NodeId)>& degree) {
+  rows = std::clamp<std::int64_t>(rows, 0, n);
+  if (rows == 0) return {};
+  // The threshold degree t: fewer than `rows` rows have a degree above t, at least `rows` have
+  // t or more. Degrees below kDense are counted in an array; the few rows above it (at most
+  // entries / kDense) are kept in a list.
+  constexpr std::int64_t kDense = std::int64_t{1} << 16;
+  std::vector<std::int64_t> count(kDense, 0);
+  std::vector<std::int64_t> high;
+  for (NodeId v = 0; v < n; ++v) {
+    const std::int64_t d = degree(v);
+    if (d < kDense)
+      ++count[static_cast<std::size_t>(d)];
+    else
+      high.push_back(d);
+  }
+  std::sort(high.begin(), high.end(), std::greater<>());
+  std::int64_t t = 0, above = 0;  // above: rows of degree > t
+  if (std::ssize(high) >= rows) {
+    t = high[static_cast<std::size_t>(rows - 1)];
+    above = std::lower_bound(high.begin(), high.end(), t, std::greater<>()) - high.begin();
+  } else {
+    above = std::ssize(high);
+    for (t = kDense - 1; t > 0 && above + count[static_cast<std::size_t>(t)] < rows; --t)
+      above += count[static_cast<std::size_t>(t)];
+  }
+  // Every row above t, and the rows of degree t in id order until `rows` are taken.
+  std::vector<NodeId> out;
+  out.reserve(static_cast<std::size_t>(rows));
+  std::int64_t ties = rows - above;
+  for (NodeId v = 0; v < n && std::ssize(out) < rows; ++v) {
+    const std::int64_t d = degree(v);
+    if (d > t || (d == t && ties-- > 0)) out.push_back(v);
+  }
+  return out;
+}
 
 FeatureStore::FeatureStore(const kernels::Resources& res, partition::Part& part, bool normalize)
     : m_part(part) {
@@ -343,13 +382,8 @@ void FeatureStore::cache_file_rows(std::int64_t bytes) {
   m_file_rows.assign(static_cast<std::size_t>(rows * m_width), 0.f);
   m_file_cached = 0;
   if (rows == 0) return;
-  std::vector<NodeId> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), NodeId{0});
   const std::int64_t* degree = m_part.degrees.data();
-  std::partial_sort(order.begin(), order.begin() + rows, order.end(), [&](NodeId a, NodeId b) {
-    return degree[a] != degree[b] ? degree[a] > degree[b] : a < b;
-  });
-  std::sort(order.begin(), order.begin() + rows);  // slots in local order (file order)
+  const std::vector<NodeId> order = hottest_rows(n, rows, [degree](NodeId v) { return degree[v]; });
   FetchStats ignored;  // every slot is still empty: all rows come from the file
   read_file_rows({order.data(), rows}, m_file_rows.data(), ignored);
   for (std::int64_t i = 0; i < rows; ++i)

@@ -3,6 +3,7 @@
 // fetch of the rest from their owners.
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <halo/kernels/buffer.hpp>
@@ -15,6 +16,13 @@
 #include <halo/sampler/batch.hpp>
 
 namespace halo::runtime {
+
+/// The `rows` (clamped to [0, n]) of nodes 0 .. n - 1 of highest `degree`, ties to the lower id,
+/// in ascending id: the rows a feature store reading from a file keeps in memory
+/// (FeatureStore::cache_file_rows), and those `halo plan`'s batch probe counts as cached. Two
+/// passes over the nodes; memory O(rows) plus the few rows of very high degree.
+std::vector<kernels::NodeId> hottest_rows(
+    std::int64_t n, std::int64_t rows, const std::function<std::int64_t(kernels::NodeId)>& degree);
 
 /// A batch's input nodes, gathered, on the device of the Resources that made them:
 /// features (one row per node), original ids (dropout keys) and degrees in the training graph

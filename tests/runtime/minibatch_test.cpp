@@ -12,6 +12,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <iterator>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -201,6 +202,35 @@ TEST(MiniBatchTraining, FeaturesReadFromTheStoreFileGiveTheSameRun) {
 // A store file replaced under the run (a new file renamed over its name: the mapping would go
 // on reading the old one) stops it with an error naming the file: features or graph, mini-batch
 // or full graph.
+// The row cache's choice against a plain reference (sort by degree, ties by id): degrees
+// above and below the counting array's range, ties cut at the threshold, every count of rows.
+TEST(HottestRows, AreTheRowsOfHighestDegreeTiesToTheLowerId) {
+  std::vector<std::int64_t> degree(3000);
+  for (std::size_t v = 0; v < degree.size(); ++v)
+    degree[v] = v % 7 == 0 ? 70000 + static_cast<std::int64_t>(v % 3)  // above 2^16, tied
+                           : static_cast<std::int64_t>((v * 2654435761u) % 40);
+  const auto n = static_cast<std::int64_t>(degree.size());
+  std::vector<kernels::NodeId> all(degree.size());
+  std::iota(all.begin(), all.end(), kernels::NodeId{0});
+  std::sort(all.begin(), all.end(), [&](kernels::NodeId a, kernels::NodeId b) {
+    return degree[static_cast<std::size_t>(a)] != degree[static_cast<std::size_t>(b)]
+               ? degree[static_cast<std::size_t>(a)] > degree[static_cast<std::size_t>(b)]
+               : a < b;
+  });
+  for (const std::int64_t rows :
+       {std::int64_t{-1}, std::int64_t{0}, std::int64_t{1}, std::int64_t{100}, std::int64_t{428},
+        std::int64_t{429}, std::int64_t{1500}, n - 1, n, n + 5}) {
+    std::vector<kernels::NodeId> want(all.begin(),
+                                      all.begin() + std::clamp<std::int64_t>(rows, 0, n));
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(hottest_rows(n, rows,
+                           [&](kernels::NodeId v) { return degree[static_cast<std::size_t>(v)]; }),
+              want)
+        << rows << " rows";
+  }
+  EXPECT_TRUE(hottest_rows(0, 5, [](kernels::NodeId) { return std::int64_t{1}; }).empty());
+}
+
 TEST(MiniBatchTraining, AStoreFileReplacedUnderTheRunStopsItNamingIt) {
   const kernels::Resources res(kernels::Device::Cpu, 1);
   for (const bool mini : {true, false}) {

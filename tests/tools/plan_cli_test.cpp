@@ -237,6 +237,49 @@ TEST_F(PlanCli, ADatasetDirectoryIsPlannedFromItsStore) {
   EXPECT_NE(r.err.find("edges.tsv: missing required file"), std::string::npos) << r.err;
 }
 
+// A store larger than --memory-budget, one process: plan samples the run's batches on the
+// store's graph (--probe-batches), so its sampler envelopes are the run's and its rows read
+// from the file per epoch and per evaluation are the run's when every batch is sampled.
+TEST_F(PlanCli, ProbedBatchesGiveTheRunsEnvelopeAndRowsRead) {
+  const fs::path store = m_dir / "r14", out = m_dir / "r.json";
+  Outcome r = halo(
+      "datasets prepare --dataset rmat --rmat-scale 14 --rmat-degree 8 "
+      "--rmat-features 64 --out " +
+      store.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string run_flags = " --dataset " + store.string() +
+                                " --model sage --layers 2 --hidden 16 --fanouts 10,5 "
+                                "--eval-fanouts 10,5 --batch-size 256 --mode mini-batch --epochs "
+                                "1 --threads 1 --prefetch 0";
+  const std::string flags = run_flags + " --memory-budget 4MiB";
+  r = halo("train --json " + out.string() + flags);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json run = json::parse(halo::testing::read_file(out));
+  const auto disk = run["disk_bytes_per_epoch"].get<std::int64_t>();
+  const auto eval = run["evaluation_read_bytes"].get<std::int64_t>();
+  const auto envelopes = run["memory"]["sampler_envelope"].get<std::int64_t>() +
+                         run["memory"]["evaluation"].get<std::int64_t>();
+  ASSERT_GT(disk, 0);  // the rows come from the file, most of them not cached
+  ASSERT_GT(eval, 0);
+  const json all = plan("--probe-batches 100000" + flags);
+  EXPECT_EQ(all["per_rank"][0]["disk_read_bytes_per_epoch"].get<std::int64_t>(), disk);
+  EXPECT_EQ(all["per_rank"][0]["evaluation_read_bytes"].get<std::int64_t>(), eval);
+  EXPECT_EQ(all["sampler_envelope_bytes"].get<std::int64_t>(), envelopes);
+  EXPECT_GT(all["probed_batches"].get<std::int64_t>(),
+            all["batches_per_epoch"].get<std::int64_t>());
+  // The default samples some of the evaluation's batches: close, not equal.
+  const json some = plan(flags);
+  EXPECT_GT(some["probed_batches"].get<std::int64_t>(), 0);
+  EXPECT_LT(some["probed_batches"].get<std::int64_t>(), all["probed_batches"].get<std::int64_t>());
+  EXPECT_NEAR(
+      some["per_rank"][0]["evaluation_read_bytes"].get<double>() / static_cast<double>(eval), 1.0,
+      0.1);
+  EXPECT_EQ(some["sampler_envelope_bytes"].get<std::int64_t>(), envelopes);
+  // No probe: modelled; nor for a run that holds the store in memory.
+  EXPECT_EQ(plan("--probe-batches 0" + flags)["probed_batches"].get<std::int64_t>(), 0);
+  EXPECT_EQ(plan(run_flags + " --memory-budget 1GiB")["probed_batches"].get<std::int64_t>(), 0);
+}
+
 TEST_F(PlanCli, CalibrateWritesWhatPlanReads) {
   const fs::path cal = m_dir / "cal.json";
   Outcome r = halo("calibrate --output " + cal.string() +

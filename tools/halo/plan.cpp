@@ -40,6 +40,7 @@ struct PlanOptions : TrainOptions {
   double link_latency_us = -1;  // --link-latency-us / --link-gbps: this link instead
   double link_gbps = -1;
   int host_cores = 0;               // --host-cores: cores the ranks share
+  int probe_batches = 32;           // --probe-batches: batches sampled on a store read from file
   double host_transport_gbps = -1;  // --host-transport-gbps: the cores' rate moving messages
   std::string emit = "json";
   std::string output;
@@ -96,8 +97,9 @@ cluster::PlanInput partition_input(const std::string& dir) {
   return in;
 }
 
-/// The counts of a store's header: a store directory, or a registered dataset's store.
-cluster::GraphCounts dataset_counts(const DatasetOptions& d) {
+/// The counts of a store's header: a store directory, or a registered dataset's store (its
+/// directory in `store_dir`).
+cluster::GraphCounts dataset_counts(const DatasetOptions& d, std::filesystem::path& store_dir) {
   const bool store = datasets::is_store(d.dataset);
   if (!store && (d.dataset == "synthetic" || d.dataset == "rmat"))
     throw UsageError("--dataset " + d.dataset +
@@ -127,6 +129,7 @@ cluster::GraphCounts dataset_counts(const DatasetOptions& d) {
                     " --epochs 1)");
   }
   const datasets::StoreCounts c = datasets::read_store_counts(dir);
+  store_dir = dir;
   if (name.empty()) name = c.name;
   cluster::GraphCounts g;
   g.dataset = name;
@@ -206,6 +209,7 @@ json plan_json(const cluster::Plan& p, const PlanOptions& o) {
                       : p.parts_estimated   ? "estimated"
                                             : "whole graph"},
             {"calibrated", p.calibrated},
+            {"probed_batches", p.probed_batches},
             {"link_calibrated", p.link_calibrated},
             {"per_rank", ranks}};
   if (!o.partitions.empty()) j["partitions"] = o.partitions;
@@ -219,7 +223,7 @@ std::vector<std::string> train_arguments(const PlanOptions& o) {
       "--parts",          "--memory-per-rank", "--max-parts",    "--calibration",
       "--emit",           "--output",          "--image",        "--job-name",
       "--tasks-per-node", "--slurm-partition", "--slurm-output", "--launcher",
-      "--checkpoint-dir", "train_args",        "--help"};
+      "--checkpoint-dir", "--probe-batches",   "train_args",     "--help"};
   std::vector<std::string> args = {"halo", "train"};
   for (const CLI::Option* opt : o.sub->get_options()) {
     if (opt->count() == 0) continue;
@@ -474,7 +478,12 @@ int run_plan(PlanOptions& o) {
   if (!o.partitions.empty()) {
     in = partition_input(o.partitions);
   } else {
-    in.graph = dataset_counts(o.data);
+    std::filesystem::path store;
+    in.graph = dataset_counts(o.data, store);
+    // One process reading its rows from the store: sample some of its batches.
+    if (o.probe_batches > 0 && cluster::reads_rows_from_store(in.graph, config, o.device))
+      in.probe = cluster::probe_store_batches(
+          store, config, static_cast<std::int64_t>(config.memory_budget / 4), o.probe_batches);
   }
   cluster::Plan plan;
   if (o.memory_limit > 0) {
@@ -553,6 +562,13 @@ Command add_plan_command(CLI::App& app) {
                   "work adds to the exchange and cannot hide (default: the calibration's, as "
                   "halo calibrate --host-transport-gbps was told; none over shared memory)")
       ->check(CLI::Range(1e-6, 1e6));
+  sub->add_option("--probe-batches", o->probe_batches,
+                  "One process reading its feature rows from a store larger than "
+                  "--memory-budget: batches sampled on the store's graph before planning (the "
+                  "run's draws), whose blocks and rows read replace the modelled ones; 0: model "
+                  "only (docs/scheduler.md, \"Batch probe\")")
+      ->check(integer_range(0, 1 << 20))
+      ->capture_default_str();
   sub->add_option("--emit", o->emit,
                   "json (the plan), k8s (a Kubeflow MPIJob v2beta1 manifest, as JSON) or slurm "
                   "(an sbatch script that requeues itself when preempted; docs/checkpoints.md)")
