@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <span>
 #include <utility>
 
@@ -92,6 +93,9 @@ StoreProbe probe_store_batches(const std::filesystem::path& dir, const runtime::
       counts.symmetric && !counts.weighted && counts.num_edges == counts.training_edges;
   const datasets::Graph s =
       is_s ? std::move(ds.graph) : partition::partitioning_graph(res, ds.graph);
+  // As in the run: the mapped graph's pages are dropped from this process as the sampler's
+  // checks walk it (the rows themselves are read with pread).
+  const datasets::MappedPageTrimmer trim(datasets::mapped_ranges(s), std::chrono::milliseconds(50));
   const std::int64_t n = s.num_rows();
   const std::int64_t* indptr = s.indptr.data();
   const std::int64_t row_bytes = std::max<std::int64_t>(1, counts.num_features * 4);

@@ -19,7 +19,7 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git clang-format
   mpich libmpich-dev libmetis-dev
   zlib1g-dev libzip-dev clang libclang-rt-14-dev libomp-dev
   libcurl4-openssl-dev libssl-dev python3 python3-matplotlib python3-numpy
-  libscotch-dev slurm-wlm munge prometheus ccache)
+  libscotch-dev slurm-wlm munge prometheus ccache fuse3 libfuse3-dev)
 
 install_deps() {
   local missing=()
