@@ -972,13 +972,14 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                                                          static_cast<double>(n_o) * row_bytes >
                                                      static_cast<double>(config.memory_budget)
                            : ranks == 1 && reads_rows_from_store(g, config, device));
-    // The part: S's owned rows, degrees and ids of the local nodes, labels, splits, and the
-    // list of every training node (repeated on every part). A store read from its file in one
-    // process keeps S's column ids in the file: the sampler reads its rows with pread
-    // (sampler::FileNeighbors), so they take page cache, not the process's memory.
+    // The part: S's owned rows, degrees and ids of the local nodes (one process too: the
+    // identity's ids), labels, splits (and with --eval-fanouts a byte per owned node: its
+    // split), and the list of every training node (repeated on every part). A store read from
+    // its file in one process keeps S's column ids in the file: the sampler reads its rows with
+    // pread (sampler::FileNeighbors), so they take page cache, not the process's memory.
     const bool graph_in_file = from_file && !in.from_partition;
     const std::int64_t part_bytes = kI * (n_o + 1) + (graph_in_file ? 0 : kF * p.num_edges) +
-                                    kI * n_l + (in.from_partition ? kF * n_l : 0) + kF * n_o +
+                                    kI * n_l + kF * n_l + kF * n_o + (sampled_eval ? n_o : 0) +
                                     kF * (p.num_train + (g.num_val + g.num_test) / ranks) +
                                     2 * kF * g.num_train;
     host.push_back({"part", part_bytes});
@@ -988,7 +989,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
         from_file ? std::min(static_cast<double>(n_o),
                              std::floor(static_cast<double>(config.memory_budget / 4) / row_bytes))
                   : 0;
-    host.push_back({"features", from_file ? as_bytes(cached_rows * row_bytes) : features});
+    // (Read from the file: the row cache and a slot index per owned node.)
+    host.push_back(
+        {"features", from_file ? as_bytes(cached_rows * row_bytes) + kF * n_o : features});
     if (cuda) gpu.push_back({"features", features});
     // The propagation matrix the layers read (GCN: normalised, with self-loops; SAGE: S's
     // rows), local columns.

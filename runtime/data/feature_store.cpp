@@ -71,7 +71,9 @@ FeatureStore::FeatureStore(const kernels::Resources& res, partition::Part& part,
   if (normalize && std::holds_alternative<SparseFeatures>(f))
     datasets::row_normalize(host_resources(res), f);
   m_width = kernels::num_cols(f);
-  if (part.ids.identity()) m_degrees = part.degrees.copy_to(res, res.device());
+  // One part: the degrees a batch gathers, a device's copy (on the CPU the part's own).
+  if (part.ids.identity() && res.device() != kernels::Device::Cpu)
+    m_degrees = part.degrees.copy_to(res, res.device());
   if (res.device() == kernels::Device::Cpu) {
     const auto* dense = std::get_if<Tensor<float>>(&f);
     m_by_original = part.features_by_original;
@@ -182,7 +184,7 @@ void FeatureStore::gather(const kernels::Resources& res, Comm& comm,
     auto& x = std::get<Tensor<float>>(out.x);
     x.reshape_within(n, m_width);
     read_file_rows(nodes, x.data(), stats);
-    sampler::gather_values(res, m_degrees.data(), nodes, 0, out.degrees.data());
+    sampler::gather_values(res, degrees(), nodes, 0, out.degrees.data());
     out.original = nodes;
     if (dropout.p > 0) {
       dropout.key.row_ids = nodes;
@@ -193,7 +195,7 @@ void FeatureStore::gather(const kernels::Resources& res, Comm& comm,
   if (m_part.ids.identity()) {  // every node is owned; ids are local ids, on res's device
     dropout.key.row_ids = nodes;
     sampler::gather_feature_rows(res, m_owned, nodes, out.x, out.scan_sums, host_syncs, dropout);
-    sampler::gather_values(res, m_degrees.data(), nodes, 0, out.degrees.data());
+    sampler::gather_values(res, degrees(), nodes, 0, out.degrees.data());
     out.original = nodes;
     return;
   }

@@ -135,7 +135,11 @@ class FeatureStore {
   std::vector<std::int32_t> m_file_slot;
   std::vector<float> m_file_rows;
   std::int64_t m_file_cached = 0;
-  kernels::Tensor<std::int64_t> m_degrees;  // the part's degrees on res's device (P = 1)
+  kernels::Tensor<std::int64_t> m_degrees;  // the part's degrees on a device (P = 1)
+  /// The part's degrees where the gathers read them: m_degrees on a device, else the part's.
+  const std::int64_t* degrees() const {
+    return m_degrees.numel() > 0 ? m_degrees.data() : m_part.degrees.data();
+  }
   std::int64_t m_max_rows = 0, m_max_entries = 0;
   // The cache: a row per halo node chosen, cache_slot[h] its row or -1.
   std::int64_t m_capacity = 0, m_cached = 0;

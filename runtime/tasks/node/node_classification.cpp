@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <halo/datasets/store/store.hpp>
@@ -47,7 +48,10 @@ std::size_t feature_bytes(const kernels::FeatureMatrix<float>& x) {
 /// The task's data on res's device: node classification's labels and splits, and the global
 /// sizes of the splits.
 struct Targets {
-  Tensor<std::int32_t> labels;
+  /// The part's labels on the run's device: a device's copy, or on the CPU the part's own
+  /// (no second copy of an array as long as the nodes).
+  Tensor<std::int32_t> device_labels;
+  kernels::Span<const std::int32_t> labels;
   Tensor<NodeId> train_idx, val_idx, test_idx;
   std::int64_t num_train = 0;
   Tensor<float> loss_total;     // a device epoch's summed loss of this rank (mini-batch)
@@ -223,17 +227,22 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
     keys = Tensor<NodeId>::from_host(
         res, std::vector<NodeId>(part.ids.original_ids().data,
                                  part.ids.original_ids().data + part.num_owned()));
-  m_targets = std::make_unique<Targets>(Targets{part.labels.copy_to(res, res.device()),
-                                                part.train_idx.copy_to(res, res.device()),
-                                                part.val_idx.copy_to(res, res.device()),
-                                                part.test_idx.copy_to(res, res.device()),
-                                                part.all_train.numel(),
-                                                {},
-                                                std::move(keys)});
+  const bool cpu = res.device() == kernels::Device::Cpu;
+  m_targets = std::make_unique<Targets>(
+      Targets{cpu ? Tensor<std::int32_t>() : part.labels.copy_to(res, res.device()),
+              {},
+              part.train_idx.copy_to(res, res.device()),
+              part.val_idx.copy_to(res, res.device()),
+              part.test_idx.copy_to(res, res.device()),
+              part.all_train.numel(),
+              {},
+              std::move(keys)});
+  m_targets->labels = cpu ? std::as_const(part.labels).span()
+                          : std::as_const(m_targets->device_labels).span();
   if (config.mini_batch) {
-    m_batches = std::make_unique<SampledBatches>(res, part, comm, *m_features,
-                                                 m_targets->labels.span(), *config.mini_batch,
-                                                 graph, config.seed, model.input_dropout());
+    m_batches = std::make_unique<SampledBatches>(res, part, comm, *m_features, m_targets->labels,
+                                                 *config.mini_batch, graph, config.seed,
+                                                 model.input_dropout());
     if (res.device() != kernels::Device::Cpu) m_targets->loss_total = Tensor<float>(res, 1);
     // Every buffer of a step sized for the envelope (reserve_model): no batch allocates.
     if (sampled_eval) {
@@ -264,14 +273,14 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
       // (With max_batches, the evaluation too scores a sample: its first batches.)
       MiniBatchConfig eval = *config.mini_batch;
       eval.fanouts = eval.eval_fanouts;
-      m_eval_batches = std::make_unique<SampledBatches>(
-          res, part, comm, *m_features, m_targets->labels.span(), eval, graph, config.seed,
-          /*input_dropout=*/0.f, std::move(seeds));
+      m_eval_batches = std::make_unique<SampledBatches>(res, part, comm, *m_features,
+                                                        m_targets->labels, eval, graph, config.seed,
+                                                        /*input_dropout=*/0.f, std::move(seeds));
     }
     reserve_model();
   } else {
     m_batches = std::make_unique<FullGraphBatches>(
-        m_graph->adjacency(dropout_keys()), m_features->owned(), m_targets->labels.span(),
+        m_graph->adjacency(dropout_keys()), m_features->owned(), m_targets->labels,
         m_targets->train_idx.span(), m_targets->num_train);
   }
   m_preprocess_s = seconds_since(start);
@@ -467,15 +476,15 @@ Metrics NodeClassification::evaluate() {
     const Tensor<float>& logits = evaluation_logits();
     auto correct = [&](const Tensor<NodeId>& rows) {
       return rows.numel() == 0 ? 0.0
-                               : static_cast<double>(kernels::count_correct(
-                                     m_res, logits.view(), t.labels.span(), rows.span()));
+                               : static_cast<double>(kernels::count_correct(m_res, logits.view(),
+                                                                            t.labels, rows.span()));
     };
     v = {correct(t.train_idx),
          correct(t.val_idx),
          correct(t.test_idx),
          t.val_idx.numel() == 0 ? 0.0
                                 : static_cast<double>(kernels::log_softmax_nll(
-                                      m_res, logits.view(), t.labels.span(), t.val_idx.span(), 1)),
+                                      m_res, logits.view(), t.labels, t.val_idx.span(), 1)),
          static_cast<double>(t.train_idx.numel()),
          static_cast<double>(t.val_idx.numel()),
          static_cast<double>(t.test_idx.numel())};
