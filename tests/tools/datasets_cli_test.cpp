@@ -294,6 +294,20 @@ TEST_F(DatasetsCli, PreparedStoresTrainPlanAndPartition) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(fs::file_size(m_dir / "bf16" / "features.bin"), 1024u * 64 * 2);
   EXPECT_EQ(run("train --dataset " + (m_dir / "bf16").string() + " --epochs 1").code, 0);
+  // Past a budget below their float32 size its rows are not read from the file (only float32
+  // rows are): one usage line saying why and what to do, before any training.
+  r = run("train --dataset " + (m_dir / "bf16").string() +
+          " --mode mini-batch --fanouts 5,5 --eval-fanouts 5,5 --epochs 1 --memory-budget 160KiB "
+          "--json " +
+          (m_dir / "bf16.json").string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("holds its features as bf16, converted to float32 in memory when opened "
+                       "(262144 bytes"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--feature-dtype f32"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(m_dir / "bf16.json"));
 }
 
 // A store larger than --memory-budget trains from its file (features read with pread, the

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <thread>
 
+#include <halo/datasets/store/store.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/log.hpp>
 #include <halo/tools/halo/run_support.hpp>
@@ -75,13 +76,35 @@ kernels::Resources make_resources(const std::string& device, int threads, int ra
 
 runtime::Shard open_data(const kernels::Resources& res, runtime::Comm& world,
                          const DatasetOptions& data, const std::string& partitions) {
-  if (partitions.empty())
+  // Rows are read from a store's file when they are float32; float16 / bfloat16 rows are
+  // converted to float32 in memory when opened, which a budget below them cannot hold.
+  const auto check_narrow = [&](datasets::FeatureDtype dtype, std::uint64_t converted,
+                                const std::string& what) {
+    if (dtype == datasets::FeatureDtype::F32 || converted <= data.memory_budget) return;
+    throw UsageError("--memory-budget " + std::to_string(data.memory_budget) + " bytes: " + what +
+                     " holds its features as " + datasets::feature_dtype_name(dtype) +
+                     ", converted to float32 in memory when opened (" + std::to_string(converted) +
+                     " bytes, more than the budget); only float32 rows are read from the "
+                     "store's file: prepare the store with --feature-dtype f32, or raise "
+                     "--memory-budget");
+  };
+  const bool cpu_budget = data.memory_budget > 0 && res.device() == kernels::Device::Cpu;
+  if (partitions.empty()) {
+    if (cpu_budget && datasets::is_store(data.dataset)) {
+      const datasets::StoreCounts c = datasets::read_store_counts(data.dataset);
+      if (c.bytes_on_disk > data.memory_budget && !c.sparse_features)
+        check_narrow(c.feature_dtype,
+                     static_cast<std::uint64_t>(c.num_nodes) *
+                         static_cast<std::uint64_t>(c.num_features) * 4,
+                     "the store '" + data.dataset + "'");
+    }
     return runtime::local_shard(res, load_dataset(runtime::host_resources(res), data));
+  }
   // A partition referencing a store: the rank's rows stay in the store's file when its part
   // (graph file and owned rows) is larger than --memory-budget, as one process maps a store
   // larger than it (load_dataset).
   partition::PartReadOptions read;
-  if (data.memory_budget > 0 && res.device() == kernels::Device::Cpu) {
+  if (cpu_budget) {
     const partition::PartitionMeta meta = partition::read_partition_meta(partitions);
     const auto k = static_cast<std::size_t>(world.rank());
     if (meta.feature_store && !meta.hetero && k < meta.parts.size()) {
@@ -90,6 +113,10 @@ runtime::Shard open_data(const kernels::Resources& res, runtime::Comm& world,
                         (meta.feature_store->dtype == datasets::FeatureDtype::F32 ? 4 : 2);
       read.map_store_features =
           static_cast<std::size_t>(part.file_bytes) + rows > data.memory_budget;
+      if (read.map_store_features)
+        check_narrow(meta.feature_store->dtype,
+                     static_cast<std::uint64_t>(part.num_owned * meta.num_features) * 4,
+                     "part " + std::to_string(k) + " of '" + partitions + "' (its store)");
     }
   }
   return runtime::open_shard(res, world, partitions, read);
