@@ -830,7 +830,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
   // measures: the largest blocks of its first batches with MiniBatchConfig::envelope_margin,
   // within the sampler's bound from the whole graph's degree statistics; here the expected
   // blocks with that margin on a device's CPU-sampled runs, the bound on a device).
-  const BatchProbe none_probe;      // (a partition's ranks: no probe)
+  // The batch probe's measures: one process on a store (PlanInput::probe), none for ranks.
+  const StoreProbe no_probe;
+  const StoreProbe& probe = ranks == 1 && !in.from_partition ? in.probe : no_probe;
   std::vector<Block> batch_blocks;  // a rank's
   double sampled_edges = 0;         // a rank's, a batch
   // Per degree bucket (DegreeRows), the probability that a row is among a batch's input rows.
@@ -853,14 +855,15 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // (A probe's largest blocks are what the run measures: provisioned as the run does.)
     const auto envelope_bytes = [&](const std::vector<int>& fanouts,
                                     const std::vector<Block>& blocks, std::int64_t seeds,
-                                    const BatchProbe& probe) {
+                                    const BatchProbe& measured_blocks) {
       const sampler::SamplerEnvelope bound = sampler::plan_envelope(
           {g.num_nodes, g.training_edges, g.max_degree},
           std::max<std::int64_t>(1, std::min(mb.batch_size, seeds)), fanouts, mb.replace);
       if (!measured) return static_cast<std::int64_t>(bound.bytes()) * slots;
-      if (probe.batches > 0)
+      if (measured_blocks.batches > 0)
         return static_cast<std::int64_t>(
-                   sampler::provision_envelope(probe.largest, bound, mb.envelope_margin).bytes()) *
+                   sampler::provision_envelope(measured_blocks.largest, bound, mb.envelope_margin)
+                       .bytes()) *
                slots;
       sampler::SamplerEnvelope expected = bound;
       std::int64_t keys = 0;
@@ -914,14 +917,14 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       }
     };
     // A probe's batches (one process) replace the modelled blocks by their means.
-    const auto probed_blocks = [&](const BatchProbe& probe, std::vector<Block>& blocks,
+    const auto probed_blocks = [&](const BatchProbe& sampled, std::vector<Block>& blocks,
                                    double& edges) {
-      if (probe.batches == 0 || ranks != 1 || in.from_partition) return;
-      plan.probed_batches += probe.batches;
+      if (sampled.batches == 0) return;
+      plan.probed_batches += sampled.batches;
       edges = 0;
-      for (std::size_t l = 0; l < blocks.size() && l < probe.mean.size(); ++l) {
-        blocks[l] = {probe.mean[l].dst, probe.mean[l].src, probe.mean[l].edges};
-        edges += probe.mean[l].edges;
+      for (std::size_t l = 0; l < blocks.size() && l < sampled.mean.size(); ++l) {
+        blocks[l] = {sampled.mean[l].dst, sampled.mean[l].src, sampled.mean[l].edges};
+        edges += sampled.mean[l].edges;
       }
     };
     expected_blocks(mb.fanouts,
@@ -929,9 +932,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                              static_cast<double>(g.num_train) / all_batches) /
                         ranks,
                     batch_blocks, sampled_edges, batch_input);
-    probed_blocks(in.probe.train, batch_blocks, sampled_edges);
-    plan.sampler_envelope_bytes = envelope_bytes(mb.fanouts, batch_blocks, g.num_train,
-                                                 ranks == 1 ? in.probe.train : none_probe);
+    probed_blocks(probe.train, batch_blocks, sampled_edges);
+    plan.sampler_envelope_bytes =
+        envelope_bytes(mb.fanouts, batch_blocks, g.num_train, probe.train);
     if (sampled_eval) {
       // Its own sampler and slots (SampledBatches over the scored nodes), at most max_batches.
       const std::int64_t scored = g.num_train + g.num_val + g.num_test;
@@ -943,9 +946,9 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
                                static_cast<double>(scored) / static_cast<double>(all_eval)) /
                           ranks,
                       eval_blocks, eval_edges, eval_input);
-      probed_blocks(in.probe.eval, eval_blocks, eval_edges);
-      plan.sampler_envelope_bytes += envelope_bytes(mb.eval_fanouts, eval_blocks, scored,
-                                                    ranks == 1 ? in.probe.eval : none_probe);
+      probed_blocks(probe.eval, eval_blocks, eval_edges);
+      plan.sampler_envelope_bytes +=
+          envelope_bytes(mb.eval_fanouts, eval_blocks, scored, probe.eval);
     }
   }
 
@@ -1142,19 +1145,17 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       const Block& input = batch_blocks.front();
       const double cached_all = cached_rows * static_cast<double>(ranks);
       // (A probe counted each batch's rows outside the cache itself.)
-      const BatchProbe& train_probe = in.from_partition ? none_probe : in.probe.train;
       const double batch_uncached =
-          train_probe.batches > 0
-              ? train_probe.uncached_rows
+          probe.train.batches > 0
+              ? probe.train.uncached_rows
               : input.src * (1 - cached_share(rows, 0, cached_all, &batch_input));
       rp.disk_read_bytes_per_epoch =
           as_bytes(static_cast<double>(plan.batches_per_epoch) * batch_uncached * row_bytes);
       if (sampled_eval) {
         // The evaluation's batches: their input rows not in the cache.
-        const BatchProbe& eval_probe = in.from_partition ? none_probe : in.probe.eval;
         const double eval_uncached =
-            eval_probe.batches > 0
-                ? eval_probe.uncached_rows
+            probe.eval.batches > 0
+                ? probe.eval.uncached_rows
                 : eval_blocks.front().src * (1 - cached_share(rows, 0, cached_all, &eval_input));
         rp.evaluation_read_bytes =
             as_bytes(static_cast<double>(eval_batches) * eval_uncached * row_bytes);
