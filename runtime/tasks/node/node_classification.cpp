@@ -237,8 +237,8 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
               part.all_train.numel(),
               {},
               std::move(keys)});
-  m_targets->labels = cpu ? std::as_const(part.labels).span()
-                          : std::as_const(m_targets->device_labels).span();
+  m_targets->labels =
+      cpu ? std::as_const(part.labels).span() : std::as_const(m_targets->device_labels).span();
   if (config.mini_batch) {
     m_batches = std::make_unique<SampledBatches>(res, part, comm, *m_features, m_targets->labels,
                                                  *config.mini_batch, graph, config.seed,
