@@ -101,9 +101,9 @@ TEST(Plan, SamplerEnvelopeIsWhatTheRunMeasures) {
 }
 
 // A store larger than the budget is read from its file (one process, mini-batch): the plan
-// holds only the row cache (a quarter of the budget) and not S's column ids, predicts the rows
-// read per epoch and per evaluation, and no longer counts the mapped arrays while loading; a
-// larger cache reads less.
+// holds only the row cache (a quarter of the budget, and a slot index per row) and not S's
+// column ids, predicts the rows read per epoch and per evaluation, and no longer counts the
+// mapped arrays while loading; a larger cache reads less.
 TEST(Plan, AStoreLargerThanTheBudgetIsReadFromItsFile) {
   PlanInput in;
   in.graph = big_graph();
@@ -128,7 +128,8 @@ TEST(Plan, AStoreLargerThanTheBudgetIsReadFromItsFile) {
     const RankPlan file = make_plan(in, c, CostModel{}, "cpu", 1).per_rank.front();
     const std::int64_t row = in.graph.num_features * 4;
     EXPECT_EQ(item(file, "features"),
-              static_cast<std::int64_t>(c.memory_budget / 4 / static_cast<std::size_t>(row)) * row);
+              static_cast<std::int64_t>(c.memory_budget / 4 / static_cast<std::size_t>(row)) * row +
+                  4 * in.graph.num_nodes);  // the cache and its slot per row
     EXPECT_GT(file.disk_read_bytes_per_epoch, 0);
     EXPECT_GT(file.evaluation_read_bytes, 0);
     EXPECT_LT(file.peak_host_bytes, memory.peak_host_bytes);
@@ -170,7 +171,8 @@ TEST(Plan, APartOfAStoreLargerThanTheBudgetIsReadFromTheStore) {
   c.memory_budget = static_cast<std::size_t>(part) / 4;
   const RankPlan file = make_plan(in, c, CostModel{}, "cpu", 1).per_rank.front();
   EXPECT_EQ(item(file, "features"),
-            static_cast<std::int64_t>(c.memory_budget / 4 / static_cast<std::size_t>(row)) * row);
+            static_cast<std::int64_t>(c.memory_budget / 4 / static_cast<std::size_t>(row)) * row +
+                4 * p0.num_owned);  // the cache and its slot per owned row
   EXPECT_GT(file.disk_read_bytes_per_epoch, 0);
   EXPECT_GT(file.evaluation_read_bytes, 0);
   EXPECT_LT(file.peak_host_bytes, memory.peak_host_bytes);
