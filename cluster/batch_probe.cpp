@@ -54,14 +54,12 @@ BatchProbe probe(const kernels::Resources& res, const datasets::Graph& graph,
       out.mean[l].src += static_cast<double>(k.num_src());
     }
     const kernels::Span<const NodeId> in = batch.input_nodes;
-    out.input_rows += static_cast<double>(in.size);
     for (std::int64_t i = 0; i < in.size; ++i)
       if (!std::binary_search(cached.begin(), cached.end(), in.data[i])) ++out.uncached_rows;
   }
   if (out.batches > 0) {
     const auto k = static_cast<double>(out.batches);
     for (BatchProbe::Layer& l : out.mean) l = {l.dst / k, l.edges / k, l.src / k};
-    out.input_rows /= k;
     out.uncached_rows /= k;
   }
   return out;

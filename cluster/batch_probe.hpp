@@ -25,9 +25,8 @@ struct BatchProbe {
   /// Field by field, the largest over the run's first runtime::kProbeBatches batches: what the
   /// run provisions its envelope from (sampler::provision_envelope).
   sampler::SamplerEnvelope largest;
-  /// A batch's mean input rows (block 0's sources) and, of them, the rows outside the row cache
-  /// of a run reading its features from the store's file (runtime::hottest_rows).
-  double input_rows = 0;
+  /// Of a batch's input rows (block 0's sources), the mean number outside the row cache of a
+  /// run reading its features from the store's file (runtime::hottest_rows).
   double uncached_rows = 0;
 };
 

@@ -970,11 +970,11 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     // nodes, a quarter of the budget, is held.
     const double row_bytes = kF * static_cast<double>(g.num_features);
     const bool from_file =
-        mini && !cuda && !g.sparse_features && config.memory_budget > 0 &&
-        (in.from_partition ? g.store_features && static_cast<double>(p.file_bytes) +
-                                                         static_cast<double>(n_o) * row_bytes >
-                                                     static_cast<double>(config.memory_budget)
-                           : ranks == 1 && reads_rows_from_store(g, config, device));
+        in.from_partition
+            ? mini && !cuda && !g.sparse_features && config.memory_budget > 0 && g.store_features &&
+                  static_cast<double>(p.file_bytes) + static_cast<double>(n_o) * row_bytes >
+                      static_cast<double>(config.memory_budget)
+            : ranks == 1 && reads_rows_from_store(g, config, device);
     // The part: S's owned rows, degrees and ids of the local nodes (one process too: the
     // identity's ids), labels, splits (and with --eval-fanouts a byte per owned node: its
     // split), and the list of every training node (repeated on every part). A store read from
