@@ -62,7 +62,8 @@ void check_config(const TrainConfig& c, int ranks) {
 
 CheckpointIdentity config_identity(const TrainConfig& c, const std::string& data, int ranks,
                                    const CheckpointIdentity& model) {
-  CheckpointIdentity id = {{"data", data}, {"world_size", std::to_string(ranks)}};
+  CheckpointIdentity id = {{"data", data}};
+  if (ranks > 0) id.emplace_back("world_size", std::to_string(ranks));
   id.insert(id.end(), model.begin(), model.end());
   id.insert(id.end(), {{"lr", exact_number(c.lr)},
                        {"weight_decay", exact_number(c.weight_decay)},

@@ -127,8 +127,10 @@ struct TrainConfig {
 void check_config(const TrainConfig& config, int ranks);
 
 /// The identity fields every task's checkpoints share (Task::identity): `data` (the shard's
-/// identity), the ranks, then `model` (the task's model fields), the optimizer, the seed, the
-/// preprocessing and the mode with its batch settings.
+/// identity), the ranks (`ranks` > 0: a task whose state differs between ranks; 0: a task whose
+/// every rank holds the same state, so its checkpoints resume on any number of ranks), then
+/// `model` (the task's model fields), the optimizer, the seed, the preprocessing and the mode
+/// with its batch settings.
 CheckpointIdentity config_identity(const TrainConfig& config, const std::string& data, int ranks,
                                    const CheckpointIdentity& model);
 

@@ -10,6 +10,7 @@
 #include <halo/datasets/preprocess.hpp>
 #include <halo/datasets/store/store.hpp>
 #include <halo/kernels/log.hpp>
+#include <halo/partition/formats/part_group.hpp>
 #include <halo/partition/formats/partition_format.hpp>
 #include <halo/runtime/data/shard.hpp>
 
@@ -67,14 +68,17 @@ Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds) {
 }
 
 namespace {
-/// The checks open_shard and open_hetero_shard share: one part per rank, the same meta.json.
+/// The checks open_shard and open_hetero_shard share: a group of parts per rank (one part per
+/// rank where `elastic` is false), the same meta.json.
 void check_partition_ranks(const partition::PartitionMeta& meta, Comm& comm,
-                           const std::filesystem::path& dir) {
-  if (meta.book.num_parts() != comm.size())
-    throw IoError((dir / "meta.json").string() + ": the partition has " +
-                  std::to_string(meta.book.num_parts()) + " parts but " +
-                  std::to_string(comm.size()) + " ranks run; start one rank per part (mpiexec -n " +
-                  std::to_string(meta.book.num_parts()) + ")");
+                           const std::filesystem::path& dir, bool elastic) {
+  const std::int32_t k = meta.book.num_parts();
+  if (elastic ? comm.size() > k : comm.size() != k)
+    throw IoError((dir / "meta.json").string() + ": the partition has " + std::to_string(k) +
+                  " parts but " + std::to_string(comm.size()) + " ranks run; " +
+                  (elastic ? "start 1 to " + std::to_string(k) + " ranks (mpiexec -n R)"
+                           : "a heterogeneous partition trains on one rank per part (mpiexec -n " +
+                                 std::to_string(k) + ")"));
   // The one collective of the start-up: every rank read the same meta.json.
   const auto mine = static_cast<std::int64_t>(meta.checksum >> 1);
   std::vector<std::int64_t> v = {mine, -mine};
@@ -91,10 +95,11 @@ Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesyste
   if (meta.hetero)
     throw IoError((dir / "meta.json").string() +
                   ": a heterogeneous partition (train it with --model rgcn or hgt)");
-  check_partition_ranks(meta, comm, dir);
+  check_partition_ranks(meta, comm, dir, /*elastic=*/true);
   Shard s;
   s.dataset = meta.dataset;
-  s.part = partition::read_part(host_resources(res), dir, comm.rank(), &meta, options);
+  s.part =
+      partition::read_part_group(host_resources(res), dir, meta, comm.size(), comm.rank(), options);
   s.num_features = meta.num_features;
   s.num_edges = meta.num_edges;
   s.comm = &comm;
@@ -110,7 +115,7 @@ HeteroShard open_hetero_shard(const kernels::Resources& res, Comm& comm,
   if (!meta.hetero)
     throw IoError((dir / "meta.json").string() +
                   ": a homogeneous partition (--model rgcn and hgt need one of a typed directory)");
-  check_partition_ranks(meta, comm, dir);
+  check_partition_ranks(meta, comm, dir, /*elastic=*/false);
   partition::HeteroPart part =
       partition::read_hetero_part(host_resources(res), dir, comm.rank(), &meta);
   HeteroShard s;

@@ -36,9 +36,11 @@ struct Shard {
 /// features, labels and splits (partition::make_local_part). Host tensors.
 Shard local_shard(const kernels::Resources& res, datasets::Dataset&& ds);
 
-/// Part comm.rank() of the partition in `dir`, checked against the other ranks: one all-reduce
-/// that fails on every rank unless all opened the same meta.json (its checksum). Collective.
-/// halo::IoError when the partition has not comm.size() parts or a part is missing or damaged.
+/// Rank comm.rank()'s group of parts of the K-part partition in `dir` (any comm.size() from 1
+/// to K: partition::read_part_group; one part each when K ranks run, the whole graph in original
+/// order on one), checked against the other ranks: one all-reduce that fails on every rank
+/// unless all opened the same meta.json (its checksum). Collective. halo::IoError when more
+/// ranks than parts run or a part is missing or damaged.
 /// `options`: how the part's feature rows are read (partition::read_part).
 Shard open_shard(const kernels::Resources& res, Comm& comm, const std::filesystem::path& dir,
                  const partition::PartReadOptions& options = {});
@@ -63,7 +65,7 @@ HeteroShard local_hetero_shard(datasets::HeteroGraph&& g);
 
 /// Part comm.rank() of the heterogeneous partition in `dir`, checked as open_shard does (one
 /// all-reduce of meta.json's checksum). Collective. halo::IoError for a homogeneous partition,
-/// a wrong number of ranks, or a missing or damaged part.
+/// a number of ranks other than its parts', or a missing or damaged part.
 HeteroShard open_hetero_shard(const kernels::Resources& res, Comm& comm,
                               const std::filesystem::path& dir);
 

@@ -446,7 +446,7 @@ enum Verdict : std::int64_t { kUsable = 0, kDamaged = 1, kRefused = 2 };
 
 /// This rank's verdict on checkpoint `dir`: kUsable with `state` filled, kDamaged (skip it) or
 /// kRefused (stop with `why`).
-Verdict examine(const fs::path& dir, int rank, int p, const CheckpointIdentity& identity,
+Verdict examine(const fs::path& dir, int rank, const CheckpointIdentity& identity,
                 TrainState& state, std::string& why) {
   const fs::path manifest = dir / "manifest.json";
   nlohmann::json m;
@@ -484,13 +484,19 @@ Verdict examine(const fs::path& dir, int rank, int p, const CheckpointIdentity& 
         return kRefused;
       }
     }
-    const nlohmann::json& entry = m.at("shards").at(static_cast<std::size_t>(rank));
+    // Written by W ranks: a run on W ranks reads its own shard. A run on another number (its
+    // identity then has no world_size: every rank's state is the same) reads shard rank % W.
+    const int written = m.at("world_size").get<int>();
+    if (written < 1 || static_cast<int>(m.at("shards").size()) != written)
+      throw IoError(manifest.string() + ": its world_size is not its number of shards");
+    const int shard = rank % written;
+    const nlohmann::json& entry = m.at("shards").at(static_cast<std::size_t>(shard));
     const fs::path file = dir / entry.at("file").get<std::string>();
     const std::string bytes = kernels::read_file_bytes(file);
     if (static_cast<std::int64_t>(bytes.size()) != entry.at("bytes").get<std::int64_t>())
       throw IoError(file.string() + ": " + std::to_string(bytes.size()) +
                     " bytes, the manifest says " + std::to_string(entry.at("bytes").get<long>()));
-    state = decode_shard(bytes, file, rank, p);
+    state = decode_shard(bytes, file, shard, written);
     std::uint64_t sum = 0;
     std::memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
     if (hex(sum) != entry.at("checksum").get<std::string>())
@@ -521,7 +527,7 @@ std::optional<FoundCheckpoint> read_newest_checkpoint(Comm& comm, const fs::path
     const fs::path c = dir / checkpoint_name(names[i], names[i + 1]);
     FoundCheckpoint found{c, {}};
     std::string why;
-    const Verdict mine = examine(c, comm.rank(), comm.size(), identity, found.state, why);
+    const Verdict mine = examine(c, comm.rank(), identity, found.state, why);
     std::int64_t worst = mine;
     comm.allreduce(kernels::Span<std::int64_t>(&worst, 1), ReduceOp::Max);
     if (worst == kUsable) return found;

@@ -10,6 +10,7 @@
 #include <halo/datasets/store/store.hpp>
 #include <halo/kernels/atomic_file.hpp>
 #include <halo/kernels/log.hpp>
+#include <halo/partition/formats/part_group.hpp>
 #include <halo/tools/halo/run_support.hpp>
 
 namespace halo::cli {
@@ -106,17 +107,27 @@ runtime::Shard open_data(const kernels::Resources& res, runtime::Comm& world,
   partition::PartReadOptions read;
   if (cpu_budget) {
     const partition::PartitionMeta meta = partition::read_partition_meta(partitions);
-    const auto k = static_cast<std::size_t>(world.rank());
-    if (meta.feature_store && !meta.hetero && k < meta.parts.size()) {
-      const partition::PartInfo& part = meta.parts[k];
-      const auto rows = static_cast<std::size_t>(part.num_owned * meta.num_features) *
+    const auto k = static_cast<std::int32_t>(meta.parts.size());
+    if (meta.feature_store && !meta.hetero && world.size() <= k) {
+      // This rank's group of parts (partition::part_groups): their files and owned rows.
+      const std::vector<std::int32_t> groups = partition::part_groups(meta, world.size());
+      const std::int32_t first = groups[static_cast<std::size_t>(world.rank())];
+      const std::int32_t last = groups[static_cast<std::size_t>(world.rank()) + 1];
+      std::int64_t file_bytes = 0, owned = 0;
+      for (std::int32_t j = first; j < last; ++j) {
+        file_bytes += meta.parts[static_cast<std::size_t>(j)].file_bytes;
+        owned += meta.parts[static_cast<std::size_t>(j)].num_owned;
+      }
+      const auto rows = static_cast<std::size_t>(owned * meta.num_features) *
                         (meta.feature_store->dtype == datasets::FeatureDtype::F32 ? 4 : 2);
-      read.map_store_features =
-          static_cast<std::size_t>(part.file_bytes) + rows > data.memory_budget;
+      read.map_store_features = static_cast<std::size_t>(file_bytes) + rows > data.memory_budget;
       if (read.map_store_features)
         check_narrow(meta.feature_store->dtype,
-                     static_cast<std::uint64_t>(part.num_owned * meta.num_features) * 4,
-                     "part " + std::to_string(k) + " of '" + partitions + "' (its store)");
+                     static_cast<std::uint64_t>(owned * meta.num_features) * 4,
+                     (last - first == 1
+                          ? "part " + std::to_string(first)
+                          : "parts " + std::to_string(first) + "-" + std::to_string(last - 1)) +
+                         " of '" + partitions + "' (its store)");
     }
   }
   return runtime::open_shard(res, world, partitions, read);

@@ -301,7 +301,9 @@ void NodeClassification::reserve_model() {
 
 CheckpointIdentity NodeClassification::identity() const {
   const nn::ModelConfig& m = m_config.model;
-  return config_identity(m_config, m_shard.identity, m_shard.comm->size(),
+  // The parameters and optimizer state are every rank's, the step and the batch order global:
+  // a checkpoint resumes on any number of ranks of the same partition.
+  return config_identity(m_config, m_shard.identity, /*ranks=*/0,
                          {{"model.kind", nn::to_string(m.kind)},
                           {"model.layers", std::to_string(m.num_layers)},
                           {"model.hidden", std::to_string(m.hidden)},

@@ -1,0 +1,43 @@
+#pragma once
+// Elastic runs: a partition of K parts trained on any R ranks, 1 <= R <= K. Rank r takes a
+// contiguous group of parts, merged at start-up into one part of an R-part partition whose
+// book has the groups' boundaries (docs/formats.md, "Part groups").
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include <halo/kernels/resources.hpp>
+#include <halo/partition/formats/partition_format.hpp>
+
+namespace halo::partition {
+
+/// The parts R ranks of `meta`'s partition take: R + 1 part indices, rank r taking parts
+/// groups[r] .. groups[r + 1) - 1, every group non-empty and contiguous. The groups minimise
+/// the largest group's share of the partition's own balance constraints (meta.config.balance:
+/// owned nodes, training nodes, stored entries; a group's cost is its largest share over the
+/// constraints, times R), so every rank computes the same groups from meta.json alone.
+/// R == K: one part each. halo::IoError unless 1 <= ranks <= K.
+std::vector<std::int32_t> part_groups(const PartitionMeta& meta, std::int32_t ranks);
+
+/// Rank `rank`'s group of parts of the partition in `dir` (part_groups(meta, ranks)), read and
+/// merged into one part of the R-part partition whose book is meta.book at the groups'
+/// boundaries: its owned nodes are the group's (partition ids [book.begin(first),
+/// book.end(last))), its halo the union of the parts' halos that the group does not own, its
+/// exchange lists the parts' lists merged per target group (deduplicated). R == K: read_part.
+/// R == 1: the identity part of the whole graph, local ids the original ids, exactly as
+/// make_local_part builds it from the dataset (what one process trains on). Reads and checks
+/// every part of the group like read_part; reads nothing of any other part (no collective).
+/// Host tensors.
+Part read_part_group(const kernels::Resources& res, const std::filesystem::path& dir,
+                     const PartitionMeta& meta, std::int32_t ranks, std::int32_t rank,
+                     const PartReadOptions& options = {});
+
+/// Merges `parts` (consecutive parts first .. first + parts.size() - 1 of a partition with book
+/// `book`, as read_part returns them) into part `rank` of the partition whose book is
+/// `group_book` (book's offsets at the groups' boundaries); as read_part_group. Consumes the
+/// parts' arrays.
+Part merge_parts(const kernels::Resources& res, std::vector<Part>&& parts,
+                 const PartitionBook& group_book, std::int32_t rank);
+
+}  // namespace halo::partition
