@@ -6,6 +6,9 @@
 //     the kept epoch's test scores within the subject's tolerance (a prediction that rounding
 //     flips; ranking metrics over a few dozen candidates), on a directed and an undirected
 //     graph;
+//   - an 8-part partition on any number of ranks (ctest also runs the Elastic suite under
+//     mpiexec -n 1 and -n 3) computes what one process computes, and its checkpoints resume on
+//     another number of ranks (P -> 1 and 1 -> P) to the uninterrupted run's results;
 //   - a run that one rank stops by a signal (between two steps of an epoch, and between two
 //     epochs) and that resumes from the checkpoint every rank wrote its share of ends as the
 //     uninterrupted P-rank run, bit for bit (losses, scores, kept epoch, parameters).
@@ -65,27 +68,32 @@ class Subject {
 
 /// `from_store`: Cora's features dense, in a store (written by rank 0) that one process opens
 /// mapped and the parts reference; every rank reads its rows from the store's file (a small
-/// budget caches a few), the evaluation sampled.
+/// budget caches a few), the evaluation sampled. `parts` > 0: a partition of that many parts,
+/// each rank training on its group of them (elastic runs); `full_graph`: no mini-batches.
 class NodeSubject final : public Subject {
  public:
-  NodeSubject(nn::ModelKind kind, bool directed, bool from_store = false)
+  NodeSubject(nn::ModelKind kind, bool directed, bool from_store = false, std::int32_t parts = 0,
+              bool full_graph = false)
       : m_kind(kind),
         m_from_store(from_store),
+        m_full_graph(full_graph),
         m_dense(from_store ? with_dense_features(directed ? directed_cora() : cora())
                            : datasets::Dataset()),
         m_data(from_store ? m_dense
                : directed ? directed_cora()
                           : cora()),
-        m_partition(
-            comm(), m_data, partition::Method::MetisKway,
-            "conf-" + nn::to_string(kind) + (directed ? "-d" : "-u") + (from_store ? "-store" : ""),
-            from_store) {}
+        m_partition(comm(), m_data, partition::Method::MetisKway,
+                    "conf-" + nn::to_string(kind) + (directed ? "-d" : "-u") +
+                        (from_store ? "-store" : "") +
+                        (parts > 0 ? "-k" + std::to_string(parts) : ""),
+                    from_store, parts) {}
   TrainConfig config() const override {
     TrainConfig c;
     c.model.kind = m_kind;
     c.model.hidden = 8;
     c.model.heads = 2;
     c.mini_batch = batches(32, {5, 5});  // Cora's 140 training nodes: 5 steps an epoch
+    if (m_full_graph) c.mini_batch.reset();
     if (m_from_store) {
       c.mini_batch->eval_fanouts = {5, 5};
       c.memory_budget = std::size_t{1} << 20;  // a quarter of it caches 45 of 2708 rows
@@ -103,11 +111,14 @@ class NodeSubject final : public Subject {
     Shard& shard = keep(local_shard(host(), halo::testing::copy_dataset(host(), m_data)));
     return node_classification(host(), shard, config, model(shard, config));
   }
-  std::unique_ptr<Task> part(const TrainConfig& config) override {
+  std::unique_ptr<Task> part(const TrainConfig& config) override { return part_on(comm(), config); }
+  /// The task on `c`'s ranks (any number up to the partition's parts).
+  std::unique_ptr<Task> part_on(Comm& c, const TrainConfig& config) {
     partition::PartReadOptions read;
     read.map_store_features = m_from_store;
-    Shard& shard = keep(open_shard(host(), comm(), m_partition.dir(), read));
-    EXPECT_EQ(shard.part.features_by_original, m_from_store);
+    Shard& shard = keep(open_shard(host(), c, m_partition.dir(), read));
+    // One rank holds the whole graph in original order: the store's rows are its rows.
+    EXPECT_EQ(shard.part.features_by_original, m_from_store && c.size() > 1);
     return node_classification(host(), shard, config, model(shard, config));
   }
   double tolerance() const override { return 0.005; }  // the node Equivalence suite's
@@ -120,6 +131,7 @@ class NodeSubject final : public Subject {
   }
   nn::ModelKind m_kind;
   bool m_from_store;
+  bool m_full_graph;
   datasets::Dataset m_dense;  // from_store: the features dense
   const datasets::Dataset& m_data;
   SharedPartition m_partition;
@@ -259,15 +271,16 @@ struct Outcome {
   std::vector<std::vector<float>> state;
 };
 
-/// Trains `task`; `stop_at` > 0: the last rank requests preemption after that many steps.
-Outcome run(std::unique_ptr<Task> task, const TrainConfig& config, std::int64_t stop_at = 0) {
+/// Trains `task` (over the ranks of `c`); `stop_at` > 0: the last rank requests preemption after
+/// that many steps.
+Outcome run(std::unique_ptr<Task> task, const TrainConfig& config, std::int64_t stop_at = 0,
+            Comm& c = comm()) {
   Trainer trainer(host(), std::move(task), config.epochs, config.checkpoint);
   std::int64_t steps = 0;
   clear_preemption();
   Outcome o{trainer.run({},
                         [&](std::int64_t) {
-                          if (++steps == stop_at && comm().rank() == comm().size() - 1)
-                            request_preemption();
+                          if (++steps == stop_at && c.rank() == c.size() - 1) request_preemption();
                         }),
             {}};
   clear_preemption();
@@ -286,6 +299,28 @@ class Conformance : public ::testing::TestWithParam<Case> {
   }
 };
 
+/// `got` (P ranks) against `want` (one process): every epoch's loss within 1e-4 relative, every
+/// score within `tol`, the kept epoch's test scores too.
+void expect_same_run(const TrainResult& got, const TrainResult& want, double tol) {
+  EXPECT_EQ(got.batches_per_epoch, want.batches_per_epoch);
+  ASSERT_EQ(got.history.size(), want.history.size());
+  for (std::size_t e = 0; e < want.history.size(); ++e) {
+    const EpochStats &a = want.history[e], &b = got.history[e];
+    EXPECT_NEAR(b.train_loss, a.train_loss, 1e-4 * std::abs(a.train_loss)) << "epoch " << e + 1;
+    ASSERT_EQ(b.metrics.entries().size(), a.metrics.entries().size()) << "epoch " << e + 1;
+    for (const auto& [name, value] : a.metrics)
+      EXPECT_NEAR(b.metrics.at(name), value,
+                  name.find("loss") == std::string::npos ? tol : 1e-4 * std::abs(value))
+          << name << ", epoch " << e + 1;
+  }
+  EXPECT_NEAR(got.final_train_loss, want.final_train_loss, 1e-4 * std::abs(want.final_train_loss));
+  for (const auto& [name, value] : want.metrics) {
+    if (name.rfind("test_", 0) == 0) {
+      EXPECT_NEAR(got.metrics.at(name), value, tol) << name;
+    }
+  }
+}
+
 TEST_P(Conformance, RanksEqualOneProcess) {
   for (const bool directed : {true, false}) {
     SCOPED_TRACE(directed ? "directed" : "undirected");
@@ -294,24 +329,8 @@ TEST_P(Conformance, RanksEqualOneProcess) {
     const TrainResult want = run(subject->one(config), config).result;
     const TrainResult got = run(subject->part(config), config).result;
     EXPECT_EQ(got.world_size, comm().size());
-    EXPECT_EQ(got.batches_per_epoch, want.batches_per_epoch);
-    const double tol = subject->tolerance();
-    ASSERT_EQ(got.history.size(), want.history.size());
-    for (std::size_t e = 0; e < want.history.size(); ++e) {
-      const EpochStats &a = want.history[e], &b = got.history[e];
-      EXPECT_NEAR(b.train_loss, a.train_loss, 1e-4 * std::abs(a.train_loss)) << "epoch " << e + 1;
-      ASSERT_EQ(b.metrics.entries().size(), a.metrics.entries().size()) << "epoch " << e + 1;
-      for (const auto& [name, value] : a.metrics)
-        EXPECT_NEAR(b.metrics.at(name), value,
-                    name.find("loss") == std::string::npos ? tol : 1e-4 * std::abs(value))
-            << name << ", epoch " << e + 1;
-    }
     EXPECT_LT(want.history.back().train_loss, want.history.front().train_loss * 1.5);
-    for (const auto& [name, value] : want.metrics) {
-      if (name.rfind("test_", 0) == 0) {
-        EXPECT_NEAR(got.metrics.at(name), value, tol) << name;
-      }
-    }
+    expect_same_run(got, want, subject->tolerance());
   }
 }
 
@@ -351,6 +370,104 @@ TEST_P(Conformance, ResumeAcrossRanksEqualsTheUninterruptedRun) {
     if (comm().rank() == 0) fs::remove_all(dir);
   }
 }
+
+// ---- elastic runs: an 8-part partition on any number of ranks ---------------------------------
+
+struct ElasticCase {
+  const char* name;
+  nn::ModelKind kind;
+  bool from_store;
+  bool full_graph;
+};
+void PrintTo(const ElasticCase& c, std::ostream* os) { *os << c.name; }
+
+class Elastic : public ::testing::TestWithParam<ElasticCase> {
+ protected:
+  std::unique_ptr<NodeSubject> subject(bool directed) const {
+    const ElasticCase& c = GetParam();
+    return std::make_unique<NodeSubject>(c.kind, directed, c.from_store, 8, c.full_graph);
+  }
+  static TrainConfig config_of(const Subject& s) {
+    TrainConfig c = s.config();
+    c.seed = 7;
+    c.epochs = 3;
+    return c;
+  }
+};
+
+// P ranks (1, 2, 3 or 4: 3 does not divide 8) of an 8-part partition, each on its group of
+// parts, compute what one process computes.
+TEST_P(Elastic, AnyRankCountEqualsOneProcess) {
+  for (const bool directed : {true, false}) {
+    SCOPED_TRACE(directed ? "directed" : "undirected");
+    const std::unique_ptr<NodeSubject> s = subject(directed);
+    const TrainConfig config = config_of(*s);
+    const TrainResult want = run(s->one(config), config).result;
+    const TrainResult got = run(s->part(config), config).result;
+    EXPECT_EQ(got.world_size, comm().size());
+    expect_same_run(got, want, s->tolerance());
+  }
+}
+
+// A checkpoint written by P ranks resumes in one process (rank 0 alone, on a copy of it), and
+// one written by one process resumes on P ranks: both end as the uninterrupted P-rank run,
+// stopped mid-epoch (mini-batches) or between two epochs.
+TEST_P(Elastic, CheckpointsResumeOnAnotherRankCount) {
+  const std::unique_ptr<NodeSubject> s = subject(true);
+  const TrainConfig config = config_of(*s);
+  const TrainResult whole = run(s->part(config), config).result;
+  const std::int64_t per_epoch = whole.batches_per_epoch;
+  const fs::path base =
+      fs::path(HALO_TEST_BINARY_DIR) /
+      ("elastic-ck-" + std::string(GetParam().name) + "-" + std::to_string(comm().size()));
+  SelfComm self;
+  for (const std::int64_t stop_at : {per_epoch + (per_epoch > 1 ? 1 : 0), per_epoch}) {
+    SCOPED_TRACE("stopped after " + std::to_string(stop_at) + " steps");
+    if (comm().rank() == 0) fs::remove_all(base);
+    comm().barrier();
+    // P ranks stop; one process resumes.
+    TrainConfig first = config;
+    first.checkpoint.dir = base / "p";
+    const TrainResult cut = run(s->part(first), first, stop_at).result;
+    ASSERT_TRUE(cut.preempted);
+    comm().barrier();
+    if (comm().rank() == 0) {
+      fs::copy(base / "p", base / "p-copy", fs::copy_options::recursive);
+      TrainConfig again = first;
+      again.checkpoint.dir = base / "p-copy";
+      again.checkpoint.resume = true;
+      const TrainResult resumed = run(s->part_on(self, again), again, 0, self).result;
+      EXPECT_EQ(resumed.world_size, 1);
+      EXPECT_FALSE(resumed.resumed_from.empty());
+      EXPECT_EQ(resumed.best_epoch, whole.best_epoch);
+      expect_same_run(resumed, whole, s->tolerance());
+    }
+    comm().barrier();
+    // One process stops; P ranks resume.
+    TrainConfig alone = config;
+    alone.checkpoint.dir = base / "one";
+    if (comm().rank() == 0) {
+      const TrainResult one_cut = run(s->part_on(self, alone), alone, stop_at, self).result;
+      EXPECT_TRUE(one_cut.preempted);
+    }
+    comm().barrier();
+    alone.checkpoint.resume = true;
+    const TrainResult resumed = run(s->part(alone), alone).result;
+    EXPECT_EQ(resumed.world_size, comm().size());
+    EXPECT_FALSE(resumed.resumed_from.empty());
+    EXPECT_EQ(resumed.best_epoch, whole.best_epoch);
+    expect_same_run(resumed, whole, s->tolerance());
+    comm().barrier();
+    if (comm().rank() == 0) fs::remove_all(base);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EightParts, Elastic,
+    ::testing::Values(ElasticCase{"GcnFullGraph", nn::ModelKind::Gcn, false, true},
+                      ElasticCase{"SageMiniBatch", nn::ModelKind::Sage, false, false},
+                      ElasticCase{"SageFromStore", nn::ModelKind::Sage, true, false}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(
     Tasks, Conformance,

@@ -24,8 +24,8 @@
 
 namespace halo::runtime::test {
 
-/// Every rank partitions `ds` into comm.size() parts (METIS is deterministic for a seed, so
-/// every rank holds the same relabelling); rank 0 writes it under a fresh directory
+/// Every rank partitions `ds` into `parts` parts (0: comm.size(); METIS is deterministic for a
+/// seed, so every rank holds the same relabelling); rank 0 writes it under a fresh directory
 /// HALO_TEST_BINARY_DIR/part-<name>-<P> that all ranks read. `store`: rank 0 first writes `ds`
 /// as a store (float32 features) to that name + "-store", and the parts reference its features
 /// instead of holding them (as `halo partition --dataset STORE` writes). The directories are
@@ -33,13 +33,13 @@ namespace halo::runtime::test {
 class SharedPartition {
  public:
   SharedPartition(Comm& comm, const datasets::Dataset& ds, partition::Method method,
-                  const std::string& name, bool store = false)
+                  const std::string& name, bool store = false, std::int32_t parts = 0)
       : m_comm(comm),
         m_dir(std::filesystem::path(HALO_TEST_BINARY_DIR) /
               ("part-" + name + "-" + std::to_string(comm.size()))),
         m_store(store ? m_dir.string() + "-store" : std::string()) {
     partition::PartitionConfig c;
-    c.num_parts = comm.size();
+    c.num_parts = parts > 0 ? parts : comm.size();
     c.method = method;
     c.seed = 7;
     m_result = partition::partition_dataset(host(), ds, c);
