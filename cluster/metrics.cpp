@@ -47,6 +47,9 @@ struct Family {
 
 std::string prometheus_text(const MetricsSnapshot& s) {
   std::vector<Family> f = {
+      {"halo_ranks", "gauge",
+       "Ranks the run trains on now (an elastic job resumed on another count reports it).",
+       static_cast<double>(s.ranks)},
       {"halo_epoch", "gauge", "Training epochs completed.", static_cast<double>(s.epoch)},
       {"halo_epochs", "gauge", "Training epochs the run will do.", static_cast<double>(s.epochs)},
       {"halo_steps_total", "counter", "Optimizer steps completed.", static_cast<double>(s.steps)},

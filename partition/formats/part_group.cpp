@@ -2,7 +2,9 @@
 // into one part at start-up.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -330,6 +332,77 @@ Part merge_parts(const kernels::Resources& res, std::vector<Part>&& parts,
   out.train_idx = host_tensor(res, splits[0]);
   out.val_idx = host_tensor(res, splits[1]);
   out.test_idx = host_tensor(res, splits[2]);
+  return out;
+}
+
+namespace {
+
+/// Array `name` of part `k`'s file, its checksum verified.
+template <class T>
+std::vector<T> read_array(const fs::path& dir, std::int32_t k, const PartInfo& info,
+                          const char* name) {
+  const fs::path file = dir / ("part-" + std::to_string(k) + ".bin");
+  const ArrayEntry* a = info.find(name);
+  if (a == nullptr)
+    throw IoError((dir / "meta.json").string() + ": part " + std::to_string(k) + " has no array '" +
+                  name + "'");
+  std::vector<T> v(static_cast<std::size_t>(a->rows * a->cols));
+  std::ifstream in(file, std::ios::binary);
+  in.seekg(a->offset);
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+  if (!in) throw IoError(file.string() + ": cannot read array '" + name + "'");
+  if (fnv1a64(v.data(), v.size() * sizeof(T)) != a->fnv1a64)
+    throw IoError(file.string() + ": array '" + name + "' does not match its checksum");
+  return v;
+}
+
+}  // namespace
+
+std::vector<GroupCounts> group_counts(const fs::path& dir, const PartitionMeta& meta,
+                                      std::int32_t ranks) {
+  const std::vector<std::int32_t> groups = part_groups(meta, ranks);
+  std::vector<GroupCounts> out;
+  for (std::int32_t r = 0; r < ranks; ++r) {
+    const std::int32_t first = groups[static_cast<std::size_t>(r)];
+    const std::int32_t last = groups[static_cast<std::size_t>(r) + 1];
+    const NodeId begin = static_cast<NodeId>(meta.book.begin(first));
+    const NodeId end = static_cast<NodeId>(meta.book.begin(last));
+    GroupCounts g;
+    std::vector<NodeId> halo;
+    double cut = 0;
+    bool cut_known = true;
+    for (std::int32_t k = first; k < last; ++k) {
+      const PartInfo& p = meta.parts[static_cast<std::size_t>(k)];
+      g.num_owned += p.num_owned;
+      g.num_edges += p.num_edges;
+      g.num_train += p.num_train;
+      g.file_bytes += p.file_bytes;
+      if (const ArrayEntry* a = p.find("features_indices")) g.feature_nnz += a->rows * a->cols;
+      const std::vector<NodeId> ids = read_array<NodeId>(dir, k, p, "halo_ids");
+      std::int64_t remote = 0;
+      for (const NodeId v : ids)
+        if (v < begin || v >= end) halo.push_back(v), ++remote;
+      if (p.num_halo_entries < 0) cut_known = false;
+      if (!ids.empty() && p.num_halo_entries > 0)
+        cut += static_cast<double>(p.num_halo_entries) * static_cast<double>(remote) /
+               static_cast<double>(ids.size());
+      // Rows sent to each other group, each once per group.
+      const std::vector<std::int64_t> offsets = read_array<std::int64_t>(dir, k, p, "send_offsets");
+      const std::vector<NodeId> rows = read_array<NodeId>(dir, k, p, "send_rows");
+      for (std::int32_t h = 0; h < ranks; ++h) {
+        if (h == r) continue;
+        const auto from = static_cast<std::size_t>(groups[static_cast<std::size_t>(h)]);
+        const auto to = static_cast<std::size_t>(groups[static_cast<std::size_t>(h) + 1]);
+        std::vector<NodeId> sent(rows.begin() + offsets[from], rows.begin() + offsets[to]);
+        std::sort(sent.begin(), sent.end());
+        g.num_send += std::unique(sent.begin(), sent.end()) - sent.begin();
+      }
+    }
+    std::sort(halo.begin(), halo.end());
+    g.num_halo = std::unique(halo.begin(), halo.end()) - halo.begin();
+    g.num_halo_entries = cut_known ? static_cast<std::int64_t>(std::llround(cut)) : -1;
+    out.push_back(g);
+  }
   return out;
 }
 

@@ -33,6 +33,28 @@ Part read_part_group(const kernels::Resources& res, const std::filesystem::path&
                      const PartitionMeta& meta, std::int32_t ranks, std::int32_t rank,
                      const PartReadOptions& options = {});
 
+/// What one rank of an R-rank run of a partition holds: its group of parts' sizes.
+struct GroupCounts {
+  std::int64_t num_owned = 0;
+  /// The union of the parts' halos that the group does not own (exact: the parts' halo_ids).
+  std::int64_t num_halo = 0;
+  std::int64_t num_edges = 0;
+  /// Entries whose column is a halo node of the group: each part's cut entries times the share
+  /// of its halo that stays remote (an estimate; exact for one part per rank). -1 when the
+  /// parts do not record theirs.
+  std::int64_t num_halo_entries = -1;
+  std::int64_t num_train = 0;
+  /// Rows sent per exchange (exact: each part's send rows to parts outside the group, once).
+  std::int64_t num_send = 0;
+  std::int64_t feature_nnz = 0;
+  std::int64_t file_bytes = 0;
+};
+
+/// The counts of every rank of an R-rank run of the partition in `dir` (part_groups): reads
+/// meta.json's sizes and each part file's halo and send lists only (checksums verified).
+std::vector<GroupCounts> group_counts(const std::filesystem::path& dir, const PartitionMeta& meta,
+                                      std::int32_t ranks);
+
 /// Merges `parts` (consecutive parts first .. first + parts.size() - 1 of a partition with book
 /// `book`, as read_part returns them) into part `rank` of the partition whose book is
 /// `group_book` (book's offsets at the groups' boundaries); as read_part_group. Consumes the

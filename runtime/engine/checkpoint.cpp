@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -560,7 +561,13 @@ std::string fresh_start_problem(const fs::path& dir) {
 
 namespace {
 volatile std::sig_atomic_t g_preempt = 0;
-extern "C" void on_preemption_signal(int) { g_preempt = 1; }
+timespec g_preempt_at{};  // when the flag was first set (CLOCK_MONOTONIC)
+/// Async-signal-safe (clock_gettime is).
+void set_preempt_flag() {
+  if (g_preempt == 0) clock_gettime(CLOCK_MONOTONIC, &g_preempt_at);
+  g_preempt = 1;
+}
+extern "C" void on_preemption_signal(int) { set_preempt_flag(); }
 }  // namespace
 
 void install_preemption_handlers() {
@@ -573,8 +580,15 @@ void install_preemption_handlers() {
       throw LogicError("checkpoint: cannot install the handler of signal " + std::to_string(sig));
 }
 
-void request_preemption() { g_preempt = 1; }
+void request_preemption() { set_preempt_flag(); }
 void clear_preemption() { g_preempt = 0; }
 bool preemption_requested() { return g_preempt != 0; }
+double preemption_age_s() {
+  if (g_preempt == 0) return -1;
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec - g_preempt_at.tv_sec) +
+         1e-9 * static_cast<double>(now.tv_nsec - g_preempt_at.tv_nsec);
+}
 
 }  // namespace halo::runtime

@@ -88,5 +88,8 @@ void request_preemption();
 void clear_preemption();
 /// This process's flag (not reduced).
 bool preemption_requested();
+/// Seconds since this process's flag was first set (by a signal or request_preemption); -1
+/// when it is not set.
+double preemption_age_s();
 
 }  // namespace halo::runtime

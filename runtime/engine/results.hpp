@@ -132,6 +132,9 @@ struct TrainResult {
   bool preempted = false;
   std::int64_t preemption_checks = 0;
   double preemption_check_s = 0;
+  /// A preempted run: seconds from the first preemption signal (or request) on any rank to
+  /// its checkpoint committed (the grace a scheduler must leave); -1 otherwise.
+  double checkpoint_after_signal_s = -1;
 };
 
 }  // namespace halo::runtime

@@ -9,9 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <span>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -364,6 +367,11 @@ TrainResult Trainer::run(const EpochCallback& on_epoch, const StepCallback& on_s
       break;
     }
   }
+  if (result.preempted) {  // from the first rank's signal to the committed checkpoint
+    double age = preemption_age_s();
+    comm.allreduce(kernels::Span<double>(&age, 1), ReduceOp::Max);
+    result.checkpoint_after_signal_s = age;
+  }
   result.train_time_s = seconds_since(start);
   result.preprocess_time_s = m_task->preprocess_time_s();
   result.world_size = comm.size();
@@ -448,6 +456,20 @@ std::int64_t current_host_memory_bytes() {
   std::int64_t pages_total = 0, pages_resident = 0;
   in >> pages_total >> pages_resident;
   return pages_resident * static_cast<std::int64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+double seconds_since_process_start() {
+  // Field 22 of /proc/self/stat, after the command name in parentheses (which may hold spaces).
+  std::ifstream in("/proc/self/stat");
+  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+  }
+  timespec now{};
+  clock_gettime(CLOCK_BOOTTIME, &now);
+  const double started = std::stod(field) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec) - started;
 }
 
 std::int64_t peak_host_memory_bytes() {

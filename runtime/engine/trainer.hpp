@@ -82,4 +82,8 @@ std::int64_t current_host_memory_bytes();
 /// The process's peak resident set size so far, in bytes (never below the current one).
 std::int64_t peak_host_memory_bytes();
 
+/// Seconds since this process started (the kernel's start time, /proc/self/stat; 10 ms
+/// resolution): exec, loading and MPI start-up included.
+double seconds_since_process_start();
+
 }  // namespace halo::runtime

@@ -82,10 +82,12 @@ TEST(Metrics, EveryFamilyHasHelpTypeAndBaseUnits) {
   }
   EXPECT_EQ(help, type);
   EXPECT_EQ(help, samples);
-  for (const char* name : {"halo_epoch", "halo_steps_total", "halo_loss", "halo_epoch_seconds",
-                           "halo_exchange_bytes_total", "halo_exchange_exposed_seconds_total",
-                           "halo_host_resident_bytes", "halo_gpu_memory_bytes",
-                           "halo_predicted_epoch_seconds", "halo_predicted_peak_host_bytes"})
+  EXPECT_NE(prometheus_text(sample()).find("halo_ranks{rank=\"1\"} 2\n"), std::string::npos);
+  for (const char* name :
+       {"halo_ranks", "halo_epoch", "halo_steps_total", "halo_loss", "halo_epoch_seconds",
+        "halo_exchange_bytes_total", "halo_exchange_exposed_seconds_total",
+        "halo_host_resident_bytes", "halo_gpu_memory_bytes", "halo_predicted_epoch_seconds",
+        "halo_predicted_peak_host_bytes"})
     EXPECT_EQ(samples.count(name), 1u) << name;
   for (const std::string& n : samples) EXPECT_EQ(n.rfind("halo_", 0), 0u) << n;
   // Unknown predictions are left out, not written as a value.

@@ -155,6 +155,24 @@ void expect_groups_form_a_partition(const Dataset& ds, const fs::path& dir, std:
     }
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, triples(s)) << "no edge of S lost or duplicated";
+  // What halo plan reads of each group without merging it.
+  const std::vector<GroupCounts> counts = group_counts(dir, meta, ranks);
+  ASSERT_EQ(counts.size(), parts.size());
+  for (const Part& part : parts) {
+    const GroupCounts& c = counts[static_cast<std::size_t>(part.rank())];
+    EXPECT_EQ(c.num_owned, part.num_owned());
+    EXPECT_EQ(c.num_halo, part.num_halo());
+    EXPECT_EQ(c.num_edges, part.graph.num_edges());
+    EXPECT_EQ(c.num_train, part.train_idx.numel());
+    EXPECT_EQ(c.num_send, part.send_rows.numel());
+    if (ranks == meta.book.num_parts()) {
+      EXPECT_EQ(c.num_halo_entries, part.num_halo_entries());
+    } else {
+      EXPECT_GE(c.num_halo_entries, 0);
+      EXPECT_LE(c.num_halo_entries, c.num_edges);
+      EXPECT_EQ(c.num_halo_entries == 0, part.num_halo_entries() == 0);
+    }
+  }
 }
 
 PartitionResult partition(const Dataset& ds, std::int32_t parts, Method method) {

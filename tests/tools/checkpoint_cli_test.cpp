@@ -122,12 +122,17 @@ TEST_F(CheckpointCli, SignalCheckpointsAndExits75) {
   const Outcome r = halo::testing::run_command("bash " + script, m_dir);
   const std::string err = halo::testing::read_file(m_dir / "err");
   EXPECT_EQ(r.out, "75\n") << err;
-  // "preempted after E epochs: checkpoint DIR; exit code 75", DIR committed.
-  const std::string tag = "checkpoint ", line = err.substr(err.find("preempted after"));
+  // "preempted after E epochs: checkpoint DIR, committed S s after the signal; exit code 75",
+  // DIR committed, S the time from the signal (>= 0).
+  const std::string tag = "checkpoint ", committed = ", committed ";
+  const std::string line = err.substr(err.find("preempted after"));
   ASSERT_NE(line.find(tag), std::string::npos) << err;
+  ASSERT_NE(line.find(committed), std::string::npos) << err;
   const std::string dir =
-      line.substr(line.find(tag) + tag.size(), line.find(';') - line.find(tag) - tag.size());
+      line.substr(line.find(tag) + tag.size(), line.find(committed) - line.find(tag) - tag.size());
   EXPECT_TRUE(fs::exists(fs::path(dir) / "manifest.json")) << dir;
+  const double after_signal = std::stod(line.substr(line.find(committed) + committed.size()));
+  EXPECT_GE(after_signal, 0) << line;
 }
 
 class CheckpointMpi : public CheckpointCli {

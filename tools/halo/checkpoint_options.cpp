@@ -60,8 +60,11 @@ void prepare_checkpoints(const CheckpointOptions& o, int rank) {
 }
 
 void report_preemption(const runtime::TrainResult& r) {
-  std::fprintf(stderr, "halo train: preempted after %zu epochs: checkpoint %s; exit code %d\n",
-               r.history.size(), r.checkpoint.c_str(), runtime::kExitPreempted);
+  std::fprintf(stderr,
+               "halo train: preempted after %zu epochs: checkpoint %s, committed %.3f s after the "
+               "signal; exit code %d\n",
+               r.history.size(), r.checkpoint.c_str(), r.checkpoint_after_signal_s,
+               runtime::kExitPreempted);
   if (const char* file = std::getenv("HALO_PREEMPTED_FILE"); file != nullptr && *file != '\0')
     kernels::write_file_atomically(file, r.checkpoint + "\n");
 }

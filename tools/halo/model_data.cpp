@@ -16,8 +16,9 @@ void add_model_data_options(CLI::App* sub, ModelDataOptions& o) {
       ->required();
   add_dataset_options(sub, o.data);
   sub->add_option("--partitions", o.partitions,
-                  "Use the partition directory DIR written by `halo partition`, one rank per part: "
-                  "mpiexec -n P halo ... --partitions DIR")
+                  "Use the partition directory DIR written by `halo partition`, on 1 to K ranks "
+                  "of its K parts: mpiexec -n R halo ... --partitions DIR (a heterogeneous "
+                  "partition: one rank per part)")
       ->check(CLI::ExistingDirectory);
   sub->add_option("--threads", o.threads,
                   "CPU threads (default: all cores, shared by the ranks started on one host)")

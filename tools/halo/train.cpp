@@ -81,10 +81,14 @@ nlohmann::json profile_json(const runtime::TrainResult& r, const runtime::Machin
       {"sgemm_flops_per_s", m.sgemm_flops_per_s}};
 }
 
-/// The --json keys every task writes (its own follow, TaskRun::json).
 /// The resident set of this process once its threads exist, before the data are read: the
 /// libraries' and the runtime's own memory, beside what the run's parts hold (--json "memory").
 std::int64_t g_process_start_bytes = 0;
+/// Seconds from the process's start to the end of this run's first training step (start-up,
+/// data, a resumed checkpoint and one step; --json "first_step_after_start_s"); -1: none.
+double g_first_step_s = -1;
+
+/// The --json keys every task writes (its own follow, TaskRun::json).
 
 nlohmann::json common_json(const TrainCommandOptions& o, const TaskRegistration& task,
                            const runtime::TrainResult& r, const kernels::Resources& res) {
@@ -115,6 +119,7 @@ nlohmann::json common_json(const TrainCommandOptions& o, const TaskRegistration&
                r.resumed_from.empty() ? nlohmann::json() : nlohmann::json(r.resumed_from)},
               {"preemption_checks", r.preemption_checks},
               {"preemption_check_time_s", r.preemption_check_s}});
+  if (g_first_step_s >= 0) j["first_step_after_start_s"] = g_first_step_s;
   return j;
 }
 
@@ -153,8 +158,10 @@ int run_train(const TrainCommandOptions& o) {
     if (rank == 0) print_progress(s, *run, tty);
     if (metrics) metrics->on_epoch(s);
   };
-  runtime::StepCallback on_step;
-  if (metrics) on_step = [&metrics](std::int64_t) { metrics->on_step(); };
+  const runtime::StepCallback on_step = [&metrics](std::int64_t) {
+    if (g_first_step_s < 0) g_first_step_s = runtime::seconds_since_process_start();
+    if (metrics) metrics->on_step();
+  };
   // --profile: the machine's limits, measured before the run (rank 0 reports).
   const runtime::MachineLimits limits =
       o.profile && rank == 0 ? runtime::measure_machine_limits(res) : runtime::MachineLimits{};

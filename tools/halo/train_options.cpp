@@ -290,8 +290,10 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
           ->capture_default_str()};
   auto* partitions =
       sub->add_option("--partitions", o.partitions,
-                      "The partition directory DIR written by `halo partition`, one rank per part: "
-                      "mpiexec -n P halo train --partitions DIR (docs/distributed.md); with "
+                      "The partition directory DIR written by `halo partition`, on 1 to K ranks "
+                      "of its K parts (each rank a group of parts): mpiexec -n R halo train "
+                      "--partitions DIR (docs/distributed.md; a heterogeneous partition: one "
+                      "rank per part); with "
                       "--task link, the snapshot partition series of --dataset (halo partition "
                       "--snapshots, docs/dynamic.md)")
           ->check(CLI::ExistingDirectory);
