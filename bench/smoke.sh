@@ -60,3 +60,13 @@ if ! log=$(bash "$(dirname "$0")/gpu/run.sh" "$gpu_out" "$build" 2>&1) || [ ! -s
 fi
 rm -rf "$gpu_out"
 echo "bench smoke: gpu/run.sh ok"
+# Elastic jobs' script end to end on a small graph (one repeat).
+elastic_out=$(mktemp -d)
+if ! log=$(HALO_ELASTIC_NODES=3000 bash "$(dirname "$0")/elastic/run.sh" "$build" "$elastic_out" 1 2>&1) ||
+    [ ! -s "$elastic_out/grace.csv" ]; then
+  echo "$log"
+  echo "bench smoke: elastic/run.sh FAILED"
+  exit 1
+fi
+rm -rf "$elastic_out"
+echo "bench smoke: elastic/run.sh ok"

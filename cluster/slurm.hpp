@@ -12,7 +12,11 @@ namespace halo::cluster {
 struct SlurmRequest {
   std::string job_name = "halo";
   int nodes = 1;
-  int tasks = 1;  ///< ranks over all nodes
+  /// An elastic job (a partition that trains on 1 to K ranks): > 0 and < nodes asks for a node
+  /// range, --nodes=min_nodes-nodes, and starts tasks_per_node ranks on every node Slurm gave
+  /// (SLURM_JOB_NUM_NODES), at most `tasks`. 0: exactly `nodes` nodes and `tasks` ranks.
+  int min_nodes = 0;
+  int tasks = 1;  ///< ranks over all nodes (an elastic job: at most)
   int tasks_per_node = 1;
   int cpus_per_task = 1;
   std::int64_t memory_per_node_bytes = 0;  ///< --mem, rounded up to MiB; 0: not requested
@@ -36,9 +40,11 @@ struct SlurmRequest {
 /// kExitPreempted (75: checkpoint committed), or rank 0 wrote $HALO_PREEMPTED_FILE (Hydra was
 /// seen to exit 0 instead of 75 after forwarding a signal), it runs
 /// `scontrol requeue "$SLURM_JOB_ID"`; otherwise it exits with the launcher's code.
+/// An elastic request (min_nodes) writes --nodes=MIN-MAX without --ntasks and launches
+/// `-n $ranks`, ranks = min(tasks, SLURM_JOB_NUM_NODES x tasks_per_node), fork on one node.
 /// Every argument is shell-quoted. halo::LogicError for an impossible request (no command,
-/// counts < 1, tasks beyond nodes x tasks per node, a lead not below the time limit) or a
-/// #SBATCH value with white space.
+/// counts < 1, tasks beyond nodes x tasks per node, min_nodes not below nodes, a lead not below
+/// the time limit) or a #SBATCH value with white space.
 std::string sbatch_script(const SlurmRequest& request);
 
 /// `word` as one bash word: unchanged when it has only [A-Za-z0-9_@%+=:,./-] characters,

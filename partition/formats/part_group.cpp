@@ -358,52 +358,67 @@ std::vector<T> read_array(const fs::path& dir, std::int32_t k, const PartInfo& i
 
 }  // namespace
 
-std::vector<GroupCounts> group_counts(const fs::path& dir, const PartitionMeta& meta,
-                                      std::int32_t ranks) {
-  const std::vector<std::int32_t> groups = part_groups(meta, ranks);
-  std::vector<GroupCounts> out;
-  for (std::int32_t r = 0; r < ranks; ++r) {
-    const std::int32_t first = groups[static_cast<std::size_t>(r)];
-    const std::int32_t last = groups[static_cast<std::size_t>(r) + 1];
-    const NodeId begin = static_cast<NodeId>(meta.book.begin(first));
-    const NodeId end = static_cast<NodeId>(meta.book.begin(last));
-    GroupCounts g;
-    std::vector<NodeId> halo;
-    double cut = 0;
-    bool cut_known = true;
-    for (std::int32_t k = first; k < last; ++k) {
-      const PartInfo& p = meta.parts[static_cast<std::size_t>(k)];
-      g.num_owned += p.num_owned;
-      g.num_edges += p.num_edges;
-      g.num_train += p.num_train;
-      g.file_bytes += p.file_bytes;
-      if (const ArrayEntry* a = p.find("features_indices")) g.feature_nnz += a->rows * a->cols;
-      const std::vector<NodeId> ids = read_array<NodeId>(dir, k, p, "halo_ids");
-      std::int64_t remote = 0;
-      for (const NodeId v : ids)
-        if (v < begin || v >= end) halo.push_back(v), ++remote;
-      if (p.num_halo_entries < 0) cut_known = false;
-      if (!ids.empty() && p.num_halo_entries > 0)
-        cut += static_cast<double>(p.num_halo_entries) * static_cast<double>(remote) /
-               static_cast<double>(ids.size());
-      // Rows sent to each other group, each once per group.
-      const std::vector<std::int64_t> offsets = read_array<std::int64_t>(dir, k, p, "send_offsets");
-      const std::vector<NodeId> rows = read_array<NodeId>(dir, k, p, "send_rows");
-      for (std::int32_t h = 0; h < ranks; ++h) {
-        if (h == r) continue;
-        const auto from = static_cast<std::size_t>(groups[static_cast<std::size_t>(h)]);
-        const auto to = static_cast<std::size_t>(groups[static_cast<std::size_t>(h) + 1]);
-        std::vector<NodeId> sent(rows.begin() + offsets[from], rows.begin() + offsets[to]);
-        std::sort(sent.begin(), sent.end());
-        g.num_send += std::unique(sent.begin(), sent.end()) - sent.begin();
-      }
-    }
-    std::sort(halo.begin(), halo.end());
-    g.num_halo = std::unique(halo.begin(), halo.end()) - halo.begin();
-    g.num_halo_entries = cut_known ? static_cast<std::int64_t>(std::llround(cut)) : -1;
-    out.push_back(g);
+std::vector<std::vector<GroupCounts>> group_counts(const fs::path& dir, const PartitionMeta& meta,
+                                                   const std::vector<std::int32_t>& rank_counts) {
+  // Every part's halo and send lists, read once.
+  struct Lists {
+    std::vector<NodeId> halo, send_rows;
+    std::vector<std::int64_t> send_offsets;
+  };
+  std::vector<Lists> lists;
+  for (std::size_t k = 0; k < meta.parts.size(); ++k) {
+    const auto kk = static_cast<std::int32_t>(k);
+    lists.push_back({read_array<NodeId>(dir, kk, meta.parts[k], "halo_ids"),
+                     read_array<NodeId>(dir, kk, meta.parts[k], "send_rows"),
+                     read_array<std::int64_t>(dir, kk, meta.parts[k], "send_offsets")});
   }
-  return out;
+  std::vector<std::vector<GroupCounts>> all;
+  for (const std::int32_t ranks : rank_counts) {
+    const std::vector<std::int32_t> groups = part_groups(meta, ranks);
+    std::vector<GroupCounts> out;
+    for (std::int32_t r = 0; r < ranks; ++r) {
+      const std::int32_t first = groups[static_cast<std::size_t>(r)];
+      const std::int32_t last = groups[static_cast<std::size_t>(r) + 1];
+      const NodeId begin = static_cast<NodeId>(meta.book.begin(first));
+      const NodeId end = static_cast<NodeId>(meta.book.begin(last));
+      GroupCounts g;
+      std::vector<NodeId> halo;
+      double cut = 0;
+      bool cut_known = true;
+      for (std::int32_t k = first; k < last; ++k) {
+        const PartInfo& p = meta.parts[static_cast<std::size_t>(k)];
+        const Lists& l = lists[static_cast<std::size_t>(k)];
+        g.num_owned += p.num_owned;
+        g.num_edges += p.num_edges;
+        g.num_train += p.num_train;
+        g.file_bytes += p.file_bytes;
+        if (const ArrayEntry* a = p.find("features_indices")) g.feature_nnz += a->rows * a->cols;
+        std::int64_t remote = 0;
+        for (const NodeId v : l.halo)
+          if (v < begin || v >= end) halo.push_back(v), ++remote;
+        if (p.num_halo_entries < 0) cut_known = false;
+        if (!l.halo.empty() && p.num_halo_entries > 0)
+          cut += static_cast<double>(p.num_halo_entries) * static_cast<double>(remote) /
+                 static_cast<double>(l.halo.size());
+        // Rows sent to each other group, each once per group.
+        for (std::int32_t h = 0; h < ranks; ++h) {
+          if (h == r) continue;
+          const auto from = static_cast<std::size_t>(groups[static_cast<std::size_t>(h)]);
+          const auto to = static_cast<std::size_t>(groups[static_cast<std::size_t>(h) + 1]);
+          std::vector<NodeId> sent(l.send_rows.begin() + l.send_offsets[from],
+                                   l.send_rows.begin() + l.send_offsets[to]);
+          std::sort(sent.begin(), sent.end());
+          g.num_send += std::unique(sent.begin(), sent.end()) - sent.begin();
+        }
+      }
+      std::sort(halo.begin(), halo.end());
+      g.num_halo = std::unique(halo.begin(), halo.end()) - halo.begin();
+      g.num_halo_entries = cut_known ? static_cast<std::int64_t>(std::llround(cut)) : -1;
+      out.push_back(g);
+    }
+    all.push_back(std::move(out));
+  }
+  return all;
 }
 
 Part read_part_group(const kernels::Resources& res, const fs::path& dir, const PartitionMeta& meta,

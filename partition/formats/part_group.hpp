@@ -1,7 +1,7 @@
 #pragma once
 // Elastic runs: a partition of K parts trained on any R ranks, 1 <= R <= K. Rank r takes a
 // contiguous group of parts, merged at start-up into one part of an R-part partition whose
-// book has the groups' boundaries (docs/formats.md, "Part groups").
+// book has the groups' boundaries (docs/distributed.md, "Fewer ranks than parts").
 
 #include <cstdint>
 #include <filesystem>
@@ -50,10 +50,12 @@ struct GroupCounts {
   std::int64_t file_bytes = 0;
 };
 
-/// The counts of every rank of an R-rank run of the partition in `dir` (part_groups): reads
-/// meta.json's sizes and each part file's halo and send lists only (checksums verified).
-std::vector<GroupCounts> group_counts(const std::filesystem::path& dir, const PartitionMeta& meta,
-                                      std::int32_t ranks);
+/// The counts of every rank of an R-rank run of the partition in `dir` (part_groups), for each
+/// R of `rank_counts`: reads meta.json's sizes and each part file's halo and send lists once
+/// (checksums verified).
+std::vector<std::vector<GroupCounts>> group_counts(const std::filesystem::path& dir,
+                                                   const PartitionMeta& meta,
+                                                   const std::vector<std::int32_t>& rank_counts);
 
 /// Merges `parts` (consecutive parts first .. first + parts.size() - 1 of a partition with book
 /// `book`, as read_part returns them) into part `rank` of the partition whose book is

@@ -2,9 +2,13 @@
 // requests, and the script's behaviour run by bash with a stand-in launcher and scontrol: the
 // signal reaches the ranks, exit code 75 requeues, any other code is passed on.
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <halo/cluster/slurm.hpp>
 #include <halo/kernels/error.hpp>
@@ -62,6 +66,42 @@ TEST(SbatchScript, AsksForEveryResourceAndTheRequeueProtocol) {
   r.nodes = 2;  // several nodes: Hydra's own bootstrap (srun under Slurm)
   r.tasks_per_node = 1;
   EXPECT_NE(sbatch_script(r).find("\nmpiexec -n 2 halo train"), std::string::npos);
+}
+
+// An elastic job (a partition of K parts): a node range, and as many ranks as the nodes it was
+// given hold (at most K), read by bash from SLURM_JOB_NUM_NODES; fork on one node.
+TEST(SbatchScript, ElasticJobLaunchesOnTheNodesItIsGiven) {
+  SlurmRequest r = request();
+  r.nodes = 4;
+  r.min_nodes = 1;
+  r.tasks = 7;  // K parts
+  r.tasks_per_node = 2;
+  const halo::testing::TempDir temp;
+  write(temp.path() / "launcher",
+        "#!/bin/bash\nprintf '%s ' \"$@\" > " + (temp.path() / "args").string() + "\n");
+  r.launcher = {(temp.path() / "launcher").string()};
+  const std::string s = sbatch_script(r);
+  EXPECT_NE(s.find("#SBATCH --nodes=1-4\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("#SBATCH --ntasks-per-node=2\n"), std::string::npos) << s;
+  EXPECT_EQ(s.find("#SBATCH --ntasks="), std::string::npos) << s;
+  write(temp.path() / "job.sh", s);
+  for (const auto& [nodes, want] : std::vector<std::pair<int, std::string>>{
+           {1, "-launcher fork -n 2 "}, {2, "-n 4 "}, {3, "-n 6 "}, {4, "-n 7 "}}) {
+    const halo::testing::CommandOutcome out =
+        halo::testing::run_command("SLURM_JOB_ID=7 SLURM_JOB_NUM_NODES=" + std::to_string(nodes) +
+                                       " bash " + (temp.path() / "job.sh").string(),
+                                   temp.path());
+    EXPECT_EQ(out.code, 0) << out.err;
+    EXPECT_NE(out.out.find(": " + std::to_string(std::min(7, 2 * nodes)) + " ranks on " +
+                           std::to_string(nodes) + " node(s)"),
+              std::string::npos)
+        << out.out;
+    EXPECT_EQ(halo::testing::read_file(temp.path() / "args"),
+              want + "halo train --partitions 'parts dir' --checkpoint-dir ck ")
+        << nodes << " nodes";
+  }
+  r.min_nodes = 4;  // not below nodes
+  EXPECT_THROW(sbatch_script(r), LogicError);
 }
 
 TEST(SbatchScript, RefusesImpossibleRequests) {

@@ -156,7 +156,7 @@ void expect_groups_form_a_partition(const Dataset& ds, const fs::path& dir, std:
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, triples(s)) << "no edge of S lost or duplicated";
   // What halo plan reads of each group without merging it.
-  const std::vector<GroupCounts> counts = group_counts(dir, meta, ranks);
+  const std::vector<GroupCounts> counts = group_counts(dir, meta, {ranks}).front();
   ASSERT_EQ(counts.size(), parts.size());
   for (const Part& part : parts) {
     const GroupCounts& c = counts[static_cast<std::size_t>(part.rank())];

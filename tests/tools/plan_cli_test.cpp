@@ -147,6 +147,77 @@ TEST_F(PlanCli, PlanOfAPartitionHasTheDocumentedKeys) {
   EXPECT_EQ(j["peak_host_bytes_per_rank"].get<std::int64_t>(), peak);
 }
 
+// A partition of K parts trains on 1 to K ranks: the plan lists every rank count (the menu of an
+// elastic job), plans any of them with --parts, chooses the fewest that fit --memory-per-rank,
+// and writes a node-range sbatch script. The exchange it predicts for 3 ranks of 8 parts (groups
+// of parts) is the one a 3-rank run measures.
+TEST_F(PlanCli, RankMenuOfAnEightPartPartition) {
+  const fs::path p = partition(8);
+  const json j = plan("--partitions " + p.string());
+  EXPECT_EQ(j["ranks"], 8);
+  ASSERT_EQ(j["rank_menu"].size(), 8u);
+  for (int r = 1; r <= 8; ++r) {
+    const json& e = j["rank_menu"][static_cast<std::size_t>(r - 1)];
+    EXPECT_EQ(e["ranks"], r);
+    EXPECT_GT(e["peak_host_bytes_per_rank"].get<std::int64_t>(), 0);
+    EXPECT_GT(e["epoch_seconds"].get<double>(), 0);
+  }
+  EXPECT_EQ(j["rank_menu"][0]["comm_bytes_per_epoch"]["halo_exchange"], 0);
+  EXPECT_GT(j["rank_menu"][0]["peak_host_bytes_per_rank"].get<std::int64_t>(),
+            j["rank_menu"][7]["peak_host_bytes_per_rank"].get<std::int64_t>());
+  EXPECT_EQ(j["rank_menu"][7]["peak_host_bytes_per_rank"], j["peak_host_bytes_per_rank"]);
+
+  const json three = plan("--partitions " + p.string() + " --parts 3");
+  EXPECT_EQ(three["ranks"], 3);
+  ASSERT_EQ(three["per_rank"].size(), 3u);
+  EXPECT_EQ(three["peak_host_bytes_per_rank"], j["rank_menu"][2]["peak_host_bytes_per_rank"]);
+  const fs::path out = m_dir / "r3.json";
+  const Outcome r = halo::testing::run_command(
+      env() + "OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 " + HALO_TEST_MPIEXEC + " -n 3 " +
+          HALO_TEST_BINARY + " train --partitions " + p.string() + " --epochs 2 --json " +
+          out.string(),
+      m_dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::int64_t predicted = 0;
+  for (const json& rank : three["per_rank"])
+    predicted += rank["comm_bytes_per_epoch"]["halo_exchange"].get<std::int64_t>();
+  EXPECT_EQ(
+      predicted,
+      json::parse(halo::testing::read_file(out))["exchange_bytes_per_epoch"].get<std::int64_t>());
+
+  // The fewest ranks whose largest fits.
+  const std::int64_t limit = j["rank_menu"][2]["peak_host_bytes_per_rank"].get<std::int64_t>();
+  const json fit =
+      plan("--partitions " + p.string() + " --memory-per-rank " + std::to_string(limit));
+  EXPECT_LE(fit["ranks"].get<int>(), 3);
+  EXPECT_LE(fit["peak_host_bytes_per_rank"].get<std::int64_t>(), limit);
+  for (int q = 1; q < fit["ranks"].get<int>(); ++q)
+    EXPECT_GT(j["rank_menu"][static_cast<std::size_t>(q - 1)]["peak_host_bytes_per_rank"]
+                  .get<std::int64_t>(),
+              limit);
+
+  // sbatch: a node range without --parts, a fixed count with it or when one node holds K.
+  const auto script = [&](const std::string& flags) {
+    const Outcome s = halo("plan --partitions " + p.string() + " --emit slurm --checkpoint-dir " +
+                           (m_dir / "ck").string() + " " + flags);
+    EXPECT_EQ(s.code, 0) << s.err;
+    return s.out;
+  };
+  EXPECT_NE(script("--tasks-per-node 1").find("#SBATCH --nodes=1-8\n"), std::string::npos);
+  EXPECT_NE(script("--tasks-per-node 2").find("#SBATCH --nodes=1-4\n"), std::string::npos);
+  const std::string fixed = script("--tasks-per-node 1 --parts 4");
+  EXPECT_NE(fixed.find("#SBATCH --nodes=4\n"), std::string::npos) << fixed;
+  EXPECT_NE(fixed.find("#SBATCH --ntasks=4\n"), std::string::npos) << fixed;
+  EXPECT_NE(script("--tasks-per-node 8").find("#SBATCH --nodes=1\n"), std::string::npos);
+  // k8s: MPIJob replicas are fixed; the manifest names the rank counts the partition allows.
+  const json m = plan("--partitions " + p.string() + " --emit k8s");
+  EXPECT_EQ(m["metadata"]["annotations"]["halo.dev/ranks"], "1-8");
+
+  const Outcome too_many = halo("plan --partitions " + p.string() + " --parts 9");
+  EXPECT_EQ(too_many.code, 2);
+  EXPECT_NE(too_many.err.find("1 to 8 ranks"), std::string::npos) << too_many.err;
+}
+
 TEST_F(PlanCli, KubernetesManifestMatchesTheMpiJobSchema) {
   const fs::path p = partition(2);
   const json plan_j = plan("--partitions " + p.string() + " --threads 2");

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include <halo/datasets/registry.hpp>
 #include <halo/datasets/store/store.hpp>
 #include <halo/kernels/atomic_file.hpp>
+#include <halo/partition/formats/part_group.hpp>
 #include <halo/partition/formats/partition_format.hpp>
 #include <halo/partition/formats/snapshot_format.hpp>
 #include <halo/runtime/tasks/link/temporal_part.hpp>
@@ -56,8 +58,10 @@ struct PlanOptions : TrainOptions {
   CLI::App* sub = nullptr;
 };
 
-/// The counts of the partition in `dir`: measured parts.
-cluster::PlanInput partition_input(const std::string& dir) {
+/// The counts of the partition in `dir` on each of `rank_counts` ranks (its K parts in groups,
+/// partition::group_counts): measured parts, one input per rank count.
+std::vector<cluster::PlanInput> partition_inputs(const std::string& dir,
+                                                 const std::vector<std::int32_t>& rank_counts) {
   const partition::PartitionMeta meta = partition::read_partition_meta(dir);
   cluster::PlanInput in;
   in.from_partition = true;
@@ -75,26 +79,34 @@ cluster::PlanInput partition_input(const std::string& dir) {
   g.num_train = meta.num_train;
   g.store_features = meta.feature_store && meta.feature_store->dtype == datasets::FeatureDtype::F32;
   for (const partition::PartInfo& p : meta.parts) {
-    cluster::PartCounts c;
-    c.num_owned = p.num_owned;
-    c.num_halo = p.num_halo;
-    c.num_edges = p.num_edges;
-    c.num_halo_entries = p.num_halo_entries;
-    c.num_train = p.num_train;
-    c.file_bytes = p.file_bytes;
     g.disk_bytes += p.file_bytes;
     auto rows = [&](const char* name) {
       const partition::ArrayEntry* a = p.find(name);
       return a != nullptr ? a->rows * a->cols : 0;
     };
-    c.num_send = rows("send_rows");
-    c.feature_nnz = rows("features_indices");
-    g.feature_nnz += c.feature_nnz;
+    g.feature_nnz += rows("features_indices");
     g.num_val += rows("val_idx");
     g.num_test += rows("test_idx");
-    in.parts.push_back(c);
   }
-  return in;
+  std::vector<cluster::PlanInput> inputs;
+  for (const std::vector<partition::GroupCounts>& groups :
+       partition::group_counts(dir, meta, rank_counts)) {
+    cluster::PlanInput r = in;
+    for (const partition::GroupCounts& gc : groups) {
+      cluster::PartCounts c;
+      c.num_owned = gc.num_owned;
+      c.num_halo = gc.num_halo;
+      c.num_edges = gc.num_edges;
+      c.num_halo_entries = gc.num_halo_entries;
+      c.num_train = gc.num_train;
+      c.num_send = gc.num_send;
+      c.feature_nnz = gc.feature_nnz;
+      c.file_bytes = gc.file_bytes;
+      r.parts.push_back(c);
+    }
+    inputs.push_back(std::move(r));
+  }
+  return inputs;
 }
 
 /// The counts of a store's header: a store directory, or a registered dataset's store (its
@@ -156,7 +168,26 @@ json items_json(const std::vector<cluster::MemoryItem>& items) {
   return j;
 }
 
-json plan_json(const cluster::Plan& p, const PlanOptions& o) {
+/// The rank menu of a partition: each rank count's predicted largest rank and times.
+json menu_json(const std::vector<cluster::Plan>& menu, const PlanOptions& o) {
+  json m = json::array();
+  for (const cluster::Plan& p : menu) {
+    json e = {{"ranks", p.ranks},
+              {"peak_host_bytes_per_rank", p.peak_host_bytes_per_rank},
+              {"peak_gpu_bytes_per_rank", p.peak_gpu_bytes_per_rank},
+              {"epoch_seconds", p.epoch_seconds},
+              {"train_seconds", p.train_seconds},
+              {"comm_bytes_per_epoch", p.comm_bytes_per_epoch}};
+    if (o.memory_limit > 0)
+      e["fits"] = (o.device == "cuda" ? p.peak_gpu_bytes_per_rank : p.peak_host_bytes_per_rank) <=
+                  o.memory_limit;
+    m.push_back(e);
+  }
+  return m;
+}
+
+json plan_json(const cluster::Plan& p, const PlanOptions& o,
+               const std::vector<cluster::Plan>& menu) {
   json ranks = json::array();
   for (const cluster::RankPlan& r : p.per_rank)
     ranks.push_back({{"rank", r.rank},
@@ -213,6 +244,7 @@ json plan_json(const cluster::Plan& p, const PlanOptions& o) {
             {"link_calibrated", p.link_calibrated},
             {"per_rank", ranks}};
   if (!o.partitions.empty()) j["partitions"] = o.partitions;
+  if (!menu.empty()) j["rank_menu"] = menu_json(menu, o);
   if (o.memory_limit > 0) j["memory_per_rank_bytes"] = o.memory_limit;
   return j;
 }
@@ -245,13 +277,19 @@ std::vector<std::string> train_arguments(const PlanOptions& o) {
 /// `memory_per_rank` bytes (plus 10 % per node) for `time_limit_s` seconds, running `halo train`
 /// with this command line's run flags, `--checkpoint-dir DIR --resume auto` (so that a requeued
 /// job resumes) and the arguments after `--`. The program is this very binary.
+/// `min_ranks` > 0 and below `ranks`: an elastic job (cluster::SlurmRequest::min_nodes) of
+/// min_ranks to `ranks` ranks, `memory_per_rank` and `time_limit_s` those of its fewest ranks.
 std::string slurm_job(const PlanOptions& o, int ranks, int threads, std::int64_t memory_per_rank,
-                      std::int64_t time_limit_s) {
+                      std::int64_t time_limit_s, int min_ranks = 0) {
   cluster::SlurmRequest r;
   r.job_name = o.job_name;
   r.tasks = ranks;
   r.tasks_per_node = std::min(o.tasks_per_node, ranks);
   r.nodes = (ranks + r.tasks_per_node - 1) / r.tasks_per_node;
+  if (min_ranks > 0) {
+    const int min_nodes = (min_ranks + r.tasks_per_node - 1) / r.tasks_per_node;
+    if (min_nodes < r.nodes) r.min_nodes = min_nodes;
+  }
   r.cpus_per_task = std::max(1, threads);
   r.memory_per_node_bytes =
       (memory_per_rank + memory_per_rank / 10) * static_cast<std::int64_t>(r.tasks_per_node);
@@ -272,12 +310,25 @@ std::string slurm_job(const PlanOptions& o, int ranks, int threads, std::int64_t
 /// The job of a plan: its ranks and threads, the predicted peak host memory per rank, a time
 /// limit of 1.5 x the predicted training time plus the signal lead and 5 minutes (at least 10
 /// minutes).
-std::string slurm_job(const cluster::Plan& p, const PlanOptions& o) {
+/// A partition's job without --parts is elastic: a node range from the fewest nodes whose ranks
+/// fit (--memory-per-rank; else one node) to the nodes of K ranks, asking the memory and time
+/// of its fewest ranks.
+std::string slurm_job(const cluster::Plan& p, const PlanOptions& o,
+                      const std::vector<cluster::Plan>& menu) {
   const cluster::SlurmRequest defaults;
-  return slurm_job(
-      o, p.ranks, p.threads, p.peak_host_bytes_per_rank,
-      std::max<std::int64_t>(600, static_cast<std::int64_t>(std::ceil(1.5 * p.train_seconds)) +
-                                      defaults.signal_lead_s + 300));
+  const auto time_limit = [&](const cluster::Plan& q) {
+    return std::max<std::int64_t>(600, static_cast<std::int64_t>(std::ceil(1.5 * q.train_seconds)) +
+                                           defaults.signal_lead_s + 300);
+  };
+  if (!menu.empty() && o.parts == 0) {
+    const int k = static_cast<int>(menu.size());
+    const int per_node = std::min(o.tasks_per_node, k);
+    const int min_ranks = o.memory_limit > 0 ? p.ranks : 1;
+    const int fewest = std::min(k, (min_ranks + per_node - 1) / per_node * per_node);
+    const cluster::Plan& worst = menu[static_cast<std::size_t>(fewest) - 1];
+    return slurm_job(o, k, p.threads, worst.peak_host_bytes_per_rank, time_limit(worst), fewest);
+  }
+  return slurm_job(o, p.ranks, p.threads, p.peak_host_bytes_per_rank, time_limit(p));
 }
 
 /// Kubernetes memory quantity: whole MiB, rounded up.
@@ -288,7 +339,8 @@ std::string mebibytes(std::int64_t bytes) {
 /// A Kubeflow MPIJob (kubeflow.org/v2beta1) running the plan's ranks, one per worker pod, as JSON
 /// (which `kubectl apply -f` reads like YAML). Memory requests are the predicted peak plus 10 %
 /// headroom; limits add another 10 %.
-json mpijob_manifest(const cluster::Plan& p, const PlanOptions& o) {
+json mpijob_manifest(const cluster::Plan& p, const PlanOptions& o,
+                     const std::vector<cluster::Plan>& menu) {
   const std::int64_t request = p.peak_host_bytes_per_rank + p.peak_host_bytes_per_rank / 10;
   const std::int64_t limit = request + request / 10;
   const int cpus = std::max(1, p.threads);
@@ -318,15 +370,23 @@ json mpijob_manifest(const cluster::Plan& p, const PlanOptions& o) {
          {{"terminationGracePeriodSeconds", static_cast<int>(cluster::kGracePeriodSeconds)},
           {"containers",
            {{{"name", "worker"}, {"image", o.image}, {"resources", worker_resources}}}}}}}}};
+  json annotations = {
+      {"halo.dev/epoch-seconds", std::to_string(p.epoch_seconds)},
+      {"halo.dev/peak-host-bytes-per-rank", std::to_string(p.peak_host_bytes_per_rank)},
+      {"halo.dev/checkpoint-bytes", std::to_string(p.checkpoint_bytes)}};
+  // MPIJob's workers are a fixed count: the other rank counts the partition trains on (the
+  // checkpoint resumes on any) are for whoever re-creates the job with another replicas.
+  if (!menu.empty()) {
+    annotations["halo.dev/ranks"] = "1-" + std::to_string(menu.size());
+    std::string peaks;
+    for (const cluster::Plan& q : menu)
+      peaks += (peaks.empty() ? "" : ",") + std::to_string(q.peak_host_bytes_per_rank);
+    annotations["halo.dev/peak-host-bytes-per-rank-by-ranks"] = peaks;
+  }
   return {
       {"apiVersion", "kubeflow.org/v2beta1"},
       {"kind", "MPIJob"},
-      {"metadata",
-       {{"name", o.job_name},
-        {"annotations",
-         {{"halo.dev/epoch-seconds", std::to_string(p.epoch_seconds)},
-          {"halo.dev/peak-host-bytes-per-rank", std::to_string(p.peak_host_bytes_per_rank)},
-          {"halo.dev/checkpoint-bytes", std::to_string(p.checkpoint_bytes)}}}}},
+      {"metadata", {{"name", o.job_name}, {"annotations", annotations}}},
       {"spec",
        {{"slotsPerWorker", 1},
         {"mpiImplementation", "MPICH"},
@@ -366,10 +426,11 @@ cluster::CostModel plan_costs(const PlanOptions& o) {
 }
 
 /// The plan's output: JSON, an MPIJob or an sbatch script, to --output or stdout.
-void write_plan(const cluster::Plan& plan, const PlanOptions& o) {
-  const std::string text = o.emit == "slurm" ? slurm_job(plan, o)
-                           : o.emit == "k8s" ? mpijob_manifest(plan, o).dump(2) + "\n"
-                                             : plan_json(plan, o).dump(2) + "\n";
+void write_plan(const cluster::Plan& plan, const PlanOptions& o,
+                const std::vector<cluster::Plan>& menu = {}) {
+  const std::string text = o.emit == "slurm" ? slurm_job(plan, o, menu)
+                           : o.emit == "k8s" ? mpijob_manifest(plan, o, menu).dump(2) + "\n"
+                                             : plan_json(plan, o, menu).dump(2) + "\n";
   if (o.output.empty())
     std::fwrite(text.data(), 1, text.size(), stdout);
   else
@@ -475,8 +536,22 @@ int run_plan(PlanOptions& o) {
   const runtime::TrainConfig config = train_config(o);
   const int threads = o.threads > 0 ? o.threads : std::max(1, costs.threads);
   cluster::PlanInput in;
+  // A partition of K parts: the plan of every rank count from 1 to K (the menu an elastic job's
+  // scheduler chooses from), the chosen one below.
+  std::vector<cluster::Plan> menu;
   if (!o.partitions.empty()) {
-    in = partition_input(o.partitions);
+    const auto k =
+        static_cast<std::int32_t>(partition::read_partition_meta(o.partitions).parts.size());
+    if (o.parts > k)
+      throw UsageError("--parts " + std::to_string(o.parts) + ": the partition has " +
+                       std::to_string(k) + " parts; 1 to " + std::to_string(k) +
+                       " ranks can train it");
+    std::vector<std::int32_t> counts(static_cast<std::size_t>(k));
+    std::iota(counts.begin(), counts.end(), 1);
+    std::vector<cluster::PlanInput> inputs = partition_inputs(o.partitions, counts);
+    for (const cluster::PlanInput& input : inputs)
+      menu.push_back(cluster::make_plan(input, config, costs, o.device, threads));
+    in = std::move(inputs.back());
   } else {
     std::filesystem::path store;
     in.graph = dataset_counts(o.data, store);
@@ -485,37 +560,41 @@ int run_plan(PlanOptions& o) {
       in.probe = cluster::probe_store_batches(
           store, config, static_cast<std::int64_t>(config.memory_budget / 4), o.probe_batches);
   }
+  const auto need = [&](const cluster::Plan& p) {
+    return o.device == "cuda" ? p.peak_gpu_bytes_per_rank : p.peak_host_bytes_per_rank;
+  };
   cluster::Plan plan;
   if (o.memory_limit > 0) {
-    // The smallest P whose every rank fits (with a partition, P is the partition's).
+    // The smallest P whose every rank fits (with a partition, of its 1 to K ranks).
     bool found = false;
-    const int first = in.from_partition ? static_cast<int>(in.parts.size()) : 1;
-    const int last = in.from_partition ? first : o.max_parts;
-    for (int p = first; p <= last && !found; ++p) {
-      if (!in.from_partition) {
+    const int last = in.from_partition ? static_cast<int>(menu.size()) : o.max_parts;
+    for (int p = 1; p <= last && !found; ++p) {
+      if (in.from_partition) {
+        plan = menu[static_cast<std::size_t>(p) - 1];
+      } else {
         in.parts = cluster::estimate_parts(in.graph, p);
         in.parts_estimated = p > 1;
+        plan = cluster::make_plan(in, config, costs, o.device, threads);
       }
-      plan = cluster::make_plan(in, config, costs, o.device, threads);
-      const std::int64_t need =
-          o.device == "cuda" ? plan.peak_gpu_bytes_per_rank : plan.peak_host_bytes_per_rank;
-      found = need <= o.memory_limit;
+      found = need(plan) <= o.memory_limit;
     }
     if (!found)
       throw IoError("--memory-per-rank " + o.memory_per_rank + ": no P" +
-                    (in.from_partition ? " (the partition's " + std::to_string(first) + " parts)"
-                                       : " up to --max-parts " + std::to_string(o.max_parts)) +
+                    (in.from_partition
+                         ? " (1 to the partition's " + std::to_string(last) + " parts)"
+                         : " up to --max-parts " + std::to_string(o.max_parts)) +
                     " fits; the largest rank needs " +
                     std::to_string(plan.peak_host_bytes_per_rank) + " bytes");
+  } else if (in.from_partition) {
+    plan =
+        menu[static_cast<std::size_t>(o.parts > 0 ? o.parts : static_cast<int>(menu.size())) - 1];
   } else {
-    if (!in.from_partition) {
-      const int p = std::max(1, o.parts);
-      in.parts = cluster::estimate_parts(in.graph, p);
-      in.parts_estimated = p > 1;
-    }
+    const int p = std::max(1, o.parts);
+    in.parts = cluster::estimate_parts(in.graph, p);
+    in.parts_estimated = p > 1;
     plan = cluster::make_plan(in, config, costs, o.device, threads);
   }
-  write_plan(plan, o);
+  write_plan(plan, o, menu);
   return 0;
 }
 
@@ -531,8 +610,10 @@ Command add_plan_command(CLI::App& app) {
   o->sub = sub;
   const std::function<void()> check_run = add_train_options(sub, *o);
   auto* parts = sub->add_option("--parts", o->parts,
-                                "Ranks of a split estimated without a partition (see "
-                                "docs/scheduler.md for the estimate); default 1")
+                                "Ranks: of a split estimated without a partition (see "
+                                "docs/scheduler.md for the estimate; default 1), or of "
+                                "--partitions' K parts (1 to K, each rank a group of parts; "
+                                "default K, and --emit slurm asks for a node range)")
                     ->check(integer_range(1, 1024));
   sub->add_option("--memory-per-rank", o->memory_per_rank,
                   "Find the smallest P whose every rank fits in SIZE (e.g. 16GiB, 512MiB; GPU "
@@ -609,8 +690,6 @@ Command add_plan_command(CLI::App& app) {
       if (!o->extra_train_args.empty())
         throw CLI::ValidationError("--", "train arguments apply to --emit slurm only");
     }
-    if (parts->count() > 0 && !o->partitions.empty())
-      throw CLI::ValidationError("--parts", "the partition fixes P; drop --parts");
     if (parts->count() > 0 && sub->get_option("--memory-per-rank")->count() > 0)
       throw CLI::ValidationError("--parts", "--memory-per-rank chooses P; drop --parts");
     if (!o->memory_per_rank.empty()) {
