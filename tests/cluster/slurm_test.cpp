@@ -97,7 +97,7 @@ TEST(SbatchScript, ElasticJobLaunchesOnTheNodesItIsGiven) {
               std::string::npos)
         << out.out;
     EXPECT_EQ(halo::testing::read_file(temp.path() / "args"),
-              want + "halo train --partitions 'parts dir' --checkpoint-dir ck ")
+              want + "halo train --partitions parts dir --checkpoint-dir ck ")
         << nodes << " nodes";
   }
   r.min_nodes = 4;  // not below nodes

@@ -162,9 +162,7 @@ TEST_F(PlanCli, RankMenuOfAnEightPartPartition) {
     EXPECT_GT(e["peak_host_bytes_per_rank"].get<std::int64_t>(), 0);
     EXPECT_GT(e["epoch_seconds"].get<double>(), 0);
   }
-  EXPECT_EQ(j["rank_menu"][0]["comm_bytes_per_epoch"]["halo_exchange"], 0);
-  EXPECT_GT(j["rank_menu"][0]["peak_host_bytes_per_rank"].get<std::int64_t>(),
-            j["rank_menu"][7]["peak_host_bytes_per_rank"].get<std::int64_t>());
+  EXPECT_EQ(j["rank_menu"][0]["comm_bytes_per_epoch"], 0);  // one rank sends nothing
   EXPECT_EQ(j["rank_menu"][7]["peak_host_bytes_per_rank"], j["peak_host_bytes_per_rank"]);
 
   const json three = plan("--partitions " + p.string() + " --parts 3");
