@@ -62,7 +62,8 @@ rm -rf "$gpu_out"
 echo "bench smoke: gpu/run.sh ok"
 # Elastic jobs' script end to end on a small graph (one repeat).
 elastic_out=$(mktemp -d)
-if ! log=$(HALO_ELASTIC_NODES=3000 bash "$(dirname "$0")/elastic/run.sh" "$build" "$elastic_out" 1 2>&1) ||
+if ! log=$(HALO_ELASTIC_NODES=3000 HALO_CALIBRATION="$elastic_out/none.json" \
+    bash "$(dirname "$0")/elastic/run.sh" "$build" "$elastic_out" 1 2>&1) ||
     [ ! -s "$elastic_out/grace.csv" ]; then
   echo "$log"
   echo "bench smoke: elastic/run.sh FAILED"

@@ -139,10 +139,13 @@ StepCost step_cost(const CostModel& m, const TrainConfig& c, const GraphCounts& 
     // stored; below the input layer the fused ReLU's output and its gradient; the input layer's
     // copy only in a full-graph step with p > 0: a batch's input rows are dropped in the
     // gather, into the batch's workspace), the cached product, the output, the backward
-    // temporaries and dX.
+    // temporaries and dX. The input layer computes no dX: aggregating first its backward needs
+    // no temporary (dW reads the cached aggregate), transforming first one over its sources
+    // (the aggregation's adjoint of dY).
     const double in_copies = l > 0 ? 2 : (sampled || c.model.dropout <= 0 ? 0 : 1);
+    const double outputs = l > 0 ? b.dst * wo * 3 : b.dst * wo + (agg_first ? 0 : b.src * wo);
     const double act = (sparse_in ? input_nnz * 2 : b.src * wi) * in_copies + rows_t * agg_cols +
-                       b.dst * wo * 3 + (l > 0 ? b.src * wi : 0);
+                       outputs + (l > 0 ? b.src * wi : 0);
     s.activation_bytes += as_bytes(act * kF);
   }
   // The loss and its gradient: the scored rows' exponentials, and the gradient's zeroing of
@@ -1021,13 +1024,18 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
     data.push_back({"adjacency", adjacency});
     // Halo exchange buffers, and (mini-batch) the feature cache.
     const std::vector<std::int64_t> w = layer_widths(config, g.num_features, g.num_classes);
-    const std::int64_t widest = *std::max_element(w.begin() + 1, w.end());
+    // The widest rows a layer exchanges: its input's where it aggregates first (dense and
+    // narrower than its output), else its output's (the full-graph order, step_cost's).
+    std::int64_t exchanged = 0;
+    for (std::size_t l = 0; l + 1 < w.size(); ++l)
+      exchanged =
+          std::max(exchanged, !(l == 0 && g.sparse_features) && w[l] < w[l + 1] ? w[l] : w[l + 1]);
     // The widest hidden layer (0 with one layer): the layer-wise evaluation's representations.
     const std::int64_t hidden = w.size() > 2 ? *std::max_element(w.begin() + 1, w.end() - 1) : 0;
     std::int64_t halo_bytes = 0;
     // (Mini-batch: the end-of-epoch evaluation's full-graph pass exchanges through them too.)
     if (ranks > 1 && !sampled_eval)
-      halo_bytes = kF * (p.num_send + p.num_halo) * widest + kF * p.num_send;
+      halo_bytes = kF * (p.num_send + p.num_halo) * exchanged + kF * p.num_send;
     data.push_back({"halo", halo_bytes});
     std::int64_t cache_bytes = 0;
     if (mini && ranks > 1) {
@@ -1082,7 +1090,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       activations += kF * n_o * g.num_classes;
     } else if (layerwise) {
       // One process evaluates layer by layer (runtime::LayerwiseInference): the logits, the
-      // two hidden representations unless they go to a file under the budget, and one chunk
+      // hidden representations unless they go to a file under the budget, and one chunk
       // (its rows' neighbours gathered, the layer's buffers over its rows).
       const std::int64_t reps = 2 * kF * n_o * hidden;
       const std::int64_t data = features + kI * (n_o + 1) + kF * p.num_edges;
@@ -1095,8 +1103,14 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
       // A chunk: its sources' rows gathered, and the layer's few buffers over its rows (as
       // wide as the widest layer, the input's included).
       const std::int64_t any = *std::max_element(w.begin(), w.end());
-      activations += kF * n_o * g.num_classes + (spilled ? 0 : reps) + kF * chunk * any +
-                     3 * kF * runtime::LayerwiseInference::kChunkRows * any;
+      // Two layers: the hidden representation and the logits; more: two hidden ones in turn,
+      // the logits in one of them (spilled: only the logits stay in memory).
+      const std::int64_t logits = kF * n_o * g.num_classes;
+      const std::int64_t held = spilled                        ? logits
+                                : config.model.num_layers >= 3 ? std::max(reps, logits)
+                                                               : reps / 2 + logits;
+      activations +=
+          held + kF * chunk * any + 3 * kF * runtime::LayerwiseInference::kChunkRows * any;
     }
     data.push_back({"activations", activations});
     // Workspace: the gathered input rows of a batch (mini-batch) or the prepared copy of a

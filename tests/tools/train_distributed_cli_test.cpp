@@ -52,6 +52,39 @@ class DistributedTrainCli : public ::testing::Test {
   const fs::path m_dir = m_temp.path();
 };
 
+// 1 to K ranks of a K-part partition: one process without mpiexec holds every part and trains
+// exactly what `--dataset` trains; more ranks than parts, or a heterogeneous partition on fewer
+// ranks than parts, stop with one line (exit 1).
+TEST_F(DistributedTrainCli, OneToKRanksOfAPartition) {
+  const fs::path one = m_dir / "one.json", whole = m_dir / "whole.json";
+  Outcome r = halo(" train --partitions " + parts().string() + " --epochs 3 --threads 1 --json " +
+                   one.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = halo(" train --dataset " + cora() + " --epochs 3 --threads 1 --json " + whole.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto a = nlohmann::json::parse(halo::testing::read_file(one));
+  const auto b = nlohmann::json::parse(halo::testing::read_file(whole));
+  EXPECT_EQ(a["world_size"], 1);
+  EXPECT_EQ(a["final_train_loss"], b["final_train_loss"]);
+  EXPECT_EQ(a["test_accuracy"], b["test_accuracy"]);
+
+  r = mpiexec(3, " train --partitions " + parts().string() + " --epochs 1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("the partition has 2 parts but 3 ranks run; start 1 to 2 ranks"),
+            std::string::npos)
+      << r.err;
+
+  const fs::path data = m_dir / "typed", hparts = m_dir / "hparts";
+  fs::create_directories(data);
+  halo::testing::write_hetero_fixture(data);
+  r = halo(" partition --dataset " + data.string() + " --parts 2 --out " + hparts.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = halo(" train --partitions " + hparts.string() + " --model rgcn --epochs 1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("a heterogeneous partition trains on one rank per part"), std::string::npos)
+      << r.err;
+}
+
 // A heterogeneous partition trains in mini-batches across ranks (the refusal is gone): one
 // JSON from rank 0, its mode and ranks; each rank's live metrics carry halo plan's prediction.
 TEST_F(DistributedTrainCli, HeteroPartitionTrainsInMiniBatches) {
