@@ -64,7 +64,7 @@ echo "bench smoke: gpu/run.sh ok"
 elastic_out=$(mktemp -d)
 if ! log=$(HALO_ELASTIC_NODES=3000 HALO_CALIBRATION="$elastic_out/none.json" \
     bash "$(dirname "$0")/elastic/run.sh" "$build" "$elastic_out" 1 2>&1) ||
-    [ ! -s "$elastic_out/grace.csv" ]; then
+    [ ! -s "$elastic_out/elastic_grace.csv" ]; then
   echo "$log"
   echo "bench smoke: elastic/run.sh FAILED"
   exit 1

@@ -3,15 +3,16 @@
 # synthetic arxiv-shape graph (169,343 nodes, ~2.3M edges, 128 features, 40 classes) trained on
 # R ranks of this machine, GCN full graph (hidden 256) and GraphSAGE mini-batches (batch 1024,
 # fan-outs 10,5, hidden 256):
-#   memory.csv  per R in 1 2 4 8: halo plan's predicted peak per rank (its rank menu) against the
-#               largest rank's measured peak (3 epochs);
-#   grace.csv   per R in 2 4, REPEATS times: the run signalled (SIGUSR1 to mpiexec, which
-#               forwards it) once its first checkpoint is committed; the time from the signal to
-#               the committed checkpoint that halo train reports, the checkpoint's step (mid-epoch
-#               for mini-batches) and size; then the run resumed on the other count (2 -> 4,
-#               4 -> 2) and the time from that process's start to its first training step
-#               (--json first_step_after_start_s: MPI start-up, the parts' merge, the checkpoint
-#               read and one step).
+#   elastic_memory.csv  per R in 1 2 4 8: halo plan's predicted peak per rank (its rank menu)
+#                       against the largest rank's measured peak (3 epochs);
+#   elastic_grace.csv   per R in 2 4, REPEATS times: the run signalled (SIGUSR1 to mpiexec,
+#                       which forwards it) once its first checkpoint is committed; the time from
+#                       the signal to the committed checkpoint that halo train reports, the
+#                       checkpoint's step (mid-epoch for mini-batches) and size; then the run
+#                       resumed on the other count (2 -> 4, 4 -> 2) and the time from that
+#                       process's start to its first training step (--json
+#                       first_step_after_start_s: MPI start-up, the parts' merge, the
+#                       checkpoint read and one step).
 #
 #   bash bench/elastic/run.sh BUILD_DIR [OUT_DIR] [REPEATS]
 #
@@ -107,5 +108,6 @@ for rep in $(seq "$repeats"); do
     unset -n flags
   done
 done
-cp "$work/memory.csv" "$work/grace.csv" "$out/"
-cat "$out/memory.csv" "$out/grace.csv"
+cp "$work/memory.csv" "$out/elastic_memory.csv"
+cp "$work/grace.csv" "$out/elastic_grace.csv"
+cat "$out/elastic_memory.csv" "$out/elastic_grace.csv"
