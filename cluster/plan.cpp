@@ -795,7 +795,7 @@ Plan make_plan(const PlanInput& in, const TrainConfig& config, const CostModel& 
   const GraphCounts& g = in.graph;
   const int ranks = static_cast<int>(in.parts.size());
   HALO_EXPECTS(ranks >= 1, "plan: no parts");
-  check_config(config, ranks);
+  check_config(config);
   HALO_EXPECTS(
       g.num_nodes >= 0 && g.training_edges >= 0 && g.num_features >= 1 && g.num_classes >= 1,
       "plan: the counts need nodes, features and classes");

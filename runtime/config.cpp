@@ -34,7 +34,7 @@ CachePolicy parse_cache_policy(const std::string& s) {
   HALO_FAIL("cache policy '" + s + "': expected degree or access");
 }
 
-void check_config(const TrainConfig& c, int ranks) {
+void check_config(const TrainConfig& c) {
   HALO_EXPECTS(c.epochs >= 1, "train: epochs must be >= 1, got " + std::to_string(c.epochs));
   HALO_EXPECTS(finite_positive(c.lr), "train: the learning rate must be a finite number > 0");
   HALO_EXPECTS(std::isfinite(c.weight_decay) && c.weight_decay >= 0,
@@ -55,8 +55,6 @@ void check_config(const TrainConfig& c, int ranks) {
                "train: prefetch must be in [0, 16] or auto");
   HALO_EXPECTS(std::isfinite(mb.cache_mb) && mb.cache_mb >= 0,
                "train: the cache size must be a finite number >= 0");
-  HALO_EXPECTS(mb.cache_mb == 0 || ranks > 1,
-               "train: the feature cache holds remote rows: it needs a partition (several ranks)");
   HALO_EXPECTS(c.overlap, "train: overlap applies to full-graph training");
 }
 

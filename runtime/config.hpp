@@ -119,12 +119,13 @@ struct TrainConfig {
   bool profile = false;
 };
 
-/// halo::LogicError naming the field unless the shared fields are valid for `ranks` ranks: epochs
-/// >= 1, checkpoint.every >= 0, checkpoint.keep >= 1, finite positive lr, finite weight decay >= 0,
-/// batch size >= 1, fan-outs >= -1, prefetch in [0, 16] or kAutoPrefetch, a finite cache >= 0 (0
-/// with one rank: no row is remote), overlap on in mini-batch mode. A task checks its own section
-/// (its model's layers, widths, dropout, one fan-out per layer) where it builds model and batches.
-void check_config(const TrainConfig& config, int ranks);
+/// halo::LogicError naming the field unless the shared fields are valid: epochs >= 1,
+/// checkpoint.every >= 0, checkpoint.keep >= 1, finite positive lr, finite weight decay >= 0,
+/// batch size >= 1, fan-outs >= -1, prefetch in [0, 16] or kAutoPrefetch, a finite cache >= 0
+/// (with one rank it holds nothing: no row is remote; an elastic job keeps its flags on any
+/// rank count), overlap on in mini-batch mode. A task checks its own section (its model's
+/// layers, widths, dropout, one fan-out per layer) where it builds model and batches.
+void check_config(const TrainConfig& config);
 
 /// The identity fields every task's checkpoints share (Task::identity): `data` (the shard's
 /// identity), the ranks (`ranks` > 0: a task whose state differs between ranks; 0: a task whose

@@ -70,7 +70,8 @@ class FeatureStore {
   std::int64_t num_features() const { return kernels::num_cols(m_owned); }
 
   /// Prepares batch gathers of at most `max_rows` rows, or the bound already set when larger
-  /// (collective when the cache is filled by degree). `cache_bytes` > 0 needs several ranks.
+  /// (collective when the cache is filled by degree). With one part `cache_bytes` is unused
+  /// (every row is local).
   void enable_batches(Comm& comm, std::int64_t max_rows, std::int64_t cache_bytes,
                       CachePolicy policy);
   /// Raises the batch bound to `max_rows` (a sampler's envelope grew; make_inputs again): the

@@ -77,6 +77,7 @@ class NodeSubject final : public Subject {
       : m_kind(kind),
         m_from_store(from_store),
         m_full_graph(full_graph),
+        m_parts(parts),
         m_dense(from_store ? with_dense_features(directed ? directed_cora() : cora())
                            : datasets::Dataset()),
         m_data(from_store ? m_dense
@@ -94,6 +95,9 @@ class NodeSubject final : public Subject {
     c.model.heads = 2;
     c.mini_batch = batches(32, {5, 5});  // Cora's 140 training nodes: 5 steps an epoch
     if (m_full_graph) c.mini_batch.reset();
+    // An elastic job keeps its flags on every rank count: a cache of remote rows, which holds
+    // nothing on one rank.
+    if (m_parts > 0 && c.mini_batch) c.mini_batch->cache_mb = 0.05;
     if (m_from_store) {
       c.mini_batch->eval_fanouts = {5, 5};
       c.memory_budget = std::size_t{1} << 20;  // a quarter of it caches 45 of 2708 rows
@@ -132,6 +136,7 @@ class NodeSubject final : public Subject {
   nn::ModelKind m_kind;
   bool m_from_store;
   bool m_full_graph;
+  std::int32_t m_parts;
   datasets::Dataset m_dense;  // from_store: the features dense
   const datasets::Dataset& m_data;
   SharedPartition m_partition;

@@ -476,14 +476,14 @@ int run_hetero_plan(const PlanOptions& o) {
     if (meta.hetero)
       for (const auto& r : meta.hetero->relations) relations.push_back(r.name);
     config = hetero_train_config(o, relations);
-    runtime::check_config(config, static_cast<int>(meta.parts.size()));
+    runtime::check_config(config);
     counts = cluster::hetero_partition_counts(o.partitions, config);
   } else {
     const datasets::HeteroGraph g = load_hetero(kernels::Resources(kernels::Device::Cpu), o);
     std::vector<std::string> relations;
     for (const auto& r : g.relations) relations.push_back(r.name);
     config = hetero_train_config(o, relations);
-    runtime::check_config(config, 1);
+    runtime::check_config(config);
     counts = cluster::hetero_counts(g, config);
   }
   const int threads = o.threads > 0 ? o.threads : std::max(1, costs.threads);

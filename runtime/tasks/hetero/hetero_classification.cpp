@@ -149,7 +149,7 @@ HeteroNodeClassification::HeteroNodeClassification(const kernels::Resources& res
       m_params(model.parameters()),
       m_optimizer(res, m_params, adam_config(config.lr, config.weight_decay)) {
   const datasets::HeteroGraph& g = shard.graph;
-  check_config(config, shard.comm->size());
+  check_config(config);
   const partition::HeteroPartLayout& layout = shard.layout;
   // A model of the part's rows (built for this run), or of the whole graph (read from a file:
   // its tables' owned rows are taken from it).
@@ -408,7 +408,7 @@ F1Scores f1_scores(std::span<const double> counts) {
 
 HeteroTrainRun train(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
                      const EpochCallback& on_epoch, const StepCallback& on_step) {
-  check_config(config, shard.comm->size());
+  check_config(config);
   HeteroTrainRun run{
       nn::HeteroModel<float>(res, config.hetero, hetero_schema(shard.graph), config.seed), {}};
   Trainer trainer(res, hetero_classification(res, shard, config, run.model), config.epochs,

@@ -428,7 +428,7 @@ LinkPrediction::LinkPrediction(const kernels::Resources& res, TemporalShard& sha
       m_split(link_split(shard.num_steps(), config.link)),
       m_params(link_parameters(model)),
       m_optimizer(res, m_params, detail::adam_config(config.lr, config.weight_decay)) {
-  check_config(config, shard.comm->size());
+  check_config(config);
   HALO_EXPECTS(res.device() == kernels::Device::Cpu, "train: link prediction runs on the CPU");
   HALO_EXPECTS(shard.num_steps() == static_cast<std::int64_t>(shard.exchange.size()) &&
                    shard.owner.size() == shard.exchange.size(),
@@ -795,7 +795,7 @@ std::unique_ptr<Task> link_prediction(const kernels::Resources& res, TemporalSha
 
 LinkTrainRun train(const kernels::Resources& res, TemporalShard& shard, const TrainConfig& config,
                    const EpochCallback& on_epoch, const StepCallback& on_step) {
-  check_config(config, shard.comm->size());
+  check_config(config);
   nn::TemporalModelConfig mc = config.link.model;
   mc.in_features = shard.num_features;
   LinkTrainRun run{

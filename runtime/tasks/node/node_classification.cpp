@@ -181,7 +181,7 @@ NodeClassification::NodeClassification(const kernels::Resources& res, Shard& sha
       m_optimizer(res, m_params, detail::adam_config(config.lr, config.weight_decay)) {
   Comm& comm = *shard.comm;
   partition::Part& part = shard.part;
-  check_config(m_config, comm.size());
+  check_config(m_config);
   const int layers = model.shape().num_layers;
   HALO_EXPECTS(!config.mini_batch || std::ssize(config.mini_batch->fanouts) == layers,
                "train: one fan-out per layer expected (" + std::to_string(layers) + " layers, " +
@@ -526,7 +526,7 @@ nn::Model<float> make_model(const kernels::Resources& res, std::int64_t in_featu
 
 TrainRun train(const kernels::Resources& res, Shard& shard, const TrainConfig& config,
                const EpochCallback& on_epoch, const StepCallback& on_step) {
-  check_config(config, shard.comm->size());
+  check_config(config);
   TrainRun run{make_model(res, shard.num_features, shard.part.num_classes, config), {}};
   Trainer trainer(res, node_classification(res, shard, config, run.model), config.epochs,
                   config.checkpoint);
