@@ -360,59 +360,76 @@ std::vector<T> read_array(const fs::path& dir, std::int32_t k, const PartInfo& i
 
 std::vector<std::vector<GroupCounts>> group_counts(const fs::path& dir, const PartitionMeta& meta,
                                                    const std::vector<std::int32_t>& rank_counts) {
-  // Every part's halo and send lists, read once.
-  struct Lists {
-    std::vector<NodeId> halo, send_rows;
-    std::vector<std::int64_t> send_offsets;
-  };
-  std::vector<Lists> lists;
-  for (std::size_t k = 0; k < meta.parts.size(); ++k) {
-    const auto kk = static_cast<std::int32_t>(k);
-    lists.push_back({read_array<NodeId>(dir, kk, meta.parts[k], "halo_ids"),
-                     read_array<NodeId>(dir, kk, meta.parts[k], "send_rows"),
-                     read_array<std::int64_t>(dir, kk, meta.parts[k], "send_offsets")});
-  }
+  const auto k = static_cast<std::int32_t>(meta.parts.size());
   std::vector<std::vector<GroupCounts>> all;
+  // Per rank count, each part's lists are read again: memory stays one part's lists and two
+  // bitmaps (the group's halo over the graph's nodes, a part's rows sent to one group).
+  std::vector<std::uint64_t> in_halo, sent;
+  const auto set = [](std::vector<std::uint64_t>& bits, std::int64_t i) {
+    std::uint64_t& word = bits[static_cast<std::size_t>(i >> 6)];
+    const std::uint64_t bit = std::uint64_t{1} << (i & 63);
+    const bool fresh = (word & bit) == 0;
+    word |= bit;
+    return fresh;
+  };
   for (const std::int32_t ranks : rank_counts) {
     const std::vector<std::int32_t> groups = part_groups(meta, ranks);
     std::vector<GroupCounts> out;
     for (std::int32_t r = 0; r < ranks; ++r) {
       const std::int32_t first = groups[static_cast<std::size_t>(r)];
       const std::int32_t last = groups[static_cast<std::size_t>(r) + 1];
+      GroupCounts g;
+      if (ranks == k) {  // one part per rank: meta.json's counts
+        const PartInfo& p = meta.parts[static_cast<std::size_t>(r)];
+        const ArrayEntry* send = p.find("send_rows");
+        const ArrayEntry* nnz = p.find("features_indices");
+        g = {p.num_owned,
+             p.num_halo,
+             p.num_edges,
+             p.num_halo_entries,
+             p.num_train,
+             send != nullptr ? send->rows * send->cols : 0,
+             nnz != nullptr ? nnz->rows * nnz->cols : 0,
+             p.file_bytes};
+        out.push_back(g);
+        continue;
+      }
       const NodeId begin = static_cast<NodeId>(meta.book.begin(first));
       const NodeId end = static_cast<NodeId>(meta.book.begin(last));
-      GroupCounts g;
-      std::vector<NodeId> halo;
+      in_halo.assign(static_cast<std::size_t>((meta.num_nodes + 63) / 64), 0);
       double cut = 0;
       bool cut_known = true;
-      for (std::int32_t k = first; k < last; ++k) {
-        const PartInfo& p = meta.parts[static_cast<std::size_t>(k)];
-        const Lists& l = lists[static_cast<std::size_t>(k)];
+      for (std::int32_t j = first; j < last; ++j) {
+        const PartInfo& p = meta.parts[static_cast<std::size_t>(j)];
         g.num_owned += p.num_owned;
         g.num_edges += p.num_edges;
         g.num_train += p.num_train;
         g.file_bytes += p.file_bytes;
         if (const ArrayEntry* a = p.find("features_indices")) g.feature_nnz += a->rows * a->cols;
+        const std::vector<NodeId> halo = read_array<NodeId>(dir, j, p, "halo_ids");
         std::int64_t remote = 0;
-        for (const NodeId v : l.halo)
-          if (v < begin || v >= end) halo.push_back(v), ++remote;
+        for (const NodeId v : halo)
+          if (v < begin || v >= end) {
+            ++remote;
+            g.num_halo += set(in_halo, v) ? 1 : 0;
+          }
         if (p.num_halo_entries < 0) cut_known = false;
-        if (!l.halo.empty() && p.num_halo_entries > 0)
+        if (!halo.empty() && p.num_halo_entries > 0)
           cut += static_cast<double>(p.num_halo_entries) * static_cast<double>(remote) /
-                 static_cast<double>(l.halo.size());
+                 static_cast<double>(halo.size());
         // Rows sent to each other group, each once per group.
+        const std::vector<std::int64_t> offsets =
+            read_array<std::int64_t>(dir, j, p, "send_offsets");
+        const std::vector<NodeId> rows = read_array<NodeId>(dir, j, p, "send_rows");
         for (std::int32_t h = 0; h < ranks; ++h) {
           if (h == r) continue;
+          sent.assign(static_cast<std::size_t>((p.num_owned + 63) / 64), 0);
           const auto from = static_cast<std::size_t>(groups[static_cast<std::size_t>(h)]);
           const auto to = static_cast<std::size_t>(groups[static_cast<std::size_t>(h) + 1]);
-          std::vector<NodeId> sent(l.send_rows.begin() + l.send_offsets[from],
-                                   l.send_rows.begin() + l.send_offsets[to]);
-          std::sort(sent.begin(), sent.end());
-          g.num_send += std::unique(sent.begin(), sent.end()) - sent.begin();
+          for (std::int64_t e = offsets[from]; e < offsets[to]; ++e)
+            g.num_send += set(sent, rows[static_cast<std::size_t>(e)]) ? 1 : 0;
         }
       }
-      std::sort(halo.begin(), halo.end());
-      g.num_halo = std::unique(halo.begin(), halo.end()) - halo.begin();
       g.num_halo_entries = cut_known ? static_cast<std::int64_t>(std::llround(cut)) : -1;
       out.push_back(g);
     }

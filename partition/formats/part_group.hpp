@@ -51,8 +51,9 @@ struct GroupCounts {
 };
 
 /// The counts of every rank of an R-rank run of the partition in `dir` (part_groups), for each
-/// R of `rank_counts`: reads meta.json's sizes and each part file's halo and send lists once
-/// (checksums verified).
+/// R of `rank_counts`: meta.json's sizes, and for R < K each part file's halo and send lists
+/// (checksums verified), read once per R and counted with bitmaps (memory: one part's lists and
+/// a bit per node).
 std::vector<std::vector<GroupCounts>> group_counts(const std::filesystem::path& dir,
                                                    const PartitionMeta& meta,
                                                    const std::vector<std::int32_t>& rank_counts);

@@ -216,6 +216,19 @@ TEST_F(PlanCli, RankMenuOfAnEightPartPartition) {
   EXPECT_NE(too_many.err.find("1 to 8 ranks"), std::string::npos) << too_many.err;
 }
 
+// More than 32 parts: the menu lists the powers of two and K; any other count is planned on
+// request.
+TEST_F(PlanCli, RankMenuOfManyPartsListsPowersOfTwo) {
+  const fs::path p = partition(40);
+  const json j = plan("--partitions " + p.string());
+  std::vector<int> ranks;
+  for (const json& e : j["rank_menu"]) ranks.push_back(e["ranks"].get<int>());
+  EXPECT_EQ(ranks, (std::vector<int>{1, 2, 4, 8, 16, 32, 40}));
+  const json twenty = plan("--partitions " + p.string() + " --parts 20");
+  EXPECT_EQ(twenty["ranks"], 20);
+  EXPECT_EQ(twenty["per_rank"].size(), 20u);
+}
+
 TEST_F(PlanCli, KubernetesManifestMatchesTheMpiJobSchema) {
   const fs::path p = partition(2);
   const json plan_j = plan("--partitions " + p.string() + " --threads 2");

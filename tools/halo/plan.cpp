@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -168,10 +168,24 @@ json items_json(const std::vector<cluster::MemoryItem>& items) {
   return j;
 }
 
+/// The rank counts a partition of K parts trains on, planned (`halo plan --partitions`): every R
+/// from 1 to K up to kFullMenu parts, beyond it the powers of two and K; `at` plans any other.
+constexpr int kFullMenu = 32;
+struct RankMenu {
+  std::vector<cluster::Plan> plans;  // ascending ranks
+  std::function<cluster::Plan(int)> plan_of;
+  int parts = 0;  // K
+  cluster::Plan at(int ranks) const {
+    for (const cluster::Plan& p : plans)
+      if (p.ranks == ranks) return p;
+    return plan_of(ranks);
+  }
+};
+
 /// The rank menu of a partition: each rank count's predicted largest rank and times.
-json menu_json(const std::vector<cluster::Plan>& menu, const PlanOptions& o) {
+json menu_json(const RankMenu& menu, const PlanOptions& o) {
   json m = json::array();
-  for (const cluster::Plan& p : menu) {
+  for (const cluster::Plan& p : menu.plans) {
     json e = {{"ranks", p.ranks},
               {"peak_host_bytes_per_rank", p.peak_host_bytes_per_rank},
               {"peak_gpu_bytes_per_rank", p.peak_gpu_bytes_per_rank},
@@ -186,8 +200,7 @@ json menu_json(const std::vector<cluster::Plan>& menu, const PlanOptions& o) {
   return m;
 }
 
-json plan_json(const cluster::Plan& p, const PlanOptions& o,
-               const std::vector<cluster::Plan>& menu) {
+json plan_json(const cluster::Plan& p, const PlanOptions& o, const RankMenu& menu) {
   json ranks = json::array();
   for (const cluster::RankPlan& r : p.per_rank)
     ranks.push_back({{"rank", r.rank},
@@ -244,7 +257,7 @@ json plan_json(const cluster::Plan& p, const PlanOptions& o,
             {"link_calibrated", p.link_calibrated},
             {"per_rank", ranks}};
   if (!o.partitions.empty()) j["partitions"] = o.partitions;
-  if (!menu.empty()) j["rank_menu"] = menu_json(menu, o);
+  if (!menu.plans.empty()) j["rank_menu"] = menu_json(menu, o);
   if (o.memory_limit > 0) j["memory_per_rank_bytes"] = o.memory_limit;
   return j;
 }
@@ -313,19 +326,18 @@ std::string slurm_job(const PlanOptions& o, int ranks, int threads, std::int64_t
 /// A partition's job without --parts is elastic: a node range from the fewest nodes whose ranks
 /// fit (--memory-per-rank; else one node) to the nodes of K ranks, asking the memory and time
 /// of its fewest ranks.
-std::string slurm_job(const cluster::Plan& p, const PlanOptions& o,
-                      const std::vector<cluster::Plan>& menu) {
+std::string slurm_job(const cluster::Plan& p, const PlanOptions& o, const RankMenu& menu) {
   const cluster::SlurmRequest defaults;
   const auto time_limit = [&](const cluster::Plan& q) {
     return std::max<std::int64_t>(600, static_cast<std::int64_t>(std::ceil(1.5 * q.train_seconds)) +
                                            defaults.signal_lead_s + 300);
   };
-  if (!menu.empty() && o.parts == 0) {
-    const int k = static_cast<int>(menu.size());
+  if (!menu.plans.empty() && o.parts == 0) {
+    const int k = menu.parts;
     const int per_node = std::min(o.tasks_per_node, k);
     const int min_ranks = o.memory_limit > 0 ? p.ranks : 1;
     const int fewest = std::min(k, (min_ranks + per_node - 1) / per_node * per_node);
-    const cluster::Plan& worst = menu[static_cast<std::size_t>(fewest) - 1];
+    const cluster::Plan worst = menu.at(fewest);
     return slurm_job(o, k, p.threads, worst.peak_host_bytes_per_rank, time_limit(worst), fewest);
   }
   return slurm_job(o, p.ranks, p.threads, p.peak_host_bytes_per_rank, time_limit(p));
@@ -339,8 +351,7 @@ std::string mebibytes(std::int64_t bytes) {
 /// A Kubeflow MPIJob (kubeflow.org/v2beta1) running the plan's ranks, one per worker pod, as JSON
 /// (which `kubectl apply -f` reads like YAML). Memory requests are the predicted peak plus 10 %
 /// headroom; limits add another 10 %.
-json mpijob_manifest(const cluster::Plan& p, const PlanOptions& o,
-                     const std::vector<cluster::Plan>& menu) {
+json mpijob_manifest(const cluster::Plan& p, const PlanOptions& o, const RankMenu& menu) {
   const std::int64_t request = p.peak_host_bytes_per_rank + p.peak_host_bytes_per_rank / 10;
   const std::int64_t limit = request + request / 10;
   const int cpus = std::max(1, p.threads);
@@ -376,11 +387,12 @@ json mpijob_manifest(const cluster::Plan& p, const PlanOptions& o,
       {"halo.dev/checkpoint-bytes", std::to_string(p.checkpoint_bytes)}};
   // MPIJob's workers are a fixed count: the other rank counts the partition trains on (the
   // checkpoint resumes on any) are for whoever re-creates the job with another replicas.
-  if (!menu.empty()) {
-    annotations["halo.dev/ranks"] = "1-" + std::to_string(menu.size());
+  if (!menu.plans.empty()) {
+    annotations["halo.dev/ranks"] = "1-" + std::to_string(menu.parts);
     std::string peaks;
-    for (const cluster::Plan& q : menu)
-      peaks += (peaks.empty() ? "" : ",") + std::to_string(q.peak_host_bytes_per_rank);
+    for (const cluster::Plan& q : menu.plans)
+      peaks += (peaks.empty() ? "" : ",") + std::to_string(q.ranks) + ":" +
+               std::to_string(q.peak_host_bytes_per_rank);
     annotations["halo.dev/peak-host-bytes-per-rank-by-ranks"] = peaks;
   }
   return {
@@ -426,8 +438,7 @@ cluster::CostModel plan_costs(const PlanOptions& o) {
 }
 
 /// The plan's output: JSON, an MPIJob or an sbatch script, to --output or stdout.
-void write_plan(const cluster::Plan& plan, const PlanOptions& o,
-                const std::vector<cluster::Plan>& menu = {}) {
+void write_plan(const cluster::Plan& plan, const PlanOptions& o, const RankMenu& menu = {}) {
   const std::string text = o.emit == "slurm" ? slurm_job(plan, o, menu)
                            : o.emit == "k8s" ? mpijob_manifest(plan, o, menu).dump(2) + "\n"
                                              : plan_json(plan, o, menu).dump(2) + "\n";
@@ -538,7 +549,7 @@ int run_plan(PlanOptions& o) {
   cluster::PlanInput in;
   // A partition of K parts: the plan of every rank count from 1 to K (the menu an elastic job's
   // scheduler chooses from), the chosen one below.
-  std::vector<cluster::Plan> menu;
+  RankMenu menu;
   if (!o.partitions.empty()) {
     const auto k =
         static_cast<std::int32_t>(partition::read_partition_meta(o.partitions).parts.size());
@@ -546,11 +557,19 @@ int run_plan(PlanOptions& o) {
       throw UsageError("--parts " + std::to_string(o.parts) + ": the partition has " +
                        std::to_string(k) + " parts; 1 to " + std::to_string(k) +
                        " ranks can train it");
-    std::vector<std::int32_t> counts(static_cast<std::size_t>(k));
-    std::iota(counts.begin(), counts.end(), 1);
+    menu.parts = k;
+    menu.plan_of = [&](int ranks) {
+      return cluster::make_plan(partition_inputs(o.partitions, {ranks}).front(), config, costs,
+                                o.device, threads);
+    };
+    std::vector<std::int32_t> counts;
+    for (std::int32_t r = 1; r <= k; r = k <= kFullMenu ? r + 1 : 2 * r) counts.push_back(r);
+    if (counts.back() != k) counts.push_back(k);
+    if (o.parts > 0 && std::find(counts.begin(), counts.end(), o.parts) == counts.end())
+      counts.insert(std::upper_bound(counts.begin(), counts.end(), o.parts), o.parts);
     std::vector<cluster::PlanInput> inputs = partition_inputs(o.partitions, counts);
     for (const cluster::PlanInput& input : inputs)
-      menu.push_back(cluster::make_plan(input, config, costs, o.device, threads));
+      menu.plans.push_back(cluster::make_plan(input, config, costs, o.device, threads));
     in = std::move(inputs.back());
   } else {
     std::filesystem::path store;
@@ -565,12 +584,12 @@ int run_plan(PlanOptions& o) {
   };
   cluster::Plan plan;
   if (o.memory_limit > 0) {
-    // The smallest P whose every rank fits (with a partition, of its 1 to K ranks).
+    // The smallest P whose every rank fits (with a partition, of the rank counts it lists).
     bool found = false;
-    const int last = in.from_partition ? static_cast<int>(menu.size()) : o.max_parts;
+    const int last = in.from_partition ? static_cast<int>(menu.plans.size()) : o.max_parts;
     for (int p = 1; p <= last && !found; ++p) {
       if (in.from_partition) {
-        plan = menu[static_cast<std::size_t>(p) - 1];
+        plan = menu.plans[static_cast<std::size_t>(p) - 1];
       } else {
         in.parts = cluster::estimate_parts(in.graph, p);
         in.parts_estimated = p > 1;
@@ -581,13 +600,12 @@ int run_plan(PlanOptions& o) {
     if (!found)
       throw IoError("--memory-per-rank " + o.memory_per_rank + ": no P" +
                     (in.from_partition
-                         ? " (1 to the partition's " + std::to_string(last) + " parts)"
+                         ? " (1 to the partition's " + std::to_string(menu.parts) + " parts)"
                          : " up to --max-parts " + std::to_string(o.max_parts)) +
                     " fits; the largest rank needs " +
                     std::to_string(plan.peak_host_bytes_per_rank) + " bytes");
   } else if (in.from_partition) {
-    plan =
-        menu[static_cast<std::size_t>(o.parts > 0 ? o.parts : static_cast<int>(menu.size())) - 1];
+    plan = menu.at(o.parts > 0 ? o.parts : menu.parts);
   } else {
     const int p = std::max(1, o.parts);
     in.parts = cluster::estimate_parts(in.graph, p);
