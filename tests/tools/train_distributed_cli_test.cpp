@@ -57,8 +57,13 @@ class DistributedTrainCli : public ::testing::Test {
 // ranks than parts, stop with one line (exit 1).
 TEST_F(DistributedTrainCli, OneToKRanksOfAPartition) {
   const fs::path one = m_dir / "one.json", whole = m_dir / "whole.json";
+  const fs::path model = m_dir / "one.halo", predicted = m_dir / "p.json";
   Outcome r = halo(" train --partitions " + parts().string() + " --epochs 3 --threads 1 --json " +
-                   one.string());
+                   one.string() + " --save-model " + model.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  // predict, like train, takes the partition in one process.
+  r = halo(" predict --model " + model.string() + " --partitions " + parts().string() +
+           " --split test --out " + (m_dir / "p.npy").string() + " --json " + predicted.string());
   ASSERT_EQ(r.code, 0) << r.err;
   r = halo(" train --dataset " + cora() + " --epochs 3 --threads 1 --json " + whole.string());
   ASSERT_EQ(r.code, 0) << r.err;
@@ -67,6 +72,8 @@ TEST_F(DistributedTrainCli, OneToKRanksOfAPartition) {
   EXPECT_EQ(a["world_size"], 1);
   EXPECT_EQ(a["final_train_loss"], b["final_train_loss"]);
   EXPECT_EQ(a["test_accuracy"], b["test_accuracy"]);
+  EXPECT_EQ(nlohmann::json::parse(halo::testing::read_file(predicted))["accuracy"],
+            a["test_accuracy"]);
 
   r = mpiexec(3, " train --partitions " + parts().string() + " --epochs 1");
   EXPECT_EQ(r.code, 1);
