@@ -471,7 +471,8 @@ INSTANTIATE_TEST_SUITE_P(
     EightParts, Elastic,
     ::testing::Values(ElasticCase{"GcnFullGraph", nn::ModelKind::Gcn, false, true},
                       ElasticCase{"SageMiniBatch", nn::ModelKind::Sage, false, false},
-                      ElasticCase{"SageFromStore", nn::ModelKind::Sage, true, false}),
+                      ElasticCase{"SageFromStore", nn::ModelKind::Sage, true, false},
+                      ElasticCase{"GatMiniBatch", nn::ModelKind::Gat, false, false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(
