@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -24,89 +26,120 @@ kernels::Tensor<T> host_tensor(const kernels::Resources& res, const std::vector<
   return kernels::Tensor<T>::from_host(res, v, static_cast<std::int64_t>(v.size()), 1);
 }
 
-std::int64_t row_length(const datasets::Graph& g, std::int64_t row) {
-  return g.indptr.data()[row + 1] - g.indptr.data()[row];
-}
+using Csr = kernels::CsrMatrix<std::int32_t, float>;
 
-/// Concatenates (R > 1) or scatters by original id (R == 1, `by_original`) the parts' owned
-/// feature rows: dense or sparse like theirs.
-kernels::FeatureMatrix<float> merge_features(const kernels::Resources& res,
-                                             std::vector<Part>& parts, std::int64_t rows,
-                                             bool by_original) {
-  const auto dest = [&](const Part& p, std::int64_t i, std::int64_t at) -> std::int64_t {
-    return by_original ? p.ids.to_original(i) : at + i;
-  };
-  if (std::holds_alternative<kernels::Tensor<float>>(parts.front().features)) {
-    const std::int64_t cols = std::get<kernels::Tensor<float>>(parts.front().features).cols();
-    kernels::Tensor<float> x(res, rows, cols);
-    std::int64_t at = 0;
-    for (Part& p : parts) {
-      const auto& f = std::get<kernels::Tensor<float>>(p.features);
-      for (std::int64_t i = 0; i < p.num_owned(); ++i)
-        std::memcpy(x.data() + dest(p, i, at) * cols, f.data() + i * cols,
-                    static_cast<std::size_t>(cols) * sizeof(float));
-      at += p.num_owned();
-      p.features = kernels::Tensor<float>();
+/// The merged part's feature rows, filled part by part: dense rows are copied in the first
+/// pass; sparse rows' lengths are counted in the first pass and their entries copied in the
+/// second; a store's mapping (rows by original id) is taken as it is.
+class FeatureMerge {
+ public:
+  FeatureMerge(const kernels::Resources& res, std::int64_t rows) : m_res(res), m_rows(rows) {}
+  /// First pass: part `p`'s owned row i goes to row dest(i).
+  template <class Dest>
+  void first(Part& p, const Dest& dest) {
+    if (p.features_by_original) {
+      if (!m_mapped) m_out = std::move(p.features), m_mapped = true;
+      return;
     }
-    return x;
-  }
-  using Csr = kernels::CsrMatrix<std::int32_t, float>;
-  const Csr& first = std::get<Csr>(parts.front().features);
-  const bool values = !first.values.empty();
-  std::vector<std::int64_t> indptr(static_cast<std::size_t>(rows) + 1, 0);
-  std::int64_t at = 0;
-  for (const Part& p : parts) {
-    const Csr& f = std::get<Csr>(p.features);
+    if (const auto* x = std::get_if<kernels::Tensor<float>>(&p.features)) {
+      if (!m_dense) m_dense.emplace(m_res, m_rows, x->cols());
+      const std::int64_t cols = x->cols();
+      for (std::int64_t i = 0; i < p.num_owned(); ++i)
+        std::memcpy(m_dense->data() + dest(i) * cols, x->data() + i * cols,
+                    static_cast<std::size_t>(cols) * sizeof(float));
+      return;
+    }
+    const Csr& x = std::get<Csr>(p.features);
+    if (m_indptr.empty()) {
+      m_indptr.assign(static_cast<std::size_t>(m_rows) + 1, 0);
+      m_cols = x.num_cols;
+      m_values = !x.values.empty();
+    }
     for (std::int64_t i = 0; i < p.num_owned(); ++i)
-      indptr[static_cast<std::size_t>(dest(p, i, at)) + 1] =
-          f.indptr.data()[i + 1] - f.indptr.data()[i];
-    at += p.num_owned();
+      m_indptr[static_cast<std::size_t>(dest(i)) + 1] = x.indptr.data()[i + 1] - x.indptr.data()[i];
   }
-  std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
-  Csr x;
-  x.num_cols = first.num_cols;
-  x.indices = kernels::Tensor<std::int32_t>(res, indptr.back());
-  if (values) x.values = kernels::Tensor<float>(res, indptr.back());
-  at = 0;
-  for (Part& p : parts) {
-    const Csr& f = std::get<Csr>(p.features);
+  /// Second pass: the sparse rows' entries.
+  template <class Dest>
+  void second(const Part& p, const Dest& dest) {
+    if (m_indptr.empty() || m_mapped) return;
+    if (m_sparse.indices.empty() && m_sparse.indptr.empty()) {
+      std::partial_sum(m_indptr.begin(), m_indptr.end(), m_indptr.begin());
+      m_sparse.num_cols = m_cols;
+      m_sparse.indices = kernels::Tensor<std::int32_t>(m_res, m_indptr.back());
+      if (m_values) m_sparse.values = kernels::Tensor<float>(m_res, m_indptr.back());
+      m_sparse.indptr = host_tensor(m_res, m_indptr);
+    }
+    const Csr& x = std::get<Csr>(p.features);
     for (std::int64_t i = 0; i < p.num_owned(); ++i) {
-      const std::int64_t from = f.indptr.data()[i], n = f.indptr.data()[i + 1] - from;
-      const std::int64_t to = indptr[static_cast<std::size_t>(dest(p, i, at))];
-      std::memcpy(x.indices.data() + to, f.indices.data() + from,
+      const std::int64_t from = x.indptr.data()[i], n = x.indptr.data()[i + 1] - from;
+      const std::int64_t to = m_indptr[static_cast<std::size_t>(dest(i))];
+      std::memcpy(m_sparse.indices.data() + to, x.indices.data() + from,
                   static_cast<std::size_t>(n) * sizeof(std::int32_t));
-      if (values)
-        std::memcpy(x.values.data() + to, f.values.data() + from,
+      if (m_values)
+        std::memcpy(m_sparse.values.data() + to, x.values.data() + from,
                     static_cast<std::size_t>(n) * sizeof(float));
     }
-    at += p.num_owned();
-    p.features = Csr();
   }
-  x.indptr = host_tensor(res, indptr);
-  return x;
-}
+  bool mapped() const { return m_mapped; }
+  kernels::FeatureMatrix<float> take() {
+    if (m_mapped) return std::move(m_out);
+    if (m_dense) return std::move(*m_dense);
+    return std::move(m_sparse);
+  }
 
-/// The whole graph in one part, local ids the original ids: make_local_part's part.
-Part merge_all(const kernels::Resources& res, std::vector<Part>&& parts) {
-  const std::int64_t n = parts.front().book().num_nodes();
+ private:
+  const kernels::Resources& m_res;
+  std::int64_t m_rows;
+  bool m_mapped = false;
+  kernels::FeatureMatrix<float> m_out;
+  std::optional<kernels::Tensor<float>> m_dense;
+  std::vector<std::int64_t> m_indptr;  // sparse: row lengths, then offsets
+  std::int64_t m_cols = 0;
+  bool m_values = false;
+  Csr m_sparse;
+};
+
+/// The whole graph in one part, local ids the original ids: make_local_part's part. Two passes
+/// over the parts (`read`): rows' lengths, degrees, labels, splits and dense features, then the
+/// rows' entries and sparse features.
+Part merge_all(const kernels::Resources& res, const PartReader& read, std::int32_t first,
+               std::int32_t last) {
   Part out;
-  out.num_classes = parts.front().num_classes;
-  out.training_edges = parts.front().training_edges;
-  out.max_degree = parts.front().max_degree;
-  std::vector<std::int64_t> indptr(static_cast<std::size_t>(n) + 1, 0);
-  std::vector<std::int64_t> degrees(static_cast<std::size_t>(n), 0);
-  std::vector<std::int32_t> labels(static_cast<std::size_t>(n), 0);
+  std::int64_t n = 0;
+  std::vector<std::int64_t> indptr, degrees;
+  std::vector<std::int32_t> labels;
   std::array<std::vector<NodeId>, 3> splits;
-  for (const Part& p : parts)
+  std::optional<FeatureMerge> features;
+  for (std::int32_t j = first; j < last; ++j) {
+    Part p = read(j);
+    if (j == first) {
+      n = p.book().num_nodes();
+      out.num_classes = p.num_classes;
+      out.training_edges = p.training_edges;
+      out.max_degree = p.max_degree;
+      indptr.assign(static_cast<std::size_t>(n) + 1, 0);
+      degrees.assign(static_cast<std::size_t>(n), 0);
+      labels.assign(static_cast<std::size_t>(n), 0);
+      features.emplace(res, n);
+    }
+    const NodeId* original = p.ids.original_ids().data;
     for (std::int64_t i = 0; i < p.num_owned(); ++i) {
-      const auto v = static_cast<std::size_t>(p.ids.to_original(i));
-      indptr[v + 1] = row_length(p.graph, i);
+      const auto v = static_cast<std::size_t>(original[i]);
+      indptr[v + 1] = p.graph.indptr.data()[i + 1] - p.graph.indptr.data()[i];
       degrees[v] = p.degrees.data()[i];
       labels[v] = p.labels.data()[i];
     }
+    std::size_t s = 0;
+    for (const kernels::Tensor<NodeId>* idx : {&p.train_idx, &p.val_idx, &p.test_idx}) {
+      for (std::int64_t i = 0; i < idx->numel(); ++i) splits[s].push_back(original[idx->data()[i]]);
+      ++s;
+    }
+    features->first(p, [&](std::int64_t i) { return original[i]; });
+  }
   std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
   kernels::Tensor<NodeId> indices(res, indptr.back());
-  for (Part& p : parts) {
+  for (std::int32_t j = first; j < last; ++j) {
+    const Part p = read(j);
     // A row lists its neighbours in ascending original id: so it does with original ids.
     const NodeId* original = p.ids.original_ids().data;
     for (std::int64_t i = 0; i < p.num_owned(); ++i) {
@@ -114,19 +147,10 @@ Part merge_all(const kernels::Resources& res, std::vector<Part>&& parts) {
       for (std::int64_t e = p.graph.indptr.data()[i]; e < p.graph.indptr.data()[i + 1]; ++e)
         *to++ = original[p.graph.indices.data()[e]];
     }
-    std::size_t s = 0;
-    for (const kernels::Tensor<NodeId>* idx : {&p.train_idx, &p.val_idx, &p.test_idx}) {
-      for (std::int64_t i = 0; i < idx->numel(); ++i) splits[s].push_back(original[idx->data()[i]]);
-      ++s;
-    }
-    p.graph = datasets::Graph();
+    features->second(p, [&](std::int64_t i) { return original[i]; });
   }
   for (auto& s : splits) std::sort(s.begin(), s.end());
-  const bool by_original = parts.front().features_by_original;
-  if (by_original)  // the store's mapping: its rows are the nodes in original order already
-    out.features = std::move(parts.front().features);
-  else
-    out.features = merge_features(res, parts, n, /*by_original=*/true);
+  out.features = features->take();  // a store's mapping: its rows are in original order already
   std::vector<NodeId> iota(static_cast<std::size_t>(n));
   std::iota(iota.begin(), iota.end(), NodeId{0});
   out.ids = IdMap(PartitionBook({0, n}), 0, host_tensor(res, iota), host_tensor<NodeId>(res, {}));
@@ -222,56 +246,51 @@ std::vector<std::int32_t> part_groups(const PartitionMeta& meta, std::int32_t ra
   return groups;
 }
 
-Part merge_parts(const kernels::Resources& res, std::vector<Part>&& parts,
-                 const PartitionBook& group_book, std::int32_t rank) {
-  HALO_EXPECTS(!parts.empty(), "merge_parts: no parts");
-  if (group_book.num_parts() == 1) return merge_all(res, std::move(parts));
+Part merge_parts(const kernels::Resources& res, const PartReader& read, std::int32_t first,
+                 std::int32_t last, const PartitionBook& group_book, std::int32_t rank) {
+  HALO_EXPECTS(first < last, "merge_parts: no parts");
+  if (group_book.num_parts() == 1) return merge_all(res, read, first, last);
   const NodeId begin = static_cast<NodeId>(group_book.begin(rank));
   const NodeId end = static_cast<NodeId>(group_book.end(rank));
   const std::int64_t owned = end - begin;
   const auto in_group = [&](NodeId v) { return v >= begin && v < end; };
-  // The group's halo: the parts' halo nodes it does not own, ascending partition id.
-  std::vector<NodeId> halo;
-  for (const Part& p : parts) {
-    const kernels::Span<const NodeId> ids = p.ids.halo_ids();
-    for (std::int64_t h = 0; h < ids.size; ++h)
-      if (!in_group(ids[h])) halo.push_back(ids[h]);
-  }
-  std::sort(halo.begin(), halo.end());
-  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
-  const auto nh = static_cast<std::int64_t>(halo.size());
-  const auto halo_slot = [&](NodeId v) {
-    return static_cast<std::int64_t>(std::lower_bound(halo.begin(), halo.end(), v) - halo.begin());
+  const std::int32_t groups = group_book.num_parts();
+  Part out;
+  // First pass: the owned rows' lengths, ids, degrees, labels and splits, the halo (partition
+  // id, original id, degree), the rows sent to each other group, dense features.
+  struct Remote {
+    NodeId id, original;
+    std::int64_t degree;
+    bool operator<(const Remote& o) const { return id < o.id; }
   };
-  std::vector<NodeId> original(static_cast<std::size_t>(owned + nh));
-  std::vector<std::int64_t> degrees(static_cast<std::size_t>(owned + nh));
+  std::vector<Remote> remote;
+  std::vector<NodeId> original(static_cast<std::size_t>(owned));
+  std::vector<std::int64_t> degrees(static_cast<std::size_t>(owned));
   std::vector<std::int64_t> indptr = {0};
   std::vector<std::int32_t> labels;
   std::array<std::vector<NodeId>, 3> splits;
-  std::int64_t entries = 0;
-  for (const Part& p : parts) entries += p.graph.num_edges();
-  kernels::Tensor<NodeId> indices(res, entries);
-  const std::int32_t groups = group_book.num_parts();
-  std::vector<std::int64_t> send_offsets(static_cast<std::size_t>(groups) + 1, 0);
   std::vector<std::vector<NodeId>> send(static_cast<std::size_t>(groups));
-  std::int64_t at = 0, edge = 0;
-  for (Part& p : parts) {
+  FeatureMerge features(res, owned);
+  std::int64_t at = 0;
+  for (std::int32_t j = first; j < last; ++j) {
+    Part p = read(j);
     HALO_EXPECTS(p.ids.first_owned() == begin + at, "merge_parts: the parts are not consecutive");
-    // Local id in the part -> local id in the group.
-    std::vector<std::int64_t> local(static_cast<std::size_t>(p.ids.num_local()));
-    for (std::int64_t i = 0; i < p.ids.num_local(); ++i) {
-      const NodeId v = p.ids.to_partition(i);
-      const std::int64_t l = in_group(v) ? v - begin : owned + halo_slot(v);
-      local[static_cast<std::size_t>(i)] = l;
-      original[static_cast<std::size_t>(l)] = p.ids.to_original(i);
-      degrees[static_cast<std::size_t>(l)] = p.degrees.data()[i];
+    if (j == first) {
+      out.num_classes = p.num_classes;
+      out.training_edges = p.training_edges;
+      out.max_degree = p.max_degree;
+      out.all_train = std::move(p.all_train);
+      out.all_train_original = std::move(p.all_train_original);
     }
     for (std::int64_t i = 0; i < p.num_owned(); ++i) {
-      for (std::int64_t e = p.graph.indptr.data()[i]; e < p.graph.indptr.data()[i + 1]; ++e)
-        indices.data()[edge++] =
-            static_cast<NodeId>(local[static_cast<std::size_t>(p.graph.indices.data()[e])]);
-      indptr.push_back(edge);
+      original[static_cast<std::size_t>(at + i)] = p.ids.to_original(i);
+      degrees[static_cast<std::size_t>(at + i)] = p.degrees.data()[i];
+      indptr.push_back(indptr.back() + p.graph.indptr.data()[i + 1] - p.graph.indptr.data()[i]);
       labels.push_back(p.labels.data()[i]);
+    }
+    for (std::int64_t h = p.num_owned(); h < p.ids.num_local(); ++h) {
+      const NodeId v = p.ids.to_partition(h);
+      if (!in_group(v)) remote.push_back({v, p.ids.to_original(h), p.degrees.data()[h]});
     }
     std::size_t s = 0;
     for (const kernels::Tensor<NodeId>* idx : {&p.train_idx, &p.val_idx, &p.test_idx}) {
@@ -283,11 +302,11 @@ Part merge_parts(const kernels::Resources& res, std::vector<Part>&& parts,
     for (std::int32_t g = 0; g < groups; ++g) {
       if (g == rank) continue;
       std::vector<NodeId> rows;
-      for (std::int32_t j = 0; j < p.book().num_parts(); ++j) {
-        if (p.book().begin(j) < group_book.begin(g) || p.book().end(j) > group_book.end(g))
+      for (std::int32_t k = 0; k < p.book().num_parts(); ++k) {
+        if (p.book().begin(k) < group_book.begin(g) || p.book().end(k) > group_book.end(g))
           continue;  // (an empty part between two groups sends nothing)
-        for (std::int64_t e = p.send_offsets[static_cast<std::size_t>(j)];
-             e < p.send_offsets[static_cast<std::size_t>(j) + 1]; ++e)
+        for (std::int64_t e = p.send_offsets[static_cast<std::size_t>(k)];
+             e < p.send_offsets[static_cast<std::size_t>(k) + 1]; ++e)
           rows.push_back(static_cast<NodeId>(at + p.send_rows.data()[e]));
       }
       std::sort(rows.begin(), rows.end());
@@ -295,31 +314,53 @@ Part merge_parts(const kernels::Resources& res, std::vector<Part>&& parts,
       auto& to = send[static_cast<std::size_t>(g)];
       to.insert(to.end(), rows.begin(), rows.end());
     }
+    features.first(p, [&](std::int64_t i) { return at + i; });
     at += p.num_owned();
-    p.graph = datasets::Graph();
   }
   HALO_EXPECTS(at == owned, "merge_parts: the parts do not cover the group");
+  // The group's halo: the parts' halo nodes it does not own, ascending partition id.
+  std::sort(remote.begin(), remote.end());
+  remote.erase(std::unique(remote.begin(), remote.end(),
+                           [](const Remote& a, const Remote& b) { return a.id == b.id; }),
+               remote.end());
+  std::vector<NodeId> halo;
+  for (const Remote& r : remote) {
+    halo.push_back(r.id);
+    original.push_back(r.original);
+    degrees.push_back(r.degree);
+  }
+  remote = {};
+  const auto nh = static_cast<std::int64_t>(halo.size());
+  // Second pass: the rows' entries renumbered (group-local columns), sparse features.
+  kernels::Tensor<NodeId> indices(res, indptr.back());
+  std::int64_t edge = 0;
+  at = 0;
+  for (std::int32_t j = first; j < last; ++j) {
+    const Part p = read(j);
+    std::vector<NodeId> local(static_cast<std::size_t>(p.ids.num_local()));
+    for (std::int64_t i = 0; i < p.ids.num_local(); ++i) {
+      const NodeId v = p.ids.to_partition(i);
+      local[static_cast<std::size_t>(i)] = static_cast<NodeId>(
+          in_group(v) ? v - begin
+                      : owned + (std::lower_bound(halo.begin(), halo.end(), v) - halo.begin()));
+    }
+    const std::int64_t* rows = p.graph.indptr.data();
+    for (std::int64_t e = rows[0]; e < rows[p.num_owned()]; ++e)
+      indices.data()[edge++] = local[static_cast<std::size_t>(p.graph.indices.data()[e])];
+    features.second(p, [&](std::int64_t i) { return at + i; });
+    at += p.num_owned();
+  }
+  std::vector<std::int64_t> send_offsets = {0};
   std::vector<NodeId> send_rows;
-  for (std::int32_t g = 0; g < groups; ++g) {
-    const auto& rows = send[static_cast<std::size_t>(g)];
+  for (const auto& rows : send) {
     send_rows.insert(send_rows.end(), rows.begin(), rows.end());
-    send_offsets[static_cast<std::size_t>(g) + 1] = static_cast<std::int64_t>(send_rows.size());
+    send_offsets.push_back(static_cast<std::int64_t>(send_rows.size()));
   }
   std::vector<std::int64_t> recv_offsets(static_cast<std::size_t>(groups) + 1, 0);
   for (const NodeId v : halo) ++recv_offsets[static_cast<std::size_t>(group_book.owner(v)) + 1];
   std::partial_sum(recv_offsets.begin(), recv_offsets.end(), recv_offsets.begin());
-
-  Part out;
-  out.num_classes = parts.front().num_classes;
-  out.training_edges = parts.front().training_edges;
-  out.max_degree = parts.front().max_degree;
-  out.all_train = std::move(parts.front().all_train);
-  out.all_train_original = std::move(parts.front().all_train_original);
-  out.features_by_original = parts.front().features_by_original;
-  if (out.features_by_original)  // every part maps the same store file
-    out.features = std::move(parts.front().features);
-  else
-    out.features = merge_features(res, parts, owned, /*by_original=*/false);
+  out.features_by_original = features.mapped();  // every part maps the same store file
+  out.features = features.take();
   out.ids = IdMap(group_book, rank, host_tensor(res, original), host_tensor(res, halo));
   out.graph.indptr = host_tensor(res, indptr);
   out.graph.indices = std::move(indices);
@@ -447,11 +488,10 @@ Part read_part_group(const kernels::Resources& res, const fs::path& dir, const P
   std::vector<std::int64_t> offsets;
   for (const std::int32_t g : groups)
     offsets.push_back(meta.book.offsets()[static_cast<std::size_t>(g)]);
-  std::vector<Part> parts;
-  for (std::int32_t j = groups[static_cast<std::size_t>(rank)];
-       j < groups[static_cast<std::size_t>(rank) + 1]; ++j)
-    parts.push_back(read_part(res, dir, j, &meta, options));
-  return merge_parts(res, std::move(parts), PartitionBook(std::move(offsets)), rank);
+  return merge_parts(
+      res, [&](std::int32_t j) { return read_part(res, dir, j, &meta, options); },
+      groups[static_cast<std::size_t>(rank)], groups[static_cast<std::size_t>(rank) + 1],
+      PartitionBook(std::move(offsets)), rank);
 }
 
 }  // namespace halo::partition

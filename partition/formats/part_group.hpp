@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 #include <halo/kernels/resources.hpp>
@@ -58,11 +59,16 @@ std::vector<std::vector<GroupCounts>> group_counts(const std::filesystem::path& 
                                                    const PartitionMeta& meta,
                                                    const std::vector<std::int32_t>& rank_counts);
 
-/// Merges `parts` (consecutive parts first .. first + parts.size() - 1 of a partition with book
-/// `book`, as read_part returns them) into part `rank` of the partition whose book is
-/// `group_book` (book's offsets at the groups' boundaries); as read_part_group. Consumes the
-/// parts' arrays.
-Part merge_parts(const kernels::Resources& res, std::vector<Part>&& parts,
-                 const PartitionBook& group_book, std::int32_t rank);
+/// Reads part j of a partition (read_part with its options).
+using PartReader = std::function<Part(std::int32_t)>;
+
+/// Merges parts first .. last - 1 of a partition (consecutive; `read` returns them as read_part
+/// does) into part `rank` of the partition whose book is `group_book` (the partition's book at
+/// the groups' boundaries), as read_part_group. Two passes, each reading every part once: the
+/// first keeps each part's small arrays (ids, degrees, row lengths, labels, splits, send lists,
+/// dense features), the second copies its rows' entries (and sparse features); so one part and
+/// the merged part are in memory at a time.
+Part merge_parts(const kernels::Resources& res, const PartReader& read, std::int32_t first,
+                 std::int32_t last, const PartitionBook& group_book, std::int32_t rank);
 
 }  // namespace halo::partition
