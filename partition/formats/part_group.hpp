@@ -28,8 +28,8 @@ std::vector<std::int32_t> part_groups(const PartitionMeta& meta, std::int32_t ra
 /// exchange lists the parts' lists merged per target group (deduplicated). R == K: read_part.
 /// R == 1: the identity part of the whole graph, local ids the original ids, exactly as
 /// make_local_part builds it from the dataset (what one process trains on). Reads and checks
-/// every part of the group like read_part; reads nothing of any other part (no collective).
-/// Host tensors.
+/// every part of the group like read_part, twice (merge_parts); reads nothing of any other part
+/// (no collective). Host tensors.
 Part read_part_group(const kernels::Resources& res, const std::filesystem::path& dir,
                      const PartitionMeta& meta, std::int32_t ranks, std::int32_t rank,
                      const PartReadOptions& options = {});
