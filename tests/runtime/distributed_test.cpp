@@ -523,28 +523,45 @@ TEST(DistributedMiniBatch, AutoPrefetchIsDecidedTogether) {
 
 // ---- start-up ----------------------------------------------------------------------------------
 
-TEST(DistributedTraining, RefusesAPartitionWithAnotherNumberOfParts) {
+// A partition of more parts than ranks opens (each rank a group of parts, as one R-part
+// partition); one of fewer parts than ranks is refused on every rank, naming the counts.
+TEST(DistributedTraining, OpensMorePartsAndRefusesFewerPartsThanRanks) {
   const int p = comm().size();
-  const std::filesystem::path dir =
-      std::filesystem::path(HALO_TEST_BINARY_DIR) / ("dist-wrong-" + std::to_string(p));
-  if (comm().rank() == 0) {
-    std::filesystem::remove_all(dir);
-    partition::PartitionConfig c;
-    c.num_parts = p + 1;
-    c.method = partition::Method::Random;
-    const datasets::Dataset ds = test::small_synthetic(11, 300);
-    partition::write_partitions(res(), ds, partition::partition_dataset(res(), ds, c), dir);
+  for (const int parts : {p + 1, p - 1}) {
+    if (parts < 1) continue;  // one rank: no partition has fewer parts
+    const std::filesystem::path dir =
+        std::filesystem::path(HALO_TEST_BINARY_DIR) /
+        ("dist-parts-" + std::to_string(p) + "-" + std::to_string(parts));
+    if (comm().rank() == 0) {
+      std::filesystem::remove_all(dir);
+      partition::PartitionConfig c;
+      c.num_parts = parts;
+      c.method = partition::Method::Random;
+      const datasets::Dataset ds = test::small_synthetic(11, 300);
+      partition::write_partitions(res(), ds, partition::partition_dataset(res(), ds, c), dir);
+    }
+    comm().barrier();
+    if (parts > p) {
+      const Shard shard = open_shard(res(), comm(), dir);
+      EXPECT_EQ(shard.part.book().num_parts(), p);
+      EXPECT_EQ(shard.part.rank(), comm().rank());
+      EXPECT_EQ(comm().sum<std::int64_t>(shard.part.num_owned()), 300);
+    } else {
+      try {
+        open_shard(res(), comm(), dir);
+        ADD_FAILURE() << "no error";
+      } catch (const IoError& e) {
+        EXPECT_NE(std::string(e.what()).find("the partition has " + std::to_string(parts) +
+                                             " parts but " + std::to_string(p) +
+                                             " ranks run; start 1 to " + std::to_string(parts) +
+                                             " ranks"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+    comm().barrier();
+    if (comm().rank() == 0) std::filesystem::remove_all(dir);
   }
-  comm().barrier();
-  try {
-    open_shard(res(), comm(), dir);
-    ADD_FAILURE() << "no error";
-  } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("mpiexec -n " + std::to_string(p + 1)), std::string::npos)
-        << e.what();
-  }
-  comm().barrier();
-  if (comm().rank() == 0) std::filesystem::remove_all(dir);
 }
 
 // The start-up handshake: ranks that opened different partitions (of as many parts) all fail,
