@@ -13,6 +13,7 @@
 
 #include <halo/cluster/batch_probe.hpp>
 #include <halo/datasets/store/store.hpp>
+#include <halo/partition/formats/part_group.hpp>
 #include <halo/runtime/runtime.hpp>
 
 namespace halo::cluster {
@@ -272,21 +273,10 @@ struct GraphCounts {
   bool store_features = false;
 };
 
-/// One rank's part (partition::PartInfo plus its exchange list).
-struct PartCounts {
-  std::int64_t num_owned = 0;
-  std::int64_t num_halo = 0;
-  std::int64_t num_edges = 0;  // entries of the owned rows of S
-  /// Of those, the entries whose column is a halo node (the cut entries); -1: not known
-  /// (estimated parts, older partitions), estimated as num_edges x halo / (owned + halo).
-  std::int64_t num_halo_entries = -1;
-  std::int64_t num_train = 0;
-  std::int64_t num_send = 0;  // rows this part sends per exchange
-  /// Sparse features: stored entries of the owned rows.
-  std::int64_t feature_nnz = 0;
-  /// Bytes of the part file a rank reads (0 when estimated).
-  std::int64_t file_bytes = 0;
-};
+/// One rank's part: a partition's group of parts (partition::group_counts), or estimated
+/// (estimate_parts: no cut entries, -1, which the plan estimates as num_edges x halo / (owned +
+/// halo); no file, 0 bytes).
+using PartCounts = partition::GroupCounts;
 
 /// Where the counts come from.
 struct PlanInput {

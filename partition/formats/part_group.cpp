@@ -99,77 +99,6 @@ class FeatureMerge {
   Csr m_sparse;
 };
 
-/// The whole graph in one part, local ids the original ids: make_local_part's part. Two passes
-/// over the parts (`read`): rows' lengths, degrees, labels, splits and dense features, then the
-/// rows' entries and sparse features.
-Part merge_all(const kernels::Resources& res, const PartReader& read, std::int32_t first,
-               std::int32_t last) {
-  Part out;
-  std::int64_t n = 0;
-  std::vector<std::int64_t> indptr, degrees;
-  std::vector<std::int32_t> labels;
-  std::array<std::vector<NodeId>, 3> splits;
-  std::optional<FeatureMerge> features;
-  for (std::int32_t j = first; j < last; ++j) {
-    Part p = read(j);
-    if (j == first) {
-      n = p.book().num_nodes();
-      out.num_classes = p.num_classes;
-      out.training_edges = p.training_edges;
-      out.max_degree = p.max_degree;
-      indptr.assign(static_cast<std::size_t>(n) + 1, 0);
-      degrees.assign(static_cast<std::size_t>(n), 0);
-      labels.assign(static_cast<std::size_t>(n), 0);
-      features.emplace(res, n);
-    }
-    const NodeId* original = p.ids.original_ids().data;
-    for (std::int64_t i = 0; i < p.num_owned(); ++i) {
-      const auto v = static_cast<std::size_t>(original[i]);
-      indptr[v + 1] = p.graph.indptr.data()[i + 1] - p.graph.indptr.data()[i];
-      degrees[v] = p.degrees.data()[i];
-      labels[v] = p.labels.data()[i];
-    }
-    std::size_t s = 0;
-    for (const kernels::Tensor<NodeId>* idx : {&p.train_idx, &p.val_idx, &p.test_idx}) {
-      for (std::int64_t i = 0; i < idx->numel(); ++i) splits[s].push_back(original[idx->data()[i]]);
-      ++s;
-    }
-    features->first(p, [&](std::int64_t i) { return original[i]; });
-  }
-  std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
-  kernels::Tensor<NodeId> indices(res, indptr.back());
-  for (std::int32_t j = first; j < last; ++j) {
-    const Part p = read(j);
-    // A row lists its neighbours in ascending original id: so it does with original ids.
-    const NodeId* original = p.ids.original_ids().data;
-    for (std::int64_t i = 0; i < p.num_owned(); ++i) {
-      NodeId* to = indices.data() + indptr[static_cast<std::size_t>(original[i])];
-      for (std::int64_t e = p.graph.indptr.data()[i]; e < p.graph.indptr.data()[i + 1]; ++e)
-        *to++ = original[p.graph.indices.data()[e]];
-    }
-    features->second(p, [&](std::int64_t i) { return original[i]; });
-  }
-  for (auto& s : splits) std::sort(s.begin(), s.end());
-  out.features = features->take();  // a store's mapping: its rows are in original order already
-  std::vector<NodeId> iota(static_cast<std::size_t>(n));
-  std::iota(iota.begin(), iota.end(), NodeId{0});
-  out.ids = IdMap(PartitionBook({0, n}), 0, host_tensor(res, iota), host_tensor<NodeId>(res, {}));
-  out.graph.indptr = host_tensor(res, indptr);
-  out.graph.indices = std::move(indices);
-  out.graph.num_cols = n;
-  out.degrees = host_tensor(res, degrees);
-  out.send_offsets = {0, 0};
-  out.send_rows = host_tensor<NodeId>(res, {});
-  out.recv_offsets = {0, 0};
-  out.labels = host_tensor(res, labels);
-  out.train_idx = host_tensor(res, splits[0]);
-  out.val_idx = host_tensor(res, splits[1]);
-  out.test_idx = host_tensor(res, splits[2]);
-  out.all_train = out.train_idx.clone(res);
-  out.all_train_original = out.train_idx.clone(res);
-  return out;
-}
-
 }  // namespace
 
 std::vector<std::int32_t> part_groups(const PartitionMeta& meta, std::int32_t ranks) {
@@ -249,7 +178,9 @@ std::vector<std::int32_t> part_groups(const PartitionMeta& meta, std::int32_t ra
 Part merge_parts(const kernels::Resources& res, const PartReader& read, std::int32_t first,
                  std::int32_t last, const PartitionBook& group_book, std::int32_t rank) {
   HALO_EXPECTS(first < last, "merge_parts: no parts");
-  if (group_book.num_parts() == 1) return merge_all(res, read, first, last);
+  // One group: the whole graph, local ids the original ids (make_local_part's part). Else the
+  // group's owned rows in partition order, then its halo.
+  const bool whole = group_book.num_parts() == 1;
   const NodeId begin = static_cast<NodeId>(group_book.begin(rank));
   const NodeId end = static_cast<NodeId>(group_book.end(rank));
   const std::int64_t owned = end - begin;
@@ -266,15 +197,18 @@ Part merge_parts(const kernels::Resources& res, const PartReader& read, std::int
   std::vector<Remote> remote;
   std::vector<NodeId> original(static_cast<std::size_t>(owned));
   std::vector<std::int64_t> degrees(static_cast<std::size_t>(owned));
-  std::vector<std::int64_t> indptr = {0};
-  std::vector<std::int32_t> labels;
+  std::vector<std::int64_t> indptr(static_cast<std::size_t>(owned) + 1, 0);
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(owned));
   std::array<std::vector<NodeId>, 3> splits;
   std::vector<std::vector<NodeId>> send(static_cast<std::size_t>(groups));
   FeatureMerge features(res, owned);
-  std::int64_t at = 0;
+  std::int64_t at = 0;  // the part's first owned row in partition order, from the group's start
   for (std::int32_t j = first; j < last; ++j) {
     Part p = read(j);
     HALO_EXPECTS(p.ids.first_owned() == begin + at, "merge_parts: the parts are not consecutive");
+    const auto row = [&](std::int64_t i) -> std::int64_t {
+      return whole ? p.ids.to_original(i) : at + i;
+    };
     if (j == first) {
       out.num_classes = p.num_classes;
       out.training_edges = p.training_edges;
@@ -283,10 +217,11 @@ Part merge_parts(const kernels::Resources& res, const PartReader& read, std::int
       out.all_train_original = std::move(p.all_train_original);
     }
     for (std::int64_t i = 0; i < p.num_owned(); ++i) {
-      original[static_cast<std::size_t>(at + i)] = p.ids.to_original(i);
-      degrees[static_cast<std::size_t>(at + i)] = p.degrees.data()[i];
-      indptr.push_back(indptr.back() + p.graph.indptr.data()[i + 1] - p.graph.indptr.data()[i]);
-      labels.push_back(p.labels.data()[i]);
+      const auto r = static_cast<std::size_t>(row(i));
+      original[r] = p.ids.to_original(i);
+      degrees[r] = p.degrees.data()[i];
+      indptr[r + 1] = p.graph.indptr.data()[i + 1] - p.graph.indptr.data()[i];
+      labels[r] = p.labels.data()[i];
     }
     for (std::int64_t h = p.num_owned(); h < p.ids.num_local(); ++h) {
       const NodeId v = p.ids.to_partition(h);
@@ -295,7 +230,7 @@ Part merge_parts(const kernels::Resources& res, const PartReader& read, std::int
     std::size_t s = 0;
     for (const kernels::Tensor<NodeId>* idx : {&p.train_idx, &p.val_idx, &p.test_idx}) {
       for (std::int64_t i = 0; i < idx->numel(); ++i)
-        splits[s].push_back(static_cast<NodeId>(at + idx->data()[i]));
+        splits[s].push_back(static_cast<NodeId>(row(idx->data()[i])));
       ++s;
     }
     // What the part sends to the parts of another group, once per row.
@@ -314,10 +249,12 @@ Part merge_parts(const kernels::Resources& res, const PartReader& read, std::int
       auto& to = send[static_cast<std::size_t>(g)];
       to.insert(to.end(), rows.begin(), rows.end());
     }
-    features.first(p, [&](std::int64_t i) { return at + i; });
+    features.first(p, row);
     at += p.num_owned();
   }
   HALO_EXPECTS(at == owned, "merge_parts: the parts do not cover the group");
+  std::partial_sum(indptr.begin(), indptr.end(), indptr.begin());
+  for (auto& v : splits) std::sort(v.begin(), v.end());
   // The group's halo: the parts' halo nodes it does not own, ascending partition id.
   std::sort(remote.begin(), remote.end());
   remote.erase(std::unique(remote.begin(), remote.end(),
@@ -330,24 +267,29 @@ Part merge_parts(const kernels::Resources& res, const PartReader& read, std::int
     degrees.push_back(r.degree);
   }
   remote = {};
-  const auto nh = static_cast<std::int64_t>(halo.size());
-  // Second pass: the rows' entries renumbered (group-local columns), sparse features.
+  // Second pass: the rows' entries renumbered, sparse features. A row lists its neighbours in
+  // ascending original id, and so it does renumbered.
   kernels::Tensor<NodeId> indices(res, indptr.back());
-  std::int64_t edge = 0;
   at = 0;
   for (std::int32_t j = first; j < last; ++j) {
     const Part p = read(j);
+    const auto row = [&](std::int64_t i) -> std::int64_t {
+      return whole ? p.ids.to_original(i) : at + i;
+    };
     std::vector<NodeId> local(static_cast<std::size_t>(p.ids.num_local()));
     for (std::int64_t i = 0; i < p.ids.num_local(); ++i) {
       const NodeId v = p.ids.to_partition(i);
       local[static_cast<std::size_t>(i)] = static_cast<NodeId>(
-          in_group(v) ? v - begin
-                      : owned + (std::lower_bound(halo.begin(), halo.end(), v) - halo.begin()));
+          whole         ? p.ids.to_original(i)
+          : in_group(v) ? v - begin
+                        : owned + (std::lower_bound(halo.begin(), halo.end(), v) - halo.begin()));
     }
-    const std::int64_t* rows = p.graph.indptr.data();
-    for (std::int64_t e = rows[0]; e < rows[p.num_owned()]; ++e)
-      indices.data()[edge++] = local[static_cast<std::size_t>(p.graph.indices.data()[e])];
-    features.second(p, [&](std::int64_t i) { return at + i; });
+    for (std::int64_t i = 0; i < p.num_owned(); ++i) {
+      NodeId* to = indices.data() + indptr[static_cast<std::size_t>(row(i))];
+      for (std::int64_t e = p.graph.indptr.data()[i]; e < p.graph.indptr.data()[i + 1]; ++e)
+        *to++ = local[static_cast<std::size_t>(p.graph.indices.data()[e])];
+    }
+    features.second(p, row);
     at += p.num_owned();
   }
   std::vector<std::int64_t> send_offsets = {0};
@@ -359,12 +301,14 @@ Part merge_parts(const kernels::Resources& res, const PartReader& read, std::int
   std::vector<std::int64_t> recv_offsets(static_cast<std::size_t>(groups) + 1, 0);
   for (const NodeId v : halo) ++recv_offsets[static_cast<std::size_t>(group_book.owner(v)) + 1];
   std::partial_sum(recv_offsets.begin(), recv_offsets.end(), recv_offsets.begin());
-  out.features_by_original = features.mapped();  // every part maps the same store file
+  // A store's mapping: every part maps the same file, rows by original id (one group: the
+  // local ids, so the part's own rows).
+  out.features_by_original = features.mapped() && !whole;
   out.features = features.take();
   out.ids = IdMap(group_book, rank, host_tensor(res, original), host_tensor(res, halo));
   out.graph.indptr = host_tensor(res, indptr);
   out.graph.indices = std::move(indices);
-  out.graph.num_cols = owned + nh;
+  out.graph.num_cols = owned + static_cast<std::int64_t>(halo.size());
   out.degrees = host_tensor(res, degrees);
   out.send_offsets = std::move(send_offsets);
   out.send_rows = host_tensor(res, send_rows);
@@ -373,6 +317,10 @@ Part merge_parts(const kernels::Resources& res, const PartReader& read, std::int
   out.train_idx = host_tensor(res, splits[0]);
   out.val_idx = host_tensor(res, splits[1]);
   out.test_idx = host_tensor(res, splits[2]);
+  if (whole) {  // one process's training list: every training node, by its (original) id
+    out.all_train = out.train_idx.clone(res);
+    out.all_train_original = out.train_idx.clone(res);
+  }
   return out;
 }
 
@@ -424,14 +372,14 @@ std::vector<std::vector<GroupCounts>> group_counts(const fs::path& dir, const Pa
         const PartInfo& p = meta.parts[static_cast<std::size_t>(r)];
         const ArrayEntry* send = p.find("send_rows");
         const ArrayEntry* nnz = p.find("features_indices");
-        g = {p.num_owned,
-             p.num_halo,
-             p.num_edges,
-             p.num_halo_entries,
-             p.num_train,
-             send != nullptr ? send->rows * send->cols : 0,
-             nnz != nullptr ? nnz->rows * nnz->cols : 0,
-             p.file_bytes};
+        g = {.num_owned = p.num_owned,
+             .num_halo = p.num_halo,
+             .num_edges = p.num_edges,
+             .num_halo_entries = p.num_halo_entries,
+             .num_train = p.num_train,
+             .num_send = send != nullptr ? send->rows * send->cols : 0,
+             .feature_nnz = nnz != nullptr ? nnz->rows * nnz->cols : 0,
+             .file_bytes = p.file_bytes};
         out.push_back(g);
         continue;
       }

@@ -34,12 +34,13 @@ Part read_part_group(const kernels::Resources& res, const std::filesystem::path&
                      const PartitionMeta& meta, std::int32_t ranks, std::int32_t rank,
                      const PartReadOptions& options = {});
 
-/// What one rank of an R-rank run of a partition holds: its group of parts' sizes.
+/// What one rank of an R-rank run of a partition holds: its group of parts' sizes (what halo
+/// plan models a rank from: cluster::PartCounts).
 struct GroupCounts {
   std::int64_t num_owned = 0;
   /// The union of the parts' halos that the group does not own (exact: the parts' halo_ids).
   std::int64_t num_halo = 0;
-  std::int64_t num_edges = 0;
+  std::int64_t num_edges = 0;  // entries of the owned rows of S
   /// Entries whose column is a halo node of the group: each part's cut entries times the share
   /// of its halo that stays remote (an estimate; exact for one part per rank). -1 when the
   /// parts do not record theirs.
@@ -47,7 +48,9 @@ struct GroupCounts {
   std::int64_t num_train = 0;
   /// Rows sent per exchange (exact: each part's send rows to parts outside the group, once).
   std::int64_t num_send = 0;
+  /// Sparse features: stored entries of the owned rows.
   std::int64_t feature_nnz = 0;
+  /// Bytes of the part files the rank reads.
   std::int64_t file_bytes = 0;
 };
 

@@ -81,30 +81,12 @@ void expect_groups_form_a_partition(const Dataset& ds, const fs::path& dir, std:
   }
   for (std::int64_t v = 0; v < ds.num_nodes(); ++v) ASSERT_EQ(owned_times[v], 1) << "node " << v;
   for (const Part& part : parts) {
-    const std::int32_t r = part.rank();
     const std::int64_t owned = part.num_owned();
     const auto& g = part.graph;
     ASSERT_EQ(g.num_rows(), owned);
     ASSERT_EQ(g.num_cols, part.ids.num_local());
-    for (std::int64_t i = 0; i < owned; ++i)
-      for (std::int64_t e = g.indptr(i); e < g.indptr(i + 1); ++e) {
-        if (e > g.indptr(i)) {
-          EXPECT_LT(part.ids.to_original(g.indices(e - 1)), part.ids.to_original(g.indices(e)))
-              << "rows in ascending original id";
-        }
-        got.emplace_back(part.ids.to_original(i), part.ids.to_original(g.indices(e)), 1.0f);
-      }
-    for (std::int64_t h = 0; h < part.num_halo(); ++h) {
-      const NodeId id = part.ids.to_partition(owned + h);
-      EXPECT_NE(part.book().owner(id), r);
-      EXPECT_EQ(part.ids.to_original(owned + h), original[static_cast<std::size_t>(id)]);
-      if (h > 0) {
-        EXPECT_LT(part.ids.to_partition(owned + h - 1), id);
-      }
-      const std::int32_t owner = part.book().owner(id);
-      EXPECT_GE(h, part.recv_offsets[owner]);
-      EXPECT_LT(h, part.recv_offsets[owner + 1]);
-    }
+    add_rows_by_original_id(part, got);
+    expect_halo_grouped_by_owner(part, original);
     // Every halo node is a column of an owned row (no row exchanged for nothing).
     std::vector<bool> used(static_cast<std::size_t>(part.num_halo()), false);
     for (std::int64_t e = 0; e < g.num_edges(); ++e)
@@ -140,19 +122,7 @@ void expect_groups_form_a_partition(const Dataset& ds, const fs::path& dir, std:
   EXPECT_EQ(train, ds.train_idx.numel());
   EXPECT_EQ(val, ds.val_idx.numel());
   EXPECT_EQ(test, ds.test_idx.numel());
-  // What rank a sends to rank b is, in order, what b receives from a.
-  for (const Part& from : parts)
-    for (const Part& to : parts) {
-      const std::int32_t a = from.rank(), b = to.rank();
-      std::vector<NodeId> sent, received;
-      for (std::int64_t i = from.send_offsets[b]; i < from.send_offsets[b + 1]; ++i) {
-        ASSERT_LT(from.send_rows(i), from.num_owned());
-        sent.push_back(from.ids.to_partition(from.send_rows(i)));
-      }
-      for (std::int64_t h = to.recv_offsets[a]; h < to.recv_offsets[a + 1]; ++h)
-        received.push_back(to.ids.to_partition(to.num_owned() + h));
-      EXPECT_EQ(sent, received) << "rank " << a << " -> rank " << b;
-    }
+  expect_sends_are_receives(parts);  // rank a's rows to rank b are b's halo from a
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, triples(s)) << "no edge of S lost or duplicated";
   // What halo plan reads of each group without merging it.

@@ -82,29 +82,9 @@ void expect_parts_reassemble(const Dataset& ds, const PartitionResult& r, const 
     for (std::int64_t i = 0; i < owned; ++i) {
       EXPECT_EQ(part.ids.to_partition(i), base + i);
       EXPECT_EQ(original[static_cast<std::size_t>(base + i)], part.ids.to_original(i));
-      for (std::int64_t e = g.indptr(i); e < g.indptr(i + 1); ++e) {
-        if (e > g.indptr(i)) {
-          EXPECT_LT(part.ids.to_original(g.indices(e - 1)), part.ids.to_original(g.indices(e)))
-              << "rows in ascending original id";
-        }
-        got.emplace_back(part.ids.to_original(i), part.ids.to_original(g.indices(e)), 1.0f);
-      }
     }
-    // Halo: remote, ascending, grouped by owner as recv_offsets say; original ids agree.
-    for (std::int64_t h = 0; h < part.num_halo(); ++h) {
-      const NodeId id = part.ids.to_partition(owned + h);
-      EXPECT_NE(part.book().owner(id), k);
-      EXPECT_EQ(part.ids.to_original(owned + h), original[static_cast<std::size_t>(id)]);
-      EXPECT_EQ(part.ids.to_local(id), owned + h);
-      if (h > 0) {
-        EXPECT_LT(part.ids.to_partition(owned + h - 1), id);
-      }
-      const std::int32_t owner = part.book().owner(id);
-      EXPECT_GE(h, part.recv_offsets[owner]);
-      EXPECT_LT(h, part.recv_offsets[owner + 1]);
-    }
-    EXPECT_EQ(part.recv_offsets[k], part.recv_offsets[k + 1]) << "no halo from itself";
-    EXPECT_EQ(part.send_offsets[k], part.send_offsets[k + 1]) << "nothing sent to itself";
+    add_rows_by_original_id(part, got);
+    expect_halo_grouped_by_owner(part, original);
     comm_volume += part.num_halo();
     max_halo = std::max(max_halo, part.num_halo());
     // Degrees of every local node in S.
@@ -145,17 +125,7 @@ void expect_parts_reassemble(const Dataset& ds, const PartitionResult& r, const 
       }
     }
   }
-  // What part k sends to part j is, in order, what part j receives from part k.
-  for (const Part& from : parts)
-    for (const Part& to : parts) {
-      const std::int32_t k = from.rank(), j = to.rank();
-      std::vector<NodeId> sent, received;
-      for (std::int64_t i = from.send_offsets[j]; i < from.send_offsets[j + 1]; ++i)
-        sent.push_back(from.ids.to_partition(from.send_rows(i)));
-      for (std::int64_t h = to.recv_offsets[k]; h < to.recv_offsets[k + 1]; ++h)
-        received.push_back(to.ids.to_partition(to.num_owned() + h));
-      EXPECT_EQ(sent, received) << "part " << k << " -> part " << j;
-    }
+  expect_sends_are_receives(parts);
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, triples(s)) << "no edge of S lost or duplicated";
   std::int64_t train = 0, val = 0, test = 0;

@@ -61,8 +61,8 @@ struct PlanOptions : TrainOptions {
 /// The counts of the partition in `dir` on each of `rank_counts` ranks (its K parts in groups,
 /// partition::group_counts): measured parts, one input per rank count.
 std::vector<cluster::PlanInput> partition_inputs(const std::string& dir,
+                                                 const partition::PartitionMeta& meta,
                                                  const std::vector<std::int32_t>& rank_counts) {
-  const partition::PartitionMeta meta = partition::read_partition_meta(dir);
   cluster::PlanInput in;
   in.from_partition = true;
   cluster::GraphCounts& g = in.graph;
@@ -89,22 +89,10 @@ std::vector<cluster::PlanInput> partition_inputs(const std::string& dir,
     g.num_test += rows("test_idx");
   }
   std::vector<cluster::PlanInput> inputs;
-  for (const std::vector<partition::GroupCounts>& groups :
+  for (std::vector<partition::GroupCounts>& groups :
        partition::group_counts(dir, meta, rank_counts)) {
-    cluster::PlanInput r = in;
-    for (const partition::GroupCounts& gc : groups) {
-      cluster::PartCounts c;
-      c.num_owned = gc.num_owned;
-      c.num_halo = gc.num_halo;
-      c.num_edges = gc.num_edges;
-      c.num_halo_entries = gc.num_halo_entries;
-      c.num_train = gc.num_train;
-      c.num_send = gc.num_send;
-      c.feature_nnz = gc.feature_nnz;
-      c.file_bytes = gc.file_bytes;
-      r.parts.push_back(c);
-    }
-    inputs.push_back(std::move(r));
+    inputs.push_back(in);
+    inputs.back().parts = std::move(groups);
   }
   return inputs;
 }
@@ -550,24 +538,25 @@ int run_plan(PlanOptions& o) {
   // A partition of K parts: the plan of every rank count from 1 to K (the menu an elastic job's
   // scheduler chooses from), the chosen one below.
   RankMenu menu;
+  partition::PartitionMeta meta;  // outlives the menu's plan_of
   if (!o.partitions.empty()) {
-    const auto k =
-        static_cast<std::int32_t>(partition::read_partition_meta(o.partitions).parts.size());
+    meta = partition::read_partition_meta(o.partitions);
+    const auto k = static_cast<std::int32_t>(meta.parts.size());
     if (o.parts > k)
       throw UsageError("--parts " + std::to_string(o.parts) + ": the partition has " +
                        std::to_string(k) + " parts; 1 to " + std::to_string(k) +
                        " ranks can train it");
     menu.parts = k;
     menu.plan_of = [&](int ranks) {
-      return cluster::make_plan(partition_inputs(o.partitions, {ranks}).front(), config, costs,
-                                o.device, threads);
+      return cluster::make_plan(partition_inputs(o.partitions, meta, {ranks}).front(), config,
+                                costs, o.device, threads);
     };
     std::vector<std::int32_t> counts;
     for (std::int32_t r = 1; r <= k; r = k <= kFullMenu ? r + 1 : 2 * r) counts.push_back(r);
     if (counts.back() != k) counts.push_back(k);
     if (o.parts > 0 && std::find(counts.begin(), counts.end(), o.parts) == counts.end())
       counts.insert(std::upper_bound(counts.begin(), counts.end(), o.parts), o.parts);
-    std::vector<cluster::PlanInput> inputs = partition_inputs(o.partitions, counts);
+    std::vector<cluster::PlanInput> inputs = partition_inputs(o.partitions, meta, counts);
     for (const cluster::PlanInput& input : inputs)
       menu.plans.push_back(cluster::make_plan(input, config, costs, o.device, threads));
     in = std::move(inputs.back());
