@@ -361,7 +361,10 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
   plan.ranks = ranks;
   // Several ranks: the embedded types' rows spread over them, the gradients summed, messages.
   const bool spread = ranks > 1;
-  const bool embedded = mc.featureless == nn::FeaturelessInput::Embedding;
+  std::vector<bool> embeds(nt);
+  for (std::size_t t = 0; t < nt; ++t)
+    embeds[t] = nn::learns_embedding(mc.featureless, s, static_cast<std::int32_t>(t));
+  const bool embedded = std::find(embeds.begin(), embeds.end(), true) != embeds.end();
   // The expected blocks of a batch of `seeds` seeds, from the seeds outwards: a destination
   // draws its mean draws per relation; the sources are the destinations and the distinct draws.
   const auto expected_blocks = [&](double seeds) {
@@ -520,7 +523,7 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
     if (spread && embedded) {
       tables = kF * static_cast<double>(fp.embedding_floats());
       for (std::size_t t = 0; t < nt; ++t)
-        if (s.in_features[t] == 0)
+        if (embeds[t])
           tables += 4 * kF * static_cast<double>(part.num_owned[t]) * h +
                     2 * kF * static_cast<double>(part.num_local[t]) * h +
                     2 * kF * static_cast<double>(s.num_nodes[t]);
@@ -596,13 +599,12 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
       step = pass_cost(m, s, mc, blocks, batch.nnz, true);
       loss_rows = static_cast<double>(blocks.back().num_dst[target]);
       for (std::size_t t = 0; t < nt; ++t)
-        if (s.in_features[t] == 0) embedding_rows += static_cast<double>(in.num_src[t]);
+        if (embeds[t]) embedding_rows += static_cast<double>(in.num_src[t]);
     } else {
       step = pass_cost(m, s, mc, full, part_nnz, true);
       for (std::size_t t = 0; t < nt; ++t)
-        if (s.in_features[t] == 0) embedding_rows += static_cast<double>(part.num_local[t]);
+        if (embeds[t]) embedding_rows += static_cast<double>(part.num_local[t]);
     }
-    if (!embedded) embedding_rows = 0;
     const double param_bytes = kF * static_cast<double>(fp.parameter_floats());
     const double adam = m.elementwise_alpha_s * 2 * static_cast<double>(mc.num_layers * (nt + nr)) +
                         elementwise_s_per_byte(m, 4 * param_bytes) * 7 * param_bytes +
@@ -664,7 +666,7 @@ Plan make_hetero_plan(const HeteroCounts& c, const TrainConfig& config, const Co
             static_cast<double>(part.num_send[t] + part.num_local[t] - part.num_owned[t]);
         bytes += 2 * (mc.num_layers - 1) * kF * rows * h;
         messages += 2 * (mc.num_layers - 1) * peers;
-        if (embedded && s.in_features[t] == 0) {
+        if (embeds[t]) {
           bytes += 2 * kF * static_cast<double>(part.num_local[t] - part.num_owned[t]) * h;
           messages += 4 * peers;
         }

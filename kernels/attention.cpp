@@ -40,6 +40,13 @@ void zero(const Resources& res, MatrixView<T> m) {
   zero_bytes(res, m.data, res.device(), static_cast<std::size_t>(m.size()) * sizeof(T));
 }
 
+/// Entries of `g` for the CPU launcher's grain (a device graph: 0, the GPU ignores the work).
+template <class Idx, class T>
+std::int64_t cpu_entries(const Resources& res, CsrView<Idx, T> g) {
+  if (g.num_entries >= 0) return g.num_entries;
+  return res.device() == Device::Cpu ? g.num_edges() : 0;
+}
+
 }  // namespace
 
 template <class Idx, class T>
@@ -51,7 +58,8 @@ void sddmm(const Resources& res, CsrView<Idx, T> g, ConstMatrixView<T> a, ConstM
   HALO_EXPECTS(a.rows == g.num_rows && b.rows == g.num_cols && b.cols == a.cols,
                "sddmm: a needs one row per destination, b one per source, both as wide");
   const detail::SddmmBody<Idx, T> body{g, a, b, out, heads};
-  launch_by_device(res, g.num_rows, detail::SddmmRowBody<Idx, T>{body}, g.num_rows * heads, body);
+  launch_by_device(res, g.num_rows, detail::SddmmRowBody<Idx, T>{body}, g.num_rows * heads, body,
+                   cpu_entries(res, g) * a.cols);
 }
 
 template <class Idx, class T>
@@ -71,7 +79,8 @@ void weighted_aggregate(const Resources& res, CsrView<Idx, T> g, ConstMatrixView
                "weighted_aggregate: shape mismatch");
   const detail::WeightedAggregateRowBody<Idx, T> body{g, w, x, out, accumulate};
   launch_by_device(res, out.rows, body, out.size(),
-                   detail::WeightedAggregateElementsBody<Idx, T>{body});
+                   detail::WeightedAggregateElementsBody<Idx, T>{body},
+                   (cpu_entries(res, g) + out.rows) * x.cols);
 }
 
 template <class Idx, class T>
@@ -83,13 +92,13 @@ void weighted_aggregate_transposed(const Resources& res, CsrView<Idx, T> g, Cons
                "weighted_aggregate_transposed: shape mismatch");
   if (!accumulate) zero(res, out);
   // CPU column blocks: one per thread (every block reads the whole CSR), of whole cache lines.
-  const std::int64_t threads = std::max(1, res.cpu_exec().num_threads);
-  const std::int64_t block =
-      std::max<std::int64_t>(16, (out.cols + threads - 1) / threads + 15) / 16 * 16;
+  const std::int64_t work = (cpu_entries(res, g) + out.rows) * y.cols;
+  const std::int64_t block = cpu_column_block(res.cpu_exec(), out.cols, work);
   const std::int64_t blocks = (out.cols + block - 1) / block;
   launch_by_device(res, g.num_rows == 0 ? 0 : blocks,
                    detail::WeightedAggregateTransposedBlockBody<Idx, T>{g, w, y, out, block},
-                   y.size(), detail::WeightedAggregateTransposedAtomicBody<Idx, T>{g, w, y, out});
+                   y.size(), detail::WeightedAggregateTransposedAtomicBody<Idx, T>{g, w, y, out},
+                   work);
 }
 
 template <class Idx, class T>
@@ -117,16 +126,19 @@ void segment_softmax(const Resources& res, std::span<const SoftmaxSegments<Idx, 
   const std::int64_t rows = row_max.rows, n = row_max.size();
   for (const auto& p : parts) {
     const detail::SegmentSoftmaxMaxBody<Idx, T> body{p.graph, p.values, row_max, false};
-    launch_by_device(res, rows, body, n, with_per_head(body));
+    launch_by_device(res, rows, body, n, with_per_head(body),
+                     cpu_entries(res, p.graph) * row_max.cols);
   }
   for (const auto& p : parts) {
     const detail::SegmentSoftmaxExpBody<Idx, T> body{p.graph, p.values, row_max,
                                                      row_sum, p.values, false};
-    launch_by_device(res, rows, body, n, with_per_head(body));
+    launch_by_device(res, rows, body, n, with_per_head(body),
+                     cpu_entries(res, p.graph) * row_max.cols);
   }
   for (const auto& p : parts) {
     const detail::SegmentSoftmaxScaleBody<Idx, T> body{p.graph, row_sum, p.values, false};
-    launch_by_device(res, rows, body, n, with_per_head(body));
+    launch_by_device(res, rows, body, n, with_per_head(body),
+                     cpu_entries(res, p.graph) * row_max.cols);
   }
 }
 
@@ -147,12 +159,14 @@ void segment_softmax_backward(const Resources& res, std::span<const SoftmaxSegme
   for (std::size_t k = 0; k < alpha.size(); ++k) {
     const detail::SegmentSoftmaxDotBody<Idx, T> body{alpha[k].graph, alpha[k].values,
                                                      gradients[k].values, row_dot, false};
-    launch_by_device(res, rows, body, n, with_per_head(body));
+    launch_by_device(res, rows, body, n, with_per_head(body),
+                     cpu_entries(res, alpha[k].graph) * row_dot.cols);
   }
   for (std::size_t k = 0; k < alpha.size(); ++k) {
     const detail::SegmentSoftmaxBackwardBody<Idx, T> body{
         alpha[k].graph, alpha[k].values, gradients[k].values, row_dot, gradients[k].values, false};
-    launch_by_device(res, rows, body, n, with_per_head(body));
+    launch_by_device(res, rows, body, n, with_per_head(body),
+                     cpu_entries(res, alpha[k].graph) * row_dot.cols);
   }
 }
 
@@ -164,7 +178,7 @@ void block_diagonal(const Resources& res, ConstMatrixView<T> w, ConstSpan<T> sca
                "block_diagonal: w must be heads x d*d and out (heads*d) x (heads*d)");
   HALO_EXPECTS(scale.size == 0 || scale.size == w.rows,
                "block_diagonal: scale needs one entry per head");
-  launch(res, out.size(), detail::BlockDiagonalBody<T>{w, scale, factor, out});
+  launch(res, out.size(), detail::BlockDiagonalBody<T>{w, scale, factor, out}, out.size());
 }
 
 template <class T>
@@ -178,7 +192,8 @@ void block_diagonal_backward(const Resources& res, ConstMatrixView<T> w, ConstSp
   HALO_EXPECTS(
       (scale.size == 0 || scale.size == w.rows) && (dscale.size == 0 || dscale.size == w.rows),
       "block_diagonal_backward: scale and dscale need one entry per head");
-  launch(res, w.rows, detail::BlockDiagonalBackwardBody<T>{w, scale, factor, grad_out, dw, dscale});
+  launch(res, w.rows, detail::BlockDiagonalBackwardBody<T>{w, scale, factor, grad_out, dw, dscale},
+         w.size());
 }
 
 template <class T>
@@ -186,7 +201,10 @@ void sigmoid_gate(const Resources& res, ConstSpan<T> gate, ConstSpan<T> y, Const
                   Span<T> out) {
   HALO_EXPECTS(gate.size == 1 && y.size == x.size && out.size == x.size,
                "sigmoid_gate: one gate element and three arrays of one size");
-  launch(res, out.size, detail::SigmoidGateBody<T>{gate, y, x, out});
+  const detail::SigmoidGateBody<T> body{gate, y, x, out};
+  using Blocks = detail::SigmoidGateBlocks<detail::SigmoidGateBody<T>>;
+  launch_by_device(res, (out.size + Blocks::kBlock - 1) / Blocks::kBlock, Blocks{body, out.size},
+                   out.size, body, out.size);
 }
 
 template <class T>
@@ -198,8 +216,10 @@ void sigmoid_gate_backward(const Resources& res, ConstSpan<T> gate, ConstSpan<T>
                "sigmoid_gate_backward: shape mismatch");
   const Span<T> term{static_cast<T*>(res.scratch(1, static_cast<std::size_t>(x.size) * sizeof(T))),
                      x.size};
-  launch(res, x.size,
-         detail::SigmoidGateBackwardBody<T>{gate, y, x, dout, dy, dx, term, accumulate_dx});
+  const detail::SigmoidGateBackwardBody<T> body{gate, y, x, dout, dy, dx, term, accumulate_dx};
+  using Blocks = detail::SigmoidGateBlocks<detail::SigmoidGateBackwardBody<T>>;
+  launch_by_device(res, (x.size + Blocks::kBlock - 1) / Blocks::kBlock, Blocks{body, x.size},
+                   x.size, body, x.size);
   column_sum(res, MatrixView<const T>{term.data, term.size, 1}, dgate);
 }
 
@@ -207,7 +227,7 @@ template <class T>
 void head_dot(const Resources& res, ConstMatrixView<T> x, ConstMatrixView<T> a, MatrixView<T> out) {
   HALO_EXPECTS(a.rows >= 1 && x.cols == a.rows * a.cols && out.rows == x.rows && out.cols == a.rows,
                "head_dot: x must be n x (H*d), a H x d and out n x H");
-  launch(res, x.rows, detail::HeadDotBody<T>{x, a, out});
+  launch(res, x.rows, detail::HeadDotBody<T>{x, a, out}, x.size());
 }
 
 template <class T>
@@ -220,7 +240,8 @@ void head_dot_backward(const Resources& res, ConstMatrixView<T> x, ConstMatrixVi
                "head_dot_backward: shape mismatch");
   if (dx.data != nullptr) {
     const detail::HeadDotInputGradBody<T> body{dout, a, dx, accumulate_dx};
-    launch_by_device(res, dx.rows, detail::HeadDotInputGradRowBody<T>{body}, dx.size(), body);
+    launch_by_device(res, dx.rows, detail::HeadDotInputGradRowBody<T>{body}, dx.size(), body,
+                     dx.size());
   }
   // da is the diagonal blocks of dout^T x (H x H*d): one product, then the blocks.
   const MatrixView<T> g{
@@ -231,7 +252,7 @@ void head_dot_backward(const Resources& res, ConstMatrixView<T> x, ConstMatrixVi
     return;
   }
   gemm(res, Trans::Yes, Trans::No, T(1), dout, x, T(0), g);
-  launch(res, da.size(), detail::HeadDiagonalBody<T>{g, da});
+  launch(res, da.size(), detail::HeadDiagonalBody<T>{g, da}, da.size());
 }
 
 template <class Idx, class T>
@@ -245,7 +266,8 @@ void gat_edge_scores(const Resources& res, CsrView<Idx, T> g, ConstMatrixView<T>
                "gat_edge_scores: s_dst needs one row per destination, s_src one per source, "
                "one column per head");
   const detail::EdgeScoreBody<Idx, T> body{g, s_dst, s_src, slope, score, alpha, false};
-  launch_by_device(res, g.num_rows, body, g.num_rows * heads, with_per_head(body));
+  launch_by_device(res, g.num_rows, body, g.num_rows * heads, with_per_head(body),
+                   cpu_entries(res, g) * heads);
 }
 
 template <class Idx, class T>
@@ -259,11 +281,13 @@ void gat_edge_scores_backward(const Resources& res, CsrView<Idx, T> g, ConstMatr
                    ds_src.cols == heads,
                "gat_edge_scores_backward: shape mismatch");
   const detail::EdgeScoreBackwardBody<Idx, T> body{g, score, slope, dscore, ds_dst, false};
-  launch_by_device(res, g.num_rows, body, g.num_rows * heads, with_per_head(body));
+  launch_by_device(res, g.num_rows, body, g.num_rows * heads, with_per_head(body),
+                   cpu_entries(res, g) * heads);
   zero(res, ds_src);
   launch_by_device(res, g.num_rows == 0 ? 0 : heads,
                    detail::EdgeSourceSumHeadBody<Idx, T>{g, dscore, ds_src}, g.num_rows * heads,
-                   detail::EdgeSourceSumAtomicBody<Idx, T>{g, dscore, ds_src});
+                   detail::EdgeSourceSumAtomicBody<Idx, T>{g, dscore, ds_src},
+                   cpu_entries(res, g) * heads);
 }
 
 template <class Idx, class T>
@@ -277,14 +301,16 @@ void edge_dropout(const Resources& res, const DropoutKey& key, float p, CsrView<
   launch(
       res, g.num_rows,
       detail::EdgeDropoutBody<Idx, T>{g, detail::dropout_rng_key(key), detail::dropout_threshold(p),
-                                      key.row_offset, key.row_ids, dropout_scale<T>(p), x, y});
+                                      key.row_offset, key.row_ids, dropout_scale<T>(p), x, y},
+      cpu_entries(res, g) * x.cols);
 }
 
 template <class T>
 void head_mean(const Resources& res, ConstMatrixView<T> x, MatrixView<T> y) {
   HALO_EXPECTS(y.cols >= 1 && x.rows == y.rows && x.cols % y.cols == 0 && x.cols >= y.cols,
                "head_mean: x must be n x (H*d) and y n x d");
-  launch(res, y.size(), detail::HeadMeanBody<T>{x, y, T(1) / static_cast<T>(x.cols / y.cols)});
+  launch(res, y.size(), detail::HeadMeanBody<T>{x, y, T(1) / static_cast<T>(x.cols / y.cols)},
+         x.size());
 }
 
 template <class T>
@@ -292,7 +318,8 @@ void head_mean_backward(const Resources& res, ConstMatrixView<T> dy, MatrixView<
   HALO_EXPECTS(dy.cols >= 1 && dx.rows == dy.rows && dx.cols % dy.cols == 0 && dx.cols >= dy.cols,
                "head_mean_backward: dy must be n x d and dx n x (H*d)");
   launch(res, dx.size(),
-         detail::HeadMeanBackwardBody<T>{dy, dx, T(1) / static_cast<T>(dx.cols / dy.cols)});
+         detail::HeadMeanBackwardBody<T>{dy, dx, T(1) / static_cast<T>(dx.cols / dy.cols)},
+         dx.size());
 }
 
 #define HALO_INSTANTIATE(Idx, T)                                                                   \

@@ -325,10 +325,8 @@ struct SigmoidGateBody {
   Span<const T> y;
   Span<const T> x;
   Span<T> out;
-  HALO_HD void operator()(std::int64_t i) const {
-    const T s = sigmoid(gate[0]);
-    out[i] = s * y[i] + (T(1) - s) * x[i];
-  }
+  HALO_HD void operator()(std::int64_t i) const { apply(i, sigmoid(gate[0])); }
+  HALO_HD void apply(std::int64_t i, T s) const { out[i] = s * y[i] + (T(1) - s) * x[i]; }
 };
 
 /// The gate's adjoint, element i of each: dy[i] = s * dout[i], dx[i] (+)= (1 - s) * dout[i],
@@ -344,12 +342,26 @@ struct SigmoidGateBackwardBody {
   Span<T> dx;
   Span<T> term;
   bool accumulate_dx;
-  HALO_HD void operator()(std::int64_t i) const {
-    const T s = sigmoid(gate[0]);
+  HALO_HD void operator()(std::int64_t i) const { apply(i, sigmoid(gate[0])); }
+  HALO_HD void apply(std::int64_t i, T s) const {
     const T g = dout[i];
     term[i] = s * (T(1) - s) * g * (y[i] - x[i]);
     if (dx.size > 0) dx[i] = accumulate_dx ? dx[i] + (T(1) - s) * g : (T(1) - s) * g;
     dy[i] = s * g;
+  }
+};
+
+/// The CPU layout of a gate body: one index = kBlock consecutive elements, the gate's sigmoid
+/// computed once per block (per element it costs an exp each; the same value either way).
+template <class Body>
+struct SigmoidGateBlocks {
+  static constexpr std::int64_t kBlock = 4096;
+  Body body;
+  std::int64_t n;
+  void operator()(std::int64_t block) const {
+    const auto s = sigmoid(body.gate[0]);
+    const std::int64_t end = (block + 1) * kBlock < n ? (block + 1) * kBlock : n;
+    for (std::int64_t i = block * kBlock; i < end; ++i) body.apply(i, s);
   }
 };
 

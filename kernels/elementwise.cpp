@@ -18,14 +18,14 @@ double bytes_of(std::int64_t n) {
 template <class T>
 void fill(const Resources& res, Span<T> x, T value) {
   const OpTimer timer(res, Op::Elementwise, bytes_of<T>(x.size), 0);
-  launch(res, x.size, detail::FillBody<T>{x, value});
+  launch(res, x.size, detail::FillBody<T>{x, value}, x.size);
 }
 
 template <class T>
 void axpy(const Resources& res, T alpha, ConstSpan<T> x, Span<T> y) {
   HALO_EXPECTS(x.size == y.size, "axpy: size mismatch");
   const OpTimer timer(res, Op::Elementwise, bytes_of<T>(3 * y.size), 2.0 * y.size);
-  launch(res, y.size, detail::AxpyBody<T>{alpha, x, y});
+  launch(res, y.size, detail::AxpyBody<T>{alpha, x, y}, y.size);
 }
 
 template <class T>
@@ -34,49 +34,49 @@ void add_bias(const Resources& res, MatrixView<T> x, ConstSpan<T> bias) {
   const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * x.size() + x.cols),
                       static_cast<double>(x.size()));
   launch_by_device(res, x.rows, detail::AddBiasBody<T>{x, bias}, x.size(),
-                   detail::AddBiasElementsBody<T>{x, bias});
+                   detail::AddBiasElementsBody<T>{x, bias}, x.size());
 }
 
 template <class T>
 void relu(const Resources& res, ConstSpan<T> x, Span<T> y) {
   HALO_EXPECTS(x.size == y.size, "relu: size mismatch");
   const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * y.size), static_cast<double>(y.size));
-  launch(res, y.size, detail::ReluBody<T>{x, y});
+  launch(res, y.size, detail::ReluBody<T>{x, y}, y.size);
 }
 
 template <class T>
 void relu_backward(const Resources& res, ConstSpan<T> y, ConstSpan<T> dy, Span<T> dx, T scale) {
   HALO_EXPECTS(y.size == dy.size && dy.size == dx.size, "relu_backward: size mismatch");
   const OpTimer timer(res, Op::Elementwise, bytes_of<T>(3 * dx.size), static_cast<double>(dx.size));
-  launch(res, dx.size, detail::ReluBackwardBody<T>{y, dy, dx, scale});
+  launch(res, dx.size, detail::ReluBackwardBody<T>{y, dy, dx, scale}, dx.size);
 }
 
 template <class T>
 void elu(const Resources& res, ConstSpan<T> x, Span<T> y) {
   HALO_EXPECTS(x.size == y.size, "elu: size mismatch");
   const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * y.size), 2.0 * y.size);
-  launch(res, y.size, detail::EluBody<T>{x, y});
+  launch(res, y.size, detail::EluBody<T>{x, y}, y.size);
 }
 
 template <class T>
 void elu_backward(const Resources& res, ConstSpan<T> x, ConstSpan<T> dy, Span<T> dx) {
   HALO_EXPECTS(x.size == dy.size && dy.size == dx.size, "elu_backward: size mismatch");
   const OpTimer timer(res, Op::Elementwise, bytes_of<T>(3 * dx.size), 2.0 * dx.size);
-  launch(res, dx.size, detail::EluBackwardBody<T>{x, dy, dx});
+  launch(res, dx.size, detail::EluBackwardBody<T>{x, dy, dx}, dx.size);
 }
 
 template <class T>
 void gelu(const Resources& res, ConstSpan<T> x, Span<T> y) {
   HALO_EXPECTS(x.size == y.size, "gelu: size mismatch");
   const OpTimer timer(res, Op::Elementwise, bytes_of<T>(2 * y.size), 10.0 * y.size);
-  launch(res, y.size, detail::GeluBody<T>{x, y});
+  launch(res, y.size, detail::GeluBody<T>{x, y}, y.size);
 }
 
 template <class T>
 void gelu_backward(const Resources& res, ConstSpan<T> x, ConstSpan<T> dy, Span<T> dx) {
   HALO_EXPECTS(x.size == dy.size && dy.size == dx.size, "gelu_backward: size mismatch");
   const OpTimer timer(res, Op::Elementwise, bytes_of<T>(3 * dx.size), 14.0 * dx.size);
-  launch(res, dx.size, detail::GeluBackwardBody<T>{x, dy, dx});
+  launch(res, dx.size, detail::GeluBackwardBody<T>{x, dy, dx}, dx.size);
 }
 
 namespace {
@@ -98,7 +98,8 @@ void dense_dropout(const Resources& res, const DropoutKey& key, float p, ConstMa
                                    dropout_scale<T>(p), x, y, gather},
       y.size(),
       detail::DropoutElementsBody<T, Relu>{rng_key, threshold, key.row_offset, key.row_ids,
-                                           dropout_scale<T>(p), x, y, gather});
+                                           dropout_scale<T>(p), x, y, gather},
+      y.size());
 }
 
 template <class T>
@@ -145,7 +146,8 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
   launch(res, x.num_rows,
          detail::CsrDropoutBody<Idx, T>{detail::dropout_rng_key(key), detail::dropout_threshold(p),
                                         key.row_offset, key.row_ids, dropout_scale<T>(p), x,
-                                        values_out.data});
+                                        values_out.data},
+         values_out.size + x.num_rows);
 }
 
 #define HALO_INSTANTIATE(T)                                                                        \

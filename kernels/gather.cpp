@@ -14,7 +14,7 @@ void gather_rows(const Resources& res, ConstMatrixView<T> x, Span<const Idx> idx
   HALO_EXPECTS(out.rows == idx.size && out.cols == x.cols, "gather_rows: shape mismatch");
   check_ids(res, idx, x.rows, "gather_rows");
   launch_by_device(res, idx.size, detail::GatherRowsBody<Idx, T>{x, idx, out}, idx.size * out.cols,
-                   detail::GatherElementsBody<Idx, T>{x, idx, out});
+                   detail::GatherElementsBody<Idx, T>{x, idx, out}, idx.size * out.cols);
 }
 
 template <class Idx, class T>
@@ -22,10 +22,12 @@ void scatter_add_rows(const Resources& res, ConstMatrixView<T> x, Span<const Idx
                       MatrixView<T> out) {
   HALO_EXPECTS(x.rows == idx.size && out.cols == x.cols, "scatter_add_rows: shape mismatch");
   check_ids(res, idx, out.rows, "scatter_add_rows");
-  using Body = detail::ScatterAddRowsBody<Idx, T>;
   // Column blocks without atomics on the CPU, element atomics on the GPU.
-  launch_by_device(res, (out.cols + Body::kColumnBlock - 1) / Body::kColumnBlock, Body{x, idx, out},
-                   idx.size * x.cols, detail::ScatterAddElementsBody<Idx, T>{x, idx, out});
+  const std::int64_t work = idx.size * x.cols;
+  const std::int64_t width = cpu_column_block(res.cpu_exec(), out.cols, work);
+  launch_by_device(res, (out.cols + width - 1) / width,
+                   detail::ScatterAddRowsBody<Idx, T>{x, idx, out, width}, work,
+                   detail::ScatterAddElementsBody<Idx, T>{x, idx, out}, work);
 }
 
 #define HALO_INSTANTIATE(Idx, T)                                                                 \

@@ -20,17 +20,17 @@ struct GatherRowsBody {  // out(i, :) = x(idx[i], :)
   }
 };
 
-/// out(idx[i], :) += x(i, :). One index = one block of columns, so repeated targets in idx never
-/// race (no atomics).
+/// out(idx[i], :) += x(i, :). One index = one block of `width` columns, so repeated targets in
+/// idx never race (no atomics).
 template <class Idx, class T>
 struct ScatterAddRowsBody {
-  static constexpr std::int64_t kColumnBlock = 16;
   MatrixView<const T> x;
   Span<const Idx> idx;
   MatrixView<T> out;
+  std::int64_t width;
   HALO_HD void operator()(std::int64_t block) const {
-    const std::int64_t j0 = block * kColumnBlock;
-    const std::int64_t j1 = j0 + kColumnBlock < out.cols ? j0 + kColumnBlock : out.cols;
+    const std::int64_t j0 = block * width;
+    const std::int64_t j1 = j0 + width < out.cols ? j0 + width : out.cols;
     for (std::int64_t i = 0; i < idx.size; ++i) {
       const T* src = x.row(i);
       T* dst = out.row(static_cast<std::int64_t>(idx[i]));

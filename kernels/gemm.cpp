@@ -6,6 +6,7 @@
 #include <halo/kernels/detail/cuda_ops.hpp>
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/error.hpp>
+#include <halo/kernels/exec.hpp>
 #include <halo/kernels/gemm.hpp>
 #include <halo/kernels/profile.hpp>
 
@@ -97,7 +98,9 @@ void run_cpu(const Resources& res, const Product<T>& p) {
   const int longest_mn = std::max(p.m, p.n);
   if (threads <= 1 || omp_in_parallel() || flops < kMinSplitFlops ||
       std::max(longest_mn, p.k / 4) < kMinSlice * threads) {
-    if (!omp_in_parallel()) openblas_set_num_threads(threads);  // inside, OpenBLAS runs on one
+    // Inside a parallel region OpenBLAS runs on one thread; so does a product too small to pay
+    // for waking its threads (the launchers' grain, kSerialWork, in multiply-adds).
+    if (!omp_in_parallel()) openblas_set_num_threads(flops < 2.0 * kSerialWork * 16 ? 1 : threads);
     return p.run();
   }
   const bool by_depth = p.k >= 4 * longest_mn;

@@ -46,8 +46,11 @@ void log_softmax_nll_accumulate(const Resources& res, MatrixView<const T> logits
   const std::int64_t per_block = (rows.size + max_blocks - 1) / max_blocks;
   const std::int64_t blocks = (rows.size + per_block - 1) / per_block;
   T* partial = static_cast<T*>(res.scratch(0, static_cast<std::size_t>(max_blocks) * sizeof(T)));
-  launch(res, blocks, detail::NllPartialBody<Idx, T>{logits, labels, rows, per_block, partial});
-  launch(res, 1, detail::ColumnCombineBody<T>{{partial, blocks, 1}, total, /*accumulate=*/true});
+  const auto work = static_cast<std::int64_t>(cells);
+  launch(res, blocks, detail::NllPartialBody<Idx, T>{logits, labels, rows, per_block, partial},
+         work);
+  launch(res, 1, detail::ColumnCombineBody<T>{{partial, blocks, 1}, total, /*accumulate=*/true},
+         blocks);
 }
 
 template <class Idx, class T>
@@ -80,7 +83,8 @@ void log_softmax_nll_backward(const Resources& res, ConstMatrixView<T> logits,
   zero_bytes(res, dlogits.data, res.device(), static_cast<std::size_t>(dlogits.size()) * sizeof(T));
   if (rows.size == 0) return;
   const T scale = T(1) / static_cast<T>(normalizer > 0 ? normalizer : rows.size);
-  launch(res, rows.size, detail::NllBackwardBody<Idx, T>{logits, labels, rows, scale, dlogits});
+  launch(res, rows.size, detail::NllBackwardBody<Idx, T>{logits, labels, rows, scale, dlogits},
+         static_cast<std::int64_t>(cells));
 }
 
 template <class Idx, class T>
@@ -89,7 +93,8 @@ std::int64_t count_correct(const Resources& res, MatrixView<const T> logits,
   check_inputs(res, logits, labels, rows, "count_correct");
   if (rows.size == 0) return 0;
   Tensor<double> correct(res, rows.size);
-  launch(res, rows.size, detail::CorrectBody<Idx, T>{logits, labels, rows, correct.span()});
+  launch(res, rows.size, detail::CorrectBody<Idx, T>{logits, labels, rows, correct.span()},
+         rows.size * logits.cols);
   return std::llround(sum(res, Span<const double>(correct.span())));
 }
 

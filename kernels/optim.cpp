@@ -22,7 +22,8 @@ void adam_step(const Resources& res, const AdamConfig& c, std::int64_t step, Spa
   launch(res, param.size,
          detail::AdamBody<T>{static_cast<T>(c.lr), static_cast<T>(c.beta1), static_cast<T>(c.beta2),
                              static_cast<T>(c.eps), static_cast<T>(c.weight_decay), c1, c2, param,
-                             grad, m, v});
+                             grad, m, v},
+         param.size);
 }
 
 template <class Idx, class T>
@@ -41,7 +42,8 @@ void sparse_adam_step(const Resources& res, const AdamConfig& c, std::int64_t st
   launch(res, grad.rows * grad.cols,
          detail::SparseAdamBody<Idx, T>{static_cast<T>(c.lr * std::sqrt(c2) / c1),
                                         static_cast<T>(c.beta1), static_cast<T>(c.beta2),
-                                        static_cast<T>(c.eps), param, grad, rows, m, v});
+                                        static_cast<T>(c.eps), param, grad, rows, m, v},
+         grad.rows * grad.cols);
 }
 
 template <class T>
@@ -55,7 +57,8 @@ void sgd_step(const Resources& res, const SgdConfig& c, Span<T> param, ConstSpan
                       4.0 * static_cast<double>(param.size));
   launch(res, param.size,
          detail::SgdBody<T>{static_cast<T>(c.lr), static_cast<T>(c.momentum),
-                            static_cast<T>(c.weight_decay), param, grad, momentum_buf});
+                            static_cast<T>(c.weight_decay), param, grad, momentum_buf},
+         param.size);
 }
 
 template void adam_step<float>(const Resources&, const AdamConfig&, std::int64_t, Span<float>,

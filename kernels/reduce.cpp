@@ -28,8 +28,8 @@ void column_sum(const Resources& res, ConstMatrixView<T> x, Span<T> out, bool ac
       blocks, x.cols};
   launch_by_device(res, blocks, detail::ColumnPartialSumBody<T>{x, rows_per_block, partial},
                    blocks * x.cols,
-                   detail::ColumnPartialSumByColumnBody<T>{x, rows_per_block, partial});
-  launch(res, x.cols, detail::ColumnCombineBody<T>{partial, out, accumulate});
+                   detail::ColumnPartialSumByColumnBody<T>{x, rows_per_block, partial}, x.size());
+  launch(res, x.cols, detail::ColumnCombineBody<T>{partial, out, accumulate}, blocks * x.cols);
 }
 
 template <class T>

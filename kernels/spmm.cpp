@@ -8,12 +8,21 @@
 namespace halo::kernels {
 namespace {
 
+/// A CPU product's elements for the launcher's grain: an input row read per entry, the output
+/// written, `cols` wide.
+template <class Idx, class T>
+std::int64_t cpu_work(CsrView<Idx, T> a, std::int64_t out_rows, std::int64_t cols) {
+  const std::int64_t entries = a.num_entries >= 0 ? a.num_entries : a.num_edges();
+  return (entries + out_rows) * cols;
+}
+
 /// Runs a row product on res's device: the body on the CPU, the GPU's SpMM paths on CUDA.
 template <class Idx, class T>
 void run_rows(const Resources& res, const detail::SpmmRowBody<Idx, T>& body) {
   switch (res.device()) {
     case Device::Cpu:
-      return for_each_index(res.cpu_exec(), body.out.rows, body);
+      return for_each_index(res.cpu_exec(), body.out.rows, body,
+                            cpu_work(body.a, body.out.rows, body.out.cols));
     case Device::Cuda:
 #if HALO_WITH_CUDA
       return detail::spmm_rows_cuda(res, body);
@@ -32,8 +41,10 @@ void run_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> 
   switch (res.device()) {
     case Device::Cpu: {
       zero_bytes(res, out.data, res.device(), static_cast<std::size_t>(out.size()) * sizeof(T));
-      const std::int64_t blocks = (out.cols + Body::kColumnBlock - 1) / Body::kColumnBlock;
-      return for_each_index(res.cpu_exec(), blocks, Body{a, y, out, mean});
+      const std::int64_t work = cpu_work(a, out.rows, out.cols);
+      const std::int64_t width = cpu_column_block(res.cpu_exec(), out.cols, work);
+      return for_each_index(res.cpu_exec(), (out.cols + width - 1) / width,
+                            Body{a, y, out, mean, width}, work);
     }
     case Device::Cuda:
 #if HALO_WITH_CUDA

@@ -141,19 +141,19 @@ struct SpmmRowBody {
 #endif
 };
 
-/// The adjoint product out = A^T y (out zeroed beforehand). One index = one block of
-/// kColumnBlock output columns: every block walks all edges and owns its columns, so no two
-/// indices write the same element and no atomics are needed.
+/// The adjoint product out = A^T y (out zeroed beforehand). One index = one block of `width`
+/// output columns: every block walks all edges and owns its columns, so no two indices write the
+/// same element and no atomics are needed.
 template <class Idx, class T>
 struct SpmmTransposedBlockBody {
-  static constexpr std::int64_t kColumnBlock = 16;
   CsrView<Idx, T> a;
   MatrixView<const T> y;
   MatrixView<T> out;
   bool mean;
+  std::int64_t width;
   HALO_HD void operator()(std::int64_t block) const {
-    const std::int64_t j0 = block * kColumnBlock;
-    const std::int64_t j1 = j0 + kColumnBlock < out.cols ? j0 + kColumnBlock : out.cols;
+    const std::int64_t j0 = block * width;
+    const std::int64_t j1 = j0 + width < out.cols ? j0 + width : out.cols;
     for (std::int64_t r = 0; r < a.num_rows; ++r) {
       const std::int64_t begin = a.indptr[r];
       const std::int64_t end = a.indptr[r + 1];

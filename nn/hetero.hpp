@@ -107,6 +107,10 @@ class HeteroModule {
                                                           bool need_input_grad) = 0;
   virtual std::vector<Parameter<T>*> parameters() = 0;
   virtual std::string name() const = 0;
+  /// Declares the node types (zero[t]) whose input rows are always zeros: a featureless type
+  /// without an embedding, at the input layer. A layer may then skip their products (the same
+  /// results) and return them no input gradient (an empty tensor); by default it ignores this.
+  virtual void set_zero_inputs(std::vector<bool> zero) { (void)zero; }
 
  protected:
   HeteroModule() = default;

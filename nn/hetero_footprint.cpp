@@ -30,7 +30,7 @@ HeteroFootprint::HeteroFootprint(const HeteroModelConfig& config, const HeteroSc
   for (std::size_t t = 0; t < nt; ++t) {
     if (schema.in_features[t] > 0)
       m_parameters += schema.in_features[t] * h + h;
-    else if (config.featureless == FeaturelessInput::Embedding)
+    else if (learns_embedding(config.featureless, schema, static_cast<std::int32_t>(t)))
       m_embedding += schema.num_nodes[t] * h;
   }
   std::int64_t into_target = 0;
@@ -95,7 +95,7 @@ void HeteroFootprint::pass(std::span<const HeteroPassShape> layers, bool backwar
   for (std::size_t t = 0; t < nt; ++t) {
     keep("input." + std::to_string(t), kF * first.num_src[t] * h);
     const bool embedded =
-        m_schema.in_features[t] == 0 && m_config.featureless == FeaturelessInput::Embedding;
+        learns_embedding(m_config.featureless, m_schema, static_cast<std::int32_t>(t));
     if (!embedded) continue;
     if (reads != EmbeddingReads::Whole)
       keep("input_ids." + std::to_string(t), kId * first.num_src[t]);
@@ -123,15 +123,20 @@ void HeteroFootprint::pass(std::span<const HeteroPassShape> layers, bool backwar
         rels.push_back(r);
     const std::int64_t out = last && !hgt ? c : h;
     if (!hgt) {
+      // The input layer skips a zero type's products and gives it no input gradient.
+      const auto zero = [&](std::size_t t) {
+        return l == 0 && m_schema.in_features[t] == 0 &&
+               !learns_embedding(m_config.featureless, m_schema, static_cast<std::int32_t>(t));
+      };
       std::int64_t tmp = 0;
       for (std::size_t t = 0; t < nt; ++t) {
         keep(key(l, "y", t), kF * dst[t] * out);
-        if (backward) keep(key(l, "dx", t), kF * s.num_src[t] * h);
+        if (backward && !zero(t)) keep(key(l, "dx", t), kF * s.num_src[t] * h);
       }
       for (std::size_t i = 0; i < rels.size(); ++i) {
         const auto [src_t, dst_t] = m_schema.relations[rels[i]];
         const std::int64_t nd = dst[static_cast<std::size_t>(dst_t)];
-        if (nd == 0) continue;
+        if (nd == 0 || zero(static_cast<std::size_t>(src_t))) continue;
         keep(key(l, "agg", i), kF * nd * h);
         keep(key(l, "msg", i), kF * nd * out);
         tmp = std::max(tmp, kF * s.num_src[static_cast<std::size_t>(src_t)] * h);
@@ -175,8 +180,13 @@ void HeteroFootprint::pass(std::span<const HeteroPassShape> layers, bool backwar
   if (hgt) keep("logits", kF * top * c);
   if (!backward) return;
   for (std::size_t t = 0; t < nt; ++t) {
+    // (A zero input type has no gradient at the input layer.)
+    const bool zero_input =
+        m_schema.in_features[t] == 0 &&
+        !learns_embedding(m_config.featureless, m_schema, static_cast<std::int32_t>(t));
     std::int64_t rows = 0;
-    for (const HeteroPassShape& s : layers) rows = std::max(rows, s.num_src[t]);
+    for (std::size_t l = zero_input ? 1 : 0; l < layers.size(); ++l)
+      rows = std::max(rows, layers[l].num_src[t]);
     std::int64_t bytes = kF * rows * h;
     if (t == target) bytes = std::max(bytes, kF * top * (hgt ? h : c));
     keep("grad." + std::to_string(t), bytes);

@@ -34,11 +34,30 @@ std::string to_string(HeteroLayerKind kind) {
 FeaturelessInput parse_featureless_input(const std::string& name) {
   if (name == "embedding") return FeaturelessInput::Embedding;
   if (name == "zero") return FeaturelessInput::Zero;
-  HALO_FAIL("featureless input '" + name + "': expected embedding or zero");
+  if (name == "auto") return FeaturelessInput::Auto;
+  HALO_FAIL("featureless input '" + name + "': expected embedding, zero or auto");
 }
 
 std::string to_string(FeaturelessInput input) {
-  return input == FeaturelessInput::Embedding ? "embedding" : "zero";
+  switch (input) {
+    case FeaturelessInput::Embedding:
+      return "embedding";
+    case FeaturelessInput::Zero:
+      return "zero";
+    case FeaturelessInput::Auto:
+      return "auto";
+  }
+  HALO_FAIL("unknown featureless input");
+}
+
+bool learns_embedding(FeaturelessInput input, const HeteroSchema& schema, std::int32_t t) {
+  const auto ut = static_cast<std::size_t>(t);
+  HALO_EXPECTS(t >= 0 && ut < schema.in_features.size(), "learns_embedding: no such node type");
+  if (schema.in_features[ut] > 0 || input == FeaturelessInput::Zero) return false;
+  if (input == FeaturelessInput::Embedding) return true;
+  const std::vector<std::int64_t>& n =
+      schema.global_nodes.empty() ? schema.num_nodes : schema.global_nodes;
+  return n[ut] < n[static_cast<std::size_t>(schema.target_type)];
 }
 
 template <class T>
@@ -117,7 +136,7 @@ HeteroModel<T>::HeteroModel(const kernels::Resources& res, const HeteroModelConf
     } else {
       m_proj_weight.push_back({});
       m_proj_bias.push_back({});
-      m_embedding.push_back(config.featureless == FeaturelessInput::Embedding
+      m_embedding.push_back(learns_embedding(config.featureless, schema, t)
                                 ? std::make_unique<SparseEmbedding<T>>(res, "embedding_" + name,
                                                                        schema.num_nodes[ut], h,
                                                                        seed, kEmbeddingId + ut)
@@ -135,6 +154,13 @@ HeteroModel<T>::HeteroModel(const kernels::Resources& res, const HeteroModelConf
         last && !classifier ? schema.num_classes : h, last ? into_target : schema.relations, config,
         seed, static_cast<std::uint64_t>(l + 1) * kLayerId));
   }
+  // The input layer's zero types: featureless without an embedding.
+  std::vector<bool> zero(static_cast<std::size_t>(nt));
+  for (std::int32_t t = 0; t < nt; ++t)
+    zero[static_cast<std::size_t>(t)] = schema.in_features[static_cast<std::size_t>(t)] == 0 &&
+                                        !learns_embedding(config.featureless, schema, t);
+  m_layers.front()->set_zero_inputs(zero);
+  m_zero_input = std::move(zero);
   if (classifier) {
     m_cls_weight = {"classifier_weight", Tensor<T>(res, h, schema.num_classes),
                     Tensor<T>::zeros(res, h, schema.num_classes)};
@@ -156,8 +182,8 @@ std::unique_ptr<SparseEmbedding<T>> HeteroModel<T>::embedding_part(
     const kernels::Resources& res, std::int32_t type, std::int64_t num_nodes,
     std::span<const kernels::NodeId> rows) const {
   const auto t = static_cast<std::size_t>(type);
-  HALO_EXPECTS(type >= 0 && t < m_schema.in_features.size() && m_schema.in_features[t] == 0 &&
-                   m_config.featureless == FeaturelessInput::Embedding,
+  HALO_EXPECTS(type >= 0 && t < m_schema.in_features.size() &&
+                   learns_embedding(m_config.featureless, m_schema, type),
                "hetero model: embedding_part takes a type with a learnable embedding");
   const std::string name =
       t < m_schema.type_names.size() ? m_schema.type_names[t] : std::to_string(t);
@@ -180,8 +206,8 @@ std::unique_ptr<SparseEmbedding<T>> HeteroModel<T>::embedding_part(
 template <class T>
 void HeteroModel<T>::set_embedding(std::int32_t type, std::unique_ptr<SparseEmbedding<T>> table) {
   const auto t = static_cast<std::size_t>(type);
-  HALO_EXPECTS(type >= 0 && t < m_spread.size() && m_schema.in_features[t] == 0 &&
-                   m_config.featureless == FeaturelessInput::Embedding && table &&
+  HALO_EXPECTS(type >= 0 && t < m_spread.size() &&
+                   learns_embedding(m_config.featureless, m_schema, type) && table &&
                    table->dim() == m_config.hidden,
                "hetero model: set_embedding takes a table of a type with a learnable embedding");
   m_embedding[t] = std::move(table);
@@ -336,7 +362,7 @@ const Tensor<T>& HeteroModel<T>::forward(const Context& ctx,
     }
     if (p > 0)
       for (std::size_t t = 0; t < nt; ++t)
-        if (in[t].numel() > 0)
+        if (in[t].numel() > 0 && !(l == 0 && m_zero_input[t]))  // dropped zeros are zeros
           kernels::dropout(res, dropout_key(ctx, layer_graph(l), t, l), p,
                            kernels::ConstMatrixView<T>(in[t].view()), in[t].view());
     const bool last = l + 1 == layers;
@@ -403,6 +429,8 @@ void HeteroModel<T>::backward(const Context& ctx, std::span<const HeteroGraphVie
         kernels::fill(res, m_dh[t].span(), T(0));
         continue;
       }
+      // A zero input type has no gradient (and keeps its buffer for the layers above).
+      if (l == 0 && m_zero_input[t]) continue;
       kernels::ensure_shape(res, m_dh[t], dx[t].rows(), dx[t].cols());
       if (dx[t].numel() == 0) continue;
       kernels::copy_async(res, m_dh[t], dx[t]);

@@ -27,9 +27,12 @@ std::string to_string(HeteroLayerKind kind);
 enum class FeaturelessInput {
   Embedding,  ///< a learnable row per node (SparseEmbedding, SparseAdam)
   Zero,       ///< zeros: the type's nodes are represented by what they aggregate
+  /// per type: an embedding for a type with fewer nodes than the target type, zeros for the
+  /// others (learns_embedding)
+  Auto,
 };
 
-/// "embedding" / "zero"; LogicError naming the accepted values otherwise.
+/// "embedding" / "zero" / "auto"; LogicError naming the accepted values otherwise.
 FeaturelessInput parse_featureless_input(const std::string& name);
 std::string to_string(FeaturelessInput input);
 
@@ -43,7 +46,7 @@ struct HeteroModelConfig {
   /// HGT attention heads (every HGT layer is `hidden` wide; make_hetero_layer uses one head for
   /// an output width they do not divide).
   int heads = 4;
-  FeaturelessInput featureless = FeaturelessInput::Embedding;
+  FeaturelessInput featureless = FeaturelessInput::Auto;
 };
 
 /// What the data give the model: per node type its node count and feature width (0: no
@@ -57,7 +60,18 @@ struct HeteroSchema {
   std::vector<std::pair<std::int32_t, std::int32_t>> relations;
   std::int32_t target_type = 0;
   std::int32_t num_classes = 0;
+  /// Per type, the whole graph's nodes where num_nodes are a part's rows (empty: num_nodes are
+  /// the whole graph's). What FeaturelessInput::Auto decides by, the same on every rank.
+  std::vector<std::int64_t> global_nodes;
 };
+
+/// Whether node type t of `schema` gets a learnable embedding: a type without features, under
+/// Embedding, or under Auto when the whole graph has fewer nodes of it than of the target type.
+/// A few nodes each seen from many targets (ACM's 60 subjects, a venue, a field) are told apart
+/// by their own rows; a type as numerous as the targets or more (ACM's 7,167 authors, ogbn-mag's
+/// 1.1 M) would add more free rows than the labels constrain, and overfits (bench/results/hgnn.md,
+/// "Featureless types").
+bool learns_embedding(FeaturelessInput input, const HeteroSchema& schema, std::int32_t t);
 
 /// One heterogeneous layer of `kind`: input width in_width[t] per type, `out` outputs, over
 /// `relations`. The one place a layer kind becomes a module (HGT plugs in here).
@@ -142,6 +156,7 @@ class HeteroModel {
   std::vector<kernels::Tensor<kernels::NodeId>> m_embed_ids;  // per type: sampled rows looked up
   std::vector<bool> m_embed_sampled;        // per type: the last forward looked up m_embed_ids
   std::vector<EmbeddingRows<T>*> m_spread;  // per type: its rows spread over processes, or null
+  std::vector<bool> m_zero_input;  // per type: its input is zeros (featureless, no embedding)
   kernels::Tensor<T> m_logits;
 };
 

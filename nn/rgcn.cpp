@@ -116,6 +116,11 @@ MatrixView<const T> RGCNConv<T>::relation_weight(std::size_t r) const {
 }
 
 template <class T>
+bool RGCNConv<T>::zero_input(std::size_t type) const {
+  return type < m_zero.size() && m_zero[type];
+}
+
+template <class T>
 const std::vector<Tensor<T>>& RGCNConv<T>::forward(const Context& ctx,
                                                    const HeteroGraphView<T>& graph,
                                                    std::span<const Tensor<T>> x) {
@@ -142,6 +147,10 @@ const std::vector<Tensor<T>>& RGCNConv<T>::forward(const Context& ctx,
       const auto ut = static_cast<std::size_t>(t);
       kernels::ensure_shape(res, m_y[ut], graph.num_dst[ut], m_out);
       if (graph.num_dst[ut] == 0) continue;
+      if (zero_input(ut)) {  // zeros times the self weight
+        kernels::fill(res, m_y[ut].span(), T(0));
+        continue;
+      }
       kernels::gemm(res, Trans::No, Trans::No, T(1), first_rows(x[ut], graph.num_dst[ut]),
                     m_self[ut].value.view(), T(0), m_y[ut].view());
     }
@@ -153,7 +162,7 @@ const std::vector<Tensor<T>>& RGCNConv<T>::forward(const Context& ctx,
     const auto s = static_cast<std::size_t>(rel.src_type);
     const auto d = static_cast<std::size_t>(rel.dst_type);
     const std::int64_t nd = graph.num_dst[d];
-    if (nd == 0) continue;
+    if (nd == 0 || zero_input(s)) continue;  // a zero type's messages are zeros
     HALO_EXPECTS(rel.adj.num_rows == nd && rel.adj.num_cols == graph.num_src[s],
                  "rgcn_conv: relation '" + rel.name + "' must be num_dst(dst) x num_src(src)");
     kernels::ensure_shape(res, m_agg[r], nd, m_in[s]);
@@ -173,7 +182,7 @@ const std::vector<Tensor<T>>& RGCNConv<T>::forward(const Context& ctx,
   timed(res, times, &HeteroStageTimes::semantic_aggregation_s, [&] {
     for (std::size_t r = 0; r < m_rel.size(); ++r) {
       const auto d = static_cast<std::size_t>(graph.relations[r].dst_type);
-      if (graph.num_dst[d] == 0) continue;
+      if (graph.num_dst[d] == 0 || zero_input(static_cast<std::size_t>(m_rel[r].first))) continue;
       kernels::axpy(res, T(1), kernels::ConstSpan<T>(m_msg[r].span()), m_y[d].span());
     }
     for (std::int32_t t = 0; t < nt; ++t)
@@ -212,13 +221,13 @@ const std::vector<Tensor<T>>& RGCNConv<T>::backward(const Context& ctx,
     for (std::int32_t t = 0; t < nt; ++t) {
       const auto ut = static_cast<std::size_t>(t);
       const std::int64_t nd = graph.num_dst[ut];
-      if (nd == 0) {
+      if (nd == 0 || zero_input(ut)) {
         kernels::fill(res, m_self[ut].grad.span(), T(0));
       } else {
         kernels::gemm(res, Trans::Yes, Trans::No, T(1), first_rows(m_x[ut], nd),
                       ConstMatrixView<T>(dy[ut].view()), T(0), m_self[ut].grad.view());
       }
-      if (!need_input_grad) {
+      if (!need_input_grad || zero_input(ut)) {
         m_dx[ut] = Tensor<T>();
         continue;
       }
@@ -240,7 +249,7 @@ const std::vector<Tensor<T>>& RGCNConv<T>::backward(const Context& ctx,
         m_num_bases == 0
             ? m_weight[r].grad.view()
             : MatrixView<T>{m_dw.data() + static_cast<std::int64_t>(r) * in * m_out, in, m_out};
-    if (nd == 0) {
+    if (nd == 0 || zero_input(s)) {
       kernels::fill(res, kernels::Span<T>(dw.data, in * m_out), T(0));
       continue;
     }

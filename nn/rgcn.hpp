@@ -36,8 +36,12 @@ class RGCNConv final : public HeteroModule<T> {
                                                   bool need_input_grad) override;
   std::vector<Parameter<T>*> parameters() override;
   std::string name() const override { return "rgcn_conv"; }
+  /// A zero type's self product and the relations from it are skipped (their messages are
+  /// zeros; their weights' gradients zeros), and it gets no input gradient.
+  void set_zero_inputs(std::vector<bool> zero) override { m_zero = std::move(zero); }
 
  private:
+  bool zero_input(std::size_t type) const;
   /// Relation r's weight (in x out): its own parameter, or row r of the composed m_w.
   kernels::MatrixView<const T> relation_weight(std::size_t r) const;
 
@@ -54,6 +58,7 @@ class RGCNConv final : public HeteroModule<T> {
   std::vector<kernels::Tensor<T>> m_msg;  // per relation: m_agg W_r, num_dst x out
   std::vector<kernels::Tensor<T>> m_y, m_dx;
   kernels::Tensor<T> m_tmp;
+  std::vector<bool> m_zero;  // per node type: its input is zeros (set_zero_inputs)
 };
 
 }  // namespace halo::nn

@@ -142,7 +142,7 @@ SpreadEmbeddings spread_embeddings(const kernels::Resources& res, Comm& comm,
   const nn::HeteroSchema& schema = model.schema();
   for (std::int32_t t = 0; t < static_cast<std::int32_t>(schema.in_features.size()); ++t) {
     const auto ut = static_cast<std::size_t>(t);
-    if (schema.in_features[ut] > 0) continue;
+    if (!nn::learns_embedding(model.config().featureless, schema, t)) continue;
     const NodeId* o = layout.original[ut].data();
     const std::vector<NodeId> owned(o, o + layout.num_owned[ut]);
     s.tables.push_back(std::make_unique<DistributedEmbedding>(

@@ -53,6 +53,7 @@ const ModelCase kCases[] = {
     {nn::HeteroLayerKind::Hgt, 0, nn::FeaturelessInput::Zero, 1},
     {nn::HeteroLayerKind::Rgcn, 0, nn::FeaturelessInput::Zero, 2},
     {nn::HeteroLayerKind::Hgt, 0, nn::FeaturelessInput::Zero, 2},
+    {nn::HeteroLayerKind::Rgcn, 0, nn::FeaturelessInput::Auto, 2},
 };
 
 TEST(HeteroFootprint, IsWhatTheModelAllocatesForAFullGraphPass) {

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <gtest/gtest.h>
 #include <limits>
+#include <omp.h>
+#include <set>
 
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/elementwise_body.hpp>
@@ -488,6 +490,59 @@ TYPED_TEST(Dropout, ReluDropoutEqualsReluThenDropoutBothWays) {
   EXPECT_THROW(relu_dropout(cpu, DropoutKey{}, 0.5f, a.view(), b.view()), LogicError);
   auto c = testing::filled(cpu, 3, 4, 0.f);
   EXPECT_THROW(relu_dropout(cpu, DropoutKey{}, 1.f, a.view(), c.view()), LogicError);
+}
+
+}  // namespace
+}  // namespace halo::kernels
+
+namespace halo::kernels {
+namespace {
+
+// The launcher's grain: a launch whose stated work is below kSerialWork runs every index on the
+// calling thread (no team woken); at or above it, or with its work unstated, the team shares
+// the indices; inside a caller's parallel region every launch stays on that thread. Every index
+// runs exactly once either way.
+TEST(Launcher, WorkBelowTheGrainRunsOnTheCallingThread) {
+  const kernels::CpuExec two{2};
+  const auto run = [&](std::int64_t n, std::int64_t work) {
+    std::vector<int> thread(static_cast<std::size_t>(n), -1);
+    std::vector<int> seen(static_cast<std::size_t>(n), 0);
+    kernels::for_each_index(
+        two, n,
+        [&](std::int64_t i) {
+          thread[static_cast<std::size_t>(i)] = omp_get_thread_num();
+          ++seen[static_cast<std::size_t>(i)];
+        },
+        work);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), n) << "every index once";
+    return static_cast<int>(std::set<int>(thread.begin(), thread.end()).size());
+  };
+  const std::int64_t n = 4096;  // enough indices for both threads to take some
+  EXPECT_EQ(run(n, kernels::kSerialWork - 1), 1);
+  EXPECT_EQ(run(n, 0), 1);
+  // The team: two threads each take a share (guided schedule, a slow iteration per index so
+  // that neither thread finishes every chunk before the other starts).
+  const auto team_threads = [&](std::int64_t work) {
+    std::vector<int> thread(static_cast<std::size_t>(n), -1);
+    kernels::for_each_index(
+        two, n,
+        [&](std::int64_t i) {
+          volatile double x = 0;
+          for (int k = 0; k < 10000; ++k) x = x + 1e-3;
+          thread[static_cast<std::size_t>(i)] = omp_get_thread_num();
+        },
+        work);
+    return static_cast<int>(std::set<int>(thread.begin(), thread.end()).size());
+  };
+  EXPECT_EQ(team_threads(kernels::kSerialWork), 2);
+  EXPECT_EQ(team_threads(kernels::kUnstatedWork), 2);
+  // One thread configured: the calling thread whatever the work.
+  std::vector<int> caller;
+  kernels::for_each_index(kernels::CpuExec{1}, 64, [&](std::int64_t) {
+#pragma omp critical
+    caller.push_back(omp_get_num_threads());
+  });
+  EXPECT_EQ(std::set<int>(caller.begin(), caller.end()), std::set<int>{1});
 }
 
 }  // namespace

@@ -174,6 +174,41 @@ TEST(RGCNConv, RecordsItsStages) {
   EXPECT_EQ(times.subgraph_build_s, 0);  // the task's stage, not the layer's
 }
 
+// A type declared zero (set_zero_inputs): the layer skips its self product and the relations
+// from it, and gives the same outputs and parameter gradients as the plain layer on zero rows,
+// element for element (the skipped terms are exact zeros), on a whole graph and on a block; the
+// zero type gets no input gradient, the others the same one.
+TEST(RGCNConv, ZeroInputsSkipTheirProductsWithTheSameResults) {
+  for (const bool block : {false, true}) {
+    for (const int bases : {0, 2}) {
+      SCOPED_TRACE(std::string(block ? "block" : "whole graph") + " bases " +
+                   std::to_string(bases));
+      const HeteroCase c(block);
+      nn::RGCNConv<double> plain(cpu(), {3, 3, 3}, 2, c.rel, bases, 7, 100);
+      nn::RGCNConv<double> skipping(cpu(), {3, 3, 3}, 2, c.rel, bases, 7, 100);
+      skipping.set_zero_inputs({false, true, false});  // type 1 feeds relation 1 (1 -> 0)
+      auto x = random_inputs(c, {3, 3, 3}, 50);
+      x[1] = Tensor<double>::zeros(cpu(), c.num_src[1], 3);
+      const auto& y_plain = plain.forward(train_context(), c.view, x);
+      const auto& y_skip = skipping.forward(train_context(), c.view, x);
+      std::vector<Tensor<double>> dy;
+      for (std::size_t t = 0; t < 3; ++t) {
+        EXPECT_EQ(to_doubles(y_skip[t]), to_doubles(y_plain[t])) << "type " << t;
+        dy.push_back(testing::random_matrix<double>(c.num_dst[t], 2, 90 + t));
+      }
+      const auto& dx_plain = plain.backward(train_context(), c.view, dy, true);
+      const auto& dx_skip = skipping.backward(train_context(), c.view, dy, true);
+      EXPECT_EQ(to_doubles(dx_skip[0]), to_doubles(dx_plain[0]));
+      EXPECT_EQ(to_doubles(dx_skip[2]), to_doubles(dx_plain[2]));
+      EXPECT_EQ(dx_skip[1].numel(), 0) << "no input gradient for a zero type";
+      const auto p_plain = plain.parameters(), p_skip = skipping.parameters();
+      ASSERT_EQ(p_plain.size(), p_skip.size());
+      for (std::size_t i = 0; i < p_plain.size(); ++i)
+        EXPECT_EQ(to_doubles(p_skip[i]->grad), to_doubles(p_plain[i]->grad)) << p_plain[i]->name;
+    }
+  }
+}
+
 TEST(RGCNConv, RejectsMismatchedGraphs) {
   const HeteroCase c(false);
   EXPECT_THROW(nn::RGCNConv<double>(cpu(), {3, 2, 4}, 2, c.rel, 2, 7, 100), LogicError);
@@ -183,6 +218,55 @@ TEST(RGCNConv, RejectsMismatchedGraphs) {
 }
 
 // ---- the model: projections, embeddings, layers, dropout, ReLU ------------------------------
+
+// FeaturelessInput::Auto: a learnable embedding for a featureless type with fewer nodes than the
+// target type (by the whole graph's counts where a part's schema has them), zeros for the others;
+// Embedding and Zero whatever the counts; a type with features never has one.
+TEST(HeteroModel, AutoEmbedsTheFeaturelessTypesSmallerThanTheTarget) {
+  nn::HeteroSchema schema;
+  schema.type_names = {"paper", "author", "subject", "term", "venue"};
+  schema.num_nodes = {40, 70, 6, 40, 3};
+  schema.in_features = {5, 0, 0, 0, 2};
+  schema.relations = {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {0, 1}};
+  schema.target_type = 0;
+  schema.num_classes = 2;
+  using nn::FeaturelessInput;
+  const auto embeds = [&](FeaturelessInput input, const nn::HeteroSchema& s) {
+    std::vector<bool> v;
+    for (std::int32_t t = 0; t < 5; ++t) v.push_back(nn::learns_embedding(input, s, t));
+    return v;
+  };
+  // Fewer than the 40 targets: the 6 subjects; not the 70 authors nor the 40 terms (as many).
+  EXPECT_EQ(embeds(FeaturelessInput::Auto, schema),
+            (std::vector<bool>{false, false, true, false, false}));
+  EXPECT_EQ(embeds(FeaturelessInput::Embedding, schema),
+            (std::vector<bool>{false, true, true, true, false}));
+  EXPECT_EQ(embeds(FeaturelessInput::Zero, schema), std::vector<bool>(5, false));
+  // A part's rows (here: more subjects than papers held locally) decide nothing: the whole
+  // graph's counts do, so that every rank builds the same model.
+  nn::HeteroSchema part = schema;
+  part.num_nodes = {4, 2, 6, 1, 3};
+  part.global_nodes = schema.num_nodes;
+  EXPECT_EQ(embeds(FeaturelessInput::Auto, part), embeds(FeaturelessInput::Auto, schema));
+  // The model holds exactly those tables, each a row per node.
+  for (const FeaturelessInput input :
+       {FeaturelessInput::Auto, FeaturelessInput::Embedding, FeaturelessInput::Zero}) {
+    nn::HeteroModelConfig config;
+    config.hidden = 4;
+    config.featureless = input;
+    nn::HeteroModel<float> model(cpu(), config, schema, 3);
+    std::vector<std::string> names;
+    for (auto* e : model.embeddings()) names.push_back(e->name());
+    std::vector<std::string> want;
+    for (std::int32_t t = 0; t < 5; ++t)
+      if (nn::learns_embedding(input, schema, t))
+        want.push_back("embedding_" + schema.type_names[static_cast<std::size_t>(t)]);
+    EXPECT_EQ(names, want) << nn::to_string(input);
+    EXPECT_EQ(nn::parse_featureless_input(nn::to_string(input)), input);
+  }
+  EXPECT_EQ(nn::HeteroModelConfig{}.featureless, FeaturelessInput::Auto);
+  EXPECT_THROW((void)nn::parse_featureless_input("random"), LogicError);
+}
 
 TEST(HeteroModel, FiniteDifferencesThroughEveryPart) {
   for (const int bases : {0, 2, -1}) {  // -1: HGT (its layers and the classifier)
@@ -200,6 +284,7 @@ TEST(HeteroModel, FiniteDifferencesThroughEveryPart) {
     config.num_bases = std::max(bases, 0);
     config.kind = bases < 0 ? nn::HeteroLayerKind::Hgt : nn::HeteroLayerKind::Rgcn;
     config.heads = 2;
+    config.featureless = nn::FeaturelessInput::Embedding;
     nn::HeteroModel<double> model(cpu(), config, schema, 11);
     for (auto* p : model.parameters()) randomize(p->value, 2000 + p->value.numel());
     // Sparse features on type 0 (empty rows included), dense ones on type 2.

@@ -163,9 +163,10 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
       ->capture_default_str();
   sub->add_option("--featureless", o.featureless,
                   "Heterogeneous datasets: the input of a node type without features: embedding "
-                  "(a learnable row per node, updated by SparseAdam) or zero (represented by what "
-                  "it aggregates)")
-      ->check(CLI::IsMember({"embedding", "zero"}))
+                  "(a learnable row per node, updated by SparseAdam), zero (represented by what "
+                  "it aggregates) or auto (embedding for a type with fewer nodes than the target "
+                  "type, zero for the others)")
+      ->check(CLI::IsMember({"embedding", "zero", "auto"}))
       ->capture_default_str();
   sub->add_option("--layers", o.layers, "Number of graph convolutions")
       ->check(integer_range(1, 16))
@@ -198,8 +199,14 @@ std::function<void()> add_train_options(CLI::App* sub, TrainOptions& o) {
                   "by local rank)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  sub->add_flag("--no-normalize-features", o.no_normalize,
-                "Keep sparse features raw (default: divide each row by its L1 norm)");
+  CLI::Option* raw = sub->add_flag(
+      "--no-normalize-features", o.no_normalize,
+      "Keep sparse features raw (the default of a heterogeneous dataset; otherwise each row is "
+      "divided by its L1 norm)");
+  sub->add_flag("--normalize-features", o.normalize,
+                "Divide each sparse feature row by its L1 norm (the default, except for a "
+                "heterogeneous dataset)")
+      ->excludes(raw);
   sub->add_option("--task", o.task,
                   "node (node classification) or link (link prediction on a temporal dataset: "
                   "--model evolvegcn-o or gcrn, --snapshots, default --window-snapshots 1; "

@@ -28,6 +28,7 @@ struct TrainOptions {
   int threads = 0;
   std::string device = "cpu";
   bool no_normalize = false;
+  bool normalize = false;  // --normalize-features: a heterogeneous dataset's rows L1-normalised
   std::string partitions;
   bool no_overlap = false;
   std::string mode = "full-graph";
@@ -43,7 +44,7 @@ struct TrainOptions {
   // of the run's flags were given (the others take the heterogeneous task's defaults).
   int split = 0;
   int num_bases = 0;
-  std::string featureless = "zero";
+  std::string featureless = "auto";
   int heads = 4;
   std::vector<std::string> given;
   // --task link (temporal datasets): the snapshots, the window, negatives and the split.

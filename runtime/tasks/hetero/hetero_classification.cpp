@@ -409,8 +409,10 @@ F1Scores f1_scores(std::span<const double> counts) {
 HeteroTrainRun train(const kernels::Resources& res, HeteroShard& shard, const TrainConfig& config,
                      const EpochCallback& on_epoch, const StepCallback& on_step) {
   check_config(config);
-  HeteroTrainRun run{
-      nn::HeteroModel<float>(res, config.hetero, hetero_schema(shard.graph), config.seed), {}};
+  // The part's rows, the whole graph's counts (what FeaturelessInput::Auto decides by).
+  nn::HeteroSchema schema = hetero_schema(shard.graph);
+  schema.global_nodes = shard.layout.global_nodes;
+  HeteroTrainRun run{nn::HeteroModel<float>(res, config.hetero, schema, config.seed), {}};
   Trainer trainer(res, hetero_classification(res, shard, config, run.model), config.epochs,
                   config.checkpoint);
   run.result = trainer.run(on_epoch, on_step);
@@ -512,7 +514,7 @@ void save_hetero_model(const kernels::Resources& res, const std::filesystem::pat
   const auto tables = model.embeddings();
   std::size_t i = 0;
   for (std::size_t t = 0; t < schema.num_nodes.size() && i < tables.size(); ++t)
-    if (schema.in_features[t] == 0)
+    if (nn::learns_embedding(config.hetero.featureless, schema, static_cast<std::int32_t>(t)))
       HALO_EXPECTS(tables[i++]->num_rows() == schema.num_nodes[t],
                    "save_hetero_model: an embedding table of a part's rows (the run did not end)");
   const nn::HeteroModelConfig& h = config.hetero;
