@@ -122,12 +122,12 @@ void HeteroFootprint::pass(std::span<const HeteroPassShape> layers, bool backwar
       if (!last || static_cast<std::size_t>(m_schema.relations[r].second) == target)
         rels.push_back(r);
     const std::int64_t out = last && !hgt ? c : h;
+    // The input layer skips a zero type's products and gives it no input gradient.
+    const auto zero = [&](std::size_t t) {
+      return l == 0 && m_schema.in_features[t] == 0 &&
+             !learns_embedding(m_config.featureless, m_schema, static_cast<std::int32_t>(t));
+    };
     if (!hgt) {
-      // The input layer skips a zero type's products and gives it no input gradient.
-      const auto zero = [&](std::size_t t) {
-        return l == 0 && m_schema.in_features[t] == 0 &&
-               !learns_embedding(m_config.featureless, m_schema, static_cast<std::int32_t>(t));
-      };
       std::int64_t tmp = 0;
       for (std::size_t t = 0; t < nt; ++t) {
         keep(key(l, "y", t), kF * dst[t] * out);
@@ -153,7 +153,7 @@ void HeteroFootprint::pass(std::span<const HeteroPassShape> layers, bool backwar
       keep(key(l, "dst", t), 5 * kF * nd * out);
       keep(key(l, "softmax", t), 2 * kF * nd * heads);
       if (backward) {
-        keep(key(l, "dx", t), kF * ns * h);
+        if (!zero(t)) keep(key(l, "dx", t), kF * ns * h);
         keep(key(l, "d_kv", t), 2 * kF * ns * out);
         keep(key(l, "d_dst", t), 3 * kF * nd * out);
       }

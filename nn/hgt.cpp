@@ -60,20 +60,26 @@ MatrixView<T> rows_of(Tensor<T>& x, std::int64_t rows, std::int64_t cols) {
   return {x.data(), rows, cols};
 }
 
-/// y = x w + b over the given rows of x.
+/// y = x w + b over the given rows of x; `zero`: x is zeros, y the bias in every row (no product).
 template <class T>
 void linear(const kernels::Resources& res, ConstMatrixView<T> x, const Parameter<T>& w,
-            const Parameter<T>& b, Tensor<T>& y) {
+            const Parameter<T>& b, Tensor<T>& y, bool zero = false) {
   kernels::ensure_shape(res, y, x.rows, w.value.cols());
-  kernels::gemm(res, Trans::No, Trans::No, T(1), x, w.value.view(), T(0), y.view());
+  if (zero)
+    kernels::fill(res, y.span(), T(0));
+  else
+    kernels::gemm(res, Trans::No, Trans::No, T(1), x, w.value.view(), T(0), y.view());
   kernels::add_bias(res, y.view(), b.value.span());
 }
 
-/// dW = x^T dy, db = column sums of dy, and dx += dy W^T when dx has data.
+/// dW = x^T dy (zeros for a zero x), db = column sums of dy, and dx += dy W^T when dx has data.
 template <class T>
 void linear_backward(const kernels::Resources& res, ConstMatrixView<T> x, const Tensor<T>& dy,
-                     Parameter<T>& w, Parameter<T>& b, MatrixView<T> dx) {
-  kernels::gemm(res, Trans::Yes, Trans::No, T(1), x, dy.view(), T(0), w.grad.view());
+                     Parameter<T>& w, Parameter<T>& b, MatrixView<T> dx, bool zero = false) {
+  if (zero)
+    kernels::fill(res, w.grad.span(), T(0));
+  else
+    kernels::gemm(res, Trans::Yes, Trans::No, T(1), x, dy.view(), T(0), w.grad.view());
   kernels::column_sum(res, dy.view(), b.grad.span());
   if (dx.data != nullptr)
     kernels::gemm(res, Trans::No, Trans::Yes, T(1), dy.view(), w.value.view(), T(1), dx);
@@ -242,9 +248,10 @@ const std::vector<Tensor<T>>& HGTConv<T>::forward(const Context& ctx,
     TypeState& ts = m_types[t];
     const std::int64_t in = m_config.in_widths[t];
     const auto all = rows_of(x[t], graph.num_src[t], in);
-    linear(res, all, ts.k_weight, ts.k_bias, ts.keys);
-    linear(res, all, ts.v_weight, ts.v_bias, ts.values);
-    linear(res, rows_of(x[t], graph.num_dst[t], in), ts.q_weight, ts.q_bias, ts.queries);
+    const bool zero = zero_input(t);
+    linear(res, all, ts.k_weight, ts.k_bias, ts.keys, zero);
+    linear(res, all, ts.v_weight, ts.v_bias, ts.values, zero);
+    linear(res, rows_of(x[t], graph.num_dst[t], in), ts.q_weight, ts.q_bias, ts.queries, zero);
   }
   clock.lap(kProjection);
 
@@ -346,16 +353,19 @@ const std::vector<Tensor<T>>& HGTConv<T>::backward(const Context& ctx,
   for (std::size_t t = 0; t < m_types.size(); ++t) {
     TypeState& ts = m_types[t];
     const std::int64_t rows = graph.num_dst[t], in = m_config.in_widths[t];
-    if (need_input_grad) {
+    const bool grad = need_input_grad && !zero_input(t);  // a zero type gets none
+    if (grad) {
       kernels::ensure_shape(res, m_dx[t], graph.num_src[t], x[t].cols());  // the input's shape
       kernels::fill(res, m_dx[t].span(), T(0));
+    } else if (need_input_grad) {
+      m_dx[t] = Tensor<T>();
     }
     kernels::ensure_shape(res, ts.d_lin, rows, width);
     const Span<const T> dout{dy[t].data(), rows * width};
     if (gated(t)) {
       kernels::sigmoid_gate_backward<T>(
           res, ts.gate.value.span(), ts.lin.span(), Span<const T>{x[t].data(), rows * width}, dout,
-          ts.d_lin.span(), need_input_grad ? Span<T>{m_dx[t].data(), rows * in} : Span<T>{},
+          ts.d_lin.span(), grad ? Span<T>{m_dx[t].data(), rows * in} : Span<T>{},
           ts.gate.grad.span(), /*accumulate_dx=*/true);
     } else {
       kernels::copy_bytes_async(res, ts.d_lin.data(), res.device(), dout.data, res.device(),
@@ -444,13 +454,12 @@ const std::vector<Tensor<T>>& HGTConv<T>::backward(const Context& ctx,
     const std::int64_t in = m_config.in_widths[t];
     const auto all = rows_of(x[t], graph.num_src[t], in);
     const auto dst = rows_of(x[t], graph.num_dst[t], in);
-    const MatrixView<T> dx_all =
-        need_input_grad ? rows_of(m_dx[t], graph.num_src[t], in) : MatrixView<T>{};
-    const MatrixView<T> dx_dst =
-        need_input_grad ? rows_of(m_dx[t], graph.num_dst[t], in) : MatrixView<T>{};
-    linear_backward(res, all, ts.d_keys, ts.k_weight, ts.k_bias, dx_all);
-    linear_backward(res, all, ts.d_values, ts.v_weight, ts.v_bias, dx_all);
-    linear_backward(res, dst, ts.d_queries, ts.q_weight, ts.q_bias, dx_dst);
+    const bool zero = zero_input(t), grad = need_input_grad && !zero;
+    const MatrixView<T> dx_all = grad ? rows_of(m_dx[t], graph.num_src[t], in) : MatrixView<T>{};
+    const MatrixView<T> dx_dst = grad ? rows_of(m_dx[t], graph.num_dst[t], in) : MatrixView<T>{};
+    linear_backward(res, all, ts.d_keys, ts.k_weight, ts.k_bias, dx_all, zero);
+    linear_backward(res, all, ts.d_values, ts.v_weight, ts.v_bias, dx_all, zero);
+    linear_backward(res, dst, ts.d_queries, ts.q_weight, ts.q_bias, dx_dst, zero);
   }
   clock.lap(kProjection);
   return need_input_grad ? m_dx : m_no_grad;

@@ -68,6 +68,9 @@ class HGTConv final : public HeteroModule<T> {
                                                   std::span<const kernels::Tensor<T>> dy,
                                                   bool need_input_grad) override;
   std::vector<Parameter<T>*> parameters() override;
+  /// A zero type's K, Q and V are their biases (no products; their weights' gradients zeros),
+  /// and it gets no input gradient.
+  void set_zero_inputs(std::vector<bool> zero) override { m_zero = std::move(zero); }
   std::string name() const override { return "hgt_conv"; }
   const HgtConfig& config() const { return m_config; }
 
@@ -90,6 +93,7 @@ class HGTConv final : public HeteroModule<T> {
   };
   void check_graph(const HeteroGraphView<T>& graph) const;
   bool gated(std::size_t t) const;
+  bool zero_input(std::size_t t) const { return t < m_zero.size() && m_zero[t]; }
 
   HgtConfig m_config;
   std::int64_t m_head_width;
@@ -101,6 +105,7 @@ class HGTConv final : public HeteroModule<T> {
   std::vector<kernels::Tensor<T>> m_output;
   std::vector<kernels::Tensor<T>> m_dx;
   std::vector<kernels::Tensor<T>> m_no_grad;
+  std::vector<bool> m_zero;  // per node type: its input is zeros (set_zero_inputs)
   std::vector<kernels::SoftmaxSegments<kernels::NodeId, T>> m_parts, m_grad_parts;
   kernels::Tensor<T> m_d_rel_keys;      // dL/d(K_s W_att), one relation at a time
   kernels::Tensor<T> m_d_rel_messages;  // dL/d(V_s W_msg), one relation at a time

@@ -296,6 +296,44 @@ TEST(HgtConv, HandlesTypesWithoutRows) {
   check_hetero_gradients(layer, train_context(), g.view(), x, 1200);
 }
 
+// A type declared zero (set_zero_inputs; type 2, no gated residual, and type 0, gated): K, Q and
+// V are their biases without a product, with the outputs and parameter gradients of the plain
+// layer on zero rows, element for element; the zero type gets no input gradient.
+TEST(HgtConv, ZeroInputsSkipTheirProductsWithTheSameResults) {
+  for (const std::size_t zero_type : {std::size_t{0}, std::size_t{2}}) {
+    SCOPED_TRACE("zero type " + std::to_string(zero_type));
+    TypedGraph<double> g(29);
+    const auto c = config(2, 0.3f);
+    nn::HGTConv<double> plain(cpu(), c, 3, 0), skipping(cpu(), c, 3, 0);
+    randomize_parameters(plain, 1300);
+    randomize_parameters(skipping, 1300);
+    std::vector<bool> zero(3, false);
+    zero[zero_type] = true;
+    skipping.set_zero_inputs(zero);
+    auto x = random_inputs(g, c, 1400);
+    x[zero_type] = Tensor<double>::zeros(cpu(), g.num_src[zero_type], c.in_widths[zero_type]);
+    const auto& y_plain = plain.forward(train_context(), g.view(), x);
+    const auto& y_skip = skipping.forward(train_context(), g.view(), x);
+    std::vector<Tensor<double>> dy;
+    for (std::size_t t = 0; t < 3; ++t) {
+      EXPECT_EQ(to_doubles(y_skip[t]), to_doubles(y_plain[t])) << "type " << t;
+      dy.push_back(testing::random_matrix<double>(g.num_dst[t], c.out_width, 1500 + t));
+    }
+    const auto& dx_plain = plain.backward(train_context(), g.view(), dy, true);
+    const auto& dx_skip = skipping.backward(train_context(), g.view(), dy, true);
+    for (std::size_t t = 0; t < 3; ++t) {
+      if (t == zero_type)
+        EXPECT_EQ(dx_skip[t].numel(), 0) << "no input gradient for a zero type";
+      else
+        EXPECT_EQ(to_doubles(dx_skip[t]), to_doubles(dx_plain[t])) << "type " << t;
+    }
+    const auto p_plain = plain.parameters(), p_skip = skipping.parameters();
+    ASSERT_EQ(p_plain.size(), p_skip.size());
+    for (std::size_t i = 0; i < p_plain.size(); ++i)
+      EXPECT_EQ(to_doubles(p_skip[i]->grad), to_doubles(p_plain[i]->grad)) << p_plain[i]->name;
+  }
+}
+
 TEST(HgtConv, DropoutIsKeyedByGlobalIds) {
   TypedGraph<double> g(13);
   const auto c = config(2, 0.5f);
