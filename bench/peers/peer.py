@@ -2,7 +2,7 @@
 `halo datasets export` wrote, so that every system trains on the identical graph, features,
 labels and splits.
 
-    peer.py --system pyg|dgl --workload gcn|sage|sample|spmm --graph G.npz [options]
+    peer.py --system pyg|dgl --workload gcn|sage|sample|spmm|rgcn|hgt|rgcn-mb --graph G.npz [options]
 
 Prints one JSON object per line: per epoch / repetition records and a final summary
 ({"summary": true, ...}). Conventions, matched to Halo's:
@@ -16,7 +16,9 @@ Prints one JSON object per line: per epoch / repetition records and a final summ
   * SAGE: mean aggregation, root weight, ReLU and dropout between layers (as the PyG and DGL
     examples), with --input-dropout also on the input features (as Halo's model does); an
     epoch is every training node once in shuffled batches, sampling and feature gathering
-    included.
+    included;
+  * rgcn, hgt, rgcn-mb: heterogeneous node classification on a typed graph's export
+    (bench/peers/hetero.py describes the models and what is timed).
 """
 import argparse
 import json
@@ -325,13 +327,14 @@ def run_spmm(args, g):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--system", choices=["pyg", "dgl"], required=True)
-    p.add_argument("--workload", choices=["gcn", "sage", "sample", "spmm"], required=True)
+    p.add_argument("--workload", choices=["gcn", "sage", "sample", "spmm", "rgcn", "hgt", "rgcn-mb"],
+                   required=True)
     p.add_argument("--graph", required=True)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--epochs", type=int, default=200)
+    p.add_argument("--epochs", type=int, help="default 200; rgcn, hgt: 80; rgcn-mb: 1")
     p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--hidden", type=int, default=16)
-    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--hidden", type=int, help="default 16; rgcn, hgt, rgcn-mb: 64")
+    p.add_argument("--dropout", type=float, help="default 0.5; rgcn, rgcn-mb: 0.8")
     p.add_argument("--input-dropout", action="store_true",
                    help="sage: drop out the input features too, as Halo's model does")
     p.add_argument("--lr", type=float, default=0.01)
@@ -341,9 +344,25 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--cols", type=int, default=256)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--heads", type=int, default=4, help="hgt: attention heads")
+    p.add_argument("--featureless", choices=["auto", "zero", "embedding"], default="auto",
+                   help="rgcn, hgt, rgcn-mb: the input of a featureless node type (auto: an "
+                        "embedding when the type has fewer nodes than the target type, else zeros)")
+    p.add_argument("--max-batches", type=int, default=0,
+                   help="rgcn-mb: train (and time) only the first N batches of an epoch (0: all)")
+    p.add_argument("--full-eval", action="store_true",
+                   help="rgcn-mb: evaluate on the full graph after each epoch (not timed)")
+    p.add_argument("--pyg-adj", choices=["edge_index", "csr", "sparsetensor"], default="csr",
+                   help="rgcn on PyG: the relations as edge_index, or as torch sparse CSR adj_t")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    if args.workload in ("rgcn", "hgt", "rgcn-mb"):
+        import hetero  # bench/peers/hetero.py, beside this script
+        return hetero.run(args)
+    for k, v in {"epochs": 200, "hidden": 16, "dropout": 0.5}.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
     g = load(args.graph)
     {"gcn": run_gcn, "sage": run_sage, "sample": run_sample, "spmm": run_spmm}[args.workload](args, g)
 

@@ -9,6 +9,11 @@ time, max rate) and the median over the repetitions; a ratio is Halo / peer per 
 are back to back), and the table shows the median of those ratios and all of them. For the
 sampling rate the ratio is inverted (peer rate / Halo rate), so that below 1 always means Halo is
 faster.
+
+The heterogeneous workloads (acm-rgcn, acm-hgt: R-GCN and HGT on the full graph, ms per epoch;
+mag-rgcn-10-5 and the like: R-GCN mini-batch, ms per batch = epoch time / batches trained) have
+a table of their own that puts each system's test Macro-F1 (at the epoch of best validation
+accuracy; mean, and range over the repetitions) beside its time.
 """
 import argparse
 import csv
@@ -22,12 +27,17 @@ METRICS = {  # workload kind -> (record key, unit, lower is better, scale for th
     "sage": ("epoch_time_median_s", "s per epoch", True, 1.0),
     "spmm": ("seconds_median", "ms per product", True, 1e3),
     "sample": ("sampled_edges_per_s_median", "M sampled edges/s", False, 1e-6),
+    "hetero": ("epoch_time_median_s", "ms per epoch", True, 1e3),
+    "hetero-mb": ("seconds_per_batch", "ms per batch", True, 1e3),
 }
+HETERO = ("hetero", "hetero-mb")
 SYSTEMS = ["halo", "pyg", "dgl"]
 NAMES = {"halo": "Halo", "pyg": "PyG", "dgl": "DGL"}
 
 
 def kind(workload):
+    if "-rgcn" in workload or "-hgt" in workload:  # before gcn: acm-rgcn ends with "gcn"
+        return "hetero-mb" if workload.split("-")[-1].isdigit() else "hetero"
     for k in ("gcn", "sage", "spmm", "sample"):
         if workload.endswith(k) or ("-" + k) in workload:
             return k
@@ -49,6 +59,26 @@ def summarize_ops(path):
                "bytes_per_s_median": reps[0]["bytes"] / statistics.median(secs)}
     out["summary"] = True
     print(json.dumps(out))
+
+
+def metric_value(r, key):
+    """A record's value of the metric key; seconds_per_batch derived for Halo's and the peers'
+    mini-batch records alike (epoch time over the batches trained)."""
+    if r.get("failed"):
+        return None
+    if key == "seconds_per_batch":
+        t, b = r.get("epoch_time_median_s"), r.get("batches_per_epoch")
+        return t / b if t is not None and b else None
+    return r.get(key)
+
+
+def f1_cell(runs):
+    v = [r["test_macro_f1"] for r in runs if r.get("test_macro_f1") is not None]
+    if not v:
+        return "-"
+    if len(v) == 1:
+        return f"{v[0]:.3f}"
+    return f"{statistics.mean(v):.3f} ({min(v):.3f}-{max(v):.3f})"
 
 
 def fmt(v, scale):
@@ -75,12 +105,12 @@ def main():
     workloads = list(dict.fromkeys(r["workload"] for r in recs))
     systems = [s for s in SYSTEMS if any(r["system"] == s for r in recs)]
     rows, csv_rows, ratios_for_plot = [], [], {}
-    accuracy_rows = []
+    accuracy_rows, hetero_rows = [], []
     for w in workloads:
         key, unit, lower, scale = METRICS[kind(w)]
         by = {s: {r["rep"]: r for r in recs if r["workload"] == w and r["system"] == s} for s in systems}
-        value = lambda s, rep: (None if by[s][rep].get("failed") else by[s][rep].get(key))
-        cells = []
+        value = lambda s, rep: metric_value(by[s][rep], key)
+        cells, hetero_cells = [], []
         for s in systems:
             vals = [value(s, rep) for rep in sorted(by[s]) if value(s, rep) is not None]
             if vals:
@@ -89,10 +119,12 @@ def main():
             else:
                 err = next((r.get("error", "failed") for r in by[s].values()), "not run")
                 cells.append(f"failed ({err})" if by[s] else "not run")
+            hetero_cells += [cells[-1], f1_cell(by[s].values())]
             for rep in sorted(by[s]):
                 r = by[s][rep]
-                csv_rows.append([w, s, rep, key, r.get(key, ""), r.get("test_accuracy", ""),
-                                 "failed" if r.get("failed") else ""])
+                v = metric_value(r, key)
+                csv_rows.append([w, s, rep, key, "" if v is None else v, r.get("test_accuracy", ""),
+                                 "failed" if r.get("failed") else "", r.get("test_macro_f1", "")])
         ratio_cells = []
         for peer in [s for s in systems if s != "halo"]:
             pairs = []
@@ -105,7 +137,10 @@ def main():
                 ratio_cells.append(f"{statistics.median(pairs):.2f} ({' '.join(f'{x:.2f}' for x in pairs)})")
             else:
                 ratio_cells.append("-")
-        rows.append([w, unit] + cells + ratio_cells)
+        if kind(w) in HETERO:
+            hetero_rows.append([w, unit] + hetero_cells + ratio_cells)
+        else:
+            rows.append([w, unit] + cells + ratio_cells)
         if kind(w) == "gcn":
             accs = []
             for s in systems:
@@ -122,19 +157,31 @@ def main():
     lines += [f"`bash bench/peers/run.sh` at {a.commit}; {a.threads} threads per system; "
               f"{a.versions}; load average at the start {a.load}. A ratio below 1: Halo is faster "
               "(for sampling, the peer's rate over Halo's).", ""]
-    lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    if rows:
+        lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
     if accuracy_rows:
         lines += ["", "Test accuracy at the best validation epoch (mean over repetitions):", "",
                   "| workload | " + " | ".join(NAMES[s] for s in systems) + " |",
                   "|" + " --- |" * (len(systems) + 1)]
         lines += ["| " + " | ".join(r) + " |" for r in accuracy_rows]
+    if hetero_rows:
+        hhead = ["workload", "metric"] + [x for s in systems for x in (
+            f"{NAMES[s]} best / median", f"{NAMES[s]} test Macro-F1")] + head[2 + len(systems):]
+        lines += ["", "Heterogeneous workloads: time, and the test Macro-F1 at the epoch of best "
+                  "validation accuracy (mean, and range over the repetitions):", "",
+                  "| " + " | ".join(hhead) + " |", "|" + " --- |" * len(hhead)]
+        lines += ["| " + " | ".join(r) + " |" for r in hetero_rows]
+    lines = [l for i, l in enumerate(lines) if l or i == 0 or lines[i - 1]]  # no double blanks
     with open(f"{a.out}/peers.md.tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(f"{a.out}/peers.csv.tmp", "w", newline="") as f:
         wr = csv.writer(f)
-        wr.writerow(["workload", "system", "rep", "metric", "value", "test_accuracy", "status"])
-        wr.writerows(csv_rows)
+        # test_macro_f1 (the last column) only where a heterogeneous workload ran.
+        extra = 8 if hetero_rows else 7
+        wr.writerow(["workload", "system", "rep", "metric", "value", "test_accuracy", "status",
+                     "test_macro_f1"][:extra])
+        wr.writerows(r[:extra] for r in csv_rows)
     import os
     os.replace(f"{a.out}/peers.md.tmp", f"{a.out}/peers.md")
     os.replace(f"{a.out}/peers.csv.tmp", f"{a.out}/peers.csv")

@@ -3,13 +3,14 @@
 #
 #   bash bench/peers/run.sh [--quick] [--halo-only] [--reps N] [--out DIR] [BUILD_DIR]
 #
-# BUILD_DIR (default build/bench) holds a `bench`-preset build (tools/halo/halo and
-# bench/halo_ops). Every graph is generated or read by Halo and exported with
-# `halo datasets export` to an .npz that the peers' script (bench/peers/peer.py) loads, so all
-# three systems train on the same graph, features, labels and splits. Each repetition runs every
-# system once per workload, the order of the systems rotated from one repetition to the next;
-# 2 threads each (HALO_PEERS_THREADS). Results: DIR/peers.md, peers.csv, peers.png and the raw
-# records peers.jsonl (DIR: bench/results, or build/peers-quick with --quick).
+# BUILD_DIR (default build/bench) holds a `bench`-preset build (tools/halo/halo, and
+# bench/halo_ops for the workloads that time Halo's operations). Every graph is generated or
+# read by Halo and exported with `halo datasets export` to an .npz that the peers' script
+# (bench/peers/peer.py) loads, so all three systems train on the same graph, features, labels
+# and splits. Each repetition runs every system once per workload, the order of the systems
+# rotated from one repetition to the next; 2 threads each (HALO_PEERS_THREADS). Results:
+# DIR/peers.md, peers.csv, peers.png and the raw records peers.jsonl (DIR: bench/results, or
+# build/peers-quick with --quick).
 #
 # The peers run in a virtualenv outside the source tree, build/peers-venv, created on first use
 # from bench/peers/requirements.txt (pinned CPU-usable builds from PyPI: several GB to
@@ -29,8 +30,20 @@
 #                           budget: feature rows read from features.bin with a 128 MiB row
 #                           cache (a quarter of the 512 MiB of features), the page cache
 #                           dropped first (as root); the peers train in memory (issue 43)
+# Heterogeneous workloads (not in the default list; bench/peers/hetero.py has the peers' models):
+#   acm-rgcn        R-GCN full graph on heco_acm (split 20): 2 layers, hidden 64, dropout 0.8,
+#                   80 epochs, raw features (Halo's defaults); time per epoch and test Macro-F1
+#   acm-hgt         HGT full graph on heco_acm: the same, 4 heads
+#   mag-rgcn-10-5   R-GCN mini-batch on the ogbn-mag shape (synthetic-mag at HALO_PEERS_MAG_SCALE,
+#                   default 1: 1.94M nodes, 42M edges; --quick: 0.01), batch 1024, up to 10
+#                   then 5 neighbours per relation, the first HALO_PEERS_MAG_BATCHES (default
+#                   20) batches of one epoch; time per batch (the peers report no accuracy
+#                   unless HALO_PEERS_MAG_EVAL=1 or --quick: a full-graph evaluation, untimed)
+# Featureless node types (the heterogeneous workloads): HALO_PEERS_FEATURELESS, default auto (an
+# embedding for a type with fewer nodes than the target type, else zeros; Halo's default); zero
+# or embedding are passed to Halo as --featureless too.
 # HALO_PEERS_WORKLOADS picks workloads, HALO_PEERS_SYSTEMS systems (default "halo pyg dgl";
-# without pyg the PyG sampling extensions are not compiled).
+# the PyG sampling extensions are compiled only for pyg and a workload that samples).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -41,7 +54,7 @@ while [ $# -gt 0 ]; do
     --halo-only) halo_only=1 ;;
     --reps) reps=${2:?--reps needs a value}; shift ;;
     --out) out=${2:?--out needs a value}; shift ;;
-    -h|--help) sed -n 2,35p "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     -*) echo "bench/peers/run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) build=$1 ;;
   esac
@@ -50,9 +63,7 @@ done
 build=$(cd "${build:-$root/build/bench}" 2>/dev/null && pwd) ||
   { echo "bench/peers/run.sh: build directory ${build:-build/bench} not found (cmake --preset bench)" >&2; exit 2; }
 halo=$build/tools/halo/halo ops=$build/bench/halo_ops
-for b in "$halo" "$ops"; do
-  [ -x "$b" ] || { echo "bench/peers/run.sh: $b missing (cmake --build $build)" >&2; exit 2; }
-done
+[ -x "$halo" ] || { echo "bench/peers/run.sh: $halo missing (cmake --build $build)" >&2; exit 2; }
 [ -n "$reps" ] || reps=$([ $quick = 1 ] && echo 1 || echo 5)
 [ -n "$out" ] || out=$([ $quick = 1 ] && echo "$root/build/peers-quick" || echo "$root/bench/results")
 mkdir -p "$out"
@@ -62,55 +73,29 @@ shared=$build/data
 work=$root/build/peers-work
 mkdir -p "$work"
 
-venv=$root/build/peers-venv
-py=$venv/bin/python
-if [ $halo_only = 0 ]; then
-  if ! "$py" -c "import torch, torch_geometric, dgl" 2>/dev/null; then
-    echo "== peers: creating $venv (bench/peers/requirements.txt)"
-    /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --no-deps -r "$here/requirements.txt"
-  fi
-  if [[ " ${HALO_PEERS_SYSTEMS:-pyg} " == *" pyg "* ]] &&
-     ! "$py" -c "import torch_sparse, torch_scatter" 2>/dev/null; then
-    echo "== peers: compiling PyG's sampling extensions (bench/peers/requirements-sampling.txt)"
-    "$venv/bin/pip" install -q --no-deps "$(grep '^wheel==' "$here/requirements-sampling.txt")"
-    MAX_JOBS=$(getconf _NPROCESSORS_ONLN) "$venv/bin/pip" install -q --no-deps \
-      --no-build-isolation -r "$here/requirements-sampling.txt"
-  fi
-  "$py" -c "import torch, torch_geometric, dgl; print('peers: torch', torch.__version__, \
-'torch_geometric', torch_geometric.__version__, 'dgl', dgl.__version__)"
-fi
-
-# Graphs: what each workload trains on, exported anew (seconds) so they follow the build.
+# The graphs' options (what each workload trains on).
 if [ $quick = 1 ]; then
   arxiv="--dataset synthetic --synthetic-nodes 4000 --synthetic-classes 40 --synthetic-features 128 --synthetic-degree 13.7"
   rmat="--dataset rmat --rmat-scale 12 --rmat-degree 8 --rmat-features 1 --rmat-seed 1"
   rmat128="--dataset rmat --rmat-scale 12 --rmat-degree 16 --rmat-features 128 --rmat-seed 1"
   disk_budget=2MiB  # under the 2.3 MiB store, over the sampler's bound (1.1 MB)
   gcn_epochs=5 arxiv_epochs=2 sage_epochs=1
+  hetero_epochs=3 mag_scale=0.01 mag_batches=3 mag_eval=1
 else
   arxiv="--dataset synthetic --synthetic-nodes 169343 --synthetic-classes 40 --synthetic-features 128 --synthetic-degree 13.7"
   rmat="--dataset rmat --rmat-scale 20 --rmat-degree 8 --rmat-features 1 --rmat-seed 1"
   rmat128="--dataset rmat --rmat-scale 20 --rmat-degree 16 --rmat-features 128 --rmat-seed 1"
   disk_budget=512MiB  # a quarter of it caches rows: 128 MiB, 25 % of the features
   gcn_epochs=200 arxiv_epochs=10 sage_epochs=3
+  hetero_epochs=80 mag_scale=${HALO_PEERS_MAG_SCALE:-1} mag_batches=${HALO_PEERS_MAG_BATCHES:-20}
+  mag_eval=${HALO_PEERS_MAG_EVAL:-0}
 fi
 cora="--dataset $shared/planetoid/cora"
+acm="--dataset $shared/heco_acm --split 20"
+mag="--dataset synthetic-mag --mag-scale $mag_scale"
 suffix=$([ $quick = 1 ] && echo -quick || echo "")
+store=$work/rmat128$suffix-store  # the disk workload's store
 read -r -a workloads <<< "${HALO_PEERS_WORKLOADS:-cora-gcn arxiv-gcn arxiv-sage-10-5 arxiv-sage-15-10-5 rmat-sample arxiv-spmm rmat-sage-15-10-5 rmat-sage-15-10-5-disk}"
-for g in cora arxiv rmat rmat128; do
-  # rmat128 (1M nodes, 512 MiB of features) only for the workloads that train on it.
-  if [ $g = rmat128 ] && [[ " ${workloads[*]} " != *" rmat-sage"* ]]; then continue; fi
-  f=$work/$g$suffix.npz
-  "$halo" datasets export ${!g} --out "$f" >/dev/null
-done
-# The disk workload's store (the same graph as rmat128's export).
-store=$work/rmat128$suffix-store
-if [[ " ${workloads[*]} " == *" rmat-sage-15-10-5-disk "* ]]; then
-  rm -rf "$store"
-  "$halo" datasets prepare $rmat128 --out "$store" >/dev/null
-fi
-
 # One workload: its Halo command and its peers' arguments.
 declare -A halo_cmd peer_args graph
 halo_cmd[cora-gcn]="train $cora --epochs $gcn_epochs"
@@ -138,8 +123,71 @@ graph[rmat-sage-15-10-5]=rmat128
 halo_cmd[rmat-sage-15-10-5-disk]="train --dataset $store $sage3 --memory-budget $disk_budget"
 peer_args[rmat-sage-15-10-5-disk]=${peer_args[rmat-sage-15-10-5]}
 graph[rmat-sage-15-10-5-disk]=rmat128
+featureless=${HALO_PEERS_FEATURELESS:-auto}
+case $featureless in
+  auto) halo_fl="" ;;  # Halo's default
+  zero|embedding) halo_fl="--featureless $featureless" ;;
+  *) echo "bench/peers/run.sh: HALO_PEERS_FEATURELESS must be auto, zero or embedding" >&2; exit 2 ;;
+esac
+halo_cmd[acm-rgcn]="train $acm --model rgcn --hidden 64 --dropout 0.8 --epochs $hetero_epochs $halo_fl"
+peer_args[acm-rgcn]="--workload rgcn --hidden 64 --dropout 0.8 --epochs $hetero_epochs --featureless $featureless"
+graph[acm-rgcn]=acm
+halo_cmd[acm-hgt]="train $acm --model hgt --hidden 64 --heads 4 --dropout 0.8 --epochs $hetero_epochs $halo_fl"
+peer_args[acm-hgt]="--workload hgt --hidden 64 --heads 4 --dropout 0.8 --epochs $hetero_epochs --featureless $featureless"
+graph[acm-hgt]=acm
+halo_cmd[mag-rgcn-10-5]="train $mag --model rgcn --mode mini-batch --fanouts 10,5 --batch-size 1024 --max-batches $mag_batches --hidden 64 --dropout 0.8 --epochs 1 $halo_fl"
+peer_args[mag-rgcn-10-5]="--workload rgcn-mb --fanouts 10,5 --batch 1024 --max-batches $mag_batches --hidden 64 --dropout 0.8 --epochs 1 --featureless $featureless $([ "$mag_eval" = 1 ] && echo --full-eval || true)"
+graph[mag-rgcn-10-5]=mag
 read -r -a systems <<< "${HALO_PEERS_SYSTEMS:-halo pyg dgl}"
 [ $halo_only = 1 ] && systems=(halo)
+declare -A needed=()  # the graphs the chosen workloads train on
+for w in "${workloads[@]}"; do
+  [ -n "${halo_cmd[$w]:-}" ] || { echo "bench/peers/run.sh: unknown workload $w" >&2; exit 2; }
+  needed[${graph[$w]}]=1
+  if [[ ${halo_cmd[$w]} == ops* ]] && [[ " ${systems[*]} " == *" halo "* ]] && [ ! -x "$ops" ]; then
+    echo "bench/peers/run.sh: $ops missing (needed by $w; cmake --build $build)" >&2; exit 2
+  fi
+done
+
+venv=$root/build/peers-venv
+py=$venv/bin/python
+if [ $halo_only = 0 ]; then
+  if ! "$py" -c "import torch, torch_geometric, dgl" 2>/dev/null; then
+    echo "== peers: creating $venv (bench/peers/requirements.txt)"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --no-deps -r "$here/requirements.txt"
+  fi
+  # Only for the workloads that sample (PyG's NeighborLoader).
+  if [[ " ${systems[*]} " == *" pyg "* ]] &&
+     [[ " ${workloads[*]} " == *"-sage-"* || " ${workloads[*]} " == *"-sample "* ||
+        " ${workloads[*]} " == *" mag-rgcn-"* ]] &&
+     ! "$py" -c "import torch_sparse, torch_scatter" 2>/dev/null; then
+    echo "== peers: compiling PyG's sampling extensions (bench/peers/requirements-sampling.txt)"
+    # (wheel and what it imports first: the builds need them before pip installs anything.)
+    "$venv/bin/pip" install -q --no-deps $(grep -E '^(wheel|packaging)==' "$here/requirements-sampling.txt")
+    MAX_JOBS=$(getconf _NPROCESSORS_ONLN) "$venv/bin/pip" install -q --no-deps \
+      --no-build-isolation -r "$here/requirements-sampling.txt"
+  fi
+  "$py" -c "import torch, torch_geometric, dgl; print('peers: torch', torch.__version__, \
+'torch_geometric', torch_geometric.__version__, 'dgl', dgl.__version__)"
+fi
+
+# Graphs: what the chosen workloads train on, exported anew (seconds) so they follow the build.
+for g in cora arxiv rmat rmat128 acm mag; do
+  [ -n "${needed[$g]:-}" ] || continue
+  f=$work/$g$suffix.npz
+  "$halo" datasets export ${!g} --out "$f" >/dev/null
+done
+# The disk workload's store (the same graph as rmat128's export).
+if [[ " ${workloads[*]} " == *" rmat-sage-15-10-5-disk "* ]]; then
+  rm -rf "$store"
+  "$halo" datasets prepare $rmat128 --out "$store" >/dev/null
+fi
+if [ "$featureless" = auto ] && [[ " ${workloads[*]} " == *" acm-"* || " ${workloads[*]} " == *" mag-"* ]] &&
+   [[ $("$halo" train --help 2>&1 | grep -m1 -e '--featureless' || true) != *auto* ]]; then
+  echo "peers: warning: this halo has no --featureless auto (its default is another): Halo's and the" \
+       "peers' featureless inputs differ (HALO_PEERS_FEATURELESS=zero compares like with like)" >&2
+fi
 
 records=$out/peers.jsonl
 : > "$records.tmp"
@@ -177,7 +225,6 @@ run_one() {
 echo "== peers: ${workloads[*]} x ${systems[*]}, $reps repetition(s), $threads threads, load $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$(date +%s)
 for w in "${workloads[@]}"; do
-  [ -n "${halo_cmd[$w]:-}" ] || { echo "bench/peers/run.sh: unknown workload $w" >&2; exit 2; }
   for ((r = 0; r < reps; r++)); do
     for ((k = 0; k < ${#systems[@]}; k++)); do
       sys=${systems[$(((k + r) % ${#systems[@]}))]}

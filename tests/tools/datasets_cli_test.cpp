@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/hetero_fixture.hpp"
 #include "support/http_server.hpp"
 #include "support/testing.hpp"
 
@@ -206,6 +207,77 @@ TEST_F(DatasetsCli, ExportWritesWhatTheTrainingRunReads) {
   r = halo::testing::run_command("/usr/bin/python3 " + script.string() + " " + raw.string(), m_dir);
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("sparse 1433 rows as stored"), std::string::npos) << r.out;
+}
+
+// A typed export: what the heterogeneous task reads, checked from the fixture's own files.
+const char* const kCheckTypedExport = R"PY(
+import json, sys
+import numpy as np
+d = np.load(sys.argv[1])
+meta = json.loads(bytes(d['meta_json']).decode())
+types = meta['node_types']
+print('types', ' '.join('%s:%d:%s' % (t['name'], t['num_nodes'], t['features']) for t in types))
+print('target', types[meta['target']]['name'], 'split', meta['split'])
+for r, rel in enumerate(meta['relations']):
+    ip, ix = d['rel_%d_indptr' % r], d['rel_%d_indices' % r]
+    nd, ns = types[rel['dst']]['num_nodes'], types[rel['src']]['num_nodes']
+    assert ip.shape[0] == nd + 1 and ip[-1] == ix.shape[0], rel
+    assert ix.shape[0] == 0 or (ix.min() >= 0 and ix.max() < ns), rel
+    for v in range(nd):
+        row = ix[ip[v]:ip[v + 1]]
+        assert np.all(np.diff(row) > 0), ('sorted, no duplicates', rel, v)
+    print('relation', rel['name'], types[rel['src']]['name'], types[rel['dst']]['name'], ix.shape[0])
+for t, ty in enumerate(types):
+    k = 'x_%d' % t
+    if ty['features'] == 'dense':
+        assert d[k].shape == (ty['num_nodes'], ty['num_features'])
+    elif ty['features'] == 'sparse':
+        assert tuple(d[k + '_shape']) == (ty['num_nodes'], ty['num_features'])
+    else:
+        assert k not in d.files and k + '_indptr' not in d.files
+n = types[meta['target']]['num_nodes']
+assert d['y'].shape == (n,) and d['y'].min() >= 0 and d['y'].max() < int(d['num_classes'])
+print('splits', ' '.join(str(d[s].shape[0]) for s in ('train_idx', 'val_idx', 'test_idx')))
+)PY";
+
+TEST_F(DatasetsCli, ExportOfATypedDatasetHoldsEveryTypeAndRelation) {
+  const fs::path data = m_dir / "typed";
+  fs::create_directories(data);
+  const halo::testing::HeteroFixture f = halo::testing::write_hetero_fixture(data);
+  const fs::path script = m_dir / "check_typed.py", out = m_dir / "typed.npz";
+  std::ofstream(script) << kCheckTypedExport;
+  Outcome r =
+      run("datasets export --dataset " + data.string() + " --split 4 --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = halo::testing::run_command("/usr/bin/python3 " + script.string() + " " + out.string(), m_dir);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("types user:30:none item:45:dense tag:9:sparse shop:4:none"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("target item split 4"), std::string::npos) << r.out;
+  // The stored relations and their reverses, with the fixture's edge counts.
+  const char* names[] = {"buys user item", "tagged item tag", "sells shop item",
+                         "follows user user"};
+  const char* reverses[] = {"rev_buys item user", "rev_tagged tag item", "rev_sells item shop",
+                            "rev_follows user user"};
+  for (int k = 0; k < 4; ++k) {
+    const std::string count = " " + std::to_string(f.edges[static_cast<std::size_t>(k)].size());
+    EXPECT_NE(r.out.find(std::string("relation ") + names[k] + count), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(std::string("relation ") + reverses[k] + count), std::string::npos)
+        << r.out;
+  }
+  EXPECT_NE(r.out.find("splits " + std::to_string(f.train.size()) + " " +
+                       std::to_string(f.val.size()) + " " + std::to_string(f.test.size())),
+            std::string::npos)
+      << r.out;
+  // --split of a split the data lack is an error naming it, and --split of a homogeneous
+  // dataset a usage error.
+  r = run("datasets export --dataset " + data.string() + " --split 7 --out " + out.string());
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("7"), std::string::npos) << r.err;
+  r = run("datasets export --dataset synthetic --split 4 --out " + out.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--split"), std::string::npos) << r.err;
 }
 
 TEST_F(DatasetsCli, ExportRefusesBadOutputBeforeLoading) {

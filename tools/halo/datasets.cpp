@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
 #include <vector>
@@ -27,6 +28,7 @@
 #include <halo/tools/halo/commands.hpp>
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/download_progress.hpp>
+#include <halo/tools/halo/export_temporal.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/termination.hpp>
 
@@ -44,8 +46,10 @@ struct DatasetsOptions {
   std::string planetoid_name;
   DatasetOptions data;  // export, prepare
   bool raw_features = false;
+  int split = -1;                     // export of a typed directory: --split (-1: its smallest)
   std::string memory_budget;          // prepare
   std::string feature_dtype = "f32";  // prepare
+  TemporalExportOptions temporal;     // export --snapshots
 };
 
 const char* state_name(datasets::LocalState s) {
@@ -219,13 +223,95 @@ datasets::NpyArray npy_vector(const char* dtype, const kernels::Tensor<T>& t) {
   return npy_array(dtype, {t.numel()}, t.data(), t.numel());
 }
 
+/// A feature matrix under `key` (dense) or `key`_indptr/_indices/_data/_shape (sparse).
+void put_features(std::map<std::string, datasets::NpyArray>& arrays, const std::string& key,
+                  std::int64_t rows, const kernels::FeatureMatrix<float>& x) {
+  if (const auto* m = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&x)) {
+    arrays[key + "_indptr"] = npy_vector("<i8", m->indptr);
+    arrays[key + "_indices"] = npy_vector("<i4", m->indices);
+    arrays[key + "_data"] = npy_vector("<f4", m->values);
+    const std::int64_t shape[2] = {rows, m->num_cols};
+    arrays[key + "_shape"] = npy_array("<i8", {2}, shape, 2);
+  } else {
+    const auto& t = std::get<kernels::Tensor<float>>(x);
+    arrays[key] = npy_array("<f4", {rows, kernels::num_cols(x)}, t.data(), t.numel());
+  }
+}
+
+/// `halo datasets export` of a heterogeneous dataset (docs/formats.md, "Exported typed
+/// datasets"): every type's features, every relation (reverses included) as the layers
+/// aggregate it, the target type's labels and splits, and a JSON description of the types.
+int run_export_typed(const DatasetsOptions& opts, const kernels::Resources& res) {
+  datasets::LoadOptions load;
+  load.offline = opts.data.offline;
+  load.synthetic_mag = opts.data.mag;
+  std::optional<int> split;
+  if (opts.split >= 0) split = opts.split;
+  datasets::HeteroGraph g = datasets::load_hetero_dataset(res, opts.data.dataset, split, load);
+  std::map<std::string, datasets::NpyArray> arrays;
+  nlohmann::json meta;
+  meta["name"] = g.name;
+  meta["target"] = g.target_type;
+  meta["split"] = g.split;
+  meta["node_types"] = nlohmann::json::array();
+  for (std::size_t t = 0; t < g.node_types.size(); ++t) {
+    const datasets::NodeType& type = g.node_types[t];
+    const bool sparse =
+        std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(type.features);
+    meta["node_types"].push_back({{"name", type.name},
+                                  {"num_nodes", type.num_nodes},
+                                  {"num_features", kernels::num_cols(type.features)},
+                                  {"features", !type.has_features() ? "none"
+                                               : sparse             ? "sparse"
+                                                                    : "dense"}});
+    if (!type.has_features()) continue;
+    // As the heterogeneous task reads them by default: as stored (docs/cli.md).
+    put_features(arrays, "x_" + std::to_string(t), type.num_nodes, type.features);
+  }
+  meta["relations"] = nlohmann::json::array();
+  for (std::size_t r = 0; r < g.relations.size(); ++r) {
+    const datasets::Relation& rel = g.relations[r];
+    meta["relations"].push_back({{"name", rel.name}, {"src", rel.src_type}, {"dst", rel.dst_type}});
+    arrays["rel_" + std::to_string(r) + "_indptr"] = npy_vector("<i8", rel.adj.indptr);
+    arrays["rel_" + std::to_string(r) + "_indices"] = npy_vector("<i4", rel.adj.indices);
+  }
+  const std::string text = meta.dump();
+  arrays["meta_json"] = npy_array("|u1", {static_cast<std::int64_t>(text.size())},
+                                  reinterpret_cast<const std::uint8_t*>(text.data()),
+                                  static_cast<std::int64_t>(text.size()));
+  arrays["y"] = npy_vector("<i4", g.labels);
+  arrays["train_idx"] = npy_vector("<i4", g.train_idx);
+  arrays["val_idx"] = npy_vector("<i4", g.val_idx);
+  arrays["test_idx"] = npy_vector("<i4", g.test_idx);
+  const std::int64_t classes = g.num_classes;
+  arrays["num_classes"] = npy_array("<i8", {}, &classes, 1);
+  datasets::write_npz(opts.out, arrays);
+  std::printf(
+      "%s: %d node types, %zu relations, %lld nodes, %lld edges, %d classes written to %s\n",
+      g.name.c_str(), g.num_types(), g.relations.size(), static_cast<long long>(g.num_nodes()),
+      static_cast<long long>(g.num_edges()), g.num_classes, opts.out.c_str());
+  return 0;
+}
+
 /// `halo datasets export`: the graph, features, labels and splits a run trains on, as one .npz
 /// (docs/formats.md, "Exported datasets"): what bench/peers/ gives PyG and DGL.
 int run_export(const DatasetsOptions& opts) {
   const fs::path out = opts.out;
   // Checked before the (possibly long) load: an output that cannot be written fails first.
   check_output(opts.out, "--out");
+  // --snapshots: the link task's snapshots of a temporal event list (export_temporal.hpp).
+  if (wants_temporal_export(opts.temporal)) {
+    if (opts.split >= 0 || opts.raw_features)
+      throw UsageError(std::string(opts.split >= 0 ? "--split" : "--raw-features") +
+                       ": not with --snapshots (a snapshot series has one-hot degree features "
+                       "and step splits)");
+    return run_export_temporal(opts.data, opts.temporal, opts.out);
+  }
   const kernels::Resources res(kernels::Device::Cpu, 0);
+  if (datasets::is_hetero_dataset(opts.data.dataset)) return run_export_typed(opts, res);
+  if (opts.split >= 0)
+    throw UsageError("--split " + std::to_string(opts.split) +
+                     ": only a heterogeneous dataset has numbered splits");
   datasets::Dataset ds = load_dataset(res, opts.data);
   const datasets::Graph s = partition::partitioning_graph(res, ds.graph);
   const std::int64_t n = ds.num_nodes();
@@ -241,17 +327,7 @@ int run_export(const DatasetsOptions& opts) {
   const kernels::FeatureMatrix<float> x =
       opts.raw_features ? std::move(ds.features)
                         : runtime::prepare_features(res, ds.features, /*normalize=*/true);
-  if (std::holds_alternative<kernels::CsrMatrix<std::int32_t, float>>(x)) {
-    const auto& m = std::get<kernels::CsrMatrix<std::int32_t, float>>(x);
-    arrays["x_indptr"] = npy_vector("<i8", m.indptr);
-    arrays["x_indices"] = npy_vector("<i4", m.indices);
-    arrays["x_data"] = npy_vector("<f4", m.values);
-    const std::int64_t shape[2] = {n, m.num_cols};
-    arrays["x_shape"] = npy_array("<i8", {2}, shape, 2);
-  } else {
-    const auto& t = std::get<kernels::Tensor<float>>(x);
-    arrays["x"] = npy_array("<f4", {n, kernels::num_cols(x)}, t.data(), t.numel());
-  }
+  put_features(arrays, "x", n, x);
   datasets::write_npz(out, arrays);
   std::printf(
       "%s: %lld nodes, %lld training-graph edges, %lld %s features, %d classes written to %s\n",
@@ -371,9 +447,15 @@ Command add_datasets_command(CLI::App& app) {
       "Write the training graph, input features, labels and splits of a dataset as one .npz");
   add_dataset_options(exp, o->data);
   exp->add_option("--out", o->out, "Output .npz file (replaced atomically)")->required();
+  exp->add_option("--split", o->split,
+                  "A heterogeneous directory's labelled split (splits/*_K.txt; default: its "
+                  "smallest)")
+      ->check(integer_range(0, 1 << 30));
   exp->add_flag("--raw-features", o->raw_features,
                 "The dataset's features as stored (default: as the first layer reads them, sparse "
-                "rows divided by their L1 norm)");
+                "rows divided by their L1 norm; a heterogeneous dataset's are always as stored, "
+                "as its task reads them)");
+  add_temporal_export_options(exp, o->temporal);
 
   CLI::App* prepare = sub->add_subcommand(
       "prepare",
