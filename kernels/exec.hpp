@@ -15,8 +15,8 @@ namespace halo::kernels {
 /// for it costs tens of microseconds (`halo calibrate`, "element-wise": +60-70 us a call at
 /// GOMP_SPINCOUNT=100 on 2 threads). Two threads save half of w elements' time against that
 /// cost: a break-even near 2 x 60 us / 0.5 ns = 2^18 elements. Small graphs then run their
-/// kernels on one thread instead of paying for the team at every op (measured on Cora: 2^16 left
-/// its 2-thread epoch slower than 1 thread; bench/results/speed.md, "Grain size").
+/// kernels on one thread instead of paying for the team at every op (bench/results/speed.md,
+/// "Grain size": Cora's 2-thread epoch within 1-4 % of 1 thread).
 inline constexpr std::int64_t kSerialWork = std::int64_t{1} << 18;
 /// The work of a launch that does not state it: parallel whatever n is. The default, because
 /// many launches run one block of rows per index, where n says nothing about the work.

@@ -29,6 +29,7 @@
 #include <halo/tools/halo/dataset_options.hpp>
 #include <halo/tools/halo/download_progress.hpp>
 #include <halo/tools/halo/export_temporal.hpp>
+#include <halo/tools/halo/npy_arrays.hpp>
 #include <halo/tools/halo/run_support.hpp>
 #include <halo/tools/halo/termination.hpp>
 
@@ -209,23 +210,21 @@ int run_convert(const DatasetsOptions& opts) {
   return 0;
 }
 
-template <class T>
-datasets::NpyArray npy_array(const char* dtype, std::vector<std::int64_t> shape, const T* data,
-                             std::int64_t n) {
-  datasets::NpyArray a{dtype, std::move(shape),
-                       std::string(static_cast<std::size_t>(n) * sizeof(T), '\0')};
-  if (n > 0) std::memcpy(a.bytes.data(), data, a.bytes.size());
-  return a;
-}
-
-template <class T>
-datasets::NpyArray npy_vector(const char* dtype, const kernels::Tensor<T>& t) {
-  return npy_array(dtype, {t.numel()}, t.data(), t.numel());
+/// The labels, splits and class count every node-classification export holds.
+void put_labels(NpzArrays& arrays, const kernels::Tensor<std::int32_t>& labels,
+                const kernels::Tensor<kernels::NodeId>& train,
+                const kernels::Tensor<kernels::NodeId>& val,
+                const kernels::Tensor<kernels::NodeId>& test, std::int64_t num_classes) {
+  arrays["y"] = npy_vector("<i4", labels);
+  arrays["train_idx"] = npy_vector("<i4", train);
+  arrays["val_idx"] = npy_vector("<i4", val);
+  arrays["test_idx"] = npy_vector("<i4", test);
+  arrays["num_classes"] = npy_scalar(num_classes);
 }
 
 /// A feature matrix under `key` (dense) or `key`_indptr/_indices/_data/_shape (sparse).
-void put_features(std::map<std::string, datasets::NpyArray>& arrays, const std::string& key,
-                  std::int64_t rows, const kernels::FeatureMatrix<float>& x) {
+void put_features(NpzArrays& arrays, const std::string& key, std::int64_t rows,
+                  const kernels::FeatureMatrix<float>& x) {
   if (const auto* m = std::get_if<kernels::CsrMatrix<std::int32_t, float>>(&x)) {
     arrays[key + "_indptr"] = npy_vector("<i8", m->indptr);
     arrays[key + "_indices"] = npy_vector("<i4", m->indices);
@@ -248,7 +247,7 @@ int run_export_typed(const DatasetsOptions& opts, const kernels::Resources& res)
   std::optional<int> split;
   if (opts.split >= 0) split = opts.split;
   datasets::HeteroGraph g = datasets::load_hetero_dataset(res, opts.data.dataset, split, load);
-  std::map<std::string, datasets::NpyArray> arrays;
+  NpzArrays arrays;
   nlohmann::json meta;
   meta["name"] = g.name;
   meta["target"] = g.target_type;
@@ -275,16 +274,8 @@ int run_export_typed(const DatasetsOptions& opts, const kernels::Resources& res)
     arrays["rel_" + std::to_string(r) + "_indptr"] = npy_vector("<i8", rel.adj.indptr);
     arrays["rel_" + std::to_string(r) + "_indices"] = npy_vector("<i4", rel.adj.indices);
   }
-  const std::string text = meta.dump();
-  arrays["meta_json"] = npy_array("|u1", {static_cast<std::int64_t>(text.size())},
-                                  reinterpret_cast<const std::uint8_t*>(text.data()),
-                                  static_cast<std::int64_t>(text.size()));
-  arrays["y"] = npy_vector("<i4", g.labels);
-  arrays["train_idx"] = npy_vector("<i4", g.train_idx);
-  arrays["val_idx"] = npy_vector("<i4", g.val_idx);
-  arrays["test_idx"] = npy_vector("<i4", g.test_idx);
-  const std::int64_t classes = g.num_classes;
-  arrays["num_classes"] = npy_array("<i8", {}, &classes, 1);
+  arrays["meta_json"] = npy_text(meta.dump());
+  put_labels(arrays, g.labels, g.train_idx, g.val_idx, g.test_idx, g.num_classes);
   datasets::write_npz(opts.out, arrays);
   std::printf(
       "%s: %d node types, %zu relations, %lld nodes, %lld edges, %d classes written to %s\n",
@@ -315,15 +306,10 @@ int run_export(const DatasetsOptions& opts) {
   datasets::Dataset ds = load_dataset(res, opts.data);
   const datasets::Graph s = partition::partitioning_graph(res, ds.graph);
   const std::int64_t n = ds.num_nodes();
-  std::map<std::string, datasets::NpyArray> arrays;
+  NpzArrays arrays;
   arrays["indptr"] = npy_vector("<i8", s.indptr);
   arrays["indices"] = npy_vector("<i4", s.indices);
-  arrays["y"] = npy_vector("<i4", ds.labels);
-  arrays["train_idx"] = npy_vector("<i4", ds.train_idx);
-  arrays["val_idx"] = npy_vector("<i4", ds.val_idx);
-  arrays["test_idx"] = npy_vector("<i4", ds.test_idx);
-  const std::int64_t classes = ds.num_classes;
-  arrays["num_classes"] = npy_array("<i8", {}, &classes, 1);
+  put_labels(arrays, ds.labels, ds.train_idx, ds.val_idx, ds.test_idx, ds.num_classes);
   const kernels::FeatureMatrix<float> x =
       opts.raw_features ? std::move(ds.features)
                         : runtime::prepare_features(res, ds.features, /*normalize=*/true);

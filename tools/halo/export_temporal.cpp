@@ -12,25 +12,11 @@
 #include <halo/kernels/error.hpp>
 #include <halo/runtime/tasks/link/link_prediction.hpp>
 #include <halo/tools/halo/export_temporal.hpp>
+#include <halo/tools/halo/npy_arrays.hpp>
 #include <halo/tools/halo/run_support.hpp>
 
 namespace halo::cli {
 namespace {
-
-template <class T>
-datasets::NpyArray npy(const char* dtype, std::vector<std::int64_t> shape,
-                       const std::vector<T>& v) {
-  datasets::NpyArray a{dtype, std::move(shape), std::string(v.size() * sizeof(T), '\0')};
-  if (!v.empty()) std::memcpy(a.bytes.data(), v.data(), a.bytes.size());
-  return a;
-}
-
-template <class T>
-datasets::NpyArray npy_vector(const char* dtype, const std::vector<T>& v) {
-  return npy(dtype, {static_cast<std::int64_t>(v.size())}, v);
-}
-
-datasets::NpyArray npy_scalar(std::int64_t x) { return npy("<i8", {}, std::vector{x}); }
 
 /// What each key holds (meta_json's "keys"; docs/formats.md repeats it).
 nlohmann::json key_descriptions() {
@@ -177,7 +163,7 @@ int run_export_temporal(const DatasetOptions& data, const TemporalExportOptions&
                          {"keys", key_descriptions()}};
   std::map<std::string, datasets::NpyArray> arrays;
   const std::string text = meta.dump();
-  arrays["meta_json"] = npy_vector("|u1", std::vector<std::uint8_t>(text.begin(), text.end()));
+  arrays["meta_json"] = npy_text(text);
   arrays["num_nodes"] = npy_scalar(n);
   arrays["num_events"] = npy_scalar(shard.num_events);
   arrays["num_steps"] = npy_scalar(steps);
@@ -188,7 +174,7 @@ int run_export_temporal(const DatasetOptions& data, const TemporalExportOptions&
   arrays["val_end"] = npy_scalar(split.val_end);
   arrays["test_end"] = npy_scalar(split.test_end);
   arrays["boundaries"] = npy_vector("<i8", datasets::snapshot_boundaries(g, snapshots));
-  arrays["feature"] = npy("<i4", {steps, n}, feature);
+  arrays["feature"] = npy_array("<i4", {steps, n}, feature.data(), steps * n);
   arrays["gcn_offsets"] = npy_vector("<i8", gcn_offsets);
   arrays["gcn_row"] = npy_vector("<i4", gcn_row);
   arrays["gcn_col"] = npy_vector("<i4", gcn_col);
