@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include <halo/kernels/detail/check_ids.hpp>
@@ -5,6 +6,8 @@
 #include <halo/kernels/elementwise.hpp>
 #include <halo/kernels/exec.hpp>
 #include <halo/kernels/profile.hpp>
+#include <halo/kernels/scan.hpp>
+#include <halo/kernels/tensor.hpp>
 
 namespace halo::kernels {
 namespace {
@@ -150,6 +153,66 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
          values_out.size + x.num_rows);
 }
 
+namespace {
+/// Rows per block of dropout_compact's indptr scan.
+constexpr std::int64_t kCompactScanBlock = 1024;
+}  // namespace
+
+std::int64_t dropout_compact_scan_size(std::int64_t rows) {
+  return scan_blocks(rows, kCompactScanBlock);
+}
+
+template <class Idx, class T>
+void dropout_compact(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, T> x,
+                     CsrMatrix<Idx, T>& out, DropoutCompactScratch& scratch) {
+  HALO_EXPECTS(p >= 0.f && p < 1.f, "dropout_compact: p must be in [0, 1)");
+  HALO_EXPECTS(key.row_ids.size == 0 || key.row_ids.size == x.num_rows,
+               "dropout_compact: row_ids must hold one id per row");
+  const std::int64_t n = x.num_rows;
+  // The stored entries (read back from a device when the view does not know them).
+  std::int64_t entries = x.num_entries;
+  if (entries < 0)
+    copy_bytes(res, &entries, Device::Cpu, x.indptr + n, res.device(), sizeof entries);
+  ensure_shape(res, out.indptr, n + 1, 1);
+  out.num_cols = x.num_cols;
+  out.symmetric = false;
+  if (n == 0) {  // no rows: indptr is {0}
+    zero_bytes(res, out.indptr.data(), res.device(), sizeof(std::int64_t));
+    ensure_shape(res, out.indices, 0, 1);
+    ensure_shape(res, out.values, 0, 1);
+    return;
+  }
+  reserve(res, scratch.keep, entries);
+  reserve(res, scratch.scan_sums, dropout_compact_scan_size(n));
+  {
+    const OpTimer timer(res, Op::Elementwise,
+                        5.0 * static_cast<double>(entries) + 16.0 * static_cast<double>(n + 1),
+                        static_cast<double>(entries));
+    launch(res, n,
+           detail::CsrDropoutCountBody<Idx, T>{
+               detail::dropout_rng_key(key), detail::dropout_threshold(p), key.row_offset,
+               key.row_ids, x, scratch.keep.data(), out.indptr.data()},
+           entries + n);
+    inclusive_scan(res, out.indptr.data() + 1, n, scratch.scan_sums.data(), kCompactScanBlock);
+  }
+  std::int64_t kept = 0;
+  copy_bytes(res, &kept, Device::Cpu, out.indptr.data() + n, res.device(), sizeof kept);
+  // Room for every entry on the first call, so that later calls (other masks) reallocate nothing.
+  reserve(res, out.indices, entries);
+  reserve(res, out.values, entries);
+  ensure_shape(res, out.indices, kept, 1);
+  ensure_shape(res, out.values, kept, 1);
+  const OpTimer timer(res, Op::Elementwise,
+                      bytes_of<T>(entries + kept) + 5.0 * static_cast<double>(entries + kept) +
+                          8.0 * static_cast<double>(n + 1),
+                      static_cast<double>(entries));
+  launch(res, n,
+         detail::CsrDropoutCompactBody<Idx, T>{dropout_scale<T>(p), x, scratch.keep.data(),
+                                               out.indptr.data(), out.indices.data(),
+                                               out.values.data()},
+         entries + n);
+}
+
 #define HALO_INSTANTIATE(T)                                                                        \
   template void fill<T>(const Resources&, Span<T>, T);                                             \
   template void axpy<T>(const Resources&, T, Span<const T>, Span<T>);                              \
@@ -169,7 +232,13 @@ void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, 
   template void dropout<std::int32_t, T>(const Resources&, const DropoutKey&, float,               \
                                          CsrView<std::int32_t, T>, Span<T>);                       \
   template void dropout<std::int64_t, T>(const Resources&, const DropoutKey&, float,               \
-                                         CsrView<std::int64_t, T>, Span<T>);
+                                         CsrView<std::int64_t, T>, Span<T>);                       \
+  template void dropout_compact<std::int32_t, T>(                                                  \
+      const Resources&, const DropoutKey&, float, CsrView<std::int32_t, T>,                        \
+      CsrMatrix<std::int32_t, T>&, DropoutCompactScratch&);                                        \
+  template void dropout_compact<std::int64_t, T>(                                                  \
+      const Resources&, const DropoutKey&, float, CsrView<std::int64_t, T>,                        \
+      CsrMatrix<std::int64_t, T>&, DropoutCompactScratch&);
 HALO_FOR_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
 

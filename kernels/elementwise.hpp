@@ -2,6 +2,7 @@
 // Element-wise ops. All arguments live on res's device; every op is asynchronous on res's
 // stream. Instantiated for T in {float, double}; the CSR dropout also for Idx in {int32, int64}.
 
+#include <halo/kernels/csr.hpp>
 #include <halo/kernels/elementwise_body.hpp>
 #include <halo/kernels/resources.hpp>
 #include <halo/kernels/views.hpp>
@@ -74,5 +75,25 @@ void gather_dropout(const Resources& res, const DropoutKey& key, float p, ConstM
 template <class Idx, class T>
 void dropout(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, T> x,
              Span<T> values_out);
+
+/// dropout_compact's working storage, reused from call to call.
+struct DropoutCompactScratch {
+  Tensor<std::uint8_t> keep;       // one mask byte per stored entry
+  Tensor<std::int64_t> scan_sums;  // the scan of the kept counts
+};
+
+/// The scan_sums entries dropout_compact uses for a matrix of `rows` rows (to reserve them).
+std::int64_t dropout_compact_scan_size(std::int64_t rows);
+
+/// Dropout of a sparse matrix that stores only the entries the mask keeps: `out` becomes x's
+/// shape with the entries `dropout` keeps (the same mask), scaled by 1 / (1 - p), in x's order:
+/// the same products as dropout's output without its stored zeros (at p = 0.5 half the entries,
+/// so half the work of every product with it). `out`'s and `scratch`'s buffers are kept and
+/// reused: after the first call with a matrix, calls with the same or fewer entries allocate
+/// nothing. On a device the entry count is read back (one scalar per call). x and out must not
+/// share storage.
+template <class Idx, class T>
+void dropout_compact(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, T> x,
+                     CsrMatrix<Idx, T>& out, DropoutCompactScratch& scratch);
 
 }  // namespace halo::kernels

@@ -239,5 +239,68 @@ struct CsrDropoutBody {  // the same mask applied to the stored entries of a spa
   }
 };
 
+/// dropout_compact's first pass: entry e's mask bit into keep[e] (the mask of CsrDropoutBody)
+/// and row r's kept entries into out_indptr[r + 1] (0 into out_indptr[0]).
+template <class Idx, class T>
+struct CsrDropoutCountBody {
+  std::uint64_t rng_key;
+  std::uint64_t threshold;
+  std::int64_t row_offset;
+  Span<const NodeId> row_ids;
+  CsrView<Idx, T> x;
+  std::uint8_t* keep;
+  std::int64_t* out_indptr;
+  HALO_HD void operator()(std::int64_t r) const {
+    if (r == 0) out_indptr[0] = 0;
+    const std::int64_t g = dropout_row(row_ids, row_offset, r);
+    const std::uint64_t key = rng_key, thr = threshold;
+    const std::int64_t cols = x.num_cols;
+    std::int64_t kept = 0;
+    const std::int64_t begin = x.indptr[r], end = x.indptr[r + 1];
+    // Entries are independent: the hashes vectorise on the CPU (nvcc's device pass skips it).
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+#pragma omp simd reduction(+ : kept)
+#endif
+    for (std::int64_t e = begin; e < end; ++e) {
+      // dropout_keep as integer arithmetic: the bit is 1 - (the 24-bit draw < threshold), the
+      // borrow of their difference, so no branch (a bool here compiled to one, mispredicted
+      // half the time at p = 0.5).
+      const std::uint64_t draw =
+          rng::draw_keyed(key, static_cast<std::uint64_t>(
+                                   g * cols + static_cast<std::int64_t>(x.indices[e]))) >>
+          40;
+      const std::uint64_t bit = 1u ^ ((draw - thr) >> 63);
+      keep[e] = static_cast<std::uint8_t>(bit);
+      kept += static_cast<std::int64_t>(bit);
+    }
+    out_indptr[r + 1] = kept;
+  }
+};
+
+/// dropout_compact's second pass: row r's kept entries (keep[e] set), scaled, from
+/// out_indptr[r] on.
+template <class Idx, class T>
+struct CsrDropoutCompactBody {
+  T scale;
+  CsrView<Idx, T> x;
+  const std::uint8_t* keep;
+  const std::int64_t* out_indptr;
+  Idx* out_indices;
+  T* out_values;
+  HALO_HD void operator()(std::int64_t r) const {
+    // Without a branch on the mask (half its outcomes mispredicted at p = 0.5): every entry is
+    // written at the next free slot, which only a kept one advances. Slots stay within the row:
+    // the loop ends once its last kept entry is written.
+    const T s = scale;
+    std::int64_t k = out_indptr[r];
+    const std::int64_t k_end = out_indptr[r + 1];
+    for (std::int64_t e = x.indptr[r]; k < k_end; ++e) {
+      out_indices[k] = x.indices[e];
+      out_values[k] = x.value(e) * s;
+      k += keep[e];
+    }
+  }
+};
+
 }  // namespace detail
 }  // namespace halo::kernels

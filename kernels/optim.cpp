@@ -39,11 +39,17 @@ void sparse_adam_step(const Resources& res, const AdamConfig& c, std::int64_t st
   const OpTimer timer(res, Op::Optimizer, 7.0 * cells * sizeof(T), 12.0 * cells);
   const double c1 = 1.0 - std::pow(c.beta1, static_cast<double>(step));
   const double c2 = 1.0 - std::pow(c.beta2, static_cast<double>(step));
-  launch(res, grad.rows * grad.cols,
-         detail::SparseAdamBody<Idx, T>{static_cast<T>(c.lr * std::sqrt(c2) / c1),
-                                        static_cast<T>(c.beta1), static_cast<T>(c.beta2),
-                                        static_cast<T>(c.eps), param, grad, rows, m, v},
-         grad.rows * grad.cols);
+  const detail::SparseAdamBody<Idx, T> body{static_cast<T>(c.lr * std::sqrt(c2) / c1),
+                                            static_cast<T>(c.beta1),
+                                            static_cast<T>(c.beta2),
+                                            static_cast<T>(c.eps),
+                                            param,
+                                            grad,
+                                            rows,
+                                            m,
+                                            v};
+  launch_by_device(res, grad.rows, detail::SparseAdamRowsBody<Idx, T>{body}, grad.rows * grad.cols,
+                   body, grad.rows * grad.cols);
 }
 
 template <class T>

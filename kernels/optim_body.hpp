@@ -50,6 +50,28 @@ struct SparseAdamBody {
   }
 };
 
+/// SparseAdamBody's CPU layout: one index = one row of the gradient (no division per element,
+/// the columns vectorised), the same arithmetic per element.
+template <class Idx, class T>
+struct SparseAdamRowsBody {
+  SparseAdamBody<Idx, T> p;
+  HALO_HD void operator()(std::int64_t k) const {
+    // Locals, not members, in the loop: stores through the rows could alias the members.
+    const T step_size = p.step_size, beta1 = p.beta1, beta2 = p.beta2, eps = p.eps;
+    const std::int64_t cols = p.grad.cols;
+    const auto r = static_cast<std::int64_t>(p.rows[k]);
+    const T* g = p.grad.row(k);
+    T* m = p.m.row(r);
+    T* v = p.v.row(r);
+    T* w = p.param.row(r);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      m[c] = beta1 * m[c] + (T(1) - beta1) * g[c];
+      v[c] = beta2 * v[c] + (T(1) - beta2) * g[c] * g[c];
+      w[c] -= step_size * m[c] / (hd::sqrt(v[c]) + eps);
+    }
+  }
+};
+
 /// PyTorch's SGD: g = grad + wd * p; with momentum buf = mu * buf + g (buf starts at 0, which
 /// equals PyTorch's buf = g on the first step with dampening 0); p -= lr * buf (or lr * g).
 template <class T>

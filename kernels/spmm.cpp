@@ -33,14 +33,16 @@ void run_rows(const Resources& res, const detail::SpmmRowBody<Idx, T>& body) {
   HALO_FAIL("spmm: unknown device");
 }
 
-/// out = A^T y for a non-symmetric A: column blocks on the CPU, edge atomics on CUDA.
+/// out = A^T y (out += A^T y when `accumulate`) for a non-symmetric A: column blocks on the
+/// CPU, edge atomics on CUDA.
 template <class Idx, class T>
 void run_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
-                    MatrixView<T> out, bool mean) {
+                    MatrixView<T> out, bool mean, bool accumulate) {
   using Body = detail::SpmmTransposedBlockBody<Idx, T>;
   switch (res.device()) {
     case Device::Cpu: {
-      zero_bytes(res, out.data, res.device(), static_cast<std::size_t>(out.size()) * sizeof(T));
+      if (!accumulate)
+        zero_bytes(res, out.data, res.device(), static_cast<std::size_t>(out.size()) * sizeof(T));
       const std::int64_t work = cpu_work(a, out.rows, out.cols);
       const std::int64_t width = cpu_column_block(res.cpu_exec(), out.cols, work);
       return for_each_index(res.cpu_exec(), (out.cols + width - 1) / width,
@@ -48,7 +50,7 @@ void run_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> 
     }
     case Device::Cuda:
 #if HALO_WITH_CUDA
-      return detail::spmm_transposed_cuda(res, a, y, out, mean);
+      return detail::spmm_transposed_cuda(res, a, y, out, mean, accumulate);
 #else
       HALO_FAIL("spmm: this build has no CUDA backend (configure with -DHALO_WITH_CUDA=ON)");
 #endif
@@ -92,19 +94,33 @@ void spmm_accumulate(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T>
   run_rows(res, detail::SpmmRowBody<Idx, T>{a, x, out, false, false, true});
 }
 
+namespace {
 template <class Idx, class T>
-void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
-                     MatrixView<T> out, Aggregate aggregate) {
+void transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y, MatrixView<T> out,
+                Aggregate aggregate, bool accumulate) {
   HALO_EXPECTS(y.rows == a.num_rows && out.rows == a.num_cols && out.cols == y.cols,
                "spmm_transposed: shape mismatch");
-  const OpTimer timer = spmm_timer(res, a, y.cols, out.rows, false);
+  const OpTimer timer = spmm_timer(res, a, y.cols, out.rows, accumulate);
   if (a.symmetric) {  // A^T == A: row-parallel, no zeroing, no column passes
     HALO_EXPECTS(a.num_rows == a.num_cols, "spmm_transposed: a symmetric matrix must be square");
     const bool mean = aggregate == Aggregate::Mean;
-    run_rows(res, detail::SpmmRowBody<Idx, T>{a, y, out, false, mean});
+    run_rows(res, detail::SpmmRowBody<Idx, T>{a, y, out, false, mean, accumulate});
     return;
   }
-  run_transposed(res, a, y, out, aggregate == Aggregate::Mean);
+  run_transposed(res, a, y, out, aggregate == Aggregate::Mean, accumulate);
+}
+}  // namespace
+
+template <class Idx, class T>
+void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
+                     MatrixView<T> out, Aggregate aggregate) {
+  transposed(res, a, y, out, aggregate, false);
+}
+
+template <class Idx, class T>
+void spmm_transposed_accumulate(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
+                                MatrixView<T> out, Aggregate aggregate) {
+  transposed(res, a, y, out, aggregate, true);
 }
 
 #define HALO_INSTANTIATE(Idx, T)                                                                \
@@ -113,7 +129,9 @@ void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T>
   template void spmm_accumulate<Idx, T>(const Resources&, CsrView<Idx, T>, MatrixView<const T>, \
                                         MatrixView<T>);                                         \
   template void spmm_transposed<Idx, T>(const Resources&, CsrView<Idx, T>, MatrixView<const T>, \
-                                        MatrixView<T>, Aggregate);
+                                        MatrixView<T>, Aggregate);                              \
+  template void spmm_transposed_accumulate<Idx, T>(const Resources&, CsrView<Idx, T>,           \
+                                                   MatrixView<const T>, MatrixView<T>, Aggregate);
 HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
 

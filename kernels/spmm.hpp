@@ -32,4 +32,10 @@ template <class Idx, class T>
 void spmm_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
                      MatrixView<T> out, Aggregate aggregate = Aggregate::Sum);
 
+/// out += A^T y: spmm_transposed without overwriting (a gradient summed over several products
+/// into one buffer, with no temporary and no pass to add it). Same shapes and instantiations.
+template <class Idx, class T>
+void spmm_transposed_accumulate(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
+                                MatrixView<T> out, Aggregate aggregate = Aggregate::Sum);
+
 }  // namespace halo::kernels

@@ -144,9 +144,10 @@ void spmm_rows_cuda(const Resources& res, const SpmmRowBody<Idx, T>& p, SpmmAlgo
 
 template <class Idx, class T>
 void spmm_transposed_cuda(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
-                          MatrixView<T> out, bool mean) {
-  HALO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, out.size() * sizeof(T),
-                                  static_cast<cudaStream_t>(res.cuda_exec().stream)));
+                          MatrixView<T> out, bool mean, bool accumulate) {
+  if (!accumulate)
+    HALO_CUDA_CHECK(cudaMemsetAsync(out.data, 0, out.size() * sizeof(T),
+                                    static_cast<cudaStream_t>(res.cuda_exec().stream)));
   if (out.cols == 0) return;
   using Body = SpmmTransposedAtomicBody<Idx, T>;
   launch_cuda(res.cuda_exec(), a.num_rows * Body::kGroup, Body{a, y, out, mean});
@@ -156,7 +157,7 @@ void spmm_transposed_cuda(const Resources& res, CsrView<Idx, T> a, ConstMatrixVi
   template void spmm_rows_cuda<Idx, T>(const Resources&, const SpmmRowBody<Idx, T>&, \
                                        SpmmAlgorithm);                               \
   template void spmm_transposed_cuda<Idx, T>(const Resources&, CsrView<Idx, T>,      \
-                                             MatrixView<const T>, MatrixView<T>, bool);
+                                             MatrixView<const T>, MatrixView<T>, bool, bool);
 HALO_FOR_INDEX_AND_VALUE_TYPES(HALO_INSTANTIATE)
 #undef HALO_INSTANTIATE
 

@@ -104,6 +104,8 @@ class TemporalModel {
   std::vector<GruCache> m_gru;  // per step (and layer, EvolveGCN-O)
   std::vector<GcnCache> m_gcn;  // per step computed
   kernels::Tensor<T> m_out;
+  /// EvolveGCN-O, per layer: the forward's [W_z + U_z; W_r + U_r; W_h] (3 rows x rows).
+  kernels::Tensor<T> m_stack[2];
   std::function<void(std::span<T>)> m_sum;
 };
 

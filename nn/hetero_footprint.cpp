@@ -128,7 +128,6 @@ void HeteroFootprint::pass(std::span<const HeteroPassShape> layers, bool backwar
              !learns_embedding(m_config.featureless, m_schema, static_cast<std::int32_t>(t));
     };
     if (!hgt) {
-      std::int64_t tmp = 0;
       for (std::size_t t = 0; t < nt; ++t) {
         keep(key(l, "y", t), kF * dst[t] * out);
         if (backward && !zero(t)) keep(key(l, "dx", t), kF * s.num_src[t] * h);
@@ -139,9 +138,7 @@ void HeteroFootprint::pass(std::span<const HeteroPassShape> layers, bool backwar
         if (nd == 0 || zero(static_cast<std::size_t>(src_t))) continue;
         keep(key(l, "agg", i), kF * nd * h);
         keep(key(l, "msg", i), kF * nd * out);
-        tmp = std::max(tmp, kF * s.num_src[static_cast<std::size_t>(src_t)] * h);
       }
-      if (backward) keep(key(l, "tmp", 0), tmp);
       continue;
     }
     const std::int64_t heads = out % m_config.heads == 0 ? m_config.heads : 1;

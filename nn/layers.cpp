@@ -200,17 +200,10 @@ const Features<T>& Dropout<T>::forward(const Context& ctx, Adjacency<T> graph,
   if (const auto* sparse = std::get_if<kernels::CsrMatrix<std::int32_t, T>>(&x)) {
     if (!std::holds_alternative<kernels::CsrMatrix<std::int32_t, T>>(m_output))
       m_output = kernels::CsrMatrix<std::int32_t, T>();
-    auto& out = std::get<kernels::CsrMatrix<std::int32_t, T>>(m_output);
-    // The structure is copied on every pass: equal row and entry counts do not make it the same
-    // input (a new batch, other columns). Buffers are reused while the shapes stay the same.
-    kernels::ensure_shape(res, out.indptr, sparse->indptr.rows(), sparse->indptr.cols());
-    kernels::copy_async(res, out.indptr, sparse->indptr);
-    kernels::ensure_shape(res, out.indices, sparse->indices.rows(), sparse->indices.cols());
-    kernels::copy_async(res, out.indices, sparse->indices);
-    out.num_cols = sparse->num_cols;
-    kernels::ensure_shape(res, out.values, sparse->num_edges(), 1);
-    kernels::dropout(res, dropout_key(ctx, m_layer_id, graph), m_p, sparse->view(),
-                     out.values.span());
+    // Only the kept entries are stored: the products with it (the next layer's forward and its
+    // weight gradient) do half the work at p = 0.5. Buffers are reused within their capacity.
+    kernels::dropout_compact(res, dropout_key(ctx, m_layer_id, graph), m_p, sparse->view(),
+                             std::get<kernels::CsrMatrix<std::int32_t, T>>(m_output), m_compact);
   } else {
     const Tensor<T>& in = std::get<Tensor<T>>(x);
     Tensor<T>& y = detail::dense_output(res, m_output, in.rows(), in.cols());
@@ -319,6 +312,8 @@ void Dropout<T>::reserve(const kernels::Resources& res, std::int64_t src_rows, s
     kernels::reserve(res, out.indptr, src_rows + 1);
     kernels::reserve(res, out.indices, in_entries);
     kernels::reserve(res, out.values, in_entries);
+    kernels::reserve(res, m_compact.keep, in_entries);
+    kernels::reserve(res, m_compact.scan_sums, kernels::dropout_compact_scan_size(src_rows));
   } else {
     reserve_output(res, m_output, src_rows, in_width);
   }

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <memory>
 
-#include <halo/kernels/elementwise_body.hpp>
+#include <halo/kernels/elementwise.hpp>
 #include <halo/nn/aggregate_transform.hpp>
 #include <halo/nn/module.hpp>
 
@@ -100,8 +100,8 @@ class ReLU final : public Module<T> {
 /// Inverted dropout with probability p while training, the identity otherwise. The mask is keyed
 /// by (ctx.seed, ctx.epoch, layer_id, global row, column) — see kernels::DropoutKey; the global
 /// row is graph.source_ids[r] when given, else ctx.row_offset + r — so it needs no storage and
-/// every process draws the same mask for a node. `graph` is the next convolution's. Sparse inputs
-/// keep their structure and drop stored entries.
+/// every process draws the same mask for a node. `graph` is the next convolution's. A sparse
+/// input's output stores only the entries kept (kernels::dropout_compact).
 template <class T>
 class Dropout final : public Module<T> {
  public:
@@ -119,6 +119,7 @@ class Dropout final : public Module<T> {
   bool m_active = false;  // whether the last forward dropped anything
   Features<T> m_output;
   kernels::Tensor<T> m_dx;
+  kernels::DropoutCompactScratch m_compact;  // a sparse input's dropout_compact storage
 };
 
 /// ReLU followed by the next convolution's Dropout(p, layer_id), in one pass each way: while

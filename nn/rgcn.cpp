@@ -264,10 +264,8 @@ const std::vector<Tensor<T>>& RGCNConv<T>::backward(const Context& ctx,
     });
     if (!need_input_grad || graph.num_src[s] == 0) continue;
     timed(res, times, &HeteroStageTimes::neighbor_aggregation_s, [&] {
-      kernels::ensure_shape(res, m_tmp, graph.num_src[s], in);
-      kernels::spmm_transposed(res, rel.adj, ConstMatrixView<T>(m_agg[r].view()), m_tmp.view(),
-                               Aggregate::Mean);
-      kernels::axpy(res, T(1), kernels::ConstSpan<T>(m_tmp.span()), m_dx[s].span());
+      kernels::spmm_transposed_accumulate(res, rel.adj, ConstMatrixView<T>(m_agg[r].view()),
+                                          m_dx[s].view(), Aggregate::Mean);
     });
   }
   if (m_num_bases > 0 && !m_rel.empty()) {

@@ -57,7 +57,6 @@ class RGCNConv final : public HeteroModule<T> {
   std::vector<kernels::Tensor<T>> m_agg;  // per relation: mean_r(x_src), num_dst x in
   std::vector<kernels::Tensor<T>> m_msg;  // per relation: m_agg W_r, num_dst x out
   std::vector<kernels::Tensor<T>> m_y, m_dx;
-  kernels::Tensor<T> m_tmp;
   std::vector<bool> m_zero;  // per node type: its input is zeros (set_zero_inputs)
 };
 

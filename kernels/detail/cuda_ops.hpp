@@ -31,10 +31,11 @@ template <class Idx, class T>
 void spmm_rows_cuda(const Resources& res, const SpmmRowBody<Idx, T>& p,
                     SpmmAlgorithm algorithm = SpmmAlgorithm::Auto);
 
-/// out = A^T y (Mean: rows of A scaled by 1 / entry count) for a non-symmetric A: out is zeroed,
-/// then every edge adds its row of y to its column's output row with atomics.
+/// out = A^T y (Mean: rows of A scaled by 1 / entry count) for a non-symmetric A: out is zeroed
+/// (unless `accumulate`), then every edge adds its row of y to its column's output row with
+/// atomics.
 template <class Idx, class T>
 void spmm_transposed_cuda(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> y,
-                          MatrixView<T> out, bool mean);
+                          MatrixView<T> out, bool mean, bool accumulate);
 
 }  // namespace halo::kernels::detail

@@ -425,6 +425,76 @@ TYPED_TEST(Dropout, CsrEqualsDenseDropoutOfDensifiedMatrix) {
   });
 }
 
+// dropout_compact stores exactly the entries dropout keeps, in order, with dropout's values: its
+// densified form equals the densified dropout output, and no stored entry is a dropped one.
+template <class Idx, class T>
+void check_compact_dropout(const Resources& res, std::int64_t rows, std::int64_t cols, float p,
+                           bool weighted, const std::vector<NodeId>& row_ids = {}) {
+  SCOPED_TRACE(::testing::Message() << rows << " x " << cols << ", p " << p << ", weighted "
+                                    << weighted << ", row ids " << row_ids.size());
+  const auto ids = Tensor<NodeId>::from_host(res, row_ids);
+  const DropoutKey key{21, 2, 0, 7, ids.span()};
+  const auto a = testing::random_csr<Idx, T>(rows, cols, 6.0, 5, weighted);
+  const auto da = testing::to_device(res, a);
+  auto values = Tensor<T>::zeros(res, a.num_edges());
+  dropout(res, key, p, da.view(), values.span());
+  CsrMatrix<Idx, T> full = a.clone(host());
+  full.values = values.copy_to(host(), Device::Cpu);
+
+  CsrMatrix<Idx, T> out;
+  DropoutCompactScratch scan;
+  // Twice: the second call reuses the first one's buffers (another mask of the same matrix).
+  for (const std::uint64_t epoch : {std::uint64_t{3}, std::uint64_t{2}}) {
+    DropoutKey k = key;
+    k.epoch = epoch;
+    dropout_compact(res, k, p, da.view(), out, scan);
+  }
+  const CsrMatrix<Idx, T> got = out.copy_to(host(), Device::Cpu);
+  ASSERT_EQ(got.num_rows(), rows);
+  EXPECT_EQ(got.num_cols, cols);
+  EXPECT_EQ(ref::densify(got), ref::densify(full));
+  const auto full_values = full.values.to_vector(host());
+  const auto kept = static_cast<std::int64_t>(
+      std::count_if(full_values.begin(), full_values.end(), [](T v) { return v != T(0); }));
+  // random_csr stores no zero value, so the kept entries are dropout's nonzero values.
+  EXPECT_EQ(got.num_edges(), kept);
+  if (p == 0.f) {
+    EXPECT_EQ(got.num_edges(), a.num_edges());
+  }
+  if (a.num_edges() > 50 && p > 0.f) {
+    EXPECT_LT(got.num_edges(), a.num_edges());
+    EXPECT_GT(got.num_edges(), 0);
+  }
+  // Within a row the kept columns keep their order.
+  const auto indptr = got.indptr.to_vector(host());
+  const auto indices = got.indices.to_vector(host());
+  const auto a_indptr = a.indptr.to_vector(host());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    EXPECT_LE(indptr[r + 1] - indptr[r], a_indptr[r + 1] - a_indptr[r]);
+    for (std::int64_t e = indptr[r] + 1; e < indptr[r + 1]; ++e)
+      EXPECT_LT(indices[e - 1], indices[e]);
+  }
+}
+
+TYPED_TEST(Dropout, CompactStoresExactlyTheKeptEntries) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    using Idx = decltype(idx);
+    using T = decltype(value);
+    for (const bool weighted : {false, true}) {
+      check_compact_dropout<Idx, T>(res, 0, 0, 0.5f, weighted);
+      check_compact_dropout<Idx, T>(res, 1, 1, 0.5f, weighted);
+      check_compact_dropout<Idx, T>(res, 257, 129, 0.35f, weighted);
+      check_compact_dropout<Idx, T>(res, 2100, 300, 0.5f, weighted);  // several scan blocks
+      check_compact_dropout<Idx, T>(res, 31, 300, 0.f, weighted);
+      std::vector<NodeId> ids(31);
+      for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<NodeId>(1000 + 7 * i);
+      check_compact_dropout<Idx, T>(res, 31, 300, 0.5f, weighted, ids);
+    }
+  });
+}
+
 TYPED_TEST(Dropout, RejectsBadArguments) {
   HALO_SKIP_IF_UNAVAILABLE(TypeParam);
   const auto res = testing::make_resources<TypeParam>();
@@ -439,6 +509,12 @@ TYPED_TEST(Dropout, RejectsBadArguments) {
   EXPECT_THROW(dropout(res, DropoutKey{}, 0.5f, a.view(), values.span()), LogicError);
   auto right = Tensor<float>::zeros(res, a.num_edges());
   EXPECT_THROW(dropout(res, DropoutKey{}, 1.5f, a.view(), right.span()), LogicError);
+  CsrMatrix<std::int32_t, float> out;
+  DropoutCompactScratch scan;
+  EXPECT_THROW(dropout_compact(res, DropoutKey{}, 1.f, a.view(), out, scan), LogicError);
+  const auto two = Tensor<NodeId>::from_host(res, std::vector<NodeId>{1, 2});
+  EXPECT_THROW(dropout_compact(res, DropoutKey{0, 0, 0, 0, two.span()}, 0.5f, a.view(), out, scan),
+               LogicError);
 }
 
 // relu_dropout is relu, then dropout, in one pass: the same values (exactly), and its backward

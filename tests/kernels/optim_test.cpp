@@ -1,8 +1,11 @@
 // Optimizer steps against PyTorch-semantics references.
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 
+#include <halo/kernels/exec.hpp>
 #include <halo/kernels/optim.hpp>
+#include <halo/kernels/optim_body.hpp>
 
 #include "ref/ref.hpp"
 #include "support/testing.hpp"
@@ -22,6 +25,11 @@ TYPED_TEST_SUITE(Sgd, testing::Backends, testing::BackendNames);
 
 constexpr std::int64_t kSizes[] = {0, 1, 7, 257};
 constexpr int kSteps = 6;
+
+/// v = |v| in place (second moments are non-negative).
+void apply_abs(Tensor<float>& v) {
+  for (std::int64_t i = 0; i < v.numel(); ++i) v.data()[i] = std::abs(v.data()[i]);
+}
 
 template <class T>
 std::vector<double> as_double(const std::vector<T>& v) {
@@ -165,6 +173,47 @@ TYPED_TEST(Sgd, RejectsMisSizedBuffers) {
   EXPECT_THROW(sgd_step<float>(res, {.momentum = 0.0}, p.span(), g.span(), buf.span()), LogicError);
   EXPECT_THROW(sgd_step<float>(res, {}, p.span(), short_g.span(), none.span()), LogicError);
   EXPECT_NO_THROW(sgd_step<float>(res, {.momentum = 0.9}, p.span(), g.span(), buf.span()));
+}
+
+// SparseAdam's CPU body (a row per index) and its GPU body (an element per index), both run
+// on the CPU launcher over the same rows: the same values, element for element, and rows not
+// listed untouched.
+TEST(SparseAdamBodies, RowAndElementLayoutsAgree) {
+  const Resources res = testing::make_resources<testing::CpuBackend>();
+  const std::int64_t rows = 9, cols = 13;
+  const std::vector<std::int32_t> touched = {7, 0, 4, 8};
+  const auto grad =
+      testing::random_matrix<float>(static_cast<std::int64_t>(touched.size()), cols, 3);
+  const auto ids = Tensor<std::int32_t>::from_host(res, touched);
+  Tensor<float> p[2], m[2], v[2];
+  for (int k = 0; k < 2; ++k) {
+    p[k] = testing::random_matrix<float>(rows, cols, 5);
+    m[k] = testing::random_matrix<float>(rows, cols, 6);
+    v[k] = testing::random_matrix<float>(rows, cols, 7);
+    apply_abs(v[k]);
+    const detail::SparseAdamBody<std::int32_t, float> body{
+        0.01f, 0.9f, 0.999f, 1e-8f, p[k].view(), grad.view(), ids.span(), m[k].view(), v[k].view()};
+    if (k == 0)
+      for_each_index(res.cpu_exec(), grad.rows(),
+                     detail::SparseAdamRowsBody<std::int32_t, float>{body});
+    else
+      for_each_index(res.cpu_exec(), grad.numel(), body);
+  }
+  const auto before = testing::random_matrix<float>(rows, cols, 5).to_vector(res);
+  const auto p0 = p[0].to_vector(res), p1 = p[1].to_vector(res);
+  EXPECT_EQ(p0, p1);
+  EXPECT_EQ(m[0].to_vector(res), m[1].to_vector(res));
+  EXPECT_EQ(v[0].to_vector(res), v[1].to_vector(res));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const bool listed = std::find(touched.begin(), touched.end(), r) != touched.end();
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const auto i = static_cast<std::size_t>(r * cols + c);
+      if (listed)
+        EXPECT_NE(p0[i], before[i]) << r << "," << c;
+      else
+        EXPECT_EQ(p0[i], before[i]) << r << "," << c;
+    }
+  }
 }
 
 }  // namespace

@@ -98,6 +98,39 @@ TYPED_TEST(Spmm, AccumulateAddsToTheOutput) {
   });
 }
 
+// spmm_transposed_accumulate adds A^T y to what `out` holds, on the column-block (or atomic) path
+// of a general matrix and the row path of a symmetric one, Sum and Mean.
+TYPED_TEST(Spmm, TransposedAccumulateAddsToTheOutput) {
+  HALO_SKIP_IF_UNAVAILABLE(TypeParam);
+  const auto res = testing::make_resources<TypeParam>();
+  testing::for_each_index_and_value_type([&](auto idx, auto value) {
+    using Idx = decltype(idx);
+    using T = decltype(value);
+    for (const auto& [rows, cols, features, degree] : kShapes) {
+      for (const bool symmetric : {false, true}) {
+        for (const Aggregate aggregate : {Aggregate::Sum, Aggregate::Mean}) {
+          SCOPED_TRACE(::testing::Message() << rows << " x " << cols << " times " << features
+                                            << (symmetric ? ", symmetric" : "")
+                                            << (aggregate == Aggregate::Mean ? ", mean" : ""));
+          const auto a = symmetric ? testing::random_symmetric_csr<Idx, T>(rows, degree, 9, true)
+                                   : testing::random_csr<Idx, T>(rows, cols, degree, 7, true);
+          const std::int64_t n = a.num_cols;
+          const auto y = testing::random_matrix<T>(rows, features, 8);
+          const auto prior = testing::random_matrix<T>(n, features, 9);
+          auto out = testing::to_device(res, prior);
+          spmm_transposed_accumulate(res, testing::to_device(res, a).view(),
+                                     testing::to_device(res, y).view(), out.view(), aggregate);
+          auto expected = ref::spmm_transposed(a, y, aggregate);
+          const auto p = prior.to_vector(testing::host());
+          for (std::size_t i = 0; i < expected.size(); ++i) expected[i] += p[i];
+          EXPECT_TRUE(testing::all_close(out.to_vector(res), expected, testing::rtol<T>(),
+                                         testing::atol<T>()));
+        }
+      }
+    }
+  });
+}
+
 /// Runs the GPU's row-group body with G lanes per row and V columns per lane on the CPU launcher.
 template <int G, int V, class Idx, class T>
 void run_row_group(const Resources& res, const detail::SpmmRowBody<Idx, T>& p) {

@@ -481,19 +481,16 @@ TEST(Dropout, SparseInputGetsTheDenseMask) {
     nn::Dropout<T> a(0.5f, 4), b(0.5f, 4);
     const auto& out = a.forward(train_context(2), {}, sparse_in);
     const auto* out_sparse = std::get_if<CsrMatrix<std::int32_t, T>>(&out);
-    ASSERT_NE(out_sparse, nullptr) << "a sparse input keeps its structure";
-    EXPECT_EQ(out_sparse->indptr.to_vector(testing::host()),
-              sparse.indptr.to_vector(testing::host()));
-    EXPECT_EQ(out_sparse->indices.to_vector(testing::host()),
-              sparse.indices.to_vector(testing::host()));
+    ASSERT_NE(out_sparse, nullptr) << "a sparse input gives a sparse output";
+    EXPECT_EQ(out_sparse->num_rows(), 30);
     EXPECT_EQ(out_sparse->num_cols, 12);
     const auto expected = dense_values(b.forward(train_context(2), {}, dense_in));
     EXPECT_TRUE(testing::all_close(dense_values(out), expected, 1e-6, 0));
-    // Something was dropped and something kept, or the comparison proves little.
-    std::int64_t dropped = 0;
-    for (const T v : out_sparse->values.to_vector(testing::host())) dropped += v == T(0);
-    EXPECT_GT(dropped, 0);
-    EXPECT_LT(dropped, sparse.num_edges());
+    // Only the kept entries are stored: each a nonzero value, fewer than the input's, not none.
+    const auto values = out_sparse->values.to_vector(testing::host());
+    for (const T v : values) EXPECT_NE(v, T(0));
+    EXPECT_GT(out_sparse->num_edges(), 0);
+    EXPECT_LT(out_sparse->num_edges(), sparse.num_edges());
   });
 }
 
@@ -509,8 +506,7 @@ TEST(Dropout, SparseInputWithNewStructureIsNotServedStale) {
   const auto& out = drop.forward(train_context(), {}, b_in);
   const auto& out_sparse = std::get<CsrMatrix<std::int32_t, double>>(out);
   EXPECT_EQ(out_sparse.num_cols, 6);
-  EXPECT_EQ(out_sparse.indptr.to_vector(testing::host()), b.indptr.to_vector(testing::host()));
-  EXPECT_EQ(out_sparse.indices.to_vector(testing::host()), b.indices.to_vector(testing::host()));
+  EXPECT_EQ(out_sparse.num_rows(), b.num_rows());
   nn::Dropout<double> fresh(0.25f, 0);
   EXPECT_EQ(dense_values(out), dense_values(fresh.forward(train_context(), {}, b_in)));
 }
