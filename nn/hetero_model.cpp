@@ -433,10 +433,12 @@ void HeteroModel<T>::backward(const Context& ctx, std::span<const HeteroGraphVie
       if (l == 0 && m_zero_input[t]) continue;
       kernels::ensure_shape(res, m_dh[t], dx[t].rows(), dx[t].cols());
       if (dx[t].numel() == 0) continue;
-      kernels::copy_async(res, m_dh[t], dx[t]);
+      // The dropout's adjoint reads the layer's gradient straight into m_dh (no copy first).
       if (p > 0)
         kernels::dropout(res, dropout_key(ctx, layer_graph(l), t, l), p,
-                         kernels::ConstMatrixView<T>(m_dh[t].view()), m_dh[t].view());
+                         kernels::ConstMatrixView<T>(dx[t].view()), m_dh[t].view());
+      else
+        kernels::copy_async(res, m_dh[t], dx[t]);
       // ReLU's adjoint from its (dropped-out) output: dropped entries already carry zero.
       if (l > 0)
         kernels::relu_backward(res,
