@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <string>
 
 #include <halo/kernels/detail/check_ids.hpp>

@@ -90,8 +90,8 @@ std::int64_t dropout_compact_scan_size(std::int64_t rows);
 /// the same products as dropout's output without its stored zeros (at p = 0.5 half the entries,
 /// so half the work of every product with it). `out`'s and `scratch`'s buffers are kept and
 /// reused: after the first call with a matrix, calls with the same or fewer entries allocate
-/// nothing. On a device the entry count is read back (one scalar per call). x and out must not
-/// share storage.
+/// nothing. On a device the kept count is read back (and x's entry count, when its view does not
+/// know it): one scalar per call. x and out must not share storage.
 template <class Idx, class T>
 void dropout_compact(const Resources& res, const DropoutKey& key, float p, CsrView<Idx, T> x,
                      CsrMatrix<Idx, T>& out, DropoutCompactScratch& scratch);

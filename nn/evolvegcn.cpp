@@ -372,7 +372,7 @@ void TemporalModel<T>::backward(const Tensor<T>& d_out) {
       const Tensor<T>& stack = m_stack[l];  // the forward's [W_z + U_z; W_r + U_r; W_h]
       // Per step the gates' pre-activation gradients stacked as the forward's products,
       // [dz; dr; dh] (3 rows x h): S^T of it is their share of dQ, and their sum over the
-      // steps of it times Q^T is the gradient of [W_z = U_z; W_r = U_r; W_h].
+      // steps of it times Q^T is the gradient of [W_z and U_z; W_r and U_r; W_h].
       Tensor<T> da(res, 3 * rows, h), drq(res, rows, h), rq(res, rows, h);
       Tensor<T> dstack = Tensor<T>::zeros(res, 3 * rows, rows);
       const kernels::MatrixView<const T> dah{da.data() + 2 * block, rows, h};
