@@ -52,10 +52,21 @@ HALO_HD inline std::int64_t dropout_row(Span<const NodeId> row_ids, std::int64_t
   return row_ids.size > 0 ? static_cast<std::int64_t>(row_ids[r]) : row_offset + r;
 }
 
+/// dropout_keep as 1 or 0, computed without a comparison the compiler may turn into a branch:
+/// 1 minus the borrow of (24-bit draw - threshold). Loops that sum or store the bit stay
+/// branch-free (a `bool` summed there compiled to a branch, mispredicted half the time at
+/// p = 0.5).
+HALO_HD inline std::uint64_t dropout_keep_bit(std::uint64_t rng_key, std::uint64_t threshold,
+                                              std::int64_t global_row, std::int64_t c,
+                                              std::int64_t cols) {
+  const std::uint64_t draw =
+      rng::draw_keyed(rng_key, static_cast<std::uint64_t>(global_row * cols + c)) >> 40;
+  return 1u ^ ((draw - threshold) >> 63);
+}
+
 HALO_HD inline bool dropout_keep(std::uint64_t rng_key, std::uint64_t threshold,
                                  std::int64_t global_row, std::int64_t c, std::int64_t cols) {
-  return (rng::draw_keyed(rng_key, static_cast<std::uint64_t>(global_row * cols + c)) >> 40) >=
-         threshold;
+  return dropout_keep_bit(rng_key, threshold, global_row, c, cols) != 0;
 }
 
 template <class T>
@@ -262,14 +273,8 @@ struct CsrDropoutCountBody {
 #pragma omp simd reduction(+ : kept)
 #endif
     for (std::int64_t e = begin; e < end; ++e) {
-      // dropout_keep as integer arithmetic: the bit is 1 - (the 24-bit draw < threshold), the
-      // borrow of their difference, so no branch (a bool here compiled to one, mispredicted
-      // half the time at p = 0.5).
-      const std::uint64_t draw =
-          rng::draw_keyed(key, static_cast<std::uint64_t>(
-                                   g * cols + static_cast<std::int64_t>(x.indices[e]))) >>
-          40;
-      const std::uint64_t bit = 1u ^ ((draw - thr) >> 63);
+      const std::uint64_t bit =
+          dropout_keep_bit(key, thr, g, static_cast<std::int64_t>(x.indices[e]), cols);
       keep[e] = static_cast<std::uint8_t>(bit);
       kept += static_cast<std::int64_t>(bit);
     }

@@ -39,14 +39,17 @@ struct SparseAdamBody {
   Span<const Idx> rows;
   MatrixView<T> m;
   MatrixView<T> v;
+  /// One element's step: the rule both layouts apply.
+  HALO_HD static void update(T step_size, T beta1, T beta2, T eps, T g, T& m, T& v, T& p) {
+    m = beta1 * m + (T(1) - beta1) * g;
+    v = beta2 * v + (T(1) - beta2) * g * g;
+    p -= step_size * m / (hd::sqrt(v) + eps);
+  }
   HALO_HD void operator()(std::int64_t i) const {
     const std::int64_t k = i / grad.cols;
     const std::int64_t c = i % grad.cols;
     const auto r = static_cast<std::int64_t>(rows[k]);
-    const T g = grad(k, c);
-    m(r, c) = beta1 * m(r, c) + (T(1) - beta1) * g;
-    v(r, c) = beta2 * v(r, c) + (T(1) - beta2) * g * g;
-    param(r, c) -= step_size * m(r, c) / (hd::sqrt(v(r, c)) + eps);
+    update(step_size, beta1, beta2, eps, grad(k, c), m(r, c), v(r, c), param(r, c));
   }
 };
 
@@ -64,11 +67,8 @@ struct SparseAdamRowsBody {
     T* m = p.m.row(r);
     T* v = p.v.row(r);
     T* w = p.param.row(r);
-    for (std::int64_t c = 0; c < cols; ++c) {
-      m[c] = beta1 * m[c] + (T(1) - beta1) * g[c];
-      v[c] = beta2 * v[c] + (T(1) - beta2) * g[c] * g[c];
-      w[c] -= step_size * m[c] / (hd::sqrt(v[c]) + eps);
-    }
+    for (std::int64_t c = 0; c < cols; ++c)
+      SparseAdamBody<Idx, T>::update(step_size, beta1, beta2, eps, g[c], m[c], v[c], w[c]);
   }
 };
 
