@@ -3,6 +3,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+#include <immintrin.h>
+#endif
 
 #include <halo/kernels/hd.hpp>
 #include <halo/kernels/hd_math.hpp>
@@ -266,18 +270,36 @@ struct CsrDropoutCountBody {
     const std::int64_t g = dropout_row(row_ids, row_offset, r);
     const std::uint64_t key = rng_key, thr = threshold;
     const std::int64_t cols = x.num_cols;
-    std::int64_t kept = 0;
     const std::int64_t begin = x.indptr[r], end = x.indptr[r + 1];
-    // Entries are independent: the hashes vectorise on the CPU (nvcc's device pass skips it).
-#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
-#pragma omp simd reduction(+ : kept)
-#endif
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && !defined(__CUDA_ARCH__)
+    // Eight entries a step, the row's last step masked: a row holds a few dozen entries, too
+    // few for the compiler's vector loop, whose scalar remainder did most of the hashing.
+    const __m512i base = _mm512_set1_epi64(static_cast<long long>(g * cols));
+    const __m512i kv = _mm512_set1_epi64(static_cast<long long>(key));
+    const __m512i tv = _mm512_set1_epi64(static_cast<long long>(thr));
+    std::int64_t kept = 0;
+    for (std::int64_t e = begin; e < end; e += 8) {
+      const auto m = static_cast<__mmask8>(end - e >= 8 ? 0xFF : (1u << (end - e)) - 1u);
+      __m512i c;
+      if constexpr (sizeof(Idx) == 4)
+        c = _mm512_maskz_cvtepi32_epi64(m, _mm256_maskz_loadu_epi32(m, x.indices + e));
+      else
+        c = _mm512_maskz_loadu_epi64(m, x.indices + e);
+      const __m512i draw =
+          rng::srli8<40>(rng::mix8(_mm512_xor_si512(kv, _mm512_add_epi64(base, c))));
+      const __mmask8 kept_mask = _mm512_mask_cmpge_epu64_mask(m, draw, tv);
+      _mm512_mask_cvtepi64_storeu_epi8(keep + e, m, _mm512_maskz_set1_epi64(kept_mask, 1));
+      kept += __builtin_popcount(kept_mask);
+    }
+#else
+    std::int64_t kept = 0;
     for (std::int64_t e = begin; e < end; ++e) {
       const std::uint64_t bit =
           dropout_keep_bit(key, thr, g, static_cast<std::int64_t>(x.indices[e]), cols);
       keep[e] = static_cast<std::uint8_t>(bit);
       kept += static_cast<std::int64_t>(bit);
     }
+#endif
     out_indptr[r + 1] = kept;
   }
 };
@@ -299,6 +321,26 @@ struct CsrDropoutCompactBody {
     const T s = scale;
     std::int64_t k = out_indptr[r];
     const std::int64_t k_end = out_indptr[r + 1];
+#if defined(__AVX512F__) && defined(__AVX512BW__) && !defined(__CUDA_ARCH__)
+    if constexpr (sizeof(Idx) == 4 && std::is_same_v<T, float>) {
+      // Sixteen entries a step, the kept ones compressed into place (the loop below takes a
+      // dependent load and add per entry).
+      const std::int64_t end = x.indptr[r + 1];
+      const __m512 sv = _mm512_set1_ps(s);
+      for (std::int64_t e = x.indptr[r]; e < end; e += 16) {
+        const auto m = static_cast<__mmask16>(end - e >= 16 ? 0xFFFF : (1u << (end - e)) - 1u);
+        const __mmask16 kept =
+            _mm_mask_test_epi8_mask(m, _mm_maskz_loadu_epi8(m, keep + e), _mm_set1_epi8(1));
+        const __m512 v = x.values != nullptr ? _mm512_maskz_loadu_ps(m, x.values + e) : sv;
+        _mm512_mask_compressstoreu_epi32(out_indices + k, kept,
+                                         _mm512_maskz_loadu_epi32(m, x.indices + e));
+        _mm512_mask_compressstoreu_ps(out_values + k, kept,
+                                      x.values != nullptr ? _mm512_mul_ps(v, sv) : sv);
+        k += __builtin_popcount(kept);
+      }
+      return;
+    }
+#endif
     for (std::int64_t e = x.indptr[r]; k < k_end; ++e) {
       out_indices[k] = x.indices[e];
       out_values[k] = x.value(e) * s;

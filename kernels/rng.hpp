@@ -4,6 +4,9 @@
 // numbers, and a run replays exactly from its seed.
 
 #include <cstdint>
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && !defined(__CUDA_ARCH__)
+#include <immintrin.h>
+#endif
 
 #include <halo/kernels/hd.hpp>
 
@@ -16,6 +19,23 @@ HALO_HD inline std::uint64_t mix(std::uint64_t z) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && !defined(__CUDA_ARCH__)
+/// mix of eight lanes at once (the same bits as mix of each). The shifts are the masked forms:
+/// the unmasked ones pass an undefined vector that GCC 12 reports as maybe uninitialised.
+template <unsigned S>
+inline __m512i srli8(__m512i z) {
+  return _mm512_maskz_srli_epi64(0xFF, z, S);
+}
+inline __m512i mix8(__m512i z) {
+  z = _mm512_add_epi64(z, _mm512_set1_epi64(static_cast<long long>(0x9E3779B97F4A7C15ull)));
+  z = _mm512_mullo_epi64(_mm512_xor_si512(z, srli8<30>(z)),
+                         _mm512_set1_epi64(static_cast<long long>(0xBF58476D1CE4E5B9ull)));
+  z = _mm512_mullo_epi64(_mm512_xor_si512(z, srli8<27>(z)),
+                         _mm512_set1_epi64(static_cast<long long>(0x94D049BB133111EBull)));
+  return _mm512_xor_si512(z, srli8<31>(z));
+}
+#endif
 
 /// The part of a draw that depends only on (seed, stream): hoist it out of loops over indices.
 HALO_HD inline std::uint64_t key(std::uint64_t seed, std::uint64_t stream) {

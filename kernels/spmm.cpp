@@ -9,11 +9,16 @@ namespace halo::kernels {
 namespace {
 
 /// A CPU product's elements for the launcher's grain: an input row read per entry, the output
-/// written, `cols` wide.
+/// written, `cols` wide. Where the randomly read rows (x's, or the transpose's output rows) fit
+/// in SpmmRowBody::kInCacheFloats, a vector multiply-add takes about a quarter of an element's
+/// time (kSerialWork), so the work counts a quarter: Cora's sparse features times W (437k
+/// elements, ~30 us on one thread) lost more to waking a second thread than it gained.
 template <class Idx, class T>
-std::int64_t cpu_work(CsrView<Idx, T> a, std::int64_t out_rows, std::int64_t cols) {
+std::int64_t cpu_work(CsrView<Idx, T> a, std::int64_t out_rows, std::int64_t cols,
+                      std::int64_t random_rows_size) {
   const std::int64_t entries = a.num_entries >= 0 ? a.num_entries : a.num_edges();
-  return (entries + out_rows) * cols;
+  const std::int64_t work = (entries + out_rows) * cols;
+  return random_rows_size <= detail::SpmmRowBody<Idx, T>::kInCacheFloats ? work / 4 : work;
 }
 
 /// Runs a row product on res's device: the body on the CPU, the GPU's SpMM paths on CUDA.
@@ -22,7 +27,7 @@ void run_rows(const Resources& res, const detail::SpmmRowBody<Idx, T>& body) {
   switch (res.device()) {
     case Device::Cpu:
       return for_each_index(res.cpu_exec(), body.out.rows, body,
-                            cpu_work(body.a, body.out.rows, body.out.cols));
+                            cpu_work(body.a, body.out.rows, body.out.cols, body.x.size()));
     case Device::Cuda:
 #if HALO_WITH_CUDA
       return detail::spmm_rows_cuda(res, body);
@@ -43,7 +48,7 @@ void run_transposed(const Resources& res, CsrView<Idx, T> a, ConstMatrixView<T> 
     case Device::Cpu: {
       if (!accumulate)
         zero_bytes(res, out.data, res.device(), static_cast<std::size_t>(out.size()) * sizeof(T));
-      const std::int64_t work = cpu_work(a, out.rows, out.cols);
+      const std::int64_t work = cpu_work(a, out.rows, out.cols, out.size());
       const std::int64_t width = cpu_column_block(res.cpu_exec(), out.cols, work);
       return for_each_index(res.cpu_exec(), (out.cols + width - 1) / width,
                             Body{a, y, out, mean, width}, work);

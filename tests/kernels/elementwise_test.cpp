@@ -429,12 +429,13 @@ TYPED_TEST(Dropout, CsrEqualsDenseDropoutOfDensifiedMatrix) {
 // densified form equals the densified dropout output, and no stored entry is a dropped one.
 template <class Idx, class T>
 void check_compact_dropout(const Resources& res, std::int64_t rows, std::int64_t cols, float p,
-                           bool weighted, const std::vector<NodeId>& row_ids = {}) {
+                           bool weighted, const std::vector<NodeId>& row_ids = {},
+                           double degree = 6.0) {
   SCOPED_TRACE(::testing::Message() << rows << " x " << cols << ", p " << p << ", weighted "
                                     << weighted << ", row ids " << row_ids.size());
   const auto ids = Tensor<NodeId>::from_host(res, row_ids);
   const DropoutKey key{21, 2, 0, 7, ids.span()};
-  const auto a = testing::random_csr<Idx, T>(rows, cols, 6.0, 5, weighted);
+  const auto a = testing::random_csr<Idx, T>(rows, cols, degree, 5, weighted);
   const auto da = testing::to_device(res, a);
   auto values = Tensor<T>::zeros(res, a.num_edges());
   dropout(res, key, p, da.view(), values.span());
@@ -488,6 +489,8 @@ TYPED_TEST(Dropout, CompactStoresExactlyTheKeptEntries) {
       check_compact_dropout<Idx, T>(res, 257, 129, 0.35f, weighted);
       check_compact_dropout<Idx, T>(res, 2100, 300, 0.5f, weighted);  // several scan blocks
       check_compact_dropout<Idx, T>(res, 31, 300, 0.f, weighted);
+      // Rows of dozens of entries: the CPU's 8- and 16-entry steps, the last one partial.
+      check_compact_dropout<Idx, T>(res, 40, 300, 0.5f, weighted, {}, 45.0);
       std::vector<NodeId> ids(31);
       for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<NodeId>(1000 + 7 * i);
       check_compact_dropout<Idx, T>(res, 31, 300, 0.5f, weighted, ids);

@@ -21,10 +21,12 @@ class Spmm : public ::testing::Test {};
 TYPED_TEST_SUITE(Spmm, testing::Backends, testing::BackendNames);
 
 // (rows, cols, features, average degree): empty, single, the usual 257, a non-square matrix
-// with more columns than rows, feature counts on either side of the transposed column block.
+// with more columns than rows, feature counts on either side of the transposed column block,
+// and randomly read rows past SpmmRowBody::kInCacheFloats (the CPU row loop that prefetches).
 constexpr std::tuple<int, int, int, double> kShapes[] = {
-    {0, 0, 3, 2.0},      {0, 5, 4, 2.0},     {1, 1, 1, 1.0},    {3, 4, 0, 2.0},
-    {257, 257, 33, 5.0}, {31, 300, 17, 7.0}, {300, 31, 16, 3.0}};
+    {0, 0, 3, 2.0},      {0, 5, 4, 2.0},     {1, 1, 1, 1.0},     {3, 4, 0, 2.0},
+    {257, 257, 33, 5.0}, {31, 300, 17, 7.0}, {300, 31, 16, 3.0}, {64, 20000, 16, 20.0}};
+static_assert(20000 * 16 > detail::SpmmRowBody<int, float>::kInCacheFloats);
 
 template <class Idx, class T>
 void check_spmm(const Resources& res, Aggregate aggregate, bool weighted, bool transposed) {
