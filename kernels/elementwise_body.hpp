@@ -4,7 +4,11 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
-#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+// The CPU's AVX-512 branches of the sparse dropout (F, BW, DQ and VL: every AVX-512 CPU since
+// Skylake-SP); elsewhere, and on the GPU, the portable loops.
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VL__) && !defined(__CUDA_ARCH__)
+#define HALO_SPARSE_DROPOUT_AVX512 1
 #include <immintrin.h>
 #endif
 
@@ -271,7 +275,7 @@ struct CsrDropoutCountBody {
     const std::uint64_t key = rng_key, thr = threshold;
     const std::int64_t cols = x.num_cols;
     const std::int64_t begin = x.indptr[r], end = x.indptr[r + 1];
-#if defined(__AVX512F__) && defined(__AVX512DQ__) && !defined(__CUDA_ARCH__)
+#if defined(HALO_SPARSE_DROPOUT_AVX512)
     // Eight entries a step, the row's last step masked: a row holds a few dozen entries, too
     // few for the compiler's vector loop, whose scalar remainder did most of the hashing.
     const __m512i base = _mm512_set1_epi64(static_cast<long long>(g * cols));
@@ -321,7 +325,7 @@ struct CsrDropoutCompactBody {
     const T s = scale;
     std::int64_t k = out_indptr[r];
     const std::int64_t k_end = out_indptr[r + 1];
-#if defined(__AVX512F__) && defined(__AVX512BW__) && !defined(__CUDA_ARCH__)
+#if defined(HALO_SPARSE_DROPOUT_AVX512)
     if constexpr (sizeof(Idx) == 4 && std::is_same_v<T, float>) {
       // Sixteen entries a step, the kept ones compressed into place (the loop below takes a
       // dependent load and add per entry).
