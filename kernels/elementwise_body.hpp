@@ -335,11 +335,11 @@ struct CsrDropoutCompactBody {
         const auto m = static_cast<__mmask16>(end - e >= 16 ? 0xFFFF : (1u << (end - e)) - 1u);
         const __mmask16 kept =
             _mm_mask_test_epi8_mask(m, _mm_maskz_loadu_epi8(m, keep + e), _mm_set1_epi8(1));
-        const __m512 v = x.values != nullptr ? _mm512_maskz_loadu_ps(m, x.values + e) : sv;
+        const __m512 v =  // x.value(e) * s
+            x.values != nullptr ? _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x.values + e), sv) : sv;
         _mm512_mask_compressstoreu_epi32(out_indices + k, kept,
                                          _mm512_maskz_loadu_epi32(m, x.indices + e));
-        _mm512_mask_compressstoreu_ps(out_values + k, kept,
-                                      x.values != nullptr ? _mm512_mul_ps(v, sv) : sv);
+        _mm512_mask_compressstoreu_ps(out_values + k, kept, v);
         k += __builtin_popcount(kept);
       }
       return;

@@ -12,7 +12,8 @@ namespace {
 /// written, `cols` wide. Where the randomly read rows (x's, or the transpose's output rows) fit
 /// in SpmmRowBody::kInCacheFloats, a vector multiply-add takes about a quarter of an element's
 /// time (kSerialWork), so the work counts a quarter: Cora's sparse features times W (437k
-/// elements, ~30 us on one thread) lost more to waking a second thread than it gained.
+/// elements, one of six products that take 0.2-0.3 ms together on one thread) lost more to
+/// waking a second thread than it gained (bench/results/speed.md, "Cora under 0.1").
 template <class Idx, class T>
 std::int64_t cpu_work(CsrView<Idx, T> a, std::int64_t out_rows, std::int64_t cols,
                       std::int64_t random_rows_size) {
